@@ -1,0 +1,77 @@
+/**
+ * The closed list of error codes svc answers with. Each maps to one HTTP status; docs/errors.md
+ * lists them all. Only `status`, `message` and `errors` ever reach the wire.
+ */
+export const errorStatus = {
+  BAD_REQUEST: 400,
+  INVALID_JSON: 400,
+  INVALID_QUERY: 400,
+  FORBIDDEN_OPERATOR: 400,
+  VALIDATION_FAILED: 400,
+  NO_MATCH: 400,
+  CANCELLED: 400,
+  UNAUTHORIZED: 401,
+  BAD_CREDENTIALS: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  INTERNAL: 500,
+  SCRIPT_ERROR: 500,
+  SCRIPT_TIMEOUT: 500,
+  UNAVAILABLE: 503,
+} as const;
+
+/** A stable, machine-readable error code. */
+export type ErrorCode = keyof typeof errorStatus;
+
+/** The error object of the spec, exactly what a client receives. */
+export interface ErrorBody {
+  status: number;
+  message?: string;
+  errors?: Record<string, string>;
+}
+
+/** Options of {@link SvcError}. */
+export interface SvcErrorOptions {
+  /** Overrides the code's status (scripts may cancel with any status >= 400). */
+  status?: number;
+  errors?: Record<string, string>;
+  cause?: unknown;
+  /** Extra response headers (Retry-After, Allow, ...). */
+  headers?: Record<string, string>;
+}
+
+/** The one error class of svc: a stable code, an HTTP status and only safe fields on the wire. */
+export class SvcError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly errors: Record<string, string> | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, message?: string, options: SvcErrorOptions = {}) {
+    super(message ?? code, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SvcError';
+    this.code = code;
+    this.status = options.status ?? errorStatus[code];
+    this.errors = options.errors;
+    this.headers = options.headers;
+    if (message === undefined) this.message = '';
+  }
+
+  /** The JSON error object sent to clients. */
+  toJSON(): ErrorBody {
+    const body: ErrorBody = { status: this.status };
+    if (this.message) body.message = this.message;
+    if (this.errors && Object.keys(this.errors).length > 0) body.errors = this.errors;
+    return body;
+  }
+}
+
+/** True for an {@link SvcError}, also across package copies. */
+export function isSvcError(value: unknown): value is SvcError {
+  return value instanceof SvcError || (value instanceof Error && value.name === 'SvcError' && 'code' in value);
+}

@@ -1,0 +1,43 @@
+/** Reads one cookie's value from a Cookie header without parsing the others. */
+export function readCookie(header: string | undefined, name: string): string | undefined {
+  if (header === undefined) return undefined;
+  let start = 0;
+  while (start < header.length) {
+    let end = header.indexOf(';', start);
+    if (end === -1) end = header.length;
+    const eq = header.indexOf('=', start);
+    if (eq !== -1 && eq < end && header.slice(start, eq).trim() === name) {
+      const raw = header.slice(eq + 1, end).trim();
+      const value = raw.startsWith('"') && raw.endsWith('"') ? raw.slice(1, -1) : raw;
+      try {
+        return decodeURIComponent(value);
+      } catch {
+        return undefined;
+      }
+    }
+    start = end + 1;
+  }
+  return undefined;
+}
+
+/** Options of a Set-Cookie header. */
+export interface CookieOptions {
+  maxAgeSeconds?: number;
+  httpOnly?: boolean;
+  secure?: boolean;
+  sameSite?: 'Lax' | 'Strict' | 'None';
+  path?: string;
+}
+
+/** Serialises a Set-Cookie header value. */
+export function serializeCookie(name: string, value: string, options: CookieOptions = {}): string {
+  let out = `${name}=${encodeURIComponent(value)}; Path=${options.path ?? '/'}`;
+  if (options.maxAgeSeconds !== undefined) {
+    out += `; Max-Age=${Math.floor(options.maxAgeSeconds)}`;
+    if (options.maxAgeSeconds <= 0) out += '; Expires=Thu, 01 Jan 1970 00:00:00 GMT';
+  }
+  if (options.httpOnly !== false) out += '; HttpOnly';
+  if (options.secure) out += '; Secure';
+  if (options.sameSite) out += `; SameSite=${options.sameSite}`;
+  return out;
+}

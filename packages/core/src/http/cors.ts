@@ -1,0 +1,32 @@
+import type { IncomingMessage } from 'node:http';
+
+/** Cross-origin settings (app.json `cors`). */
+export interface CorsOptions {
+  /** Origins allowed to call with credentials; default any. */
+  origins?: '*' | readonly string[];
+}
+
+/** The request headers a cross-origin client may send, exactly the spec's list. */
+export const CORS_ALLOWED_HEADERS = 'Origin, Accept, Accept-Language, Content-Language, Content-Type, Last-Event-ID';
+const METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
+
+/**
+ * The CORS headers for a request: the request's Origin echoed with credentials allowed, when the
+ * origin is allowed. Answers undefined for same-origin requests and refused origins (the browser
+ * then blocks the response).
+ */
+export function corsHeaders(req: IncomingMessage, options: CorsOptions | undefined): [string, string][] | undefined {
+  const origin = req.headers.origin;
+  if (origin === undefined) return undefined;
+  const allowed = options?.origins ?? '*';
+  if (allowed !== '*' && !allowed.includes(origin)) return undefined;
+  const headers: [string, string][] = [
+    ['access-control-allow-origin', origin],
+    ['access-control-allow-credentials', 'true'],
+    ['vary', 'Origin'],
+  ];
+  if (req.method === 'OPTIONS') {
+    headers.push(['access-control-allow-methods', METHODS], ['access-control-allow-headers', CORS_ALLOWED_HEADERS], ['access-control-max-age', '86400']);
+  }
+  return headers;
+}

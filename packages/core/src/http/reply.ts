@@ -1,0 +1,52 @@
+import type { ServerResponse } from 'node:http';
+import { isSvcError, SvcError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Reply } from '../types.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** Writes a resource's reply: JSON bodies with an exact length, no ETag hashing. */
+export function writeReply(res: ServerResponse, reply: Reply): void {
+  if (res.headersSent || res.writableEnded) return;
+  if (reply.headers) for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
+  if (reply.body === undefined || reply.status === 204) {
+    res.statusCode = reply.status;
+    res.end();
+    return;
+  }
+  let payload: string;
+  if (typeof reply.body === 'string' && res.hasHeader('content-type')) {
+    payload = reply.body;
+  } else {
+    payload = JSON.stringify(reply.body);
+    res.setHeader('content-type', JSON_TYPE);
+  }
+  res.setHeader('content-length', Buffer.byteLength(payload));
+  res.statusCode = reply.status;
+  res.end(payload);
+}
+
+/** Options of {@link toErrorReply}. */
+export interface ErrorReplyOptions {
+  production: boolean;
+  logger: Logger;
+  /** Where it happened, for the log line. */
+  where: string;
+}
+
+/**
+ * Turns anything thrown into the spec's error object. SvcErrors carry their own status and safe
+ * message; anything else is a 500 whose message and stack reach the log, and the client only in
+ * development.
+ */
+export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
+  if (isSvcError(err)) {
+    if (err.status >= 500) options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
+    const reply: Reply = { status: err.status, body: err.toJSON() };
+    if (err.headers) reply.headers = err.headers;
+    return reply;
+  }
+  options.logger.error(`${options.where}: unexpected error`, { error: err });
+  const message = options.production ? 'internal server error' : err instanceof Error ? err.message : String(err);
+  return { status: 500, body: new SvcError('INTERNAL', message).toJSON() };
+}

@@ -1,0 +1,323 @@
+import { SvcError } from '../errors.js';
+import { createId } from '../ids.js';
+import { compileFilter, compileQuery } from '../query/compileQuery.js';
+import { isPlainObject } from '../query/parseQueryString.js';
+import type { ClientShape, Resource } from '../resource.js';
+import { DuplicateKeyError } from '../store/Store.js';
+import type { Doc, Filter, StoreCollection, UpdateOps } from '../store/Store.js';
+import type { Context, PropertyDef, Reply } from '../types.js';
+import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
+import { requiredErrors, sanitizeBody } from './sanitize.js';
+
+/** Options of a {@link Collection}. */
+export interface CollectionOptions {
+  /** Mount path, '/todos'. */
+  path: string;
+  properties: Record<string, PropertyDef>;
+  store: StoreCollection;
+  /** Event scripts; none when the resource has no script files. */
+  events?: CollectionEventRunner;
+  /** Whether non-root requests may GET /<c>/count (On Get scripts may hide objects a count reveals). */
+  publicCount?: boolean;
+}
+
+const NO_MATCH = 'No object exists that matches that query';
+const NO_EVENTS: CollectionEventRunner = {
+  has: () => false,
+  run: (_event, input) => Promise.resolve({ object: input.object, hidden: [], protectedProps: [] }),
+  runGetBatch: (_ctx, objects) => Promise.resolve(objects.map((object) => ({ object, hidden: [], protectedProps: [] }))),
+};
+
+/** The Collection resource: a store of JSON objects over HTTP, with the spec's endpoints and rules. */
+export class Collection implements Resource {
+  readonly path: string;
+  readonly type: string = 'Collection';
+  readonly client: ClientShape = { collection: true };
+  readonly properties: Record<string, PropertyDef>;
+  protected readonly store: StoreCollection;
+  protected readonly events: CollectionEventRunner;
+  private readonly publicCount: boolean;
+
+  constructor(options: CollectionOptions) {
+    this.path = options.path;
+    this.properties = options.properties;
+    this.store = options.store;
+    this.events = options.events ?? NO_EVENTS;
+    this.publicCount = options.publicCount ?? false;
+  }
+
+  /** Creates the indexes that `unique` and `index` properties ask for. */
+  async init(): Promise<void> {
+    for (const [field, def] of Object.entries(this.properties)) {
+      if (def.unique) await this.store.ensureIndex({ field, unique: true });
+      else if (def.index) await this.store.ensureIndex({ field });
+    }
+  }
+
+  handle(ctx: Context): Promise<Reply> {
+    switch (ctx.method) {
+      case 'GET':
+        return this.handleGet(ctx);
+      case 'POST':
+      case 'PUT':
+        return this.handleWrite(ctx);
+      case 'DELETE':
+        return this.handleDelete(ctx);
+      default:
+        return Promise.reject(new SvcError('METHOD_NOT_ALLOWED', `${ctx.method} is not supported on ${this.path}`, { headers: { allow: 'GET, POST, PUT, DELETE' } }));
+    }
+  }
+
+  // ---- read ----
+
+  private async handleGet(ctx: Context): Promise<Reply> {
+    if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
+    if (ctx.parts[0] === 'count') return this.count(ctx);
+    const id = this.idOf(ctx, false);
+    const compiled = compileQuery(ctx.query, this.properties);
+    const skipEvents = compiled.skipEvents && ctx.isRoot;
+    if (id !== undefined) {
+      compiled.filter.id = id;
+      const doc = await this.store.findOne(compiled.filter, compiled.options);
+      if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
+      const shown = skipEvents ? this.present(doc) : await this.afterGetOne(ctx, doc);
+      return { status: 200, body: shown };
+    }
+    const docs = await this.store.find(compiled.filter, compiled.options);
+    const body = skipEvents || !this.events.has('get') ? docs.map((d) => this.present(d)) : await this.afterGetList(ctx, docs);
+    return { status: 200, body };
+  }
+
+  private async count(ctx: Context): Promise<Reply> {
+    if (!ctx.isRoot && !this.publicCount) throw new SvcError('FORBIDDEN', 'count is available to root only; open it with "publicCount" in app.json');
+    const filter = compileFilter(ctx.query, this.properties);
+    return { status: 200, body: { count: await this.store.count(filter) } };
+  }
+
+  private async afterGetOne(ctx: Context, doc: Doc): Promise<Record<string, unknown>> {
+    if (!this.events.has('get')) return this.present(doc);
+    const outcome = await this.events.run('get', { ctx, object: doc });
+    return this.present(applyHidden(outcome));
+  }
+
+  private async afterGetList(ctx: Context, docs: Doc[]): Promise<Record<string, unknown>[]> {
+    const outcomes = await this.events.runGetBatch(ctx, docs);
+    const out: Record<string, unknown>[] = [];
+    for (const outcome of outcomes) if (outcome !== null) out.push(this.present(applyHidden(outcome)));
+    return out;
+  }
+
+  /** What a client may see of a stored object; UserCollection drops the password. */
+  protected present(doc: Record<string, unknown>): Record<string, unknown> {
+    return doc;
+  }
+
+  // ---- write ----
+
+  private async handleWrite(ctx: Context): Promise<Reply> {
+    if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
+    const body = ctx.body === undefined ? {} : ctx.body;
+    if (!isPlainObject(body)) throw new SvcError('BAD_REQUEST', 'the body must be a JSON object');
+    const id = this.idOf(ctx, true);
+    if (id === undefined) {
+      if (ctx.method === 'PUT') throw new SvcError('BAD_REQUEST', 'an id is required to update an object (in the path, the query or the body)');
+      return this.create(ctx, body);
+    }
+    return this.update(ctx, id, body);
+  }
+
+  /** Creates an object: sanitize, defaults, On Validate, required, On Post, insert. */
+  protected async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
+    const { values } = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: false });
+    for (const [name, def] of Object.entries(this.properties)) {
+      if (def.type === 'boolean' && values[name] === undefined) values[name] = false;
+    }
+    let object: Record<string, unknown> = values;
+    const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
+    let outcome: EventOutcome | undefined;
+    if (!skipEvents) {
+      outcome = await this.runWriteEvents(ctx, 'post', object, {});
+      object = outcome.object;
+    }
+    const missing = requiredErrors(object, this.properties);
+    if (missing) throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: missing });
+    const doc: Doc = { ...this.storable(object), id: createId() };
+    const stored = await this.writing(() => this.store.insert(doc));
+    return { status: 200, body: this.present(outcome ? hideFrom(stored, outcome.hidden) : stored) };
+  }
+
+  /** Updates one object: only given properties change; modifiers apply atomically in the store. */
+  protected async update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
+    const precondition = compileFilter(preconditionOf(ctx.query), this.properties);
+    const filter: Filter = { ...precondition, id };
+    const previous = await this.store.findOne(filter);
+    if (previous === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    const sanitized = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: true });
+    const merged: Record<string, unknown> = { ...previous, ...sanitized.values };
+    applyModifiersLocally(merged, sanitized.modifiers);
+    const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
+    let object = merged;
+    let outcome: EventOutcome | undefined;
+    if (!skipEvents) {
+      outcome = await this.runWriteEvents(ctx, 'put', merged, previous);
+      object = outcome.object;
+    }
+    const missing = requiredErrors(object, this.properties);
+    if (missing) throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: missing });
+    const ops = this.diff(previous, object, sanitized.modifiers, outcome?.protectedProps ?? []);
+    const updated = await this.writing(() => this.store.update(filter, ops));
+    if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    return { status: 200, body: this.present(outcome ? hideFrom(updated, outcome.hidden) : updated) };
+  }
+
+  /** On Validate, then On Post or On Put, unless a script cancelled or reported errors. */
+  private async runWriteEvents(ctx: Context, event: CollectionEvent, object: Record<string, unknown>, previous: Record<string, unknown>): Promise<EventOutcome> {
+    let hidden: string[] = [];
+    let protectedProps: string[] = [];
+    let current = object;
+    for (const name of ['validate', event] as const) {
+      if (!this.events.has(name)) continue;
+      const outcome = await this.events.run(name, { ctx, object: current, previous });
+      current = outcome.object;
+      hidden = [...hidden, ...outcome.hidden];
+      protectedProps = [...protectedProps, ...outcome.protectedProps];
+    }
+    return { object: current, hidden, protectedProps };
+  }
+
+  /**
+   * The store operations that turn `previous` into `next`: scripts may change or add properties
+   * (kept when they are the collection's, or added by a script), protect() keeps some unchanged,
+   * and modifiers go to the store as such so concurrent increments are never lost.
+   */
+  private diff(previous: Doc, next: Record<string, unknown>, modifiers: UpdateOps, protectedProps: readonly string[]): UpdateOps {
+    const ops: UpdateOps = {};
+    const guarded = new Set([...protectedProps, 'id']);
+    const modified = new Set([...Object.keys(modifiers.$inc ?? {}), ...Object.keys(modifiers.$push ?? {}), ...Object.keys(modifiers.$pull ?? {})]);
+    for (const key of Object.keys(next)) {
+      if (guarded.has(key) || modified.has(key)) continue;
+      const value = next[key];
+      if (value === undefined) continue;
+      if (!deepEqual(previous[key], value)) (ops.$set ??= {})[key] = value;
+    }
+    for (const key of Object.keys(previous)) {
+      if (!guarded.has(key) && !modified.has(key) && !Object.hasOwn(next, key)) (ops.$unset ??= {})[key] = true;
+    }
+    for (const kind of ['$inc', '$push', '$pull'] as const) {
+      const source = modifiers[kind];
+      if (!source) continue;
+      for (const key of Object.keys(source)) {
+        if (guarded.has(key)) continue;
+        (ops[kind] ??= {} as never)[key] = source[key] as never;
+      }
+    }
+    return ops;
+  }
+
+  /** Drops values a store must not keep (undefined); properties scripts added are kept. */
+  private storable(object: Record<string, unknown>): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(object)) if (object[key] !== undefined && key !== 'id') out[key] = object[key];
+    return out;
+  }
+
+  /** Maps store refusals to client errors: a unique property's duplicate is a validation error. */
+  protected async writing<T>(write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) {
+        throw new SvcError('VALIDATION_FAILED', `${err.field} is already in use`, { errors: { [err.field]: 'is already in use' }, cause: err });
+      }
+      throw err;
+    }
+  }
+
+  // ---- delete ----
+
+  private async handleDelete(ctx: Context): Promise<Reply> {
+    if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
+    const id = this.idOf(ctx, false);
+    if (id === undefined) throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
+    const filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties), id };
+    const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
+    if (!skipEvents && this.events.has('delete')) {
+      const doc = await this.store.findOne(filter);
+      if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
+      await this.events.run('delete', { ctx, object: doc });
+    }
+    const removed = await this.store.remove(filter);
+    if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');
+    return { status: 204 };
+  }
+
+  /**
+   * The object id a request names: the first path segment, else `id` in the body (writes), else
+   * `id` in the query. The query gets it too, so scripts see `query.id` on single-object requests.
+   */
+  private idOf(ctx: Context, fromBody: boolean): string | undefined {
+    let id: unknown = ctx.parts[0];
+    if (id === undefined && fromBody && isPlainObject(ctx.body)) id = ctx.body.id;
+    if (id === undefined || id === null || id === '') id = ctx.query.id;
+    if (id === undefined || id === null || id === '') return undefined;
+    if (typeof id !== 'string') throw new SvcError('BAD_REQUEST', 'id must be a string');
+    ctx.query.id = id;
+    return id;
+  }
+}
+
+
+function skipEventsAsked(ctx: Context, body: Record<string, unknown> | undefined): boolean {
+  const q = ctx.query.$skipEvents;
+  return q === true || q === 'true' || body?.$skipEvents === true;
+}
+
+/** A precondition is the query without its id and commands. */
+function preconditionOf(query: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(query)) {
+    if (key === 'id' || key === '_method') continue;
+    if (key.startsWith('$') && key !== '$or' && key !== '$and' && key !== '$nor') continue;
+    out[key] = query[key];
+  }
+  return out;
+}
+
+/** The values scripts see on update: the modifiers applied to a copy (the store applies them for real). */
+function applyModifiersLocally(object: Record<string, unknown>, modifiers: UpdateOps): void {
+  for (const [key, by] of Object.entries(modifiers.$inc ?? {})) {
+    const current = object[key];
+    object[key] = (typeof current === 'number' ? current : 0) + by;
+  }
+  for (const [key, values] of Object.entries(modifiers.$push ?? {})) {
+    const current = object[key];
+    object[key] = [...(Array.isArray(current) ? current : []), ...values];
+  }
+  for (const [key, values] of Object.entries(modifiers.$pull ?? {})) {
+    const current = object[key];
+    if (Array.isArray(current)) object[key] = current.filter((item) => !values.some((v) => deepEqual(v, item)));
+  }
+}
+
+function applyHidden(outcome: EventOutcome): Record<string, unknown> {
+  return outcome.hidden.length === 0 ? outcome.object : hideFrom(outcome.object, outcome.hidden);
+}
+
+function hideFrom(object: Record<string, unknown>, hidden: readonly string[]): Record<string, unknown> {
+  if (hidden.length === 0) return object;
+  const out = { ...object };
+  for (const key of hidden) delete out[key];
+  return out;
+}
+
+/** Structural equality of JSON values. */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => deepEqual(v, b[i]));
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => Object.hasOwn(b, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}

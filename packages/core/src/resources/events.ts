@@ -1,0 +1,35 @@
+import type { Context } from '../types.js';
+import type { Doc } from '../store/Store.js';
+
+/** The events of a Collection, in the spec's names: On Get, On Validate, On Post, On Put, On Delete. */
+export type CollectionEvent = 'get' | 'validate' | 'post' | 'put' | 'delete';
+
+/** What one event run did to its object. */
+export interface EventOutcome {
+  /** `this` after the script: changes are stored (validate/post/put) or answered (get). */
+  object: Record<string, unknown>;
+  /** Properties hide() removed from the response. */
+  hidden: readonly string[];
+  /** Properties protect() keeps from being written. */
+  protectedProps: readonly string[];
+}
+
+/** Input of one event run. */
+export interface EventInput {
+  ctx: Context;
+  object: Record<string, unknown>;
+  /** The stored values before an update; `{}` on create. */
+  previous?: Record<string, unknown>;
+}
+
+/**
+ * Runs a Collection's event scripts. Implemented by the server from @svc/script-runtime; core only
+ * knows this interface. A cancel() or error() rejects with an SvcError carrying the status,
+ * message and errors.
+ */
+export interface CollectionEventRunner {
+  has(event: CollectionEvent): boolean;
+  run(event: CollectionEvent, input: EventInput): Promise<EventOutcome>;
+  /** On Get over a list in one go; a cancelled object answers null and is left out. */
+  runGetBatch(ctx: Context, objects: readonly Doc[]): Promise<(EventOutcome | null)[]>;
+}

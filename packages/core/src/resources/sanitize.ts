@@ -1,0 +1,134 @@
+import { SvcError } from '../errors.js';
+import { isPlainObject } from '../query/parseQueryString.js';
+import type { UpdateOps } from '../store/Store.js';
+import type { BodyKind } from '../http/readBody.js';
+import type { PropertyDef } from '../types.js';
+
+/** A request body reduced to a Collection's properties. */
+export interface SanitizedBody {
+  /** Property values to store, already of the right type. */
+  values: Record<string, unknown>;
+  /** Update modifiers ($inc, $push, $pushAll, $pull, $pullAll) as store operations. */
+  modifiers: Pick<UpdateOps, '$inc' | '$push' | '$pull'>;
+  hasModifiers: boolean;
+}
+
+const MODIFIERS = new Set(['$inc', '$push', '$pushAll', '$pull', '$pullAll']);
+
+/**
+ * Keeps only a body's known properties whose values fit their type; unknown properties and
+ * mismatching values are ignored, as the spec says. A form body's strings are read as numbers
+ * and booleans where the property says so ("5" -> 5, "true"/"on" -> true, "false"/"" -> false).
+ * Modifier objects are taken only on update.
+ */
+export function sanitizeBody(
+  body: Record<string, unknown>,
+  properties: Record<string, PropertyDef>,
+  options: { kind: BodyKind; update: boolean },
+): SanitizedBody {
+  const out: SanitizedBody = { values: {}, modifiers: {}, hasModifiers: false };
+  for (const name of Object.keys(properties)) {
+    if (!Object.hasOwn(body, name)) continue;
+    const def = properties[name] as PropertyDef;
+    const raw = body[name];
+    if (isPlainObject(raw) && Object.keys(raw).some((k) => MODIFIERS.has(k))) {
+      if (options.update) addModifier(out, name, def, raw);
+      continue;
+    }
+    const value = options.kind === 'form' ? fromForm(raw, def) : raw;
+    const accepted = acceptValue(name, value, def);
+    if (accepted !== REJECT) out.values[name] = accepted;
+  }
+  return out;
+}
+
+const REJECT = Symbol('reject');
+
+function acceptValue(name: string, value: unknown, def: PropertyDef): unknown {
+  if (value === null || value === undefined) {
+    // Boolean null/undefined is false; other types may be cleared with null.
+    return def.type === 'boolean' ? false : null;
+  }
+  switch (def.type) {
+    case 'string':
+      return typeof value === 'string' ? value : REJECT;
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value) ? value : REJECT;
+    case 'boolean':
+      return typeof value === 'boolean' ? value : REJECT;
+    case 'object':
+      if (!isPlainObject(value)) return REJECT;
+      assertStorableKeys(name, value, 0);
+      return value;
+    case 'array':
+      if (!Array.isArray(value)) return REJECT;
+      assertStorableKeys(name, value, 0);
+      return value;
+    case 'date':
+      return toDate(value);
+    default:
+      return REJECT;
+  }
+}
+
+/** Deployd's `date` property: ISO strings and epoch milliseconds, stored as an ISO string. */
+function toDate(value: unknown): unknown {
+  if (typeof value !== 'string' && typeof value !== 'number') return REJECT;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? REJECT : date.toISOString();
+}
+
+function fromForm(value: unknown, def: PropertyDef): unknown {
+  if (typeof value !== 'string') return value;
+  if (def.type === 'number') return value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : value;
+  if (def.type === 'boolean') {
+    if (value === 'true' || value === 'on' || value === '1') return true;
+    if (value === 'false' || value === '' || value === '0') return false;
+  }
+  return value;
+}
+
+function addModifier(out: SanitizedBody, name: string, def: PropertyDef, raw: Record<string, unknown>): void {
+  for (const op of Object.keys(raw)) {
+    const arg = raw[op];
+    if (!MODIFIERS.has(op)) throw new SvcError('BAD_REQUEST', `${name}: unknown update modifier ${op}`);
+    if (op === '$inc') {
+      if (def.type !== 'number' || typeof arg !== 'number' || !Number.isFinite(arg)) continue;
+      (out.modifiers.$inc ??= {})[name] = arg;
+    } else {
+      if (def.type !== 'array') continue;
+      const values = op === '$pushAll' || op === '$pullAll' ? arg : [arg];
+      if (!Array.isArray(values)) throw new SvcError('BAD_REQUEST', `${name}: ${op} needs an array`);
+      assertStorableKeys(name, values, 0);
+      const target = op === '$push' || op === '$pushAll' ? (out.modifiers.$push ??= {}) : (out.modifiers.$pull ??= {});
+      target[name] = [...(target[name] ?? []), ...values];
+    }
+    out.hasModifiers = true;
+  }
+}
+
+/** Stored objects may not hold keys that a document store reads as operators. */
+function assertStorableKeys(name: string, value: unknown, depth: number): void {
+  if (depth > 64) throw new SvcError('BAD_REQUEST', `${name}: value nested too deeply`);
+  if (Array.isArray(value)) {
+    for (const v of value) assertStorableKeys(name, v, depth + 1);
+  } else if (isPlainObject(value)) {
+    for (const k of Object.keys(value)) {
+      if (k.startsWith('$') || k === '__proto__') {
+        throw new SvcError('BAD_REQUEST', `${name}: keys starting with $ cannot be stored`, { errors: { [name]: 'keys starting with $ cannot be stored' } });
+      }
+      assertStorableKeys(name, value[k], depth + 1);
+    }
+  }
+}
+
+/** The `required` rule: undefined, null and '' are missing; false and 0 are values. */
+export function requiredErrors(object: Record<string, unknown>, properties: Record<string, PropertyDef>): Record<string, string> | undefined {
+  let errors: Record<string, string> | undefined;
+  for (const name of Object.keys(properties)) {
+    if (!properties[name]?.required) continue;
+    const v = object[name];
+    if (v === undefined || v === null || v === '') (errors ??= {})[name] = 'is required';
+  }
+  return errors;
+}

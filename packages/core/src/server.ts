@@ -1,0 +1,259 @@
+import { createServer as createHttpServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SvcError } from './errors.js';
+import { readCookie, serializeCookie } from './http/cookies.js';
+import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
+import { toErrorReply, writeReply } from './http/reply.js';
+import { serveStatic } from './http/staticFiles.js';
+import type { Logger } from './logger.js';
+import { silentLogger } from './logger.js';
+import { parseQueryString } from './query/parseQueryString.js';
+import type { Resource } from './resource.js';
+import { isUserResource } from './resource.js';
+import { Router } from './router.js';
+import type { SessionManagerOptions, SessionRecord } from './sessions.js';
+import { SessionManager } from './sessions.js';
+import type { Store } from './store/Store.js';
+import type { Context, Reply, Session } from './types.js';
+import { RootKeys } from './rootKeys.js';
+import { corsHeaders, type CorsOptions } from './http/cors.js';
+
+/** A route served outside the resources (such as /svc.js). */
+export interface ExtraRoute {
+  path: string;
+  handle(req: IncomingMessage, res: ServerResponse): void | Promise<void>;
+}
+
+/** Options of {@link createServer}. */
+export interface SvcServerOptions {
+  store: Store;
+  resources: readonly Resource[];
+  /** Default 'development'. */
+  env?: 'development' | 'production';
+  /** Folder served at / for paths no resource owns. */
+  publicDir?: string;
+  /** Largest accepted request body in bytes; default 1 MB. */
+  bodyLimit?: number;
+  logger?: Logger;
+  sessions?: SessionManagerOptions;
+  /** Root keys accepted in production (`.svc/keys.json`). */
+  rootKeys?: readonly string[];
+  /** Name of the method-override key in the query or JSON body; default `_method`. */
+  methodOverrideKey?: string;
+  cors?: CorsOptions;
+  /** Cookie settings for cross-site use (SameSite=None; Secure). */
+  crossSiteCookies?: boolean;
+  routes?: readonly ExtraRoute[];
+}
+
+/** An internal request sent by a script through the svc client. */
+export interface InternalRequest {
+  method: string;
+  /** Path with its leading slash: '/todos/abc'. */
+  path: string;
+  query?: Record<string, unknown>;
+  body?: unknown;
+  /** The request the script runs in; its session, user and root flag carry over. */
+  parent: Context;
+}
+
+/** A running svc server. */
+export interface SvcServer {
+  /** The node:http request listener. */
+  readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  readonly httpServer: Server;
+  readonly sessions: SessionManager;
+  readonly resources: readonly Resource[];
+  readonly env: 'development' | 'production';
+  /** Starts listening; answers the bound port. */
+  listen(port: number, host?: string): Promise<number>;
+  /** Routes a script's request through the same resources, with `internal` set. */
+  request(input: InternalRequest): Promise<Reply>;
+  /** Stops accepting, drains open requests, closes resources and the store. */
+  close(): Promise<void>;
+}
+
+const SESSIONS_COLLECTION = '_sessions';
+const SWEEP_MS = 60 * 60 * 1000;
+
+/** Assembles an svc server from a store and resources. Nothing listens until `listen()`. */
+export async function createServer(options: SvcServerOptions): Promise<SvcServer> {
+  const env = options.env ?? 'development';
+  const production = env === 'production';
+  const logger = options.logger ?? silentLogger;
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const overrideKey = options.methodOverrideKey ?? '_method';
+  const router = new Router(options.resources);
+  const extra = new Map((options.routes ?? []).map((r) => [r.path, r]));
+  const sessions = new SessionManager(options.store.collection(SESSIONS_COLLECTION), options.sessions);
+  const rootKeys = new RootKeys(options.rootKeys ?? []);
+  await sessions.init();
+  for (const resource of options.resources) await resource.init?.();
+
+  const sessionOf = (record: SessionRecord, isNew: boolean): Session => ({ id: record.id, uid: record.uid, path: record.path, isNew });
+
+  async function loadMe(session: Session): Promise<Record<string, unknown> | undefined> {
+    if (session.uid === undefined || session.path === undefined) return undefined;
+    const users = router.byPath(session.path);
+    if (users === undefined || !isUserResource(users)) return undefined;
+    return (await users.findUser(session.uid)) ?? undefined;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const pathname = q === -1 ? url : url.slice(0, q);
+    const search = q === -1 ? '' : url.slice(q + 1);
+    const cors = corsHeaders(req, options.cors);
+    if (cors) for (const [k, v] of cors) res.setHeader(k, v);
+    if (req.method === 'OPTIONS') {
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+    const route = extra.get(pathname);
+    if (route) return route.handle(req, res);
+    const match = router.match(pathname);
+    if (match === undefined) {
+      if (options.publicDir && (await serveStatic(options.publicDir, pathname, req, res))) return;
+      throw new SvcError('NOT_FOUND', `no resource at ${pathname}`);
+    }
+    const sid = readCookie(req.headers.cookie, 'sid');
+    let record = await sessions.load(sid);
+    let isNew = false;
+    if (record === null) {
+      record = await sessions.create();
+      isNew = true;
+      res.setHeader('set-cookie', sessionCookie(record.id, req));
+    }
+    const session = sessionOf(record, isNew);
+    const query = parseQueryString(search);
+    const parsed = await readBody(req, bodyLimit);
+    let method = req.method ?? 'GET';
+    if (method === 'HEAD') method = 'GET';
+    const override = overrideOf(query, parsed.value, overrideKey);
+    if (override !== undefined && req.method === 'POST') method = override;
+    const ctx: Context = {
+      method,
+      originalMethod: req.method ?? 'GET',
+      url: match.rest,
+      parts: match.parts,
+      query,
+      body: parsed.value,
+      bodyKind: parsed.kind,
+      headers: req.headers,
+      session,
+      me: undefined,
+      isRoot: rootKeys.isRoot(rootHeader(req), production),
+      internal: false,
+      callChain: [],
+      req,
+      res,
+    };
+    ctx.me = (await loadMe(session)) as Context['me'];
+    const reply = await match.resource.handle(ctx);
+    if (reply) writeReply(res, reply);
+  }
+
+  function sessionCookie(id: string, req: IncomingMessage): string {
+    const secure = options.crossSiteCookies === true || isHttps(req);
+    return serializeCookie('sid', id, {
+      httpOnly: true,
+      secure,
+      sameSite: options.crossSiteCookies ? 'None' : 'Lax',
+      maxAgeSeconds: sessions.idleSeconds,
+    });
+  }
+
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    handle(req, res).catch((err: unknown) => {
+      writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url}` }));
+    });
+  };
+
+  async function request(input: InternalRequest): Promise<Reply> {
+    const match = router.match(input.path);
+    if (match === undefined) return { status: 404, body: new SvcError('NOT_FOUND', `no resource at ${input.path}`).toJSON() };
+    const parent = input.parent;
+    const ctx: Context = {
+      method: input.method.toUpperCase(),
+      originalMethod: input.method.toUpperCase(),
+      url: match.rest,
+      parts: match.parts,
+      query: { ...(input.query ?? {}) },
+      body: input.body,
+      bodyKind: input.body === undefined ? 'none' : 'json',
+      headers: parent.headers,
+      session: parent.session,
+      me: parent.me,
+      isRoot: parent.isRoot,
+      internal: true,
+      callChain: [...parent.callChain, `${input.method.toUpperCase()} ${input.path}`],
+    };
+    try {
+      return (await match.resource.handle(ctx)) ?? { status: 204 };
+    } catch (err) {
+      return toErrorReply(err, { production, logger, where: `internal ${input.method} ${input.path}` });
+    }
+  }
+
+  const httpServer = createHttpServer({ keepAliveTimeout: 65_000 }, handler);
+  const sweeper = setInterval(() => {
+    sessions.sweep().catch((err: unknown) => logger.warn('session sweep failed', { error: err }));
+  }, SWEEP_MS);
+  sweeper.unref();
+
+  return {
+    handler,
+    httpServer,
+    sessions,
+    resources: options.resources,
+    env,
+    request,
+    listen(port, host) {
+      return new Promise((resolveListen, reject) => {
+        httpServer.once('error', reject);
+        httpServer.listen(port, host, () => {
+          httpServer.off('error', reject);
+          resolveListen((httpServer.address() as AddressInfo).port);
+        });
+      });
+    },
+    async close() {
+      clearInterval(sweeper);
+      await new Promise<void>((done) => {
+        if (!httpServer.listening) return done();
+        httpServer.close(() => done());
+        httpServer.closeIdleConnections();
+      });
+      for (const resource of options.resources) await resource.close?.();
+      await options.store.close();
+    },
+  };
+}
+
+function overrideOf(query: Record<string, unknown>, body: unknown, key: string): string | undefined {
+  let value = query[key];
+  if (value !== undefined) delete query[key];
+  if (value === undefined && typeof body === 'object' && body !== null && !Array.isArray(body)) {
+    const b = body as Record<string, unknown>;
+    value = b[key];
+    if (value !== undefined) delete b[key];
+  }
+  if (typeof value !== 'string') return undefined;
+  const method = value.toUpperCase();
+  if (method !== 'GET' && method !== 'POST' && method !== 'PUT' && method !== 'DELETE') {
+    throw new SvcError('BAD_REQUEST', `${key} must be GET, POST, PUT or DELETE`);
+  }
+  return method;
+}
+
+function rootHeader(req: IncomingMessage): string | undefined {
+  const value = req.headers['svc-ssh-key'] ?? req.headers['dpd-ssh-key'];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function isHttps(req: IncomingMessage): boolean {
+  return (req.socket as { encrypted?: boolean }).encrypted === true || req.headers['x-forwarded-proto'] === 'https';
+}

@@ -1,0 +1,76 @@
+/** A stored object. Every object has a string `id`; adapters map it to their own key. */
+export type Doc = { id: string } & Record<string, unknown>;
+
+/**
+ * A MongoDB-shaped filter over objects, naming the identifier `id`. Values are already coerced
+ * and validated (core/query); `$regex` values are RegExp objects.
+ */
+export type Filter = Record<string, unknown>;
+
+/** Sort, projection and paging of a find. */
+export interface FindOptions {
+  /** property -> 1 (include) or 0 (exclude); `id` is included unless excluded by name. */
+  fields?: Record<string, 0 | 1>;
+  /** property -> 1 ascending, -1 descending, applied in key order. */
+  sort?: Record<string, 1 | -1>;
+  limit?: number;
+  skip?: number;
+}
+
+/**
+ * Changes applied atomically to one stored object. Dotted paths are not used: keys are top-level
+ * property names.
+ */
+export interface UpdateOps {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, true>;
+  $inc?: Record<string, number>;
+  /** property -> values appended in order. */
+  $push?: Record<string, unknown[]>;
+  /** property -> every element equal to one of these values is removed. */
+  $pull?: Record<string, unknown[]>;
+}
+
+/** An index on one property. */
+export interface IndexSpec {
+  field: string;
+  unique?: boolean;
+}
+
+/** One named collection of objects in a store. */
+export interface StoreCollection {
+  readonly name: string;
+  find(filter: Filter, options?: FindOptions): Promise<Doc[]>;
+  findOne(filter: Filter, options?: Pick<FindOptions, 'fields'>): Promise<Doc | null>;
+  /** Counts matching objects without loading them. */
+  count(filter: Filter): Promise<number>;
+  /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */
+  insert(doc: Doc): Promise<Doc>;
+  /**
+   * Applies `ops` atomically to the first object matching `filter` and answers it as it is after
+   * the update, or null when nothing matched. Rejects with {@link DuplicateKeyError} on a unique
+   * index violation.
+   */
+  update(filter: Filter, ops: UpdateOps): Promise<Doc | null>;
+  /** Removes every matching object; answers how many. */
+  remove(filter: Filter): Promise<number>;
+  /** Creates the index when missing (idempotent). */
+  ensureIndex(spec: IndexSpec): Promise<void>;
+}
+
+/** A document store: the embedded one or MongoDB. */
+export interface Store {
+  readonly kind: string;
+  collection(name: string): StoreCollection;
+  close(): Promise<void>;
+}
+
+/** A unique index refused a write. `field` names the property. */
+export class DuplicateKeyError extends Error {
+  readonly field: string;
+  constructor(field: string, options?: { cause?: unknown }) {
+    super(`duplicate value for unique property ${field}`, options);
+    this.name = 'DuplicateKeyError';
+    this.field = field;
+  }
+}

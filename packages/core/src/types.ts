@@ -1,0 +1,74 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Doc } from './store/Store.js';
+
+/** The property types a Collection knows. `date` is Deployd's, accepted for old apps. */
+export type PropertyType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'date';
+
+/** One property of a Collection's config.json. */
+export interface PropertyDef {
+  type: PropertyType;
+  required?: boolean;
+  /** A unique index in the store. */
+  unique?: boolean;
+  /** A non-unique index in the store. */
+  index?: boolean;
+}
+
+/** A resource's config.json: its type plus type-specific settings. */
+export interface ResourceConfig {
+  type: string;
+  properties?: Record<string, PropertyDef>;
+  [setting: string]: unknown;
+}
+
+/** The session of a request. */
+export interface Session {
+  readonly id: string;
+  /** Id of the logged-in user, when one is. */
+  uid?: string | undefined;
+  /** Path of the user's User Collection, when logged in. */
+  path?: string | undefined;
+  /** False for a session made for this request and not yet stored. */
+  readonly isNew: boolean;
+}
+
+/** An answer of a resource: the status, a JSON-able body (or none) and extra headers. */
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string | string[]>;
+}
+
+/**
+ * One request as a resource sees it, from HTTP or from a script's internal call. Data only,
+ * plus the raw req/res for resources that stream (absent on internal calls).
+ */
+export interface Context {
+  /** The method after method override. */
+  method: string;
+  /** The method the client sent. */
+  originalMethod: string;
+  /** The request path within the resource, starting with '/' ('/' for the resource itself). */
+  url: string;
+  /** `url` split on '/', empty segments removed. */
+  parts: string[];
+  /** The query string object (plain or JSON form). */
+  query: Record<string, unknown>;
+  /** The parsed request body (undefined when there is none). */
+  body: unknown;
+  /** How the body arrived: a form's values are all strings. */
+  bodyKind: 'json' | 'form' | 'none';
+  headers: IncomingHttpHeaders;
+  session: Session;
+  /** The logged-in user; undefined when nobody is. */
+  me: Doc | undefined;
+  isRoot: boolean;
+  /** True when a script sent the request. */
+  internal: boolean;
+  /** "METHOD /path" of every internal call that led here, outermost first ($limitRecursion). */
+  callChain: readonly string[];
+  /** The raw request: absent on internal calls. */
+  req?: IncomingMessage;
+  /** The raw response: absent on internal calls. */
+  res?: ServerResponse;
+}

@@ -1,0 +1,26 @@
+import { readdirSync, existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const root = fileURLToPath(new URL('.', import.meta.url));
+
+// Tests run on source: every workspace package name resolves to its src/index.ts.
+const alias: Record<string, string> = {};
+for (const dir of ['packages']) {
+  for (const name of readdirSync(`${root}${dir}`)) {
+    const entry = `${root}${dir}/${name}/src/index.ts`;
+    if (existsSync(entry)) alias[`@svc/${name}`] = entry;
+  }
+}
+
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    include: ['packages/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts', 'bench/test/**/*.test.ts'],
+    // isolated-vm refuses to load with the V8 startup snapshot on.
+    execArgv: ['--no-node-snapshot'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    reporters: ['default', './tools/summary-reporter.ts'],
+  },
+});
