@@ -1,4 +1,17 @@
+import type { Logger } from './logger.js';
+import type { SessionManager } from './sessions.js';
 import type { Context, Reply } from './types.js';
+
+/** What the server gives resources at init: shared services, never the server's internals. */
+export interface ResourceHost {
+  readonly env: 'development' | 'production';
+  readonly logger: Logger;
+  readonly sessions: SessionManager;
+  /** The Set-Cookie value that sets (id) or clears (null) the sid cookie for this request. */
+  sessionCookie(id: string | null, ctx: Context): string;
+  /** Tells listeners (realtime rooms) that a session's user changed: login (uid) or logout (undefined). */
+  sessionChanged(sessionId: string, uid: string | undefined, previousSessionId?: string): void;
+}
 
 /** The methods a resource offers the client library (svc.<r>.get, .login, ...). */
 export interface ClientShape {
@@ -21,7 +34,7 @@ export interface Resource {
   /** The client library's view of it. */
   readonly client?: ClientShape;
   /** Runs once before the server accepts requests (indexes, connections). */
-  init?(): Promise<void>;
+  init?(host: ResourceHost): Promise<void>;
   /** Runs at shutdown. */
   close?(): Promise<void>;
 }

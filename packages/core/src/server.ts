@@ -9,7 +9,7 @@ import { serveStatic } from './http/staticFiles.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
-import type { Resource } from './resource.js';
+import type { Resource, ResourceHost } from './resource.js';
 import { isUserResource } from './resource.js';
 import { Router } from './router.js';
 import type { SessionManagerOptions, SessionRecord } from './sessions.js';
@@ -47,6 +47,16 @@ export interface SvcServerOptions {
   routes?: readonly ExtraRoute[];
 }
 
+/** A session's user changed: login (uid set, maybe under a new session id) or logout. */
+export interface SessionChange {
+  sessionId: string;
+  uid: string | undefined;
+  previousSessionId?: string | undefined;
+}
+
+/** Listens to logins and logouts (realtime keeps its rooms current with it). */
+export type SessionChangeListener = (change: SessionChange) => void;
+
 /** An internal request sent by a script through the svc client. */
 export interface InternalRequest {
   method: string;
@@ -66,6 +76,8 @@ export interface SvcServer {
   readonly sessions: SessionManager;
   readonly resources: readonly Resource[];
   readonly env: 'development' | 'production';
+  /** Calls `listener` on every login and logout; answers a function that unsubscribes. */
+  onSessionChange(listener: SessionChangeListener): () => void;
   /** Starts listening; answers the bound port. */
   listen(port: number, host?: string): Promise<number>;
   /** Routes a script's request through the same resources, with `internal` set. */
@@ -89,7 +101,17 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   const sessions = new SessionManager(options.store.collection(SESSIONS_COLLECTION), options.sessions);
   const rootKeys = new RootKeys(options.rootKeys ?? []);
   await sessions.init();
-  for (const resource of options.resources) await resource.init?.();
+  const sessionListeners = new Set<SessionChangeListener>();
+  const host: ResourceHost = {
+    env,
+    logger,
+    sessions,
+    sessionCookie: (id, ctx) => sessionCookie(id, ctx.req),
+    sessionChanged(sessionId, uid, previousSessionId) {
+      for (const listener of sessionListeners) listener({ sessionId, uid, previousSessionId });
+    },
+  };
+  for (const resource of options.resources) await resource.init?.(host);
 
   const sessionOf = (record: SessionRecord, isNew: boolean): Session => ({ id: record.id, uid: record.uid, path: record.path, isNew });
 
@@ -156,13 +178,13 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     if (reply) writeReply(res, reply);
   }
 
-  function sessionCookie(id: string, req: IncomingMessage): string {
-    const secure = options.crossSiteCookies === true || isHttps(req);
-    return serializeCookie('sid', id, {
+  function sessionCookie(id: string | null, req: IncomingMessage | undefined): string {
+    const secure = options.crossSiteCookies === true || (req !== undefined && isHttps(req));
+    return serializeCookie('sid', id ?? '', {
       httpOnly: true,
       secure,
       sameSite: options.crossSiteCookies ? 'None' : 'Lax',
-      maxAgeSeconds: sessions.idleSeconds,
+      maxAgeSeconds: id === null ? 0 : sessions.idleSeconds,
     });
   }
 
@@ -211,10 +233,14 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     resources: options.resources,
     env,
     request,
-    listen(port, host) {
+    onSessionChange(listener) {
+      sessionListeners.add(listener);
+      return () => sessionListeners.delete(listener);
+    },
+    listen(port, hostname) {
       return new Promise((resolveListen, reject) => {
         httpServer.once('error', reject);
-        httpServer.listen(port, host, () => {
+        httpServer.listen(port, hostname, () => {
           httpServer.off('error', reject);
           resolveListen((httpServer.address() as AddressInfo).port);
         });

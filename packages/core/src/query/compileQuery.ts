@@ -85,7 +85,7 @@ function compileCommand(compiled: CompiledQuery, key: string, value: unknown, pr
       compiled.options.fields = compileFields(value);
       return;
     case '$sort':
-      compiled.options.sort = compileSort(value);
+      compiled.options.sort = compileSort(value, properties);
       return;
     case '$limit':
       compiled.options.limit = toCount(key, value);
@@ -252,15 +252,16 @@ function compileFields(value: unknown): Record<string, 0 | 1> {
   return out;
 }
 
-function compileSort(value: unknown): Record<string, 1 | -1> {
+/** Sorting by a key that is no property is dropped: it could order objects by hidden fields. */
+function compileSort(value: unknown, properties: Record<string, PropertyDef>): Record<string, 1 | -1> {
   if (!isPlainObject(value)) throw new SvcError('INVALID_QUERY', '$sort must be an object of property: 1 or -1');
   const out: Record<string, 1 | -1> = {};
   for (const key of Object.keys(value)) {
     if (key.startsWith('$')) throw new SvcError('INVALID_QUERY', `$sort: invalid property ${key}`);
     const v = value[key];
-    if (v === 1 || v === '1' || v === 'asc') out[key] = 1;
-    else if (v === -1 || v === '-1' || v === 'desc') out[key] = -1;
-    else throw new SvcError('INVALID_QUERY', '$sort values must be 1 or -1');
+    const direction = v === 1 || v === '1' || v === 'asc' ? 1 : v === -1 || v === '-1' || v === 'desc' ? -1 : undefined;
+    if (direction === undefined) throw new SvcError('INVALID_QUERY', '$sort values must be 1 or -1');
+    if (propertyFor(key, properties) !== undefined) out[key] = direction;
   }
   return out;
 }

@@ -2,7 +2,7 @@ import { SvcError } from '../errors.js';
 import { createId } from '../ids.js';
 import { compileFilter, compileQuery } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
-import type { ClientShape, Resource } from '../resource.js';
+import type { ClientShape, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, StoreCollection, UpdateOps } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
@@ -35,6 +35,8 @@ export class Collection implements Resource {
   readonly client: ClientShape = { collection: true };
   readonly properties: Record<string, PropertyDef>;
   protected readonly store: StoreCollection;
+  /** Stored fields that neither scripts nor clients ever see, nor updates ever unset (a password hash). */
+  protected readonly storeOnly: ReadonlySet<string> = new Set();
   protected readonly events: CollectionEventRunner;
   private readonly publicCount: boolean;
 
@@ -47,7 +49,7 @@ export class Collection implements Resource {
   }
 
   /** Creates the indexes that `unique` and `index` properties ask for. */
-  async init(): Promise<void> {
+  async init(_host?: ResourceHost): Promise<void> {
     for (const [field, def] of Object.entries(this.properties)) {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
       else if (def.index) await this.store.ensureIndex({ field });
@@ -96,15 +98,28 @@ export class Collection implements Resource {
 
   private async afterGetOne(ctx: Context, doc: Doc): Promise<Record<string, unknown>> {
     if (!this.events.has('get')) return this.present(doc);
-    const outcome = await this.events.run('get', { ctx, object: doc });
+    const outcome = await this.events.run('get', { ctx, object: this.withoutStoreOnly(doc) });
     return this.present(applyHidden(outcome));
   }
 
   private async afterGetList(ctx: Context, docs: Doc[]): Promise<Record<string, unknown>[]> {
-    const outcomes = await this.events.runGetBatch(ctx, docs);
+    const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? docs : docs.map((d) => this.withoutStoreOnly(d)));
     const out: Record<string, unknown>[] = [];
     for (const outcome of outcomes) if (outcome !== null) out.push(this.present(applyHidden(outcome)));
     return out;
+  }
+
+  /**
+   * Values stored beside what scripts see and change (a user's password hash). Called after the
+   * scripts ran, before the write; `previous` is undefined on create.
+   */
+  protected hiddenValues(_ctx: Context, _previous: Doc | undefined): Promise<Record<string, unknown>> {
+    return Promise.resolve({});
+  }
+
+  /** Runs after a successful write (a user's changed credentials end their other sessions). */
+  protected afterWrite(_ctx: Context, _stored: Doc, _previous: Doc | undefined): Promise<void> {
+    return Promise.resolve();
   }
 
   /** What a client may see of a stored object; UserCollection drops the password. */
@@ -141,8 +156,9 @@ export class Collection implements Resource {
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: missing });
-    const doc: Doc = { ...this.storable(object), id: createId() };
+    const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id: createId() };
     const stored = await this.writing(() => this.store.insert(doc));
+    await this.afterWrite(ctx, stored, undefined);
     return { status: 200, body: this.present(outcome ? hideFrom(stored, outcome.hidden) : stored) };
   }
 
@@ -153,20 +169,24 @@ export class Collection implements Resource {
     const previous = await this.store.findOne(filter);
     if (previous === null) throw new SvcError('NO_MATCH', NO_MATCH);
     const sanitized = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: true });
-    const merged: Record<string, unknown> = { ...previous, ...sanitized.values };
+    const visible = this.withoutStoreOnly(previous);
+    const merged: Record<string, unknown> = { ...visible, ...sanitized.values };
     applyModifiersLocally(merged, sanitized.modifiers);
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let object = merged;
     let outcome: EventOutcome | undefined;
     if (!skipEvents) {
-      outcome = await this.runWriteEvents(ctx, 'put', merged, previous);
+      outcome = await this.runWriteEvents(ctx, 'put', merged, visible);
       object = outcome.object;
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: missing });
     const ops = this.diff(previous, object, sanitized.modifiers, outcome?.protectedProps ?? []);
+    const hidden = await this.hiddenValues(ctx, previous);
+    if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const updated = await this.writing(() => this.store.update(filter, ops));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    await this.afterWrite(ctx, updated, previous);
     return { status: 200, body: this.present(outcome ? hideFrom(updated, outcome.hidden) : updated) };
   }
 
@@ -192,7 +212,7 @@ export class Collection implements Resource {
    */
   private diff(previous: Doc, next: Record<string, unknown>, modifiers: UpdateOps, protectedProps: readonly string[]): UpdateOps {
     const ops: UpdateOps = {};
-    const guarded = new Set([...protectedProps, 'id']);
+    const guarded = new Set([...protectedProps, ...this.storeOnly, 'id']);
     const modified = new Set([...Object.keys(modifiers.$inc ?? {}), ...Object.keys(modifiers.$push ?? {}), ...Object.keys(modifiers.$pull ?? {})]);
     for (const key of Object.keys(next)) {
       if (guarded.has(key) || modified.has(key)) continue;
@@ -212,6 +232,14 @@ export class Collection implements Resource {
       }
     }
     return ops;
+  }
+
+  /** A stored object as scripts may see it. */
+  protected withoutStoreOnly(doc: Doc): Doc {
+    if (this.storeOnly.size === 0) return doc;
+    const out = { ...doc };
+    for (const key of this.storeOnly) delete out[key];
+    return out;
   }
 
   /** Drops values a store must not keep (undefined); properties scripts added are kept. */
@@ -244,7 +272,7 @@ export class Collection implements Resource {
     if (!skipEvents && this.events.has('delete')) {
       const doc = await this.store.findOne(filter);
       if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
-      await this.events.run('delete', { ctx, object: doc });
+      await this.events.run('delete', { ctx, object: this.withoutStoreOnly(doc) });
     }
     const removed = await this.store.remove(filter);
     if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');

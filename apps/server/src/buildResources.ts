@@ -1,0 +1,78 @@
+import { Collection } from '@svc/core';
+import type { Logger, PropertyDef, PropertyType, Resource, Store } from '@svc/core';
+import type { AppFolder, ResourceFolder } from './loadApp.js';
+
+const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index']);
+const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
+const COLLECTION_EVENTS = new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js']);
+
+/** What building one resource needs. */
+export interface BuildContext {
+  app: AppFolder;
+  store: Store;
+  logger: Logger;
+}
+
+/** Creates the resources of an app from their config.json. */
+export function buildResources(context: BuildContext): Resource[] {
+  return context.app.resources.map((folder) => buildResource(folder, context));
+}
+
+function buildResource(folder: ResourceFolder, context: BuildContext): Resource {
+  switch (folder.config.type) {
+    case 'Collection':
+      return buildCollection(folder, context);
+    default:
+      throw new Error(`resource ${folder.path.slice(1)}: type ${folder.config.type} is not installed; add its package`);
+  }
+}
+
+function buildCollection(folder: ResourceFolder, context: BuildContext): Collection {
+  warnUnknown(folder, COLLECTION_KEYS, COLLECTION_EVENTS, context.logger);
+  return new Collection({
+    path: folder.path,
+    properties: readProperties(folder, context.logger),
+    store: context.store.collection(folder.path.slice(1)),
+    publicCount: publicCountFor(folder, context.app),
+  });
+}
+
+/** Validates a Collection's properties: a wrong type stops start-up, naming resource and property. */
+export function readProperties(folder: ResourceFolder, logger: Logger): Record<string, PropertyDef> {
+  const raw = folder.config.properties ?? {};
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`resource ${folder.path.slice(1)}: "properties" must be an object`);
+  const out: Record<string, PropertyDef> = {};
+  for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (name === 'id' || name.startsWith('$') || name.includes('.')) throw new Error(`resource ${folder.path.slice(1)}: property name "${name}" is not allowed`);
+    const def = value as Record<string, unknown> | null;
+    const type = def?.type;
+    if (typeof type !== 'string' || !PROPERTY_TYPES.has(type as PropertyType)) {
+      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array or date`);
+    }
+    const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k));
+    if (unknown.length > 0) logger.warn(`resource ${folder.path.slice(1)}: property ${name}: ignoring ${unknown.join(', ')}`);
+    out[name] = {
+      type: type as PropertyType,
+      required: (def as Record<string, unknown>).required === true,
+      unique: (def as Record<string, unknown>).unique === true,
+      index: (def as Record<string, unknown>).index === true,
+    };
+  }
+  return out;
+}
+
+/** Reports config keys and event files the resource type does not know (Deployd leftovers). */
+export function warnUnknown(folder: ResourceFolder, keys: ReadonlySet<string>, events: ReadonlySet<string>, logger: Logger): void {
+  const unknownKeys = Object.keys(folder.config).filter((k) => !keys.has(k));
+  if (unknownKeys.length > 0) logger.warn(`resource ${folder.path.slice(1)}: ignoring config keys ${unknownKeys.join(', ')}`);
+  const unknownFiles = [...folder.scripts.keys()].filter((f) => !events.has(f));
+  if (unknownFiles.length > 0) logger.warn(`resource ${folder.path.slice(1)}: ignoring files ${unknownFiles.join(', ')}`);
+}
+
+function publicCountFor(folder: ResourceFolder, app: AppFolder): boolean {
+  if (folder.config.publicCount === true) return true;
+  const setting = app.settings.publicCount;
+  if (setting === true) return true;
+  return Array.isArray(setting) && setting.includes(folder.path.slice(1));
+}

@@ -1,0 +1,90 @@
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
+import type { Logger, ResourceConfig } from '@svc/core';
+
+/** app.json: every key optional. */
+export interface AppSettings {
+  /** Non-root GET /<c>/count: true for every collection, or a list of collection names. */
+  publicCount?: boolean | string[];
+  /** Largest request body in bytes (default 1 MB). */
+  bodyLimit?: number;
+  /** Session idle time in seconds (default 30 days). */
+  sessionIdleSeconds?: number;
+  cors?: { origins?: '*' | string[]; crossSiteCookies?: boolean };
+  methodOverrideKey?: string;
+  scripts?: { memoryLimitMb?: number; timeoutMs?: number };
+  [key: string]: unknown;
+}
+
+/** One resource folder of an app. */
+export interface ResourceFolder {
+  /** '/todos', '/a/b'. */
+  path: string;
+  dir: string;
+  config: ResourceConfig;
+  /** The event script files present: file name -> source. */
+  scripts: Map<string, string>;
+}
+
+/** An app folder as read from disk. */
+export interface AppFolder {
+  dir: string;
+  settings: AppSettings;
+  resources: ResourceFolder[];
+  /** Dependencies of the app's package.json (resource-type packages). */
+  dependencies: string[];
+}
+
+const RESOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
+
+/**
+ * Reads an app folder: app.json (optional), package.json (optional) and every resource folder
+ * under resources/ that holds a config.json, nested folders included. Deployd apps are read as
+ * they are: unknown files are reported, not refused.
+ */
+export async function loadApp(dir: string, logger: Logger): Promise<AppFolder> {
+  if (!existsSync(dir)) throw new Error(`app folder ${dir} does not exist`);
+  const settings = ((await readJson(join(dir, 'app.json'))) ?? {}) as AppSettings;
+  const pkg = (await readJson(join(dir, 'package.json'))) as { dependencies?: Record<string, string> } | undefined;
+  const resourcesDir = join(dir, 'resources');
+  const resources: ResourceFolder[] = [];
+  if (existsSync(resourcesDir)) await collect(resourcesDir, resourcesDir, resources, logger);
+  resources.sort((a, b) => a.path.localeCompare(b.path));
+  return { dir, settings, resources, dependencies: Object.keys(pkg?.dependencies ?? {}) };
+}
+
+async function collect(root: string, dir: string, out: ResourceFolder[], logger: Logger): Promise<void> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const configFile = join(dir, 'config.json');
+  if (dir !== root && entries.some((e) => e.isFile() && e.name === 'config.json')) {
+    const segments = relative(root, dir).split(sep);
+    for (const s of segments) if (!RESOURCE_NAME.test(s)) throw new Error(`resource folder name "${s}" is not allowed (letters, digits, - and _)`);
+    const config = (await readJson(configFile)) as ResourceConfig | undefined;
+    if (!config || typeof config.type !== 'string') throw new Error(`${configFile}: "type" is missing`);
+    const scripts = new Map<string, string>();
+    for (const e of entries) {
+      if (e.isFile() && e.name.endsWith('.js')) scripts.set(e.name, await readFile(join(dir, e.name), 'utf8'));
+    }
+    out.push({ path: `/${segments.join('/')}`, dir, config, scripts });
+  }
+  for (const e of entries) {
+    if (e.isDirectory()) await collect(root, join(dir, e.name), out, logger);
+  }
+}
+
+async function readJson(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new Error(`${file}: invalid JSON (${(err as Error).message})`);
+  }
+}

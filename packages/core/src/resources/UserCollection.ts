@@ -1,0 +1,158 @@
+import { SvcError } from '../errors.js';
+import type { ClientShape, ResourceHost, UserResource } from '../resource.js';
+import type { Doc } from '../store/Store.js';
+import type { Context, PropertyDef, Reply } from '../types.js';
+import { Collection } from './Collection.js';
+import type { CollectionOptions } from './Collection.js';
+import { LoginLimiter } from './loginLimiter.js';
+import type { LoginLimiterOptions } from './loginLimiter.js';
+import { DEFAULT_PASSWORD_COST, dummyHash, hashPassword, isLegacyHash, verifyPassword } from './passwords.js';
+
+/** Options of a {@link UserCollection}. */
+export interface UserCollectionOptions extends CollectionOptions {
+  /** bcrypt cost; default 10. */
+  passwordCost?: number;
+  loginRateLimit?: LoginLimiterOptions;
+}
+
+const BAD_CREDENTIALS = 'bad credentials';
+
+/**
+ * A Collection of users: `username` (unique, by a unique index) and `password` (bcrypt, never
+ * answered, never filterable), plus /login, /logout and /me. A non-root request may change the
+ * username or password only of the logged-in user's own object.
+ */
+export class UserCollection extends Collection implements UserResource {
+  override readonly type: string = 'UserCollection';
+  override readonly client: ClientShape = { collection: true, users: true };
+  protected override readonly storeOnly: ReadonlySet<string> = new Set(['password']);
+  private readonly cost: number;
+  private readonly limiter: LoginLimiter;
+  private host: ResourceHost | undefined;
+  private dummy: Promise<string> | undefined;
+
+  constructor(options: UserCollectionOptions) {
+    const { password: _password, username: _username, ...rest } = options.properties;
+    const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true }, ...rest };
+    super({ ...options, properties });
+    this.cost = options.passwordCost ?? DEFAULT_PASSWORD_COST;
+    this.limiter = new LoginLimiter(options.loginRateLimit);
+  }
+
+  override async init(host?: ResourceHost): Promise<void> {
+    this.host = host;
+    await super.init(host);
+  }
+
+  override handle(ctx: Context): Promise<Reply> {
+    const func = ctx.parts.length === 1 ? ctx.parts[0] : undefined;
+    if (func === 'login' && ctx.method === 'POST') return this.login(ctx);
+    if (func === 'logout' && ctx.method === 'POST') return this.logout(ctx);
+    if (func === 'me' && ctx.method === 'GET') return this.me(ctx);
+    return super.handle(ctx);
+  }
+
+  /** The user as /me and scripts see it. */
+  async findUser(uid: string): Promise<Record<string, unknown> | null> {
+    const doc = await this.store.findOne({ id: uid });
+    return doc === null ? null : this.present(doc);
+  }
+
+  protected override present(doc: Record<string, unknown>): Record<string, unknown> {
+    if (!Object.hasOwn(doc, 'password')) return doc;
+    const { password: _password, ...rest } = doc;
+    return rest;
+  }
+
+  protected override async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
+    const password = body.password;
+    if (typeof password !== 'string' || password === '') {
+      throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: { password: 'is required' } });
+    }
+    return super.create(ctx, body);
+  }
+
+  protected override update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
+    const changesCredentials = body.username !== undefined || body.password !== undefined;
+    if (changesCredentials && !ctx.isRoot && ctx.me?.id !== id) {
+      throw new SvcError('FORBIDDEN', "only the user may change their own username or password");
+    }
+    if (body.password !== undefined && (typeof body.password !== 'string' || body.password === '')) {
+      throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: { password: 'must be a non-empty string' } });
+    }
+    return super.update(ctx, id, body);
+  }
+
+  /** The password hash is computed here, after the scripts, and stored beside the object. */
+  protected override async hiddenValues(ctx: Context, _previous: Doc | undefined): Promise<Record<string, unknown>> {
+    const password = (ctx.body as Record<string, unknown> | undefined)?.password;
+    return typeof password === 'string' && password !== '' ? { password: await hashPassword(password, this.cost) } : {};
+  }
+
+  /** A changed username or password ends the user's other sessions. */
+  protected override async afterWrite(ctx: Context, stored: Doc, previous: Doc | undefined): Promise<void> {
+    if (previous === undefined || !this.host) return;
+    const body = ctx.body as Record<string, unknown> | undefined;
+    const changed = body?.password !== undefined || stored.username !== previous.username;
+    if (!changed) return;
+    const keep = ctx.session.uid === stored.id ? ctx.session.id : undefined;
+    await this.host.sessions.endUserSessions(stored.id, keep);
+  }
+
+  private async login(ctx: Context): Promise<Reply> {
+    const body = (ctx.body ?? {}) as Record<string, unknown>;
+    const { username, password } = body;
+    if (typeof username !== 'string' || typeof password !== 'string' || username === '' || password === '') {
+      throw new SvcError('BAD_REQUEST', 'username or password not specified');
+    }
+    const keys = [`user:${this.path}:${username}`, `addr:${clientAddress(ctx)}`];
+    const wait = this.limiter.retryAfter(keys);
+    if (wait > 0) throw new SvcError('TOO_MANY_REQUESTS', 'too many failed logins; try again later', { headers: { 'retry-after': String(wait) } });
+    const user = await this.store.findOne({ username });
+    const stored = typeof user?.password === 'string' ? user.password : undefined;
+    // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
+    const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
+    if (!ok || user === null) {
+      this.limiter.fail(keys);
+      throw new SvcError('BAD_CREDENTIALS', BAD_CREDENTIALS);
+    }
+    if (stored !== undefined && isLegacyHash(stored)) {
+      await this.store.update({ id: user.id }, { $set: { password: await hashPassword(password, this.cost) } });
+    }
+    const host = this.requireHost();
+    const previousId = ctx.session.id;
+    const session = await host.sessions.login(previousId, user.id, this.path);
+    host.sessionChanged(session.id, user.id, previousId);
+    return {
+      status: 200,
+      body: { id: session.id, path: this.path, uid: user.id },
+      headers: { 'set-cookie': host.sessionCookie(session.id, ctx) },
+    };
+  }
+
+  private async logout(ctx: Context): Promise<Reply> {
+    const host = this.requireHost();
+    await host.sessions.destroy(ctx.session.id);
+    host.sessionChanged(ctx.session.id, undefined);
+    return { status: 204, headers: { 'set-cookie': host.sessionCookie(null, ctx) } };
+  }
+
+  private me(ctx: Context): Promise<Reply> {
+    if (ctx.me === undefined || ctx.session.path?.toLowerCase() !== this.path.toLowerCase()) return Promise.resolve({ status: 204 });
+    return Promise.resolve({ status: 200, body: ctx.me });
+  }
+
+  private dummyHash(): Promise<string> {
+    this.dummy ??= dummyHash(this.cost);
+    return this.dummy;
+  }
+
+  private requireHost(): ResourceHost {
+    if (!this.host) throw new SvcError('INTERNAL', 'user collection used before init');
+    return this.host;
+  }
+}
+
+function clientAddress(ctx: Context): string {
+  return ctx.req?.socket.remoteAddress ?? 'internal';
+}

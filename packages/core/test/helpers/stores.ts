@@ -1,0 +1,69 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { createEmbeddedStore, createMongoStore } from '@svc/core';
+import type { Store } from '@svc/core';
+
+/** A store made fresh for one test file, and how to throw it away. */
+export interface TestStore {
+  store: Store;
+  dispose(): Promise<void>;
+}
+
+/** A named way to make a store; the suites run once per kind. */
+export interface StoreKind {
+  name: string;
+  make(): Promise<TestStore>;
+}
+
+const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
+
+const embedded: StoreKind = {
+  name: 'embedded',
+  async make() {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-test-'));
+    const store = await createEmbeddedStore({ dir });
+    return {
+      store,
+      async dispose() {
+        await store.close().catch(() => undefined);
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+const mongodb: StoreKind = {
+  name: 'mongodb',
+  async make() {
+    if (!mongoUrl) throw new Error('SVC_TEST_MONGODB_URL is not set');
+    const dbName = `svc_test_${randomBytes(6).toString('hex')}`;
+    const store = await createMongoStore({ url: mongoUrl, dbName });
+    return {
+      store,
+      async dispose() {
+        await store.close().catch(() => undefined);
+        const { MongoClient } = await import('mongodb');
+        const client = new MongoClient(mongoUrl);
+        await client.db(dbName).dropDatabase().catch(() => undefined);
+        await client.close();
+      },
+    };
+  },
+};
+
+/**
+ * The stores HTTP suites run on: embedded always, mongodb when SVC_TEST_MONGODB_URL is set. In CI
+ * a missing URL is an error, not a skip.
+ */
+export function storeKinds(): StoreKind[] {
+  if (mongoUrl) return [embedded, mongodb];
+  if (process.env.CI === 'true') throw new Error('CI=true but SVC_TEST_MONGODB_URL is not set: the mongodb suites cannot run');
+  if (!warned) {
+    warned = true;
+    process.stderr.write('mongodb HTTP suites SKIPPED: set SVC_TEST_MONGODB_URL to run them\n');
+  }
+  return [embedded];
+}
+let warned = false;
