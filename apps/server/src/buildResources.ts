@@ -1,10 +1,11 @@
-import { Collection } from '@svc/core';
+import { Collection, UserCollection } from '@svc/core';
 import type { Logger, PropertyDef, PropertyType, Resource, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 
 const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date']);
 const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
+const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost']);
 const COLLECTION_EVENTS = new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js']);
 
 /** What building one resource needs. */
@@ -23,6 +24,8 @@ function buildResource(folder: ResourceFolder, context: BuildContext): Resource 
   switch (folder.config.type) {
     case 'Collection':
       return buildCollection(folder, context);
+    case 'UserCollection':
+      return buildUserCollection(folder, context);
     default:
       throw new Error(`resource ${folder.path.slice(1)}: type ${folder.config.type} is not installed; add its package`);
   }
@@ -35,6 +38,20 @@ function buildCollection(folder: ResourceFolder, context: BuildContext): Collect
     properties: readProperties(folder, context.logger),
     store: context.store.collection(folder.path.slice(1)),
     publicCount: publicCountFor(folder, context.app),
+  });
+}
+
+function buildUserCollection(folder: ResourceFolder, context: BuildContext): UserCollection {
+  warnUnknown(folder, USER_KEYS, COLLECTION_EVENTS, context.logger);
+  const settings = context.app.settings;
+  const cost = folder.config.passwordCost ?? settings.passwordCost;
+  return new UserCollection({
+    path: folder.path,
+    properties: readProperties(folder, context.logger),
+    store: context.store.collection(folder.path.slice(1)),
+    publicCount: publicCountFor(folder, context.app),
+    ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
+    ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });
 }
 

@@ -14,6 +14,10 @@ export interface AppSettings {
   cors?: { origins?: '*' | string[]; crossSiteCookies?: boolean };
   methodOverrideKey?: string;
   scripts?: { memoryLimitMb?: number; timeoutMs?: number };
+  /** bcrypt cost of user passwords (default 10). */
+  passwordCost?: number;
+  /** Failed logins allowed per username and per client address (default 10 a minute). */
+  loginRateLimit?: { max?: number; windowSeconds?: number };
   [key: string]: unknown;
 }
 
