@@ -27,3 +27,18 @@ export { createEmbeddedStore } from './store/embeddedStore.js';
 export type { EmbeddedStoreOptions } from './store/embeddedStore.js';
 export { createMongoStore } from './store/mongoStore.js';
 export type { MongoStoreOptions } from './store/mongoStore.js';
+export { defineResourceType, isResourceType, validateSettings, mountResource, cancelError } from './resourceType.js';
+export type {
+  EventScripts,
+  ResourceImplementation,
+  ResourceType,
+  ResourceTypeContext,
+  ResourceTypeDefinition,
+  ScriptOutcome,
+  ScriptRunInput,
+  SettingSpec,
+  SettingType,
+  SettingsSchema,
+} from './resourceType.js';
+export { RecordingRealtime } from './realtime.js';
+export type { Realtime, RecordedMessage } from './realtime.js';

@@ -61,8 +61,20 @@ export interface StoreCollection {
 /** A document store: the embedded one or MongoDB. */
 export interface Store {
   readonly kind: string;
+  /** The collection called `name` (see {@link assertCollectionName}); created on first write. */
   collection(name: string): StoreCollection;
   close(): Promise<void>;
+}
+
+/**
+ * Collection names are resource paths: segments of `[A-Za-z0-9_-]`, joined by `/` (`a/b`).
+ * Adapters check them because the embedded store turns them into file names.
+ */
+const COLLECTION_NAME = /^[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*$/;
+
+/** Throws a TypeError unless `name` is a valid collection name (resource path segments). */
+export function assertCollectionName(name: string): void {
+  if (!COLLECTION_NAME.test(name)) throw new TypeError(`invalid collection name ${JSON.stringify(name)}`);
 }
 
 /** A unique index refused a write. `field` names the property. */

@@ -1,0 +1,166 @@
+import { SvcError } from './errors.js';
+import type { Logger } from './logger.js';
+import type { ClientShape, Resource, ResourceHost } from './resource.js';
+import type { Store } from './store/Store.js';
+import type { Context, Reply, ResourceConfig } from './types.js';
+import type { Realtime } from './realtime.js';
+import type { InternalRequest } from './server.js';
+
+/** The type of one setting in a resource type's settings schema. */
+export type SettingType = 'string' | 'number' | 'boolean' | 'object' | 'array';
+
+/** One setting of a resource type (drives validation at start and the dashboard's Config page). */
+export interface SettingSpec {
+  type: SettingType;
+  required?: boolean;
+  default?: unknown;
+  description?: string;
+  /** Allowed values, for strings and numbers. */
+  enum?: readonly (string | number)[];
+}
+
+/** A resource type's settings: name -> spec. */
+export type SettingsSchema = Record<string, SettingSpec>;
+
+/** What one event script run did (cancel() and error() reject instead, with an SvcError). */
+export interface ScriptOutcome {
+  /** `this` after the run. */
+  object: Record<string, unknown>;
+  hidden: readonly string[];
+  protectedProps: readonly string[];
+  /** What setResult() set, when it was called. */
+  result?: unknown;
+  resultSet: boolean;
+}
+
+/** Input of one event script run. */
+export interface ScriptRunInput {
+  /** `this`; `{}` for resources with no domain. */
+  object?: Record<string, unknown>;
+  /** Extra names for the script (url, parts, fileSize, fileName, previous, ...). */
+  locals?: Record<string, unknown>;
+}
+
+/** The event scripts of one resource, run in the sandbox. */
+export interface EventScripts {
+  has(event: string): boolean;
+  run(event: string, ctx: Context, input?: ScriptRunInput): Promise<ScriptOutcome>;
+}
+
+/** What a resource type's `create` receives for one resource. */
+export interface ResourceTypeContext<S> {
+  /** '/mail', '/a/b'. */
+  path: string;
+  /** The folder name path without the leading slash: 'mail', 'a/b'. */
+  name: string;
+  /** Settings from config.json, validated against the schema, defaults applied. */
+  settings: S;
+  /** The whole config.json. */
+  config: ResourceConfig;
+  /** The resource's folder. */
+  dir: string;
+  /** The app's folder. */
+  appDir: string;
+  store: Store;
+  env: 'development' | 'production';
+  logger: Logger;
+  /** The resource's event scripts (from the files named in `events`). */
+  scripts: EventScripts;
+  realtime: Realtime;
+  /** Sends an internal request through the app's resources (as scripts do). */
+  request(input: InternalRequest): Promise<Reply>;
+}
+
+/** What a resource type creates for one resource: a request handler and optional hooks. */
+export interface ResourceImplementation {
+  handle(ctx: Context): Promise<Reply | undefined>;
+  init?(host: ResourceHost): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/** A resource type: the public contract of every type package. */
+export interface ResourceTypeDefinition<S = Record<string, unknown>> {
+  /** The name config.json's `type` uses: 'Email', 'Bucket', ... */
+  name: string;
+  /** The @svc/core versions the type works with, as a semver range ('^0.1.0'); checked at load. */
+  core?: string;
+  settings?: SettingsSchema;
+  /** Event script file names the type loads ('get.js', 'post.js'); others are warned about. */
+  events?: readonly string[];
+  /** The client library's view of resources of this type. */
+  client?: ClientShape;
+  /** Dashboard hints (labels, which events to show); free-form. */
+  dashboard?: Record<string, unknown>;
+  create(context: ResourceTypeContext<S>): ResourceImplementation | Promise<ResourceImplementation>;
+}
+
+/** A checked resource type, as the server registers it. */
+export interface ResourceType<S = Record<string, unknown>> extends ResourceTypeDefinition<S> {
+  readonly kind: 'svc.resourceType';
+}
+
+/**
+ * Declares a resource type. Type packages default-export the result; the server loads it from the
+ * app's dependencies and checks `core` against its own version.
+ */
+export function defineResourceType<S = Record<string, unknown>>(definition: ResourceTypeDefinition<S>): ResourceType<S> {
+  if (!/^[A-Za-z][A-Za-z0-9]*$/.test(definition.name)) throw new Error(`resource type name "${definition.name}" must be letters and digits`);
+  if (typeof definition.create !== 'function') throw new Error(`resource type ${definition.name}: create() is missing`);
+  return { ...definition, kind: 'svc.resourceType' };
+}
+
+/** True for a value made by {@link defineResourceType}. */
+export function isResourceType(value: unknown): value is ResourceType {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'svc.resourceType';
+}
+
+/**
+ * Validates a resource's settings against its type's schema and applies defaults; a wrong value
+ * throws an Error naming the resource and the failing field.
+ */
+export function validateSettings<S>(resource: string, schema: SettingsSchema | undefined, config: ResourceConfig): S {
+  const out: Record<string, unknown> = {};
+  for (const [field, spec] of Object.entries(schema ?? {})) {
+    let value = config[field];
+    if (value === undefined || value === null || value === '') value = spec.default;
+    if (value === undefined) {
+      if (spec.required) throw new Error(`resource ${resource}: setting ${field} is required (${spec.type})`);
+      continue;
+    }
+    if (!hasType(value, spec.type)) throw new Error(`resource ${resource}: setting ${field} must be a ${spec.type}, not ${JSON.stringify(value)}`);
+    if (spec.enum && !spec.enum.includes(value as string | number)) throw new Error(`resource ${resource}: setting ${field} must be one of ${spec.enum.join(', ')}`);
+    out[field] = value;
+  }
+  return out as S;
+}
+
+function hasType(value: unknown, type: SettingType): boolean {
+  switch (type) {
+    case 'array':
+      return Array.isArray(value);
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    default:
+      return typeof value === type;
+  }
+}
+
+/** Wraps a type's implementation as a mounted resource. */
+export function mountResource(type: ResourceType<never> | ResourceType, path: string, impl: ResourceImplementation): Resource {
+  const resource: Resource = {
+    path,
+    type: type.name,
+    handle: (ctx) => impl.handle(ctx),
+    ...(type.client ? { client: type.client } : {}),
+    ...(impl.init ? { init: (host: ResourceHost) => (impl.init as (h: ResourceHost) => Promise<void>)(host) } : {}),
+    ...(impl.close ? { close: () => (impl.close as () => Promise<void>)() } : {}),
+  };
+  return resource;
+}
+
+/** The error a script's cancel() becomes. */
+export function cancelError(message: string, status = 400): SvcError {
+  return new SvcError('CANCELLED', message, { status });
+}

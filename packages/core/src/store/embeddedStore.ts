@@ -1,0 +1,378 @@
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import nedb from '@seald-io/nedb';
+import { DuplicateKeyError, assertCollectionName } from './Store.js';
+import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
+
+/** Options of {@link createEmbeddedStore}. */
+export interface EmbeddedStoreOptions {
+  /** Folder of the data files, created when missing (`<app>/data`). */
+  dir: string;
+  /** How often collections written since their last compaction are rewritten; default 5 min. */
+  compactionIntervalMs?: number;
+}
+
+type Raw = { _id: string } & Record<string, unknown>;
+type Query = Record<string, unknown>;
+// nedb's typings declare an ES default export; the CommonJS module they describe is the class.
+const Datastore = nedb as unknown as typeof nedb.default;
+type Db = InstanceType<typeof Datastore<Record<string, unknown>>>;
+
+const DEFAULT_COMPACTION_MS = 5 * 60_000;
+// A $pull is a read then a compare-and-set; this bounds the retries under heavy contention.
+const MAX_PULL_ATTEMPTS = 1000;
+
+/**
+ * Opens the embedded store: one append-only nedb datafile per collection, `<dir>/<name>.db`
+ * (`a/b` is `a.b.db`; `.` cannot occur in a name, so the mapping is one-to-one). A write is
+ * acknowledged once its line was appended to the file, so it survives a crash of the process
+ * (not of the machine: appends are not fsynced). Collections written to are compacted
+ * periodically and on close.
+ */
+export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promise<Store> {
+  const dir = resolve(options.dir);
+  await mkdir(dir, { recursive: true });
+  const collections = new Map<string, EmbeddedCollection>();
+  let closed = false;
+  const compactAll = (): Promise<void[]> => Promise.all([...collections.values()].map((c) => c.compactIfDirty()));
+  const timer = setInterval(() => {
+    compactAll().catch((err: unknown) => process.emitWarning(`embedded store compaction failed: ${String(err)}`));
+  }, options.compactionIntervalMs ?? DEFAULT_COMPACTION_MS);
+  timer.unref();
+  return {
+    kind: 'embedded',
+    collection(name: string): StoreCollection {
+      if (closed) throw new Error('the store is closed');
+      let collection = collections.get(name);
+      if (!collection) {
+        assertCollectionName(name);
+        collection = new EmbeddedCollection(name, join(dir, `${name.replaceAll('/', '.')}.db`));
+        collections.set(name, collection);
+      }
+      return collection;
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      clearInterval(timer);
+      await compactAll();
+    },
+  };
+}
+
+class EmbeddedCollection implements StoreCollection {
+  readonly name: string;
+  readonly #db: Db;
+  #ready: Promise<void> | undefined;
+  #dirty = false;
+
+  constructor(name: string, filename: string) {
+    this.name = name;
+    this.#db = new Datastore({ filename });
+  }
+
+  /** Loads the datafile on first use; a failed load fails every later call the same way. */
+  async #open(): Promise<Db> {
+    await (this.#ready ??= this.#db.loadDatabaseAsync());
+    return this.#db;
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
+    const db = await this.#open();
+    let cursor = db.findAsync(toNedbFilter(filter));
+    if (options.sort) cursor = cursor.sort(renameId(options.sort));
+    if (options.skip) cursor = cursor.skip(options.skip);
+    if (options.limit) cursor = cursor.limit(options.limit);
+    // nedb already deep-copied each object out of its cache; projecting only re-keys that copy.
+    const raws = (await cursor) as unknown as Raw[];
+    return raws.map(projector(options.fields));
+  }
+
+  async findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
+    const db = await this.#open();
+    const raw = (await db.findOneAsync(toNedbFilter(filter))) as unknown as Raw | null;
+    return raw ? projector(options.fields)(raw) : null;
+  }
+
+  async count(filter: Filter): Promise<number> {
+    const db = await this.#open();
+    return (await db.countAsync(toNedbFilter(filter))) as unknown as number;
+  }
+
+  async insert(doc: Doc): Promise<Doc> {
+    const db = await this.#open();
+    const { id, ...rest } = doc;
+    this.#dirty = true;
+    try {
+      return toDoc((await db.insertAsync({ _id: id, ...rest })) as Raw);
+    } catch (err) {
+      throw await this.#translate(err, Object.keys(rest));
+    }
+  }
+
+  async update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
+    const db = await this.#open();
+    const query = toNedbFilter(filter);
+    const { modifier, pulls } = toNedbUpdate(ops);
+    if (!pulls && Object.keys(modifier).length === 0) return this.findOne(filter);
+    this.#dirty = true;
+    try {
+      if (!pulls) {
+        const { affectedDocuments } = await db.updateAsync(query, modifier, { returnUpdatedDocs: true });
+        return affectedDocuments ? toDoc(affectedDocuments as Raw) : null;
+      }
+      return await this.#updateWithPull(db, query, modifier, pulls);
+    } catch (err) {
+      throw await this.#translate(err, Object.values(ops).flatMap((fields: object | undefined) => Object.keys(fields ?? {})));
+    }
+  }
+
+  /**
+   * nedb's own $pull cannot express "remove elements equal to one of these" for object elements
+   * (its matcher throws on them) and throws on a missing array, where MongoDB does nothing. So the
+   * new array is computed here and written only if the arrays read are still current
+   * (compare-and-set), together with the other operators; a lost race reads again.
+   */
+  async #updateWithPull(db: Db, query: Query, modifier: Query, pulls: Record<string, unknown[]>): Promise<Doc | null> {
+    for (const field of Object.keys(pulls)) {
+      for (const op of Object.values(modifier) as Query[]) {
+        if (field in op) throw new Error(`update would change property ${field} twice`);
+      }
+    }
+    for (let attempt = 0; attempt < MAX_PULL_ATTEMPTS; attempt++) {
+      const current = (await db.findOneAsync(query)) as unknown as Raw | null;
+      if (!current) return null;
+      const guards: Query[] = [query];
+      const $set: Query = { ...(modifier.$set as Query | undefined) };
+      for (const [field, values] of Object.entries(pulls)) {
+        const array = current[field];
+        if (array === undefined) {
+          guards.push({ [field]: { $exists: false } });
+          continue;
+        }
+        if (!Array.isArray(array)) throw new Error(`cannot $pull from property ${field}: not an array`);
+        guards.push({ [field]: array });
+        $set[field] = array.filter((el: unknown) => !values.some((v) => isDeepStrictEqual(el, v)));
+      }
+      const update = Object.keys($set).length > 0 ? { ...modifier, $set } : modifier;
+      // An empty update would make nedb replace the object with {}; nothing to change is no write.
+      if (Object.keys(update).length === 0) return toDoc(current);
+      const guarded = { _id: current._id, $and: guards };
+      const { affectedDocuments } = await db.updateAsync(guarded, update, { returnUpdatedDocs: true });
+      if (affectedDocuments) return toDoc(affectedDocuments as Raw);
+    }
+    throw new Error(`$pull on ${this.name} kept losing races with concurrent writes`);
+  }
+
+  async remove(filter: Filter): Promise<number> {
+    const db = await this.#open();
+    this.#dirty = true;
+    return db.removeAsync(toNedbFilter(filter), { multi: true });
+  }
+
+  async ensureIndex(spec: IndexSpec): Promise<void> {
+    const db = await this.#open();
+    const field = spec.field === 'id' ? '_id' : spec.field;
+    if (field === '_id') return;
+    const unique = spec.unique ?? false;
+    const existing = indexesOf(db)[field];
+    if (existing && existing.unique === unique) return;
+    this.#dirty = true;
+    // nedb keeps an existing index as it is, so a change of uniqueness means building it anew.
+    if (existing) await db.removeIndexAsync(field);
+    try {
+      await db.ensureIndexAsync({ fieldName: field, unique });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateKeyError(spec.field, { cause: err });
+      throw err;
+    }
+  }
+
+  /** Rewrites the datafile without its superseded lines when it was written to since last time. */
+  async compactIfDirty(): Promise<void> {
+    if (!this.#dirty || !this.#ready) return;
+    this.#dirty = false;
+    try {
+      await this.#db.compactDatafileAsync();
+    } catch (err) {
+      this.#dirty = true;
+      throw err;
+    }
+  }
+
+  /**
+   * nedb reports the refused key value but not the index: the field is the first unique one
+   * (those the write touched first) where another object holds that value.
+   */
+  async #translate(err: unknown, touched: string[]): Promise<unknown> {
+    if (!isUniqueViolation(err)) return err;
+    const unique = Object.entries(indexesOf(this.#db)).filter(([, index]) => index?.unique).map(([f]) => f);
+    const candidates = [...new Set([...touched.map((f) => (f === 'id' ? '_id' : f)), '_id'])];
+    for (const field of [...candidates.filter((f) => unique.includes(f)), ...unique]) {
+      if ((await this.#db.countAsync({ [field]: err.key })) > 0) {
+        return new DuplicateKeyError(field === '_id' ? 'id' : field, { cause: err });
+      }
+    }
+    return new DuplicateKeyError(unique.find((f) => f !== '_id') ?? 'id', { cause: err });
+  }
+}
+
+function isUniqueViolation(err: unknown): err is Error & { key: unknown } {
+  return err instanceof Error && 'errorType' in err && err.errorType === 'uniqueViolated';
+}
+
+/** nedb's index map: documented on Datastore, missing from its typings. */
+function indexesOf(db: Db): Record<string, { unique: boolean } | undefined> {
+  const indexes: unknown = Reflect.get(db, 'indexes');
+  if (typeof indexes !== 'object' || indexes === null) throw new Error('nedb without an index map');
+  return indexes as Record<string, { unique: boolean } | undefined>;
+}
+
+function toDoc(raw: Raw): Doc {
+  const out: Record<string, unknown> = { id: raw._id };
+  for (const key in raw) if (key !== '_id') out[key] = raw[key];
+  return out as Doc;
+}
+
+/** Builds the re-keying of raw objects for a projection (`id` kept unless excluded by name). */
+function projector(fields: Record<string, 0 | 1> | undefined): (raw: Raw) => Doc {
+  if (!fields) return toDoc;
+  const keys = Object.keys(fields).filter((k) => k !== 'id');
+  const included = keys.filter((k) => fields[k] === 1);
+  const withId = fields.id !== 0;
+  if (included.length > 0 && included.length < keys.length) {
+    throw new Error('a projection cannot both include and exclude properties other than id');
+  }
+  if (included.length > 0 || (fields.id === 1 && keys.length === 0)) {
+    return (raw) => {
+      const out: Record<string, unknown> = withId ? { id: raw._id } : {};
+      for (const key of included) if (Object.hasOwn(raw, key)) out[key] = raw[key];
+      return out as Doc;
+    };
+  }
+  const excluded = new Set(keys);
+  return (raw) => {
+    const out: Record<string, unknown> = withId ? { id: raw._id } : {};
+    for (const key in raw) if (key !== '_id' && !excluded.has(key)) out[key] = raw[key];
+    return out as Doc;
+  };
+}
+
+function renameId<T>(record: Record<string, T>): Record<string, T> {
+  if (!('id' in record)) return record;
+  const out: Record<string, T> = {};
+  for (const [key, value] of Object.entries(record)) out[key === 'id' ? '_id' : key] = value;
+  return out;
+}
+
+function toNedbUpdate(ops: UpdateOps): { modifier: Query; pulls: Record<string, unknown[]> | undefined } {
+  const modifier: Query = {};
+  if (ops.$set && Object.keys(ops.$set).length > 0) modifier.$set = renameId(ops.$set);
+  if (ops.$unset && Object.keys(ops.$unset).length > 0) modifier.$unset = renameId(ops.$unset);
+  if (ops.$inc && Object.keys(ops.$inc).length > 0) modifier.$inc = renameId(ops.$inc);
+  if (ops.$push && Object.keys(ops.$push).length > 0) {
+    modifier.$push = Object.fromEntries(Object.entries(ops.$push).map(([f, values]) => [f, { $each: values }]));
+  }
+  const pulls = ops.$pull && Object.keys(ops.$pull).length > 0 ? ops.$pull : undefined;
+  return { modifier, pulls };
+}
+
+/**
+ * Translates a MongoDB filter into one nedb evaluates the way MongoDB would: `id` is `_id`;
+ * `$ne`/`$nin` exclude arrays holding the value (nedb keeps them when any element differs);
+ * `$exists: true` holds for empty arrays; `null` also matches a missing property; field-level
+ * `$not`, `$nor` and `$options` become nedb constructs. Simple equalities stay top-level
+ * so nedb can still answer them from an index.
+ */
+function toNedbFilter(filter: Filter): Query {
+  const out: Query = {};
+  const and: Query[] = [];
+  for (const [key, value] of Object.entries(filter)) {
+    if (key === '$and') and.push(...subFilters(key, value));
+    else if (key === '$or') out.$or = subFilters(key, value);
+    else if (key === '$nor') and.push({ $not: { $or: subFilters(key, value) } });
+    else if (key.startsWith('$')) throw new Error(`unsupported query operator ${key}`);
+    else addCondition(key === 'id' ? '_id' : key, value, out, and);
+  }
+  if (and.length > 0) out.$and = and;
+  return out;
+}
+
+function subFilters(operator: string, value: unknown): Query[] {
+  if (!Array.isArray(value)) throw new Error(`${operator} needs an array of filters`);
+  return value.map((f: Filter) => toNedbFilter(f));
+}
+
+function addCondition(path: string, condition: unknown, out: Query, and: Query[]): void {
+  if (!isOperatorObject(condition)) {
+    if (condition === null) and.push(equals(path, null));
+    else out[path] = condition instanceof RegExp ? regex(condition, undefined) : condition;
+    return;
+  }
+  const direct: Query = {};
+  for (const [op, value] of Object.entries(condition)) {
+    switch (op) {
+      case '$eq':
+        and.push(equals(path, value));
+        break;
+      case '$ne':
+        and.push({ $not: equals(path, value) });
+        break;
+      case '$in':
+        and.push(oneOf(path, value));
+        break;
+      case '$nin':
+        and.push({ $not: oneOf(path, value) });
+        break;
+      case '$regex':
+        direct.$regex = regex(value, condition.$options);
+        break;
+      case '$options':
+        if (!('$regex' in condition)) throw new Error('$options without $regex');
+        break;
+      case '$exists':
+        if (value) and.push({ $not: { [path]: { $exists: false } } });
+        else direct.$exists = false;
+        break;
+      case '$not':
+        and.push({ $not: toNedbFilter({ [path]: value }) });
+        break;
+      case '$gt': case '$gte': case '$lt': case '$lte': case '$size': case '$elemMatch':
+        direct[op] = value;
+        break;
+      default:
+        throw new Error(`unsupported query operator ${op}`);
+    }
+  }
+  if (Object.keys(direct).length > 0) out[path] = direct;
+}
+
+function equals(path: string, value: unknown): Query {
+  return value === null ? { $or: [{ [path]: null }, { [path]: { $exists: false } }] } : { [path]: value };
+}
+
+function oneOf(path: string, values: unknown): Query {
+  if (!Array.isArray(values)) throw new Error('$in and $nin need an array');
+  // nedb's $in compares with equality only: null (missing) and RegExp members need their own clause.
+  if (values.every((v) => v !== null && !(v instanceof RegExp))) return { [path]: { $in: values } };
+  return { $or: values.map((v: unknown) => equals(path, v)) };
+}
+
+function regex(pattern: unknown, options: unknown): RegExp {
+  const source = pattern instanceof RegExp ? pattern.source : String(pattern);
+  const flags = (pattern instanceof RegExp ? pattern.flags : '') + (typeof options === 'string' ? options : '');
+  // g and y would make RegExp.test stateful across the objects nedb tests.
+  const kept = [...new Set(flags)].filter((f) => f !== 'g' && f !== 'y').join('');
+  return pattern instanceof RegExp && kept === pattern.flags ? pattern : new RegExp(source, kept);
+}
+
+function isOperatorObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof RegExp || value instanceof Date) {
+    return false;
+  }
+  const keys = Object.keys(value);
+  const operators = keys.filter((k) => k.startsWith('$')).length;
+  if (operators > 0 && operators < keys.length) throw new Error('a condition cannot mix operators and properties');
+  return operators > 0;
+}

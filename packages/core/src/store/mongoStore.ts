@@ -1,0 +1,201 @@
+import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
+import type { Collection, Document } from 'mongodb';
+import { DuplicateKeyError, assertCollectionName } from './Store.js';
+import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
+
+/** Options of {@link createMongoStore}. */
+export interface MongoStoreOptions {
+  /** A `mongodb://` or `mongodb+srv://` connection string. */
+  url: string;
+  /** Database used when the URL names none; default `svc`. */
+  dbName?: string;
+}
+
+type Raw = { _id: string } & Document;
+
+// MongoDB's codes for "an index on these keys exists with other options".
+const INDEX_CONFLICT_CODES = new Set([85, 86]);
+
+/**
+ * Connects to MongoDB (one client for the store's lifetime; `close()` closes it). Objects are
+ * stored with their `id` as `_id`. The database is the one named in the URL path, else
+ * `options.dbName`, else `svc`.
+ */
+export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
+  // The embedded store drops undefined properties (JSON); without this the driver stores null.
+  const client = new MongoClient(options.url, { ignoreUndefined: true });
+  await client.connect();
+  const db = client.db(databaseName(options.url) ?? options.dbName ?? 'svc');
+  const collections = new Map<string, MongoCollection>();
+  return {
+    kind: 'mongodb',
+    collection(name: string): StoreCollection {
+      let collection = collections.get(name);
+      if (!collection) {
+        assertCollectionName(name);
+        collection = new MongoCollection(name, db.collection<Raw>(name));
+        collections.set(name, collection);
+      }
+      return collection;
+    },
+    close: () => client.close(),
+  };
+}
+
+/** The database named by a connection string's path; WHATWG URL cannot parse multi-host ones. */
+function databaseName(url: string): string | undefined {
+  const path = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]*)/.exec(url)?.[1];
+  return path ? decodeURIComponent(path) : undefined;
+}
+
+class MongoCollection implements StoreCollection {
+  readonly name: string;
+  readonly #coll: Collection<Raw>;
+
+  constructor(name: string, coll: Collection<Raw>) {
+    this.name = name;
+    this.#coll = coll;
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
+    let cursor = this.#coll.find(toMongoFilter(filter));
+    if (options.fields) cursor = cursor.project(renameId(options.fields));
+    if (options.sort) cursor = cursor.sort(renameId(options.sort));
+    if (options.skip) cursor = cursor.skip(options.skip);
+    if (options.limit) cursor = cursor.limit(options.limit);
+    return (await cursor.toArray()).map(toDoc);
+  }
+
+  async findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
+    const projection = options.fields ? renameId(options.fields) : undefined;
+    const raw = await this.#coll.findOne(toMongoFilter(filter), projection ? { projection } : {});
+    return raw ? toDoc(raw) : null;
+  }
+
+  count(filter: Filter): Promise<number> {
+    return this.#coll.countDocuments(toMongoFilter(filter));
+  }
+
+  async insert(doc: Doc): Promise<Doc> {
+    const { id, ...rest } = doc;
+    try {
+      await this.#coll.insertOne({ _id: id, ...rest });
+    } catch (err) {
+      throw translate(err);
+    }
+    return { ...doc };
+  }
+
+  async update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
+    const update = toMongoUpdate(ops);
+    if (!update) return this.findOne(filter);
+    try {
+      const raw = await this.#coll.findOneAndUpdate(toMongoFilter(filter), update, { returnDocument: 'after' });
+      return raw ? toDoc(raw) : null;
+    } catch (err) {
+      throw translate(err);
+    }
+  }
+
+  async remove(filter: Filter): Promise<number> {
+    return (await this.#coll.deleteMany(toMongoFilter(filter))).deletedCount;
+  }
+
+  async ensureIndex(spec: IndexSpec): Promise<void> {
+    if (spec.field === 'id') return; // _id is always uniquely indexed
+    const keys = { [spec.field]: 1 } as const;
+    const unique = spec.unique ?? false;
+    try {
+      await this.#coll.createIndex(keys, { unique });
+    } catch (err) {
+      if (!(err instanceof MongoServerError && INDEX_CONFLICT_CODES.has(Number(err.code)))) throw translate(err);
+      // The index exists with another uniqueness (the resource's schema changed): rebuild it.
+      const existing = (await this.#coll.listIndexes().toArray()).find((i) => isDeepStrictKeys(i.key, keys));
+      if (existing && typeof existing.name === 'string') await this.#coll.dropIndex(existing.name);
+      try {
+        await this.#coll.createIndex(keys, { unique });
+      } catch (retryErr) {
+        throw translate(retryErr);
+      }
+    }
+  }
+}
+
+function isDeepStrictKeys(key: unknown, wanted: Record<string, number>): boolean {
+  if (typeof key !== 'object' || key === null) return false;
+  const entries = Object.entries(key);
+  return entries.length === 1 && entries[0]?.[0] === Object.keys(wanted)[0];
+}
+
+function toDoc(raw: Document): Doc {
+  const out: Record<string, unknown> = { id: raw._id };
+  for (const key in raw) if (key !== '_id') out[key] = raw[key];
+  return out as Doc;
+}
+
+/** E11000 becomes a {@link DuplicateKeyError} naming the property; anything else passes through. */
+function translate(err: unknown): unknown {
+  if (!(err instanceof MongoServerError) || err.code !== 11000) return err;
+  const pattern: unknown = err.keyPattern ?? err.keyValue;
+  let field = typeof pattern === 'object' && pattern !== null ? Object.keys(pattern)[0] : undefined;
+  // Servers that omit keyPattern still name the index (`index: email_1 dup key: ...`).
+  field ??= /index: (.+?)_-?1\b/.exec(err.message)?.[1] ?? /dup key: \{ *"?([^":]+)"? *:/.exec(err.message)?.[1];
+  return new DuplicateKeyError(field === undefined || field === '_id' ? 'id' : field, { cause: err });
+}
+
+function renameId<T>(record: Record<string, T>): Record<string, T> {
+  if (!('id' in record)) return record;
+  const out: Record<string, T> = {};
+  for (const [key, value] of Object.entries(record)) out[key === 'id' ? '_id' : key] = value;
+  return out;
+}
+
+function toMongoUpdate(ops: UpdateOps): Document | undefined {
+  const update: Document = {};
+  if (ops.$set && Object.keys(ops.$set).length > 0) update.$set = renameId(ops.$set);
+  if (ops.$unset && Object.keys(ops.$unset).length > 0) update.$unset = renameId(ops.$unset);
+  if (ops.$inc && Object.keys(ops.$inc).length > 0) update.$inc = renameId(ops.$inc);
+  if (ops.$push && Object.keys(ops.$push).length > 0) {
+    update.$push = Object.fromEntries(Object.entries(ops.$push).map(([f, values]) => [f, { $each: values }]));
+  }
+  if (ops.$pull && Object.keys(ops.$pull).length > 0) {
+    update.$pull = Object.fromEntries(Object.entries(ops.$pull).map(([f, values]) => [f, { $in: values }]));
+  }
+  return Object.keys(update).length > 0 ? update : undefined;
+}
+
+/**
+ * `id` becomes `_id` (also inside $and/$or/$nor), and RegExp values become BSON regular
+ * expressions carrying exactly their flags and any `$options` (the driver would encode a `g`
+ * flag as `s`, and MongoDB refuses flags given both in the pattern and in `$options`).
+ */
+function toMongoFilter(filter: Filter): Document {
+  const out: Document = {};
+  for (const [key, value] of Object.entries(filter)) {
+    if (key === '$and' || key === '$or' || key === '$nor') {
+      if (!Array.isArray(value)) throw new Error(`${key} needs an array of filters`);
+      out[key] = value.map((f: Filter) => toMongoFilter(f));
+    } else {
+      out[key === 'id' ? '_id' : key] = toMongoValue(value);
+    }
+  }
+  return out;
+}
+
+function toMongoValue(value: unknown): unknown {
+  if (value instanceof RegExp) return bsonRegex(value, undefined);
+  if (Array.isArray(value)) return value.map(toMongoValue);
+  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (key === '$options' && '$regex' in value) continue;
+    out[key] = key === '$regex' ? bsonRegex(v, (value as Record<string, unknown>).$options) : toMongoValue(v);
+  }
+  return out;
+}
+
+function bsonRegex(pattern: unknown, options: unknown): BSONRegExp {
+  const source = pattern instanceof RegExp ? pattern.source : String(pattern);
+  const flags = (pattern instanceof RegExp ? pattern.flags : '') + (typeof options === 'string' ? options : '');
+  return new BSONRegExp(source, [...new Set(flags)].filter((f) => 'imsx'.includes(f)).join(''));
+}
