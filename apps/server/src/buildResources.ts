@@ -1,6 +1,14 @@
-import { Collection, UserCollection } from '@svc/core';
-import type { Logger, PropertyDef, PropertyType, Resource, Store } from '@svc/core';
+import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
+import type { CollectionEventRunner, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
+
+/** Makes the sandboxed event scripts of a resource folder. */
+export interface ScriptFactory {
+  /** Event scripts of a custom resource type, for the files it names. */
+  forResource(folder: ResourceFolder, events: ReadonlySet<string>): EventScripts;
+  /** A Collection's events; undefined when the folder has no event files. */
+  forCollection(folder: ResourceFolder): CollectionEventRunner | undefined;
+}
 
 const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date']);
 const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index']);
@@ -13,22 +21,55 @@ export interface BuildContext {
   app: AppFolder;
   store: Store;
   logger: Logger;
+  env: 'development' | 'production';
+  /** Installed and explicitly registered resource types, by name. */
+  types: ReadonlyMap<string, ResourceType>;
+  scripts: ScriptFactory;
+  realtime: Realtime;
+  /** Internal requests (bound to the server once it exists). */
+  request(input: InternalRequest): Promise<Reply>;
 }
 
 /** Creates the resources of an app from their config.json. */
-export function buildResources(context: BuildContext): Resource[] {
-  return context.app.resources.map((folder) => buildResource(folder, context));
+export async function buildResources(context: BuildContext): Promise<Resource[]> {
+  const out: Resource[] = [];
+  for (const folder of context.app.resources) out.push(await buildResource(folder, context));
+  return out;
 }
 
-function buildResource(folder: ResourceFolder, context: BuildContext): Resource {
+async function buildResource(folder: ResourceFolder, context: BuildContext): Promise<Resource> {
   switch (folder.config.type) {
     case 'Collection':
       return buildCollection(folder, context);
     case 'UserCollection':
       return buildUserCollection(folder, context);
     default:
-      throw new Error(`resource ${folder.path.slice(1)}: type ${folder.config.type} is not installed; add its package`);
+      return buildCustom(folder, context);
   }
+}
+
+async function buildCustom(folder: ResourceFolder, context: BuildContext): Promise<Resource> {
+  const name = folder.path.slice(1);
+  const type = context.types.get(folder.config.type);
+  if (type === undefined) throw new Error(`resource ${name}: type ${folder.config.type} is not installed; add its package`);
+  const events = new Set(type.events ?? []);
+  warnUnknown(folder, new Set(['type', ...Object.keys(type.settings ?? {})]), events, context.logger);
+  const settings = validateSettings<Record<string, unknown>>(name, type.settings, folder.config);
+  const impl = await type.create({
+    path: folder.path,
+    name,
+    settings,
+    config: folder.config,
+    dir: folder.dir,
+    appDir: context.app.dir,
+    store: context.store,
+    env: context.env,
+    logger: context.logger,
+    scripts: context.scripts.forResource(folder, events),
+    realtime: context.realtime,
+    request: context.request,
+  });
+  return mountResource(type, folder.path, impl);
 }
 
 function buildCollection(folder: ResourceFolder, context: BuildContext): Collection {
@@ -38,7 +79,12 @@ function buildCollection(folder: ResourceFolder, context: BuildContext): Collect
     properties: readProperties(folder, context.logger),
     store: context.store.collection(folder.path.slice(1)),
     publicCount: publicCountFor(folder, context.app),
+    ...withEvents(context.scripts.forCollection(folder)),
   });
+}
+
+function withEvents(events: CollectionEventRunner | undefined): { events?: CollectionEventRunner } {
+  return events ? { events } : {};
 }
 
 function buildUserCollection(folder: ResourceFolder, context: BuildContext): UserCollection {
@@ -50,6 +96,7 @@ function buildUserCollection(folder: ResourceFolder, context: BuildContext): Use
     properties: readProperties(folder, context.logger),
     store: context.store.collection(folder.path.slice(1)),
     publicCount: publicCountFor(folder, context.app),
+    ...withEvents(context.scripts.forCollection(folder)),
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });

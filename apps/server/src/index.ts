@@ -3,3 +3,4 @@ export type { RunningApp, StartOptions } from './startApp.js';
 export { loadApp } from './loadApp.js';
 export type { AppFolder, AppSettings, ResourceFolder } from './loadApp.js';
 export { main } from './cli.js';
+export { loadInstalledTypes } from './installedTypes.js';

@@ -1,7 +1,9 @@
 import { join, resolve } from 'node:path';
-import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
-import type { Logger, Store, SvcServer } from '@svc/core';
+import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger, RecordingRealtime } from '@svc/core';
+import type { InternalRequest, Logger, Realtime, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
+import { loadInstalledTypes } from './installedTypes.js';
+import { createScriptFactory } from './scripts.js';
 import { readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 
@@ -16,6 +18,10 @@ export interface StartOptions {
   db?: string;
   env?: 'development' | 'production';
   logger?: Logger;
+  /** Resource types registered explicitly, beside those found in the app's package.json. */
+  resourceTypes?: readonly ResourceType[];
+  /** Where emit() goes; default: recorded in memory (no transport). */
+  realtime?: Realtime;
 }
 
 /** A running app. */
@@ -33,9 +39,21 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
   const env = options.env ?? 'development';
   const logger = options.logger ?? createConsoleLogger();
   const app = await loadApp(appDir, logger);
+  const types = new Map<string, ResourceType>();
+  for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {
+    if (type.name === 'Collection' || type.name === 'UserCollection') throw new Error(`resource type ${type.name} is built in and cannot be replaced`);
+    types.set(type.name, type);
+  }
+  const realtime = options.realtime ?? new RecordingRealtime();
   const store: Store = options.db ? await createMongoStore({ url: options.db }) : await createEmbeddedStore({ dir: join(appDir, 'data') });
   try {
-    const resources = buildResources({ app, store, logger });
+    let serverRef: SvcServer | undefined;
+    const request = (input: InternalRequest) => {
+      if (!serverRef) return Promise.reject(new Error('internal request before the server started'));
+      return serverRef.request(input);
+    };
+    const scripts = createScriptFactory({ app, env, logger, realtime, request });
+    const resources = await buildResources({ app, store, logger, env, types, scripts, realtime, request });
     const server = await createServer({
       store,
       resources,
@@ -49,6 +67,7 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       ...(app.settings.cors?.origins !== undefined ? { cors: { origins: app.settings.cors.origins } } : {}),
       crossSiteCookies: app.settings.cors?.crossSiteCookies === true,
     });
+    serverRef = server;
     // Any root key works in development, so the development server stays on this machine.
     const host = options.host ?? (env === 'production' ? '0.0.0.0' : '127.0.0.1');
     const port = await server.listen(options.port ?? 2403, host);

@@ -43,6 +43,8 @@ export interface Resource {
 export interface UserResource extends Resource {
   /** The user as scripts and /me see it (no password), or null. */
   findUser(uid: string): Promise<Record<string, unknown> | null>;
+  /** Ids of the users matching a query (realtime's user-targeted emits); password never filters. */
+  findUserIds(query: Record<string, unknown>): Promise<string[]>;
 }
 
 /** True when the resource can answer for a session's user. */

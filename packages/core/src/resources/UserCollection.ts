@@ -1,4 +1,5 @@
 import { SvcError } from '../errors.js';
+import { compileFilter } from '../query/compileQuery.js';
 import type { ClientShape, ResourceHost, UserResource } from '../resource.js';
 import type { Doc } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
@@ -56,6 +57,11 @@ export class UserCollection extends Collection implements UserResource {
   async findUser(uid: string): Promise<Record<string, unknown> | null> {
     const doc = await this.store.findOne({ id: uid });
     return doc === null ? null : this.present(doc);
+  }
+
+  async findUserIds(query: Record<string, unknown>): Promise<string[]> {
+    const docs = await this.store.find(compileFilter(query, this.properties), { fields: { id: 1 } });
+    return docs.map((d) => d.id);
   }
 
   protected override present(doc: Record<string, unknown>): Record<string, unknown> {

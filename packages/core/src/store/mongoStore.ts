@@ -13,8 +13,7 @@ export interface MongoStoreOptions {
 
 type Raw = { _id: string } & Document;
 
-// MongoDB's codes for "an index on these keys exists with other options".
-const INDEX_CONFLICT_CODES = new Set([85, 86]);
+const NAMESPACE_NOT_FOUND = 26;
 
 /**
  * Connects to MongoDB (one client for the store's lifetime; `close()` closes it). Objects are
@@ -81,7 +80,7 @@ class MongoCollection implements StoreCollection {
     try {
       await this.#coll.insertOne({ _id: id, ...rest });
     } catch (err) {
-      throw translate(err);
+      throw await this.#translate(err, { _id: id, ...rest });
     }
     return { ...doc };
   }
@@ -93,7 +92,7 @@ class MongoCollection implements StoreCollection {
       const raw = await this.#coll.findOneAndUpdate(toMongoFilter(filter), update, { returnDocument: 'after' });
       return raw ? toDoc(raw) : null;
     } catch (err) {
-      throw translate(err);
+      throw await this.#translate(err);
     }
   }
 
@@ -103,44 +102,71 @@ class MongoCollection implements StoreCollection {
 
   async ensureIndex(spec: IndexSpec): Promise<void> {
     if (spec.field === 'id') return; // _id is always uniquely indexed
-    const keys = { [spec.field]: 1 } as const;
     const unique = spec.unique ?? false;
+    // Compared up front rather than on MongoDB's conflict error: FerretDB answers ok and keeps the old index.
+    const existing = (await this.#indexes()).find((index) => index.field === spec.field);
+    if (existing?.unique === unique) return;
     try {
-      await this.#coll.createIndex(keys, { unique });
+      if (existing) await this.#coll.dropIndex(existing.name);
+      await this.#coll.createIndex({ [spec.field]: 1 }, { unique });
     } catch (err) {
-      if (!(err instanceof MongoServerError && INDEX_CONFLICT_CODES.has(Number(err.code)))) throw translate(err);
-      // The index exists with another uniqueness (the resource's schema changed): rebuild it.
-      const existing = (await this.#coll.listIndexes().toArray()).find((i) => isDeepStrictKeys(i.key, keys));
-      if (existing && typeof existing.name === 'string') await this.#coll.dropIndex(existing.name);
-      try {
-        await this.#coll.createIndex(keys, { unique });
-      } catch (retryErr) {
-        throw translate(retryErr);
-      }
+      throw await this.#translate(err);
     }
   }
-}
 
-function isDeepStrictKeys(key: unknown, wanted: Record<string, number>): boolean {
-  if (typeof key !== 'object' || key === null) return false;
-  const entries = Object.entries(key);
-  return entries.length === 1 && entries[0]?.[0] === Object.keys(wanted)[0];
+  /** The single-property indexes of the collection (none while it does not exist). */
+  async #indexes(): Promise<{ name: string; field: string; unique: boolean }[]> {
+    try {
+      const indexes = await this.#coll.listIndexes().toArray();
+      return indexes.flatMap((index) => {
+        const fields = Object.keys(index.key as object);
+        return fields.length === 1 && typeof index.name === 'string' && fields[0] !== undefined
+          ? [{ name: index.name, field: fields[0], unique: index.unique === true }]
+          : [];
+      });
+    } catch (err) {
+      if (err instanceof MongoServerError && err.code === NAMESPACE_NOT_FOUND) return [];
+      throw err;
+    }
+  }
+
+  /**
+   * E11000 becomes a {@link DuplicateKeyError} naming the property; anything else passes through.
+   * MongoDB names the index in keyPattern; FerretDB v1 reports a failed insert without any index
+   * and a failed update as an internal SQLite error naming it, so both are recognised, and for
+   * the former the property is found by looking for another object holding the written value.
+   */
+  async #translate(err: unknown, written?: Raw): Promise<unknown> {
+    if (!(err instanceof MongoServerError)) return err;
+    const sqliteIndex = /UNIQUE constraint failed: index '([^']+)'/.exec(err.message)?.[1];
+    if (err.code !== 11000 && !sqliteIndex) return err;
+    const pattern: unknown = err.keyPattern ?? err.keyValue;
+    let field = typeof pattern === 'object' && pattern !== null ? Object.keys(pattern)[0] : undefined;
+    field ??= /index: (.+?)_-?1 dup key/.exec(err.message)?.[1];
+    if (field === undefined && sqliteIndex) {
+      // FerretDB names the SQLite index `<table>_<index name>`.
+      const indexes = (await this.#indexes()).filter((index) => sqliteIndex.endsWith(`_${index.name}`));
+      field = indexes.sort((a, b) => b.name.length - a.name.length)[0]?.field;
+    }
+    if (field === undefined && written) field = await this.#holderOf(written);
+    return new DuplicateKeyError(field === undefined || field === '_id' ? 'id' : field, { cause: err });
+  }
+
+  async #holderOf(written: Raw): Promise<string | undefined> {
+    if ((await this.#coll.countDocuments({ _id: written._id }, { limit: 1 })) > 0) return '_id';
+    for (const { field, unique } of await this.#indexes()) {
+      if (!unique || field === '_id') continue;
+      const clash = { [field]: written[field] ?? null, _id: { $ne: written._id } };
+      if ((await this.#coll.countDocuments(clash, { limit: 1 })) > 0) return field;
+    }
+    return undefined;
+  }
 }
 
 function toDoc(raw: Document): Doc {
   const out: Record<string, unknown> = { id: raw._id };
   for (const key in raw) if (key !== '_id') out[key] = raw[key];
   return out as Doc;
-}
-
-/** E11000 becomes a {@link DuplicateKeyError} naming the property; anything else passes through. */
-function translate(err: unknown): unknown {
-  if (!(err instanceof MongoServerError) || err.code !== 11000) return err;
-  const pattern: unknown = err.keyPattern ?? err.keyValue;
-  let field = typeof pattern === 'object' && pattern !== null ? Object.keys(pattern)[0] : undefined;
-  // Servers that omit keyPattern still name the index (`index: email_1 dup key: ...`).
-  field ??= /index: (.+?)_-?1\b/.exec(err.message)?.[1] ?? /dup key: \{ *"?([^":]+)"? *:/.exec(err.message)?.[1];
-  return new DuplicateKeyError(field === undefined || field === '_id' ? 'id' : field, { cause: err });
 }
 
 function renameId<T>(record: Record<string, T>): Record<string, T> {
@@ -159,7 +185,8 @@ function toMongoUpdate(ops: UpdateOps): Document | undefined {
     update.$push = Object.fromEntries(Object.entries(ops.$push).map(([f, values]) => [f, { $each: values }]));
   }
   if (ops.$pull && Object.keys(ops.$pull).length > 0) {
-    update.$pull = Object.fromEntries(Object.entries(ops.$pull).map(([f, values]) => [f, { $in: values }]));
+    // $pullAll removes elements equal to any value, like $pull with $in, and FerretDB v1 supports it.
+    update.$pullAll = ops.$pull;
   }
   return Object.keys(update).length > 0 ? update : undefined;
 }

@@ -1,0 +1,48 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { isResourceType } from '@svc/core';
+import type { ResourceType } from '@svc/core';
+import semver from 'semver';
+
+/** The @svc/core version this server runs, that type packages' `core` ranges are checked against. */
+export async function coreVersion(): Promise<string> {
+  const require = createRequire(import.meta.url);
+  const pkgFile = require.resolve('@svc/core/package.json');
+  return (JSON.parse(await readFile(pkgFile, 'utf8')) as { version: string }).version;
+}
+
+/**
+ * Finds the resource types an app has installed: each dependency of its package.json whose own
+ * package.json declares `"svc": {"resourceTypes": ["./dist/index.js", ...]}`. Each entry's
+ * default export must be a `defineResourceType(...)` value whose `core` range admits this core.
+ */
+export async function loadInstalledTypes(appDir: string, dependencies: readonly string[]): Promise<ResourceType[]> {
+  const types: ResourceType[] = [];
+  const version = await coreVersion();
+  const require = createRequire(join(appDir, 'package.json'));
+  for (const dep of dependencies) {
+    let pkgFile: string;
+    try {
+      pkgFile = require.resolve(`${dep}/package.json`);
+    } catch {
+      throw new Error(`package ${dep} is listed in package.json but not installed; run your package manager's install`);
+    }
+    const pkg = JSON.parse(await readFile(pkgFile, 'utf8')) as { svc?: { resourceTypes?: unknown } };
+    const entries = pkg.svc?.resourceTypes;
+    if (entries === undefined) continue;
+    if (!Array.isArray(entries)) throw new Error(`${dep}: "svc.resourceTypes" must be an array of module paths`);
+    for (const entry of entries) {
+      if (typeof entry !== 'string') throw new Error(`${dep}: "svc.resourceTypes" must hold module paths`);
+      const mod = (await import(pathToFileURL(join(dirname(pkgFile), entry)).href)) as { default?: unknown };
+      const type = mod.default;
+      if (!isResourceType(type)) throw new Error(`${dep}: ${entry} does not default-export a defineResourceType(...) value`);
+      if (type.core !== undefined && !semver.satisfies(version, type.core, { includePrerelease: true })) {
+        throw new Error(`${dep}: resource type ${type.name} supports @svc/core ${type.core}, but this server runs ${version}`);
+      }
+      types.push(type);
+    }
+  }
+  return types;
+}
