@@ -1,0 +1,87 @@
+// The benchmark table. One row per scenario: a request, the variants (see variants.js) measured
+// side by side for it, and the reference variant the ratios are taken against.
+//
+// Fields:
+//   id         short name for --only and the results file
+//   suite      group in RESULTS.md ('http' now; later e.g. 'scripts' with event-script apps as
+//              extra variants, 'realtime' with its own driver)
+//   driver     load generator in lib/drivers/ ('http': autocannon, 50 connections, no pipelining)
+//   title      what the table shows
+//   method, path(state), body, headers   the request; state = { ids } of the seeded server
+//   seed       number of todos POSTed to a stateful variant before measuring
+//   variants   variant ids in their base order (the harness rotates the order every round)
+//   reference  the variant the ratios divide by (the ceiling: same bytes, no work)
+//   check(res, state)   sanity check of one response before measuring: a message when wrong
+//
+// The harness seeds a stateful variant through POST /todos with {"title":"todo NNNN","done":bool}.
+
+const SEED = 1000;
+const seedBody = (i) => JSON.stringify({ title: `todo ${String(i).padStart(4, '0')}`, done: i % 2 === 0 });
+
+const parse = (res) => {
+  try {
+    return JSON.parse(res.body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+};
+
+export const seed = { count: SEED, path: '/todos', body: seedBody };
+
+export const scenarios = [
+  {
+    id: 'get-one',
+    suite: 'http',
+    driver: 'http',
+    title: 'GET /todos/<id>',
+    method: 'GET',
+    path: (state) => `/todos/${state.ids[Math.floor(state.ids.length / 2)]}`,
+    seed: SEED,
+    variants: ['bare', 'hand', 'svc'],
+    reference: 'bare',
+    check: (res, state) => {
+      const obj = parse(res);
+      const id = state.ids[Math.floor(state.ids.length / 2)];
+      if (!obj || obj.id !== id) return `expected the todo ${id}, got ${res.body.toString('utf8').slice(0, 200)}`;
+      return undefined;
+    },
+  },
+  {
+    id: 'get-all',
+    suite: 'http',
+    driver: 'http',
+    title: 'GET /todos (1,000 objects)',
+    method: 'GET',
+    path: () => '/todos',
+    seed: SEED,
+    variants: ['bare', 'hand', 'svc'],
+    reference: 'bare',
+    check: (res) => {
+      const list = parse(res);
+      if (!Array.isArray(list) || list.length !== SEED) {
+        return `expected an array of ${SEED} todos, got ${Array.isArray(list) ? `${list.length} items` : res.body.toString('utf8').slice(0, 200)}`;
+      }
+      return undefined;
+    },
+  },
+  {
+    id: 'post',
+    suite: 'http',
+    driver: 'http',
+    title: 'POST /todos',
+    method: 'POST',
+    path: () => '/todos',
+    body: '{"title":"x","done":false}',
+    headers: { 'content-type': 'application/json' },
+    seed: SEED,
+    variants: ['bare', 'hand', 'svc'],
+    reference: 'bare',
+    check: (res) => {
+      const obj = parse(res);
+      if (!obj || obj.title !== 'x' || obj.done !== false || typeof obj.id !== 'string') {
+        return `expected the created todo, got ${res.body.toString('utf8').slice(0, 200)}`;
+      }
+      return undefined;
+    },
+  },
+];

@@ -1,0 +1,58 @@
+// The servers a benchmark can measure. Every variant is started as a fresh process per
+// measurement (pinned to core 0 by the harness), must listen on 127.0.0.1 at the port it is given
+// and print `listening on port <n>` once it accepts connections, and must exit on SIGTERM.
+//
+// Fields:
+//   title      what the table shows
+//   tag        'baseline' | 'svc' (`--only baseline` / `--only svc` pick variants by tag)
+//   stateful   true: the harness seeds it (POSTs) and takes a session cookie from it;
+//              false: it answers fixed bytes captured from the byte-source variant (see run.js)
+//   app        app folder (relative to the repo) copied to a temp folder per start (svc variants)
+//   build      turbo --filter values built before the run (unless --no-build)
+//   missing()  a reason string when the variant cannot run on this checkout, else undefined
+//   command(ctx) -> { args, env? }: node arguments; ctx = { port, appDir, responseFile, response }
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const at = (p) => fileURLToPath(new URL(p, import.meta.url));
+const svcBin = fileURLToPath(new URL('../apps/server/bin/svc.js', import.meta.url));
+
+export const variants = {
+  bare: {
+    title: 'bare node:http (same bytes)',
+    tag: 'baseline',
+    stateful: false,
+    missing: () => undefined,
+    command: (ctx) => ({
+      args: [
+        at('./servers/bare-http.js'),
+        '--port', String(ctx.port),
+        '--body-file', ctx.responseFile,
+        '--status', String(ctx.response.status),
+        '--content-type', ctx.response.contentType,
+      ],
+    }),
+  },
+  hand: {
+    title: 'hand-written node:http + Map',
+    tag: 'baseline',
+    stateful: true,
+    missing: () => undefined,
+    command: (ctx) => ({ args: [at('./servers/hand-written.js'), '--port', String(ctx.port)] }),
+  },
+  svc: {
+    title: 'svc (embedded store, production)',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    build: ['@svc/server...'],
+    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
+    command: (ctx) => ({
+      // The launcher adds --no-node-snapshot itself; passing it keeps one process (no re-spawn),
+      // so the PID we pin and measure is the server's.
+      args: ['--no-node-snapshot', svcBin, ctx.appDir, '--port', String(ctx.port), '--env', 'production'],
+      env: { NODE_ENV: 'production' },
+    }),
+  },
+};
