@@ -33,6 +33,11 @@ export interface Resource {
   handle(ctx: Context): Promise<Reply | undefined>;
   /** The client library's view of it. */
   readonly client?: ClientShape;
+  /**
+   * When true the server leaves the request body unread (no JSON parsing, no size limit, no
+   * `_method` from the body) so the resource can stream it from `ctx.req`.
+   */
+  readonly rawBody?: boolean;
   /** Runs once before the server accepts requests (indexes, connections). */
   init?(host: ResourceHost): Promise<void>;
   /** Runs at shutdown. */

@@ -74,6 +74,8 @@ export interface ResourceTypeContext<S> {
 /** What a resource type creates for one resource: a request handler and optional hooks. */
 export interface ResourceImplementation {
   handle(ctx: Context): Promise<Reply | undefined>;
+  /** Leave request bodies unread so `handle` can stream `ctx.req` (uploads). */
+  rawBody?: boolean;
   init?(host: ResourceHost): Promise<void>;
   close?(): Promise<void>;
 }
@@ -154,6 +156,7 @@ export function mountResource(type: ResourceType<never> | ResourceType, path: st
     type: type.name,
     handle: (ctx) => impl.handle(ctx),
     ...(type.client ? { client: type.client } : {}),
+    ...(impl.rawBody ? { rawBody: true } : {}),
     ...(impl.init ? { init: (host: ResourceHost) => (impl.init as (h: ResourceHost) => Promise<void>)(host) } : {}),
     ...(impl.close ? { close: () => (impl.close as () => Promise<void>)() } : {}),
   };

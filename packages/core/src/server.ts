@@ -87,6 +87,7 @@ export interface SvcServer {
 }
 
 const SESSIONS_COLLECTION = '_sessions';
+const NO_BODY = { kind: 'none', value: undefined } as const;
 const SWEEP_MS = 60 * 60 * 1000;
 
 /** Assembles an svc server from a store and resources. Nothing listens until `listen()`. */
@@ -151,7 +152,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     }
     const session = sessionOf(record, isNew);
     const query = parseQueryString(search);
-    const parsed = await readBody(req, bodyLimit);
+    const parsed = match.resource.rawBody ? NO_BODY : await readBody(req, bodyLimit);
     let method = req.method ?? 'GET';
     if (method === 'HEAD') method = 'GET';
     const override = overrideOf(query, parsed.value, overrideKey);
