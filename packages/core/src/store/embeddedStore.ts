@@ -34,6 +34,8 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
   const dir = resolve(options.dir);
   await mkdir(dir, { recursive: true });
   const collections = new Map<string, EmbeddedCollection>();
+  // Two names differing only in case would share one file on a case-insensitive file system.
+  const byFoldedName = new Map<string, string>();
   let closed = false;
   const compactAll = (): Promise<void[]> => Promise.all([...collections.values()].map((c) => c.compactIfDirty()));
   const timer = setInterval(() => {
@@ -47,6 +49,10 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
       let collection = collections.get(name);
       if (!collection) {
         assertCollectionName(name);
+        const folded = name.toLowerCase();
+        const other = byFoldedName.get(folded);
+        if (other !== undefined) throw new TypeError(`collection name ${name} differs from ${other} only in case`);
+        byFoldedName.set(folded, name);
         collection = new EmbeddedCollection(name, join(dir, `${name.replaceAll('/', '.')}.db`));
         collections.set(name, collection);
       }

@@ -23,7 +23,12 @@ const NAMESPACE_NOT_FOUND = 26;
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
   // The embedded store drops undefined properties (JSON); without this the driver stores null.
   const client = new MongoClient(options.url, { ignoreUndefined: true });
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.close();
+    throw err;
+  }
   const db = client.db(databaseName(options.url) ?? options.dbName ?? 'svc');
   const collections = new Map<string, MongoCollection>();
   return {

@@ -1,0 +1,115 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
+import { runStoreContract } from './contract.js';
+
+runStoreContract('embedded', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-store-'));
+  return {
+    open: () => createEmbeddedStore({ dir }),
+    destroy: () => rm(dir, { recursive: true, force: true }),
+  };
+});
+
+const storeModule = fileURLToPath(new URL('../../src/store/embeddedStore.ts', import.meta.url));
+
+// Runs in a child node: Node strips the TypeScript types itself; the hook maps the `.js`
+// specifiers of our sources to their `.ts` files. Four writers keep writes always in flight.
+const writer = `
+import { registerHooks } from 'node:module';
+registerHooks({
+  resolve(specifier, context, next) {
+    if (specifier.startsWith('.') && specifier.endsWith('.js') && context.parentURL?.endsWith('.ts')) {
+      return next(specifier.slice(0, -3) + '.ts', context);
+    }
+    return next(specifier, context);
+  },
+});
+const { createEmbeddedStore } = await import(process.env.STORE_MODULE);
+const store = await createEmbeddedStore({ dir: process.env.STORE_DIR });
+const coll = store.collection('crash/test');
+await coll.insert({ id: 'counter', n: 0 });
+const payload = 'p'.repeat(500);
+await Promise.all([0, 1, 2, 3].map(async (w) => {
+  for (let i = 0; ; i++) {
+    const id = 'w' + w + '-' + i;
+    await coll.insert({ id, w, i, payload });
+    process.stdout.write('insert ' + id + '\\n');
+    const after = await coll.update({ id: 'counter' }, { $inc: { n: 1 }, $push: { seen: [id] } });
+    process.stdout.write('inc ' + after.n + '\\n');
+  }
+}));
+`;
+
+describe('embedded store files', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-store-files-'));
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', writer], {
+      env: { ...process.env, STORE_MODULE: storeModule, STORE_DIR: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((done) => child.on('exit', (_code, signal) => done(signal)));
+    const acknowledged: string[] = [];
+    let counter = 0;
+    for await (const line of createInterface({ input: child.stdout })) {
+      const [kind, value = ''] = line.split(' ');
+      if (kind === 'insert') acknowledged.push(value);
+      if (kind === 'inc') counter = Math.max(counter, Number(value));
+      if (acknowledged.length === 400) child.kill('SIGKILL');
+    }
+    expect(await exited, stderr).toBe('SIGKILL');
+    expect(acknowledged.length).toBeGreaterThanOrEqual(400);
+
+    const store = await createEmbeddedStore({ dir });
+    const coll = store.collection('crash/test');
+    const stored = new Set((await coll.find({ id: { $ne: 'counter' } }, { fields: { id: 1 } })).map((d) => d.id));
+    expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
+    const after = await coll.findOne({ id: 'counter' });
+    expect(after?.n).toBeGreaterThanOrEqual(counter);
+    expect((after?.seen as unknown[]).length).toBe(after?.n);
+    await store.close();
+  });
+
+  it('names files after collections, nested names included, inside the folder only', async () => {
+    const store = await createEmbeddedStore({ dir });
+    await store.collection('users').insert({ id: 'u' });
+    await store.collection('a/b-c/d_e').insert({ id: 'x' });
+    expect(() => store.collection('../outside')).toThrow(TypeError);
+    expect(() => store.collection('Users')).toThrow(/only in case/);
+    await store.close();
+    expect((await readdir(dir)).sort()).toEqual(['a.b-c.d_e.db', 'users.db']);
+  });
+
+  it('compacts written collections periodically and on close', async () => {
+    const lines = async (file: string): Promise<number> => (await readFile(join(dir, file), 'utf8')).split('\n').filter(Boolean).length;
+    const store = await createEmbeddedStore({ dir, compactionIntervalMs: 50 });
+    const coll = store.collection('counter');
+    await coll.insert({ id: 'c', n: 0 });
+    for (let i = 0; i < 200; i++) await coll.update({ id: 'c' }, { $inc: { n: 1 } });
+    await expect.poll(() => lines('counter.db'), { timeout: 5000 }).toBe(1);
+    for (let i = 0; i < 50; i++) await coll.update({ id: 'c' }, { $inc: { n: 1 } });
+    await store.close();
+    expect(await lines('counter.db')).toBe(1);
+    const reopened = await createEmbeddedStore({ dir });
+    expect(await reopened.collection('counter').findOne({ id: 'c' })).toEqual({ id: 'c', n: 250 });
+    await reopened.close();
+  });
+
+  it('refuses collections once closed', async () => {
+    const store = await createEmbeddedStore({ dir });
+    await store.close();
+    expect(() => store.collection('late')).toThrow(/closed/);
+  });
+});
