@@ -171,6 +171,7 @@ export class Collection implements Resource {
     const sanitized = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: true });
     const visible = this.withoutStoreOnly(previous);
     const merged: Record<string, unknown> = { ...visible, ...sanitized.values };
+    for (const name of sanitized.cleared) delete merged[name];
     applyModifiersLocally(merged, sanitized.modifiers);
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let object = merged;

@@ -8,6 +8,8 @@ import type { PropertyDef } from '../types.js';
 export interface SanitizedBody {
   /** Property values to store, already of the right type. */
   values: Record<string, unknown>;
+  /** Unique properties sent as null: removed rather than stored as null, so many objects may lack them. */
+  cleared: string[];
   /** Update modifiers ($inc, $push, $pushAll, $pull, $pullAll) as store operations. */
   modifiers: Pick<UpdateOps, '$inc' | '$push' | '$pull'>;
   hasModifiers: boolean;
@@ -26,13 +28,17 @@ export function sanitizeBody(
   properties: Record<string, PropertyDef>,
   options: { kind: BodyKind; update: boolean },
 ): SanitizedBody {
-  const out: SanitizedBody = { values: {}, modifiers: {}, hasModifiers: false };
+  const out: SanitizedBody = { values: {}, cleared: [], modifiers: {}, hasModifiers: false };
   for (const name of Object.keys(properties)) {
     if (!Object.hasOwn(body, name)) continue;
     const def = properties[name] as PropertyDef;
     const raw = body[name];
     if (isPlainObject(raw) && Object.keys(raw).some((k) => MODIFIERS.has(k))) {
       if (options.update) addModifier(out, name, def, raw);
+      continue;
+    }
+    if (def.unique && (raw === null || (options.kind === 'form' && raw === ''))) {
+      out.cleared.push(name);
       continue;
     }
     const value = options.kind === 'form' ? fromForm(raw, def) : raw;

@@ -188,7 +188,7 @@ class EmbeddedCollection implements StoreCollection {
     // nedb keeps an existing index as it is, so a change of uniqueness means building it anew.
     if (existing) await db.removeIndexAsync(field);
     try {
-      await db.ensureIndexAsync({ fieldName: field, unique });
+      await db.ensureIndexAsync({ fieldName: field, unique, sparse: unique });
     } catch (err) {
       if (isUniqueViolation(err)) throw new DuplicateKeyError(spec.field, { cause: err });
       throw err;

@@ -113,7 +113,7 @@ class MongoCollection implements StoreCollection {
     if (existing?.unique === unique) return;
     try {
       if (existing) await this.#coll.dropIndex(existing.name);
-      await this.#coll.createIndex({ [spec.field]: 1 }, { unique });
+      await this.#coll.createIndex({ [spec.field]: 1 }, unique ? { unique, sparse: true } : {});
     } catch (err) {
       throw await this.#translate(err);
     }
