@@ -89,6 +89,6 @@ async function readJson(file: string): Promise<unknown> {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new Error(`${file}: invalid JSON (${(err as Error).message})`);
+    throw new Error(`${file}: invalid JSON (${(err as Error).message})`, { cause: err });
   }
 }

@@ -47,10 +47,11 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
   const realtime = options.realtime ?? new RecordingRealtime();
   const store: Store = options.db ? await createMongoStore({ url: options.db }) : await createEmbeddedStore({ dir: join(appDir, 'data') });
   try {
-    let serverRef: SvcServer | undefined;
+    // Scripts reach the server through this before it exists; it is bound right after creation.
+    const bound: { server?: SvcServer } = {};
     const request = (input: InternalRequest) => {
-      if (!serverRef) return Promise.reject(new Error('internal request before the server started'));
-      return serverRef.request(input);
+      if (!bound.server) return Promise.reject(new Error('internal request before the server started'));
+      return bound.server.request(input);
     };
     const scripts = createScriptFactory({ app, env, logger, realtime, request });
     const resources = await buildResources({ app, store, logger, env, types, scripts, realtime, request });
@@ -67,7 +68,7 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       ...(app.settings.cors?.origins !== undefined ? { cors: { origins: app.settings.cors.origins } } : {}),
       crossSiteCookies: app.settings.cors?.crossSiteCookies === true,
     });
-    serverRef = server;
+    bound.server = server;
     // Any root key works in development, so the development server stays on this machine.
     const host = options.host ?? (env === 'production' ? '0.0.0.0' : '127.0.0.1');
     const port = await server.listen(options.port ?? 2403, host);

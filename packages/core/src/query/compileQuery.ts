@@ -245,7 +245,10 @@ function compileFields(value: unknown): Record<string, 0 | 1> {
     const v = value[key];
     const flag = v === 1 || v === true || v === '1' ? 1 : v === 0 || v === false || v === '0' ? 0 : undefined;
     if (flag === undefined) throw new SvcError('INVALID_QUERY', '$fields values must be 0 or 1');
-    if (key !== 'id') flag === 1 ? include++ : exclude++;
+    if (key !== 'id') {
+      if (flag === 1) include++;
+      else exclude++;
+    }
     out[key] = flag;
   }
   if (include > 0 && exclude > 0) throw new SvcError('INVALID_QUERY', '$fields cannot mix inclusion and exclusion');
