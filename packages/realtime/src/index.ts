@@ -1,0 +1,2 @@
+export { createRealtime, SESSION_EVENT } from './createRealtime.js';
+export type { RealtimeOptions, SessionAck, SocketBinding, SocketRealtime } from './createRealtime.js';
