@@ -1,0 +1,124 @@
+import type { IsolateRun, ScriptApi } from './isolate-types.js';
+
+/**
+ * The Script API (spec 'Script API'), evaluated INSIDE the isolate. This function is serialised
+ * with Function.prototype.toString, so it must not reference anything outside its own body.
+ * Functions are closures over one run because runs interleave across host calls: a callback of
+ * run A may execute while run B is between two awaits.
+ */
+export function makeScriptApi(
+  cancelSentinel: object,
+  readVar: (run: IsolateRun, name: string) => unknown,
+  log: (run: IsolateRun, level: string, text: string) => void,
+): ScriptApi {
+  const names = new Set([
+    'cancel', 'cancelIf', 'cancelUnless', 'error', 'errorIf', 'errorUnless',
+    'hide', 'protect', 'changed', 'isMe', 'setResult', 'console',
+  ]);
+
+  const text = (value: unknown): string => (value === undefined || value === null ? '' : String(value));
+
+  function cancel(run: IsolateRun, message: unknown, status: unknown): never {
+    // The first cancel wins: later ones can only run if the script caught the sentinel.
+    if (!run.cancelled) {
+      run.cancelled = { message: text(message), status: typeof status === 'number' ? status : 400 };
+    }
+    throw cancelSentinel;
+  }
+
+  function addError(run: IsolateRun, key: unknown, message: unknown): void {
+    (run.errors ??= {})[String(key)] = text(message);
+  }
+
+  function addOnce(list: string[], property: unknown): void {
+    const name = String(property);
+    if (!list.includes(name)) list.push(name);
+  }
+
+  function deepEqual(a: unknown, b: unknown): boolean {
+    if (a === b) return true;
+    if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) {
+      return typeof a === 'number' && typeof b === 'number' && Number.isNaN(a) && Number.isNaN(b);
+    }
+    if (Array.isArray(a) !== Array.isArray(b)) return false;
+    if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+    const ka = Object.keys(a);
+    const kb = Object.keys(b);
+    if (ka.length !== kb.length) return false;
+    const ra = a as Record<string, unknown>;
+    const rb = b as Record<string, unknown>;
+    return ka.every((k) => Object.prototype.hasOwnProperty.call(rb, k) && deepEqual(ra[k], rb[k]));
+  }
+
+  function format(value: unknown): string {
+    if (typeof value === 'string') return value;
+    if (value instanceof Error) return value.stack ?? String(value);
+    if (typeof value === 'function') return `[Function ${value.name || 'anonymous'}]`;
+    if (value === undefined || typeof value !== 'object') return String(value);
+    try {
+      return JSON.stringify(value);
+    } catch {
+      return String(value);
+    }
+  }
+
+  function makeConsole(run: IsolateRun): Record<string, (...args: unknown[]) => void> {
+    const out: Record<string, (...args: unknown[]) => void> = {};
+    for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
+      out[level] = (...args: unknown[]) => log(run, level, args.map(format).join(' '));
+    }
+    return out;
+  }
+
+  function create(run: IsolateRun, name: string): unknown {
+    switch (name) {
+      case 'cancel':
+        return (message?: unknown, status?: unknown) => cancel(run, message, status);
+      case 'cancelIf':
+        return (condition: unknown, message?: unknown, status?: unknown) => {
+          if (condition) cancel(run, message, status);
+        };
+      case 'cancelUnless':
+        return (condition: unknown, message?: unknown, status?: unknown) => {
+          if (!condition) cancel(run, message, status);
+        };
+      case 'error':
+        return (key: unknown, message: unknown) => addError(run, key, message);
+      case 'errorIf':
+        return (condition: unknown, key: unknown, message: unknown) => {
+          if (condition) addError(run, key, message);
+        };
+      case 'errorUnless':
+        return (condition: unknown, key: unknown, message: unknown) => {
+          if (!condition) addError(run, key, message);
+        };
+      case 'hide':
+        return (property: unknown) => addOnce(run.hidden, property);
+      case 'protect':
+        return (property: unknown) => addOnce(run.protect, property);
+      case 'changed':
+        return (property: unknown) => {
+          const previous = readVar(run, 'previous');
+          if (previous === null || typeof previous !== 'object') return false;
+          const key = String(property);
+          return !deepEqual(run.thisObj[key], (previous as Record<string, unknown>)[key]);
+        };
+      case 'isMe':
+        return (id: unknown) => {
+          const me = readVar(run, 'me') as { id?: unknown } | null | undefined;
+          return me !== null && typeof me === 'object' && me.id !== undefined && me.id === id;
+        };
+      case 'setResult':
+        return (value: unknown) => {
+          run.result = value;
+          run.resultSet = true;
+        };
+      case 'console':
+        return makeConsole(run);
+      default:
+        return undefined;
+    }
+  }
+
+  return { names, create };
+}

@@ -1,0 +1,82 @@
+/** Options of {@link createScriptRuntime}. */
+export interface ScriptRuntimeOptions {
+  /** Heap limit of each isolate in MB (default 64). A run that exceeds it fails with ScriptMemoryError. */
+  memoryLimitMb?: number;
+  /**
+   * Time in ms that one uninterrupted stretch of script code may run (default 1000): the
+   * synchronous part of a run, or the callbacks and continuations after one host call's reply.
+   * Exceeding it fails the run with ScriptTimeoutError. Time spent waiting for host calls is free.
+   */
+  timeoutMs?: number;
+  /** Receives every console.log/warn/error line of a script, prefixed by the run's label. Default: console.log. */
+  log?: (line: string) => void;
+}
+
+/** A compiled event script, bound to the runtime that compiled it. */
+export interface Script {
+  /** The name given to compile(); used in error messages, stack traces and errors' `filename`. */
+  readonly filename: string;
+}
+
+/**
+ * Functions a script may call that run in Node. Names with dots build nested objects inside the
+ * script: `'svc.todos.get'` is called as `svc.todos.get(...)`. Arguments and results are copied as
+ * JSON. A trailing function argument given by the script is a callback `fn(result, error)` and is
+ * not passed to the host function; every call also returns a promise inside the script.
+ */
+export interface HostApi {
+  [name: string]: (...args: unknown[]) => unknown | Promise<unknown>;
+}
+
+/** The input of one event run on one object. */
+export interface RunInput {
+  /** The object the event is about: `this` in the script. JSON data, copied into the isolate. */
+  thisObj: Record<string, unknown>;
+  /**
+   * JSON data exposed as script variables for this run only: me, query, previous, internal, isRoot,
+   * ctx, url, parts, body, fileSize, fileName, ... A key with the value `undefined` still declares
+   * the variable. The names listed above are always declared (undefined when not given).
+   */
+  locals: Record<string, unknown>;
+  /** Functions the script can call (emit, svc.<resource>.<method>, ...). */
+  host?: HostApi;
+  /** Prefix of this run's console lines, e.g. 'todos On Post'. */
+  label?: string;
+}
+
+/** What a run produced. */
+export interface RunResult {
+  /** `this` after the run (the script may change or add properties). */
+  thisObj: Record<string, unknown>;
+  /** Set by cancel()/cancelIf()/cancelUnless(); status defaults to 400. */
+  cancelled?: { message: string; status: number };
+  /** Collected by error()/errorIf()/errorUnless(), keyed by property. Any error means the caller cancels the request. */
+  errors?: Record<string, string>;
+  /** Properties passed to hide(), in call order, without duplicates. */
+  hidden: string[];
+  /** Properties passed to protect(), in call order, without duplicates. */
+  protected: string[];
+  /** The value given to setResult() (Event resource). */
+  result?: unknown;
+  /** True when the script called setResult(). */
+  setResultCalled?: boolean;
+}
+
+/** Compiles event scripts once and runs them in reused isolates with a fresh scope per run. */
+export interface ScriptRuntime {
+  /** Compiles a script; throws ScriptSyntaxError with filename, line and column on syntax errors. */
+  compile(source: string, filename: string): Script;
+  /**
+   * Runs the script once. Resolves when the script and every host call it started (and their
+   * callbacks) have finished. Rejects with ScriptRuntimeError, ScriptTimeoutError or ScriptMemoryError.
+   */
+  run(script: Script, input: RunInput): Promise<RunResult>;
+  /**
+   * Runs the script once per input with a single call into the isolate (On Get over a list). The
+   * results are in input order and equal those of N run() calls; the first failing input (in
+   * input order) rejects the whole batch.
+   */
+  runBatch(script: Script, inputs: readonly RunInput[]): Promise<RunResult[]>;
+  /** Disposes the isolates; in-flight runs reject and later calls throw. */
+  dispose(): void;
+}

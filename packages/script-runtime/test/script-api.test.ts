@@ -1,0 +1,137 @@
+import { describe, expect, test } from 'vitest';
+import { setup } from './helpers.js';
+
+describe('Script API', () => {
+  test('this is the object; changes and new properties are returned', async () => {
+    const { exec } = setup();
+    const result = await exec('this.title = this.title.toUpperCase(); this.count = 2; delete this.drop;', {
+      thisObj: { title: 'buy milk', drop: true },
+    });
+    expect(result.thisObj).toEqual({ title: 'BUY MILK', count: 2 });
+  });
+
+  test('a run without any API call returns empty lists and no optional fields', async () => {
+    const { exec } = setup();
+    expect(await exec('var a = 1;', { thisObj: { a: 1 } })).toEqual({ thisObj: { a: 1 }, hidden: [], protected: [] });
+  });
+
+  test('cancel stops the script at once, with status 400 by default', async () => {
+    const { exec } = setup();
+    const result = await exec("this.before = true; cancel('not allowed'); this.after = true;");
+    expect(result.cancelled).toEqual({ message: 'not allowed', status: 400 });
+    expect(result.thisObj).toEqual({ before: true });
+  });
+
+  test('cancel with a status', async () => {
+    const { exec } = setup();
+    expect((await exec("cancel('login first', 401)")).cancelled).toEqual({ message: 'login first', status: 401 });
+  });
+
+  test.each([
+    ["cancelIf(true, 'yes', 403)", { message: 'yes', status: 403 }],
+    ["cancelIf(0, 'no')", undefined],
+    ["cancelUnless('', 'empty')", { message: 'empty', status: 400 }],
+    ["cancelUnless(1, 'no')", undefined],
+  ])('%s', async (source, cancelled) => {
+    const { exec } = setup();
+    expect((await exec(source)).cancelled).toEqual(cancelled);
+  });
+
+  test('error collects messages and the script continues', async () => {
+    const { exec } = setup();
+    const result = await exec(`
+      error('title', 'required');
+      errorIf(this.n < 0, 'n', 'negative');
+      errorIf(false, 'never', 'x');
+      errorUnless(this.email, 'email', 'missing');
+      errorUnless(true, 'never2', 'x');
+      this.reached = true;
+    `, { thisObj: { n: -1 } });
+    expect(result.errors).toEqual({ title: 'required', n: 'negative', email: 'missing' });
+    expect(result.thisObj.reached).toBe(true);
+    expect(result.cancelled).toBeUndefined();
+  });
+
+  test('hide and protect list properties once each, in call order', async () => {
+    const { exec } = setup();
+    const result = await exec("hide('secret'); hide('secret'); hide('b'); protect('owner'); protect('createdAt');");
+    expect(result.hidden).toEqual(['secret', 'b']);
+    expect(result.protected).toEqual(['owner', 'createdAt']);
+  });
+
+  test('changed compares this with previous by deep equality', async () => {
+    const { exec } = setup();
+    const source = `this.res = ['title', 'tags', 'meta', 'same', 'added'].map(function (p) { return changed(p); });`;
+    const result = await exec(source, {
+      thisObj: { title: 'b', tags: ['x', 'y'], meta: { a: 1 }, same: { a: [1, { b: 2 }] }, added: 1 },
+      locals: { previous: { title: 'a', tags: ['x'], meta: { a: 2 }, same: { a: [1, { b: 2 }] } } },
+    });
+    expect(result.thisObj.res).toEqual([true, true, true, false, true]);
+  });
+
+  test('changed is false when no previous is given', async () => {
+    const { exec } = setup();
+    expect((await exec("this.c = changed('title')", { thisObj: { title: 'x' } })).thisObj.c).toBe(false);
+  });
+
+  test('locals are variables: me, isMe, query, internal, isRoot, ctx and any other key', async () => {
+    const { exec } = setup();
+    const result = await exec(
+      'this.out = [me.id, isMe("u1"), isMe("u2"), query.id, internal, isRoot, ctx.method, url, parts.length, custom];',
+      { locals: { me: { id: 'u1' }, query: { id: 't1' }, internal: false, isRoot: true, ctx: { method: 'GET' }, url: '/a/b', parts: ['a', 'b'], custom: 7 } },
+    );
+    expect(result.thisObj.out).toEqual(['u1', true, false, 't1', false, true, 'GET', '/a/b', 2, 7]);
+  });
+
+  test('the standard locals are declared even when not given, and isMe is false without me', async () => {
+    const { exec } = setup();
+    const result = await exec(
+      'this.out = [typeof me, typeof previous, typeof query, typeof fileName, isMe(undefined)]; if (me) cancel("x");',
+      { locals: { me: undefined } },
+    );
+    expect(result.thisObj.out).toEqual(['undefined', 'undefined', 'undefined', 'undefined', false]);
+  });
+
+  test('setResult sets the result; without it setResultCalled is absent', async () => {
+    const { exec } = setup();
+    expect(await exec("setResult({ ok: true, n: body.n + 1 })", { locals: { body: { n: 1 } } })).toMatchObject({
+      result: { ok: true, n: 2 },
+      setResultCalled: true,
+    });
+    expect(await exec("setResult('text')")).toMatchObject({ result: 'text', setResultCalled: true });
+    expect((await exec('1')).setResultCalled).toBeUndefined();
+  });
+
+  test('console.log/info/warn/error are formatted and prefixed by the label', async () => {
+    const { exec, lines } = setup();
+    await exec("console.log('hi', 1, { a: [1] }, null, undefined); console.warn('careful'); console.error(new Error('bad')); console.info('i');", {
+      label: 'todos On Post',
+    });
+    expect(lines[0]).toBe('[todos On Post] hi 1 {"a":[1]} null undefined');
+    expect(lines[1]).toBe('[todos On Post] warn: careful');
+    expect(lines[2]).toMatch(/^\[todos On Post\] error: Error: bad/);
+    expect(lines[3]).toBe('[todos On Post] i');
+  });
+
+  test('console lines are delivered before the run resolves, also after awaiting a host call', async () => {
+    const { exec, lines } = setup();
+    await exec("console.log('a'); await ping(); console.log('b');", { host: { ping: () => 1 } });
+    expect(lines).toEqual(['a', 'b']);
+  });
+
+  test('host functions are variables; emit is called with copied arguments', async () => {
+    const { exec } = setup();
+    const calls: unknown[][] = [];
+    await exec("emit('todos:create', this); emit(me, { id: 1 }, 'hello', { x: [1, 2] });", {
+      thisObj: { id: 't1' },
+      locals: { me: { id: 'u1' } },
+      host: { emit: (...args) => void calls.push(args) },
+    });
+    expect(calls).toEqual([['todos:create', { id: 't1' }], [{ id: 'u1' }, { id: 1 }, 'hello', { x: [1, 2] }]]);
+  });
+
+  test('top-level return ends the script normally', async () => {
+    const { exec } = setup();
+    expect((await exec('this.a = 1; if (true) return; this.b = 2;')).thisObj).toEqual({ a: 1 });
+  });
+});
