@@ -4,9 +4,10 @@ import { defineConfig } from 'vitest/config';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 
-// Tests run on source: every workspace package name resolves to its src/index.ts.
+// Tests run on source: every workspace package name resolves to its src/index.ts
+// (apps/server is @svc/server, so end-to-end tests of type packages can start an app).
 const alias: Record<string, string> = {};
-for (const dir of ['packages']) {
+for (const dir of ['packages', 'apps']) {
   for (const name of readdirSync(`${root}${dir}`)) {
     const entry = `${root}${dir}/${name}/src/index.ts`;
     if (existsSync(entry)) alias[`@svc/${name}`] = entry;

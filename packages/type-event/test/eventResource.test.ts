@@ -1,0 +1,80 @@
+import { SvcError } from '@svc/core';
+import type { Context, EventScripts, ScriptOutcome, ScriptRunInput } from '@svc/core';
+import { describe, expect, it } from 'vitest';
+import { createEventResource, eventType, resultReply } from '@svc/type-event';
+
+function context(method: string, url: string, extra: Partial<Context> = {}): Context {
+  return {
+    method,
+    originalMethod: method,
+    url,
+    parts: url.split('/').filter(Boolean),
+    query: {},
+    body: undefined,
+    bodyKind: 'none',
+    headers: {},
+    session: { id: 's', isNew: false },
+    me: undefined,
+    isRoot: false,
+    internal: false,
+    callChain: [],
+    ...extra,
+  };
+}
+
+/** Scripts that record their runs and answer with a fixed outcome (or throw). */
+function fakeScripts(files: string[], answer: (event: string) => Partial<ScriptOutcome>) {
+  const runs: { event: string; input: ScriptRunInput | undefined }[] = [];
+  const scripts: EventScripts = {
+    has: (event) => files.includes(event),
+    run(event, _ctx, input) {
+      runs.push({ event, input });
+      return Promise.resolve({ object: {}, hidden: [], protectedProps: [], resultSet: false, ...answer(event) });
+    },
+  };
+  return { scripts, runs };
+}
+
+describe('createEventResource', () => {
+  it('runs get for GET and post for POST with this = {} and url, parts, query, body as locals', async () => {
+    const { scripts, runs } = fakeScripts(['get', 'post'], (event) => ({ resultSet: true, result: { event } }));
+    const resource = createEventResource(scripts);
+    expect(await resource.handle(context('GET', '/a/b', { query: { x: '1' } }))).toEqual({ status: 200, body: { event: 'get' } });
+    expect(await resource.handle(context('POST', '/', { body: { n: 1 }, bodyKind: 'json' }))).toEqual({ status: 200, body: { event: 'post' } });
+    expect(runs).toEqual([
+      { event: 'get', input: { object: {}, locals: { url: '/a/b', parts: ['a', 'b'], query: { x: '1' }, body: {} } } },
+      { event: 'post', input: { object: {}, locals: { url: '/', parts: [], query: {}, body: { n: 1 } } } },
+    ]);
+  });
+
+  it('passes a cancel() through untouched', async () => {
+    const scripts: EventScripts = { has: () => true, run: () => Promise.reject(new SvcError('CANCELLED', 'no', { status: 418 })) };
+    await expect(createEventResource(scripts).handle(context('GET', '/'))).rejects.toMatchObject({ status: 418, message: 'no' });
+  });
+
+  it('answers 405 with Allow for methods without a script', async () => {
+    const { scripts, runs } = fakeScripts(['get'], () => ({}));
+    await expect(createEventResource(scripts).handle(context('POST', '/'))).rejects.toMatchObject({ status: 405, headers: { allow: 'GET' } });
+    await expect(createEventResource(scripts).handle(context('DELETE', '/'))).rejects.toMatchObject({ status: 405 });
+    expect(runs).toEqual([]);
+  });
+});
+
+describe('resultReply', () => {
+  it.each([
+    { name: 'no setResult()', set: false, result: undefined, reply: { status: 204 } },
+    { name: 'setResult(undefined)', set: true, result: undefined, reply: { status: 204 } },
+    { name: 'setResult(null)', set: true, result: null, reply: { status: 200, body: null } },
+    { name: 'an object', set: true, result: { a: 1 }, reply: { status: 200, body: { a: 1 } } },
+    { name: 'false', set: true, result: false, reply: { status: 200, body: false } },
+    { name: 'a string', set: true, result: 'hi', reply: { status: 200, body: 'hi', headers: { 'content-type': 'text/html; charset=utf-8', 'x-content-type-options': 'nosniff' } } },
+  ])('$name', ({ set, result, reply }) => {
+    expect(resultReply(set, result)).toEqual(reply);
+  });
+});
+
+describe('eventType', () => {
+  it('is a checked resource type named Event that loads get.js and post.js', () => {
+    expect(eventType).toMatchObject({ kind: 'svc.resourceType', name: 'Event', core: '^0.1.0', events: ['get.js', 'post.js'] });
+  });
+});
