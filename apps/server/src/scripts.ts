@@ -1,6 +1,10 @@
-import type { CollectionEventRunner, EventScripts, InternalRequest, Logger, Realtime, Reply } from '@svc/core';
+import { isUserResource, SvcError } from '@svc/core';
+import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
+import { createScriptRuntime, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
+import type { HostApi, RunInput, RunResult, Script, ScriptRuntime } from '@svc/script-runtime';
 import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
+import { scriptClient, scriptClientNames } from './scriptClient.js';
 
 /** What the script factory needs from the app. */
 export interface ScriptFactoryOptions {
@@ -11,21 +15,173 @@ export interface ScriptFactoryOptions {
   request(input: InternalRequest): Promise<Reply>;
 }
 
-const NONE: EventScripts = {
-  has: () => false,
-  run: () => Promise.reject(new Error('no event script')),
-};
+/** The script factory, plus what the server binds once every resource exists. */
+export interface AppScripts extends ScriptFactory {
+  /** The resources, for the script client's `svc.<r>` functions and emit's user collections. */
+  bind(resources: readonly Resource[]): void;
+  close(): void;
+}
 
-/** Event scripts for the app's resources, run by @svc/script-runtime. */
-export function createScriptFactory(_options: ScriptFactoryOptions): ScriptFactory {
+const EVENT_LABEL: Record<string, string> = { get: 'On Get', validate: 'On Validate', post: 'On Post', put: 'On Put', delete: 'On Delete', upload: 'On Upload' };
+
+/**
+ * Event scripts for the app's resources, run by @svc/script-runtime in one shared runtime.
+ * Scripts compile once at start. A syntax error stops a production start; in development the
+ * server starts and that event answers 500 with the error.
+ */
+export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
+  const { logger, env } = options;
+  const settings = options.app.settings.scripts ?? {};
+  let runtime: ScriptRuntime | undefined;
+  let resources: readonly Resource[] = [];
+  let clientNames: ReturnType<typeof scriptClientNames> = [];
+  const getRuntime = (): ScriptRuntime =>
+    (runtime ??= createScriptRuntime({
+      ...(settings.memoryLimitMb !== undefined ? { memoryLimitMb: settings.memoryLimitMb } : {}),
+      ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
+      log: (line) => logger.info(line),
+    }));
+
+  /** Compiles the folder's scripts for the given events; broken ones become errors to answer. */
+  function compile(folder: ResourceFolder, events: ReadonlySet<string>): Map<string, Script | ScriptSyntaxError> {
+    const out = new Map<string, Script | ScriptSyntaxError>();
+    for (const [file, source] of folder.scripts) {
+      if (!events.has(file)) continue;
+      const filename = `resources${folder.path}/${file}`;
+      try {
+        out.set(file.slice(0, -3), getRuntime().compile(source, filename));
+      } catch (err) {
+        if (!(err instanceof ScriptSyntaxError) || env === 'production') throw err;
+        logger.error(`${filename}:${err.line ?? '?'}: ${err.message} (this event answers 500 until fixed)`);
+        out.set(file.slice(0, -3), err);
+      }
+    }
+    return out;
+  }
+
+  function host(ctx: Context): HostApi {
+    const api = scriptClient(clientNames, ctx, options.request);
+    api.emit = (...args: unknown[]) => emit(args);
+    return api;
+  }
+
+  /** emit(message, [data]) or emit(userCollection, query, message, [data]). */
+  function emit(args: unknown[]): Promise<void> | void {
+    const [a, b, c, d] = args;
+    if (typeof a === 'string' && (args.length < 3 || typeof c !== 'string')) {
+      options.realtime.emit(a, b);
+      return;
+    }
+    if (typeof c !== 'string' || b === null || typeof b !== 'object') throw new Error('emit([userCollection, query], message, [data]): message must be a string');
+    const users = resources.filter(isUserResource);
+    // svc.users cannot cross into Node (it is a function), so it arrives as null: the app's one user collection.
+    const target = typeof a === 'string' ? users.find((u) => u.path === (a.startsWith('/') ? a : `/${a}`)) : users.length === 1 ? users[0] : undefined;
+    if (!target) throw new Error(`emit: no user collection ${typeof a === 'string' ? a : '(name it as a string when the app has several)'}`);
+    return options.realtime.emitToUsers(target.path, b as Record<string, unknown>, c, d);
+  }
+
+  function locals(ctx: Context, extra: Record<string, unknown>): Record<string, unknown> {
+    return {
+      me: ctx.me,
+      query: ctx.query,
+      internal: ctx.internal,
+      isRoot: ctx.isRoot,
+      ctx: {
+        method: ctx.method,
+        originalMethod: ctx.originalMethod,
+        url: ctx.url,
+        parts: ctx.parts,
+        query: ctx.query,
+        body: ctx.body,
+        headers: ctx.headers,
+        session: { id: ctx.session.id, uid: ctx.session.uid },
+        req: { method: ctx.method, originalMethod: ctx.originalMethod, url: ctx.req?.url ?? ctx.url, headers: ctx.headers },
+      },
+      ...extra,
+    };
+  }
+
+  async function runOne(script: Script | ScriptSyntaxError, input: RunInput): Promise<RunResult> {
+    if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
+    try {
+      return await getRuntime().run(script, input);
+    } catch (err) {
+      throw scriptFailure(err, env, logger);
+    }
+  }
+
   return {
-    forResource(folder: ResourceFolder, events: ReadonlySet<string>): EventScripts {
-      if (![...folder.scripts.keys()].some((f) => events.has(f))) return NONE;
-      throw new Error(`resource ${folder.path.slice(1)}: event scripts are not wired yet`);
+    bind(all) {
+      resources = all;
+      clientNames = scriptClientNames(all);
     },
-    forCollection(folder: ResourceFolder): CollectionEventRunner | undefined {
-      if (folder.scripts.size === 0) return undefined;
-      throw new Error(`resource ${folder.path.slice(1)}: event scripts are not wired yet`);
+    close() {
+      runtime?.dispose();
+      runtime = undefined;
+    },
+    forResource(folder, events): EventScripts {
+      const scripts = compile(folder, events);
+      const name = folder.path.slice(1);
+      return {
+        has: (event) => scripts.has(event.replace(/\.js$/, '')),
+        async run(event: string, ctx: Context, input: ScriptRunInput = {}): Promise<ScriptOutcome> {
+          const script = scripts.get(event.replace(/\.js$/, ''));
+          if (!script) return { object: input.object ?? {}, hidden: [], protectedProps: [], resultSet: false };
+          const result = await runOne(script, { thisObj: input.object ?? {}, locals: locals(ctx, input.locals ?? {}), host: host(ctx), label: `${name} ${EVENT_LABEL[event] ?? event}` });
+          throwIfCancelled(result);
+          return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, result: result.result, resultSet: result.setResultCalled === true };
+        },
+      };
+    },
+    forCollection(folder): CollectionEventRunner | undefined {
+      const scripts = compile(folder, new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js']));
+      if (scripts.size === 0) return undefined;
+      const name = folder.path.slice(1);
+      return {
+        has: (event) => scripts.has(event),
+        async run(event: CollectionEvent, input): Promise<EventOutcome> {
+          const script = scripts.get(event) as Script | ScriptSyntaxError;
+          const result = await runOne(script, {
+            thisObj: input.object,
+            locals: locals(input.ctx, { previous: input.previous ?? {} }),
+            host: host(input.ctx),
+            label: `${name} ${EVENT_LABEL[event]}`,
+          });
+          throwIfCancelled(result);
+          return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected };
+        },
+        async runGetBatch(ctx, objects) {
+          const script = scripts.get('get') as Script | ScriptSyntaxError;
+          if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
+          const shared = { locals: locals(ctx, { previous: {} }), host: host(ctx), label: `${name} On Get` };
+          let results: RunResult[];
+          try {
+            results = await getRuntime().runBatch(script, objects.map((object) => ({ thisObj: object, ...shared })));
+          } catch (err) {
+            throw scriptFailure(err, env, logger);
+          }
+          // cancel() (or error()) inside a list leaves that object out, silently.
+          return results.map((r) => (r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected }));
+        },
+      };
     },
   };
+}
+
+function throwIfCancelled(result: RunResult): void {
+  if (result.errors && Object.keys(result.errors).length > 0) {
+    throw new SvcError('VALIDATION_FAILED', result.cancelled?.message ?? 'validation failed', { errors: result.errors, status: result.cancelled?.status ?? 400 });
+  }
+  if (result.cancelled) throw new SvcError('CANCELLED', result.cancelled.message, { status: result.cancelled.status });
+}
+
+/** A script's failure as the client sees it: 500, with the message in development only; always logged with file and line. */
+function scriptFailure(err: unknown, env: 'development' | 'production', logger: Logger): SvcError {
+  if (!(err instanceof ScriptError)) return new SvcError('INTERNAL', 'internal server error', { cause: err });
+  const where = `${err.filename}${err.line !== undefined ? `:${err.line}` : ''}`;
+  const kind = err.code === 'SCRIPT_TIMEOUT' ? 'SCRIPT_TIMEOUT' : 'SCRIPT_ERROR';
+  logger.error(`script ${where}: ${err.message}`, { code: err.code });
+  const message = env === 'production' ? (kind === 'SCRIPT_TIMEOUT' ? 'script timed out' : 'internal server error') : `${where}: ${err.message}`;
+  // Logged above already; the reply path must not log it twice.
+  return new SvcError(kind, message, { status: 500, cause: err });
 }

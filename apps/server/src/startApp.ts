@@ -1,11 +1,12 @@
 import { join, resolve } from 'node:path';
-import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger, RecordingRealtime } from '@svc/core';
+import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
 import type { InternalRequest, Logger, Realtime, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
 import { readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
+import { createLiveRealtime, svcJsRoute } from './realtime.js';
 
 /** Options of {@link startApp}. */
 export interface StartOptions {
@@ -20,8 +21,10 @@ export interface StartOptions {
   logger?: Logger;
   /** Resource types registered explicitly, beside those found in the app's package.json. */
   resourceTypes?: readonly ResourceType[];
-  /** Where emit() goes; default: recorded in memory (no transport). */
+  /** Where emit() goes; default: Socket.IO on the app's HTTP server (attached when it has attach()). */
   realtime?: Realtime;
+  /** redis:// URL: realtime messages and rooms shared with other processes of the app. */
+  redis?: string;
 }
 
 /** A running app. */
@@ -44,7 +47,8 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
     if (type.name === 'Collection' || type.name === 'UserCollection') throw new Error(`resource type ${type.name} is built in and cannot be replaced`);
     types.set(type.name, type);
   }
-  const realtime = options.realtime ?? new RecordingRealtime();
+  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins: app.settings.cors?.origins });
+  const realtime = live.realtime;
   const store: Store = options.db ? await createMongoStore({ url: options.db }) : await createEmbeddedStore({ dir: join(appDir, 'data') });
   try {
     // Scripts reach the server through this before it exists; it is bound right after creation.
@@ -55,6 +59,7 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
     };
     const scripts = createScriptFactory({ app, env, logger, realtime, request });
     const resources = await buildResources({ app, store, logger, env, types, scripts, realtime, request });
+    scripts.bind(resources);
     const server = await createServer({
       store,
       resources,
@@ -67,8 +72,10 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       ...(app.settings.methodOverrideKey !== undefined ? { methodOverrideKey: app.settings.methodOverrideKey } : {}),
       ...(app.settings.cors?.origins !== undefined ? { cors: { origins: app.settings.cors.origins } } : {}),
       crossSiteCookies: app.settings.cors?.crossSiteCookies === true,
+      routes: [await svcJsRoute(resources, logger)],
     });
     bound.server = server;
+    await live.attach(server);
     // Any root key works in development, so the development server stays on this machine.
     const host = options.host ?? (env === 'production' ? '0.0.0.0' : '127.0.0.1');
     const port = await server.listen(options.port ?? 2403, host);
@@ -77,9 +84,14 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       port,
       host,
       url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
-      close: () => server.close(),
+      close: async () => {
+        await live.close();
+        await server.close();
+        scripts.close();
+      },
     };
   } catch (err) {
+    await live.close();
     await store.close();
     throw err;
   }

@@ -142,7 +142,8 @@ describe('host calls', () => {
 
   test('a host function that is not given does not exist in the script', async () => {
     const { exec } = setup();
-    await expect(exec("emit('x')")).rejects.toThrow('emit is not defined');
+    await expect(exec("emit('x')")).rejects.toThrow('emit is not a function');
+    expect((await exec('this.t = typeof emit;')).thisObj.t).toBe('undefined');
   });
 
   test('host functions are called with the host object as this', async () => {

@@ -5,20 +5,21 @@ describe('no scope is shared between runs', () => {
   test('an implicit global of one run is not visible in the next', async () => {
     const { runtime } = setup();
     const script = runtime.compile(`
-      try { this.before = leaked; } catch (e) { this.before = e.name; }
+      this.before = typeof leaked;
       leaked = this.n;
       this.after = leaked;
     `, 'leak.js');
     const first = await runtime.run(script, { thisObj: { n: 1 }, locals: {} });
     const second = await runtime.run(script, { thisObj: { n: 2 }, locals: {} });
-    expect(first.thisObj).toEqual({ n: 1, before: 'ReferenceError', after: 1 });
-    expect(second.thisObj).toEqual({ n: 2, before: 'ReferenceError', after: 2 });
+    expect(first.thisObj).toEqual({ n: 1, before: 'undefined', after: 1 });
+    expect(second.thisObj).toEqual({ n: 2, before: 'undefined', after: 2 });
   });
 
   test('implicit globals are not shared between different scripts either', async () => {
     const { exec } = setup();
     await exec('shared = 42;');
-    await expect(exec('this.x = shared;')).rejects.toThrow('shared is not defined');
+    // Undeclared names read as undefined (so `typeof x === 'undefined'` works under `with`).
+    expect((await exec('this.x = shared; this.t = typeof shared;')).thisObj).toEqual({ t: 'undefined' });
   });
 
   test('two runs interleaved by async host calls keep their own globals', async () => {
@@ -67,7 +68,7 @@ describe('no scope is shared between runs', () => {
     const { runtime } = setup();
     const script = runtime.compile('this.q = typeof secret;', 'locals.js');
     expect((await runtime.run(script, { thisObj: {}, locals: { secret: 1 } })).thisObj.q).toBe('number');
-    await expect(runtime.run(script, { thisObj: {}, locals: {} })).rejects.toThrow('secret is not defined');
+    expect((await runtime.run(script, { thisObj: {}, locals: {} })).thisObj.q).toBe('undefined');
   });
 
   test('a script changing a shared locals object in a batch does not affect the next object', async () => {

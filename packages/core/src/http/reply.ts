@@ -41,7 +41,8 @@ export interface ErrorReplyOptions {
  */
 export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
   if (isSvcError(err)) {
-    if (err.status >= 500) options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
+    // Script failures were logged with file and line where they happened.
+    if (err.status >= 500 && err.code !== 'SCRIPT_ERROR' && err.code !== 'SCRIPT_TIMEOUT') options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
     const reply: Reply = { status: err.status, body: err.toJSON() };
     if (err.headers) reply.headers = err.headers;
     return reply;

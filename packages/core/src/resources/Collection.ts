@@ -147,16 +147,20 @@ export class Collection implements Resource {
     for (const [name, def] of Object.entries(this.properties)) {
       if (def.type === 'boolean' && values[name] === undefined) values[name] = false;
     }
-    let object: Record<string, unknown> = values;
+    // The id exists before the scripts run, so On Validate and On Post can use (and emit) it.
+    const id = createId();
+    let object: Record<string, unknown> = { ...values, id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let outcome: EventOutcome | undefined;
     if (!skipEvents) {
       outcome = await this.runWriteEvents(ctx, 'post', object, {});
       object = outcome.object;
+      // protect() on create keeps the client's value out of the new object.
+      for (const key of outcome.protectedProps) delete object[key];
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: missing });
-    const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id: createId() };
+    const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
     await this.afterWrite(ctx, stored, undefined);
     return { status: 200, body: this.present(outcome ? hideFrom(stored, outcome.hidden) : stored) };

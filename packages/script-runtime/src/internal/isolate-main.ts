@@ -76,7 +76,9 @@ export function isolateMain(
       if (typeof key !== 'string') return undefined; // Symbol.unscopables, looked up by `with`
       const run = target[RUN] as IsolateRun;
       if (declares(run, key)) return readVar(run, key);
-      throw new ReferenceError(`${key} is not defined`);
+      // `with` cannot tell a read from `typeof`: answering undefined keeps the common
+      // `typeof x === 'undefined'` check working, at the price of undeclared reads not throwing.
+      return undefined;
     },
     set(target, key, value) {
       target[key] = value;

@@ -1,0 +1,102 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { silentLogger } from '@svc/core';
+import type { Logger, Realtime, ResourceType } from '@svc/core';
+import { startApp } from '@svc/server';
+import type { RunningApp } from '@svc/server';
+
+/** An app folder written from a map of relative path -> content (objects become JSON). */
+export async function writeApp(files: Record<string, string | object>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-app-'));
+  for (const [path, content] of Object.entries(files)) {
+    const file = join(dir, path);
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, typeof content === 'string' ? content : JSON.stringify(content));
+  }
+  return dir;
+}
+
+/** Options of {@link runApp}. */
+export interface RunAppOptions {
+  /** 'embedded' (default) or 'mongodb' (needs SVC_TEST_MONGODB_URL). */
+  store?: string;
+  env?: 'development' | 'production';
+  logger?: Logger;
+  realtime?: Realtime;
+  resourceTypes?: ResourceType[];
+}
+
+/** A running app on a free port with a cookie-keeping fetch client. */
+export interface AppHandle {
+  app: RunningApp;
+  dir: string;
+  url: string;
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: unknown; headers: Headers }>;
+  /** A fresh client with its own cookie jar. */
+  client(): AppHandle['request'];
+  close(): Promise<void>;
+}
+
+/** Writes an app, starts it in-process on port 0 and answers a handle. */
+export async function runApp(files: Record<string, string | object>, options: RunAppOptions = {}): Promise<AppHandle> {
+  const dir = await writeApp(files);
+  const mongo = process.env.SVC_TEST_MONGODB_URL;
+  const db = options.store === 'mongodb' && mongo ? `${mongo.replace(/\/$/, '')}/svc_app_${randomBytes(5).toString('hex')}` : undefined;
+  const app = await startApp({
+    appDir: dir,
+    port: 0,
+    host: '127.0.0.1',
+    env: options.env ?? 'development',
+    logger: options.logger ?? silentLogger,
+    ...(db ? { db } : {}),
+    ...(options.realtime ? { realtime: options.realtime } : {}),
+    ...(options.resourceTypes ? { resourceTypes: options.resourceTypes } : {}),
+  });
+  const client = (): AppHandle['request'] => {
+    let sid: string | undefined;
+    return async (method, path, body, headers = {}) => {
+      const res = await fetch(app.url + path, {
+        method,
+        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(sid ? { cookie: `sid=${sid}` } : {}), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const cookie = res.headers.getSetCookie().find((c) => c.startsWith('sid='));
+      if (cookie) sid = cookie.slice(4, cookie.indexOf(';')) || undefined;
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text && (res.headers.get('content-type') ?? '').includes('json') ? (JSON.parse(text) as unknown) : text };
+    };
+  };
+  return {
+    app,
+    dir,
+    url: app.url,
+    request: client(),
+    client,
+    async close() {
+      await app.close();
+      if (db && mongo) {
+        const { MongoClient } = await import('mongodb');
+        const c = new MongoClient(mongo);
+        await c.db(db.slice(db.lastIndexOf('/') + 1)).dropDatabase().catch(() => undefined);
+        await c.close();
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The stores app-level suites run on: embedded, and mongodb when SVC_TEST_MONGODB_URL is set (required in CI). */
+export function appStores(): string[] {
+  if (process.env.SVC_TEST_MONGODB_URL) return ['embedded', 'mongodb'];
+  if (process.env.CI === 'true') throw new Error('CI=true but SVC_TEST_MONGODB_URL is not set');
+  return ['embedded'];
+}
+
+/** A logger that keeps lines, for asserting what the server logged. */
+export function memoryLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const push = (level: string) => (m: string, f?: Record<string, unknown>) => lines.push(`${level} ${m}${f ? ` ${JSON.stringify(f)}` : ''}`);
+  return { lines, info: push('info'), warn: push('warn'), error: push('error') };
+}
