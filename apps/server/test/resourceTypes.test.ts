@@ -102,6 +102,15 @@ describe('an out-of-tree resource type installed with a file: dependency', () =>
     expect(logs).toContain('info hello: greeted 2 times');
   });
 
+  it("runs the type's event script (get.js): setResult() changes the answer, cancel() refuses", async () => {
+    await install();
+    await writeFile(join(app, 'resources/hello/get.js'), "cancelIf(who === 'nobody', 'who?', 404);\nsetResult(message + ' Welcome back.');\n");
+    const r = await start();
+    expect((await get(r, '/hello/Ada')).body).toMatchObject({ message: 'Hello, Ada! Welcome back.' });
+    expect(await get(r, '/hello/nobody')).toMatchObject({ status: 404, body: { status: 404, message: 'who?' } });
+    expect((await get(r, '/hello-shout/bob')).body).toMatchObject({ message: 'HEY, BOB?' });
+  });
+
   it('a config naming a type that is not installed stops start-up', async () => {
     await install();
     await writeConfig('mailer', { type: 'Mailgun', domain: 'example.com' });

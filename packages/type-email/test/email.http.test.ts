@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { AddressObject } from 'mailparser';
 import { afterEach, describe, expect, it } from 'vitest';
 import emailType from '@svc/type-email';
+import eventType from '@svc/type-event';
 import { startTestApp } from './helpers/app.js';
 import type { TestApp } from './helpers/app.js';
 import { startSmtpServer } from './helpers/smtpServer.js';
@@ -198,6 +199,36 @@ describe('Email resource: what a request may ask', () => {
     expect(res.status).toBe(403);
     expect((res.body as { message: string }).message).toMatch(/internalOnly/);
     expect(server.mails).toHaveLength(0);
+  });
+
+  it('internalOnly lets event scripts send through the svc client, and they see the errors', async () => {
+    const server = await smtp();
+    const notify = [
+      '// POST /notify {to}: a script sends through the internalOnly email resource.',
+      "svc.email.post({ to: body.to, subject: 'From a script', text: 'Sent by ' + (me ? me.username : 'a guest') }, function (result, err) {",
+      '  if (err) return setResult({ failed: err });',
+      '  setResult(result);',
+      '});',
+    ].join('\n');
+    const svc = await startTestApp(
+      {
+        email: { config: { type: 'Email', host: '127.0.0.1', port: server.port, internalOnly: true, defaultFromAddress: 'App <app@example.com>' } },
+        notify: { config: { type: 'Event' }, files: { 'post.js': notify } },
+      },
+      { types: [emailType, eventType] },
+    );
+    open.push(svc);
+    const res = await svc.request('POST', '/notify', { body: { to: 'Bob <bob@example.com>' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ sent: true, accepted: ['bob@example.com'], rejected: [] });
+    expect(server.mails).toHaveLength(1);
+    expect(addresses(server.mails[0]!.parsed.from)).toEqual([{ name: 'App', address: 'app@example.com' }]);
+    expect(server.mails[0]!.parsed.subject).toBe('From a script');
+    expect(server.mails[0]!.parsed.text?.trimEnd()).toBe('Sent by a guest');
+    const bad = await svc.request('POST', '/notify', { body: { to: 'bob@example.com\r\nBcc: x@example.com' } });
+    expect(bad.body).toEqual({ failed: { status: 400, message: 'the message is not valid', errors: { to: 'to must not contain line breaks' } } });
+    expect((await svc.request('POST', '/email', { body: FULL })).status).toBe(403);
+    expect(server.mails).toHaveLength(1);
   });
 
   it('productionOnly prints the mail to the log in development and sends nothing', async () => {

@@ -1,0 +1,135 @@
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import eventType from '@svc/type-event';
+import { startFixture } from './helpers/app.js';
+import type { FixtureApp, TestClient } from './helpers/app.js';
+
+const fixture = fileURLToPath(new URL('./fixtures/event-app', import.meta.url));
+let app: FixtureApp;
+let anon: TestClient;
+
+beforeAll(async () => {
+  app = await startFixture(fixture, [eventType]);
+  anon = app.client();
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+async function loggedIn(username: string): Promise<{ client: TestClient; id: string }> {
+  const client = app.client();
+  const made = await client.request('POST', '/users', { body: { username, password: 'pw-123456' } });
+  expect(made.status).toBe(200);
+  expect((await client.request('POST', '/users/login', { body: { username, password: 'pw-123456' } })).status).toBe(200);
+  return { client, id: (made.body as { id: string }).id };
+}
+
+describe('Event resource: On GET and On POST see the request', () => {
+  const CASES: { name: string; method: string; path: string; body?: unknown; form?: Record<string, string>; expected: Record<string, unknown> }[] = [
+    { name: 'GET on a sub-route', method: 'GET', path: '/echo/a/b?x=1&y=two', expected: { event: 'get', url: '/a/b', parts: ['a', 'b'], query: { x: '1', y: 'two' }, body: {} } },
+    { name: 'GET on the route itself', method: 'GET', path: '/echo', expected: { event: 'get', url: '/', parts: [], query: {}, body: {} } },
+    { name: 'GET with a JSON query', method: 'GET', path: `/echo/x?${encodeURIComponent(JSON.stringify({ a: { b: 1 }, list: [1, 2] }))}`, expected: { url: '/x', parts: ['x'], query: { a: { b: 1 }, list: [1, 2] } } },
+    { name: 'POST with a JSON body', method: 'POST', path: '/echo/add/42?k=1', body: { a: 1, nested: { b: [1, 2] } }, expected: { event: 'post', url: '/add/42', parts: ['add', '42'], query: { k: '1' }, body: { a: 1, nested: { b: [1, 2] } } } },
+    { name: 'POST with a form body', method: 'POST', path: '/echo', form: { a: '1', b: 'two' }, expected: { event: 'post', url: '/', body: { a: '1', b: 'two' } } },
+    { name: 'POST with no body', method: 'POST', path: '/echo/z', expected: { event: 'post', url: '/z', body: {} } },
+  ];
+
+  it.each(CASES)('$name', async ({ method, path, body, form, expected }) => {
+    const res = await anon.request(method, path, { ...(body !== undefined ? { body } : {}), ...(form ? { form } : {}) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/json');
+    expect(res.body).toMatchObject({ ...expected, thisIsEmpty: true });
+  });
+
+  it('gives the script ctx, internal=false and isRoot from the request', async () => {
+    expect((await anon.request('GET', '/echo')).body).toMatchObject({ hasCtx: true, internal: false, isRoot: false });
+    expect((await anon.request('GET', '/echo', { headers: { 'svc-ssh-key': 'dev' } })).body).toMatchObject({ isRoot: true });
+  });
+
+  it('an Event called by another script through the svc client sees internal=true and its own url', async () => {
+    const res = await anon.request('GET', '/relay');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ event: 'get', url: '/via/relay', parts: ['via', 'relay'], query: { z: 1 }, internal: true });
+  });
+
+  it('me is the logged-in user (undefined otherwise), isMe works', async () => {
+    expect((await anon.request('GET', '/whoami')).text).toBe('nobody');
+    const { client, id } = await loggedIn('ada');
+    expect((await client.request('GET', '/whoami')).body).toEqual({ username: 'ada', id, isMe: true });
+  });
+
+  it("the spec's /add-follower/<id>: body and parts reach On POST, cancel(401) when logged out", async () => {
+    const out = await anon.request('POST', '/add-follower/u2', { body: { note: 'hi' } });
+    expect(out.status).toBe(401);
+    expect(out.body).toEqual({ status: 401, message: 'log in first' });
+    const { client, id } = await loggedIn('grace');
+    expect((await client.request('POST', '/add-follower/u2', { body: { note: 'hi' } })).body).toEqual({ follower: 'grace', target: 'u2', note: 'hi' });
+    const self = await client.request('POST', `/add-follower/${id}`, { body: {} });
+    expect(self.status).toBe(400);
+    expect(self.body).toEqual({ status: 400, message: 'you cannot follow yourself' });
+  });
+
+  it('the svc client reads and writes other resources (callbacks and await)', async () => {
+    const root = { 'svc-ssh-key': 'dev' };
+    for (const n of [3, 1, 2]) expect((await anon.request('POST', '/items', { body: { n }, headers: root })).status).toBe(200);
+    expect((await anon.request('GET', '/count')).body).toEqual({ count: 3, first: 1 });
+    expect((await anon.request('POST', '/count', { body: { n: 9 } })).body).toEqual({ made: 9, total: 4 });
+  });
+});
+
+describe('Event resource: what setResult() answers', () => {
+  it('a string is sent as it is, as HTML with nosniff', async () => {
+    const res = await anon.request('GET', '/page?name=Ada');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.text).toBe('<h1>Thanks, Ada</h1>');
+  });
+
+  it('a number is JSON', async () => {
+    const res = await anon.request('GET', '/onlyget');
+    expect(res.status).toBe(200);
+    expect(res.text).toBe('42');
+  });
+
+  it('no setResult() at all, or setResult(undefined), is 204 with no body', async () => {
+    for (const method of ['GET', 'POST']) {
+      const res = await anon.request(method, '/silent/anything');
+      expect(res.status).toBe(204);
+      expect(res.text).toBe('');
+    }
+  });
+});
+
+describe('Event resource: errors', () => {
+  it.each([
+    { path: '/guard', status: 400 },
+    { path: '/guard?status=401', status: 401 },
+    { path: '/guard/deep/path?status=418', status: 418 },
+  ])('cancel() in On GET answers its status: $path', async ({ path, status }) => {
+    const res = await anon.request('GET', path);
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual({ status, message: 'refused by the script' });
+  });
+
+  it('error() in On POST answers 400 with every collected error', async () => {
+    const res = await anon.request('POST', '/guard', { body: { age: -1 } });
+    expect(res.status).toBe(400);
+    expect((res.body as { errors: Record<string, string> }).errors).toEqual({ name: 'name is required', age: 'age must be positive' });
+  });
+
+  it('methods without a script are 405 with Allow listing the scripted ones', async () => {
+    for (const method of ['PUT', 'DELETE']) {
+      const res = await anon.request(method, '/echo/1');
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET, POST');
+    }
+    const post = await anon.request('POST', '/onlyget', { body: {} });
+    expect(post.status).toBe(405);
+    expect(post.headers.get('allow')).toBe('GET');
+    expect(post.body).toEqual({ status: 405, message: 'POST is not handled here; use GET' });
+    const none = await anon.request('GET', '/noscripts');
+    expect(none.status).toBe(405);
+    expect((none.body as { message: string }).message).toMatch(/no scripts yet/);
+  });
+});
