@@ -137,6 +137,17 @@ describe('Email resource: sending through a real SMTP server', () => {
     expect(server.mails).toHaveLength(1);
   });
 
+  it('ssl: true speaks TLS from the first byte: a plain-text server is a 503, not a hang', async () => {
+    const server = await smtp();
+    const svc = await app({ host: '127.0.0.1', port: server.port, ssl: true });
+    const started = Date.now();
+    const res = await svc.request('POST', '/email', { body: FULL });
+    expect(res.status).toBe(503);
+    expect((res.body as { message: string }).message).toMatch(/is not reachable/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(server.mails).toHaveLength(0);
+  });
+
   it('answers 503 with Retry-After when the mail server is down, and keeps serving', async () => {
     const port = await closedPort();
     const svc = await app({ host: '127.0.0.1', port });
