@@ -5,12 +5,14 @@ import { createConsoleLogger } from '@svc/core';
 import { createApp } from './create.js';
 import { generateKey, keysFile, readKeys } from './keys.js';
 import { startApp } from './startApp.js';
+import { writeTypes } from './typesCommand.js';
 
 const USAGE = `usage:
   svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]
   svc create <dir>       scaffold a new app
   svc keygen [app-dir]   add a root key to .svc/keys.json
   svc showkey [app-dir]  print the app's root key
+  svc types [app-dir] [--out <file>|-]  write TypeScript types for @svc/client (default <app>/svc-types.ts)
 environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags`;
 
 /** Runs the svc command line; answers the exit code (or never, while serving). */
@@ -25,6 +27,7 @@ export async function main(argv: string[]): Promise<number> {
         host: { type: 'string' },
         db: { type: 'string' },
         redis: { type: 'string' },
+        out: { type: 'string', short: 'o' },
         env: { type: 'string', short: 'e' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -66,6 +69,12 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${keys[0]}\n`);
       return 0;
     }
+    case 'types': {
+      const written = await writeTypes(arg ?? '.', str(values.out), createConsoleLogger());
+      if (written.file === undefined) process.stdout.write(written.text);
+      else process.stdout.write(`wrote ${written.file}\n`);
+      return 0;
+    }
     default:
       return serve(command ?? '.', values);
   }
@@ -80,9 +89,10 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   const logger = createConsoleLogger();
   const host = str(values.host) ?? process.env.SVC_HOST;
   const db = str(values.db) ?? process.env.SVC_DB;
+  const redis = str(values.redis) ?? process.env.SVC_REDIS;
   let app;
   try {
-    app = await startApp({ appDir, port, env, logger, ...(host ? { host } : {}), ...(db ? { db } : {}) });
+    app = await startApp({ appDir, port, env, logger, ...(host ? { host } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
   } catch (err) {
     process.stderr.write(`svc: ${(err as Error).message}\n`);
     return 1;

@@ -62,7 +62,9 @@ function toRequest(call: Call, base: string, args: unknown[], parent: Context): 
     if (typeof arg === 'string' || typeof arg === 'number') segments.push(String(arg));
     else if (arg !== null && typeof arg === 'object' && !Array.isArray(arg)) objects.push(arg as Record<string, unknown>);
   }
-  const path = (prefix: string[]) => [base, ...[...prefix, ...segments].map(encodeURIComponent)].join('/').replace(/\/+/g, '/');
+  // As in Deployd's client, a '/' inside an argument separates segments: svc.r.get('a/b') is /r/a/b.
+  const path = (prefix: string[]) =>
+    [base, ...[...prefix, ...segments].flatMap((s) => s.split('/')).map(encodeURIComponent)].join('/').replace(/\/+/g, '/');
   switch (call) {
     case 'get':
       return { method: 'GET', path: path([]), query: objects[0] ?? {}, parent };

@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
-import type { InternalRequest, Logger, Realtime, ResourceType, Store, SvcServer } from '@svc/core';
+import type { AnyResourceType, InternalRequest, Logger, Realtime, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
@@ -20,7 +20,7 @@ export interface StartOptions {
   env?: 'development' | 'production';
   logger?: Logger;
   /** Resource types registered explicitly, beside those found in the app's package.json. */
-  resourceTypes?: readonly ResourceType[];
+  resourceTypes?: readonly AnyResourceType[];
   /** Where emit() goes; default: Socket.IO on the app's HTTP server (attached when it has attach()). */
   realtime?: Realtime;
   /** redis:// URL: realtime messages and rooms shared with other processes of the app. */

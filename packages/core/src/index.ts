@@ -29,6 +29,7 @@ export { createMongoStore } from './store/mongoStore.js';
 export type { MongoStoreOptions } from './store/mongoStore.js';
 export { defineResourceType, isResourceType, validateSettings, mountResource, cancelError } from './resourceType.js';
 export type {
+  AnyResourceType,
   EventScripts,
   ResourceImplementation,
   ResourceType,

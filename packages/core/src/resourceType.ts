@@ -96,6 +96,13 @@ export interface ResourceTypeDefinition<S = Record<string, unknown>> {
   create(context: ResourceTypeContext<S>): ResourceImplementation | Promise<ResourceImplementation>;
 }
 
+/**
+ * A resource type of any settings shape, for lists of types (`startApp({resourceTypes})`): a
+ * type's settings are its own business once it is registered.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyResourceType = ResourceType<any>;
+
 /** A checked resource type, as the server registers it. */
 export interface ResourceType<S = Record<string, unknown>> extends ResourceTypeDefinition<S> {
   readonly kind: 'svc.resourceType';

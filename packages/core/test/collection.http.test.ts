@@ -186,6 +186,8 @@ describe.each(storeKinds())('Collection over HTTP ($name store)', (kind) => {
       ['$or', json({ $or: [{ count: 1 }, { title: 'q-date' }] }), ['q-apple', 'q-date']],
       ['values as JSON in plain pairs', `count=${json({ $gt: 3 })}`, ['q-date']],
       ['keys that are not properties do not filter', 'title=q-apple&notAProperty=1', ['q-apple']],
+      ['a q parameter holding a JSON query (the client put/del form)', `q=${json({ title: 'q-banana' })}`, ['q-banana']],
+      ['a q parameter that is not JSON is an ordinary key', 'q=shoes&title=q-date', ['q-date']],
       ['nested object equality on an object property', json({ meta: { n: 2 } }), ['q-banana']],
     ])('%s', async (_name, query, expected) => {
       expect(await titles(query)).toEqual(expected);

@@ -27,13 +27,12 @@ export function parseQueryString(search: string): Record<string, unknown> {
 }
 
 function mergeQ(query: Record<string, unknown>): Record<string, unknown> {
+  // `q` holding a JSON object is the query the client's put/del send; any other `q` (a search
+  // term on a custom resource, say) stays an ordinary key.
   const q = query.q;
-  if (q === undefined) return query;
-  let parsed: unknown = q;
-  if (typeof q === 'string') parsed = parseJsonObject(q, 'q parameter');
-  if (!isPlainObject(parsed)) throw new SvcError('INVALID_QUERY', 'the q parameter must be a JSON object');
+  if (!isPlainObject(q)) return query;
   const { q: _q, ...rest } = query;
-  return { ...rest, ...parsed };
+  return { ...rest, ...q };
 }
 
 /** A value that looks like JSON (object, array) is parsed; anything else stays a string. */

@@ -1,0 +1,72 @@
+import { readFile } from 'node:fs/promises';
+import { SVC_RUNTIME_URL, createSvcJsRoute } from '@svc/client';
+import type { ExtraRoute, Logger, Realtime, Resource, SvcServer } from '@svc/core';
+import { createRealtime } from '@svc/realtime';
+
+/** The app's realtime transport and when to attach and close it. */
+export interface LiveRealtime {
+  /** What scripts' emit() calls. */
+  realtime: Realtime;
+  attach(server: SvcServer): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Options of {@link createLiveRealtime}. */
+export interface LiveRealtimeOptions {
+  /** A transport given by the caller (tests): used as it is, attached when it can be. */
+  given?: Realtime | undefined;
+  /** redis:// URL for several processes. */
+  redis?: string | undefined;
+  logger: Logger;
+  /** The app's CORS origins, for the socket handshake. */
+  origins?: '*' | readonly string[] | undefined;
+}
+
+interface Attachable {
+  attach(server: SvcServer): Promise<void>;
+  close(): Promise<void>;
+}
+
+function isAttachable(value: Realtime): value is Realtime & Attachable {
+  const v = value as Partial<Attachable>;
+  return typeof v.attach === 'function' && typeof v.close === 'function';
+}
+
+/** Socket.IO on the app's HTTP server (over Redis with `redis`), unless the caller gave a transport. */
+export function createLiveRealtime(options: LiveRealtimeOptions): LiveRealtime {
+  const realtime =
+    options.given ??
+    createRealtime({
+      logger: options.logger,
+      ...(options.redis ? { redisUrl: options.redis } : {}),
+      ...(options.origins !== undefined ? { cors: { origins: options.origins } } : {}),
+    });
+  let attached = false;
+  return {
+    realtime,
+    async attach(server) {
+      if (!isAttachable(realtime)) return;
+      await realtime.attach(server);
+      attached = true;
+    },
+    async close() {
+      if (attached && isAttachable(realtime)) await realtime.close();
+      attached = false;
+    },
+  };
+}
+
+/**
+ * GET /svc.js for the app's resources. Without a built @svc/client the server still starts; the
+ * route then answers a script that reports the problem in the page's console.
+ */
+export async function svcJsRoute(resources: readonly Resource[], logger: Logger): Promise<ExtraRoute> {
+  let runtime: string;
+  try {
+    runtime = await readFile(SVC_RUNTIME_URL, 'utf8');
+  } catch (err) {
+    logger.warn('svc.js is unavailable: @svc/client is not built (run pnpm build)', { error: err });
+    runtime = 'var __svcRuntime = { install: function () { console.error("svc.js: @svc/client is not built on the server (run pnpm build)"); } };';
+  }
+  return createSvcJsRoute({ resources, runtime });
+}
