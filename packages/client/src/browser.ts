@@ -1,0 +1,4 @@
+// Entry of the browser bundle (dist/svc-client.browser.js): the SDK without the server-side parts.
+export { createClient } from './createClient.js';
+export type { ClientOptions } from './createClient.js';
+export { SvcPromise } from './SvcPromise.js';

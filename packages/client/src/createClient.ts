@@ -1,0 +1,101 @@
+import { makeAccessor } from './internal/accessors.js';
+import type { AccessorContext } from './internal/accessors.js';
+import { CookieJar } from './internal/cookieJar.js';
+import { RealtimeLink } from './internal/realtimeLink.js';
+import { Transport } from './internal/transport.js';
+import type { ClientTypes, ResourceAccessor, ResourceInfo, ResourceList, SvcClient, UntypedClientTypes } from './types.js';
+
+/** Options of {@link createClient}. */
+export interface ClientOptions {
+  /**
+   * The app's resources (what `svc types` exports as `resources`). With it, names map to paths
+   * (`addfollower` -> `/add-follower`) and only those names exist; without it any name is the
+   * resource of that path.
+   */
+  resources?: ResourceList;
+  /** 'lazy' (default): the socket opens on the first on/once/socketReady; 'eager': at once. */
+  connect?: 'lazy' | 'eager';
+  /** Keep cookies between calls. Default: on where there is no `document` (Node), off in browsers. */
+  cookies?: boolean;
+  /** Headers for every request, the same object as `client.ajax.headers`. */
+  headers?: Record<string, string>;
+}
+
+/** 'add-follower' -> 'addfollower': the property name of a top-level resource. */
+export function propertyName(path: string): string | undefined {
+  const name = path.replace(/^\/+|\/+$/g, '');
+  if (name === '' || name.includes('/')) return undefined;
+  return name.replace(/-/g, '');
+}
+
+/** Names a Proxy must not invent resources for (promise resolution, inspection, JSON). */
+const RESERVED = new Set(['then', 'catch', 'finally', 'toJSON', 'constructor', 'prototype', 'inspect', 'valueOf', 'toString', 'name', 'length', 'caller', 'arguments', 'apply', 'call', 'bind']);
+
+/**
+ * Creates an svc client for the server at `baseUrl` ('' for the page's own origin). Every call
+ * answers an {@link SvcPromise} and takes an optional callback `fn(result, error)`.
+ *
+ * @example
+ * const svc = createClient<Types>('http://127.0.0.1:2403', { resources });
+ * const todos = await svc.todos.get({ done: false, $sort: { order: 1 } });
+ */
+export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl: string, options: ClientOptions = {}): SvcClient<T> {
+  const base = baseUrl.replace(/\/+$/, '');
+  const ajax = { headers: options.headers ?? {} };
+  const keepCookies = options.cookies ?? (globalThis as { document?: unknown }).document === undefined;
+  const jar = keepCookies ? new CookieJar() : undefined;
+  const ctx: AccessorContext = {
+    transport: new Transport({ baseUrl: base, headers: () => ajax.headers, ...(jar ? { jar } : {}) }),
+    realtime: new RealtimeLink(base, jar),
+  };
+  const infos = new Map<string, ResourceInfo>();
+  for (const info of options.resources ?? []) infos.set(normalisePath(info.path), info);
+  const byProperty = new Map<string, ResourceInfo>();
+  for (const info of infos.values()) {
+    const name = propertyName(info.path);
+    if (name !== undefined) byProperty.set(name, info);
+  }
+
+  const lookup = (name: string): { path: string; info: ResourceInfo | undefined } => {
+    const path = normalisePath(name);
+    const info = infos.get(path) ?? byProperty.get(name);
+    return { path: info ? normalisePath(info.path) : path, info };
+  };
+  const resource = (name: string): ResourceAccessor => {
+    const { path, info } = lookup(name);
+    return makeAccessor(ctx, path, info, false) as unknown as ResourceAccessor;
+  };
+  const core = Object.assign(resource, {
+    ajax,
+    on: (message: string, fn: (data: unknown) => void) => ctx.realtime.on(message, fn as (...args: unknown[]) => void),
+    off: (message: string, fn?: (data: unknown) => void) => ctx.realtime.off(message, fn as ((...args: unknown[]) => void) | undefined),
+    once: (message: string, fn: (data: unknown) => void) => ctx.realtime.once(message, fn as (...args: unknown[]) => void),
+    socketReady: (fn: () => void) => ctx.realtime.socketReady(fn),
+    close: () => ctx.realtime.close(),
+  });
+  Object.defineProperty(core, 'socket', { get: () => ctx.realtime.current, enumerable: false });
+  // A function's own `name` and `length` are read-only: resources so called are defined over them.
+  for (const [name, info] of byProperty) {
+    Object.defineProperty(core, name, { value: makeAccessor(ctx, normalisePath(info.path), info, true), enumerable: true, configurable: true });
+  }
+  if (options.connect === 'eager') ctx.realtime.connect();
+  if (options.resources !== undefined) return core as unknown as SvcClient<T>;
+  const made = new Map<string, unknown>();
+  return new Proxy(core, {
+    get(target, prop, receiver) {
+      if (typeof prop !== 'string' || prop in target || RESERVED.has(prop)) return Reflect.get(target, prop, receiver) as unknown;
+      let accessor = made.get(prop);
+      if (accessor === undefined) {
+        accessor = makeAccessor(ctx, normalisePath(prop), undefined, true);
+        made.set(prop, accessor);
+      }
+      return accessor;
+    },
+  }) as unknown as SvcClient<T>;
+}
+
+/** 'todos', '/todos/', 'A/b' -> '/todos', '/a/b'; '' and '/' -> '/'. */
+function normalisePath(name: string): string {
+  const trimmed = name.replace(/^\/+|\/+$/g, '');
+  return trimmed === '' ? '/' : `/${trimmed.toLowerCase()}`;
+}

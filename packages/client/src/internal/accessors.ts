@@ -1,0 +1,101 @@
+import { SvcPromise } from '../SvcPromise.js';
+import type { ResourceInfo } from '../types.js';
+import { bodyCall, delCall, execCall, getCall, methodCall, sortArgs } from './calls.js';
+import type { SortedArgs } from './calls.js';
+import type { RealtimeLink } from './realtimeLink.js';
+import type { CallRequest, Transport } from './transport.js';
+
+/** What accessors share: the HTTP transport and the socket. */
+export interface AccessorContext {
+  transport: Transport;
+  realtime: RealtimeLink;
+}
+
+type Fn = (...args: unknown[]) => unknown;
+type Mapper = (value: unknown) => unknown;
+const toNull: Mapper = () => null;
+
+/**
+ * Sends one call and answers its promise; the callback, when given, runs after the promise settles
+ * (so always asynchronously) with `(result)` or `(null, error)`.
+ */
+export function run(ctx: AccessorContext, call: CallRequest, fn: SortedArgs['fn'], map?: Mapper): SvcPromise<unknown> {
+  const promise = new SvcPromise<unknown>((resolve, reject) => {
+    ctx.transport
+      .send(call)
+      .then(async (value) => {
+        await afterSessionCall(ctx, call, value);
+        resolve(map ? map(value) : value);
+      })
+      .catch(reject);
+  });
+  if (fn) promise.then((result) => fn(result), (error: unknown) => fn(null, error));
+  return promise;
+}
+
+/** A login or logout through any path also moves this client's socket to the new session. */
+async function afterSessionCall(ctx: AccessorContext, call: CallRequest, value: unknown): Promise<void> {
+  if (call.method !== 'POST') return;
+  if (call.path.endsWith('/logout')) return ctx.realtime.bind(null);
+  if (!call.path.endsWith('/login')) return;
+  const session = value as { id?: unknown; uid?: unknown } | null;
+  if (typeof session?.id === 'string' && typeof session.uid === 'string') await ctx.realtime.bind(session.id);
+}
+
+/** The name messages of a resource are namespaced by: its path without the leading slash. */
+function namespaceOf(path: string): string {
+  return path.replace(/^\/+/, '');
+}
+
+/**
+ * The calls of one resource. `full` accessors (svc.<r>) add the collection shorthands, login,
+ * logout and me for user collections, the type's methods and namespaced on/off/once;
+ * `svc('<name>')` answers only get, post, put, del and exec.
+ */
+export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceInfo | undefined, full: boolean): Record<string, Fn> {
+  const collection = info?.kind === 'collection' || info?.kind === 'users';
+  const out: Record<string, Fn> = {
+    get: (...args) => {
+      const a = sortArgs(args);
+      return run(ctx, getCall(path, a), a.fn);
+    },
+    post: (...args) => {
+      const a = sortArgs(args);
+      return run(ctx, bodyCall('POST', path, a, collection), a.fn);
+    },
+    put: (...args) => {
+      const a = sortArgs(args);
+      return run(ctx, bodyCall('PUT', path, a, collection), a.fn);
+    },
+    del: (...args) => {
+      const a = sortArgs(args);
+      return run(ctx, delCall(path, a, collection), a.fn, collection ? toNull : undefined);
+    },
+    exec: (func, ...args) => {
+      const a = sortArgs(args);
+      return run(ctx, execCall(path, String(func), a), a.fn);
+    },
+  };
+  if (!full) return out;
+  if (info === undefined || info.kind === 'users') {
+    out.login = (credentials, fn) => run(ctx, { method: 'POST', path: `${path}/login`, body: credentials }, callback(fn));
+    out.logout = (fn) => run(ctx, { method: 'POST', path: `${path}/logout` }, callback(fn), toNull);
+    out.me = (fn) => run(ctx, { method: 'GET', path: `${path}/me` }, callback(fn));
+  }
+  for (const [name, spec] of Object.entries(info?.methods ?? {})) {
+    if (name in out) continue;
+    out[name] = (...args) => {
+      const a = sortArgs(args);
+      return run(ctx, methodCall(path, spec.method, spec.func, a), a.fn);
+    };
+  }
+  const ns = namespaceOf(path);
+  out.on = (message, fn) => ctx.realtime.on(`${ns}:${String(message)}`, fn as Fn);
+  out.off = (message, fn) => ctx.realtime.off(`${ns}:${String(message)}`, fn as Fn | undefined);
+  out.once = (message, fn) => ctx.realtime.once(`${ns}:${String(message)}`, fn as Fn);
+  return out;
+}
+
+function callback(fn: unknown): SortedArgs['fn'] {
+  return typeof fn === 'function' ? (fn as SortedArgs['fn']) : undefined;
+}

@@ -1,0 +1,233 @@
+import type { SvcPromise } from './SvcPromise.js';
+
+/** The error object a failed call rejects with (and passes as the callback's second argument). */
+export interface SvcErrorBody {
+  /** HTTP status; 0 when the server could not be reached. */
+  status: number;
+  message?: string;
+  /** Messages by property name, usually validation errors. */
+  errors?: Record<string, string>;
+  /** svc's stable error code, when the server sent one. */
+  code?: string;
+}
+
+/** A call's callback: `fn(result, error)`, always run asynchronously; `result` is null on failure. */
+export type Callback<R> = (result: R | null, error?: SvcErrorBody) => void;
+
+/** A realtime listener: gets the message's data. */
+export type Listener<D = unknown> = (data: D) => void;
+
+/** A path segment of a call (`func` or `path`). */
+export type Segment = string | number;
+
+/** A loose query object for resources without types. */
+export type QueryObject = Record<string, unknown>;
+
+/** The session record a login answers. */
+export interface SessionInfo {
+  /** The session id. */
+  id: string;
+  /** Path of the user collection. */
+  path: string;
+  /** The user's id. */
+  uid: string;
+}
+
+/** How the runtime treats one resource; `svc types` and `/svc.js` write these. */
+export interface ResourceInfo {
+  /** '/todos', '/a/b'. */
+  path: string;
+  kind: 'collection' | 'users' | 'custom';
+  /** RPC-style methods of custom resource types: name -> HTTP method and func segment. */
+  methods?: Record<string, { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; func: string }>;
+}
+
+/** The resources of an app, as `svc types` exports them (`createClient<Types>(url, { resources })`). */
+export type ResourceList = readonly ResourceInfo[];
+
+/** A Collection whose objects are `Item`. */
+export interface CollectionDef<Item extends { id: string }> {
+  kind: 'collection';
+  item: Item;
+}
+
+/** A User Collection whose users are `Item` (password is never part of it). */
+export interface UserCollectionDef<Item extends { id: string; username: string }> {
+  kind: 'users';
+  item: Item;
+}
+
+/** A custom resource; `Methods` names its extra RPC-style methods. */
+export interface CustomDef<Methods extends string = never> {
+  kind: 'custom';
+  methods: Methods;
+}
+
+/** A resource the client knows nothing about: every call is available, results are unknown. */
+export interface UnknownDef {
+  kind: 'unknown';
+}
+
+/** One resource of a {@link ClientTypes}. */
+export type ResourceDef = CollectionDef<{ id: string }> | UserCollectionDef<{ id: string; username: string }> | CustomDef<string> | UnknownDef;
+
+/** The shape `svc types` generates: resource name (dashes removed) -> definition. */
+export interface ClientTypes {
+  resources: { [name: string]: ResourceDef };
+}
+
+/** Types for a client used without generated types. */
+export interface UntypedClientTypes extends ClientTypes {
+  resources: { [name: string]: UnknownDef };
+}
+
+/** Conditions on one property (the query language). */
+export interface Condition<V> {
+  $gt?: V;
+  $gte?: V;
+  $lt?: V;
+  $lte?: V;
+  $ne?: V | null;
+  $in?: readonly V[];
+  $nin?: readonly V[];
+  $exists?: boolean;
+  $regex?: V extends string ? string : never;
+  $options?: V extends string ? string : never;
+}
+
+/** What a property may be compared with: its value, an element of its array, or conditions. */
+export type PropertyQuery<V> = V | (V extends readonly (infer E)[] ? E | Condition<E> : never) | Condition<V> | null;
+
+/** A query on a collection of `Item`: properties, conditions and commands; unknown names do not compile. */
+export type Query<Item> = { [K in keyof Item]?: PropertyQuery<Item[K]> } & QueryCommands<Item>;
+
+/** The whole-query commands. */
+export interface QueryCommands<Item> {
+  $sort?: { [K in keyof Item]?: 1 | -1 };
+  $fields?: { [K in keyof Item]?: 0 | 1 };
+  $limit?: number;
+  $skip?: number;
+  $or?: readonly Query<Item>[];
+  $limitRecursion?: number;
+  /** Root only. */
+  $skipEvents?: boolean;
+}
+
+/** Update modifiers usable as a property's value in an update. */
+export type Modifier<V> =
+  | (V extends number ? { $inc: number } : never)
+  | (V extends readonly (infer E)[] ? { $push: E } | { $pushAll: readonly E[] } | { $pull: E } | { $pullAll: readonly E[] } : never);
+
+/** The body of a create: every property but id (which the server assigns unless given). */
+export type CreateInput<Item> = Omit<Item, 'id'> & { id?: string };
+
+/** The body of an update: any properties, or modifiers. */
+export type UpdateInput<Item> = { [K in Exclude<keyof Item, 'id'>]?: Item[K] | Modifier<Item[K]> } & { id?: string };
+
+/** Realtime listening, on the client and (namespaced) on each collection. */
+export interface Listening {
+  /** Calls `fn(data)` on each message. */
+  on<D = unknown>(message: string, fn: Listener<D>): void;
+  /** Removes one listener, or all listeners of the message. */
+  off<D = unknown>(message: string, fn?: Listener<D>): void;
+  /** Calls `fn(data)` on the next message only. */
+  once<D = unknown>(message: string, fn: Listener<D>): void;
+}
+
+/** The calls every resource has: `svc('<name>')` gives exactly these. */
+export interface ResourceAccessor {
+  get<R = unknown>(...args: GetArgs<R>): SvcPromise<R>;
+  post<R = unknown>(...args: BodyArgs<R>): SvcPromise<R>;
+  put<R = unknown>(...args: BodyArgs<R>): SvcPromise<R>;
+  del<R = unknown>(...args: DelArgs<R>): SvcPromise<R>;
+  exec<R = unknown>(func: Segment, ...args: ExecArgs<R>): SvcPromise<R>;
+}
+
+/** get([func], [path], [query], fn). */
+export type GetArgs<R> =
+  | [fn?: Callback<R>]
+  | [query: QueryObject, fn?: Callback<R>]
+  | [func: Segment, fn?: Callback<R>]
+  | [func: Segment, query: QueryObject, fn?: Callback<R>]
+  | [func: Segment, path: Segment, fn?: Callback<R>]
+  | [func: Segment, path: Segment, query: QueryObject, fn?: Callback<R>];
+
+/** post/put([path], [query], body, fn). */
+export type BodyArgs<R> =
+  | [body?: unknown, fn?: Callback<R>]
+  | [query: QueryObject, body: unknown, fn?: Callback<R>]
+  | [path: Segment, body?: unknown, fn?: Callback<R>]
+  | [path: Segment, query: QueryObject, body: unknown, fn?: Callback<R>];
+
+/** del([path], [query], fn). */
+export type DelArgs<R> = [fn?: Callback<R>] | [query: QueryObject, fn?: Callback<R>] | [path: Segment, fn?: Callback<R>] | [path: Segment, query: QueryObject, fn?: Callback<R>];
+
+/** exec(func, [path], [body], fn). */
+export type ExecArgs<R> = [fn?: Callback<R>] | [body: unknown, fn?: Callback<R>] | [path: Segment, fn?: Callback<R>] | [path: Segment, body: unknown, fn?: Callback<R>];
+
+/** svc.<collection>: the Collection shorthands, typed by its objects. */
+export interface CollectionAccessor<Item extends { id: string }, Create = CreateInput<Item>> extends Listening {
+  get(fn?: Callback<Item[]>): SvcPromise<Item[]>;
+  get(query: Query<Item>, fn?: Callback<Item[]>): SvcPromise<Item[]>;
+  get(id: string, fn?: Callback<Item>): SvcPromise<Item>;
+  post(object: Create, fn?: Callback<Item>): SvcPromise<Item>;
+  /** With an id it behaves like put. */
+  post(id: string, object: UpdateInput<Item>, fn?: Callback<Item>): SvcPromise<Item>;
+  put(id: string, object: UpdateInput<Item>, fn?: Callback<Item>): SvcPromise<Item>;
+  put(object: UpdateInput<Item> & { id: string }, fn?: Callback<Item>): SvcPromise<Item>;
+  put(query: Query<Item> & { id: string }, object: UpdateInput<Item>, fn?: Callback<Item>): SvcPromise<Item>;
+  /** The result is always null. */
+  del(id: string, fn?: Callback<null>): SvcPromise<null>;
+  del(query: Query<Item> & { id: string }, fn?: Callback<null>): SvcPromise<null>;
+  exec<R = unknown>(func: Segment, ...args: ExecArgs<R>): SvcPromise<R>;
+}
+
+/** svc.<users>: a collection plus login, logout and me. */
+export interface UserCollectionAccessor<Item extends { id: string; username: string }>
+  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }> {
+  login(credentials: { username: string; password: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
+  /** The result is always null. */
+  logout(fn?: Callback<null>): SvcPromise<null>;
+  /** The current user, or null when nobody is logged in. */
+  me(fn?: Callback<Item | null>): SvcPromise<Item | null>;
+}
+
+/** A resource without types: every call, untyped results. */
+export interface LooseAccessor extends ResourceAccessor, Listening {
+  login(credentials: { username: string; password: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
+  logout(fn?: Callback<null>): SvcPromise<null>;
+  me<R = unknown>(fn?: Callback<R | null>): SvcPromise<R | null>;
+  [method: string]: unknown;
+}
+
+/** svc.<custom>: the generic calls, namespaced listening and the type's methods. */
+export type CustomAccessor<Methods extends string> = ResourceAccessor &
+  Listening & { [M in Methods]: <R = unknown>(...args: MethodArgs<R>) => SvcPromise<R> };
+
+/** A custom method: ([path], [query], [body], fn). */
+export type MethodArgs<R> = BodyArgs<R>;
+
+/** The accessor type of one resource definition. */
+export type AccessorOf<D> =
+  D extends UserCollectionDef<infer Item>
+    ? UserCollectionAccessor<Item>
+    : D extends CollectionDef<infer Item>
+      ? CollectionAccessor<Item>
+      : D extends CustomDef<infer M>
+        ? CustomAccessor<M>
+        : LooseAccessor;
+
+/** What every client has beside its resources. */
+export interface ClientCore extends Listening {
+  /** Any resource by name: `svc('todos')`, `svc('a/b')`, `svc('/')`. */
+  (name: string): ResourceAccessor;
+  /** Runs `fn` once the realtime socket is connected (at once when it already is). */
+  socketReady(fn: () => void): void;
+  /** Headers added to every request (dpd.js's `_dpd.ajax.headers`). */
+  readonly ajax: { headers: Record<string, string> };
+  /** Closes the realtime socket (lets a Node process exit). */
+  close(): void;
+}
+
+/** A client for an app whose resources `T` describes. */
+export type SvcClient<T extends ClientTypes = UntypedClientTypes> = ClientCore & { readonly [K in keyof T['resources']]: AccessorOf<T['resources'][K]> };

@@ -1,0 +1,129 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateTypes } from '@svc/client';
+import type { TypeSource } from '@svc/client';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const tsc = join(root, 'node_modules/typescript/bin/tsc');
+
+/** An app's resources as `svc types` reads them. */
+const app: TypeSource[] = [
+  { path: '/todos', config: { type: 'Collection', properties: { title: { type: 'string', required: true }, done: { type: 'boolean' }, order: { type: 'number' }, tags: { type: 'array' }, meta: { type: 'object' }, due: { type: 'date' } } } },
+  { path: '/users', config: { type: 'UserCollection', properties: { displayName: { type: 'string' } } } },
+  { path: '/add-follower', config: { type: 'Event' }, client: { methods: { notify: { method: 'POST', func: 'notify' } } } },
+  { path: '/a/b', config: { type: 'Collection', properties: { x: { type: 'number' } } } },
+];
+
+/** Code an app would write against the generated types: it must compile. */
+const good = `
+import { createClient } from '@svc/client';
+import type { SessionInfo } from '@svc/client';
+import { resources } from './svc-types.js';
+import type { Todos, Types, Users } from './svc-types.js';
+
+const svc = createClient<Types>('http://127.0.0.1:2403', { resources });
+export async function use(): Promise<void> {
+  const todo: Todos = await svc.todos.post({ title: 'a', done: false, order: 1 });
+  const list: Todos[] = await svc.todos.get({ done: false, order: { $gt: 1 }, tags: 'x', $sort: { order: -1 }, $limit: 5 });
+  const one: Todos = await svc.todos.get(todo.id);
+  await svc.todos.put(todo.id, { order: { $inc: 1 }, tags: { $push: 'y' } });
+  await svc.todos.put({ id: todo.id, title: 'b' });
+  const gone: null = await svc.todos.del(todo.id);
+  svc.todos.get((result: Todos[] | null) => void result).fail(() => undefined);
+  const session: SessionInfo = await svc.users.login({ username: 'u', password: 'p' });
+  const me: Users | null = await svc.users.me();
+  await svc.users.post({ username: 'v', password: 'p', displayName: 'V' });
+  await svc.addfollower.notify('x', { a: 1 });
+  await svc.addfollower.get('func', 'path', { q: 1 });
+  await svc('a/b').get();
+  svc.todos.on<Todos>('create', (t) => void t.title);
+  svc.on('message', (data: unknown) => void data);
+  svc.socketReady(() => undefined);
+  void [list, one, gone, session, me];
+}
+`;
+
+/** Each line must fail to compile: a wrong property name, in a read, a create, a query, an update. */
+const bad = [
+  `export const a = async () => (await svc.todos.get('x')).titel;`,
+  `export const b = () => svc.todos.post({ titel: 'a', done: false });`,
+  `export const c = () => svc.todos.get({ titel: 'a' });`,
+  `export const d = () => svc.todos.put('x', { titel: 'a' });`,
+  `export const e = () => svc.todos.get({ $sort: { titel: 1 } });`,
+  `export const f = () => svc.todoz.get();`,
+  `export const g = () => svc.users.login({ username: 'u' });`,
+  `export const h = () => svc.addfollower.notifyy();`,
+];
+
+describe('svc types: the generated Types compile, wrong names do not (tsc)', () => {
+  let dir: string;
+  let output: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-types-'));
+    await writeFile(join(dir, 'svc-types.ts'), generateTypes(app));
+    await writeFile(join(dir, 'good.ts'), good);
+    const header = `import { createClient } from '@svc/client';\nimport { resources } from './svc-types.js';\nimport type { Types } from './svc-types.js';\nconst svc = createClient<Types>('', { resources });\n`;
+    await writeFile(join(dir, 'bad.ts'), header + bad.join('\n') + '\n');
+    const tsconfig = {
+      compilerOptions: {
+        target: 'ES2023',
+        lib: ['ES2023', 'DOM'],
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        verbatimModuleSyntax: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: ['node'],
+        typeRoots: [join(root, 'node_modules/@types')],
+        paths: {
+          '@svc/client': [join(root, 'packages/client/src/index.ts')],
+          '@svc/core': [join(root, 'packages/core/src/index.ts')],
+        },
+      },
+      files: ['svc-types.ts', 'good.ts', 'bad.ts'],
+    };
+    await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig));
+    await writeFile(join(dir, 'package.json'), '{"type": "module"}');
+    output = await promisify(execFile)(process.execPath, [tsc, '-p', 'tsconfig.json', '--pretty', 'false'], { cwd: dir }).then(
+      (r) => r.stdout,
+      (err: { stdout?: string }) => err.stdout ?? String(err),
+    );
+  }, 120_000);
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the generated module and code using it compile without errors', () => {
+    const errors = output.split('\n').filter((l) => /error TS/.test(l) && !l.startsWith('bad.ts'));
+    expect(errors).toEqual([]);
+  });
+
+  it('every wrong property or resource name is a compile error, on its own line', () => {
+    const lines = new Set(
+      output
+        .split('\n')
+        .map((l) => /^bad\.ts\((\d+),/.exec(l)?.[1])
+        .filter((n): n is string => n !== undefined)
+        .map(Number),
+    );
+    const headerLines = 4;
+    expect([...lines].sort((a, b) => a - b)).toEqual(bad.map((_, i) => headerLines + 1 + i));
+  });
+
+  it('the generated text names properties, optional unless required or boolean, and the resources list', () => {
+    const text = generateTypes(app);
+    expect(text).toContain('export interface Todos {\n  id: string;\n  title: string;\n  done: boolean;\n  order?: number;\n  tags?: unknown[];\n  meta?: Record<string, unknown>;\n  due?: string;\n}');
+    expect(text).toContain('export interface Users {\n  id: string;\n  username: string;\n  displayName?: string;\n}');
+    expect(text).toContain('    addfollower: CustomDef<"notify">;');
+    expect(text).toContain('    "a/b": CollectionDef<AB>;');
+    expect(text).toContain('"path": "/add-follower"');
+  });
+});
