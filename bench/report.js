@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Writes bench/RESULTS.md from a results file of bench/run.js (default: the latest in
-// bench/results/). Each suite (http, later scripts, realtime, ...) has its own section between
+// Writes bench/RESULTS.md from a results file of bench/run.js (default: the latest full run in
+// bench/results/, i.e. not a smoke run and without --only; else the latest run). Each suite (http, later scripts, realtime, ...) has its own section between
 // `<!-- bench:<suite>:begin -->` and `<!-- bench:<suite>:end -->`; a run replaces only the
 // sections of the suites it measured, so the other sections keep their figures.
 //
@@ -8,6 +8,7 @@
 import { readFileSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { warningsOf, limitOf } from './lib/quality.js';
 
 const benchDir = fileURLToPath(new URL('.', import.meta.url));
 const resultsDir = join(benchDir, 'results');
@@ -19,6 +20,15 @@ function latest() {
     process.stderr.write('no results in bench/results/: run `node bench/run.js` first\n');
     process.exit(2);
   }
+  for (const f of [...files].reverse()) {
+    try {
+      const o = JSON.parse(readFileSync(join(resultsDir, f), 'utf8')).options;
+      if (!o.smoke && !o.only) return join(resultsDir, f);
+    } catch {
+      // unreadable: skip
+    }
+  }
+  process.stderr.write('no full run in bench/results/: using the latest (partial or smoke) run\n');
   return join(resultsDir, files[files.length - 1]);
 }
 
@@ -56,11 +66,15 @@ function section(suite) {
     lines.push(`> **INVALID RUN**: ${run.problems.join('; ')}`);
     lines.push('');
   }
+  for (const w of run.warnings ?? warningsOf(run)) {
+    lines.push(`> **Warning**: ${w}.`);
+    lines.push('');
+  }
   if (o.smoke) {
     lines.push(`> **Smoke run** (${o.rounds} round(s), ${o.warmup} s warm-up + ${o.duration} s): it shows the harness works; its figures are not a measurement.`);
     lines.push('');
   }
-  lines.push(`- Command: ${code(run.command)}`);
+  lines.push(`- Command: ${code(run.command)}${run.commit ? ` at commit ${code(run.commit)}${run.dirty ? ' (with uncommitted changes)' : ''}` : ''}`);
   lines.push(`- Date: ${run.startedAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}`);
   lines.push(`- Machine: ${m.nproc} cores (\`nproc\`), ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, ${m.kernel}; load average at start ${m.loadavg.join(' ')}`);
   lines.push(
@@ -79,11 +93,11 @@ function section(suite) {
       const range = v.rps.min == null ? '' : ` (${fmtInt(v.rps.min)}–${fmtInt(v.rps.max)})`;
       const flag = v.underOneCore ? ' ¹' : '';
       const bad = v.non2xx || v.errors || v.failedRounds ? ` **!!**${v.failedRounds ? ` ${v.failedRounds} failed round(s)` : ''}` : '';
-      lines.push(`| ${code(s.title)} | ${v.title} | ${fmtInt(v.rps.median)}${range} | ${fmt(v.p50Ms, 2)} | ${fmt(v.p99Ms, 2)} | ${fmt(v.cpuUsPerRequest)}${flag} | ${fmt(v.serverCores, 2)} / ${fmt(v.loadgenCores, 2)} / ${fmt(v.otherOnServerCore, 2)} | ${v.limit ?? '-'} | ${v.non2xx} / ${v.errors}${bad} |`);
+      lines.push(`| ${code(s.title)} | ${v.title} | ${fmtInt(v.rps.median)}${range} | ${fmt(v.p50Ms, 2)} | ${fmt(v.p99Ms, 2)} | ${fmt(v.cpuUsPerRequest)}${flag} | ${fmt(v.serverCores, 2)} / ${fmt(v.loadgenCores, 2)} / ${fmt(v.otherOnServerCore, 2)} | ${limitOf(v) ?? '-'} | ${v.non2xx} / ${v.errors}${bad} |`);
     }
   }
   lines.push('');
-  lines.push('Cores: CPU used in the measured window by the server process, by the load generator, and by anything else on the server\'s core. Limit: what held the throughput: the server\'s CPU; or, with the server under 0.9 of a core, the load generator (>= 0.9 core), other processes on its core (>= 0.1), or waits inside the server (idle CPU: timers, I/O, locks).');
+  lines.push('Cores: CPU used in the measured window by the server process, by the load generator, and by anything else on the server\'s core. Limit: what held the throughput: the server\'s CPU (>= 0.9 core), its core shared with other processes (server + other >= 0.9), the load generator (>= 0.9 core), or else waits inside the server (idle CPU: timers, I/O, locks).');
   if (sums.some((s) => s.variants.some((v) => v.underOneCore))) {
     lines.push('');
     lines.push('¹ the server used under 0.9 of a core: its req/s does not show its cost; compare CPU µs per request.');

@@ -21,6 +21,7 @@ import { spawnNode, waitListening, stop, stopAll, killAll, freePort, pinning, pi
 import { request, startSession, seed, closeAgent } from './lib/http.js';
 import { median, min, max, rotate } from './lib/stats.js';
 import { machine } from './lib/machine.js';
+import { warningsOf, limitOf } from './lib/quality.js';
 
 const HELP = `usage: node bench/run.js [options]
   --rounds N        rounds; each round measures every variant once (default 5, >= 5 for a real run)
@@ -324,15 +325,10 @@ function summarize(scenario, results) {
       timeouts: ok.reduce((a, r) => a + r.timeouts, 0),
     };
   });
-  // What limited the throughput: the server's CPU, or (server under 0.9 core) the load generator,
-  // other processes on the server's core, or waits inside the server (timers, I/O, locks).
+  // What limited the throughput (see lib/quality.js).
   for (const v of byVariant) {
     v.underOneCore = v.serverCores != null && v.serverCores < 0.9;
-    v.limit = v.serverCores == null ? null
-      : !v.underOneCore ? 'server CPU'
-      : v.loadgenCores >= 0.9 ? 'load generator'
-      : v.otherOnServerCore >= 0.1 ? 'other processes on the server core'
-      : 'server waits (idle CPU)';
+    v.limit = limitOf(v);
   }
   const ref = scenario.reference;
   const ratios = [];
@@ -431,10 +427,17 @@ for (const s of summaries) {
     if (v.failedRounds) problems.push(`${s.id}/${v.id}: ${v.failedRounds} of ${v.rounds} rounds failed`);
   }
 }
-const notes = [...new Set(results.flatMap((r) => r.notes ?? []).map((n) => n))];
+const notes = [...new Set(results.flatMap((r) => r.notes ?? []))];
+const warnings = warningsOf({ summaries, results });
 
+const git = (args) => {
+  const r = spawnSync('git', args, { cwd: repoRoot, encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : '';
+};
 const record = {
   version: 1,
+  commit: git(['rev-parse', '--short', 'HEAD']) || null,
+  dirty: git(['status', '--porcelain', '--untracked-files=no']) !== '',
   suites: [...new Set(chosen.map((s) => s.suite))],
   command,
   startedAt: started.toISOString(),
@@ -445,6 +448,7 @@ const record = {
   byteSource: source ? { variant: source, bytes: Object.fromEntries([...captured].map(([id, c]) => [id, c.bytes])) } : null,
   skipped,
   problems,
+  warnings,
   notes,
   summaries,
   results,
@@ -457,6 +461,7 @@ writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
 process.stdout.write(`\nresults: ${file}\n`);
 for (const s of skipped) process.stdout.write(`skipped variant ${s.variant}: ${s.reason}\n`);
 for (const n of notes) process.stdout.write(`note: ${n}\n`);
+for (const w of warnings) process.stdout.write(`!! warning: ${w}\n`);
 if (smoke) process.stdout.write('smoke run (fewer than 5 rounds or shorter windows): not a measurement\n');
 if (problems.length) {
   process.stdout.write(`\n!!!!!!!! INVALID RUN: non-2xx responses, errors or failed rounds !!!!!!!!\n${problems.map((p) => `  ${p}`).join('\n')}\n`);

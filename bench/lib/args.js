@@ -20,6 +20,10 @@ export function parseArgs(argv, spec) {
       value = name.slice(eq + 1);
       name = name.slice(0, eq);
     }
+    if (!spec[name] && name.startsWith('no-') && spec[name.slice(3)] === 'boolean' && value === undefined) {
+      out[name.slice(3)] = false;
+      continue;
+    }
     const type = spec[name];
     if (!type) throw new Error(`unknown option --${name}`);
     if (type === 'boolean') {
