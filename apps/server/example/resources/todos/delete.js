@@ -1,0 +1,2 @@
+// On Delete: tell every open page which todo is gone.
+emit('todos:delete', { id: this.id });
