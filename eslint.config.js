@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', '**/.turbo/**', '**/coverage/**', 'apps/server/example/data/**', '**/public/**', '**/templates/**', '**/fixtures/**/resources/**'],
+    ignores: ['**/dist/**', '**/node_modules/**', '**/.turbo/**', '**/coverage/**', 'apps/server/example/data/**', '**/public/**', '**/templates/**', '**/resources/**/*.js'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
