@@ -2,6 +2,7 @@ import { Server } from 'socket.io';
 import type { Socket } from 'socket.io';
 import { isUserResource, silentLogger } from '@svc/core';
 import type { CorsOptions, Logger, Realtime, SessionChange, SvcServer, UserResource } from '@svc/core';
+import { fastBroadcast } from './internal/fastBroadcast.js';
 import { connectRedis } from './internal/redis.js';
 import type { RedisLink } from './internal/redis.js';
 import { isBindingRoom, normalisePath, readCookie, sessionRoom, userRoom } from './internal/rooms.js';
@@ -118,19 +119,23 @@ class SocketIoRealtime implements SocketRealtime {
   }
 
   emit(message: string, data?: unknown): void {
-    if (!this.ioServer) return;
-    if (data === undefined) this.ioServer.emit(message);
-    else this.ioServer.emit(message, data);
+    const io = this.ioServer;
+    if (!io) return;
+    const args = data === undefined ? [] : [data];
+    // With Redis, Socket.IO's adapter carries the emit to the other processes.
+    if (!this.redis && fastBroadcast(io as unknown as Server, undefined, message, args)) return;
+    io.emit(message, ...args);
   }
 
   async emitToUsers(usersPath: string, query: Record<string, unknown>, message: string, data?: unknown): Promise<void> {
     if (!this.ioServer || !this.server) return;
     const ids = await this.usersOf(usersPath).findUserIds(query);
     if (ids.length === 0) return;
-    // Socket.IO resolves the rooms to their sockets: the work is per recipient, never per connection.
-    const target = this.ioServer.to(ids.map(userRoom));
-    if (data === undefined) target.emit(message);
-    else target.emit(message, data);
+    // Rooms resolve to their sockets: the work is per recipient, never per connection.
+    const rooms = ids.map(userRoom);
+    const args = data === undefined ? [] : [data];
+    if (!this.redis && fastBroadcast(this.ioServer as unknown as Server, rooms, message, args)) return;
+    this.ioServer.to(rooms).emit(message, ...args);
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,4 @@
+import { io as connectSocket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_EVENT } from '@svc/realtime';
 import type { SessionAck } from '@svc/realtime';
@@ -113,6 +114,20 @@ describe('@svc/realtime on one server', () => {
     await t.realtime.emitToUsers('/users', { id: first }, 'dm', 'erin');
     await settle();
     expect(got).toEqual([]);
+  });
+
+  it('emits keep their order and reach polling sockets too (those take the Socket.IO path)', async () => {
+    const ws = await open(new HttpClient(t.url));
+    const polling = connectSocket(t.url, { transports: ['polling'], forceNew: true, reconnection: false });
+    sockets.push(polling);
+    await new Promise<void>((resolve) => polling.once('connect', () => resolve()));
+    const [gotWs, gotPolling] = [collect(ws, 'seq'), collect(polling, 'seq')];
+    // A binary payload cannot take the pre-encoded path: it goes through Socket.IO, in order.
+    for (let i = 0; i < 200; i++) t.realtime.emit('seq', i % 50 === 7 ? { i, bin: Buffer.from([i]) } : i);
+    await until(() => gotWs.length === 200 && gotPolling.length === 200, 5000);
+    const order = (got: unknown[]) => got.map((x) => (typeof x === 'number' ? x : (x as { i: number }).i));
+    const expected = Array.from({ length: 200 }, (_, i) => i);
+    expect([order(gotWs), order(gotPolling)]).toEqual([expected, expected]);
   });
 
   it('a forged or unknown sid cookie binds nothing', async () => {
