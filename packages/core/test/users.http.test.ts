@@ -49,6 +49,22 @@ describe.each(storeKinds())('users and sessions ($name store)', (kind) => {
       expect(again.headers.getSetCookie()).toEqual([]);
     });
 
+    it('the cookie is Secure behind HTTPS (x-forwarded-proto) and SameSite=None; Secure for cross-site apps', async () => {
+      const https = await t.client().request('GET', '/todos', { headers: { 'x-forwarded-proto': 'https' } });
+      expect(https.headers.getSetCookie()[0]).toMatch(/; HttpOnly; Secure; SameSite=Lax$/);
+      const cross = await startTestServer(store.store, [], { crossSiteCookies: true });
+      try {
+        const res = await cross.request('GET', '/nothing');
+        expect(res.headers.getSetCookie()).toEqual([]);
+        const withResource = await startTestServer(store.store, [new Collection({ path: '/x', properties: {}, store: store.store.collection('x') })], { crossSiteCookies: true });
+        const ok = await withResource.request('GET', '/x');
+        expect(ok.headers.getSetCookie()[0]).toMatch(/; HttpOnly; Secure; SameSite=None$/);
+        await withResource.server.httpServer.close();
+      } finally {
+        cross.server.httpServer.close();
+      }
+    });
+
     it('a forged sid is treated as no session', async () => {
       const forged = randomBytes(32).toString('hex');
       const res = await t.client().request('GET', '/todos', { headers: { cookie: `sid=${forged}` } });
