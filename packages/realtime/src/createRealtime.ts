@@ -123,7 +123,7 @@ class SocketIoRealtime implements SocketRealtime {
     if (!io) return;
     const args = data === undefined ? [] : [data];
     // With Redis, Socket.IO's adapter carries the emit to the other processes.
-    if (!this.redis && fastBroadcast(io as unknown as Server, undefined, message, args)) return;
+    if (!this.redis && fastBroadcast(io, undefined, message, args)) return;
     io.emit(message, ...args);
   }
 
@@ -134,7 +134,7 @@ class SocketIoRealtime implements SocketRealtime {
     // Rooms resolve to their sockets: the work is per recipient, never per connection.
     const rooms = ids.map(userRoom);
     const args = data === undefined ? [] : [data];
-    if (!this.redis && fastBroadcast(this.ioServer as unknown as Server, rooms, message, args)) return;
+    if (!this.redis && fastBroadcast(this.ioServer, rooms, message, args)) return;
     this.ioServer.to(rooms).emit(message, ...args);
   }
 

@@ -13,6 +13,18 @@ interface EngineSocketShape {
   };
 }
 
+/** A socket as far as this path needs it. */
+interface SocketLike {
+  conn: unknown;
+  emit(event: string, ...args: unknown[]): unknown;
+}
+
+/** The Socket.IO server as far as this path needs it. */
+export interface BroadcastTarget {
+  readonly encoder: Server['encoder'];
+  of(name: '/'): { readonly sockets: ReadonlyMap<string, SocketLike>; readonly adapter: { readonly rooms: ReadonlyMap<string, ReadonlySet<string>> } };
+}
+
 /** ws's frame builder (the one Socket.IO's adapter pre-encodes broadcasts with); untyped in @types/ws. */
 const Sender = (WebSocket as unknown as { Sender: { frame(data: Buffer, options: { fin: boolean; rsv1: boolean; opcode: number; mask: boolean; readOnly: boolean }): Buffer[] } }).Sender;
 
@@ -28,12 +40,12 @@ const ENGINE_MESSAGE = '4';
  * message through Socket.IO as usual, so order is kept. Answers false, having sent nothing, when
  * the packet needs Socket.IO's own encoding (binary data).
  */
-export function fastBroadcast(io: Server, rooms: readonly string[] | undefined, event: string, args: readonly unknown[]): boolean {
+export function fastBroadcast(io: BroadcastTarget, rooms: readonly string[] | undefined, event: string, args: readonly unknown[]): boolean {
   const encoded = io.encoder.encode({ type: EVENT, nsp: '/', data: [event, ...args] }) as unknown[];
   if (encoded.length !== 1 || typeof encoded[0] !== 'string') return false;
   const frame = Sender.frame(Buffer.from(ENGINE_MESSAGE + encoded[0]), { fin: true, rsv1: false, opcode: 1, mask: false, readOnly: false });
   const nsp = io.of('/');
-  const send = (socket: { conn: unknown; emit(ev: string, ...a: unknown[]): unknown }): void => {
+  const send = (socket: SocketLike): void => {
     const conn = socket.conn as EngineSocketShape;
     const transport = conn.transport;
     const sender = transport?.socket?._sender;
