@@ -60,7 +60,8 @@ function section(suite) {
   const m = run.machine;
   const lines = [];
   lines.push(`<!-- bench:${suite}:begin -->`);
-  lines.push(`## ${suite === 'http' ? 'HTTP: svc against node:http baselines' : suite}`);
+  const titles = { http: 'HTTP: svc against node:http baselines', scripts: 'Event scripts: a trivial On Get against the same GET without a script' };
+  lines.push(`## ${titles[suite] ?? suite}`);
   lines.push('');
   if (run.problems.length) {
     lines.push(`> **INVALID RUN**: ${run.problems.join('; ')}`);
@@ -107,11 +108,13 @@ function section(suite) {
     lines.push('');
     lines.push('Ratios against the reference (median of the same-round ratios; per round in brackets):');
     lines.push('');
-    lines.push('| scenario | ratio | req/s | server CPU µs/req | judge by |');
-    lines.push('|---|---|---:|---:|---|');
+    lines.push('| scenario | ratio | req/s | server CPU µs/req | CPU µs/req difference | judge by |');
+    lines.push('|---|---|---:|---:|---:|---|');
     for (const { s, r } of ratios) {
       const per = (a) => (a.length ? ` [${a.map((v) => v.toFixed(2)).join(', ')}]` : '');
-      lines.push(`| ${code(s.title)} | ${r.variant} / ${r.reference} | ${x(r.rps.median)}${per(r.rps.perRound)} | ${x(r.cpuPerRequest.median)}${per(r.cpuPerRequest.perRound)} | ${r.judgeBy === 'rps' ? 'req/s' : 'CPU µs/req'} |`);
+      const d = r.cpuDeltaUs?.median;
+      const delta = d == null ? '-' : `${d >= 0 ? '+' : ''}${d.toFixed(1)}`;
+      lines.push(`| ${code(s.title)} | ${r.variant} / ${r.reference} | ${x(r.rps.median)}${per(r.rps.perRound)} | ${x(r.cpuPerRequest.median)}${per(r.cpuPerRequest.perRound)} | ${delta} | ${r.judgeBy === 'rps' ? 'req/s' : 'CPU µs/req'} |`);
     }
   }
   // Chart: server CPU µs per request, the figure that holds whatever limited the throughput.
@@ -122,7 +125,8 @@ function section(suite) {
   for (const s of sums) {
     const scale = Math.max(...s.variants.map((v) => v.cpuUsPerRequest ?? 0));
     lines.push(s.title);
-    for (const v of s.variants) lines.push(`  ${v.id.padEnd(6)} ${bar(v.cpuUsPerRequest, scale).padEnd(41)}${fmt(v.cpuUsPerRequest)}`);
+    const w = Math.max(6, ...s.variants.map((v) => v.id.length));
+    for (const v of s.variants) lines.push(`  ${v.id.padEnd(w)} ${bar(v.cpuUsPerRequest, scale).padEnd(41)}${fmt(v.cpuUsPerRequest)}`);
   }
   lines.push('```');
   const points = sums.flatMap((s) => s.variants.filter((v) => v.cpuUsPerRequest != null).map((v) => ({ label: `${s.id} ${v.id}`, value: v.cpuUsPerRequest })));

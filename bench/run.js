@@ -331,27 +331,36 @@ function summarize(scenario, results) {
     v.limit = limitOf(v);
   }
   const ref = scenario.reference;
+  const ratio = (id, against) => {
+    const rps = [];
+    const cpu = [];
+    const delta = [];
+    for (let r = 0; r < rounds; r++) {
+      const a = results.find((x) => x.scenario === scenario.id && x.variant === id && x.round === r && !x.error);
+      const b = results.find((x) => x.scenario === scenario.id && x.variant === against && x.round === r && !x.error);
+      if (!a || !b) continue;
+      rps.push(a.rps / b.rps);
+      if (a.cpuUsPerRequest && b.cpuUsPerRequest) {
+        cpu.push(a.cpuUsPerRequest / b.cpuUsPerRequest);
+        delta.push(a.cpuUsPerRequest - b.cpuUsPerRequest);
+      }
+    }
+    const underOneCore = byVariant.some((v) => (v.id === id || v.id === against) && v.underOneCore);
+    return {
+      variant: id,
+      reference: against,
+      rps: { median: median(rps), perRound: rps },
+      cpuPerRequest: { median: median(cpu), perRound: cpu },
+      cpuDeltaUs: { median: median(delta), perRound: delta },
+      judgeBy: underOneCore ? 'cpuPerRequest' : 'rps',
+    };
+  };
   const ratios = [];
   if (scenario.run.includes(ref)) {
-    for (const id of scenario.run.filter((v) => v !== ref)) {
-      const rps = [];
-      const cpu = [];
-      for (let r = 0; r < rounds; r++) {
-        const a = results.find((x) => x.scenario === scenario.id && x.variant === id && x.round === r && !x.error);
-        const b = results.find((x) => x.scenario === scenario.id && x.variant === ref && x.round === r && !x.error);
-        if (!a || !b) continue;
-        rps.push(a.rps / b.rps);
-        if (a.cpuUsPerRequest && b.cpuUsPerRequest) cpu.push(a.cpuUsPerRequest / b.cpuUsPerRequest);
-      }
-      const underOneCore = byVariant.some((v) => (v.id === id || v.id === ref) && v.underOneCore);
-      ratios.push({
-        variant: id,
-        reference: ref,
-        rps: { median: median(rps), perRound: rps },
-        cpuPerRequest: { median: median(cpu), perRound: cpu },
-        judgeBy: underOneCore ? 'cpuPerRequest' : 'rps',
-      });
-    }
+    for (const id of scenario.run.filter((v) => v !== ref)) ratios.push(ratio(id, ref));
+  }
+  for (const [id, against] of scenario.compare ?? []) {
+    if (scenario.run.includes(id) && scenario.run.includes(against)) ratios.push(ratio(id, against));
   }
   return { id: scenario.id, suite: scenario.suite, title: scenario.title, reference: ref, variants: byVariant, ratios };
 }
@@ -373,7 +382,7 @@ function printTable(summary) {
   for (const r of summary.ratios) {
     const rounds = r.rps.perRound.map((x) => x.toFixed(2)).join(' ');
     out.push(
-      `  ${r.variant} / ${r.reference}: req/s x${fmt(r.rps.median, 3)}  CPU µs/req x${fmt(r.cpuPerRequest.median, 3)}  (median of same-round ratios; req/s per round: ${rounds || '-'})${r.judgeBy === 'cpuPerRequest' ? '  judge by CPU µs/req' : ''}`,
+      `  ${r.variant} / ${r.reference}: req/s x${fmt(r.rps.median, 3)}  CPU µs/req x${fmt(r.cpuPerRequest.median, 3)} (${r.cpuDeltaUs?.median >= 0 ? '+' : ''}${fmt(r.cpuDeltaUs?.median)} µs)  (median of same-round ratios; req/s per round: ${rounds || '-'})${r.judgeBy === 'cpuPerRequest' ? '  judge by CPU µs/req' : ''}`,
     );
   }
   process.stdout.write(`${out.join('\n')}\n`);

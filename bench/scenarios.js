@@ -11,6 +11,8 @@
 //   seed       number of todos POSTed to a stateful variant before measuring
 //   variants   variant ids in their base order (the harness rotates the order every round)
 //   reference  the variant the ratios divide by (the ceiling: same bytes, no work)
+//   compare    optional extra [variant, against] pairs: their same-round req/s and CPU ratios, and
+//              the difference in CPU µs per request (what an event script adds, say)
 //   check(res, state)   sanity check of one response before measuring: a message when wrong
 //
 // The harness seeds a stateful variant through POST /todos with {"title":"todo NNNN","done":bool}.
@@ -27,6 +29,30 @@ const parse = (res) => {
 };
 
 export const seed = { count: SEED, path: '/todos', body: seedBody };
+
+const getOne = {
+  method: 'GET',
+  path: (state) => `/todos/${state.ids[Math.floor(state.ids.length / 2)]}`,
+  seed: SEED,
+  check: (res, state) => {
+    const obj = parse(res);
+    const id = state.ids[Math.floor(state.ids.length / 2)];
+    if (!obj || obj.id !== id) return `expected the todo ${id}, got ${res.body.toString('utf8').slice(0, 200)}`;
+    return undefined;
+  },
+};
+const getAll = {
+  method: 'GET',
+  path: () => '/todos',
+  seed: SEED,
+  check: (res) => {
+    const list = parse(res);
+    if (!Array.isArray(list) || list.length !== SEED) {
+      return `expected an array of ${SEED} todos, got ${Array.isArray(list) ? `${list.length} items` : res.body.toString('utf8').slice(0, 200)}`;
+    }
+    return undefined;
+  },
+};
 
 export const scenarios = [
   {
@@ -83,5 +109,27 @@ export const scenarios = [
       }
       return undefined;
     },
+  },
+  // Event scripts (issue 4): the same GETs with a trivial On Get, beside svc without a script and
+  // the bare server (svc's bytes, without "seen").
+  {
+    id: 'get-one-script',
+    suite: 'scripts',
+    driver: 'http',
+    title: 'GET /todos/<id>, trivial On Get',
+    ...getOne,
+    variants: ['bare', 'svc', 'svc-get'],
+    reference: 'bare',
+    compare: [['svc-get', 'svc']],
+  },
+  {
+    id: 'get-all-script',
+    suite: 'scripts',
+    driver: 'http',
+    title: 'GET /todos (1,000 objects), trivial On Get',
+    ...getAll,
+    variants: ['bare', 'svc', 'svc-get'],
+    reference: 'bare',
+    compare: [['svc-get', 'svc']],
   },
 ];

@@ -18,6 +18,13 @@ export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const at = (p) => fileURLToPath(new URL(p, import.meta.url));
 const svcBin = fileURLToPath(new URL('../apps/server/bin/svc.js', import.meta.url));
 
+const svcCommand = (ctx) => ({
+  // The launcher adds --no-node-snapshot itself; passing it keeps one process (no re-spawn),
+  // so the PID we pin and measure is the server's.
+  args: ['--no-node-snapshot', svcBin, ctx.appDir, '--port', String(ctx.port), '--env', 'production'],
+  env: { NODE_ENV: 'production' },
+});
+
 export const variants = {
   bare: {
     title: 'bare node:http (same bytes)',
@@ -48,11 +55,18 @@ export const variants = {
     app: 'bench/app',
     build: ['@svc/server...'],
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
-    command: (ctx) => ({
-      // The launcher adds --no-node-snapshot itself; passing it keeps one process (no re-spawn),
-      // so the PID we pin and measure is the server's.
-      args: ['--no-node-snapshot', svcBin, ctx.appDir, '--port', String(ctx.port), '--env', 'production'],
-      env: { NODE_ENV: 'production' },
-    }),
+    command: svcCommand,
+  },
+  // The same app with a trivial On Get script (bench/app-scripts/resources/todos/get.js:
+  // `this.seen = true;`), run by @svc/script-runtime (isolated-vm). Its responses carry
+  // `"seen":true` on every object, so they are a few bytes longer than svc's.
+  'svc-get': {
+    title: 'svc + trivial On Get script',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app-scripts',
+    build: ['@svc/server...'],
+    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
+    command: svcCommand,
   },
 };

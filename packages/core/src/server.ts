@@ -152,7 +152,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     }
     const session = sessionOf(record, isNew);
     const query = parseQueryString(search);
-    const parsed = match.resource.rawBody ? NO_BODY : await readBody(req, bodyLimit);
+    const parsed = match.resource.rawBody || !hasBody(req) ? NO_BODY : await readBody(req, bodyLimit);
     let method = req.method ?? 'GET';
     if (method === 'HEAD') method = 'GET';
     const override = overrideOf(query, parsed.value, overrideKey);
@@ -174,7 +174,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       req,
       res,
     };
-    ctx.me = (await loadMe(session)) as Context['me'];
+    if (session.uid !== undefined) ctx.me = (await loadMe(session)) as Context['me'];
     const reply = await match.resource.handle(ctx);
     if (reply) writeReply(res, reply);
   }
@@ -274,6 +274,12 @@ function overrideOf(query: Record<string, unknown>, body: unknown, key: string):
     throw new SvcError('BAD_REQUEST', `${key} must be GET, POST, PUT or DELETE`);
   }
   return method;
+}
+
+/** Whether a request has a body to read (readBody answers no body otherwise, the same way). */
+function hasBody(req: IncomingMessage): boolean {
+  const declared = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (declared !== undefined && declared !== '0');
 }
 
 function rootHeader(req: IncomingMessage): string | undefined {

@@ -4,6 +4,8 @@ import type { Logger } from '../logger.js';
 import type { Reply } from '../types.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** From this many characters on, a body is encoded to bytes once before it is written. */
+const LARGE_PAYLOAD = 16 * 1024;
 
 /** Writes a resource's reply: JSON bodies with an exact length, no ETag hashing. */
 export function writeReply(res: ServerResponse, reply: Reply): void {
@@ -21,9 +23,16 @@ export function writeReply(res: ServerResponse, reply: Reply): void {
     payload = JSON.stringify(reply.body);
     res.setHeader('content-type', JSON_TYPE);
   }
-  res.setHeader('content-length', Buffer.byteLength(payload));
   res.statusCode = reply.status;
-  res.end(payload);
+  if (payload.length < LARGE_PAYLOAD) {
+    res.setHeader('content-length', Buffer.byteLength(payload));
+    res.end(payload);
+    return;
+  }
+  // Encoded once: measuring the length of a large string and then writing it would scan it twice.
+  const bytes = Buffer.from(payload, 'utf8');
+  res.setHeader('content-length', bytes.length);
+  res.end(bytes);
 }
 
 /** Options of {@link toErrorReply}. */

@@ -82,7 +82,7 @@ export class Collection implements Resource {
       compiled.filter.id = id;
       const doc = await this.store.findOne(compiled.filter, compiled.options);
       if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
-      const shown = skipEvents ? this.present(doc) : await this.afterGetOne(ctx, doc);
+      const shown = skipEvents || !this.events.has('get') ? this.present(doc) : await this.afterGetOne(ctx, doc);
       return { status: 200, body: shown };
     }
     const docs = await this.store.find(compiled.filter, compiled.options);

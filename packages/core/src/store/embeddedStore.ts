@@ -1,9 +1,12 @@
 import { mkdir } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
 import { DuplicateKeyError, assertCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
+import { copyDoc, copyValue } from './internal/copy.js';
+import { appendThroughOpenHandle } from './internal/nedbAppend.js';
 
 /** Options of {@link createEmbeddedStore}. */
 export interface EmbeddedStoreOptions {
@@ -18,6 +21,26 @@ type Query = Record<string, unknown>;
 // nedb's typings declare an ES default export; the CommonJS module they describe is the class.
 const Datastore = nedb as unknown as typeof nedb.default;
 type Db = InstanceType<typeof Datastore<Record<string, unknown>>>;
+
+/** nedb's Cursor (lib/cursor.js, untyped): runs a query in the datastore's executor and hands the matches to `mapFn`. */
+interface NedbCursor extends PromiseLike<unknown> {
+  sort(sort: Record<string, unknown>): NedbCursor;
+  skip(n: number): NedbCursor;
+  limit(n: number): NedbCursor;
+}
+type CursorClass = new (db: Db, query: Query, mapFn: (docs: Raw[]) => unknown) => NedbCursor;
+const Cursor = createRequire(import.meta.url)('@seald-io/nedb/lib/cursor.js') as CursorClass;
+/** nedb's executor: runs the datastore's operations one at a time, in order. */
+interface Executor {
+  pushAsync<T>(task: () => Promise<T>): Promise<T>;
+}
+/** An insert waiting for the next group commit. */
+interface PendingInsert {
+  raw: Raw;
+  touched: string[];
+  resolve(doc: Doc): void;
+  reject(err: unknown): void;
+}
 
 const DEFAULT_COMPACTION_MS = 5 * 60_000;
 // A $pull is a read then a compare-and-set; this bounds the retries under heavy contention.
@@ -62,7 +85,11 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
       if (closed) return;
       closed = true;
       clearInterval(timer);
-      await compactAll();
+      try {
+        await compactAll();
+      } finally {
+        await Promise.all([...collections.values()].map((c) => c.closeFile()));
+      }
     },
   };
 }
@@ -70,35 +97,70 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
 class EmbeddedCollection implements StoreCollection {
   readonly name: string;
   readonly #db: Db;
+  readonly #executor: Executor;
+  readonly #closeFile: () => Promise<void>;
   #ready: Promise<void> | undefined;
+  /** The datafile was loaded: reads need not wait for #open (one promise turn less each). */
+  #loaded = false;
   #dirty = false;
+  /** Inserts that arrived while a group commit was being written; the next one writes them all. */
+  #pending: PendingInsert[] = [];
+  #committing = false;
 
   constructor(name: string, filename: string) {
     this.name = name;
     this.#db = new Datastore({ filename });
+    this.#executor = Reflect.get(this.#db, 'executor') as Executor;
+    this.#closeFile = appendThroughOpenHandle(this.#db);
+  }
+
+  /** Closes the datafile's append handle (the store is closing). */
+  closeFile(): Promise<void> {
+    return this.#closeFile();
   }
 
   /** Loads the datafile on first use; a failed load fails every later call the same way. */
   async #open(): Promise<Db> {
-    await (this.#ready ??= this.#db.loadDatabaseAsync());
+    await (this.#ready ??= this.#db.loadDatabaseAsync().then(() => {
+      this.#loaded = true;
+    }));
     return this.#db;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
     const db = await this.#open();
-    let cursor = db.findAsync(toNedbFilter(filter));
+    const project = projector(options.fields);
+    // One copy out of nedb's cache, projected and re-keyed as it is made (nedb's findAsync would
+    // deep-copy every object and the re-keying copy it again).
+    const query = toNedbFilter(filter);
+    if (!options.sort && isEmpty(query)) {
+      // Every object, in nedb's order (its _id index), without matching each against {}.
+      const from = options.skip ?? 0;
+      const to = options.limit ? from + options.limit : undefined;
+      return this.#executor.pushAsync(() => Promise.resolve((db.getAllData() as unknown as Raw[]).slice(from, to).map(project)));
+    }
+    let cursor = new Cursor(db, query, (raws) => raws.map(project));
     if (options.sort) cursor = cursor.sort(renameId(options.sort));
     if (options.skip) cursor = cursor.skip(options.skip);
     if (options.limit) cursor = cursor.limit(options.limit);
-    // nedb already deep-copied each object out of its cache; projecting only re-keys that copy.
-    const raws = (await cursor) as unknown as Raw[];
-    return raws.map(projector(options.fields));
+    return (await cursor) as Doc[];
   }
 
   async findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
-    const db = await this.#open();
-    const raw = (await db.findOneAsync(toNedbFilter(filter))) as unknown as Raw | null;
-    return raw ? projector(options.fields)(raw) : null;
+    const db = this.#loaded ? this.#db : await this.#open();
+    const query = toNedbFilter(filter);
+    const project = projector(options.fields);
+    const id = byIdOnly(query);
+    if (id !== undefined) {
+      // A lookup by id alone: the _id index, in the executor like any read (so in order with writes).
+      const index = indexesOf(db)._id as unknown as { getMatching(value: string): Raw[] };
+      // nedb's executor chains on what a task answers: it must be a promise.
+      return this.#executor.pushAsync(() => {
+        const found = index.getMatching(id);
+        return Promise.resolve(found.length > 0 ? project(found[0] as Raw) : null);
+      });
+    }
+    return (await new Cursor(db, query, (raws) => (raws.length === 1 ? project(raws[0] as Raw) : null)).limit(1)) as Doc | null;
   }
 
   async count(filter: Filter): Promise<number> {
@@ -106,15 +168,67 @@ class EmbeddedCollection implements StoreCollection {
     return (await db.countAsync(toNedbFilter(filter))) as unknown as number;
   }
 
+  /**
+   * Group commit: an insert that arrives while another one is being written waits, and every
+   * insert that waited is written by the next commit as one nedb batch (one append). Each insert is
+   * acknowledged once the append holding it completed.
+   */
   async insert(doc: Doc): Promise<Doc> {
-    const db = await this.#open();
+    await this.#open();
     const { id, ...rest } = doc;
     this.#dirty = true;
+    return new Promise<Doc>((resolve, reject) => {
+      this.#pending.push({ raw: { _id: id, ...rest }, touched: Object.keys(rest), resolve, reject });
+      if (!this.#committing) void this.#commit();
+    });
+  }
+
+  async #commit(): Promise<void> {
+    this.#committing = true;
     try {
-      return toDoc((await db.insertAsync({ _id: id, ...rest })) as Raw);
-    } catch (err) {
-      throw await this.#translate(err, Object.keys(rest));
+      while (this.#pending.length > 0) {
+        const batch = this.#pending;
+        this.#pending = [];
+        if (batch.length === 1) await this.#insertOne(batch[0] as PendingInsert);
+        else await this.#insertBatch(batch);
+      }
+    } finally {
+      this.#committing = false;
     }
+  }
+
+  async #insertOne(p: PendingInsert): Promise<void> {
+    try {
+      p.resolve(toDoc((await this.#db.insertAsync(p.raw)) as Raw));
+    } catch (err) {
+      p.reject(await this.#translate(err, p.touched).catch((e: unknown) => e));
+    }
+  }
+
+  /**
+   * nedb inserts an array all or nothing into its cache, then appends it in one write. When the
+   * batch is refused before it reached the cache (a unique index, an invalid object), the inserts
+   * are retried one by one so that only the offending ones fail, each with its own error. When it
+   * failed after (the append), every insert of the batch fails with that error, as each would have.
+   */
+  async #insertBatch(batch: PendingInsert[]): Promise<void> {
+    let stored: Raw[];
+    try {
+      stored = (await this.#db.insertAsync(batch.map((p) => p.raw))) as unknown as Raw[];
+    } catch (err) {
+      // nedb takes a batch that a unique index refused back out of its cache; any other error
+      // either came before the cache (an invalid object) or after it (the append).
+      if (!isUniqueViolation(err)) {
+        const idIndex = indexesOf(this.#db)._id as unknown as { getMatching(value: string): Raw[] };
+        if (batch.every((p) => idIndex.getMatching(p.raw._id).some((r) => isSameInsert(r, p.raw)))) {
+          for (const p of batch) p.reject(err);
+          return;
+        }
+      }
+      for (const p of batch) await this.#insertOne(p);
+      return;
+    }
+    for (let i = 0; i < batch.length; i++) (batch[i] as PendingInsert).resolve(toDoc(stored[i] as Raw));
   }
 
   async update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
@@ -235,6 +349,27 @@ function indexesOf(db: Db): Record<string, { unique: boolean } | undefined> {
   return indexes as Record<string, { unique: boolean } | undefined>;
 }
 
+function isEmpty(query: Query): boolean {
+  for (const _ in query) return false;
+  return true;
+}
+
+/** The id of a filter that is `{_id: <string>}` and nothing else. */
+function byIdOnly(query: Query): string | undefined {
+  let id: unknown;
+  for (const key in query) {
+    if (key !== '_id') return undefined;
+    id = query[key];
+  }
+  return typeof id === 'string' ? id : undefined;
+}
+
+/** Whether a cached object is the one a batch inserted (not an older object with the same id). */
+function isSameInsert(cached: Raw, raw: Raw): boolean {
+  for (const key of Object.keys(raw)) if (!isDeepStrictEqual(cached[key], raw[key])) return false;
+  return true;
+}
+
 function toDoc(raw: Raw): Doc {
   const out: Record<string, unknown> = { id: raw._id };
   for (const key in raw) if (key !== '_id') out[key] = raw[key];
@@ -243,7 +378,7 @@ function toDoc(raw: Raw): Doc {
 
 /** Builds the re-keying of raw objects for a projection (`id` kept unless excluded by name). */
 function projector(fields: Record<string, 0 | 1> | undefined): (raw: Raw) => Doc {
-  if (!fields) return toDoc;
+  if (!fields) return copyDoc;
   const keys = Object.keys(fields).filter((k) => k !== 'id');
   const included = keys.filter((k) => fields[k] === 1);
   const withId = fields.id !== 0;
@@ -253,14 +388,14 @@ function projector(fields: Record<string, 0 | 1> | undefined): (raw: Raw) => Doc
   if (included.length > 0 || (fields.id === 1 && keys.length === 0)) {
     return (raw) => {
       const out: Record<string, unknown> = withId ? { id: raw._id } : {};
-      for (const key of included) if (Object.hasOwn(raw, key)) out[key] = raw[key];
+      for (const key of included) if (Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
       return out as Doc;
     };
   }
   const excluded = new Set(keys);
   return (raw) => {
     const out: Record<string, unknown> = withId ? { id: raw._id } : {};
-    for (const key in raw) if (key !== '_id' && !excluded.has(key)) out[key] = raw[key];
+    for (const key in raw) if (key !== '_id' && !excluded.has(key) && Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
     return out as Doc;
   };
 }
