@@ -1,3 +1,5 @@
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { CollectionDef, CustomDef, SvcClient, UserCollectionDef } from '@svc/client';
@@ -284,6 +286,30 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
     await t.realtime.emitToUsers('/users', { username: 'bob' }, 'dm', 'for bob');
     await until(async () => (await received(bob, 'dm')).length === 1);
     for (const p of [alice, bob, anon]) await p.context().close();
+  });
+
+  it('a page on another origin uses /svc.js of the server: calls with its cookie, and realtime', async () => {
+    const other = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<!doctype html><html><body><script src="${t.url}/svc.js"></script></body></html>`);
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const page = await (await browser.newContext()).newPage();
+    try {
+      await page.goto(`http://127.0.0.1:${(other.address() as AddressInfo).port}/`);
+      await page.evaluate(() => new Promise<void>((resolve) => svc.socketReady(resolve)));
+      const me = await page.evaluate(async () => {
+        await svc.users.login({ username: 'alice', password: 'pw' });
+        return (await svc.users.me())?.username;
+      });
+      expect(me).toBe('alice');
+      await listen(page, 'dm');
+      await t.realtime.emitToUsers('/users', { username: 'alice' }, 'dm', 'cross-origin');
+      await until(async () => (await received(page, 'dm')).length === 1);
+    } finally {
+      await page.context().close();
+      await new Promise((resolve) => other.close(resolve));
+    }
   });
 
   // The next two need the server's event scripts (emit from On Post).
