@@ -1,8 +1,9 @@
 import { Server } from 'socket.io';
-import type { Socket } from 'socket.io';
+import type { Namespace, Socket } from 'socket.io';
 import { isUserResource, silentLogger } from '@svc/core';
 import type { CorsOptions, Logger, Realtime, SessionChange, SvcServer, UserResource } from '@svc/core';
-import { fastBroadcast } from './internal/fastBroadcast.js';
+import type { Adapter } from 'socket.io-adapter';
+import { FastAdapter, fastDeliveryAvailable } from './internal/fastAdapter.js';
 import { connectRedis } from './internal/redis.js';
 import type { RedisLink } from './internal/redis.js';
 import { isBindingRoom, normalisePath, readCookie, sessionRoom, userRoom } from './internal/rooms.js';
@@ -55,6 +56,11 @@ type ServerEvents = Record<string, (...args: unknown[]) => void>;
 type SvcSocket = Socket<ClientEvents, ServerEvents, ServerEvents, SocketBinding>;
 type SvcIo = Server<ClientEvents, ServerEvents, ServerEvents, SocketBinding>;
 
+/** Socket.IO calls the adapter factory with `new`: a function, not an arrow. */
+function fastAdapterFactory(nsp: Namespace): Adapter {
+  return new FastAdapter(nsp) as unknown as Adapter;
+}
+
 /**
  * Creates the Socket.IO transport. It can be made before the server exists (scripts get it as
  * their `emit` target) and attached to the server once that is built.
@@ -82,15 +88,13 @@ class SocketIoRealtime implements SocketRealtime {
     if (this.server) throw new Error('realtime is already attached');
     this.server = server;
     const origins = this.options.cors?.origins ?? '*';
+    if (this.options.redisUrl) this.redis = await connectRedis(this.options.redisUrl, this.options.redisKey ?? 'svc', this.logger);
     const io: SvcIo = new Server(server.httpServer, {
       path: this.options.path ?? '/socket.io',
       serveClient: false,
       cors: { origin: origins === '*' ? true : [...origins], credentials: true },
+      ...(this.redis ? { adapter: this.redis.adapter } : fastDeliveryAvailable() ? { adapter: fastAdapterFactory } : {}),
     });
-    if (this.options.redisUrl) {
-      this.redis = await connectRedis(this.options.redisUrl, this.options.redisKey ?? 'svc', this.logger);
-      io.adapter(this.redis.adapter);
-    }
     io.use((socket, next) => {
       this.bindFromCookie(socket).then(
         () => next(),
@@ -121,10 +125,8 @@ class SocketIoRealtime implements SocketRealtime {
   emit(message: string, data?: unknown): void {
     const io = this.ioServer;
     if (!io) return;
-    const args = data === undefined ? [] : [data];
-    // With Redis, Socket.IO's adapter carries the emit to the other processes.
-    if (!this.redis && fastBroadcast(io, undefined, message, args)) return;
-    io.emit(message, ...args);
+    if (data === undefined) io.emit(message);
+    else io.emit(message, data);
   }
 
   async emitToUsers(usersPath: string, query: Record<string, unknown>, message: string, data?: unknown): Promise<void> {
@@ -132,10 +134,9 @@ class SocketIoRealtime implements SocketRealtime {
     const ids = await this.usersOf(usersPath).findUserIds(query);
     if (ids.length === 0) return;
     // Rooms resolve to their sockets: the work is per recipient, never per connection.
-    const rooms = ids.map(userRoom);
-    const args = data === undefined ? [] : [data];
-    if (!this.redis && fastBroadcast(this.ioServer, rooms, message, args)) return;
-    this.ioServer.to(rooms).emit(message, ...args);
+    const target = this.ioServer.to(ids.map(userRoom));
+    if (data === undefined) target.emit(message);
+    else target.emit(message, data);
   }
 
   async close(): Promise<void> {

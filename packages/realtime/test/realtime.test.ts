@@ -130,6 +130,22 @@ describe('@svc/realtime on one server', () => {
     expect([order(gotWs), order(gotPolling)]).toEqual([expected, expected]);
   });
 
+  it('broadcasts to websocket sockets skip engine.io packets (one pre-encoded frame written per recipient)', async () => {
+    const socket = await open(new HttpClient(t.url));
+    const [server] = await t.realtime.io!.in(socket.id!).fetchSockets();
+    const local = t.realtime.io!.of('/').sockets.get(server!.id)!;
+    let enginePackets = 0;
+    local.conn.on('packetCreate', (packet: { type: string }) => {
+      if (packet.type === 'message') enginePackets++;
+    });
+    const got = collect(socket, 'fast');
+    for (let i = 0; i < 10; i++) t.realtime.emit('fast', i);
+    local.emit('fast', 'direct'); // a socket's own emit goes through engine.io as before
+    await until(() => got.length === 11);
+    expect(got).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 'direct']);
+    expect(enginePackets).toBe(1);
+  });
+
   it('a forged or unknown sid cookie binds nothing', async () => {
     const c = new HttpClient(t.url);
     c.sid = 'a'.repeat(64);

@@ -33,11 +33,18 @@ describe.skipIf(!redisUrl)('@svc/realtime across two servers sharing a store and
     const socket = await new HttpClient(a.url).socket();
     sockets.push(socket);
     const got = collect(socket, 'news');
+    const local = [...a.realtime.io!.of('/').sockets.values()].find((s) => s.id === socket.id)!;
+    let enginePackets = 0;
+    local.conn.on('packetCreate', (packet: { type: string }) => {
+      if (packet.type === 'message') enginePackets++;
+    });
     await until(() => {
       b.realtime.emit('news', 'from b');
       return got.length > 0;
     });
     expect(got[0]).toBe('from b');
+    // Delivered on A from Redis by its pre-encoded frame, not as engine.io packets.
+    expect(enginePackets).toBe(0);
   });
 
   it('a user-targeted emit on B reaches only that user, on A', async () => {

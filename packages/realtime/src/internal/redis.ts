@@ -1,10 +1,13 @@
 import { createAdapter } from '@socket.io/redis-adapter';
 import { createClient } from 'redis';
+import type { Namespace } from 'socket.io';
+import type { Adapter } from 'socket.io-adapter';
 import type { Logger } from '@svc/core';
+import { FastRedisAdapter, fastDeliveryAvailable } from './fastAdapter.js';
 
 /** A connected pub/sub pair and the Socket.IO adapter over it. */
 export interface RedisLink {
-  adapter: ReturnType<typeof createAdapter>;
+  adapter: (nsp: Namespace) => Adapter;
   close(): Promise<void>;
 }
 
@@ -31,7 +34,12 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
     throw new Error(`realtime: cannot connect to redis at ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
   }
   return {
-    adapter: createAdapter(pub, sub, { key }),
+    // Socket.IO calls the factory with `new`: a function, not an arrow.
+    adapter: fastDeliveryAvailable()
+      ? function fastRedisAdapter(nsp: Namespace): Adapter {
+          return new FastRedisAdapter(nsp, pub, sub, { key }) as unknown as Adapter;
+        }
+      : (createAdapter(pub, sub, { key }) as (nsp: Namespace) => Adapter),
     async close() {
       await Promise.allSettled([sub.quit(), pub.quit()]);
     },
