@@ -5,7 +5,8 @@ export type { ExtraRoute, InternalRequest, SessionChange, SessionChangeListener,
 export type { Context, PropertyDef, PropertyType, Reply, ResourceConfig, Session } from './types.js';
 export type { ClientShape, Resource, ResourceHost, UserResource } from './resource.js';
 export { isUserResource } from './resource.js';
-export { Collection, deepEqual } from './resources/Collection.js';
+export { Collection } from './resources/Collection.js';
+export { deepEqual } from './resources/updates.js';
 export type { CollectionOptions } from './resources/Collection.js';
 export { UserCollection } from './resources/UserCollection.js';
 export type { UserCollectionOptions } from './resources/UserCollection.js';

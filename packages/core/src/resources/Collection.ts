@@ -4,10 +4,11 @@ import { compileFilter, compileQuery } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
-import type { Doc, Filter, StoreCollection, UpdateOps } from '../store/Store.js';
+import type { Doc, Filter, StoreCollection } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
+import { applyHidden, applyModifiersLocally, diffUpdate, hideFrom } from './updates.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -186,7 +187,7 @@ export class Collection implements Resource {
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: missing });
-    const ops = this.diff(previous, object, sanitized.modifiers, outcome?.protectedProps ?? []);
+    const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const updated = await this.writing(() => this.store.update(filter, ops));
@@ -208,35 +209,6 @@ export class Collection implements Resource {
       protectedProps = [...protectedProps, ...outcome.protectedProps];
     }
     return { object: current, hidden, protectedProps };
-  }
-
-  /**
-   * The store operations that turn `previous` into `next`: scripts may change or add properties
-   * (kept when they are the collection's, or added by a script), protect() keeps some unchanged,
-   * and modifiers go to the store as such so concurrent increments are never lost.
-   */
-  private diff(previous: Doc, next: Record<string, unknown>, modifiers: UpdateOps, protectedProps: readonly string[]): UpdateOps {
-    const ops: UpdateOps = {};
-    const guarded = new Set([...protectedProps, ...this.storeOnly, 'id']);
-    const modified = new Set([...Object.keys(modifiers.$inc ?? {}), ...Object.keys(modifiers.$push ?? {}), ...Object.keys(modifiers.$pull ?? {})]);
-    for (const key of Object.keys(next)) {
-      if (guarded.has(key) || modified.has(key)) continue;
-      const value = next[key];
-      if (value === undefined) continue;
-      if (!deepEqual(previous[key], value)) (ops.$set ??= {})[key] = value;
-    }
-    for (const key of Object.keys(previous)) {
-      if (!guarded.has(key) && !modified.has(key) && !Object.hasOwn(next, key)) (ops.$unset ??= {})[key] = true;
-    }
-    for (const kind of ['$inc', '$push', '$pull'] as const) {
-      const source = modifiers[kind];
-      if (!source) continue;
-      for (const key of Object.keys(source)) {
-        if (guarded.has(key)) continue;
-        (ops[kind] ??= {} as never)[key] = source[key] as never;
-      }
-    }
-    return ops;
   }
 
   /** A stored object as scripts may see it. */
@@ -314,43 +286,4 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
     out[key] = query[key];
   }
   return out;
-}
-
-/** The values scripts see on update: the modifiers applied to a copy (the store applies them for real). */
-function applyModifiersLocally(object: Record<string, unknown>, modifiers: UpdateOps): void {
-  for (const [key, by] of Object.entries(modifiers.$inc ?? {})) {
-    const current = object[key];
-    object[key] = (typeof current === 'number' ? current : 0) + by;
-  }
-  for (const [key, values] of Object.entries(modifiers.$push ?? {})) {
-    const current = object[key];
-    object[key] = [...(Array.isArray(current) ? current : []), ...values];
-  }
-  for (const [key, values] of Object.entries(modifiers.$pull ?? {})) {
-    const current = object[key];
-    if (Array.isArray(current)) object[key] = current.filter((item) => !values.some((v) => deepEqual(v, item)));
-  }
-}
-
-function applyHidden(outcome: EventOutcome): Record<string, unknown> {
-  return outcome.hidden.length === 0 ? outcome.object : hideFrom(outcome.object, outcome.hidden);
-}
-
-function hideFrom(object: Record<string, unknown>, hidden: readonly string[]): Record<string, unknown> {
-  if (hidden.length === 0) return object;
-  const out = { ...object };
-  for (const key of hidden) delete out[key];
-  return out;
-}
-
-/** Structural equality of JSON values. */
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => deepEqual(v, b[i]));
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  return ka.every((k) => Object.hasOwn(b, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
