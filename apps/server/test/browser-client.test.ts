@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { CollectionDef, CustomDef, SvcClient, UserCollectionDef } from '@svc/client';
@@ -34,6 +36,9 @@ const APP = {
   'resources/add-follower/config.json': { type: 'Echo' },
   'resources/a/b/config.json': { type: 'Collection', properties: { x: { type: 'number' } } },
   'public/index.html': BLANK_PAGE,
+  // The SDK's browser bundle, for a page that imports it as an ES module (needs pnpm build).
+  'public/sdk.js': readFileSync(fileURLToPath(new URL('../../../packages/client/dist/svc-client.browser.js', import.meta.url)), 'utf8'),
+  'public/sdk.html': '<!doctype html><html><body><script type="module">import { createClient } from "/sdk.js"; globalThis.createClient = createClient;</script></body></html>',
 };
 
 const run = chromiumAvailable('browser tests of /svc.js');
@@ -310,6 +315,24 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
       await page.context().close();
       await new Promise((resolve) => other.close(resolve));
     }
+  });
+
+  it('the SDK browser bundle (@svc/client/browser) works from a module script: calls, cookies, realtime', async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${t.url}/sdk.html`);
+    await page.waitForFunction('typeof globalThis.createClient === "function"');
+    const out = await page.evaluate(async () => {
+      const make = (globalThis as unknown as { createClient: (url: string, o?: object) => SvcClient<Types> }).createClient;
+      const client = make('', { resources: [{ path: '/todos', kind: 'collection' }, { path: '/users', kind: 'users' }] });
+      await client.users.login({ username: 'bob', password: 'pw' });
+      const me = await client.users.me();
+      await new Promise<void>((resolve) => client.socketReady(resolve));
+      const got = new Promise((resolve) => client.todos.once('create', resolve));
+      const made = await client.todos.post({ title: 'from the sdk', done: false });
+      return { me: me?.username, made: made.title, event: await got };
+    });
+    expect(out).toMatchObject({ me: 'bob', made: 'from the sdk', event: { title: 'from the sdk' } });
+    await page.context().close();
   });
 
   // The next two need the server's event scripts (emit from On Post).
