@@ -1,6 +1,9 @@
 import { io as connectSocket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SESSION_EVENT } from '@svc/realtime';
+import { createServer as createNetServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { createServer, silentLogger } from '@svc/core';
+import { SESSION_EVENT, createRealtime } from '@svc/realtime';
 import type { SessionAck } from '@svc/realtime';
 import { HttpClient, collect, makeStore, settle, signUpAndLogin, startRtServer, until } from './helpers.js';
 import type { RtServer, SharedStore } from './helpers.js';
@@ -144,6 +147,21 @@ describe('@svc/realtime on one server', () => {
     await until(() => got.length === 11);
     expect(got).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 'direct']);
     expect(enginePackets).toBe(1);
+  });
+
+  it('attach fails at once, naming the URL without its password, when Redis cannot be reached', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createNetServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const other = await makeStore();
+    const server = await createServer({ store: other.store, resources: [], logger: silentLogger });
+    const realtime = createRealtime({ redisUrl: `redis://user:secret@127.0.0.1:${closed}`, logger: silentLogger });
+    await expect(realtime.attach(server)).rejects.toThrow(new RegExp(`cannot connect to redis at redis://user:\\*\\*\\*@127.0.0.1:${closed}`));
+    await server.close();
+    await other.dispose();
   });
 
   it('a forged or unknown sid cookie binds nothing', async () => {

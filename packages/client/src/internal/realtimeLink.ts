@@ -32,7 +32,9 @@ export class RealtimeLink {
       if (this.session !== undefined) socket.emit(SESSION_EVENT, this.session);
     });
     // A reconnect is a new handshake: in Node it must carry the jar's current cookies.
-    socket.io.on('reconnect_attempt', () => Object.assign(socket.io.opts, this.cookieHeaders()));
+    socket.io.on('reconnect_attempt', () => {
+      socket.io.opts.extraHeaders = this.cookieHeaders().extraHeaders ?? {};
+    });
     this.socket = socket;
     return socket;
   }

@@ -5,6 +5,8 @@ import type { Adapter } from 'socket.io-adapter';
 import type { Logger } from '@svc/core';
 import { FastRedisAdapter, fastDeliveryAvailable } from './fastAdapter.js';
 
+const START_RETRIES = 5;
+
 /** A connected pub/sub pair and the Socket.IO adapter over it. */
 export interface RedisLink {
   adapter: (nsp: Namespace) => Adapter;
@@ -16,7 +18,13 @@ export interface RedisLink {
  * start are logged (the client reconnects by itself); a failure to connect at start rejects.
  */
 export async function connectRedis(url: string, key: string, logger: Logger): Promise<RedisLink> {
-  const pub = createClient({ url });
+  let connected = false;
+  // Before the first connection a few quick retries, then start fails; after it, retry for ever.
+  const reconnectStrategy = (retries: number, cause: Error): number | Error => {
+    if (!connected) return retries >= START_RETRIES ? cause : 200;
+    return Math.min(100 * (retries + 1), 3000);
+  };
+  const pub = createClient({ url, socket: { reconnectStrategy } });
   const sub = pub.duplicate();
   let reported = false;
   const onError = (err: unknown): void => {
@@ -29,8 +37,9 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
   pub.on('ready', () => (reported = false));
   try {
     await Promise.all([pub.connect(), sub.connect()]);
+    connected = true;
   } catch (err) {
-    await Promise.allSettled([pub.quit(), sub.quit()]);
+    for (const client of [pub, sub]) if (client.isOpen) client.destroy();
     throw new Error(`realtime: cannot connect to redis at ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
   }
   return {
@@ -41,7 +50,7 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
         }
       : (createAdapter(pub, sub, { key }) as (nsp: Namespace) => Adapter),
     async close() {
-      await Promise.allSettled([sub.quit(), pub.quit()]);
+      await Promise.allSettled([sub.close(), pub.close()]);
     },
   };
 }
