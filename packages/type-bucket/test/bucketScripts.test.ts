@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBucketApp } from './bucketApp.js';
 import type { BucketApp } from './bucketApp.js';
 import { startS3 } from './s3Server.js';
@@ -23,18 +24,9 @@ const scripts = {
 let s3: TestS3;
 let app: BucketApp;
 
-let notWired = false;
-
 beforeAll(async () => {
   s3 = await startS3();
-  try {
-    app = await startBucketApp(s3, { scripts });
-  } catch (err) {
-    // Until apps/server runs event scripts, these cases are skipped (and say so).
-    if (!/event scripts are not wired yet/.test((err as Error).message)) throw err;
-    notWired = true;
-    console.warn('SKIPPED bucket script tests: apps/server does not run event scripts yet');
-  }
+  app = await startBucketApp(s3, { scripts });
 });
 afterAll(async () => {
   await app?.close();
@@ -50,10 +42,6 @@ function formOf(files: Record<string, string>): FormData {
 }
 
 describe('Bucket event scripts: On Upload, On Get, On Delete', () => {
-  beforeEach((ctx) => {
-    if (notWired) ctx.skip();
-  });
-
   it('On Upload sees url, fileSize and fileName of a raw upload, and an empty this', async () => {
     app.realtime.messages.length = 0;
     const res = await fetch(`${app.url}/files/docs/a.txt`, { method: 'POST', body: 'hello', headers: { 'content-type': 'text/plain' } });
@@ -67,6 +55,35 @@ describe('Bucket event scripts: On Upload, On Get, On Delete', () => {
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({ status: 413, message: 'file too big' });
     expect((await fetch(`${app.url}/files/big.txt`)).status).toBe(404);
+  });
+
+  it('a refused upload is answered before its body is read, and the connection is closed', async () => {
+    const size = 256 * 1024 * 1024;
+    let sent = 0;
+    const started = Date.now();
+    const answer = await new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+      const req = request(`${app.url}/files/huge.bin`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) } }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
+      });
+      // The server may close while the body is still being sent: that is the point.
+      req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err)));
+      const chunk = Buffer.alloc(1024 * 1024);
+      const pump = (): void => {
+        while (sent < size) {
+          sent += chunk.length;
+          if (!req.write(chunk)) return void req.once('drain', pump);
+        }
+        req.end();
+      };
+      pump();
+    });
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toEqual({ status: 413, message: 'file too big' });
+    expect(answer.connection).toBe('close');
+    expect(sent).toBeLessThan(size);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('On Upload runs once per file of a form, with the form file names; one cancel refuses them all', async () => {
