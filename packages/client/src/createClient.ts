@@ -28,6 +28,9 @@ export function propertyName(path: string): string | undefined {
   return name.replace(/-/g, '');
 }
 
+/** The client's own names, which no resource property hides. */
+export const CLIENT_API: ReadonlySet<string> = new Set(['ajax', 'on', 'off', 'once', 'socketReady', 'close', 'socket']);
+
 /** Names a Proxy must not invent resources for (promise resolution, inspection, JSON). */
 const RESERVED = new Set(['then', 'catch', 'finally', 'toJSON', 'constructor', 'prototype', 'inspect', 'valueOf', 'toString', 'name', 'length', 'caller', 'arguments', 'apply', 'call', 'bind']);
 
@@ -75,7 +78,9 @@ export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl
   });
   Object.defineProperty(core, 'socket', { get: () => ctx.realtime.current, enumerable: false });
   // A function's own `name` and `length` are read-only: resources so called are defined over them.
+  // A resource named like the client's own API (on, ajax, ...) is reached through svc('<name>').
   for (const [name, info] of byProperty) {
+    if (CLIENT_API.has(name)) continue;
     Object.defineProperty(core, name, { value: makeAccessor(ctx, normalisePath(info.path), info, true), enumerable: true, configurable: true });
   }
   if (options.connect === 'eager') ctx.realtime.connect();

@@ -1,5 +1,5 @@
 import type { ClientShape, ResourceConfig } from '@svc/core';
-import { propertyName } from './createClient.js';
+import { CLIENT_API, propertyName } from './createClient.js';
 import type { ResourceInfo } from './types.js';
 
 /** One resource as `svc types` reads it from an app folder. */
@@ -38,10 +38,12 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
   for (const source of sorted) {
     const name = source.path.replace(/^\/+/, '');
     const key = propertyName(source.path) ?? name;
+    // Named like the client's own API: reached through svc('<name>') only, so no property here.
+    const listed = !CLIENT_API.has(key);
     const kind = source.config.type === 'UserCollection' ? 'users' : source.config.type === 'Collection' ? 'collection' : 'custom';
     if (kind === 'custom') {
       const methods = Object.keys(source.client?.methods ?? {});
-      entries.push(`    ${quoteKey(key)}: CustomDef<${methods.length === 0 ? 'never' : methods.map((m) => JSON.stringify(m)).join(' | ')}>;`);
+      if (listed) entries.push(`    ${quoteKey(key)}: CustomDef<${methods.length === 0 ? 'never' : methods.map((m) => JSON.stringify(m)).join(' | ')}>;`);
       infos.push(source.client?.methods ? { path: source.path, kind, methods: source.client.methods } : { path: source.path, kind });
       continue;
     }
@@ -55,7 +57,7 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
       lines.push(`  ${quoteKey(prop)}${optional}: ${type};`);
     }
     lines.push('}', '');
-    entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${typeName}>;`);
+    if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${typeName}>;`);
     infos.push({ path: source.path, kind });
   }
   lines.push('/** The app\'s resources, for `createClient<Types>(url, { resources })`. */', 'export interface Types {', '  resources: {', ...entries, '  };', '}', '');

@@ -57,3 +57,13 @@ describe('call building (the spec client table)', () => {
     expect(encodeQuery({ s: 'é&=' })).toBe('s=%C3%A9%26%3D');
   });
 });
+
+describe('resource names', () => {
+  it("a resource named like the client's API does not hide it; svc('<name>') reaches it", async () => {
+    const { createClient } = await import('@svc/client');
+    const svc = createClient('http://127.0.0.1:1', { resources: [{ path: '/on', kind: 'collection' }, { path: '/add-follower', kind: 'custom' }] });
+    expect(typeof svc.on).toBe('function');
+    expect(Object.keys(svc('on')).sort()).toEqual(['del', 'exec', 'get', 'post', 'put']);
+    expect(Object.keys(svc).sort()).toEqual(['addfollower', 'ajax', 'close', 'off', 'on', 'once', 'socketReady']);
+  });
+});
