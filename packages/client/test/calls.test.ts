@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createClient } from '@svc/client';
 import { bodyCall, delCall, encodeQuery, execCall, getCall, joinPath, methodCall, sortArgs } from '../src/internal/calls.js';
 
 const fn = (): void => {};
@@ -59,8 +60,7 @@ describe('call building (the spec client table)', () => {
 });
 
 describe('resource names', () => {
-  it("a resource named like the client's API does not hide it; svc('<name>') reaches it", async () => {
-    const { createClient } = await import('@svc/client');
+  it("a resource named like the client's API does not hide it; svc('<name>') reaches it", () => {
     const svc = createClient('http://127.0.0.1:1', { resources: [{ path: '/on', kind: 'collection' }, { path: '/add-follower', kind: 'custom' }] });
     expect(typeof svc.on).toBe('function');
     expect(Object.keys(svc('on')).sort()).toEqual(['del', 'exec', 'get', 'post', 'put']);
