@@ -39,11 +39,25 @@ export function encodeJob(inputs: readonly RunInput[]): EncodedJob {
   ]);
   const wire: JobWire = {
     L: locals.map((v) => ({ k: Object.keys(v), v })),
-    H: hosts.map((host) => Object.keys(host).filter((name) => typeof host[name] === 'function')),
+    H: hosts.map((host) => hostKey(host)),
     B: labels,
     I: items,
   };
   return { json: JSON.stringify(wire), hosts };
+}
+
+/**
+ * The names of a host table's functions as one string: requests build a new host object each time,
+ * but with the same names, so the isolate keeps one tree per distinct string instead of
+ * rebuilding it per run (about 1 µs per name per run otherwise).
+ */
+function hostKey(host: HostApi): string {
+  let key = '';
+  for (const name in host) {
+    if (typeof host[name] !== 'function') continue;
+    key = key === '' ? name : `${key}\n${name}`;
+  }
+  return key;
 }
 
 /** Turns one run's outcome into a RunResult, or the ScriptRuntimeError the script threw. */

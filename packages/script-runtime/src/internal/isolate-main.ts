@@ -173,6 +173,18 @@ export function isolateMain(
     return queue.length - head;
   }
 
+  const treeCache = new Map<string, ReturnType<typeof host.tree>>();
+  /** Host trees are immutable, so one per distinct list of names serves every run that sends it. */
+  function treeOf(key: string): ReturnType<typeof host.tree> {
+    let tree = treeCache.get(key);
+    if (tree === undefined) {
+      if (treeCache.size >= 64) treeCache.clear();
+      tree = host.tree(key === '' ? [] : key.split('\n'));
+      treeCache.set(key, tree);
+    }
+    return tree;
+  }
+
   function job(scriptId: number, jobId: number, json: string): number {
     enter(jobId);
     const factory = factories.get(scriptId);
@@ -181,7 +193,7 @@ export function isolateMain(
     const uses = new Array<number>(input.L.length).fill(0);
     for (const item of input.I) uses[item[1]] = (uses[item[1]] ?? 0) + 1;
     const keys = input.L.map((table) => new Set(table.k));
-    const trees = input.H.map(host.tree);
+    const trees = input.H.map(treeOf);
     const entry: IsolateJob = { id: jobId, runs: [], parts: new Array<string>(input.I.length), left: input.I.length };
     jobs.set(jobId, entry);
     if (entry.left === 0) {

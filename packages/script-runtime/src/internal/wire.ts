@@ -9,7 +9,8 @@ export interface JobWire {
   /** Locals tables: declared names (keys, including undefined values) and the values. */
   L: { k: string[]; v: Record<string, unknown> }[];
   /** Host tables: function names (dotted paths). */
-  H: string[][];
+  /** Host function names of each host table, joined by '\n' (the isolate caches a tree per list). */
+  H: string[];
   /** Labels. */
   B: string[];
   /** Items: [thisObj, locals index, host index, label index]. */
