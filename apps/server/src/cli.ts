@@ -6,6 +6,7 @@ import { createApp } from './create.js';
 import { generateKey, keysFile, readKeys } from './keys.js';
 import { startApp } from './startApp.js';
 import { writeTypes } from './typesCommand.js';
+import { importCommand } from './importCommand.js';
 
 const USAGE = `usage:
   svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]
@@ -13,6 +14,7 @@ const USAGE = `usage:
   svc keygen [app-dir]   add a root key to .svc/keys.json
   svc showkey [app-dir]  print the app's root key
   svc types [app-dir] [--out <file>|-]  write TypeScript types for @svc/client (default <app>/svc-types.ts)
+  svc import [app-dir] --resource <name> [--db <mongodb-url>]  run an Importer resource, with a progress bar
 environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags`;
 
 /** Runs the svc command line; answers the exit code (or never, while serving). */
@@ -28,6 +30,7 @@ export async function main(argv: string[]): Promise<number> {
         db: { type: 'string' },
         redis: { type: 'string' },
         out: { type: 'string', short: 'o' },
+        resource: { type: 'string', short: 'r' },
         env: { type: 'string', short: 'e' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -74,6 +77,14 @@ export async function main(argv: string[]): Promise<number> {
       if (written.file === undefined) process.stdout.write(written.text);
       else process.stdout.write(`wrote ${written.file}\n`);
       return 0;
+    }
+    case 'import': {
+      const resource = str(values.resource);
+      if (!resource) return usage('svc import needs --resource <name> (an Importer resource)');
+      const env = str(values.env) ?? process.env.SVC_ENV ?? 'development';
+      if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`);
+      const db = str(values.db) ?? process.env.SVC_DB;
+      return importCommand({ appDir: arg ?? '.', resource, env, progress: process.stderr, out: process.stdout, ...(db ? { db } : {}) });
     }
     default:
       return serve(command ?? '.', values);
