@@ -43,25 +43,26 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     }));
 
   /** Compiles the folder's scripts for the given events; broken ones become errors to answer. */
-  function compile(folder: ResourceFolder, events: ReadonlySet<string>): Map<string, Script | ScriptSyntaxError> {
-    const out = new Map<string, Script | ScriptSyntaxError>();
+  function compile(folder: ResourceFolder, events: ReadonlySet<string>): Map<string, Compiled> {
+    const out = new Map<string, Compiled>();
     for (const [file, source] of folder.scripts) {
       if (!events.has(file)) continue;
       const filename = `resources${folder.path}/${file}`;
+      const uses = usesOf(source);
       try {
-        out.set(file.slice(0, -3), getRuntime().compile(source, filename));
+        out.set(file.slice(0, -3), { script: getRuntime().compile(source, filename), uses });
       } catch (err) {
         if (!(err instanceof ScriptSyntaxError) || env === 'production') throw err;
         logger.error(`${filename}:${err.line ?? '?'}: ${err.message} (this event answers 500 until fixed)`);
-        out.set(file.slice(0, -3), err);
+        out.set(file.slice(0, -3), { script: err, uses });
       }
     }
     return out;
   }
 
-  function host(ctx: Context): HostApi {
-    const api = scriptClient(clientNames, ctx, options.request);
-    api.emit = (...args: unknown[]) => emit(args);
+  function host(ctx: Context, uses: Uses): HostApi {
+    const api = uses.svc ? scriptClient(clientNames, ctx, options.request) : {};
+    if (uses.emit) api.emit = (...args: unknown[]) => emit(args);
     return api;
   }
 
@@ -80,12 +81,11 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     return options.realtime.emitToUsers(target.path, b as Record<string, unknown>, c, d);
   }
 
-  function locals(ctx: Context, extra: Record<string, unknown>): Record<string, unknown> {
+  function locals(ctx: Context, uses: Uses, extra: Record<string, unknown>): Record<string, unknown> {
+    const base = { me: ctx.me, query: ctx.query, internal: ctx.internal, isRoot: ctx.isRoot, ...extra };
+    if (!uses.ctx) return base;
     return {
-      me: ctx.me,
-      query: ctx.query,
-      internal: ctx.internal,
-      isRoot: ctx.isRoot,
+      ...base,
       ctx: {
         method: ctx.method,
         originalMethod: ctx.originalMethod,
@@ -97,11 +97,10 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         session: { id: ctx.session.id, uid: ctx.session.uid },
         req: { method: ctx.method, originalMethod: ctx.originalMethod, url: ctx.req?.url ?? ctx.url, headers: ctx.headers },
       },
-      ...extra,
     };
   }
 
-  async function runOne(script: Script | ScriptSyntaxError, input: RunInput): Promise<RunResult> {
+  async function runOne({ script }: Compiled, input: RunInput): Promise<RunResult> {
     if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
     try {
       return await getRuntime().run(script, input);
@@ -125,9 +124,14 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       return {
         has: (event) => scripts.has(event.replace(/\.js$/, '')),
         async run(event: string, ctx: Context, input: ScriptRunInput = {}): Promise<ScriptOutcome> {
-          const script = scripts.get(event.replace(/\.js$/, ''));
-          if (!script) return { object: input.object ?? {}, hidden: [], protectedProps: [], resultSet: false };
-          const result = await runOne(script, { thisObj: input.object ?? {}, locals: locals(ctx, input.locals ?? {}), host: host(ctx), label: `${name} ${EVENT_LABEL[event] ?? event}` });
+          const compiled = scripts.get(event.replace(/\.js$/, ''));
+          if (!compiled) return { object: input.object ?? {}, hidden: [], protectedProps: [], resultSet: false };
+          const result = await runOne(compiled, {
+            thisObj: input.object ?? {},
+            locals: locals(ctx, compiled.uses, input.locals ?? {}),
+            host: host(ctx, compiled.uses),
+            label: `${name} ${EVENT_LABEL[event] ?? event}`,
+          });
           throwIfCancelled(result);
           return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, result: result.result, resultSet: result.setResultCalled === true };
         },
@@ -140,20 +144,20 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       return {
         has: (event) => scripts.has(event),
         async run(event: CollectionEvent, input): Promise<EventOutcome> {
-          const script = scripts.get(event) as Script | ScriptSyntaxError;
-          const result = await runOne(script, {
+          const compiled = scripts.get(event) as Compiled;
+          const result = await runOne(compiled, {
             thisObj: input.object,
-            locals: locals(input.ctx, { previous: input.previous ?? {} }),
-            host: host(input.ctx),
+            locals: locals(input.ctx, compiled.uses, { previous: input.previous ?? {} }),
+            host: host(input.ctx, compiled.uses),
             label: `${name} ${EVENT_LABEL[event]}`,
           });
           throwIfCancelled(result);
           return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected };
         },
         async runGetBatch(ctx, objects) {
-          const script = scripts.get('get') as Script | ScriptSyntaxError;
+          const { script, uses } = scripts.get('get') as Compiled;
           if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
-          const shared = { locals: locals(ctx, { previous: {} }), host: host(ctx), label: `${name} On Get` };
+          const shared = { locals: locals(ctx, uses, { previous: {} }), host: host(ctx, uses), label: `${name} On Get` };
           let results: RunResult[];
           try {
             results = await getRuntime().runBatch(script, objects.map((object) => ({ thisObj: object, ...shared })));
@@ -166,6 +170,27 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       };
     },
   };
+}
+
+/** A compiled event script and the request data it refers to. */
+interface Compiled {
+  script: Script | ScriptSyntaxError;
+  uses: Uses;
+}
+
+/** Which costly names a script mentions: the rest is not copied into the sandbox for each run. */
+interface Uses {
+  ctx: boolean;
+  svc: boolean;
+  emit: boolean;
+}
+
+/**
+ * Scripts reach `ctx`, the `svc` client and `emit` only by those names, so a script whose source
+ * never mentions one does not need it copied in (ctx with its headers is the largest per-run copy).
+ */
+function usesOf(source: string): Uses {
+  return { ctx: /\bctx\b/.test(source), svc: /\bsvc\b/.test(source), emit: /\bemit\b/.test(source) };
 }
 
 function throwIfCancelled(result: RunResult): void {
