@@ -460,9 +460,13 @@ function addCondition(path: string, condition: unknown, out: Query, and: Query[]
       case '$ne':
         and.push({ $not: equals(path, value) });
         break;
-      case '$in':
-        and.push(oneOf(path, value));
+      case '$in': {
+        // nedb answers a top-level {path: {$in}} from the field's index; inside $and it scans.
+        const clause = oneOf(path, value);
+        if (path in clause && Object.keys(condition).length === 1 && !(path in out)) out[path] = clause[path];
+        else and.push(clause);
         break;
+      }
       case '$nin':
         and.push({ $not: oneOf(path, value) });
         break;
