@@ -7,6 +7,7 @@ import { DuplicateKeyError, assertCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
 import { copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
+import { renameId } from './internal/renameId.js';
 
 /** Options of {@link createEmbeddedStore}. */
 export interface EmbeddedStoreOptions {
@@ -398,13 +399,6 @@ function projector(fields: Record<string, 0 | 1> | undefined): (raw: Raw) => Doc
     for (const key in raw) if (key !== '_id' && !excluded.has(key) && Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
     return out as Doc;
   };
-}
-
-function renameId<T>(record: Record<string, T>): Record<string, T> {
-  if (!('id' in record)) return record;
-  const out: Record<string, T> = {};
-  for (const [key, value] of Object.entries(record)) out[key === 'id' ? '_id' : key] = value;
-  return out;
 }
 
 function toNedbUpdate(ops: UpdateOps): { modifier: Query; pulls: Record<string, unknown[]> | undefined } {

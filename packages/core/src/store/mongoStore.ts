@@ -2,6 +2,7 @@ import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
 import type { Collection, Document } from 'mongodb';
 import { DuplicateKeyError, assertCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
+import { renameId } from './internal/renameId.js';
 
 /** Options of {@link createMongoStore}. */
 export interface MongoStoreOptions {
@@ -172,13 +173,6 @@ function toDoc(raw: Document): Doc {
   const out: Record<string, unknown> = { id: raw._id };
   for (const key in raw) if (key !== '_id') out[key] = raw[key];
   return out as Doc;
-}
-
-function renameId<T>(record: Record<string, T>): Record<string, T> {
-  if (!('id' in record)) return record;
-  const out: Record<string, T> = {};
-  for (const [key, value] of Object.entries(record)) out[key === 'id' ? '_id' : key] = value;
-  return out;
 }
 
 function toMongoUpdate(ops: UpdateOps): Document | undefined {
