@@ -1,5 +1,5 @@
 import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
-import type { CollectionEventRunner, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, Store } from '@svc/core';
+import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
@@ -74,17 +74,19 @@ async function buildCustom(folder: ResourceFolder, context: BuildContext): Promi
 
 function buildCollection(folder: ResourceFolder, context: BuildContext): Collection {
   warnUnknown(folder, COLLECTION_KEYS, COLLECTION_EVENTS, context.logger);
-  return new Collection({
+  return new Collection(collectionOptions(folder, context));
+}
+
+/** What Collection and UserCollection are both built from. */
+function collectionOptions(folder: ResourceFolder, context: BuildContext): CollectionOptions {
+  const events = context.scripts.forCollection(folder);
+  return {
     path: folder.path,
     properties: readProperties(folder, context.logger),
     store: context.store.collection(folder.path.slice(1)),
     publicCount: publicCountFor(folder, context.app),
-    ...withEvents(context.scripts.forCollection(folder)),
-  });
-}
-
-function withEvents(events: CollectionEventRunner | undefined): { events?: CollectionEventRunner } {
-  return events ? { events } : {};
+    ...(events ? { events } : {}),
+  };
 }
 
 function buildUserCollection(folder: ResourceFolder, context: BuildContext): UserCollection {
@@ -92,11 +94,7 @@ function buildUserCollection(folder: ResourceFolder, context: BuildContext): Use
   const settings = context.app.settings;
   const cost = folder.config.passwordCost ?? settings.passwordCost;
   return new UserCollection({
-    path: folder.path,
-    properties: readProperties(folder, context.logger),
-    store: context.store.collection(folder.path.slice(1)),
-    publicCount: publicCountFor(folder, context.app),
-    ...withEvents(context.scripts.forCollection(folder)),
+    ...collectionOptions(folder, context),
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });
