@@ -157,10 +157,12 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         async runGetBatch(ctx, objects) {
           const { script, uses } = scripts.get('get') as Compiled;
           if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
-          const shared = { locals: locals(ctx, uses, { previous: {} }), host: host(ctx, uses), label: `${name} On Get` };
+          const shared = locals(ctx, uses, { previous: {} });
+          const api = host(ctx, uses);
+          const label = `${name} On Get`;
           let results: RunResult[];
           try {
-            results = await getRuntime().runBatch(script, objects.map((object) => ({ thisObj: object, ...shared })));
+            results = await getRuntime().runBatch(script, objects.map((thisObj) => ({ thisObj, locals: shared, host: api, label })));
           } catch (err) {
             throw scriptFailure(err, env, logger);
           }

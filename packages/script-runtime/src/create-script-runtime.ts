@@ -1,9 +1,7 @@
-import { ScriptRuntimeError } from './errors.js';
 import type { RunResult, Script, ScriptRuntime, ScriptRuntimeOptions } from './types.js';
-import { decodeRun } from './internal/codec.js';
+import { decodeJob } from './internal/codec.js';
 import { CompiledScript } from './internal/compiled-script.js';
 import { IsolateWorker } from './internal/isolate-worker.js';
-import type { RunWire } from './internal/wire.js';
 
 function positive(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
@@ -34,16 +32,6 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
     return script;
   }
 
-  function decodeAll(wires: RunWire[], script: CompiledScript): RunResult[] {
-    const results: RunResult[] = [];
-    for (const wire of wires) {
-      const decoded = decodeRun(wire, script);
-      if (decoded instanceof ScriptRuntimeError) throw decoded;
-      results.push(decoded);
-    }
-    return results;
-  }
-
   return {
     compile(source, filename) {
       if (disposed) throw new Error('script runtime disposed');
@@ -55,14 +43,14 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
 
     async run(script, input) {
       const compiled = own(script);
-      const [result] = decodeAll(await worker.run(compiled, [input]), compiled);
+      const [result] = decodeJob(await worker.run(compiled, [input]), [input], compiled);
       return result as RunResult;
     },
 
     async runBatch(script, inputs) {
       const compiled = own(script);
       if (inputs.length === 0) return [];
-      return decodeAll(await worker.run(compiled, inputs), compiled);
+      return decodeJob(await worker.run(compiled, inputs), inputs, compiled);
     },
 
     dispose() {

@@ -53,9 +53,9 @@ export interface RunResult {
   /** Collected by error()/errorIf()/errorUnless(), keyed by property. Any error means the caller cancels the request. */
   errors?: Record<string, string>;
   /** Properties passed to hide(), in call order, without duplicates. */
-  hidden: string[];
+  hidden: readonly string[];
   /** Properties passed to protect(), in call order, without duplicates. */
-  protected: string[];
+  protected: readonly string[];
   /** The value given to setResult() (Event resource). */
   result?: unknown;
   /** True when the script called setResult(). */

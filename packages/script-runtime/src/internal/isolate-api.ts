@@ -93,9 +93,9 @@ export function makeScriptApi(
           if (!condition) addError(run, key, message);
         };
       case 'hide':
-        return (property: unknown) => addOnce(run.hidden, property);
+        return (property: unknown) => addOnce((run.hidden ??= []), property);
       case 'protect':
-        return (property: unknown) => addOnce(run.protect, property);
+        return (property: unknown) => addOnce((run.protect ??= []), property);
       case 'changed':
         return (property: unknown) => {
           const previous = readVar(run, 'previous');

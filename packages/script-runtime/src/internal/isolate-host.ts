@@ -23,7 +23,7 @@ export function makeHostBridge(runtime: {
     const json = JSON.stringify(args);
     const id = nextCall++;
     run.pending++;
-    requests.push(`[${id},${run.job.id},${run.hostIdx},${JSON.stringify(name)},${json}]`);
+    requests.push(`[${id},${run.job.id},${run.hi},${JSON.stringify(name)},${json}]`);
     const promise = new Promise((resolve, reject) => void calls.set(id, { run, callback, resolve, reject }));
     // isolated-vm turns an unhandled rejection into an error of the whole call. A failed host call
     // is reported to the callback or to whoever awaits; fire-and-forget calls may fail silently.

@@ -2,14 +2,19 @@ import type { IsolateBridge, IsolateJob, IsolateRun, MakeHostBridge, MakeScriptA
 import type { JobWire, RunWire } from './wire.js';
 
 /**
- * The runtime INSIDE the isolate: queues and runs jobs, builds each run's scope, collects what
- * Node must do next. It is serialised with Function.prototype.toString and evaluated once per isolate, so
- * it must not reference anything outside its own body.
+ * The runtime INSIDE the isolate: queues and runs jobs, builds each run's scope, reports what
+ * Node must do next. It is serialised with Function.prototype.toString and evaluated once per
+ * isolate, so it must not reference anything outside its own body.
  *
  * Node drives everything with short synchronous calls (see IsolateBridge); the isolate never calls
  * Node, because a call from the isolate is an asynchronous hop that costs ~10x a synchronous one.
  * `sab` is memory shared with Node: [0] holds the job whose code runs now, so that Node knows whom
  * to blame when a call times out or the isolate runs out of memory (then the isolate is gone).
+ *
+ * The isolate's young generation is small (isolated-vm sizes it from the memory limit: ~1.4 MB
+ * at 64 MB), so a run allocates as little as it can and dies as soon as it finished: a batch of
+ * 1,000 runs that all stayed reachable until the end was promoted and cost more in GC than in
+ * running the scripts.
  */
 export function isolateMain(
   makeScriptApi: MakeScriptApi,
@@ -19,75 +24,107 @@ export function isolateMain(
 ): IsolateBridge {
   const shared = new Int32Array(sab);
   const factories = new Map<number, ScriptFactory>();
+  /** Per script: its body bound to the shared scope, for runs that end synchronously. */
+  const bound = new Map<number, (this: Record<string, unknown>) => unknown>();
   const jobs = new Map<number, IsolateJob>();
   const queue: ((() => void) | undefined)[] = [];
   let head = 0;
+  let pumpStartedAt = 0;
+  let lastClock = 0;
+  let clockSkip = 0;
+  let clockSpan = 0;
+  /** Settled runs of deferred scripts: they finish in the next `collect`, after the microtasks. */
   const ready: IsolateRun[] = [];
-  const completed: IsolateJob[] = [];
+  /** Finished jobs as JSON `[jobId,[shapes,flat]]`, until the next report. */
+  const completed: string[] = [];
   const logs: string[] = [];
   // Bounds what a script logging in a loop can buffer before Node collects it.
   const MAX_LOGS = 10_000;
   let droppedLogs = 0;
+  // Where an item's values start: wire.ts ITEM_VALUES (this code cannot import).
+  const ITEM_VALUES = 1;
+  // Run outcome flags: wire.ts RUN_FLAGS.
+  const HAS_SET = 1;
+  const HAS_UNSET = 2;
+  const HAS_HIDDEN = 4;
+  const HAS_PROTECT = 8;
+  const HAS_REST = 16;
   const CANCEL = Object.freeze({ svcCancel: true });
   const RUN = Symbol('run');
   // Always declared so that `if (previous)` works in every event, given or not.
   const DECLARED = new Set(['me', 'query', 'previous', 'internal', 'isRoot', 'ctx', 'url', 'parts', 'body', 'fileSize', 'fileName']);
   const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor as FunctionConstructor;
+  /** The run whose synchronous body executes now (shared scope); undefined between runs. */
+  let current: IsolateRun | undefined;
 
   const enter = (jobId: number): void => {
     shared[0] = jobId;
   };
 
   const api = makeScriptApi(CANCEL, readVar, (run, level, text) => {
-    if (logs.length < MAX_LOGS) logs.push(JSON.stringify([run.label, level, text]));
+    if (logs.length < MAX_LOGS) logs.push(JSON.stringify([run.job.labels[run.bi] ?? '', level, text]));
     else droppedLogs++;
   });
   const host = makeHostBridge({ enter, fail, settle });
 
   function declares(run: IsolateRun, name: string): boolean {
-    return api.names.has(name) || run.hostTree.has(name) || run.localKeys.has(name) || DECLARED.has(name);
+    const job = run.job;
+    return api.names.has(name) || DECLARED.has(name) || job.localKeys[run.li]?.has(name) === true || job.trees[run.hi]?.has(name) === true;
   }
 
   function materialize(run: IsolateRun, name: string): unknown {
     if (api.names.has(name)) return api.create(run, name);
-    const node = run.hostTree.get(name);
+    const job = run.job;
+    const node = job.trees[run.hi]?.get(name);
     if (node) return host.build(run, node);
-    if (!run.localKeys.has(name)) return undefined;
-    const value = run.localVals[name];
+    if (job.localKeys[run.li]?.has(name) !== true) return undefined;
+    const value = job.locals[run.li]?.v[name];
     // A batch shares one locals table: each run gets a copy so one object's script can't alter the next's.
-    return run.localsShared && value !== null && typeof value === 'object' ? JSON.parse(JSON.stringify(value)) : value;
+    return job.localsShared[run.li] === true && value !== null && typeof value === 'object' ? copy(value) : value;
   }
 
   function readVar(run: IsolateRun, name: string): unknown {
-    if (name in run.vars) return run.vars[name];
-    return (run.vars[name] = materialize(run, name));
+    const vars = (run.vars ??= Object.create(null) as Record<string, unknown>);
+    if (name in vars) return vars[name];
+    return (vars[name] = materialize(run, name));
   }
 
-  // One handler for every run; the run hangs off the target under a symbol no identifier can reach.
+  /**
+   * The `with` scope of every run: a Proxy whose target names its run, or, for the shared scope
+   * of synchronous runs, `current`. Implicit globals land in the run's own `vars`.
+   */
+  const runOf = (target: Record<string | symbol, unknown>): IsolateRun | undefined => (target[RUN] as IsolateRun | undefined) ?? current;
   const scopeHandler: ProxyHandler<Record<string | symbol, unknown>> = {
     has(target, key) {
       if (typeof key !== 'string') return false;
-      if (key in target) return true;
+      const run = runOf(target);
+      if (run !== undefined && ((run.vars !== undefined && key in run.vars) || declares(run, key))) return true;
       // Unknown names are claimed too, so that implicit globals land in this run's scope.
-      return declares(target[RUN] as IsolateRun, key) || !(key in globalThis);
+      return !(key in globalThis);
     },
     get(target, key) {
-      if (key in target) return target[key];
       if (typeof key !== 'string') return undefined; // Symbol.unscopables, looked up by `with`
-      const run = target[RUN] as IsolateRun;
+      const run = runOf(target);
+      if (run === undefined) return undefined;
+      if (run.vars !== undefined && key in run.vars) return run.vars[key];
       if (declares(run, key)) return readVar(run, key);
       // `with` cannot tell a read from `typeof`: answering undefined keeps the common
       // `typeof x === 'undefined'` check working, at the price of undeclared reads not throwing.
       return undefined;
     },
     set(target, key, value) {
-      target[key] = value;
+      const run = runOf(target);
+      // Outside any run (code a finished run left behind) writes go nowhere.
+      if (run !== undefined && typeof key === 'string') (run.vars ??= Object.create(null) as Record<string, unknown>)[key] = value;
       return true;
     },
     deleteProperty(target, key) {
-      return delete target[key];
+      const run = runOf(target);
+      if (run?.vars !== undefined && typeof key === 'string') return delete run.vars[key];
+      return true;
     },
   };
+  const sharedScope = new Proxy(Object.create(null) as Record<string | symbol, unknown>, scopeHandler);
 
   function describe(err: unknown): { m: string; n: string; s: string } {
     try {
@@ -109,65 +146,271 @@ export function isolateMain(
   const finishable = (run: IsolateRun): boolean =>
     !run.finished && (run.cancelled !== undefined || run.error !== undefined || (run.done && run.pending === 0));
 
-  /** Marks the run for `collect`, which finishes it only after the microtasks have drained. */
+  /**
+   * A run that may have settled. A deferred script (one that may go on in microtasks) finishes
+   * only in the next `collect` call, after the microtasks of this one ran; any other now.
+   */
   function settle(run: IsolateRun): void {
-    if (finishable(run)) ready.push(run);
+    if (!finishable(run)) return;
+    if (run.job.defer) ready.push(run);
+    else finish(run);
   }
 
   function finish(run: IsolateRun): void {
     run.finished = true;
-    const out: RunWire = { t: run.thisObj, h: run.hidden, p: run.protect };
-    if (run.cancelled) out.c = run.cancelled;
-    if (run.errors) out.e = run.errors;
-    if (run.resultSet) {
-      out.s = true;
-      out.r = run.result;
-    }
-    if (run.error) out.x = run.error;
-    let wire: string;
-    try {
-      wire = JSON.stringify(out);
-    } catch (err) {
-      wire = JSON.stringify({ t: {}, h: [], p: [], x: describe(err) });
-    }
     const job = run.job;
-    job.parts[run.index] = wire;
-    if (--job.left === 0) {
-      jobs.delete(job.id);
-      completed.push(job);
+    if (job.live.size > 0) job.live.delete(run);
+    enter(job.id);
+    // In input order (the usual case) the outcome goes straight into the job's output.
+    const inOrder = run.index === job.emitted;
+    const out = inOrder ? job.out : [];
+    const at = out.push(0) - 1;
+    let flags: number;
+    try {
+      flags = diff(run, out);
+    } catch (err) {
+      // A getter the script defined on `this` may throw.
+      fail(run, err);
+      out.length = at + 1;
+      flags = 0;
     }
+    if (run.hidden) {
+      flags |= HAS_HIDDEN;
+      out.push(run.hidden);
+    }
+    if (run.protect) {
+      flags |= HAS_PROTECT;
+      out.push(run.protect);
+    }
+    if (run.cancelled || run.errors || run.resultSet || run.error) {
+      const rest: RunWire = {};
+      if (run.cancelled) rest.c = run.cancelled;
+      if (run.errors) rest.e = run.errors;
+      if (run.resultSet) {
+        rest.s = true;
+        rest.r = run.result;
+      }
+      if (run.error) rest.x = run.error;
+      flags |= HAS_REST;
+      out.push(rest);
+    }
+    out[at] = flags;
+    if (!inOrder) {
+      job.early.set(run.index, out);
+      return;
+    }
+    job.emitted++;
+    // Runs that finished before this one follow it now.
+    while (job.early.size > 0) {
+      const next = job.early.get(job.emitted);
+      if (next === undefined) break;
+      job.early.delete(job.emitted);
+      for (const value of next) job.out.push(value);
+      job.emitted++;
+    }
+    if (job.emitted === job.count) complete(job);
   }
 
-  function start(run: IsolateRun, factory: ScriptFactory): void {
-    if (run.finished) return;
-    enter(run.job.id);
-    const ended = (err?: unknown): void => {
-      if (err !== undefined) fail(run, err);
-      run.done = true;
-      settle(run);
-    };
+  /**
+   * Pushes `this`'s changes against the values that were sent onto `out`: the keys set (as a
+   * shape index) and their values, then the keys deleted. Returns the flags for what it pushed.
+   */
+  function diff(run: IsolateRun, out: unknown[]): number {
+    const obj = run.thisObj;
+    const shape = run.shape;
+    const items = run.job.items;
+    const base = run.base + ITEM_VALUES;
+    let setKeys: string[] | undefined;
+    let setValues: unknown[] | undefined;
+    let kept = 0;
+    const keys = Object.keys(obj);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      const at = shape[i] === key ? i : shape.indexOf(key);
+      const value = obj[key];
+      // As in JSON, a property set to undefined (or a function) is no property: it stays out, or counts as deleted.
+      if (absent(value)) continue;
+      if (at >= 0) {
+        kept++;
+        if (same(value, items[base + at])) continue;
+      }
+      (setKeys ??= []).push(key);
+      (setValues ??= []).push(value);
+    }
+    let flags = 0;
+    if (setKeys !== undefined) {
+      flags |= HAS_SET;
+      out.push(shapeIndex(run.job, setKeys));
+      for (const value of setValues as unknown[]) out.push(value);
+    }
+    if (kept < shape.length) {
+      flags |= HAS_UNSET;
+      out.push(shape.filter((key) => !Object.prototype.hasOwnProperty.call(obj, key) || absent(obj[key])));
+    }
+    return flags;
+  }
+
+  const absent = (value: unknown): boolean => value === undefined || typeof value === 'function' || typeof value === 'symbol';
+
+  function shapeIndex(job: IsolateJob, keys: string[]): number {
+    const last = job.outShapes[job.lastShape];
+    if (last !== undefined && last.length === keys.length) {
+      let i = 0;
+      while (i < keys.length && last[i] === keys[i]) i++;
+      if (i === keys.length) return job.lastShape;
+    }
+    const id = keys.join('\n');
+    let at = job.outShapeIndex.get(id);
+    if (at === undefined) {
+      at = job.outShapes.push(keys) - 1;
+      job.outShapeIndex.set(id, at);
+    }
+    job.lastShape = at;
+    return at;
+  }
+
+  /** Equality of a value after the run with the JSON value it started from. */
+  function same(a: unknown, b: unknown): boolean {
+    if (a === b) return true;
+    if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+    if (Array.isArray(a) !== Array.isArray(b) || Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return false;
+    const ka = Object.keys(a);
+    const kb = Object.keys(b);
+    if (ka.length !== kb.length) return false;
+    const ra = a as Record<string, unknown>;
+    const rb = b as Record<string, unknown>;
+    for (let i = 0; i < ka.length; i++) {
+      const k = ka[i] as string;
+      if (k !== kb[i] || !same(ra[k], rb[k])) return false;
+    }
+    return true;
+  }
+
+  /** A fresh copy of a JSON value: the item keeps the original to compare with after the run. */
+  function copy(value: unknown): unknown {
+    if (value === null || typeof value !== 'object') return value;
+    if (Array.isArray(value)) return value.map(copy);
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) setOwn(out, key, copy((value as Record<string, unknown>)[key]));
+    return out;
+  }
+
+  function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+    // "__proto__" from JSON is an own property; plain assignment would set the prototype.
+    if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+    else obj[key] = value;
+  }
+
+  function complete(job: IsolateJob): void {
+    jobs.delete(job.id);
+    let text: string;
+    try {
+      text = JSON.stringify([job.outShapes, job.out]);
+    } catch (err) {
+      // A value set by a script that JSON cannot carry (a BigInt, a cycle) fails the job.
+      text = JSON.stringify([[], [HAS_REST, { x: describe(err) }]]);
+    }
+    completed.push(`[${job.id},${text}]`);
+  }
+
+  function start(run: IsolateRun): void {
+    const job = run.job;
+    enter(job.id);
     let returned: unknown;
     try {
-      returned = factory(new Proxy(run.vars, scopeHandler)).call(run.thisObj);
+      if (job.fast) {
+        current = run;
+        try {
+          returned = (job.bound as (this: Record<string, unknown>) => unknown).call(run.thisObj);
+        } finally {
+          current = undefined;
+        }
+      } else {
+        const target = Object.create(null) as Record<string | symbol, unknown>;
+        target[RUN] = run;
+        returned = job.factory(new Proxy(target, scopeHandler)).call(run.thisObj);
+      }
     } catch (err) {
-      return ended(err ?? null);
+      return ended(run, err ?? null);
     }
     // Async scripts (and sync ones that return a promise) end when the promise settles.
     if (returned !== null && typeof returned === 'object' && typeof (returned as { then?: unknown }).then === 'function') {
-      (returned as Promise<unknown>).then(() => ended(), (err: unknown) => ended(err ?? null));
+      job.live.add(run);
+      (returned as Promise<unknown>).then(
+        () => ended(run, undefined),
+        (err: unknown) => ended(run, err ?? null),
+      );
     } else {
-      ended();
+      ended(run, undefined);
+      if (!run.finished) job.live.add(run);
     }
+  }
+
+  function ended(run: IsolateRun, err: unknown): void {
+    if (err !== undefined) fail(run, err);
+    run.done = true;
+    settle(run);
+  }
+
+  /** Starts the job's runs in input order until they are all started or the time budget is used. */
+  function runItems(job: IsolateJob): void {
+    const items = job.items;
+    let started = false;
+    while (job.next < items.length && !job.dropped) {
+      if (started && overBudget()) {
+        queue.push(() => runItems(job));
+        return;
+      }
+      started = true;
+      const base = job.next;
+      const combo = job.combos[items[base] as number] as JobWire['C'][number];
+      const shape = job.shapes[combo[3]] ?? [];
+      job.next = base + ITEM_VALUES + shape.length;
+      start({
+        thisObj: build(shape, items, base + ITEM_VALUES),
+        job,
+        index: job.started++,
+        base,
+        shape,
+        li: combo[0],
+        hi: combo[1],
+        bi: combo[2],
+        vars: undefined,
+        resultSet: false,
+        pending: 0,
+        done: false,
+        finished: false,
+      });
+    }
+  }
+
+  /**
+   * Whether the time budget of this call is used. A clock read costs about as much as a trivial
+   * run, so while runs keep taking under a millisecond the clock is read every 2nd, 4th, ... up
+   * to every 32nd run; a millisecond passing between two reads goes back to every run.
+   */
+  function overBudget(): boolean {
+    if (clockSkip > 0) {
+      clockSkip--;
+      return false;
+    }
+    const now = Date.now();
+    clockSpan = now === lastClock ? Math.min(clockSpan * 2 + 1, 31) : 0;
+    clockSkip = clockSpan;
+    lastClock = now;
+    return now - pumpStartedAt >= budgetMs;
   }
 
   /** Runs queued tasks until none is left or the time budget is used; returns how many are left. */
   function pump(): number {
-    const startedAt = Date.now();
+    pumpStartedAt = lastClock = Date.now();
+    clockSkip = clockSpan = 0;
+    current = undefined; // a run cut off by the time limit never reached its `finally`
     while (head < queue.length) {
       const task = queue[head];
       queue[head++] = undefined;
       task?.();
-      if (Date.now() - startedAt >= budgetMs) break;
+      if (Date.now() - pumpStartedAt >= budgetMs) break;
     }
     if (head === queue.length) queue.length = head = 0;
     return queue.length - head;
@@ -185,78 +428,139 @@ export function isolateMain(
     return tree;
   }
 
-  function job(scriptId: number, jobId: number, json: string): number {
-    enter(jobId);
-    const factory = factories.get(scriptId);
-    if (!factory) throw new Error(`script ${scriptId} is not defined in this isolate`);
-    const input = JSON.parse(json) as JobWire;
-    const uses = new Array<number>(input.L.length).fill(0);
-    for (const item of input.I) uses[item[1]] = (uses[item[1]] ?? 0) + 1;
-    const keys = input.L.map((table) => new Set(table.k));
-    const trees = input.H.map(treeOf);
-    const entry: IsolateJob = { id: jobId, runs: [], parts: new Array<string>(input.I.length), left: input.I.length };
-    jobs.set(jobId, entry);
-    if (entry.left === 0) {
-      jobs.delete(jobId);
-      completed.push(entry);
-    }
-    input.I.forEach(([thisObj, li, hi, bi], index) => {
-      const run: IsolateRun = {
-        thisObj: thisObj !== null && typeof thisObj === 'object' ? thisObj : {},
-        vars: Object.create(null) as Record<string | symbol, unknown>,
-        localKeys: keys[li] ?? new Set(),
-        localVals: input.L[li]?.v ?? {},
-        localsShared: (uses[li] ?? 0) > 1,
-        hostIdx: hi,
-        hostTree: trees[hi] ?? new Map(),
-        label: input.B[bi] ?? '',
-        hidden: [],
-        protect: [],
-        resultSet: false,
-        pending: 0,
-        done: false,
-        finished: false,
-        job: entry,
-        index,
-      };
-      run.vars[RUN] = run;
-      entry.runs.push(run);
-      queue.push(() => start(run, factory));
-    });
-    return pump();
+  /** Builds `this` from an item: its shape's keys, each with a copy of the value sent. */
+  function build(keys: readonly string[], items: unknown[], from: number): Record<string, unknown> {
+    const obj: Record<string, unknown> = {};
+    for (let i = 0; i < keys.length; i++) setOwn(obj, keys[i] as string, copy(items[from + i]));
+    return obj;
   }
 
-  function deliver(json: string): number {
+  function queueJob(input: JobWire): void {
+    enter(input.j);
+    const factory = factories.get(input.s);
+    if (!factory) throw new Error(`script ${input.s} is not defined in this isolate`);
+    const trees = input.H.map(treeOf);
+    const uses = new Array<number>(input.L.length).fill(0);
+    let count = 0;
+    for (let at = 0; at < input.I.length; count++) {
+      const combo = input.C[input.I[at] as number] as JobWire['C'][number];
+      uses[combo[0]] = (uses[combo[0]] ?? 0) + 1;
+      at += ITEM_VALUES + (input.K[combo[3]]?.length ?? 0);
+    }
+    const defer = input.m === 1;
+    // Runs that cannot go on after their body returned share one scope (see `current`).
+    const fast = !defer && trees.every((tree) => tree.size === 0);
+    let fn = fast ? bound.get(input.s) : undefined;
+    if (fast && fn === undefined) bound.set(input.s, (fn = factory(sharedScope)));
+    const job: IsolateJob = {
+      id: input.j,
+      scriptId: input.s,
+      factory,
+      bound: fn,
+      defer,
+      fast,
+      items: input.I,
+      combos: input.C,
+      shapes: input.K,
+      locals: input.L,
+      localKeys: input.L.map((table) => new Set(table.k)),
+      localsShared: uses.map((n) => n > 1),
+      trees,
+      labels: input.B,
+      count,
+      next: 0,
+      started: 0,
+      emitted: 0,
+      early: new Map(),
+      out: [],
+      outShapes: [],
+      outShapeIndex: new Map(),
+      lastShape: -1,
+      live: new Set(),
+      dropped: false,
+    };
+    jobs.set(job.id, job);
+    if (count === 0) complete(job);
+    else queue.push(() => runItems(job));
+  }
+
+  /** Queues the jobs of a JSON array of JobWire and runs them; answers like `collect`. */
+  function batch(json: string): string {
+    for (const input of JSON.parse(json) as JobWire[]) {
+      try {
+        queueJob(input);
+      } catch (err) {
+        // Not a script's fault (a script missing after the isolate was rebuilt): fail that job.
+        jobs.delete(input.j);
+        completed.push(`[${input.j},${JSON.stringify([[], [HAS_REST, { x: describe(err) }]])}]`);
+      }
+    }
+    return report(pump(), false);
+  }
+
+  function deliver(json: string): string {
     for (const [id, reply] of JSON.parse(json) as [number, { r?: unknown; e?: unknown }][]) {
       queue.push(() => host.receive(id, reply));
     }
-    return pump();
+    return report(pump(), false);
   }
 
+  function resume(): string {
+    return report(pump(), false);
+  }
+
+  /** A separate call, so the microtasks of the previous one have run: settled runs finish now. */
   function collect(): string {
-    for (const run of ready.splice(0)) {
-      if (!finishable(run)) continue;
-      enter(run.job.id);
-      finish(run);
+    return report(queue.length - head, true);
+  }
+
+  /**
+   * What Node must know after a call. `final` (a `collect` call, after the microtasks): deferred
+   * runs that settled finish, and a run that is neither waiting for a host call nor for a queued
+   * task can never go on (it awaits a promise nobody settles), so it fails instead of holding its
+   * request forever. Otherwise `m` asks for that `collect` when deferred runs are under way.
+   */
+  function report(left: number, final: boolean): string {
+    let more = 0;
+    if (final) {
+      for (const run of ready.splice(0)) if (finishable(run)) finish(run);
+      if (left === 0) {
+        for (const job of jobs.values()) {
+          for (const run of job.live) {
+            if (run.finished || run.pending > 0) continue;
+            enter(job.id);
+            run.error ??= { m: 'the script is waiting for a promise that never settles', n: 'Error', s: '' };
+            finish(run);
+          }
+        }
+      }
+    } else if (ready.length > 0) {
+      more = 1;
+    } else if (left === 0) {
+      for (const job of jobs.values()) {
+        if (!job.defer) continue;
+        for (const run of job.live) if (!run.finished && run.pending === 0) more = 1;
+        if (more) break;
+      }
     }
     if (droppedLogs > 0) {
       logs.push(JSON.stringify(['', 'warn', `script-runtime: ${droppedLogs} console lines dropped`]));
       droppedLogs = 0;
     }
-    if (completed.length === 0 && logs.length === 0 && host.requests.length === 0) return '';
-    const done = completed.splice(0).map((entry) => `[${entry.id},[${entry.parts.join(',')}]]`);
-    const out = `{"d":[${done.join(',')}],"l":[${logs.join(',')}],"h":[${host.requests.join(',')}]}`;
-    logs.length = host.requests.length = 0;
+    if (completed.length === 0 && logs.length === 0 && host.requests.length === 0 && left === 0 && more === 0) return '';
+    const out = `{"q":${left},"m":${more},"d":[${completed.join(',')}],"l":[${logs.join(',')}],"h":[${host.requests.join(',')}]}`;
+    completed.length = logs.length = host.requests.length = 0;
     return out;
   }
 
   function drop(jobId: number): void {
-    const entry = jobs.get(jobId);
-    if (!entry) return;
+    const job = jobs.get(jobId);
+    if (!job) return;
     jobs.delete(jobId);
-    // Queued tasks and late replies of a finished run do nothing.
-    for (const run of entry.runs) run.finished = true;
-    host.forget(entry);
+    // Runs not started yet never start; queued tasks and late replies of started ones do nothing.
+    job.dropped = true;
+    for (const run of job.live) run.finished = true;
+    host.forget(job);
   }
 
   function check(source: string): string {
@@ -271,6 +575,9 @@ export function isolateMain(
   // Scripts write implicit globals into their own scope; freezing the real global object makes an
   // explicit `globalThis.x = 1` a no-op instead of a leak into later runs.
   Object.freeze(globalThis);
-  const define = (id: number, factory: ScriptFactory): void => void factories.set(id, factory);
-  return { define, check, job, deliver, resume: pump, collect, drop };
+  const define = (id: number, factory: ScriptFactory): void => {
+    factories.set(id, factory);
+    bound.delete(id);
+  };
+  return { define, check, batch, deliver, resume, collect, drop };
 }

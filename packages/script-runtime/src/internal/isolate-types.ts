@@ -1,34 +1,68 @@
 /** Types of the code that runs inside the isolate (erased at compile time; nothing here runs). */
+import type { JobWire } from './wire.js';
 
 /** A compiled script inside the isolate: called with a scope, returns the script body. */
 export type ScriptFactory = (scope: object) => (this: Record<string, unknown>) => unknown;
 
 /**
  * What the isolate exposes to Node. Node calls these with applySync and a timeout; the isolate
- * never calls Node. Calls that queue work return how many tasks are still queued (Node calls
+ * never calls Node. Calls that queue work report how many tasks are still queued (Node calls
  * `resume` until 0), so that one call never runs much longer than a time budget.
  */
 export interface IsolateBridge {
   define(id: number, factory: ScriptFactory): void;
   /** Checks that the source parses on its own as a function body; returns the error message or ''. */
   check(source: string): string;
-  /** Queues the runs of a job (JobWire JSON) and starts them. */
-  job(scriptId: number, jobId: number, json: string): number;
+  /**
+   * Queues the jobs of a JSON array of JobWire and runs them. This and the next three answer
+   * CollectWire JSON (or '' when there is nothing): what finished, log lines, host requests.
+   */
+  batch(json: string): string;
   /** Queues host call replies: JSON `[[callId, {r} | {e}], ...]`. */
-  deliver(json: string): number;
-  resume(): number;
-  /** After the microtasks drained: finished jobs, log lines and new host requests as CollectWire JSON, or ''. */
+  deliver(json: string): string;
+  resume(): string;
+  /** After the microtasks of the previous call ran: finishes settled runs, fails stuck ones. */
   collect(): string;
   /** Abandons a job (its run exceeded the CPU limit). */
   drop(jobId: number): void;
 }
 
-/** A job inside the isolate. */
+/** A job inside the isolate: its tables, the runs' input and the output built so far. */
 export interface IsolateJob {
   id: number;
-  runs: IsolateRun[];
-  parts: string[];
-  left: number;
+  scriptId: number;
+  factory: ScriptFactory;
+  /** The script may go on in microtasks (SourceUsage.deferred). */
+  defer: boolean;
+  /** Not deferred and without host functions: runs end with their body and share one scope. */
+  fast: boolean;
+  /** For fast jobs: the script body bound to the shared scope. */
+  bound: ((this: Record<string, unknown>) => unknown) | undefined;
+  /** Items as sent: [combination, ...values] each (see JobWire). */
+  items: unknown[];
+  combos: JobWire['C'];
+  shapes: string[][];
+  locals: JobWire['L'];
+  localKeys: Set<string>[];
+  /** Locals tables used by several runs: each run gets its own copy of object values. */
+  localsShared: boolean[];
+  trees: Map<string, HostNode>[];
+  labels: string[];
+  count: number;
+  /** Offset in `items` of the next run to start. */
+  next: number;
+  started: number;
+  /** Runs whose outcome is in `out`; later ones that finished early wait in `early`. */
+  emitted: number;
+  early: Map<number, unknown[]>;
+  /** Outcomes, flat (see RUN_FLAGS in wire.ts), and the key lists they refer to. */
+  out: unknown[];
+  outShapes: string[][];
+  outShapeIndex: Map<string, number>;
+  lastShape: number;
+  /** Started runs that have not finished. */
+  live: Set<IsolateRun>;
+  dropped: boolean;
 }
 
 /** A host call waiting for its reply from Node. */
@@ -48,17 +82,19 @@ export interface HostNode {
 /** The state of one run inside the isolate. */
 export interface IsolateRun {
   thisObj: Record<string, unknown>;
-  /** The with-scope's target: materialised variables and implicit globals of this run. */
-  vars: Record<string | symbol, unknown>;
-  localKeys: Set<string>;
-  localVals: Record<string, unknown>;
-  /** The locals table is used by several items of a batch, so each run gets its own copy. */
-  localsShared: boolean;
-  hostIdx: number;
-  hostTree: Map<string, HostNode>;
-  label: string;
-  hidden: string[];
-  protect: string[];
+  job: IsolateJob;
+  index: number;
+  /** Where this run's item starts in job.items; the values sent are after ITEM_VALUES, in `shape` order. */
+  base: number;
+  shape: readonly string[];
+  /** The run's locals, host and label tables (indices into the job's). */
+  li: number;
+  hi: number;
+  bi: number;
+  /** Materialised variables and implicit globals of this run, made on first use. */
+  vars: Record<string, unknown> | undefined;
+  hidden?: string[];
+  protect?: string[];
   errors?: Record<string, string>;
   cancelled?: { message: string; status: number };
   result?: unknown;
@@ -69,8 +105,6 @@ export interface IsolateRun {
   /** The script body returned (or threw). */
   done: boolean;
   finished: boolean;
-  job: IsolateJob;
-  index: number;
 }
 
 /** The Script API functions, built per run and per name on first use. */

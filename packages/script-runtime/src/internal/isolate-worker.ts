@@ -6,11 +6,11 @@ import type { CompiledScript } from './compiled-script.js';
 import { makeScriptApi } from './isolate-api.js';
 import { makeHostBridge } from './isolate-host.js';
 import { isolateMain } from './isolate-main.js';
-import type { CollectWire, RunWire } from './wire.js';
+import type { CollectWire, JobOutput } from './wire.js';
 import { parseSyntaxMessage } from './wrap-source.js';
 
 const MAIN_SOURCE = `return (${isolateMain.toString()})(${makeScriptApi.toString()}, ${makeHostBridge.toString()}, $0, $1);`;
-const BRIDGE = ['define', 'check', 'job', 'deliver', 'resume', 'collect', 'drop'] as const;
+const BRIDGE = ['define', 'check', 'batch', 'deliver', 'resume', 'collect', 'drop'] as const;
 /** Consecutive failed calls after which the isolate is considered broken and rebuilt. */
 const MAX_FAILED_CALLS = 3;
 
@@ -31,26 +31,38 @@ interface Live {
 interface PendingJob {
   hosts: HostApi[];
   filename: string;
-  resolve: (runs: RunWire[]) => void;
+  resolve: (out: JobOutput) => void;
   reject: (err: Error) => void;
+}
+
+/** A job waiting for the next crossing. */
+interface QueuedJob {
+  jobId: number;
+  script: CompiledScript;
+  json: string;
 }
 
 /**
  * One isolate with one reused context, the scripts defined in it, and the jobs in flight.
  *
- * Every crossing is a synchronous call from Node with isolated-vm's `timeout`: measured on Node 24,
- * a sync call costs ~3 µs (+0.4-1.5 µs for the timeout) while an async call or a call from the
- * isolate back into Node costs ~80 µs, because it hops threads. The isolate bounds each call by
- * time budget (work beyond it waits for `resume`), so the timeout is effectively per stretch of
- * one run. A timed-out call terminates only that stretch: the job running it fails and the
- * isolate lives on. Running out of memory disposes the isolate: every job in it fails and the
- * isolate is rebuilt on next use.
+ * Every crossing is a synchronous call from Node: measured in the HTTP path on Node 24, a call
+ * adds ~10 µs per request and isolated-vm's per-call `timeout` another ~20 µs (its timer thread
+ * wakes for every call), while a call from the isolate back into Node hops threads (~80 µs).
+ * So jobs are not sent one by one: run() queues them and one call per event-loop turn
+ * (setImmediate) takes every job queued meanwhile, runs them and answers what finished, so
+ * concurrent requests share a crossing and its timer. The isolate bounds each call by a time
+ * budget (work beyond it waits for `resume`), so the timeout is effectively per stretch of one
+ * run. A timed-out call terminates only that stretch: the job running it fails and the isolate
+ * lives on. Running out of memory disposes the isolate: every job in it fails and the isolate is
+ * rebuilt on next use.
  */
 export class IsolateWorker {
   private readonly shared = new Int32Array(new SharedArrayBuffer(4));
   private readonly jobs = new Map<number, PendingJob>();
   private live: Live | undefined;
   private nextJobId = 1;
+  private queued: QueuedJob[] = [];
+  private scheduled = false;
   private replies: string[] = [];
   private flushing = false;
 
@@ -77,18 +89,45 @@ export class IsolateWorker {
     return live;
   }
 
-  /** Runs the script once per input, all in one job; resolves with the outcomes in input order. */
-  run(script: CompiledScript, inputs: readonly RunInput[]): Promise<RunWire[]> {
-    const { json, hosts } = encodeJob(inputs);
-    const live = this.define(script);
+  /**
+   * Runs the script once per input, all in one job; resolves with the outcomes in input order.
+   * The job crosses into the isolate with the others queued in this event-loop turn.
+   */
+  run(script: CompiledScript, inputs: readonly RunInput[]): Promise<JobOutput> {
     const jobId = this.nextJobId;
     this.nextJobId = jobId >= 0x7fffffff ? 1 : jobId + 1;
-    const done = new Promise<RunWire[]>((resolve, reject) => {
+    const { json, hosts } = encodeJob(script.id, jobId, inputs, script.usage);
+    const done = new Promise<JobOutput>((resolve, reject) => {
       this.jobs.set(jobId, { hosts, filename: script.filename, resolve, reject });
     });
-    this.drive(live, 'job', [script.id, jobId, json]);
+    this.queued.push({ jobId, script, json });
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
     return done;
   }
+
+  /** Sends every queued job in one call. */
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const queued = this.queued;
+    this.queued = [];
+    const parts: string[] = [];
+    let live: Live | undefined;
+    for (const { jobId, script, json } of queued) {
+      if (!this.jobs.has(jobId)) continue; // disposed meanwhile
+      try {
+        live = this.define(script);
+        parts.push(json);
+      } catch (err) {
+        const job = this.jobs.get(jobId);
+        this.jobs.delete(jobId);
+        job?.reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+    if (live && parts.length > 0 && this.live === live) this.drive(live, 'batch', [`[${parts.join(',')}]`]);
+  };
 
   /** Disposes the isolate; jobs in flight reject. */
   dispose(): void {
@@ -97,6 +136,7 @@ export class IsolateWorker {
     if (live && !live.isolate.isDisposed) live.isolate.dispose();
     for (const job of this.jobs.values()) job.reject(new Error('script runtime disposed'));
     this.jobs.clear();
+    this.queued = [];
   }
 
   private ensureLive(): Live {
@@ -113,27 +153,28 @@ export class IsolateWorker {
     return this.live;
   }
 
-  /** One call, then `resume` until the queue is empty, then `collect`; failures are handled here. */
-  private drive(live: Live, method: 'job' | 'deliver', args: unknown[]): void {
+  /** One call, then `resume` until the queue is empty and `collect` after microtasks; failures are handled here. */
+  private drive(live: Live, method: 'batch' | 'deliver', args: unknown[]): void {
     let failures = 0;
-    let left = this.call(live, method, args);
+    let out = this.call(live, method, args);
     while (this.live === live) {
-      if (left === undefined) {
+      if (out === undefined) {
         if (++failures >= MAX_FAILED_CALLS) return this.failAll(live, 'crash', 'repeated failures');
-        left = this.call(live, 'resume', []);
-      } else if ((left as number) > 0) {
-        left = this.call(live, 'resume', []);
-      } else {
-        const out = this.call(live, 'collect', []);
-        if (out === undefined) left = undefined;
-        else return this.dispatch(live, out as string);
+        out = this.call(live, 'resume', []);
+        continue;
       }
+      if (out === '') return;
+      const wire = JSON.parse(out) as CollectWire;
+      this.dispatch(live, wire);
+      if (wire.q > 0) out = this.call(live, 'resume', []);
+      else if (wire.m > 0) out = this.call(live, 'collect', []);
+      else return;
     }
   }
 
-  private call(live: Live, method: (typeof BRIDGE)[number], args: unknown[]): unknown {
+  private call(live: Live, method: (typeof BRIDGE)[number], args: unknown[]): string | undefined {
     try {
-      return live.refs[method].applySync(undefined, args, { timeout: this.options.timeoutMs });
+      return live.refs[method].applySync(undefined, args, { timeout: this.options.timeoutMs }) as string;
     } catch (err) {
       this.onCallError(live, err);
       return undefined;
@@ -181,9 +222,7 @@ export class IsolateWorker {
   }
 
   /** Hands out what `collect` returned: new host calls, finished jobs, log lines. */
-  private dispatch(live: Live, out: string): void {
-    if (!out) return;
-    const wire = JSON.parse(out) as CollectWire;
+  private dispatch(live: Live, wire: CollectWire): void {
     // Host calls first: a run cancelled right after emit() still emits, as the call was made.
     for (const request of wire.h) this.startHostCall(live, request);
     for (const [jobId, runs] of wire.d) {

@@ -1,27 +1,53 @@
 /**
- * Formats that cross the isolate boundary. Each job crosses as ONE JSON string in and ONE JSON
- * string out, because a string copy is the cheapest transfer isolated-vm has and it keeps the
- * number of crossings independent of the object size and of the batch length.
+ * Formats that cross the isolate boundary. Everything crosses as JSON strings: a string copy is
+ * the cheapest transfer isolated-vm has (structured clone of objects measured slower than JSON
+ * here), and jobs of many requests cross together, so the number of crossings does not grow with
+ * the number of runs.
  */
 
-/** One job = one run or one batch. Tables are deduplicated by identity on the Node side. */
+/**
+ * One job = one run or one On Get batch. Tables are deduplicated by identity on the Node side.
+ * Objects cross column-wise: an item names a shape (its keys) and carries the values in that
+ * order, which parses ~2x faster than an array of objects; only the properties of `this` that
+ * the script names are sent at all (see analyze.ts).
+ */
 export interface JobWire {
+  /** Script id. */
+  s: number;
+  /** Job id. */
+  j: number;
+  /** 1: runs may go on in microtasks after the call (SourceUsage.deferred). */
+  m: number;
   /** Locals tables: declared names (keys, including undefined values) and the values. */
   L: { k: string[]; v: Record<string, unknown> }[];
-  /** Host tables: function names (dotted paths). */
   /** Host function names of each host table, joined by '\n' (the isolate caches a tree per list). */
   H: string[];
   /** Labels. */
   B: string[];
-  /** Items: [thisObj, locals index, host index, label index]. */
-  I: [Record<string, unknown>, number, number, number][];
+  /** Shapes: the keys of `this` an item carries, in order. */
+  K: string[][];
+  /** Combinations an item refers to: [locals index, host index, label index, shape index]. */
+  C: [number, number, number, number][];
+  /** Items, flat: [combination index, ...values of its shape's keys] each. */
+  I: unknown[];
 }
 
-/** The outcome of one run. */
+/** Where an item's values start (after its combination index). */
+export const ITEM_VALUES = 1;
+
+/**
+ * A finished job: [key lists, outcomes]. The outcomes are flat, one run after the other in input
+ * order, each: flags (RUN_FLAGS), then what the flags announce in this order: SET the index of a
+ * key list and one value per key (properties of `this` the script added or changed), UNSET the
+ * keys it deleted, HIDDEN and PROTECT the names given to hide() and protect(), REST a RunWire.
+ * `this` comes back as a change set against what was sent: no flag = unchanged, nothing else.
+ */
+export type JobOutput = [string[][], unknown[]];
+
+export const RUN_FLAGS = { SET: 1, UNSET: 2, HIDDEN: 4, PROTECT: 8, REST: 16 } as const;
+
+/** The rarer parts of a run's outcome. */
 export interface RunWire {
-  t: Record<string, unknown>;
-  h: string[];
-  p: string[];
   c?: { message: string; status: number };
   e?: Record<string, string>;
   r?: unknown;
@@ -37,11 +63,15 @@ export interface HostReplyWire {
 }
 
 /**
- * Output of `collect`: finished jobs as [jobId, runs], log lines as [label, level, text], and host
- * requests as [callId, jobId, host index, function name, arguments].
+ * What every call into the isolate returns (as JSON, or '' when there is nothing): finished jobs
+ * as [jobId, runs], log lines as [label, level, text], host requests as [callId, jobId, host
+ * index, function name, arguments], `q` tasks still queued (Node calls `resume`), and `m` = 1 when
+ * started runs may go on in the microtasks that run after the call (Node calls `collect`).
  */
 export interface CollectWire {
-  d: [number, RunWire[]][];
+  d: [number, JobOutput][];
   l: [string, string, string][];
   h: [number, number, number, string, unknown[]][];
+  q: number;
+  m: number;
 }

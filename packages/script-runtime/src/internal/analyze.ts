@@ -1,0 +1,53 @@
+/**
+ * What a script's source can reach, found by a conservative scan of its text (no parser): the
+ * runtime copies into the isolate only the variables and the properties of `this` a script names.
+ * Every guess errs towards sending more: a name inside a string or a comment counts as used, and
+ * any use of `this` other than `this.<name>` sends the whole object.
+ */
+export interface SourceUsage {
+  /** Identifiers the source mentions; undefined when it calls eval (then everything is sent). */
+  readonly names: ReadonlySet<string> | undefined;
+  /** Properties of `this` the source reads or writes; undefined when it needs the whole object. */
+  readonly thisProps: readonly string[] | undefined;
+  /**
+   * The run may go on in microtasks after its body returned (it names promises, then/catch/
+   * finally, async or await), so it can only be finished after they ran: one more crossing.
+   */
+  readonly deferred: boolean;
+}
+
+const IDENTIFIER = /[A-Za-z_$][\w$]*/g;
+const THIS = /\bthis\b/g;
+const MEMBER = /^\s*\.\s*([A-Za-z_$][\w$]*)(?![\w$])/;
+const DEFERS = ['then', 'catch', 'finally', 'Promise', 'async', 'await'];
+
+/** Script API functions that read a variable on the script's behalf. */
+const IMPLIED: Record<string, readonly string[]> = { isMe: ['me'], changed: ['previous'] };
+
+export function analyzeSource(source: string): SourceUsage {
+  const names = new Set(source.match(IDENTIFIER) ?? []);
+  // eval sees the whole scope and `this`, under names no scan can find.
+  if (names.has('eval')) return { names: undefined, thisProps: undefined, deferred: true };
+  for (const [api, implied] of Object.entries(IMPLIED)) if (names.has(api)) for (const name of implied) names.add(name);
+  return {
+    names,
+    thisProps: names.has('changed') ? undefined : thisProperties(source),
+    deferred: DEFERS.some((name) => names.has(name)),
+  };
+}
+
+/**
+ * `this.a`, `this .b = 1`, `this.c.d`: the named properties. `this` alone (passed on, spread,
+ * enumerated, stringified), `this[k]`, `this?.k` or a property every object inherits (toString,
+ * hasOwnProperty, __proto__) means the whole object is needed.
+ */
+function thisProperties(source: string): readonly string[] | undefined {
+  const props = new Set<string>();
+  for (const match of source.matchAll(THIS)) {
+    const member = MEMBER.exec(source.slice(match.index + 4, match.index + 4 + 256));
+    const name = member?.[1];
+    if (name === undefined || name in Object.prototype) return undefined;
+    props.add(name);
+  }
+  return [...props];
+}

@@ -1,0 +1,125 @@
+import { describe, expect, test } from 'vitest';
+import { analyzeSource } from '../src/internal/analyze.js';
+import { setup } from './helpers.js';
+
+// What crosses into the isolate: only the variables and the properties of `this` a script names,
+// with `this` coming back as changes against what was sent (see analyze.ts and wire.ts).
+
+describe('source analysis', () => {
+  test('this.<name> uses give the property list; names include every identifier', () => {
+    const usage = analyzeSource("if (this.done) hide('secret'); this.label = this . title + '!'; this.meta.n++;");
+    expect(usage.thisProps).toEqual(['done', 'label', 'title', 'meta']);
+    expect(usage.names?.has('hide')).toBe(true);
+    expect(usage.deferred).toBe(false);
+  });
+
+  test.each([
+    ['JSON.stringify(this)'],
+    ["this['title'] = 1"],
+    ['for (var k in this) {}'],
+    ['const { a } = this'],
+    ['this?.a'],
+    ['this.hasOwnProperty("a")'],
+    ['this.__proto__'],
+    ["if (changed('title')) {}"],
+    ['// this is a comment'],
+  ])('%s needs the whole object', (source) => {
+    expect(analyzeSource(source).thisProps).toBeUndefined();
+  });
+
+  test('eval sees everything; isMe and changed read me and previous', () => {
+    expect(analyzeSource("eval('me')")).toEqual({ names: undefined, thisProps: undefined, deferred: true });
+    expect(analyzeSource('isMe(this.owner)').names?.has('me')).toBe(true);
+    expect(analyzeSource("changed('a')").names?.has('previous')).toBe(true);
+  });
+
+  test.each([['await x'], ['p.then(f)'], ['try {} catch (e) {}'], ['Promise.all([])'], ['(async () => 1)()']])('%s is deferred', (source) => {
+    expect(analyzeSource(source).deferred).toBe(true);
+  });
+});
+
+describe('this crosses as changes', () => {
+  test('properties the script does not name are kept as they were, in order', async () => {
+    const { exec } = setup();
+    const input = { a: 1, b: { deep: [1, 2] }, c: 'x' };
+    const result = await exec('this.a = this.a + 1; this.d = true;', { thisObj: input });
+    expect(result.thisObj).toEqual({ a: 2, b: { deep: [1, 2] }, c: 'x', d: true });
+    expect(Object.keys(result.thisObj)).toEqual(['a', 'b', 'c', 'd']);
+    expect(result.thisObj.b).toBe(input.b);
+    expect(input).toEqual({ a: 1, b: { deep: [1, 2] }, c: 'x' });
+  });
+
+  test('deleted properties and properties set to undefined or a function are gone', async () => {
+    const { exec } = setup();
+    const result = await exec('delete this.a; this.b = undefined; this.c = function () {};', { thisObj: { a: 1, b: 2, c: 3, d: 4 } });
+    expect(result.thisObj).toEqual({ d: 4 });
+  });
+
+  test('changes inside nested values are seen', async () => {
+    const { exec } = setup();
+    const result = await exec("this.tags.push('x'); this.meta.n++;", { thisObj: { tags: ['a'], meta: { n: 1, m: [0] }, other: { z: 1 } } });
+    expect(result.thisObj).toEqual({ tags: ['a', 'x'], meta: { n: 2, m: [0] }, other: { z: 1 } });
+  });
+
+  test('a script that changes nothing gets its input object back', async () => {
+    const { exec } = setup();
+    const input = { a: 1, nested: { b: 2 } };
+    expect((await exec('var x = this.a + this.nested.b;', { thisObj: input })).thisObj).toBe(input);
+  });
+
+  test('a script that uses this as a whole sees every property', async () => {
+    const { exec } = setup();
+    const result = await exec("this.keys = Object.keys(this).join(','); this.b2 = this['b'];", { thisObj: { a: 1, b: 2 } });
+    expect(result.thisObj).toEqual({ a: 1, b: 2, keys: 'a,b', b2: 2 });
+  });
+
+  test('an own __proto__ property stays a property', async () => {
+    const { exec } = setup();
+    const input = JSON.parse('{"__proto__": {"polluted": true}, "a": 1}') as Record<string, unknown>;
+    const result = await exec("this['__proto__'] = { polluted: 'yes' }; this.a = 2;", { thisObj: input });
+    expect(Object.getPrototypeOf(result.thisObj)).toBe(Object.prototype);
+    expect(Object.prototype.hasOwnProperty.call(result.thisObj, '__proto__')).toBe(true);
+    expect(result.thisObj.a).toBe(2);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  test('a batch of objects of different shapes', async () => {
+    const { runtime } = setup();
+    const script = runtime.compile('this.n = (this.n || 0) + 1; if (this.drop) delete this.x;', 'shapes.js');
+    const objects = [{ x: 1 }, { n: 5, x: 2 }, { y: 3 }, { x: 4, drop: true }, { n: 1 }, { x: 1 }];
+    const results = await runtime.runBatch(script, objects.map((thisObj) => ({ thisObj, locals: {} })));
+    expect(results.map((r) => r.thisObj)).toEqual([{ x: 1, n: 1 }, { n: 6, x: 2 }, { y: 3, n: 1 }, { drop: true, n: 1 }, { n: 2 }, { x: 1, n: 1 }]);
+  });
+
+  test('locals the script does not name are not needed; eval still reaches them', async () => {
+    const { exec } = setup();
+    const locals = { me: { id: 'u1' }, query: { q: 1 } };
+    expect((await exec("this.v = eval('me.id + query.q');", { locals })).thisObj).toEqual({ v: 'u11' });
+    expect((await exec('this.v = isMe("u1");', { locals })).thisObj).toEqual({ v: true });
+  });
+});
+
+describe('runs share crossings', () => {
+  test('300 runs started in one tick, with their own locals and objects, all answer their own', async () => {
+    const { runtime } = setup();
+    const script = runtime.compile('this.sum = this.n + me.k; if (this.n % 3 === 0) cancel("no", 401);', 'many.js');
+    const runs = Array.from({ length: 300 }, (_, n) => runtime.run(script, { thisObj: { n }, locals: { me: { k: n * 10 } } }));
+    const results = await Promise.all(runs);
+    results.forEach((result, n) => {
+      expect(result.thisObj.sum).toBe(n * 11);
+      expect(result.cancelled).toEqual(n % 3 === 0 ? { message: 'no', status: 401 } : undefined);
+    });
+  });
+
+  test('a script awaiting a promise that never settles fails instead of hanging', async () => {
+    const { exec } = setup();
+    await expect(exec('this.a = 1; await new Promise(function () {});')).rejects.toThrow('waiting for a promise that never settles');
+    expect((await exec('this.b = 1;')).thisObj).toEqual({ b: 1 });
+  });
+
+  test('a microtask continuation of a deferred script still counts', async () => {
+    const { exec } = setup();
+    const result = await exec('var self = this; Promise.resolve(2).then(function (v) { self.v = v; });');
+    expect(result.thisObj).toEqual({ v: 2 });
+  });
+});
