@@ -162,7 +162,8 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           const label = `${name} On Get`;
           let results: RunResult[];
           try {
-            results = await getRuntime().runBatch(script, objects.map((thisObj) => ({ thisObj, locals: shared, host: api, label })));
+            // The objects are this query's own copies: changes may go straight into them.
+            results = await getRuntime().runBatch(script, objects.map((thisObj) => ({ thisObj, locals: shared, host: api, label })), { inPlace: true });
           } catch (err) {
             throw scriptFailure(err, env, logger);
           }

@@ -47,10 +47,10 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       return result as RunResult;
     },
 
-    async runBatch(script, inputs) {
+    async runBatch(script, inputs, options = {}) {
       const compiled = own(script);
       if (inputs.length === 0) return [];
-      return decodeJob(await worker.run(compiled, inputs), inputs, compiled);
+      return decodeJob(await worker.run(compiled, inputs), inputs, compiled, options.inPlace === true);
     },
 
     dispose() {

@@ -46,7 +46,11 @@ export interface RunInput {
 
 /** What a run produced. */
 export interface RunResult {
-  /** `this` after the run (the script may change or add properties). */
+  /**
+   * `this` after the run (the script may change, add or delete properties): the input object
+   * itself when the script changed nothing, else a copy with the changes (or, with runBatch's
+   * `inPlace`, the input object changed). The input is never changed otherwise.
+   */
   thisObj: Record<string, unknown>;
   /** Set by cancel()/cancelIf()/cancelUnless(); status defaults to 400. */
   cancelled?: { message: string; status: number };
@@ -74,9 +78,10 @@ export interface ScriptRuntime {
   /**
    * Runs the script once per input with a single call into the isolate (On Get over a list). The
    * results are in input order and equal those of N run() calls; the first failing input (in
-   * input order) rejects the whole batch.
+   * input order) rejects the whole batch. With `inPlace`, each changed `thisObj` is updated in
+   * place instead of copied (for objects the caller owns, such as a query's fresh results).
    */
-  runBatch(script: Script, inputs: readonly RunInput[]): Promise<RunResult[]>;
+  runBatch(script: Script, inputs: readonly RunInput[], options?: { inPlace?: boolean }): Promise<RunResult[]>;
   /** Disposes the isolates; in-flight runs reject and later calls throw. */
   dispose(): void;
 }

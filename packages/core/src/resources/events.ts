@@ -30,6 +30,9 @@ export interface EventInput {
 export interface CollectionEventRunner {
   has(event: CollectionEvent): boolean;
   run(event: CollectionEvent, input: EventInput): Promise<EventOutcome>;
-  /** On Get over a list in one go; a cancelled object answers null and is left out. */
+  /**
+   * On Get over a list in one go; a cancelled object answers null and is left out. The objects
+   * are the query's own copies: the runner may change them in place.
+   */
   runGetBatch(ctx: Context, objects: readonly Doc[]): Promise<(EventOutcome | null)[]>;
 }

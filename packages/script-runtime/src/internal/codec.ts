@@ -11,15 +11,32 @@ export interface EncodedJob {
   hosts: HostApi[];
 }
 
-/** Returns the index of `value` in `list`, adding it when new; identity decides, so shared objects are sent once. */
-function indexOf<T>(list: T[], index: Map<T, number>, value: T): number {
-  let at = index.get(value);
-  if (at === undefined) {
-    at = list.push(value) - 1;
-    index.set(value, at);
+/**
+ * A table sent once per job, its entries referred to by index. Entries are found by key: a linear
+ * search while the table is short (a job usually has one locals, one host, one label), a Map
+ * beyond: jobs are mostly single runs, for which building Maps cost more than the search.
+ */
+class Table<T, K = T> {
+  readonly list: T[] = [];
+  private readonly keys: K[] = [];
+  private index: Map<K, number> | undefined;
+
+  constructor(private readonly keyOf: (value: T) => K) {}
+
+  indexOf(value: T): number {
+    const key = this.keyOf(value);
+    let at = this.index ? (this.index.get(key) ?? -1) : this.keys.indexOf(key);
+    if (at < 0) {
+      at = this.list.push(value) - 1;
+      this.keys.push(key);
+      if (this.index) this.index.set(key, at);
+      else if (this.keys.length > 8) this.index = new Map(this.keys.map((k, i) => [k, i]));
+    }
+    return at;
   }
-  return at;
 }
+
+const same = <T>(value: T): T => value;
 
 /**
  * Encodes a run or a batch as one JSON string. Locals, hosts and labels are deduplicated by
@@ -27,17 +44,14 @@ function indexOf<T>(list: T[], index: Map<T, number>, value: T): number {
  * the locals and the properties of `this` the script names cross (see analyze.ts).
  */
 export function encodeJob(scriptId: number, jobId: number, inputs: readonly RunInput[], usage: SourceUsage): EncodedJob {
-  const locals: Record<string, unknown>[] = [];
-  const localsIndex = new Map<Record<string, unknown>, number>();
-  const hosts: HostApi[] = [];
-  const hostsIndex = new Map<HostApi, number>();
-  const labels: string[] = [];
-  const labelsIndex = new Map<string, number>();
+  // Identity decides for locals and hosts, so shared objects are sent once.
+  const locals = new Table<Record<string, unknown>>(same);
+  const hosts = new Table<HostApi>(same);
+  const labels = new Table<string>(same);
+  const combos = new Table<[number, number, number, number], string>((c) => c.join());
   const noHost: HostApi = {};
   const noLocals: Record<string, unknown> = {};
   const shapes = new Shapes(usage.thisProps);
-  const combos: [number, number, number, number][] = [];
-  const comboIndex = new Map<string, number>();
   const items: unknown[] = [];
   let last: RunInput | undefined;
   let li = 0;
@@ -48,36 +62,28 @@ export function encodeJob(scriptId: number, jobId: number, inputs: readonly RunI
     // A batch shares its tables: look them up only when they differ from the previous input's.
     const changed = last === undefined || input.locals !== last.locals || input.host !== last.host || input.label !== last.label;
     if (changed) {
-      li = indexOf(locals, localsIndex, input.locals ?? noLocals);
-      hi = indexOf(hosts, hostsIndex, input.host ?? noHost);
-      bi = indexOf(labels, labelsIndex, input.label ?? '');
+      li = locals.indexOf(input.locals ?? noLocals);
+      hi = hosts.indexOf(input.host ?? noHost);
+      bi = labels.indexOf(input.label ?? '');
     }
     last = input;
     const slot = items.push(combo) - 1;
     const si = shapes.encode(input.thisObj, items);
-    if (changed || si !== combos[combo]?.[3]) {
-      const key = `${li},${hi},${bi},${si}`;
-      let at = comboIndex.get(key);
-      if (at === undefined) {
-        at = combos.push([li, hi, bi, si]) - 1;
-        comboIndex.set(key, at);
-      }
-      combo = at;
-    }
+    if (changed || si !== combos.list[combo]?.[3]) combo = combos.indexOf([li, hi, bi, si]);
     items[slot] = combo;
   }
   const wire: JobWire = {
     s: scriptId,
     j: jobId,
     m: usage.deferred ? 1 : 0,
-    L: locals.map((v) => localsTable(v, usage.names)),
-    H: hosts.map((host) => hostKey(host)),
-    B: labels,
+    L: locals.list.map((v) => localsTable(v, usage.names)),
+    H: hosts.list.map((host) => hostKey(host)),
+    B: labels.list,
     K: shapes.list,
-    C: combos,
+    C: combos.list,
     I: items,
   };
-  return { json: JSON.stringify(wire), hosts };
+  return { json: JSON.stringify(wire), hosts: hosts.list };
 }
 
 /** The locals the script can name; a key with an undefined value still declares the variable. */
@@ -99,8 +105,8 @@ function localsTable(values: Record<string, unknown>, names: ReadonlySet<string>
  * mostly share a shape, so the last one is tried first.
  */
 class Shapes {
-  readonly list: string[][] = [];
-  private readonly byKey = new Map<string, number>();
+  private readonly table = new Table<string[], string>((keys) => keys.join('\n'));
+  readonly list = this.table.list;
   private last = -1;
 
   constructor(private readonly props: readonly string[] | undefined) {}
@@ -115,7 +121,8 @@ class Shapes {
     let matches = last !== undefined;
     for (const key of names) {
       const value = source[key];
-      if (value === undefined || typeof value === 'function' || (this.props !== undefined && !Object.hasOwn(source, key))) continue;
+      // Inherited names never get here: analyze.ts sends the whole object for those.
+      if (value === undefined || typeof value === 'function') continue;
       if (matches && last?.[count] !== key) matches = false;
       count++;
       items.push(value);
@@ -124,31 +131,18 @@ class Shapes {
     const keys: string[] = [];
     for (const key of names) {
       const value = source[key];
-      if (value === undefined || typeof value === 'function' || (this.props !== undefined && !Object.hasOwn(source, key))) continue;
+      if (value === undefined || typeof value === 'function') continue;
       keys.push(key);
     }
     return this.indexOf(keys);
   }
 
   private indexOf(keys: string[]): number {
-    const last = this.list[this.last];
-    if (last !== undefined && sameKeys(last, keys)) return this.last;
-    const id = keys.join('\n');
-    let at = this.byKey.get(id);
-    if (at === undefined) {
-      at = this.list.push(keys) - 1;
-      this.byKey.set(id, at);
-    }
-    this.last = at;
-    return at;
+    this.last = this.table.indexOf(keys);
+    return this.last;
   }
 }
 
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 /**
  * The names of a host table's functions as one string: requests build a new host object each time,
@@ -173,40 +167,66 @@ export function decodeJob(
   [shapes, flat]: JobOutput,
   inputs: readonly RunInput[],
   script: { filename: string; prefixLength: number },
+  inPlace = false,
 ): RunResult[] {
   const results: RunResult[] = [];
-  let at = 0;
-  for (let i = 0; at < flat.length; i++) {
-    const flags = flat[at++] as number;
+  const reader = { at: 0 };
+  let last = -1;
+  for (let i = 0; reader.at < flat.length; i++) {
     const input = inputs[i]?.thisObj;
-    let thisObj: Record<string, unknown> = input !== null && typeof input === 'object' ? input : {};
-    if (flags & (RUN_FLAGS.SET | RUN_FLAGS.UNSET)) {
-      thisObj = { ...thisObj };
-      if (flags & RUN_FLAGS.SET) {
-        const keys = shapes[flat[at++] as number] ?? [];
-        for (const key of keys) setOwn(thisObj, key, flat[at++]);
-      }
-      if (flags & RUN_FLAGS.UNSET) for (const key of flat[at++] as string[]) delete thisObj[key];
+    const base = input !== null && typeof input === 'object' ? input : {};
+    if (flat[reader.at] === RUN_FLAGS.REPEAT) {
+      // The same outcome as the previous run (primitive values only): read that one again.
+      const next = reader.at + 1;
+      reader.at = last;
+      results.push(readRun(shapes, flat, reader, base, script, inPlace));
+      reader.at = next;
+    } else {
+      last = reader.at;
+      results.push(readRun(shapes, flat, reader, base, script, inPlace));
     }
-    const result: RunResult = {
-      thisObj,
-      hidden: flags & RUN_FLAGS.HIDDEN ? (flat[at++] as string[]) : NONE,
-      protected: flags & RUN_FLAGS.PROTECT ? (flat[at++] as string[]) : NONE,
-    };
-    if (flags & RUN_FLAGS.REST) {
-      const rest = flat[at++] as RunWire;
-      if (rest.x) throw runError(rest.x, script);
-      if (rest.c) result.cancelled = rest.c;
-      if (rest.e) result.errors = rest.e;
-      if (rest.s) {
-        result.setResultCalled = true;
-        result.result = rest.r;
-      }
-    }
-    results.push(result);
   }
   if (results.length !== inputs.length) throw new ScriptRuntimeError(`script runtime: ${results.length} outcomes for ${inputs.length} runs`, { filename: script.filename });
   return results;
+}
+
+/** Reads the run outcome at `reader.at` and moves `reader.at` past it. */
+function readRun(
+  shapes: string[][],
+  flat: unknown[],
+  reader: { at: number },
+  input: Record<string, unknown>,
+  script: { filename: string; prefixLength: number },
+  inPlace: boolean,
+): RunResult {
+  let at = reader.at;
+  const flags = flat[at++] as number;
+  let thisObj = input;
+  if (flags & (RUN_FLAGS.SET | RUN_FLAGS.UNSET)) {
+    if (!inPlace) thisObj = { ...input };
+    if (flags & RUN_FLAGS.SET) {
+      const keys = shapes[flat[at++] as number] ?? [];
+      for (const key of keys) setOwn(thisObj, key, flat[at++]);
+    }
+    if (flags & RUN_FLAGS.UNSET) for (const key of flat[at++] as string[]) delete thisObj[key];
+  }
+  const result: RunResult = {
+    thisObj,
+    hidden: flags & RUN_FLAGS.HIDDEN ? (flat[at++] as string[]) : NONE,
+    protected: flags & RUN_FLAGS.PROTECT ? (flat[at++] as string[]) : NONE,
+  };
+  if (flags & RUN_FLAGS.REST) {
+    const rest = flat[at++] as RunWire;
+    if (rest.x) throw runError(rest.x, script);
+    if (rest.c) result.cancelled = rest.c;
+    if (rest.e) result.errors = rest.e;
+    if (rest.s) {
+      result.setResultCalled = true;
+      result.result = rest.r;
+    }
+  }
+  reader.at = at;
+  return result;
 }
 
 /** hidden/protected of the many runs that call neither hide() nor protect(). */

@@ -49,6 +49,7 @@ export function isolateMain(
   const HAS_HIDDEN = 4;
   const HAS_PROTECT = 8;
   const HAS_REST = 16;
+  const REPEAT = 32;
   const CANCEL = Object.freeze({ svcCancel: true });
   const RUN = Symbol('run');
   // Always declared so that `if (previous)` works in every event, given or not.
@@ -69,7 +70,7 @@ export function isolateMain(
 
   function declares(run: IsolateRun, name: string): boolean {
     const job = run.job;
-    return api.names.has(name) || DECLARED.has(name) || job.localKeys[run.li]?.has(name) === true || job.trees[run.hi]?.has(name) === true;
+    return api.names.has(name) || DECLARED.has(name) || job.locals[run.li]?.k.includes(name) === true || job.trees[run.hi]?.has(name) === true;
   }
 
   function materialize(run: IsolateRun, name: string): unknown {
@@ -77,7 +78,7 @@ export function isolateMain(
     const job = run.job;
     const node = job.trees[run.hi]?.get(name);
     if (node) return host.build(run, node);
-    if (job.localKeys[run.li]?.has(name) !== true) return undefined;
+    if (job.locals[run.li]?.k.includes(name) !== true) return undefined;
     const value = job.locals[run.li]?.v[name];
     // A batch shares one locals table: each run gets a copy so one object's script can't alter the next's.
     return job.localsShared[run.li] === true && value !== null && typeof value === 'object' ? copy(value) : value;
@@ -159,7 +160,7 @@ export function isolateMain(
   function finish(run: IsolateRun): void {
     run.finished = true;
     const job = run.job;
-    if (job.live.size > 0) job.live.delete(run);
+    job.live?.delete(run);
     enter(job.id);
     // In input order (the usual case) the outcome goes straight into the job's output.
     const inOrder = run.index === job.emitted;
@@ -171,7 +172,7 @@ export function isolateMain(
     } catch (err) {
       // A getter the script defined on `this` may throw.
       fail(run, err);
-      out.length = at + 1;
+      while (out.length > at + 1) out.pop();
       flags = 0;
     }
     if (run.hidden) {
@@ -196,12 +197,13 @@ export function isolateMain(
     }
     out[at] = flags;
     if (!inOrder) {
-      job.early.set(run.index, out);
+      (job.early ??= new Map()).set(run.index, out);
       return;
     }
+    repeatIfSame(job, at);
     job.emitted++;
     // Runs that finished before this one follow it now.
-    while (job.early.size > 0) {
+    while (job.early !== undefined && job.early.size > 0) {
       const next = job.early.get(job.emitted);
       if (next === undefined) break;
       job.early.delete(job.emitted);
@@ -212,21 +214,53 @@ export function isolateMain(
   }
 
   /**
+   * An outcome equal to the previous one becomes one REPEAT: a trivial On Get over a list (the
+   * same property set, the same hide() on every object) then crosses as one number per object.
+   * Only outcomes made of SET (primitive values), HIDDEN and PROTECT qualify.
+   */
+  function repeatIfSame(job: IsolateJob, at: number): void {
+    const out = job.out;
+    const flags = out[at] as number;
+    const last = job.lastPiece;
+    job.lastPiece = at;
+    if (flags === 0 || (flags & (HAS_UNSET | HAS_REST)) !== 0 || last < 0 || out[last] !== flags) return;
+    // Equal flags and (with SET) equal key lists mean equal lengths.
+    const length = out.length - at;
+    for (let i = 1; i < length; i++) {
+      const a = out[at + i];
+      const b = out[last + i];
+      if (a === b && (a === null || typeof a !== 'object')) continue;
+      if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length || a.some((v, k) => v !== b[k])) return;
+    }
+    // pop, not `length =`: shortening an array by its length is a runtime call and may shrink its store.
+    while (out.length > at) out.pop();
+    out.push(REPEAT);
+    job.lastPiece = last;
+  }
+
+  /**
    * Pushes `this`'s changes against the values that were sent onto `out`: the keys set (as a
    * shape index) and their values, then the keys deleted. Returns the flags for what it pushed.
    */
   function diff(run: IsolateRun, out: unknown[]): number {
     const obj = run.thisObj;
     const shape = run.shape;
-    const items = run.job.items;
+    const job = run.job;
+    const items = job.items;
     const base = run.base + ITEM_VALUES;
-    let setKeys: string[] | undefined;
-    let setValues: unknown[] | undefined;
+    // Changed values go straight to `out` behind a slot for their key list, which is usually the
+    // previous run's: it is compared on the way, and the keys are only gathered when it differs.
+    const last = job.outShapes[job.lastShape];
+    const slot = out.push(job.lastShape) - 1;
+    let matches = last !== undefined;
+    let changed = 0;
     let kept = 0;
-    const keys = Object.keys(obj);
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i] as string;
+    let i = 0;
+    // for-in reads the enum cache (no array per run); inherited keys are skipped.
+    for (const key in obj) {
+      if (!Object.prototype.hasOwnProperty.call(obj, key)) continue;
       const at = shape[i] === key ? i : shape.indexOf(key);
+      i++;
       const value = obj[key];
       // As in JSON, a property set to undefined (or a function) is no property: it stays out, or counts as deleted.
       if (absent(value)) continue;
@@ -234,20 +268,35 @@ export function isolateMain(
         kept++;
         if (same(value, items[base + at])) continue;
       }
-      (setKeys ??= []).push(key);
-      (setValues ??= []).push(value);
+      if (matches && last?.[changed] !== key) matches = false;
+      changed++;
+      out.push(value);
     }
     let flags = 0;
-    if (setKeys !== undefined) {
+    if (changed === 0) {
+      out.pop();
+    } else {
       flags |= HAS_SET;
-      out.push(shapeIndex(run.job, setKeys));
-      for (const value of setValues as unknown[]) out.push(value);
+      if (!matches || changed !== last?.length) out[slot] = shapeIndex(job, changedKeys(run));
     }
     if (kept < shape.length) {
       flags |= HAS_UNSET;
       out.push(shape.filter((key) => !Object.prototype.hasOwnProperty.call(obj, key) || absent(obj[key])));
     }
     return flags;
+  }
+
+  /** The keys `diff` found changed, found again (only when they differ from the previous run's). */
+  function changedKeys(run: IsolateRun): string[] {
+    const obj = run.thisObj;
+    const base = run.base + ITEM_VALUES;
+    const keys: string[] = [];
+    for (const key in obj) {
+      if (!Object.prototype.hasOwnProperty.call(obj, key) || absent(obj[key])) continue;
+      const at = run.shape.indexOf(key);
+      if (at < 0 || !same(obj[key], run.job.items[base + at])) keys.push(key);
+    }
+    return keys;
   }
 
   const absent = (value: unknown): boolean => value === undefined || typeof value === 'function' || typeof value === 'symbol';
@@ -260,7 +309,7 @@ export function isolateMain(
       if (i === keys.length) return job.lastShape;
     }
     const id = keys.join('\n');
-    let at = job.outShapeIndex.get(id);
+    let at = (job.outShapeIndex ??= new Map()).get(id);
     if (at === undefined) {
       at = job.outShapes.push(keys) - 1;
       job.outShapeIndex.set(id, at);
@@ -335,14 +384,14 @@ export function isolateMain(
     }
     // Async scripts (and sync ones that return a promise) end when the promise settles.
     if (returned !== null && typeof returned === 'object' && typeof (returned as { then?: unknown }).then === 'function') {
-      job.live.add(run);
+      (job.live ??= new Set()).add(run);
       (returned as Promise<unknown>).then(
         () => ended(run, undefined),
         (err: unknown) => ended(run, err ?? null),
       );
     } else {
       ended(run, undefined);
-      if (!run.finished) job.live.add(run);
+      if (!run.finished) (job.live ??= new Set()).add(run);
     }
   }
 
@@ -463,7 +512,6 @@ export function isolateMain(
       combos: input.C,
       shapes: input.K,
       locals: input.L,
-      localKeys: input.L.map((table) => new Set(table.k)),
       localsShared: uses.map((n) => n > 1),
       trees,
       labels: input.B,
@@ -471,12 +519,13 @@ export function isolateMain(
       next: 0,
       started: 0,
       emitted: 0,
-      early: new Map(),
+      early: undefined,
       out: [],
       outShapes: [],
-      outShapeIndex: new Map(),
+      outShapeIndex: undefined,
       lastShape: -1,
-      live: new Set(),
+      lastPiece: -1,
+      live: undefined,
       dropped: false,
     };
     jobs.set(job.id, job);
@@ -526,7 +575,7 @@ export function isolateMain(
       for (const run of ready.splice(0)) if (finishable(run)) finish(run);
       if (left === 0) {
         for (const job of jobs.values()) {
-          for (const run of job.live) {
+          for (const run of job.live ?? []) {
             if (run.finished || run.pending > 0) continue;
             enter(job.id);
             run.error ??= { m: 'the script is waiting for a promise that never settles', n: 'Error', s: '' };
@@ -539,7 +588,7 @@ export function isolateMain(
     } else if (left === 0) {
       for (const job of jobs.values()) {
         if (!job.defer) continue;
-        for (const run of job.live) if (!run.finished && run.pending === 0) more = 1;
+        for (const run of job.live ?? []) if (!run.finished && run.pending === 0) more = 1;
         if (more) break;
       }
     }
@@ -559,7 +608,7 @@ export function isolateMain(
     jobs.delete(jobId);
     // Runs not started yet never start; queued tasks and late replies of started ones do nothing.
     job.dropped = true;
-    for (const run of job.live) run.finished = true;
+    for (const run of job.live ?? []) run.finished = true;
     host.forget(job);
   }
 

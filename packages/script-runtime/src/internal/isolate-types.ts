@@ -43,7 +43,6 @@ export interface IsolateJob {
   combos: JobWire['C'];
   shapes: string[][];
   locals: JobWire['L'];
-  localKeys: Set<string>[];
   /** Locals tables used by several runs: each run gets its own copy of object values. */
   localsShared: boolean[];
   trees: Map<string, HostNode>[];
@@ -54,14 +53,16 @@ export interface IsolateJob {
   started: number;
   /** Runs whose outcome is in `out`; later ones that finished early wait in `early`. */
   emitted: number;
-  early: Map<number, unknown[]>;
+  early: Map<number, unknown[]> | undefined;
   /** Outcomes, flat (see RUN_FLAGS in wire.ts), and the key lists they refer to. */
   out: unknown[];
   outShapes: string[][];
-  outShapeIndex: Map<string, number>;
+  outShapeIndex: Map<string, number> | undefined;
   lastShape: number;
-  /** Started runs that have not finished. */
-  live: Set<IsolateRun>;
+  /** Where the last outcome that is not a REPEAT starts in `out` (-1: none yet). */
+  lastPiece: number;
+  /** Started runs that have not finished (made when the first one outlives its start). */
+  live: Set<IsolateRun> | undefined;
   dropped: boolean;
 }
 

@@ -40,11 +40,12 @@ export const ITEM_VALUES = 1;
  * order, each: flags (RUN_FLAGS), then what the flags announce in this order: SET the index of a
  * key list and one value per key (properties of `this` the script added or changed), UNSET the
  * keys it deleted, HIDDEN and PROTECT the names given to hide() and protect(), REST a RunWire.
+ * REPEAT alone stands for an outcome equal to the previous one (SET of primitives, HIDDEN, PROTECT).
  * `this` comes back as a change set against what was sent: no flag = unchanged, nothing else.
  */
 export type JobOutput = [string[][], unknown[]];
 
-export const RUN_FLAGS = { SET: 1, UNSET: 2, HIDDEN: 4, PROTECT: 8, REST: 16 } as const;
+export const RUN_FLAGS = { SET: 1, UNSET: 2, HIDDEN: 4, PROTECT: 8, REST: 16, REPEAT: 32 } as const;
 
 /** The rarer parts of a run's outcome. */
 export interface RunWire {
