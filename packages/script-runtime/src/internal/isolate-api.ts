@@ -8,7 +8,8 @@ import type { IsolateRun, ScriptApi } from './isolate-types.js';
  */
 export function makeScriptApi(
   cancelSentinel: object,
-  readVar: (run: IsolateRun, name: string) => unknown,
+  /** Reads a variable without copying it: isMe and changed only read. */
+  peekVar: (run: IsolateRun, name: string) => unknown,
   log: (run: IsolateRun, level: string, text: string) => void,
 ): ScriptApi {
   const names = new Set([
@@ -98,14 +99,14 @@ export function makeScriptApi(
         return (property: unknown) => addOnce((run.protect ??= []), property);
       case 'changed':
         return (property: unknown) => {
-          const previous = readVar(run, 'previous');
+          const previous = peekVar(run, 'previous');
           if (previous === null || typeof previous !== 'object') return false;
           const key = String(property);
           return !deepEqual(run.thisObj[key], (previous as Record<string, unknown>)[key]);
         };
       case 'isMe':
         return (id: unknown) => {
-          const me = readVar(run, 'me') as { id?: unknown } | null | undefined;
+          const me = peekVar(run, 'me') as { id?: unknown } | null | undefined;
           return me !== null && typeof me === 'object' && me.id !== undefined && me.id === id;
         };
       case 'setResult':

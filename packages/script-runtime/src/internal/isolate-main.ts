@@ -62,7 +62,7 @@ export function isolateMain(
     shared[0] = jobId;
   };
 
-  const api = makeScriptApi(CANCEL, readVar, (run, level, text) => {
+  const api = makeScriptApi(CANCEL, peekVar, (run, level, text) => {
     if (logs.length < MAX_LOGS) logs.push(JSON.stringify([run.job.labels[run.bi] ?? '', level, text]));
     else droppedLogs++;
   });
@@ -82,6 +82,13 @@ export function isolateMain(
     const value = job.locals[run.li]?.v[name];
     // A batch shares one locals table: each run gets a copy so one object's script can't alter the next's.
     return job.localsShared[run.li] === true && value !== null && typeof value === 'object' ? copy(value) : value;
+  }
+
+  /** A variable's value for reading only (isMe, changed): the run's own, or the locals' uncopied. */
+  function peekVar(run: IsolateRun, name: string): unknown {
+    if (run.vars !== undefined && name in run.vars) return run.vars[name];
+    const table = run.job.locals[run.li];
+    return table !== undefined && table.k.includes(name) ? table.v[name] : undefined;
   }
 
   function readVar(run: IsolateRun, name: string): unknown {
@@ -424,8 +431,15 @@ export function isolateMain(
         li: combo[0],
         hi: combo[1],
         bi: combo[2],
+        // Every field from the start: runs keep one hidden class, so the code that reads them stays fast.
         vars: undefined,
+        hidden: undefined,
+        protect: undefined,
+        errors: undefined,
+        cancelled: undefined,
+        result: undefined,
         resultSet: false,
+        error: undefined,
         pending: 0,
         done: false,
         finished: false,

@@ -94,13 +94,13 @@ export interface IsolateRun {
   bi: number;
   /** Materialised variables and implicit globals of this run, made on first use. */
   vars: Record<string, unknown> | undefined;
-  hidden?: string[];
-  protect?: string[];
-  errors?: Record<string, string>;
-  cancelled?: { message: string; status: number };
-  result?: unknown;
+  hidden: string[] | undefined;
+  protect: string[] | undefined;
+  errors: Record<string, string> | undefined;
+  cancelled: { message: string; status: number } | undefined;
+  result: unknown;
   resultSet: boolean;
-  error?: { m: string; n: string; s: string };
+  error: { m: string; n: string; s: string } | undefined;
   /** Host calls started and not yet answered. */
   pending: number;
   /** The script body returned (or threw). */
@@ -117,7 +117,7 @@ export interface ScriptApi {
 /** Signature of makeScriptApi (see isolate-api.ts). */
 export type MakeScriptApi = (
   cancelSentinel: object,
-  readVar: (run: IsolateRun, name: string) => unknown,
+  peekVar: (run: IsolateRun, name: string) => unknown,
   log: (run: IsolateRun, level: string, text: string) => void,
 ) => ScriptApi;
 
