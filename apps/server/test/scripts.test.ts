@@ -146,6 +146,10 @@ describe.each(appStores())('event scripts (%s store)', (store) => {
     const list = (await h.request('GET', '/todos')).body as Obj[];
     expect(list.find((o) => o.id === hidden.id)).toBeUndefined();
     expect(list.every((o) => o.computed !== undefined && !('secret' in o))).toBe(true);
+    // get.js never names this.log or this.added: they are not sent to the script, yet answered.
+    const made = (await post('/todos', { title: 'kept-props' })).body as Obj;
+    const again = ((await h.request('GET', '/todos')).body as Obj[]).find((o) => o.id === made.id);
+    expect(again).toMatchObject({ title: 'kept-props', log: ['validate', 'post'], added: 'by script', computed: 0 });
     const one = await h.request('GET', `/todos/${hidden.id}`);
     expect(one.body).toEqual({ status: 400, message: 'not for you' });
   });

@@ -123,3 +123,27 @@ describe('runs share crossings', () => {
     expect(result.thisObj).toEqual({ v: 2 });
   });
 });
+
+describe('synchronous runs share one scope and one set of API functions', () => {
+  test('nothing set on a Script API function or on console reaches the next run', async () => {
+    const { runtime } = setup();
+    const script = runtime.compile(
+      "this.before = typeof hide.mark + '/' + typeof console.mark; hide.mark = 1; console.mark = 2; console.log = null; hide('x');",
+      'shared-api.js',
+    );
+    const results = await runtime.runBatch(script, [{ thisObj: {}, locals: {} }, { thisObj: {}, locals: {} }]);
+    expect(results.map((r) => r.thisObj.before)).toEqual(['undefined/undefined', 'undefined/undefined']);
+    expect(results.map((r) => r.hidden)).toEqual([['x'], ['x']]);
+  });
+
+  test('a Script API function kept by one run acts on the run that calls it', async () => {
+    const { runtime } = setup();
+    const script = runtime.compile("if (this.first) Object.prototype.keep = hide; else ({}).keep('late');", 'kept.js');
+    try {
+      const results = await runtime.runBatch(script, [{ thisObj: { first: true }, locals: {} }, { thisObj: {}, locals: {} }]);
+      expect(results.map((r) => r.hidden)).toEqual([[], ['late']]);
+    } finally {
+      await runtime.run(runtime.compile('delete Object.prototype.keep;', 'cleanup.js'), { thisObj: {}, locals: {} });
+    }
+  });
+});

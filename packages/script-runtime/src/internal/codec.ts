@@ -58,6 +58,7 @@ export function encodeJob(scriptId: number, jobId: number, inputs: readonly RunI
   let hi = 0;
   let bi = 0;
   let combo = -1;
+  let repeatAt = -1;
   for (const input of inputs) {
     // A batch shares its tables: look them up only when they differ from the previous input's.
     const changed = last === undefined || input.locals !== last.locals || input.host !== last.host || input.label !== last.label;
@@ -69,8 +70,17 @@ export function encodeJob(scriptId: number, jobId: number, inputs: readonly RunI
     last = input;
     const slot = items.push(combo) - 1;
     const si = shapes.encode(input.thisObj, items);
+    const before = combo;
     if (changed || si !== combos.list[combo]?.[3]) combo = combos.indexOf([li, hi, bi, si]);
+    if (combo === before && items.length === slot + 1 && shapes.list[si]?.length === 0) {
+      // Another item like the previous one, without values: counted in a trailing -n instead.
+      items.pop();
+      if (repeatAt >= 0) items[repeatAt] = (items[repeatAt] as number) - 1;
+      else repeatAt = items.push(-1) - 1;
+      continue;
+    }
     items[slot] = combo;
+    repeatAt = -1;
   }
   const wire: JobWire = {
     s: scriptId,

@@ -63,59 +63,87 @@ export function makeScriptApi(
     }
   }
 
-  function makeConsole(run: IsolateRun): Record<string, (...args: unknown[]) => void> {
+  function makeConsole(get: () => IsolateRun | undefined): Record<string, (...args: unknown[]) => void> {
     const out: Record<string, (...args: unknown[]) => void> = {};
     for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
-      out[level] = (...args: unknown[]) => log(run, level, args.map(format).join(' '));
+      out[level] = (...args: unknown[]) => {
+        const run = get();
+        if (run) log(run, level, args.map(format).join(' '));
+      };
     }
     return out;
   }
 
-  function create(run: IsolateRun, name: string): unknown {
+  /**
+   * The function `name` for the run that `get` answers: one run (a closure per run and name) or,
+   * for runs that end synchronously, whichever run executes at the moment (one function for all).
+   * Outside any run the functions do nothing.
+   */
+  function create(get: () => IsolateRun | undefined, name: string): unknown {
     switch (name) {
       case 'cancel':
-        return (message?: unknown, status?: unknown) => cancel(run, message, status);
+        return (message?: unknown, status?: unknown) => {
+          const run = get();
+          if (run) cancel(run, message, status);
+        };
       case 'cancelIf':
         return (condition: unknown, message?: unknown, status?: unknown) => {
-          if (condition) cancel(run, message, status);
+          const run = get();
+          if (condition && run) cancel(run, message, status);
         };
       case 'cancelUnless':
         return (condition: unknown, message?: unknown, status?: unknown) => {
-          if (!condition) cancel(run, message, status);
+          const run = get();
+          if (!condition && run) cancel(run, message, status);
         };
       case 'error':
-        return (key: unknown, message: unknown) => addError(run, key, message);
+        return (key: unknown, message: unknown) => {
+          const run = get();
+          if (run) addError(run, key, message);
+        };
       case 'errorIf':
         return (condition: unknown, key: unknown, message: unknown) => {
-          if (condition) addError(run, key, message);
+          const run = get();
+          if (condition && run) addError(run, key, message);
         };
       case 'errorUnless':
         return (condition: unknown, key: unknown, message: unknown) => {
-          if (!condition) addError(run, key, message);
+          const run = get();
+          if (!condition && run) addError(run, key, message);
         };
       case 'hide':
-        return (property: unknown) => addOnce((run.hidden ??= []), property);
+        return (property: unknown) => {
+          const run = get();
+          if (run) addOnce((run.hidden ??= []), property);
+        };
       case 'protect':
-        return (property: unknown) => addOnce((run.protect ??= []), property);
+        return (property: unknown) => {
+          const run = get();
+          if (run) addOnce((run.protect ??= []), property);
+        };
       case 'changed':
         return (property: unknown) => {
-          const previous = peekVar(run, 'previous');
-          if (previous === null || typeof previous !== 'object') return false;
+          const run = get();
+          const previous = run && peekVar(run, 'previous');
+          if (!run || previous === null || typeof previous !== 'object') return false;
           const key = String(property);
           return !deepEqual(run.thisObj[key], (previous as Record<string, unknown>)[key]);
         };
       case 'isMe':
         return (id: unknown) => {
-          const me = peekVar(run, 'me') as { id?: unknown } | null | undefined;
+          const run = get();
+          const me = (run && peekVar(run, 'me')) as { id?: unknown } | null | undefined;
           return me !== null && typeof me === 'object' && me.id !== undefined && me.id === id;
         };
       case 'setResult':
         return (value: unknown) => {
+          const run = get();
+          if (!run) return;
           run.result = value;
           run.resultSet = true;
         };
       case 'console':
-        return makeConsole(run);
+        return makeConsole(get);
       default:
         return undefined;
     }

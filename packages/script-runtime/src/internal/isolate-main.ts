@@ -73,8 +73,18 @@ export function isolateMain(
     return api.names.has(name) || DECLARED.has(name) || job.locals[run.li]?.k.includes(name) === true || job.trees[run.hi]?.has(name) === true;
   }
 
+  /** Script API functions of synchronous runs: one per name for all, acting on `current`. */
+  const currentApi = new Map<string, unknown>();
+  const getCurrent = (): IsolateRun | undefined => current;
+
   function materialize(run: IsolateRun, name: string): unknown {
-    if (api.names.has(name)) return api.create(run, name);
+    if (api.names.has(name)) {
+      if (!run.job.fast) return api.create(() => run, name);
+      let fn = currentApi.get(name);
+      // Frozen, with console's methods: they are shared, so a property set on one must not reach another run.
+      if (fn === undefined) currentApi.set(name, (fn = deepFreeze(api.create(getCurrent, name))));
+      return fn;
+    }
     const job = run.job;
     const node = job.trees[run.hi]?.get(name);
     if (node) return host.build(run, node);
@@ -89,6 +99,22 @@ export function isolateMain(
     if (run.vars !== undefined && name in run.vars) return run.vars[name];
     const table = run.job.locals[run.li];
     return table !== undefined && table.k.includes(name) ? table.v[name] : undefined;
+  }
+
+  /** The internalised copy of a string (what a property key is): its first use as a key makes it. */
+  function internalize(key: string): string {
+    const holder: Record<string, number> = {};
+    holder[key] = 0;
+    for (const own in holder) return own;
+    return key;
+  }
+
+  function deepFreeze<T>(value: T): T {
+    if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
+      for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+      Object.freeze(value);
+    }
+    return value;
   }
 
   function readVar(run: IsolateRun, name: string): unknown {
@@ -133,6 +159,37 @@ export function isolateMain(
     },
   };
   const sharedScope = new Proxy(Object.create(null) as Record<string | symbol, unknown>, scopeHandler);
+  /** Per script: the identifiers its source mentions (null: unknown, it calls eval). */
+  const scriptNames = new Map<number, string[] | null>();
+
+  /**
+   * The shared scope of a script's synchronous runs without a Proxy: one accessor per name the
+   * source mentions (real globals excepted), reading and writing the variables of `current`. A
+   * name the source does not mention cannot be looked up, so nothing else needs claiming, and an
+   * accessor costs one call where the Proxy's `has` and `get` traps cost two.
+   */
+  function scopeFor(scriptId: number): object {
+    const names = scriptNames.get(scriptId);
+    if (!names) return sharedScope;
+    const scope = Object.create(null) as Record<string, unknown>;
+    for (const name of names) {
+      const always = api.names.has(name) || DECLARED.has(name);
+      if (name in globalThis && !always) continue;
+      Object.defineProperty(scope, name, {
+        get: () => {
+          const run = current;
+          if (run === undefined) return undefined;
+          if (run.vars !== undefined && name in run.vars) return run.vars[name];
+          return always || declares(run, name) ? readVar(run, name) : undefined;
+        },
+        set: (value: unknown) => {
+          const run = current;
+          if (run !== undefined) (run.vars ??= Object.create(null) as Record<string, unknown>)[name] = value;
+        },
+      });
+    }
+    return scope;
+  }
 
   function describe(err: unknown): { m: string; n: string; s: string } {
     try {
@@ -237,7 +294,8 @@ export function isolateMain(
       const a = out[at + i];
       const b = out[last + i];
       if (a === b && (a === null || typeof a !== 'object')) continue;
-      if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length || a.some((v, k) => v !== b[k])) return;
+      if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return;
+      for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return;
     }
     // pop, not `length =`: shortening an array by its length is a runtime call and may shrink its store.
     while (out.length > at) out.pop();
@@ -412,16 +470,27 @@ export function isolateMain(
   function runItems(job: IsolateJob): void {
     const items = job.items;
     let started = false;
-    while (job.next < items.length && !job.dropped) {
+    while ((job.next < items.length || job.repeats > 0) && !job.dropped) {
       if (started && overBudget()) {
         queue.push(() => runItems(job));
         return;
       }
       started = true;
-      const base = job.next;
-      const combo = job.combos[items[base] as number] as JobWire['C'][number];
+      let base = job.next;
+      if (job.repeats === 0 && (items[base] as number) < 0) {
+        job.repeats = -(items[base] as number);
+        job.next = base = base + 1;
+      }
+      let combo = job.lastCombo as JobWire['C'][number];
+      if (job.repeats > 0) {
+        // One more item like the previous one, without values.
+        job.repeats--;
+      } else {
+        combo = job.combos[items[base] as number] as JobWire['C'][number];
+        job.lastCombo = combo;
+        job.next = base + ITEM_VALUES + (job.shapes[combo[3]]?.length ?? 0);
+      }
       const shape = job.shapes[combo[3]] ?? [];
-      job.next = base + ITEM_VALUES + shape.length;
       start({
         thisObj: build(shape, items, base + ITEM_VALUES),
         job,
@@ -505,16 +574,22 @@ export function isolateMain(
     const trees = input.H.map(treeOf);
     const uses = new Array<number>(input.L.length).fill(0);
     let count = 0;
-    for (let at = 0; at < input.I.length; count++) {
-      const combo = input.C[input.I[at] as number] as JobWire['C'][number];
-      uses[combo[0]] = (uses[combo[0]] ?? 0) + 1;
-      at += ITEM_VALUES + (input.K[combo[3]]?.length ?? 0);
+    let combo: JobWire['C'][number] | undefined;
+    for (let at = 0; at < input.I.length; ) {
+      const head = input.I[at] as number;
+      // -n: n more items like the previous one (see JobWire.I).
+      const n = head < 0 ? -head : 1;
+      if (head >= 0) combo = input.C[head];
+      if (combo === undefined) throw new Error('malformed job: a repeat before any item');
+      uses[combo[0]] = (uses[combo[0]] ?? 0) + n;
+      count += n;
+      at += head < 0 ? 1 : ITEM_VALUES + (input.K[combo[3]]?.length ?? 0);
     }
     const defer = input.m === 1;
     // Runs that cannot go on after their body returned share one scope (see `current`).
     const fast = !defer && trees.every((tree) => tree.size === 0);
     let fn = fast ? bound.get(input.s) : undefined;
-    if (fast && fn === undefined) bound.set(input.s, (fn = factory(sharedScope)));
+    if (fast && fn === undefined) bound.set(input.s, (fn = factory(scopeFor(input.s))));
     const job: IsolateJob = {
       id: input.j,
       scriptId: input.s,
@@ -524,13 +599,16 @@ export function isolateMain(
       fast,
       items: input.I,
       combos: input.C,
-      shapes: input.K,
+      // Strings in JSON arrays are not internalised: as property keys each use would look them up.
+      shapes: input.K.map((keys) => keys.map(internalize)),
       locals: input.L,
       localsShared: uses.map((n) => n > 1),
       trees,
       labels: input.B,
       count,
       next: 0,
+      repeats: 0,
+      lastCombo: undefined,
       started: 0,
       emitted: 0,
       early: undefined,
@@ -638,7 +716,8 @@ export function isolateMain(
   // Scripts write implicit globals into their own scope; freezing the real global object makes an
   // explicit `globalThis.x = 1` a no-op instead of a leak into later runs.
   Object.freeze(globalThis);
-  const define = (id: number, factory: ScriptFactory): void => {
+  const define = (id: number, factory: ScriptFactory, names: string): void => {
+    scriptNames.set(id, JSON.parse(names) as string[] | null);
     factories.set(id, factory);
     bound.delete(id);
   };

@@ -10,7 +10,8 @@ export type ScriptFactory = (scope: object) => (this: Record<string, unknown>) =
  * `resume` until 0), so that one call never runs much longer than a time budget.
  */
 export interface IsolateBridge {
-  define(id: number, factory: ScriptFactory): void;
+  /** `names`: JSON of the identifiers the source mentions, or null (SourceUsage.names). */
+  define(id: number, factory: ScriptFactory, names: string): void;
   /** Checks that the source parses on its own as a function body; returns the error message or ''. */
   check(source: string): string;
   /**
@@ -50,6 +51,9 @@ export interface IsolateJob {
   count: number;
   /** Offset in `items` of the next run to start. */
   next: number;
+  /** Items still to start like the previous one (a -n in `items`), and that one's combination. */
+  repeats: number;
+  lastCombo: JobWire['C'][number] | undefined;
   started: number;
   /** Runs whose outcome is in `out`; later ones that finished early wait in `early`. */
   emitted: number;
@@ -111,7 +115,7 @@ export interface IsolateRun {
 /** The Script API functions, built per run and per name on first use. */
 export interface ScriptApi {
   names: Set<string>;
-  create(run: IsolateRun, name: string): unknown;
+  create(get: () => IsolateRun | undefined, name: string): unknown;
 }
 
 /** Signature of makeScriptApi (see isolate-api.ts). */

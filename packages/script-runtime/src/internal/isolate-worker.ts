@@ -87,7 +87,8 @@ export class IsolateWorker {
     const standalone = live.refs.check.applySync(undefined, [script.source]) as string;
     if (standalone) throw new ScriptSyntaxError(standalone, { filename: script.filename });
     const factory = compiled.runSync(live.context, { reference: true });
-    live.refs.define.applySync(undefined, [script.id, factory.derefInto({ release: true })]);
+    const names = JSON.stringify(script.usage.names ? [...script.usage.names] : null);
+    live.refs.define.applySync(undefined, [script.id, factory.derefInto({ release: true }), names]);
     compiled.release();
     live.defined.add(script.id);
     return live;

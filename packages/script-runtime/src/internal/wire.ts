@@ -28,7 +28,11 @@ export interface JobWire {
   K: string[][];
   /** Combinations an item refers to: [locals index, host index, label index, shape index]. */
   C: [number, number, number, number][];
-  /** Items, flat: [combination index, ...values of its shape's keys] each. */
+  /**
+   * Items, flat: [combination index, ...values of its shape's keys] each; a negative number -n
+   * stands for n more items like the one before it, whose shape has no keys (a trivial On Get
+   * over a list sends one combination and one count).
+   */
   I: unknown[];
 }
 
