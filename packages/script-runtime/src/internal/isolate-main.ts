@@ -432,18 +432,10 @@ export function isolateMain(
     enter(job.id);
     let returned: unknown;
     try {
-      if (job.fast) {
-        current = run;
-        try {
-          returned = (job.bound as (this: Record<string, unknown>) => unknown).call(run.thisObj);
-        } finally {
-          current = undefined;
-        }
-      } else {
-        const target = Object.create(null) as Record<string | symbol, unknown>;
-        target[RUN] = run;
-        returned = job.factory(new Proxy(target, scopeHandler)).call(run.thisObj);
-      }
+      // Its own scope: the run may go on after its body returned (see runFast for those that cannot).
+      const target = Object.create(null) as Record<string | symbol, unknown>;
+      target[RUN] = run;
+      returned = job.factory(new Proxy(target, scopeHandler)).call(run.thisObj);
     } catch (err) {
       return ended(run, err ?? null);
     }
@@ -491,6 +483,10 @@ export function isolateMain(
         job.next = base + ITEM_VALUES + (job.shapes[combo[3]]?.length ?? 0);
       }
       const shape = job.shapes[combo[3]] ?? [];
+      if (job.fast) {
+        runFast(job, shape, base, combo);
+        continue;
+      }
       start({
         thisObj: build(shape, items, base + ITEM_VALUES),
         job,
@@ -514,6 +510,54 @@ export function isolateMain(
         finished: false,
       });
     }
+  }
+
+  /**
+   * A run of a synchronous job: nothing can refer to it after its body returned (the scope and
+   * the Script API functions reach it through `current`), so the job reuses one run record.
+   */
+  function runFast(job: IsolateJob, shape: readonly string[], base: number, combo: JobWire['C'][number]): void {
+    const run = (job.record ??= {
+      thisObj: {},
+      job,
+      index: 0,
+      base: 0,
+      shape,
+      li: 0,
+      hi: 0,
+      bi: 0,
+      vars: undefined,
+      hidden: undefined,
+      protect: undefined,
+      errors: undefined,
+      cancelled: undefined,
+      result: undefined,
+      resultSet: false,
+      error: undefined,
+      pending: 0,
+      done: false,
+      finished: false,
+    });
+    run.thisObj = build(shape, job.items, base + ITEM_VALUES);
+    run.index = job.started++;
+    run.base = base;
+    run.shape = shape;
+    run.li = combo[0];
+    run.hi = combo[1];
+    run.bi = combo[2];
+    run.vars = run.hidden = run.protect = run.errors = run.cancelled = run.result = run.error = undefined;
+    run.resultSet = run.done = run.finished = false;
+    enter(job.id);
+    current = run;
+    try {
+      (job.bound as (this: Record<string, unknown>) => unknown).call(run.thisObj);
+    } catch (err) {
+      fail(run, err ?? null);
+    } finally {
+      current = undefined;
+    }
+    run.done = true;
+    finish(run);
   }
 
   /**
@@ -618,6 +662,7 @@ export function isolateMain(
       lastShape: -1,
       lastPiece: -1,
       live: undefined,
+      record: undefined,
       dropped: false,
     };
     jobs.set(job.id, job);

@@ -67,6 +67,8 @@ export interface IsolateJob {
   lastPiece: number;
   /** Started runs that have not finished (made when the first one outlives its start). */
   live: Set<IsolateRun> | undefined;
+  /** The one run record a fast job reuses for all its runs. */
+  record: IsolateRun | undefined;
   dropped: boolean;
 }
 
