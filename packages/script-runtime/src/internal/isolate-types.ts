@@ -143,3 +143,28 @@ export type MakeHostBridge = (runtime: {
   fail: (run: IsolateRun, err: unknown) => void;
   settle: (run: IsolateRun) => void;
 }) => HostBridge;
+
+/** Run outcome flags (wire.ts RUN_FLAGS). */
+export interface RunFlags {
+  SET: number;
+  UNSET: number;
+  HIDDEN: number;
+  PROTECT: number;
+  REST: number;
+  REPEAT: number;
+}
+
+/** Writing run outcomes (see isolate-outcome.ts). */
+export interface OutcomeWriter {
+  /** Pushes `this`'s changes onto `out`; returns the flags for what it pushed. */
+  diff(run: IsolateRun, out: unknown[]): number;
+  /** Turns the outcome at `at` into a REPEAT when it equals the previous one. */
+  repeatIfSame(job: IsolateJob, at: number): void;
+  /** A fresh copy of a JSON value. */
+  copy(value: unknown): unknown;
+  /** Sets an own property, "__proto__" included. */
+  setOwn(obj: Record<string, unknown>, key: string, value: unknown): void;
+}
+
+/** Signature of makeOutcome (see isolate-outcome.ts). */
+export type MakeOutcome = (itemValues: number, flags: RunFlags) => OutcomeWriter;

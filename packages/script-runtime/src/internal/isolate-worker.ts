@@ -5,11 +5,12 @@ import { encodeJob, hostErrorToWire } from './codec.js';
 import type { CompiledScript } from './compiled-script.js';
 import { makeScriptApi } from './isolate-api.js';
 import { makeHostBridge } from './isolate-host.js';
+import { makeOutcome } from './isolate-outcome.js';
 import { isolateMain } from './isolate-main.js';
 import type { CollectWire, JobOutput } from './wire.js';
 import { parseSyntaxMessage } from './wrap-source.js';
 
-const MAIN_SOURCE = `return (${isolateMain.toString()})(${makeScriptApi.toString()}, ${makeHostBridge.toString()}, $0, $1);`;
+const MAIN_SOURCE = `return (${isolateMain.toString()})(${makeScriptApi.toString()}, ${makeHostBridge.toString()}, ${makeOutcome.toString()}, $0, $1);`;
 const BRIDGE = ['define', 'check', 'batch', 'deliver', 'resume', 'collect', 'drop'] as const;
 /** Runs in one job from which it is sent at once instead of with the next event-loop turn's. */
 const BIG_JOB = 64;
