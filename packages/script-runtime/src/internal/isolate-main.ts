@@ -351,45 +351,21 @@ export function isolateMain(
         runFast(job, shape, base, combo);
         continue;
       }
-      start({
-        thisObj: build(shape, items, base + ITEM_VALUES),
-        job,
-        index: job.started++,
-        base,
-        shape,
-        li: combo[0],
-        hi: combo[1],
-        bi: combo[2],
-        // Every field from the start: runs keep one hidden class, so the code that reads them stays fast.
-        vars: undefined,
-        hidden: undefined,
-        protect: undefined,
-        errors: undefined,
-        cancelled: undefined,
-        result: undefined,
-        resultSet: false,
-        error: undefined,
-        pending: 0,
-        done: false,
-        finished: false,
-      });
+      start(newRun(job, shape, base, combo));
     }
   }
 
-  /**
-   * A run of a synchronous job: nothing can refer to it after its body returned (the scope and
-   * the Script API functions reach it through `current`), so the job reuses one run record.
-   */
-  function runFast(job: IsolateJob, shape: readonly string[], base: number, combo: JobWire['C'][number]): void {
-    const run = (job.record ??= {
-      thisObj: {},
+  function newRun(job: IsolateJob, shape: readonly string[], base: number, combo: JobWire['C'][number]): IsolateRun {
+    return {
+      thisObj: build(shape, job.items, base + ITEM_VALUES),
       job,
-      index: 0,
-      base: 0,
+      index: job.started++,
+      base,
       shape,
-      li: 0,
-      hi: 0,
-      bi: 0,
+      li: combo[0],
+      hi: combo[1],
+      bi: combo[2],
+      // Every field from the start: runs keep one hidden class, so the code that reads them stays fast.
       vars: undefined,
       hidden: undefined,
       protect: undefined,
@@ -401,16 +377,28 @@ export function isolateMain(
       pending: 0,
       done: false,
       finished: false,
-    });
-    run.thisObj = build(shape, job.items, base + ITEM_VALUES);
-    run.index = job.started++;
-    run.base = base;
-    run.shape = shape;
-    run.li = combo[0];
-    run.hi = combo[1];
-    run.bi = combo[2];
-    run.vars = run.hidden = run.protect = run.errors = run.cancelled = run.result = run.error = undefined;
-    run.resultSet = run.done = run.finished = false;
+    };
+  }
+
+  /**
+   * A run of a synchronous job: nothing can refer to it after its body returned (the scope and
+   * the Script API functions reach it through `current`), so the job reuses one run record.
+   */
+  function runFast(job: IsolateJob, shape: readonly string[], base: number, combo: JobWire['C'][number]): void {
+    let run = job.record;
+    if (run === undefined) {
+      run = job.record = newRun(job, shape, base, combo);
+    } else {
+      run.thisObj = build(shape, job.items, base + ITEM_VALUES);
+      run.index = job.started++;
+      run.base = base;
+      run.shape = shape;
+      run.li = combo[0];
+      run.hi = combo[1];
+      run.bi = combo[2];
+      run.vars = run.hidden = run.protect = run.errors = run.cancelled = run.result = run.error = undefined;
+      run.resultSet = run.done = run.finished = false;
+    }
     enter(job.id);
     current = run;
     try {
