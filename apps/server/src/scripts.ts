@@ -163,7 +163,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           let results: RunResult[];
           try {
             // The objects are this query's own copies: changes may go straight into them.
-            results = await getRuntime().runBatch(script, objects.map((thisObj) => ({ thisObj, locals: shared, host: api, label })), { inPlace: true });
+            results = await getRuntime().runEach(script, { locals: shared, host: api, label }, objects, { inPlace: true });
           } catch (err) {
             throw scriptFailure(err, env, logger);
           }

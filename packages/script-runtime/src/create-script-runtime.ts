@@ -43,14 +43,20 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
 
     async run(script, input) {
       const compiled = own(script);
-      const [result] = decodeJob(await worker.run(compiled, [input]), [input], compiled);
+      const [result] = decodeJob(await worker.run(compiled, [input]), [input.thisObj], compiled);
       return result as RunResult;
     },
 
     async runBatch(script, inputs, options = {}) {
       const compiled = own(script);
       if (inputs.length === 0) return [];
-      return decodeJob(await worker.run(compiled, inputs), inputs, compiled, options.inPlace === true);
+      return decodeJob(await worker.run(compiled, inputs), inputs.map((input) => input.thisObj), compiled, options.inPlace === true);
+    },
+
+    async runEach(script, shared, objects, options = {}) {
+      const compiled = own(script);
+      if (objects.length === 0) return [];
+      return decodeJob(await worker.run(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
     },
 
     dispose() {

@@ -82,6 +82,16 @@ export interface ScriptRuntime {
    * place instead of copied (for objects the caller owns, such as a query's fresh results).
    */
   runBatch(script: Script, inputs: readonly RunInput[], options?: { inPlace?: boolean }): Promise<RunResult[]>;
+  /**
+   * runBatch for objects that share one input's locals, host and label (On Get over a list):
+   * the same results, without an input object per object.
+   */
+  runEach(
+    script: Script,
+    shared: Omit<RunInput, 'thisObj'>,
+    objects: readonly Record<string, unknown>[],
+    options?: { inPlace?: boolean },
+  ): Promise<RunResult[]>;
   /** Disposes the isolates; in-flight runs reject and later calls throw. */
   dispose(): void;
 }

@@ -82,3 +82,31 @@ describe('concurrency', () => {
     });
   });
 });
+
+describe('runEach', () => {
+  test('gives the same results as runBatch with the shared input on every object', async () => {
+    const { runtime } = setup();
+    const script = runtime.compile("if (this.n === 2) cancel('two'); this.twice = this.n * 2; if (isMe(this.owner)) hide('owner');", 'each.js');
+    const shared = { locals: { me: { id: 'u1' } }, label: 'each' };
+    const objects = () => [{ n: 1, owner: 'u1' }, { n: 2 }, { n: 3, owner: 'u2' }, {}];
+    const each = await runtime.runEach(script, shared, objects());
+    const batch = await runtime.runBatch(script, objects().map((thisObj) => ({ thisObj, ...shared })));
+    expect(each).toEqual(batch);
+    expect(each.map((r) => r.thisObj.twice)).toEqual([2, undefined, 6, null]);
+    expect(each[1]?.cancelled).toEqual({ message: 'two', status: 400 });
+    expect(each[0]?.hidden).toEqual(['owner']);
+  });
+
+  test('inPlace changes the given objects; without it they stay as they were', async () => {
+    const { runtime } = setup();
+    const script = runtime.compile('this.seen = true;', 'seen.js');
+    const kept = [{ a: 1 }];
+    const changed = [{ a: 1 }];
+    await runtime.runEach(script, { locals: {} }, kept);
+    const results = await runtime.runEach(script, { locals: {} }, changed, { inPlace: true });
+    expect(kept).toEqual([{ a: 1 }]);
+    expect(changed).toEqual([{ a: 1, seen: true }]);
+    expect(results[0]?.thisObj).toBe(changed[0]);
+    expect(await runtime.runEach(script, { locals: {} }, [])).toEqual([]);
+  });
+});

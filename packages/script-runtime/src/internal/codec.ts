@@ -43,7 +43,15 @@ const same = <T>(value: T): T => value;
  * identity: an On Get batch usually shares one `locals` and one `host`, so they cross once. Only
  * the locals and the properties of `this` the script names cross (see analyze.ts).
  */
-export function encodeJob(scriptId: number, jobId: number, inputs: readonly RunInput[], usage: SourceUsage): EncodedJob {
+/** Runs of one job: one input each, or objects that share one input's locals, host and label. */
+export type JobInputs = readonly RunInput[] | { shared: SharedInput; objects: readonly Record<string, unknown>[] };
+
+/** What the objects of a runEach() share. */
+export type SharedInput = Omit<RunInput, 'thisObj'>;
+
+export function encodeJob(scriptId: number, jobId: number, inputs: JobInputs, usage: SourceUsage): EncodedJob {
+  const many = isInputList(inputs) ? inputs : undefined;
+  const count = many ? many.length : (inputs as { objects: readonly unknown[] }).objects.length;
   // Identity decides for locals and hosts, so shared objects are sent once.
   const locals = new Table<Record<string, unknown>>(same);
   const hosts = new Table<HostApi>(same);
@@ -53,13 +61,15 @@ export function encodeJob(scriptId: number, jobId: number, inputs: readonly RunI
   const noLocals: Record<string, unknown> = {};
   const shapes = new Shapes(usage.thisProps);
   const items: unknown[] = [];
-  let last: RunInput | undefined;
+  let last: SharedInput | undefined;
   let li = 0;
   let hi = 0;
   let bi = 0;
   let combo = -1;
   let repeatAt = -1;
-  for (const input of inputs) {
+  for (let i = 0; i < count; i++) {
+    const input: SharedInput = many ? (many[i] as RunInput) : (inputs as { shared: SharedInput }).shared;
+    const thisObj = many ? (many[i] as RunInput).thisObj : ((inputs as { objects: readonly Record<string, unknown>[] }).objects[i] as Record<string, unknown>);
     // A batch shares its tables: look them up only when they differ from the previous input's.
     const changed = last === undefined || input.locals !== last.locals || input.host !== last.host || input.label !== last.label;
     if (changed) {
@@ -69,7 +79,7 @@ export function encodeJob(scriptId: number, jobId: number, inputs: readonly RunI
     }
     last = input;
     const slot = items.push(combo) - 1;
-    const si = shapes.encode(input.thisObj, items);
+    const si = shapes.encode(thisObj, items);
     const before = combo;
     if (changed || si !== combos.list[combo]?.[3]) combo = combos.indexOf([li, hi, bi, si]);
     if (combo === before && items.length === slot + 1 && shapes.list[si]?.length === 0) {
@@ -94,6 +104,10 @@ export function encodeJob(scriptId: number, jobId: number, inputs: readonly RunI
     I: items,
   };
   return { json: JSON.stringify(wire), hosts: hosts.list };
+}
+
+export function isInputList(inputs: JobInputs): inputs is readonly RunInput[] {
+  return Array.isArray(inputs);
 }
 
 /** The locals the script can name; a key with an undefined value still declares the variable. */
@@ -175,7 +189,7 @@ function hostKey(host: HostApi): string {
  */
 export function decodeJob(
   [shapes, flat]: JobOutput,
-  inputs: readonly RunInput[],
+  objects: readonly Record<string, unknown>[],
   script: { filename: string; prefixLength: number },
   inPlace = false,
 ): RunResult[] {
@@ -183,7 +197,7 @@ export function decodeJob(
   const reader = { at: 0 };
   let last = -1;
   for (let i = 0; reader.at < flat.length; i++) {
-    const input = inputs[i]?.thisObj;
+    const input = objects[i];
     const base = input !== null && typeof input === 'object' ? input : {};
     if (flat[reader.at] === RUN_FLAGS.REPEAT) {
       // The same outcome as the previous run (primitive values only): read that one again.
@@ -196,7 +210,7 @@ export function decodeJob(
       results.push(readRun(shapes, flat, reader, base, script, inPlace));
     }
   }
-  if (results.length !== inputs.length) throw new ScriptRuntimeError(`script runtime: ${results.length} outcomes for ${inputs.length} runs`, { filename: script.filename });
+  if (results.length !== objects.length) throw new ScriptRuntimeError(`script runtime: ${results.length} outcomes for ${objects.length} runs`, { filename: script.filename });
   return results;
 }
 

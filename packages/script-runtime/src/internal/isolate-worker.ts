@@ -1,7 +1,8 @@
 import ivm from 'isolated-vm';
 import { ScriptMemoryError, ScriptRuntimeError, ScriptSyntaxError, ScriptTimeoutError } from '../errors.js';
-import type { HostApi, RunInput } from '../types.js';
-import { encodeJob, hostErrorToWire } from './codec.js';
+import type { HostApi } from '../types.js';
+import { encodeJob, hostErrorToWire, isInputList } from './codec.js';
+import type { JobInputs } from './codec.js';
 import type { CompiledScript } from './compiled-script.js';
 import { makeScriptApi } from './isolate-api.js';
 import { makeHostBridge } from './isolate-host.js';
@@ -99,7 +100,7 @@ export class IsolateWorker {
    * Runs the script once per input, all in one job; resolves with the outcomes in input order.
    * The job crosses into the isolate with the others queued in this event-loop turn.
    */
-  run(script: CompiledScript, inputs: readonly RunInput[]): Promise<JobOutput> {
+  run(script: CompiledScript, inputs: JobInputs): Promise<JobOutput> {
     const jobId = this.nextJobId;
     this.nextJobId = jobId >= 0x7fffffff ? 1 : jobId + 1;
     const { json, hosts } = encodeJob(script.id, jobId, inputs, script.usage);
@@ -107,7 +108,7 @@ export class IsolateWorker {
       this.jobs.set(jobId, { hosts, filename: script.filename, resolve, reject });
     });
     this.queued.push({ jobId, script, json });
-    if (inputs.length >= BIG_JOB && !this.driving) {
+    if ((isInputList(inputs) ? inputs.length : inputs.objects.length) >= BIG_JOB && !this.driving) {
       // A big batch pays for its crossing alone; waiting would only keep its objects alive longer.
       this.flush();
     } else if (!this.scheduled) {
