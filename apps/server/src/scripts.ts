@@ -48,13 +48,14 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     for (const [file, source] of folder.scripts) {
       if (!events.has(file)) continue;
       const filename = `resources${folder.path}/${file}`;
-      const uses = usesOf(source);
       try {
-        out.set(file.slice(0, -3), { script: getRuntime().compile(source, filename), uses });
+        const script = getRuntime().compile(source, filename);
+        out.set(file.slice(0, -3), { script, uses: usesOf(script) });
       } catch (err) {
         if (!(err instanceof ScriptSyntaxError) || env === 'production') throw err;
         logger.error(`${filename}:${err.line ?? '?'}: ${err.message} (this event answers 500 until fixed)`);
-        out.set(file.slice(0, -3), { script: err, uses });
+        // It never runs, so it uses nothing.
+        out.set(file.slice(0, -3), { script: err, uses: { ctx: false, svc: false, emit: false } });
       }
     }
     return out;
@@ -190,10 +191,12 @@ interface Uses {
 
 /**
  * Scripts reach `ctx`, the `svc` client and `emit` only by those names, so a script whose source
- * never mentions one does not need it copied in (ctx with its headers is the largest per-run copy).
+ * never mentions one (Script.names, from the runtime's scan) needs none built for it (ctx with its
+ * headers is the largest per-run copy).
  */
-function usesOf(source: string): Uses {
-  return { ctx: /\bctx\b/.test(source), svc: /\bsvc\b/.test(source), emit: /\bemit\b/.test(source) };
+function usesOf(script: Script): Uses {
+  const uses = (name: string): boolean => script.names === undefined || script.names.has(name);
+  return { ctx: uses('ctx'), svc: uses('svc'), emit: uses('emit') };
 }
 
 function throwIfCancelled(result: RunResult): void {

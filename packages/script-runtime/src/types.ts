@@ -16,6 +16,12 @@ export interface ScriptRuntimeOptions {
 export interface Script {
   /** The name given to compile(); used in error messages, stack traces and errors' `filename`. */
   readonly filename: string;
+  /**
+   * The identifiers the source mentions (a superset of the variables it can reach: names in strings
+   * and comments count too); undefined when it calls eval. Only these locals are copied per run,
+   * and a caller may skip building a local whose name is not here.
+   */
+  readonly names: ReadonlySet<string> | undefined;
 }
 
 /**

@@ -36,7 +36,7 @@ class Table<T, K = T> {
   }
 }
 
-const same = <T>(value: T): T => value;
+const identity = <T>(value: T): T => value;
 
 /**
  * Encodes a run or a batch as one JSON string. Locals, hosts and labels are deduplicated by
@@ -53,9 +53,9 @@ export function encodeJob(scriptId: number, jobId: number, inputs: JobInputs, us
   const many = isInputList(inputs) ? inputs : undefined;
   const count = many ? many.length : (inputs as { objects: readonly unknown[] }).objects.length;
   // Identity decides for locals and hosts, so shared objects are sent once.
-  const locals = new Table<Record<string, unknown>>(same);
-  const hosts = new Table<HostApi>(same);
-  const labels = new Table<string>(same);
+  const locals = new Table<Record<string, unknown>>(identity);
+  const hosts = new Table<HostApi>(identity);
+  const labels = new Table<string>(identity);
   const combos = new Table<[number, number, number, number], string>((c) => c.join());
   const noHost: HostApi = {};
   const noLocals: Record<string, unknown> = {};

@@ -20,4 +20,8 @@ export class CompiledScript implements Script {
     ({ code: this.wrapped, prefixLength: this.prefixLength } = wrapSource(source));
     this.usage = analyzeSource(source);
   }
+
+  get names(): ReadonlySet<string> | undefined {
+    return this.usage.names;
+  }
 }

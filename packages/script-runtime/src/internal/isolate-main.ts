@@ -42,7 +42,7 @@ export function isolateMain(
   // Bounds what a script logging in a loop can buffer before Node collects it.
   const MAX_LOGS = 10_000;
   let droppedLogs = 0;
-  // Where an item's values start: wire.ts ITEM_VALUES (this code cannot import).
+  // Where an item's values start, after its combination index (see JobWire.I).
   const ITEM_VALUES = 1;
   // Run outcome flags: wire.ts RUN_FLAGS.
   const HAS_SET = 1;
@@ -126,22 +126,21 @@ export function isolateMain(
   }
 
   /**
-   * The `with` scope of every run: a Proxy whose target names its run, or, for the shared scope
-   * of synchronous runs, `current`. Implicit globals land in the run's own `vars`.
+   * The `with` scope of a run that may go on after its body returned: a Proxy whose target names
+   * its run. Implicit globals land in the run's own `vars`.
    */
-  const runOf = (target: Record<string | symbol, unknown>): IsolateRun | undefined => (target[RUN] as IsolateRun | undefined) ?? current;
+  const runOf = (target: Record<string | symbol, unknown>): IsolateRun => target[RUN] as IsolateRun;
   const scopeHandler: ProxyHandler<Record<string | symbol, unknown>> = {
     has(target, key) {
       if (typeof key !== 'string') return false;
       const run = runOf(target);
-      if (run !== undefined && ((run.vars !== undefined && key in run.vars) || declares(run, key))) return true;
+      if ((run.vars !== undefined && key in run.vars) || declares(run, key)) return true;
       // Unknown names are claimed too, so that implicit globals land in this run's scope.
       return !(key in globalThis);
     },
     get(target, key) {
       if (typeof key !== 'string') return undefined; // Symbol.unscopables, looked up by `with`
       const run = runOf(target);
-      if (run === undefined) return undefined;
       if (run.vars !== undefined && key in run.vars) return run.vars[key];
       if (declares(run, key)) return readVar(run, key);
       // `with` cannot tell a read from `typeof`: answering undefined keeps the common
@@ -149,18 +148,15 @@ export function isolateMain(
       return undefined;
     },
     set(target, key, value) {
-      const run = runOf(target);
-      // Outside any run (code a finished run left behind) writes go nowhere.
-      if (run !== undefined && typeof key === 'string') (run.vars ??= Object.create(null) as Record<string, unknown>)[key] = value;
+      if (typeof key === 'string') (runOf(target).vars ??= Object.create(null) as Record<string, unknown>)[key] = value;
       return true;
     },
     deleteProperty(target, key) {
-      const run = runOf(target);
-      if (run?.vars !== undefined && typeof key === 'string') return delete run.vars[key];
+      const vars = runOf(target).vars;
+      if (vars !== undefined && typeof key === 'string') return delete vars[key];
       return true;
     },
   };
-  const sharedScope = new Proxy(Object.create(null) as Record<string | symbol, unknown>, scopeHandler);
   /** Per script: the identifiers its source mentions (null: unknown, it calls eval). */
   const scriptNames = new Map<number, string[] | null>();
 
@@ -170,9 +166,7 @@ export function isolateMain(
    * name the source does not mention cannot be looked up, so nothing else needs claiming, and an
    * accessor costs one call where the Proxy's `has` and `get` traps cost two.
    */
-  function scopeFor(scriptId: number): object {
-    const names = scriptNames.get(scriptId);
-    if (!names) return sharedScope;
+  function scopeFor(names: readonly string[]): object {
     const scope = Object.create(null) as Record<string, unknown>;
     for (const name of names) {
       const always = api.names.has(name) || DECLARED.has(name);
@@ -482,10 +476,12 @@ export function isolateMain(
       at += head < 0 ? 1 : ITEM_VALUES + (input.K[combo[3]]?.length ?? 0);
     }
     const defer = input.m === 1;
-    // Runs that cannot go on after their body returned share one scope (see `current`).
-    const fast = !defer && trees.every((tree) => tree.size === 0);
+    // Runs that cannot go on after their body returned share one scope (see `current`); that
+    // scope needs the names the source mentions (a source calling eval is deferred anyway).
+    const names = scriptNames.get(input.s);
+    const fast = !defer && names != null && trees.every((tree) => tree.size === 0);
     let fn = fast ? bound.get(input.s) : undefined;
-    if (fast && fn === undefined) bound.set(input.s, (fn = factory(scopeFor(input.s))));
+    if (fast && fn === undefined) bound.set(input.s, (fn = factory(scopeFor(names as string[]))));
     const job: IsolateJob = {
       id: input.j,
       scriptId: input.s,

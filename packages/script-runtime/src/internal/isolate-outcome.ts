@@ -3,7 +3,7 @@ import type { IsolateJob, IsolateRun, OutcomeWriter, RunFlags } from './isolate-
 /**
  * How a run's outcome is written into its job's output (see JobOutput in wire.ts), INSIDE the
  * isolate. Serialised with Function.prototype.toString like isolateMain, so it must not reference
- * anything outside its own body. `itemValues` is wire.ts ITEM_VALUES, `F` its RUN_FLAGS.
+ * anything outside its own body. `itemValues` is where an item's values start (see JobWire.I), `F` wire.ts RUN_FLAGS.
  */
 export function makeOutcome(itemValues: number, F: RunFlags): OutcomeWriter {
   const ITEM_VALUES = itemValues;

@@ -91,7 +91,7 @@ export interface IsolateRun {
   thisObj: Record<string, unknown>;
   job: IsolateJob;
   index: number;
-  /** Where this run's item starts in job.items; the values sent are after ITEM_VALUES, in `shape` order. */
+  /** Where this run's item starts in job.items; the values sent follow its combination index, in `shape` order. */
   base: number;
   shape: readonly string[];
   /** The run's locals, host and label tables (indices into the job's). */

@@ -36,8 +36,6 @@ export interface JobWire {
   I: unknown[];
 }
 
-/** Where an item's values start (after its combination index). */
-export const ITEM_VALUES = 1;
 
 /**
  * A finished job: [key lists, outcomes]. The outcomes are flat, one run after the other in input
