@@ -13,7 +13,7 @@ export interface AppSettings {
   sessionIdleSeconds?: number;
   cors?: { origins?: '*' | string[]; crossSiteCookies?: boolean };
   methodOverrideKey?: string;
-  scripts?: { memoryLimitMb?: number; timeoutMs?: number };
+  scripts?: { memoryLimitMb?: number; timeoutMs?: number; isolates?: number };
   /** bcrypt cost of user passwords (default 10). */
   passwordCost?: number;
   /** Failed logins allowed per username and per client address (default 10 a minute). */

@@ -39,6 +39,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     (runtime ??= createScriptRuntime({
       ...(settings.memoryLimitMb !== undefined ? { memoryLimitMb: settings.memoryLimitMb } : {}),
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
+      ...(settings.isolates !== undefined ? { isolates: settings.isolates } : {}),
       log: (line) => logger.info(line),
     }));
 
@@ -209,6 +210,12 @@ function throwIfCancelled(result: RunResult): void {
 /** A script's failure as the client sees it: 500, with the message in development only; always logged with file and line. */
 function scriptFailure(err: unknown, env: 'development' | 'production', logger: Logger): SvcError {
   if (!(err instanceof ScriptError)) return new SvcError('INTERNAL', 'internal server error', { cause: err });
+  // The request's own data cannot go to a script: its fault, like the other depth limits.
+  if (err.code === 'SCRIPT_INPUT') return new SvcError('BAD_REQUEST', err.message, { cause: err });
+  if (err.code === 'SCRIPT_RESTARTED') {
+    logger.warn(`script ${err.filename}: its script process was replaced because of another run; answered 503`);
+    return new SvcError('SCRIPT_RESTARTED', 'script runtime restarted', { cause: err, headers: { 'Retry-After': '1' } });
+  }
   const where = `${err.filename}${err.line !== undefined ? `:${err.line}` : ''}`;
   const kind = err.code === 'SCRIPT_TIMEOUT' ? 'SCRIPT_TIMEOUT' : 'SCRIPT_ERROR';
   logger.error(`script ${where}: ${err.message}`, { code: err.code });

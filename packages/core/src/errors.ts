@@ -22,6 +22,7 @@ export const errorStatus = {
   INTERNAL: 500,
   SCRIPT_ERROR: 500,
   SCRIPT_TIMEOUT: 500,
+  SCRIPT_RESTARTED: 503,
   BAD_GATEWAY: 502,
   UNAVAILABLE: 503,
 } as const;

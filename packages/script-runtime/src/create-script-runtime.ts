@@ -1,7 +1,13 @@
+import { availableParallelism } from 'node:os';
+import ivm from 'isolated-vm';
+import { ScriptInputError, ScriptSyntaxError } from './errors.js';
 import type { RunResult, Script, ScriptRuntime, ScriptRuntimeOptions } from './types.js';
-import { decodeJob } from './internal/codec.js';
+import { decodeJob, encodeJob, isInputList } from './internal/codec.js';
+import type { JobInputs } from './internal/codec.js';
 import { CompiledScript } from './internal/compiled-script.js';
-import { IsolateWorker } from './internal/isolate-worker.js';
+import { exceedsDepth, MAX_INPUT_DEPTH } from './internal/depth.js';
+import { ScriptPool } from './internal/script-pool.js';
+import { parseSyntaxMessage } from './internal/wrap-source.js';
 
 function positive(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
@@ -9,19 +15,75 @@ function positive(value: number | undefined, fallback: number, name: string): nu
   return value;
 }
 
+/** The standalone parse of a body, run in the syntax isolate: the body must not close its wrapper. */
+const CHECK_SOURCE = `(function (source) {
+  try { new (Object.getPrototypeOf(async function () {}).constructor)(source); return ''; }
+  catch (err) { return err instanceof Error ? err.message : String(err); }
+})`;
+
 /**
- * Creates a script runtime: one isolate with one reused context. Scripts are compiled once; each
- * run gets a fresh scope. The isolate is rebuilt (and scripts recompiled) after it runs out of memory.
+ * Parses scripts in the server process without running anything: compile() must throw syntax
+ * errors synchronously, at start, with file and line. Code only ever runs in the script processes.
+ */
+class SyntaxChecker {
+  private isolate: ivm.Isolate | undefined;
+  private check: ivm.Reference | undefined;
+
+  verify(script: CompiledScript): void {
+    if (!this.isolate || this.isolate.isDisposed) {
+      this.isolate = new ivm.Isolate({ memoryLimit: 32 });
+      const context = this.isolate.createContextSync();
+      this.check = context.evalSync(CHECK_SOURCE, { reference: true }) as ivm.Reference;
+    }
+    try {
+      this.isolate.compileScriptSync(script.wrapped, { filename: script.filename }).release();
+    } catch (err) {
+      const parsed = parseSyntaxMessage(err instanceof Error ? err.message : String(err), script.prefixLength);
+      throw new ScriptSyntaxError(parsed.message, { filename: script.filename, line: parsed.line, column: parsed.column });
+    }
+    const standalone = (this.check as ivm.Reference).applySync(undefined, [script.source], { timeout: 5000 }) as string;
+    if (standalone) throw new ScriptSyntaxError(standalone, { filename: script.filename });
+  }
+
+  dispose(): void {
+    if (this.isolate && !this.isolate.isDisposed) this.isolate.dispose();
+    this.isolate = undefined;
+  }
+}
+
+/**
+ * Refuses request data nested deeper than a script may receive (a 400 for the request that sent
+ * it). Only locals are walked: `this` comes from stored or sanitised objects, whose depth the
+ * store's rules bound already, and On Get lists would pay for a walk of every object.
+ */
+function checkDepth(inputs: JobInputs, filename: string): void {
+  const seen = new Set<unknown>();
+  const tooDeep = (locals: unknown): boolean => {
+    if (seen.has(locals)) return false;
+    seen.add(locals);
+    return exceedsDepth(locals, MAX_INPUT_DEPTH + 1);
+  };
+  const bad = isInputList(inputs) ? inputs.some((input) => tooDeep(input.locals)) : tooDeep(inputs.shared.locals);
+  if (bad) throw new ScriptInputError(`request data nested deeper than ${MAX_INPUT_DEPTH} levels`, { filename });
+}
+
+/**
+ * Creates a script runtime: scripts run in a pool of script processes, each with one isolate
+ * (see ScriptPool). Scripts are compiled once per process; each run gets a fresh scope. compile()
+ * checks the syntax in this process (nothing runs here).
  */
 export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptRuntime {
-  const worker = new IsolateWorker({
+  const pool = new ScriptPool({
+    size: Math.max(1, Math.floor(positive(options.isolates, availableParallelism(), 'isolates'))),
     // isolated-vm's minimum is 8 MB.
     memoryLimitMb: Math.max(8, positive(options.memoryLimitMb, 64, 'memoryLimitMb')),
     timeoutMs: positive(options.timeoutMs, 1000, 'timeoutMs'),
     log: options.log ?? ((line: string) => console.log(line)),
   });
+  const syntax = new SyntaxChecker();
   const owner = {};
   let nextScriptId = 1;
+  let nextJobId = 1;
   let disposed = false;
 
   function own(script: Script): CompiledScript {
@@ -32,37 +94,46 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
     return script;
   }
 
+  function submit(script: CompiledScript, inputs: JobInputs) {
+    checkDepth(inputs, script.filename);
+    const jobId = nextJobId;
+    nextJobId = jobId >= 0x7fffffff ? 1 : jobId + 1;
+    const { json, hosts } = encodeJob(script.id, jobId, inputs, script.usage);
+    return pool.submit(script, jobId, json, hosts);
+  }
+
   return {
     compile(source, filename) {
       if (disposed) throw new Error('script runtime disposed');
       if (typeof source !== 'string' || typeof filename !== 'string') throw new TypeError('source and filename must be strings');
       const script = new CompiledScript(nextScriptId++, filename, source, owner);
-      worker.define(script);
+      syntax.verify(script);
       return script;
     },
 
     async run(script, input) {
       const compiled = own(script);
-      const [result] = decodeJob(await worker.run(compiled, [input]), [input.thisObj], compiled);
+      const [result] = decodeJob(await submit(compiled, [input]), [input.thisObj], compiled);
       return result as RunResult;
     },
 
     async runBatch(script, inputs, options = {}) {
       const compiled = own(script);
       if (inputs.length === 0) return [];
-      return decodeJob(await worker.run(compiled, inputs), inputs.map((input) => input.thisObj), compiled, options.inPlace === true);
+      return decodeJob(await submit(compiled, inputs), inputs.map((input) => input.thisObj), compiled, options.inPlace === true);
     },
 
     async runEach(script, shared, objects, options = {}) {
       const compiled = own(script);
       if (objects.length === 0) return [];
-      return decodeJob(await worker.run(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
+      return decodeJob(await submit(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
     },
 
     dispose() {
       if (disposed) return;
       disposed = true;
-      worker.dispose();
+      pool.dispose();
+      syntax.dispose();
     },
   };
 }

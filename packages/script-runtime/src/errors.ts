@@ -1,5 +1,5 @@
 /** Stable codes of the script errors, for the caller's error mapping. */
-export type ScriptErrorCode = 'SCRIPT_SYNTAX' | 'SCRIPT_RUNTIME' | 'SCRIPT_TIMEOUT' | 'SCRIPT_MEMORY';
+export type ScriptErrorCode = 'SCRIPT_SYNTAX' | 'SCRIPT_RUNTIME' | 'SCRIPT_TIMEOUT' | 'SCRIPT_MEMORY' | 'SCRIPT_RESTARTED' | 'SCRIPT_INPUT';
 
 /** Where in a script an error happened. */
 export interface ScriptErrorLocation {
@@ -72,4 +72,24 @@ export class ScriptMemoryError extends ScriptError {
     super(message, location);
     this.culprit = culprit;
   }
+}
+
+/**
+ * The script process this run was in had to be replaced because of another run, after this run
+ * had already called a host function (emit, the svc client): running it again could repeat that
+ * call's effect, so it fails instead. Callers answer 503: the request may be sent again.
+ */
+export class ScriptRestartedError extends ScriptError {
+  override readonly name = 'ScriptRestartedError';
+  readonly code = 'SCRIPT_RESTARTED';
+
+  constructor(filename: string) {
+    super('script runtime restarted', { filename });
+  }
+}
+
+/** The data given to a run cannot be sent to a script (nested too deeply). Callers answer 400. */
+export class ScriptInputError extends ScriptError {
+  override readonly name = 'ScriptInputError';
+  readonly code = 'SCRIPT_INPUT';
 }

@@ -4,5 +4,5 @@
  */
 export { createScriptRuntime } from './create-script-runtime.js';
 export type { HostApi, RunInput, RunResult, Script, ScriptRuntime, ScriptRuntimeOptions } from './types.js';
-export { ScriptError, ScriptMemoryError, ScriptRuntimeError, ScriptSyntaxError, ScriptTimeoutError } from './errors.js';
+export { ScriptError, ScriptInputError, ScriptMemoryError, ScriptRestartedError, ScriptRuntimeError, ScriptSyntaxError, ScriptTimeoutError } from './errors.js';
 export type { ScriptErrorCode, ScriptErrorLocation } from './errors.js';

@@ -8,6 +8,11 @@ export interface ScriptRuntimeOptions {
    * Exceeding it fails the run with ScriptTimeoutError. Time spent waiting for host calls is free.
    */
   timeoutMs?: number;
+  /**
+   * How many script processes (each with one isolate) run scripts in parallel; default one per
+   * core. A script that loops or runs out of memory keeps or takes down only its process.
+   */
+  isolates?: number;
   /** Receives every console.log/warn/error line of a script, prefixed by the run's label. Default: console.log. */
   log?: (line: string) => void;
 }

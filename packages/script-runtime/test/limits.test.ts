@@ -67,15 +67,16 @@ describe('memory limit', () => {
     expect((await exec('this.ok = 1;')).thisObj.ok).toBe(1);
   });
 
-  test('runs in flight in the dead isolate fail too, marked as not the culprit', async () => {
-    const { runtime, exec } = setup({ memoryLimitMb: 32, timeoutMs: 5000 });
+  test('a run in the dead process that had made a host call fails with ScriptRestartedError (503), not as the culprit', async () => {
+    const { runtime, exec } = setup({ memoryLimitMb: 32, timeoutMs: 5000, isolates: 1 });
     const gate = deferred();
-    const waiting = runtime
-      .run(runtime.compile('await wait();', 'waiting.js'), { thisObj: {}, locals: {}, host: { wait: () => gate.promise } })
-      .catch((e: unknown) => e);
+    const called = deferred();
+    const wait = () => (called.resolve(1), gate.promise);
+    const waiting = runtime.run(runtime.compile('await wait();', 'waiting.js'), { thisObj: {}, locals: {}, host: { wait } }).catch((e: unknown) => e);
+    await called.promise;
     await exec(BOMB).catch(() => undefined);
     gate.resolve(1);
-    expect(await waiting).toMatchObject({ name: 'ScriptMemoryError', culprit: false, filename: 'waiting.js' });
+    expect(await waiting).toMatchObject({ name: 'ScriptRestartedError', code: 'SCRIPT_RESTARTED', filename: 'waiting.js' });
   });
 });
 

@@ -20,6 +20,7 @@ export function isolateMain(
   makeScriptApi: MakeScriptApi,
   makeHostBridge: MakeHostBridge,
   makeOutcome: MakeOutcome,
+  sealRealm: () => void,
   sab: SharedArrayBuffer,
   budgetMs: number,
 ): IsolateBridge {
@@ -59,8 +60,28 @@ export function isolateMain(
   /** The run whose synchronous body executes now (shared scope); undefined between runs. */
   let current: IsolateRun | undefined;
 
+  /** The job entered last in this call, and how many different jobs ran code in it. */
+  let lastEntered = -1;
+  let enteredJobs = 0;
   const enter = (jobId: number): void => {
+    if (jobId !== lastEntered) {
+      lastEntered = jobId;
+      enteredJobs++;
+    }
     shared[0] = jobId;
+  };
+  /** Every call starts unattributed: code that runs before an enter() is nobody's for sure. */
+  const beginCall = (): void => {
+    lastEntered = -1;
+    enteredJobs = 0;
+    shared[0] = -1;
+  };
+  /**
+   * After the call returns, its microtasks run: they belong to the job entered in it when there
+   * was exactly one, and could belong to any of them otherwise (-1: Node cannot blame one run).
+   */
+  const endCall = (): void => {
+    shared[0] = enteredJobs === 1 ? lastEntered : -1;
   };
 
   const api = makeScriptApi(CANCEL, peekVar, (run, level, text) => {
@@ -520,6 +541,7 @@ export function isolateMain(
 
   /** Queues the jobs of a JSON array of JobWire and runs them; answers like `collect`. */
   function batch(json: string): string {
+    beginCall();
     for (const input of JSON.parse(json) as JobWire[]) {
       try {
         queueJob(input);
@@ -533,6 +555,7 @@ export function isolateMain(
   }
 
   function deliver(json: string): string {
+    beginCall();
     for (const [id, reply] of JSON.parse(json) as [number, { r?: unknown; e?: unknown }][]) {
       queue.push(() => host.receive(id, reply));
     }
@@ -540,11 +563,13 @@ export function isolateMain(
   }
 
   function resume(): string {
+    beginCall();
     return report(pump(), false);
   }
 
   /** A separate call, so the microtasks of the previous one have run: settled runs finish now. */
   function collect(): string {
+    beginCall();
     return report(queue.length - head, true);
   }
 
@@ -581,6 +606,7 @@ export function isolateMain(
       logs.push(JSON.stringify(['', 'warn', `script-runtime: ${droppedLogs} console lines dropped`]));
       droppedLogs = 0;
     }
+    endCall();
     if (completed.length === 0 && logs.length === 0 && host.requests.length === 0 && left === 0 && more === 0) return '';
     const out = `{"q":${left},"m":${more},"d":[${completed.join(',')}],"l":[${logs.join(',')}],"h":[${host.requests.join(',')}]}`;
     completed.length = logs.length = host.requests.length = 0;
@@ -606,9 +632,9 @@ export function isolateMain(
     }
   }
 
-  // Scripts write implicit globals into their own scope; freezing the real global object makes an
-  // explicit `globalThis.x = 1` a no-op instead of a leak into later runs.
-  Object.freeze(globalThis);
+  // Nothing a run does may be seen by another: every intrinsic and the global object are frozen
+  // (see isolate-seal.ts). Scripts write implicit globals into their own scope instead.
+  sealRealm();
   const define = (id: number, factory: ScriptFactory, names: string): void => {
     scriptNames.set(id, JSON.parse(names) as string[] | null);
     factories.set(id, factory);

@@ -1,0 +1,20 @@
+import type { FatalKind } from './isolate-worker.js';
+import type { JobOutput } from './wire.js';
+
+/** Server process -> script process. */
+export type ParentMessage =
+  | { t: 'init'; memoryLimitMb: number; timeoutMs: number }
+  /** Scripts not sent to this process before ([id, filename, source]), then jobs [jobId, scriptId, JobWire JSON]. */
+  | { t: 'jobs'; defs: [number, string, string][]; jobs: [number, number, string][] }
+  /** Host call replies: [callId, reply]. */
+  | { t: 'replies'; r: [number, { r?: unknown; e?: unknown }][] };
+
+/** Script process -> server process. */
+export type ChildMessage =
+  /**
+   * Finished jobs, host calls [callId, jobId, host index, name, args], log lines, and jobs that
+   * could not start [jobId, message].
+   */
+  | { t: 'out'; d: [number, JobOutput][]; h: [number, number, number, string, unknown[]][]; l: string[]; f: [number, string][] }
+  /** The isolate failed; the process exits right after. `culprit` -1: not known. */
+  | { t: 'fatal'; kind: FatalKind; culprit: number; detail: string };

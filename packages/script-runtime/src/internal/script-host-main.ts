@@ -1,0 +1,116 @@
+/**
+ * Entry point of a script process: one isolate, driven by an IsolateWorker, talking to the server
+ * process over the IPC channel (see script-pool.ts for the other side and the messages).
+ *
+ * Scripts run here, not in the server process, so that nothing they do can stop the server: an
+ * endless loop keeps only this process busy, and V8's fatal out-of-memory errors (which no isolate
+ * limit catches: a growing dictionary object aborts the whole process) end only this process. On
+ * any failed call the worker reports whom to blame and this process exits; the pool replaces it.
+ */
+import { CompiledScript } from './compiled-script.js';
+import { IsolateWorker } from './isolate-worker.js';
+import type { FatalKind } from './isolate-worker.js';
+import type { ChildMessage, ParentMessage } from './pool-messages.js';
+import type { JobOutput } from './wire.js';
+
+const send = process.send?.bind(process);
+if (!send) throw new Error('script-host-main must be started by the script pool (no IPC channel)');
+
+const owner = {};
+const scripts = new Map<number, CompiledScript>();
+const calls = new Map<number, (reply: { r?: unknown; e?: unknown }) => void>();
+let nextCall = 1;
+let worker: IsolateWorker | undefined;
+
+/** What goes to the server with the next message: one message per event-loop turn at most. */
+let outDone: [number, JobOutput][] = [];
+let outHost: [number, number, number, string, unknown[]][] = [];
+let outLog: string[] = [];
+let outFailed: [number, string][] = [];
+let flushScheduled = false;
+
+function flush(): void {
+  flushScheduled = false;
+  if (outDone.length + outHost.length + outLog.length + outFailed.length === 0) return;
+  const message: ChildMessage = { t: 'out', d: outDone, h: outHost, l: outLog, f: outFailed };
+  outDone = [];
+  outHost = [];
+  outLog = [];
+  outFailed = [];
+  send?.(message);
+}
+
+function schedule(): void {
+  if (flushScheduled) return;
+  flushScheduled = true;
+  setImmediate(flush);
+}
+
+function onFatal(kind: FatalKind, culprit: number, detail: string): void {
+  flush();
+  const message: ChildMessage = { t: 'fatal', kind, culprit, detail };
+  // Exit once the message is out; the pool fails or re-runs the jobs that were here.
+  send?.(message, () => process.exit(70));
+  setTimeout(() => process.exit(70), 1000).unref();
+}
+
+function start(memoryLimitMb: number, timeoutMs: number): IsolateWorker {
+  return new IsolateWorker({
+    memoryLimitMb,
+    timeoutMs,
+    log: (line) => {
+      outLog.push(line);
+      schedule();
+    },
+    hostCall: (jobId, hostIdx, name, args) =>
+      new Promise((resolve) => {
+        const callId = nextCall++;
+        calls.set(callId, resolve);
+        outHost.push([callId, jobId, hostIdx, name, args]);
+        schedule();
+      }),
+    done: (jobId, output) => {
+      outDone.push([jobId, output]);
+      schedule();
+    },
+    fatal: onFatal,
+  });
+}
+
+process.on('message', (raw: unknown) => {
+  const message = raw as ParentMessage;
+  switch (message.t) {
+    case 'init':
+      worker = start(message.memoryLimitMb, message.timeoutMs);
+      break;
+    case 'jobs': {
+      if (!worker) return;
+      for (const [id, filename, source] of message.defs) {
+        if (!scripts.has(id)) scripts.set(id, new CompiledScript(id, filename, source, owner));
+      }
+      for (const [jobId, scriptId, json] of message.jobs) {
+        const script = scripts.get(scriptId);
+        try {
+          if (!script) throw new Error(`script ${scriptId} was never sent to this process`);
+          worker.define(script);
+        } catch (err) {
+          outFailed.push([jobId, err instanceof Error ? err.message : String(err)]);
+          schedule();
+          continue;
+        }
+        worker.run(json);
+      }
+      break;
+    }
+    case 'replies':
+      for (const [callId, reply] of message.r) {
+        const resolve = calls.get(callId);
+        calls.delete(callId);
+        resolve?.(reply);
+      }
+      break;
+  }
+});
+
+// The server process is gone: nothing can use what runs here any more.
+process.on('disconnect', () => process.exit(0));
