@@ -1,0 +1,177 @@
+#!/usr/bin/env node
+// Containment benchmark (issue 10): do hostile event scripts hurt requests that run none?
+//
+//   node bench/containment.js [--rounds 5] [--duration 10] [--warmup 2] [--connections 50] [--loops 4] [--bombs 6]
+//
+// One svc server (production, embedded store, pinned to core 0; its script processes inherit the
+// pinning, so they compete for the server's core) with a collection without scripts (`items`)
+// and one whose On Post loops forever (`loops`). Each round measures, in rotated order:
+//   quiet   plain GETs of one item (autocannon on core 1, 50 connections)
+//   loops   the same GETs while N clients (a separate process on core 1) repeat POST /loops
+//           back to back, each answered 500 after scripts.timeoutMs
+// and reports the medians of p50/p99 and of the same-round ratio p99(loops)/p99(quiet) (aim <= 2).
+// Before that, the memory phase: clients send POSTs whose On Post grows a dictionary object until V8's
+// fatal out-of-memory error ends its script process; the server's RSS and that of all its
+// processes are sampled during the bombs and after (aim: back to baseline, never above ~400 MB).
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { parseArgs } from './lib/args.js';
+import { spawnNode, waitListening, stopAll, freePort, pinning, pinSelf } from './lib/procs.js';
+import { median } from './lib/stats.js';
+
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', loops: 'number', bombs: 'number' });
+const rounds = opts.rounds ?? 5;
+const duration = opts.duration ?? 10;
+const warmup = opts.warmup ?? 2;
+const connections = opts.connections ?? 50;
+const loopClients = opts.loops ?? 4;
+const bombs = opts.bombs ?? 6;
+const log = (m) => process.stderr.write(`${m}\n`);
+const svcBin = fileURLToPath(new URL('../apps/server/bin/svc.js', import.meta.url));
+
+function writeApp() {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-containment-'));
+  const files = {
+    'app.json': JSON.stringify({ scripts: { timeoutMs: 1000, memoryLimitMb: 64 } }),
+    'resources/items/config.json': JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' } } }),
+    'resources/loops/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
+    'resources/loops/post.js': 'while (true) {}',
+    'resources/bombs/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
+    'resources/bombs/post.js': "var o = {}, i = 0; while (true) o['k' + i++] = { a: i, b: 'v' + i };",
+  };
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), content);
+  }
+  return dir;
+}
+
+/** RSS in MB of `pid` alone and of it with all its descendants. */
+function rssOf(pid) {
+  const all = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const status = readFileSync(`/proc/${name}/status`, 'utf8');
+      const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      all.set(Number(name), { ppid: Number(rest[1]), kb });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  const todo = [pid];
+  const seen = new Set();
+  while (todo.length) {
+    const p = todo.pop();
+    if (seen.has(p)) continue;
+    seen.add(p);
+    total += all.get(p)?.kb ?? 0;
+    for (const [q, s] of all) if (s.ppid === p) todo.push(q);
+  }
+  return { server: (all.get(pid)?.kb ?? 0) / 1024, all: total / 1024 };
+}
+
+async function post(url, body) {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function measure(url, seconds) {
+  const result = await autocannon({ url, connections, pipelining: 1, duration: seconds });
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+}
+
+async function main() {
+  const pin = pinning();
+  if (pin) pinSelf(pin.load);
+  const appDir = writeApp();
+  const port = await freePort();
+  const server = spawnNode(['--no-node-snapshot', svcBin, appDir, '--port', String(port), '--env', 'production'], {
+    core: pin?.server,
+    env: { NODE_ENV: 'production' },
+  });
+  await waitListening(server);
+  const base = `http://127.0.0.1:${port}`;
+  const res = await fetch(`${base}/items`, { method: 'POST', headers: { 'content-type': 'application/json', 'svc-ssh-key': 'x' }, body: '{"title":"plain"}' });
+  // Production without keys refuses the root header: create through the public API instead.
+  const created = res.status === 200 ? await res.json() : await (await fetch(`${base}/items`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"title":"plain"}' })).json();
+  const url = `${base}/items/${created.id}`;
+  log(`containment: server pid ${server.pid} on core ${pin?.server ?? '-'}; ${rounds} rounds x ${duration} s, ${connections} connections, ${loopClients} looping clients`);
+
+  // Memory bombs first, on a fresh server (the GET rounds grow its RSS by themselves): RSS sampled
+  // every 100 ms while they run, then 3 s after.
+  const before = rssOf(server.pid);
+  let peak = { server: 0, all: 0 };
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const now = rssOf(server.pid);
+      peak = { server: Math.max(peak.server, now.server), all: Math.max(peak.all, now.all) };
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const statuses = [];
+  for (let i = 0; i < bombs; i++) statuses.push(await post(`${base}/bombs`, { n: i }));
+  await new Promise((r) => setTimeout(r, 3000));
+  sampling = false;
+  await sampler;
+  const after = rssOf(server.pid);
+  const alive = (await fetch(url)).status;
+
+  const rows = { quiet: [], loops: [] };
+  const ratios = [];
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? ['quiet', 'loops'] : ['loops', 'quiet'];
+    const got = {};
+    for (const variant of order) {
+      let stop = false;
+      let looped = 0;
+      const loopers =
+        variant === 'loops'
+          ? Array.from({ length: loopClients }, async () => {
+              while (!stop) {
+                const status = await post(`${base}/loops`, { n: 1 });
+                if (status === 500) looped++;
+              }
+            })
+          : [];
+      if (variant === 'loops') await new Promise((r) => setTimeout(r, 300));
+      if (warmup > 0) await measure(url, warmup);
+      const r = await measure(url, duration);
+      stop = true;
+      await Promise.all(loopers);
+      got[variant] = { ...r, looped };
+      rows[variant].push(got[variant]);
+      log(`  round ${round + 1} ${variant.padEnd(5)} ${Math.round(r.rps)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  non2xx ${r.non2xx}  errors ${r.errors}${variant === 'loops' ? `  (${looped} loop requests answered 500)` : ''}`);
+    }
+    ratios.push(got.loops.p99 / Math.max(got.quiet.p99, 1));
+  }
+
+  const summary = {
+    date: new Date().toISOString(),
+    rounds,
+    duration,
+    connections,
+    loopClients,
+    quiet: { rps: median(rows.quiet.map((r) => r.rps)), p50: median(rows.quiet.map((r) => r.p50)), p99: median(rows.quiet.map((r) => r.p99)) },
+    loops: { rps: median(rows.loops.map((r) => r.rps)), p50: median(rows.loops.map((r) => r.p50)), p99: median(rows.loops.map((r) => r.p99)) },
+    p99Ratio: { median: median(ratios), perRound: ratios },
+    bombs: { count: bombs, statuses, rssMb: { before, peak, after }, serverAnswersAfter: alive },
+  };
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  log(`containment: p99 with loops / without = x${summary.p99Ratio.median.toFixed(2)} (median of same-round ratios; aim <= 2)`);
+  log(`memory bombs: ${statuses.join(' ')}; RSS server ${before.server.toFixed(0)} -> peak ${peak.server.toFixed(0)} -> ${after.server.toFixed(0)} MB; with script processes ${before.all.toFixed(0)} -> peak ${peak.all.toFixed(0)} -> ${after.all.toFixed(0)} MB; server answers ${alive}`);
+}
+
+try {
+  await main();
+} finally {
+  await stopAll();
+}
