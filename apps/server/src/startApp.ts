@@ -47,7 +47,16 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
     if (type.name === 'Collection' || type.name === 'UserCollection') throw new Error(`resource type ${type.name} is built in and cannot be replaced`);
     types.set(type.name, type);
   }
-  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins: app.settings.cors?.origins });
+  // Cross-origin callers: the app's list; else any origin in development, none in production.
+  const origins = app.settings.cors?.origins ?? (env === 'production' ? [] : '*');
+  if (app.settings.cors?.origins === undefined) {
+    logger.info(
+      env === 'production'
+        ? 'CORS: same-origin only (production default); list the web apps allowed to call with credentials in app.json "cors": {"origins": [...]}'
+        : 'CORS: any origin may call with credentials (development default; production allows only app.json cors.origins)',
+    );
+  }
+  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins });
   const realtime = live.realtime;
   const store: Store = options.db ? await createMongoStore({ url: options.db }) : await createEmbeddedStore({ dir: join(appDir, 'data') });
   try {
@@ -70,7 +79,7 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       ...(app.settings.bodyLimit !== undefined ? { bodyLimit: app.settings.bodyLimit } : {}),
       ...(app.settings.sessionIdleSeconds !== undefined ? { sessions: { idleSeconds: app.settings.sessionIdleSeconds } } : {}),
       ...(app.settings.methodOverrideKey !== undefined ? { methodOverrideKey: app.settings.methodOverrideKey } : {}),
-      ...(app.settings.cors?.origins !== undefined ? { cors: { origins: app.settings.cors.origins } } : {}),
+      cors: { origins },
       crossSiteCookies: app.settings.cors?.crossSiteCookies === true,
       routes: [await svcJsRoute(resources, logger)],
     });

@@ -17,7 +17,7 @@ import { SessionManager } from './sessions.js';
 import type { Store } from './store/Store.js';
 import type { Context, Reply, Session } from './types.js';
 import { RootKeys } from './rootKeys.js';
-import { corsHeaders, type CorsOptions } from './http/cors.js';
+import { corsHeaders, corsOrigins, type CorsOptions } from './http/cors.js';
 
 /** A route served outside the resources (such as /svc.js). */
 export interface ExtraRoute {
@@ -98,6 +98,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const overrideKey = options.methodOverrideKey ?? '_method';
   const router = new Router(options.resources);
+  const allowedOrigins = corsOrigins(options.cors, production);
   const extra = new Map((options.routes ?? []).map((r) => [r.path, r]));
   const sessions = new SessionManager(options.store.collection(SESSIONS_COLLECTION), options.sessions);
   const rootKeys = new RootKeys(options.rootKeys ?? []);
@@ -128,7 +129,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
     const search = q === -1 ? '' : url.slice(q + 1);
-    const cors = corsHeaders(req, options.cors);
+    const cors = corsHeaders(req, allowedOrigins);
     if (cors) for (const [k, v] of cors) res.setHeader(k, v);
     if (req.method === 'OPTIONS') {
       res.statusCode = 204;

@@ -2,8 +2,17 @@ import type { IncomingMessage } from 'node:http';
 
 /** Cross-origin settings (app.json `cors`). */
 export interface CorsOptions {
-  /** Origins allowed to call with credentials; default any. */
+  /**
+   * Origins allowed to call with credentials. Default: any origin in development, none in
+   * production (same-origin only: a web site elsewhere cannot read a user's data through their
+   * browser unless the app lists it).
+   */
   origins?: '*' | readonly string[];
+}
+
+/** The origins in force: the app's list, else any in development and none in production. */
+export function corsOrigins(options: CorsOptions | undefined, production: boolean): '*' | readonly string[] {
+  return options?.origins ?? (production ? [] : '*');
 }
 
 /** The request headers a cross-origin client may send, exactly the spec's list. */
@@ -15,10 +24,9 @@ const METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
  * origin is allowed. Answers undefined for same-origin requests and refused origins (the browser
  * then blocks the response).
  */
-export function corsHeaders(req: IncomingMessage, options: CorsOptions | undefined): [string, string][] | undefined {
+export function corsHeaders(req: IncomingMessage, allowed: '*' | readonly string[]): [string, string][] | undefined {
   const origin = req.headers.origin;
   if (origin === undefined) return undefined;
-  const allowed = options?.origins ?? '*';
   if (allowed !== '*' && !allowed.includes(origin)) return undefined;
   const headers: [string, string][] = [
     ['access-control-allow-origin', origin],
