@@ -17,7 +17,7 @@ export interface AppSettings {
   /** bcrypt cost of user passwords (default 10). */
   passwordCost?: number;
   /** Failed logins allowed per username and per client address (default 10 a minute). */
-  loginRateLimit?: { max?: number; windowSeconds?: number };
+  loginRateLimit?: { max?: number; windowSeconds?: number; maxPerAddress?: number; slowdownMs?: number };
   [key: string]: unknown;
 }
 

@@ -111,17 +111,18 @@ export class UserCollection extends Collection implements UserResource {
     if (typeof username !== 'string' || typeof password !== 'string' || username === '' || password === '') {
       throw new SvcError('BAD_REQUEST', 'username or password not specified');
     }
-    const keys = [`user:${this.path}:${username}`, `addr:${clientAddress(ctx)}`];
-    const wait = this.limiter.retryAfter(keys);
-    if (wait > 0) throw new SvcError('TOO_MANY_REQUESTS', 'too many failed logins; try again later', { headers: { 'retry-after': String(wait) } });
+    // Counted before the password check, so that parallel attempts cannot all pass (see LoginLimiter).
+    const attempt = this.limiter.attempt(clientAddress(ctx), `${this.path}\n${username}`);
+    if (attempt.retryAfter > 0) {
+      throw new SvcError('TOO_MANY_REQUESTS', 'too many login attempts; try again later', { headers: { 'retry-after': String(attempt.retryAfter) } });
+    }
+    if (attempt.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, attempt.delayMs));
     const user = await this.store.findOne({ username });
     const stored = typeof user?.password === 'string' ? user.password : undefined;
     // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
     const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
-    if (!ok || user === null) {
-      this.limiter.fail(keys);
-      throw new SvcError('BAD_CREDENTIALS', BAD_CREDENTIALS);
-    }
+    if (!ok || user === null) throw new SvcError('BAD_CREDENTIALS', BAD_CREDENTIALS);
+    attempt.succeeded();
     if (stored !== undefined && isLegacyHash(stored)) {
       await this.store.update({ id: user.id }, { $set: { password: await hashPassword(password, this.cost) } });
     }
