@@ -1,3 +1,4 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createSessionId } from './ids.js';
 import type { StoreCollection } from './store/Store.js';
 
@@ -8,6 +9,8 @@ export interface SessionRecord {
   path?: string;
   createdAt: number;
   lastSeen: number;
+  /** Not stored: a visitor without a login (see SessionManager). */
+  anonymous?: boolean;
 }
 
 /** Options of the {@link SessionManager}. */
@@ -20,11 +23,20 @@ export interface SessionManagerOptions {
 
 const DAY = 24 * 60 * 60;
 const SESSION_ID = /^[0-9a-f]{64}$/;
+/** The document holding the key that signs anonymous ids; never a valid session id itself. */
+const SECRET_ID = 'svc:anonymous-session-key';
+/** Anonymous id: 24 random bytes, then the first 8 bytes of their HMAC (64 hex in all, like a stored id). */
+const ANON_RANDOM = 24;
 
 /**
  * Sessions live in the store so that several server processes share them. A sid that is not a
  * stored, unexpired session is treated as no session at all (forged, expired or destroyed ids
  * alike).
+ *
+ * A visitor without a login costs no store write: its session id is random bytes signed with a
+ * key kept in the store (so every process shares it), recognised by its signature alone. Only a
+ * login stores a session. An anonymous id cannot be forged (it needs the key), and nothing is kept
+ * for it in memory either.
  */
 export class SessionManager {
   readonly idleSeconds: number;
@@ -38,13 +50,50 @@ export class SessionManager {
     this.touchMs = (options.touchSeconds ?? Math.min(3600, this.idleSeconds / 10)) * 1000;
   }
 
+  private key: Buffer | undefined;
+
   async init(): Promise<void> {
     await this.store.ensureIndex({ field: 'uid' });
+    this.key = await this.loadKey();
+  }
+
+  /** The signing key of anonymous ids, made by the first process that needs it. */
+  private async loadKey(): Promise<Buffer> {
+    const read = async () => {
+      const doc = (await this.store.findOne({ id: SECRET_ID })) as { key?: unknown } | null;
+      return typeof doc?.key === 'string' && /^[0-9a-f]{64}$/.test(doc.key) ? Buffer.from(doc.key, 'hex') : undefined;
+    };
+    const found = await read();
+    if (found) return found;
+    try {
+      // lastSeen far ahead: the sweep of idle sessions never removes it.
+      await this.store.insert({ id: SECRET_ID, key: randomBytes(32).toString('hex'), createdAt: Date.now(), lastSeen: Number.MAX_SAFE_INTEGER });
+    } catch {
+      // Another process inserted it first (ids are unique): use theirs.
+    }
+    const made = await read();
+    if (!made) throw new Error('sessions: could not store the anonymous session key');
+    return made;
+  }
+
+  private sign(random: Buffer): Buffer {
+    if (!this.key) throw new Error('sessions: init() was not called');
+    return createHmac('sha256', this.key).update(random).digest().subarray(0, 32 - ANON_RANDOM);
+  }
+
+  private isAnonymous(sid: string): boolean {
+    const bytes = Buffer.from(sid, 'hex');
+    const mac = bytes.subarray(ANON_RANDOM);
+    return timingSafeEqual(mac, this.sign(bytes.subarray(0, ANON_RANDOM)));
   }
 
   /** The stored session for a sid cookie, or null. */
   async load(sid: string | undefined): Promise<SessionRecord | null> {
     if (sid === undefined || !SESSION_ID.test(sid)) return null;
+    if (this.isAnonymous(sid)) {
+      const now = Date.now();
+      return { id: sid, createdAt: now, lastSeen: now, anonymous: true };
+    }
     const doc = (await this.store.findOne({ id: sid })) as SessionRecord | null;
     if (doc === null) return null;
     const now = Date.now();
@@ -59,12 +108,12 @@ export class SessionManager {
     return doc;
   }
 
-  /** A new anonymous session, stored. */
-  async create(): Promise<SessionRecord> {
+  /** A new anonymous session: a signed id, nothing stored. */
+  create(): Promise<SessionRecord> {
     const now = Date.now();
-    const record: SessionRecord = { id: createSessionId(), createdAt: now, lastSeen: now };
-    await this.store.insert({ ...record });
-    return record;
+    const random = randomBytes(ANON_RANDOM);
+    const id = Buffer.concat([random, this.sign(random)]).toString('hex');
+    return Promise.resolve({ id, createdAt: now, lastSeen: now, anonymous: true });
   }
 
   /**
@@ -73,14 +122,18 @@ export class SessionManager {
    */
   async login(previousId: string | undefined, uid: string, path: string): Promise<SessionRecord> {
     const now = Date.now();
-    const record: SessionRecord = { id: createSessionId(), uid, path, createdAt: now, lastSeen: now };
+    let id = createSessionId();
+    // A stored id must never read as an anonymous one (a 2^-64 chance).
+    while (this.isAnonymous(id)) id = createSessionId();
+    const record: SessionRecord = { id, uid, path, createdAt: now, lastSeen: now };
     await this.store.insert({ ...record });
-    if (previousId !== undefined) await this.store.remove({ id: previousId });
+    if (previousId !== undefined && previousId !== SECRET_ID) await this.store.remove({ id: previousId });
     return record;
   }
 
   /** Destroys a session (logout). */
   async destroy(id: string): Promise<void> {
+    if (id === SECRET_ID) return;
     await this.store.remove({ id });
   }
 
@@ -91,6 +144,6 @@ export class SessionManager {
 
   /** Removes expired sessions; answers how many. */
   async sweep(now = Date.now()): Promise<number> {
-    return this.store.remove({ lastSeen: { $lt: now - this.idleSeconds * 1000 } });
+    return this.store.remove({ lastSeen: { $lt: now - this.idleSeconds * 1000 }, id: { $ne: SECRET_ID } });
   }
 }

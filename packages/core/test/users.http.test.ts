@@ -295,11 +295,15 @@ describe.each(storeKinds())('login rate limit, expiry, root, CORS, forms ($name 
   });
 
   it('a session idle longer than the configured time expires', async () => {
+    // Anonymous ids are not stored (nothing to expire); a logged-in session is.
     const c = t.client();
-    await c.request('GET', '/probe');
+    await c.request('POST', '/users', { body: { username: 'idle', password: 'pw-idle' } });
+    expect((await c.request('POST', '/users/login', { body: { username: 'idle', password: 'pw-idle' } })).status).toBe(200);
     const sid = c.sid;
+    expect((await c.request('GET', '/users/me')).status).toBe(200);
     await new Promise((r) => setTimeout(r, 1200));
-    const res = await c.request('GET', '/probe');
+    const res = await c.request('GET', '/users/me');
+    expect(res.status).toBe(204);
     expect(c.sid).not.toBe(sid);
     expect(res.headers.getSetCookie()[0]).toMatch(/^sid=/);
   });

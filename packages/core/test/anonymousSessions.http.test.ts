@@ -1,0 +1,75 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Collection, createEmbeddedStore, UserCollection } from '@svc/core';
+import type { Store } from '@svc/core';
+import { startTestServer } from './helpers/http.js';
+import type { TestServer } from './helpers/http.js';
+
+// Issue 11 (5): every request without a cookie stored a new 30-day session (752,622 in 60 s of
+// plain GETs, RSS 126 -> 474 MB and rising).
+
+let dir: string;
+let store: Store;
+let t: TestServer;
+
+const sidOf = (res: Response) => /(?:^|, )sid=([0-9a-f]*)/.exec(res.headers.getSetCookie().join(', '))?.[1];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-anon-'));
+  store = await createEmbeddedStore({ dir });
+  t = await startTestServer(store, [
+    new UserCollection({ path: '/users', properties: {}, store: store.collection('users'), passwordCost: 4 }),
+    new Collection({ path: '/todos', properties: { title: { type: 'string' } }, store: store.collection('todos') }),
+  ]);
+  await t.client().request('POST', '/users', { body: { username: 'ann', password: 'pw-ann' } });
+});
+
+afterAll(async () => {
+  await t.close();
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('anonymous visitors', () => {
+  it('1,000 requests without a cookie each get a sid cookie, and the store gets no session', async () => {
+    const before = await store.collection('_sessions').count({});
+    const sids = new Set<string>();
+    for (let i = 0; i < 1000; i++) {
+      const res = await fetch(`${t.url}/todos`);
+      await res.arrayBuffer();
+      const sid = sidOf(res);
+      expect(sid).toMatch(/^[0-9a-f]{64}$/);
+      sids.add(sid as string);
+    }
+    expect(sids.size).toBe(1000);
+    expect(await store.collection('_sessions').count({})).toBe(before);
+  });
+
+  it('an anonymous sid sent back is kept (no new cookie); a forged or altered one is replaced', async () => {
+    const first = await fetch(`${t.url}/todos`);
+    const sid = sidOf(first) as string;
+    const again = await fetch(`${t.url}/todos`, { headers: { cookie: `sid=${sid}` } });
+    expect(sidOf(again)).toBeUndefined();
+    const forged = 'ab'.repeat(32);
+    expect(sidOf(await fetch(`${t.url}/todos`, { headers: { cookie: `sid=${forged}` } }))).toMatch(/^[0-9a-f]{64}$/);
+    const altered = sid.slice(0, 63) + (sid.endsWith('0') ? '1' : '0');
+    const replaced = sidOf(await fetch(`${t.url}/todos`, { headers: { cookie: `sid=${altered}` } }));
+    expect(replaced).toMatch(/^[0-9a-f]{64}$/);
+    expect(replaced).not.toBe(altered);
+  });
+
+  it('a login stores a session under a new id; logout removes it', async () => {
+    const anon = sidOf(await fetch(`${t.url}/todos`)) as string;
+    const before = await store.collection('_sessions').count({});
+    const login = await fetch(`${t.url}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: `sid=${anon}` }, body: '{"username":"ann","password":"pw-ann"}' });
+    const session = (await login.json()) as { id: string };
+    expect(session.id).not.toBe(anon);
+    expect(await store.collection('_sessions').count({})).toBe(before + 1);
+    const me = await fetch(`${t.url}/users/me`, { headers: { cookie: `sid=${session.id}` } });
+    expect(await me.json()).toMatchObject({ username: 'ann' });
+    await fetch(`${t.url}/users/logout`, { method: 'POST', headers: { cookie: `sid=${session.id}` } });
+    expect(await store.collection('_sessions').count({})).toBe(before);
+  });
+});
