@@ -83,9 +83,23 @@ async function post(url, body) {
   return res.status;
 }
 
-async function measure(url, seconds) {
-  const result = await autocannon({ url, connections, pipelining: 1, duration: seconds });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+/** Latency percentiles in ms from each response's own time (autocannon's summary rounds to whole ms). */
+function percentiles(samples) {
+  samples.sort((a, b) => a - b);
+  const at = (p) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)] ?? 0;
+  return { p50: at(50), p99: at(99) };
+}
+
+function measure(url, seconds) {
+  return new Promise((resolve, reject) => {
+    const samples = [];
+    const inst = autocannon({ url, connections, pipelining: 1, duration: seconds }, (err, result) => {
+      if (err) return reject(err);
+      const { p50, p99 } = percentiles(samples);
+      resolve({ rps: result.requests.average, p50: Number(p50.toFixed(2)), p99: Number(p99.toFixed(2)), non2xx: result.non2xx, errors: result.errors });
+    });
+    inst.on('response', (_client, _status, _bytes, ms) => samples.push(ms));
+  });
 }
 
 async function main() {

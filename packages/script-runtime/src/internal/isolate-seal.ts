@@ -78,7 +78,8 @@ export function sealRealm(): void {
     getPrototypeOf(Int8Array),
     (function () {
       'use strict';
-      // %ThrowTypeError%
+      // %ThrowTypeError%: only reachable through a strict function's arguments object.
+      // eslint-disable-next-line prefer-rest-params
       return getOwnPropertyDescriptor(arguments, 'callee')?.get;
     })(),
   ];

@@ -16,5 +16,8 @@ export type ChildMessage =
    * could not start [jobId, message].
    */
   | { t: 'out'; d: [number, JobOutput][]; h: [number, number, number, string, unknown[]][]; l: string[]; f: [number, string][] }
-  /** The isolate failed; the process exits right after. `culprit` -1: not known. */
-  | { t: 'fatal'; kind: FatalKind; culprit: number; detail: string };
+  /**
+   * The isolate failed and took `jobs` with it; the process goes on with a new isolate.
+   * `culprit` -1: not known.
+   */
+  | { t: 'fatal'; kind: FatalKind; culprit: number; detail: string; jobs: number[] };

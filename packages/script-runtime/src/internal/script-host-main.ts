@@ -5,7 +5,8 @@
  * Scripts run here, not in the server process, so that nothing they do can stop the server: an
  * endless loop keeps only this process busy, and V8's fatal out-of-memory errors (which no isolate
  * limit catches: a growing dictionary object aborts the whole process) end only this process. On
- * any failed call the worker reports whom to blame and this process exits; the pool replaces it.
+ * any failed call the worker reports whom to blame and the jobs that were in its isolate, and goes
+ * on with a new isolate; a process that dies (fatal out-of-memory) is replaced by the pool.
  */
 import { CompiledScript } from './compiled-script.js';
 import { IsolateWorker } from './isolate-worker.js';
@@ -21,6 +22,9 @@ const scripts = new Map<number, CompiledScript>();
 const calls = new Map<number, (reply: { r?: unknown; e?: unknown }) => void>();
 let nextCall = 1;
 let worker: IsolateWorker | undefined;
+let limits = { memoryLimitMb: 64, timeoutMs: 1000 };
+/** Jobs given to the current worker and not finished: those a failed isolate takes with it. */
+const inflight = new Set<number>();
 
 /** What goes to the server with the next message: one message per event-loop turn at most. */
 let outDone: [number, JobOutput][] = [];
@@ -46,12 +50,16 @@ function schedule(): void {
   setImmediate(flush);
 }
 
+/**
+ * The isolate failed: report whom to blame and which jobs it took with it (the pool fails or runs
+ * them again), then go on with a new isolate. Creating one costs a few ms; a new process ~100 ms.
+ */
 function onFatal(kind: FatalKind, culprit: number, detail: string): void {
   flush();
-  const message: ChildMessage = { t: 'fatal', kind, culprit, detail };
-  // Exit once the message is out; the pool fails or re-runs the jobs that were here.
-  send?.(message, () => process.exit(70));
-  setTimeout(() => process.exit(70), 1000).unref();
+  const message: ChildMessage = { t: 'fatal', kind, culprit, detail, jobs: [...inflight] };
+  inflight.clear();
+  send?.(message);
+  worker = start(limits.memoryLimitMb, limits.timeoutMs);
 }
 
 function start(memoryLimitMb: number, timeoutMs: number): IsolateWorker {
@@ -70,6 +78,7 @@ function start(memoryLimitMb: number, timeoutMs: number): IsolateWorker {
         schedule();
       }),
     done: (jobId, output) => {
+      inflight.delete(jobId);
       outDone.push([jobId, output]);
       schedule();
     },
@@ -81,7 +90,8 @@ process.on('message', (raw: unknown) => {
   const message = raw as ParentMessage;
   switch (message.t) {
     case 'init':
-      worker = start(message.memoryLimitMb, message.timeoutMs);
+      limits = { memoryLimitMb: message.memoryLimitMb, timeoutMs: message.timeoutMs };
+      worker = start(limits.memoryLimitMb, limits.timeoutMs);
       break;
     case 'jobs': {
       if (!worker) return;
@@ -98,6 +108,7 @@ process.on('message', (raw: unknown) => {
           schedule();
           continue;
         }
+        inflight.add(jobId);
         worker.run(json);
       }
       break;

@@ -43,7 +43,6 @@ interface Child {
   alive: boolean;
   /** Runs one suspect job alone. */
   exclusive: boolean;
-  fatal: { kind: FatalKind; culprit: number; detail: string } | undefined;
   stderr: string;
   replies: [number, { r?: unknown; e?: unknown }][];
   replyScheduled: boolean;
@@ -53,8 +52,8 @@ interface Child {
 const RESTART_BURST = 20;
 /** How many times a job is run again after the process it was in died for another run. */
 const MAX_ATTEMPTS = 3;
-/** Script processes run at a lower priority: a busy script never takes the server's core. */
-const CHILD_NICE = 10;
+/** Script processes run at the lowest priority: a looping script never takes the server's core (bench/RESULTS.md, containment). */
+const CHILD_NICE = 19;
 
 const SOURCE_HOOKS = `
 import { registerHooks } from 'node:module';
@@ -87,8 +86,9 @@ function entryPoint(): { file: string; execArgv: string[] } {
  * encodes jobs and decodes outcomes, and a request that runs no script never waits for one.
  *
  * Jobs submitted in one event-loop turn go to the process with the fewest jobs in flight, in one
- * message per process. A process that fails a call reports whom to blame and exits (a V8 fatal
- * out-of-memory error ends it without a word); it is replaced at once. Of the jobs that were in it,
+ * message per process. An isolate that fails a call is replaced inside its process, which reports
+ * whom to blame and which jobs it took; a process that dies (V8's fatal out-of-memory error ends
+ * it without a word) is replaced at once. Of the jobs that were lost,
  * the one to blame fails (500), those that had already made a host call fail with
  * ScriptRestartedError (503: running them again could repeat a side effect), and the others run
  * again; when nobody could be blamed, each of them runs alone, so that the next failure names it.
@@ -210,7 +210,7 @@ export class ScriptPool {
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     });
-    const child: Child = { proc, jobs: new Map(), defined: new Set(), alive: true, exclusive: false, fatal: undefined, stderr: '', replies: [], replyScheduled: false };
+    const child: Child = { proc, jobs: new Map(), defined: new Set(), alive: true, exclusive: false, stderr: '', replies: [], replyScheduled: false };
     this.children[slot] = child;
     if (proc.pid !== undefined) {
       try {
@@ -234,8 +234,18 @@ export class ScriptPool {
 
   private onMessage(child: Child, message: ChildMessage): void {
     if (message.t === 'fatal') {
-      child.alive = false;
-      child.fatal = { kind: message.kind, culprit: message.culprit, detail: message.detail };
+      const fatal = { kind: message.kind, culprit: message.culprit, detail: message.detail };
+      const lost: PoolJob[] = [];
+      for (const id of message.jobs) {
+        const job = child.jobs.get(id);
+        if (!job) continue;
+        child.jobs.delete(id);
+        if (job.suspect) child.exclusive = false;
+        lost.push(job);
+      }
+      this.options.log(`script-runtime: an isolate failed (${fatal.kind}: ${fatal.detail}); ${lost.length} job(s) were in it; it was replaced`);
+      this.settleLost(lost, fatal, child);
+      this.schedule();
       return;
     }
     for (const request of message.h) this.hostCall(child, request);
@@ -297,16 +307,27 @@ export class ScriptPool {
     if (this.disposed) return;
     const jobs = [...child.jobs.values()];
     child.jobs.clear();
-    const fatal = child.fatal;
-    let culprit = fatal && fatal.culprit >= 0 ? jobs.find((job) => job.id === fatal.culprit) : undefined;
-    // Alone in the process, a job is to blame for it whatever the process could tell.
-    if (!culprit && jobs.length === 1) culprit = jobs[0];
-    if (jobs.length > 0 || fatal) {
-      const reason = fatal ? `${fatal.kind}: ${fatal.detail}` : `exit code ${code ?? '-'}, signal ${signal ?? '-'}${child.stderr.includes('heap') ? ' (out of memory)' : ''}`;
+    if (jobs.length > 0) {
+      const reason = `exit code ${code ?? '-'}, signal ${signal ?? '-'}${/heap|memory/i.test(child.stderr) ? ', out of memory' : ''}`;
       this.options.log(`script-runtime: a script process ended (${reason}); ${jobs.length} job(s) were in it; starting a new one`);
     }
+    // A process that dies says nothing: V8's fatal out-of-memory error is the usual cause.
+    this.settleLost(jobs, undefined, child);
+    // Replaced at once, so that the next request finds a process ready.
+    this.spawn(slot);
+    this.schedule();
+  }
+
+  /**
+   * Jobs lost with an isolate or a process: the one to blame fails with its own error (a job that
+   * was alone is to blame whatever was reported); those that had made a host call fail with
+   * ScriptRestartedError; the others run again, each alone when nobody could be blamed.
+   */
+  private settleLost(jobs: PoolJob[], fatal: { kind: FatalKind; culprit: number; detail: string } | undefined, child: Child): void {
+    let culprit = fatal && fatal.culprit >= 0 ? jobs.find((job) => job.id === fatal.culprit) : undefined;
+    if (!culprit && jobs.length === 1) culprit = jobs[0];
     for (const job of jobs) {
-      if (job === culprit) job.reject(this.blame(job, fatal?.kind, child));
+      if (job === culprit) job.reject(this.blame(job, fatal, child));
       else if (job.hostCalled || job.attempts >= MAX_ATTEMPTS) job.reject(new ScriptRestartedError(job.script.filename));
       else {
         job.attempts++;
@@ -314,17 +335,14 @@ export class ScriptPool {
         this.queue.push(job);
       }
     }
-    // Replaced at once, so that the next request finds a process ready.
-    this.spawn(slot);
-    this.schedule();
   }
 
-  private blame(job: PoolJob, kind: FatalKind | undefined, child: Child): ScriptError {
+  private blame(job: PoolJob, fatal: { kind: FatalKind; detail: string } | undefined, child: Child): ScriptError {
     const location = { filename: job.script.filename };
-    if (kind === 'timeout') return new ScriptTimeoutError(`script exceeded the CPU time limit of ${this.options.timeoutMs} ms`, location, true);
-    if (kind === 'memory' || kind === undefined || /heap|memory/i.test(child.stderr)) {
+    if (fatal?.kind === 'timeout') return new ScriptTimeoutError(`script exceeded the CPU time limit of ${this.options.timeoutMs} ms`, location, true);
+    if (fatal === undefined || fatal.kind === 'memory' || /heap|memory/i.test(child.stderr)) {
       return new ScriptMemoryError(`script exceeded the memory limit of ${this.options.memoryLimitMb} MB`, location, true);
     }
-    return new ScriptRuntimeError(`the script broke its isolate: ${child.fatal?.detail ?? 'unknown'}`, location);
+    return new ScriptRuntimeError(`the script broke its isolate: ${fatal.detail}`, location);
   }
 }
