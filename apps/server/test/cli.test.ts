@@ -49,6 +49,21 @@ describe('svc command line', () => {
     expect((await runSvc(['create', app])).code).not.toBe(0);
   });
 
+  it('a second svc on the same app folder refuses to start, naming the first; the first keeps every write (issue 11, 4)', async () => {
+    const app = join(dir, 'app');
+    await runSvc(['create', app]);
+    const first = await start([app]);
+    const second = await runSvc([app, '--port', '0']);
+    expect(second.code).not.toBe(0);
+    expect(second.stderr).toMatch(new RegExp(`data folder .* is in use by process ${first.child.pid}`));
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) ids.push(((await json(`${first.url}/todos`, { method: 'POST', body: JSON.stringify({ title: `t${i}` }) })).body as { id: string }).id);
+    expect(await first.stop('SIGTERM')).toBe(0);
+    const again = await start([app]);
+    const list = (await json(`${again.url}/todos`)).body as { id: string }[];
+    expect(list.map((t) => t.id).sort()).toEqual([...ids].sort());
+  });
+
   it('every acknowledged write survives kill -9', async () => {
     const app = join(dir, 'app');
     await runSvc(['create', app]);

@@ -3,11 +3,15 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
+import { RE2JS } from 're2js';
+import { SvcError } from '../errors.js';
 import { DuplicateKeyError, assertCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
 import { copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
 import { renameId } from './internal/renameId.js';
+import { lockDataFolder } from './internal/dataLock.js';
+import { repairTornTail } from './internal/tornTail.js';
 
 /** Options of {@link createEmbeddedStore}. */
 export interface EmbeddedStoreOptions {
@@ -15,6 +19,8 @@ export interface EmbeddedStoreOptions {
   dir: string;
   /** How often collections written since their last compaction are rewritten; default 5 min. */
   compactionIntervalMs?: number;
+  /** Where repairs of data files are reported (a torn last line dropped); default console.warn. */
+  warn?: (message: string) => void;
 }
 
 type Raw = { _id: string } & Record<string, unknown>;
@@ -57,6 +63,9 @@ const MAX_PULL_ATTEMPTS = 1000;
 export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promise<Store> {
   const dir = resolve(options.dir);
   await mkdir(dir, { recursive: true });
+  // One process per data folder: a second one would rewrite the files the first appends to.
+  const unlock = await lockDataFolder(dir);
+  const warn = options.warn ?? ((message: string) => console.warn(message));
   const collections = new Map<string, EmbeddedCollection>();
   // Two names differing only in case would share one file on a case-insensitive file system.
   const byFoldedName = new Map<string, string>();
@@ -77,7 +86,7 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
         const other = byFoldedName.get(folded);
         if (other !== undefined) throw new TypeError(`collection name ${name} differs from ${other} only in case`);
         byFoldedName.set(folded, name);
-        collection = new EmbeddedCollection(name, join(dir, `${name.replaceAll('/', '.')}.db`));
+        collection = new EmbeddedCollection(name, join(dir, `${name.replaceAll('/', '.')}.db`), warn);
         collections.set(name, collection);
       }
       return collection;
@@ -90,6 +99,7 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
         await compactAll();
       } finally {
         await Promise.all([...collections.values()].map((c) => c.closeFile()));
+        await unlock();
       }
     },
   };
@@ -108,9 +118,16 @@ class EmbeddedCollection implements StoreCollection {
   #pending: PendingInsert[] = [];
   #committing = false;
 
-  constructor(name: string, filename: string) {
+  readonly #filename: string;
+  readonly #warn: (message: string) => void;
+
+  constructor(name: string, filename: string, warn: (message: string) => void) {
     this.name = name;
-    this.#db = new Datastore({ filename });
+    this.#filename = filename;
+    this.#warn = warn;
+    // No corrupt line is tolerated (nedb's default drops up to 10% silently): a torn last line is
+    // repaired before loading (see repairTornTail), anything else refuses to start.
+    this.#db = new Datastore({ filename, corruptAlertThreshold: 0 });
     this.#executor = Reflect.get(this.#db, 'executor') as Executor;
     this.#closeFile = appendThroughOpenHandle(this.#db);
   }
@@ -122,10 +139,20 @@ class EmbeddedCollection implements StoreCollection {
 
   /** Loads the datafile on first use; a failed load fails every later call the same way. */
   async #open(): Promise<Db> {
-    await (this.#ready ??= this.#db.loadDatabaseAsync().then(() => {
-      this.#loaded = true;
-    }));
+    await (this.#ready ??= this.#load());
     return this.#db;
+  }
+
+  async #load(): Promise<void> {
+    const repair = await repairTornTail(this.#filename);
+    if (repair.kind === 'dropped') this.#warn(`embedded store: dropped a torn last line (${repair.bytes} bytes, a write that never completed) of ${this.#filename}`);
+    try {
+      await this.#db.loadDatabaseAsync();
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      throw new Error(`embedded store: ${this.#filename} is corrupt (${message}); it was left as it is`, { cause: err });
+    }
+    this.#loaded = true;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
@@ -498,12 +525,40 @@ function oneOf(path: string, values: unknown): Query {
   return { $or: values.map((v: unknown) => equals(path, v)) };
 }
 
+/**
+ * A RegExp whose test() runs in linear time (RE2's automaton, from the pure-JavaScript re2js):
+ * nedb tests every object with `regex.test(value)` on the event loop, and a backtracking pattern
+ * such as `^(a+)+$` over 'aaaa...!' took seconds there, holding up every other request. It is a
+ * real RegExp subclass so that nedb accepts it; only test() is used.
+ */
+class LinearRegExp extends RegExp {
+  readonly #re2: ReturnType<typeof RE2JS.compile>;
+
+  constructor(source: string, flags: string, re2: ReturnType<typeof RE2JS.compile>) {
+    super(source, flags);
+    this.#re2 = re2;
+  }
+
+  override test(value: string): boolean {
+    return this.#re2.test(value);
+  }
+}
+
+const RE2_FLAGS: Record<string, number> = { i: RE2JS.CASE_INSENSITIVE, m: RE2JS.MULTILINE, s: RE2JS.DOTALL, u: 0 };
+
 function regex(pattern: unknown, options: unknown): RegExp {
   const source = pattern instanceof RegExp ? pattern.source : String(pattern);
   const flags = (pattern instanceof RegExp ? pattern.flags : '') + (typeof options === 'string' ? options : '');
   // g and y would make RegExp.test stateful across the objects nedb tests.
   const kept = [...new Set(flags)].filter((f) => f !== 'g' && f !== 'y').join('');
-  return pattern instanceof RegExp && kept === pattern.flags ? pattern : new RegExp(source, kept);
+  let re2: ReturnType<typeof RE2JS.compile>;
+  try {
+    re2 = RE2JS.compile(source, [...kept].reduce((all, f) => all | (RE2_FLAGS[f] ?? 0), 0));
+  } catch (err) {
+    // Backreferences and lookarounds need backtracking: the embedded store does not run them.
+    throw new SvcError('INVALID_QUERY', `$regex: ${err instanceof Error ? err.message : String(err)} (the embedded store runs regular expressions in linear time, without backreferences or lookarounds)`);
+  }
+  return new LinearRegExp(source, kept, re2);
 }
 
 function isOperatorObject(value: unknown): value is Record<string, unknown> {

@@ -1,0 +1,78 @@
+import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+/** What a lock file holds. */
+interface LockInfo {
+  pid: number;
+  host: string;
+  startedAt: string;
+}
+
+const LOCK_FILE = '.lock';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function readLock(file: string): Promise<LockInfo | undefined> {
+  try {
+    const info = JSON.parse(await readFile(file, 'utf8')) as Partial<LockInfo>;
+    if (typeof info.pid === 'number' && typeof info.host === 'string') return { pid: info.pid, host: info.host, startedAt: String(info.startedAt ?? '?') };
+  } catch {
+    // Missing, or half written by a process that died while writing it.
+  }
+  return undefined;
+}
+
+/**
+ * Takes the lock of a data folder: `<dir>/.lock`, created exclusively, holding the pid and host of
+ * its holder. Two processes writing one folder lose writes (each rewrites the files the other
+ * appends to), so a second one refuses to start, naming the holder. A lock whose holder is gone
+ * (same host, no such process) is taken over: renamed away atomically, so that of two processes
+ * taking over at once only one wins. Answers the release function.
+ */
+export async function lockDataFolder(dir: string): Promise<() => Promise<void>> {
+  const file = join(dir, LOCK_FILE);
+  const me: LockInfo = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString() };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      const handle = await open(file, 'wx');
+      await handle.writeFile(JSON.stringify(me));
+      await handle.close();
+      let released = false;
+      return async () => {
+        if (released) return;
+        released = true;
+        const now = await readLock(file);
+        if (now?.pid === me.pid && now.host === me.host) await unlink(file).catch(() => undefined);
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let holder = await readLock(file);
+    if (!holder) {
+      // Created an instant ago and not written yet, or left empty by a holder that died: look again.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      holder = await readLock(file);
+    }
+    if (holder && (holder.host !== me.host || alive(holder.pid))) {
+      const who = holder.pid === process.pid && holder.host === me.host ? 'this process (the store is already open)' : `process ${holder.pid} on ${holder.host}, since ${holder.startedAt}`;
+      throw new Error(
+        `the data folder ${dir} is in use by ${who}; two processes must not write one data folder. Stop it, or use another folder${holder.host !== me.host ? ` (a lock of another host is never taken over: delete ${file} if that host is gone)` : ''}`,
+      );
+    }
+    // Its holder is gone (or it was never written out): take it over.
+    await rename(file, `${file}.stale-${process.pid}`).then(
+      () => unlink(`${file}.stale-${process.pid}`).catch(() => undefined),
+      () => undefined,
+    );
+  }
+  throw new Error(`could not take the lock of the data folder ${dir}`);
+}
