@@ -14,6 +14,8 @@ export interface AppSettings {
   cors?: { origins?: '*' | string[]; crossSiteCookies?: boolean };
   methodOverrideKey?: string;
   scripts?: { memoryLimitMb?: number; timeoutMs?: number; isolates?: number };
+  /** MongoDB (--db): how long an operation may take before the request answers 503, ms. */
+  databaseTimeoutMs?: number;
   /** bcrypt cost of user passwords (default 10). */
   passwordCost?: number;
   /** Failed logins allowed per username and per client address (default 10 a minute). */

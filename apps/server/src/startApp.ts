@@ -58,7 +58,8 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
   }
   const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins });
   const realtime = live.realtime;
-  const store: Store = options.db ? await createMongoStore({ url: options.db }) : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message) });
+  const store: Store = options.db
+    ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) }) : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message) });
   try {
     // Scripts reach the server through this before it exists; it is bound right after creation.
     const bound: { server?: SvcServer } = {};

@@ -26,6 +26,8 @@ export interface RunAppOptions {
   logger?: Logger;
   realtime?: Realtime;
   resourceTypes?: ResourceType[];
+  /** A MongoDB URL of the test's own (wins over `store`); the test drops nothing there. */
+  db?: string;
 }
 
 /** A running app on a free port with a cookie-keeping fetch client. */
@@ -43,7 +45,7 @@ export interface AppHandle {
 export async function runApp(files: Record<string, string | object>, options: RunAppOptions = {}): Promise<AppHandle> {
   const dir = await writeApp(files);
   const mongo = process.env.SVC_TEST_MONGODB_URL;
-  const db = options.store === 'mongodb' && mongo ? `${mongo.replace(/\/$/, '')}/svc_app_${randomBytes(5).toString('hex')}` : undefined;
+  const db = options.db ?? (options.store === 'mongodb' && mongo ? `${mongo.replace(/\/$/, '')}/svc_app_${randomBytes(5).toString('hex')}` : undefined);
   const app = await startApp({
     appDir: dir,
     port: 0,
@@ -76,7 +78,7 @@ export async function runApp(files: Record<string, string | object>, options: Ru
     client,
     async close() {
       await app.close();
-      if (db && mongo) {
+      if (db && mongo && !options.db) {
         const { MongoClient } = await import('mongodb');
         const c = new MongoClient(mongo);
         await c.db(db.slice(db.lastIndexOf('/') + 1)).dropDatabase().catch(() => undefined);

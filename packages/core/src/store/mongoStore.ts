@@ -1,5 +1,6 @@
 import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
 import type { Collection, Document } from 'mongodb';
+import { SvcError } from '../errors.js';
 import { DuplicateKeyError, assertCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
 import { renameId } from './internal/renameId.js';
@@ -10,6 +11,51 @@ export interface MongoStoreOptions {
   url: string;
   /** Database used when the URL names none; default `svc`. */
   dbName?: string;
+  /**
+   * How long an operation may take, in ms, including finding a server (default 5000): beyond it
+   * the request answers 503, also while the database is down or frozen. Queries carry it to the
+   * server as maxTimeMS.
+   */
+  timeoutMs?: number;
+}
+
+/** Errors of the driver that mean the database cannot be reached or did not answer in time. */
+const OUTAGE_ERRORS = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoOperationTimeoutError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoPoolClearedError',
+]);
+/** Server codes of the same: MaxTimeMSExpired, ExceededTimeLimit, shutdown, stepdown, not primary. */
+const OUTAGE_CODES = new Set([50, 262, 91, 11600, 11602, 189, 10107, 13435, 13436]);
+
+/** A driver error of an outage becomes a 503 the client can retry; anything else passes through. */
+function outage(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const code = (err as { code?: unknown }).code;
+  if (!OUTAGE_ERRORS.has(err.name) && !(err instanceof MongoServerError && typeof code === 'number' && OUTAGE_CODES.has(code))) return err;
+  const timedOut = code === 50 || code === 262 || /time/i.test(err.name);
+  return new SvcError('UNAVAILABLE', timedOut ? 'the database did not answer in time' : 'the database is unavailable', { status: 503, cause: err, headers: { 'retry-after': '5' } });
+}
+
+/**
+ * Runs a store operation, turning outage errors into 503s, and answers 503 itself once the
+ * operation took longer than the time limit (and a little more): the driver's own limit does not
+ * cover every wait (a frozen server keeps a pooled connection open and silent). A write cut off
+ * this way was not acknowledged; it may still be applied when the server wakes up.
+ */
+function guarded<T>(timeoutMs: number, operation: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SvcError('UNAVAILABLE', 'the database did not answer in time', { status: 503, headers: { 'retry-after': '5' } })), timeoutMs + 250);
+  });
+  const run = operation().catch((err: unknown) => {
+    throw outage(err);
+  });
+  return Promise.race([run, late]).finally(() => clearTimeout(timer));
 }
 
 type Raw = { _id: string } & Document;
@@ -23,7 +69,8 @@ const NAMESPACE_NOT_FOUND = 26;
  */
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
   // The embedded store drops undefined properties (JSON); without this the driver stores null.
-  const client = new MongoClient(options.url, { ignoreUndefined: true });
+  const timeoutMS = options.timeoutMs ?? 5000;
+  const client = new MongoClient(options.url, { ignoreUndefined: true, serverSelectionTimeoutMS: timeoutMS, timeoutMS });
   try {
     await client.connect();
   } catch (err) {
@@ -38,7 +85,7 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
       let collection = collections.get(name);
       if (!collection) {
         assertCollectionName(name);
-        collection = new MongoCollection(name, db.collection<Raw>(name));
+        collection = new MongoCollection(name, db.collection<Raw>(name), timeoutMS);
         collections.set(name, collection);
       }
       return collection;
@@ -57,12 +104,43 @@ class MongoCollection implements StoreCollection {
   readonly name: string;
   readonly #coll: Collection<Raw>;
 
-  constructor(name: string, coll: Collection<Raw>) {
+  readonly #timeoutMs: number;
+
+  constructor(name: string, coll: Collection<Raw>, timeoutMs: number) {
     this.name = name;
     this.#coll = coll;
+    this.#timeoutMs = timeoutMs;
   }
 
-  async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
+  find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
+    return guarded(this.#timeoutMs, () => this.#find(filter, options));
+  }
+
+  findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
+    return guarded(this.#timeoutMs, () => this.#findOne(filter, options));
+  }
+
+  count(filter: Filter): Promise<number> {
+    return guarded(this.#timeoutMs, () => this.#coll.countDocuments(toMongoFilter(filter)));
+  }
+
+  insert(doc: Doc): Promise<Doc> {
+    return guarded(this.#timeoutMs, () => this.#insert(doc));
+  }
+
+  update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
+    return guarded(this.#timeoutMs, () => this.#update(filter, ops));
+  }
+
+  remove(filter: Filter): Promise<number> {
+    return guarded(this.#timeoutMs, async () => (await this.#coll.deleteMany(toMongoFilter(filter))).deletedCount);
+  }
+
+  ensureIndex(spec: IndexSpec): Promise<void> {
+    return guarded(this.#timeoutMs, () => this.#ensureIndex(spec));
+  }
+
+  async #find(filter: Filter, options: FindOptions): Promise<Doc[]> {
     let cursor = this.#coll.find(toMongoFilter(filter));
     if (options.fields) cursor = cursor.project(renameId(options.fields));
     if (options.sort) cursor = cursor.sort(renameId(options.sort));
@@ -71,17 +149,13 @@ class MongoCollection implements StoreCollection {
     return (await cursor.toArray()).map(toDoc);
   }
 
-  async findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
+  async #findOne(filter: Filter, options: Pick<FindOptions, 'fields'>): Promise<Doc | null> {
     const projection = options.fields ? renameId(options.fields) : undefined;
     const raw = await this.#coll.findOne(toMongoFilter(filter), projection ? { projection } : {});
     return raw ? toDoc(raw) : null;
   }
 
-  count(filter: Filter): Promise<number> {
-    return this.#coll.countDocuments(toMongoFilter(filter));
-  }
-
-  async insert(doc: Doc): Promise<Doc> {
+  async #insert(doc: Doc): Promise<Doc> {
     const { id, ...rest } = doc;
     try {
       await this.#coll.insertOne({ _id: id, ...rest });
@@ -91,9 +165,9 @@ class MongoCollection implements StoreCollection {
     return { ...doc };
   }
 
-  async update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
+  async #update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
     const update = toMongoUpdate(ops);
-    if (!update) return this.findOne(filter);
+    if (!update) return this.#findOne(filter, {});
     try {
       const raw = await this.#coll.findOneAndUpdate(toMongoFilter(filter), update, { returnDocument: 'after' });
       return raw ? toDoc(raw) : null;
@@ -102,11 +176,7 @@ class MongoCollection implements StoreCollection {
     }
   }
 
-  async remove(filter: Filter): Promise<number> {
-    return (await this.#coll.deleteMany(toMongoFilter(filter))).deletedCount;
-  }
-
-  async ensureIndex(spec: IndexSpec): Promise<void> {
+  async #ensureIndex(spec: IndexSpec): Promise<void> {
     if (spec.field === 'id') return; // _id is always uniquely indexed
     const unique = spec.unique ?? false;
     // Compared up front rather than on MongoDB's conflict error: FerretDB answers ok and keeps the old index.
