@@ -6,8 +6,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runApp } from './helpers/app.js';
-import type { AppHandle } from './helpers/app.js';
+import { runApp } from '../apps/server/test/helpers/app.js';
+import type { AppHandle } from '../apps/server/test/helpers/app.js';
 
 // Issue 11 (7): with MongoDB down, requests got 500 for 6 s and then waited without bound; a
 // frozen database held them for as long as it was frozen. This test runs its own FerretDB (the

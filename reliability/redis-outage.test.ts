@@ -1,0 +1,126 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '@svc/client';
+import type { SvcClient } from '@svc/client';
+import { startSvc } from '../apps/server/test/cli.js';
+import type { SvcProcess } from '../apps/server/test/cli.js';
+
+// Redis (the realtime scale-out adapter) stopped and started under a running svc (issue 11): HTTP
+// keeps being served while it is down, and realtime messages flow again once it is back. The test
+// runs a redis-server of its own on a free port (the shared one must not be stopped).
+
+const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
+const hasRedis = await new Promise<boolean>((resolve) => {
+  const probe = spawn('redis-server', ['--version'], { stdio: 'ignore' });
+  probe.on('error', () => resolve(false));
+  probe.on('exit', (code) => resolve(code === 0));
+});
+const runnable = hasRedis && mongoUrl !== undefined;
+if (!runnable) {
+  const message = 'redis outage test SKIPPED: it needs redis-server and SVC_TEST_MONGODB_URL (two svc processes share one database; .ci/run provides both)';
+  if (process.env.CI === 'true') throw new Error(`${message}; under CI=true nothing may be skipped`);
+  process.stderr.write(`${message}\n`);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const answers = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = createConnection(port, '127.0.0.1');
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      resolve(d.toString().startsWith('+PONG'));
+      socket.destroy();
+    });
+    socket.on('error', () => resolve(false));
+  });
+
+describe.runIf(runnable)('Redis stopped and started under a running svc', () => {
+  let dir: string;
+  let port: number;
+  let redis: ChildProcess | undefined;
+  // Two processes: a client on A gets what a script on B emits only through Redis.
+  let a: SvcProcess;
+  let svc: SvcProcess;
+  let client: SvcClient;
+
+  async function startRedis(): Promise<void> {
+    redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    await until(() => answers(port));
+  }
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-redis-outage-'));
+    const files: Record<string, string> = {
+      'resources/notes/config.json': JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' } } }),
+      'resources/notes/post.js': "emit('notes:create', { text: this.text });",
+    };
+    for (const [path, content] of Object.entries(files)) {
+      await mkdir(dirname(join(dir, path)), { recursive: true });
+      await writeFile(join(dir, path), content);
+    }
+    port = await freePort();
+    await startRedis();
+    const args = [dir, '--db', `${mongoUrl!.replace(/\/$/, '')}/svc_redis_outage_${process.pid}_${Date.now()}`, '--redis', `redis://127.0.0.1:${port}`];
+    [a, svc] = await Promise.all([startSvc(args), startSvc(args)]);
+    client = createClient(a.url);
+    await new Promise<void>((resolve) => client.socketReady(resolve));
+  }, 60_000);
+
+  afterAll(async () => {
+    client?.close();
+    await Promise.all([a?.stop('SIGKILL'), svc?.stop('SIGKILL')]);
+    redis?.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('HTTP is unaffected while Redis is down; realtime between the processes resumes once it is back', async () => {
+    const got: string[] = [];
+    client.on('notes:create', (d) => got.push((d as { text: string }).text));
+    const post = (text: string) => fetch(`${svc.url}/notes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+    expect((await post('before')).status).toBe(200);
+    await until(() => got.includes('before'));
+
+    redis?.kill('SIGKILL');
+    await until(async () => !(await answers(port)));
+    for (let i = 0; i < 10; i++) {
+      const started = performance.now();
+      const res = await post(`during ${i}`);
+      expect(res.status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(2000);
+      expect((await fetch(`${svc.url}/notes`)).status).toBe(200);
+      expect((await fetch(`${a.url}/notes`)).status).toBe(200);
+    }
+
+    await startRedis();
+    // Messages flow again once the adapter has reconnected.
+    await until(async () => {
+      await post('after');
+      await new Promise((r) => setTimeout(r, 200));
+      return got.includes('after');
+    }, 30_000);
+    expect(got).toContain('after');
+  }, 90_000);
+});
