@@ -76,6 +76,8 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
     const files: Record<string, string> = {
       'resources/notes/config.json': JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' } } }),
       'resources/notes/post.js': "emit('notes:create', { text: this.text });",
+      'resources/users/config.json': JSON.stringify({ type: 'UserCollection', properties: {} }),
+      'app.json': JSON.stringify({ passwordCost: 4 }),
     };
     for (const [path, content] of Object.entries(files)) {
       await mkdir(dirname(join(dir, path)), { recursive: true });
@@ -87,6 +89,8 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
     [a, svc] = await Promise.all([startSvc(args), startSvc(args)]);
     client = createClient(a.url);
     await new Promise<void>((resolve) => client.socketReady(resolve));
+    const signUp = await fetch(`${a.url}/users`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ann', password: 'right' }) });
+    expect(signUp.status).toBe(200);
   }, 60_000);
 
   afterAll(async () => {
@@ -113,6 +117,13 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
       expect((await fetch(`${svc.url}/notes`)).status).toBe(200);
       expect((await fetch(`${a.url}/notes`)).status).toBe(200);
     }
+    // Login limits are shared over Redis; while it is down each process counts on its own.
+    const login = (password: string) => fetch(`${svc.url}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ann', password }) });
+    const loginStarted = performance.now();
+    expect((await login('right')).status).toBe(200);
+    expect(performance.now() - loginStarted).toBeLessThan(2500);
+    for (let i = 0; i < 10; i++) expect((await login('wrong')).status).toBe(401);
+    expect((await login('wrong')).status).toBe(429);
 
     await startRedis();
     // Messages flow again once the adapter has reconnected.

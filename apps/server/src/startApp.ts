@@ -7,6 +7,8 @@ import { createScriptFactory } from './scripts.js';
 import { readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import { createLiveRealtime, svcJsRoute } from './realtime.js';
+import { connectLoginLimits } from './redisLoginLimits.js';
+import type { RedisLoginLimits } from './redisLoginLimits.js';
 
 /** Options of {@link startApp}. */
 export interface StartOptions {
@@ -57,10 +59,13 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
     );
   }
   const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins });
+  let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
   const store: Store = options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) }) : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message) });
   try {
+    // Every process sharing the Redis counts login attempts together.
+    if (options.redis) loginLimits = await connectLoginLimits(options.redis, logger);
     // Scripts reach the server through this before it exists; it is bound right after creation.
     const bound: { server?: SvcServer } = {};
     const request = (input: InternalRequest) => {
@@ -83,6 +88,7 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       cors: { origins },
       crossSiteCookies: app.settings.cors?.crossSiteCookies === true,
       routes: [await svcJsRoute(resources, logger)],
+      ...(loginLimits ? { loginLimits: loginLimits.factory } : {}),
     });
     bound.server = server;
     await live.attach(server);
@@ -97,11 +103,13 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       close: async () => {
         await live.close();
         await server.close();
+        await loginLimits?.close();
         scripts.close();
       },
     };
   } catch (err) {
     await live.close();
+    await loginLimits?.close();
     await store.close();
     throw err;
   }

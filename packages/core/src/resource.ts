@@ -1,3 +1,4 @@
+import type { LoginLimitsFactory } from './resources/loginLimiter.js';
 import type { Logger } from './logger.js';
 import type { SessionManager } from './sessions.js';
 import type { Context, Reply } from './types.js';
@@ -11,6 +12,8 @@ export interface ResourceHost {
   sessionCookie(id: string | null, ctx: Context): string;
   /** Tells listeners (realtime rooms) that a session's user changed: login (uid) or logout (undefined). */
   sessionChanged(sessionId: string, uid: string | undefined, previousSessionId?: string): void;
+  /** Login limits shared by the server's processes (Redis); absent: each UserCollection counts in memory. */
+  readonly loginLimits?: LoginLimitsFactory | undefined;
 }
 
 /** The methods a resource offers the client library (svc.<r>.get, .login, ...). */

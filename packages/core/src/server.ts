@@ -10,6 +10,7 @@ import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
 import type { Resource, ResourceHost } from './resource.js';
+import type { LoginLimitsFactory } from './resources/loginLimiter.js';
 import { isUserResource } from './resource.js';
 import { Router } from './router.js';
 import type { SessionManagerOptions, SessionRecord } from './sessions.js';
@@ -45,6 +46,8 @@ export interface SvcServerOptions {
   /** Cookie settings for cross-site use (SameSite=None; Secure). */
   crossSiteCookies?: boolean;
   routes?: readonly ExtraRoute[];
+  /** Login limits shared with the app's other processes; default: counted in memory per process. */
+  loginLimits?: LoginLimitsFactory;
 }
 
 /** A session's user changed: login (uid set, maybe under a new session id) or logout. */
@@ -109,6 +112,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     logger,
     sessions,
     sessionCookie: (id, ctx) => sessionCookie(id, ctx.req),
+    loginLimits: options.loginLimits,
     sessionChanged(sessionId, uid, previousSessionId) {
       for (const listener of sessionListeners) listener({ sessionId, uid, previousSessionId });
     },

@@ -6,7 +6,7 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import { Collection } from './Collection.js';
 import type { CollectionOptions } from './Collection.js';
 import { LoginLimiter } from './loginLimiter.js';
-import type { LoginLimiterOptions } from './loginLimiter.js';
+import type { LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
 import { DEFAULT_PASSWORD_COST, dummyHash, hashPassword, isLegacyHash, verifyPassword } from './passwords.js';
 
 /** Options of a {@link UserCollection}. */
@@ -28,7 +28,8 @@ export class UserCollection extends Collection implements UserResource {
   override readonly client: ClientShape = { collection: true, users: true };
   protected override readonly storeOnly: ReadonlySet<string> = new Set(['password']);
   private readonly cost: number;
-  private readonly limiter: LoginLimiter;
+  private readonly limitOptions: LoginLimiterOptions | undefined;
+  private limiter: LoginLimits;
   private host: ResourceHost | undefined;
   private dummy: Promise<string> | undefined;
 
@@ -37,11 +38,13 @@ export class UserCollection extends Collection implements UserResource {
     const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true }, ...rest };
     super({ ...options, properties });
     this.cost = options.passwordCost ?? DEFAULT_PASSWORD_COST;
+    this.limitOptions = options.loginRateLimit;
     this.limiter = new LoginLimiter(options.loginRateLimit);
   }
 
   override async init(host?: ResourceHost): Promise<void> {
     this.host = host;
+    if (host?.loginLimits) this.limiter = host.loginLimits(this.limitOptions);
     await super.init(host);
   }
 
@@ -112,7 +115,7 @@ export class UserCollection extends Collection implements UserResource {
       throw new SvcError('BAD_REQUEST', 'username or password not specified');
     }
     // Counted before the password check, so that parallel attempts cannot all pass (see LoginLimiter).
-    const attempt = this.limiter.attempt(clientAddress(ctx), `${this.path}\n${username}`);
+    const attempt = await this.limiter.attempt(clientAddress(ctx), `${this.path}\n${username}`);
     if (attempt.retryAfter > 0) {
       throw new SvcError('TOO_MANY_REQUESTS', 'too many login attempts; try again later', { headers: { 'retry-after': String(attempt.retryAfter) } });
     }
@@ -122,7 +125,7 @@ export class UserCollection extends Collection implements UserResource {
     // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
     const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
     if (!ok || user === null) throw new SvcError('BAD_CREDENTIALS', BAD_CREDENTIALS);
-    attempt.succeeded();
+    await attempt.succeeded();
     if (stored !== undefined && isLegacyHash(stored)) {
       await this.store.update({ id: user.id }, { $set: { password: await hashPassword(password, this.cost) } });
     }

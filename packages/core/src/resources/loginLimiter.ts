@@ -21,7 +21,33 @@ export interface LoginAttempt {
   /** How long to wait before checking the password (the username is being slowed down). */
   delayMs: number;
   /** The password was right: the attempt does not count against anyone. */
-  succeeded(): void;
+  succeeded(): void | Promise<void>;
+}
+
+/**
+ * Where login attempts are counted. The default ({@link LoginLimiter}) counts in memory, per
+ * process; a server with several processes gives one that they share (Redis).
+ */
+export interface LoginLimits {
+  /** Starts an attempt; it counts from the moment it is made (before the password check). */
+  attempt(address: string, username: string): LoginAttempt | Promise<LoginAttempt>;
+}
+
+/** Makes the login limits of one UserCollection from its options (ResourceHost.loginLimits). */
+export type LoginLimitsFactory = (options: LoginLimiterOptions | undefined) => LoginLimits;
+
+/** The options with their defaults filled in. */
+export interface LoginLimitSettings {
+  max: number;
+  maxPerAddress: number;
+  windowMs: number;
+  slowdownMs: number;
+}
+
+/** Fills in the defaults of the login limiter's options. */
+export function loginLimitSettings(options: LoginLimiterOptions = {}): LoginLimitSettings {
+  const max = options.max ?? 10;
+  return { max, maxPerAddress: options.maxPerAddress ?? max * 10, windowMs: (options.windowSeconds ?? 60) * 1000, slowdownMs: options.slowdownMs ?? 1000 };
 }
 
 interface Counter {
@@ -37,9 +63,10 @@ interface Counter {
  *   username from one address block that address for that username, not the user;
  * - across addresses a username is only slowed down: attempts from addresses that already tried
  *   it wait in line, so a correct password from an address that never failed logs in at once.
- * In memory, per process: N processes allow N x the limits.
+ * In memory, per process: N processes allow N x the limits unless the server shares its counts
+ * (`--redis`).
  */
-export class LoginLimiter {
+export class LoginLimiter implements LoginLimits {
   private readonly max: number;
   private readonly maxPerAddress: number;
   private readonly windowMs: number;
@@ -48,10 +75,7 @@ export class LoginLimiter {
   private readonly nextSlot = new Map<string, number>();
 
   constructor(options: LoginLimiterOptions = {}) {
-    this.max = options.max ?? 10;
-    this.maxPerAddress = options.maxPerAddress ?? this.max * 10;
-    this.windowMs = (options.windowSeconds ?? 60) * 1000;
-    this.slowdownMs = options.slowdownMs ?? 1000;
+    ({ max: this.max, maxPerAddress: this.maxPerAddress, windowMs: this.windowMs, slowdownMs: this.slowdownMs } = loginLimitSettings(options));
   }
 
   /** Starts an attempt (synchronously, so that concurrent attempts see each other). */
