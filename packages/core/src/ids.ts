@@ -5,7 +5,7 @@ export function createId(): string {
   return randomBytes(8).toString('hex');
 }
 
-/** A new session id: 128 random bytes in hex would be Deployd's; 32 bytes is ample and shorter. */
+/** A new session id: 64 random bytes in hex (128 characters), as Deployd's. */
 export function createSessionId(): string {
-  return randomBytes(32).toString('hex');
+  return randomBytes(64).toString('hex');
 }

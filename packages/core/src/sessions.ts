@@ -22,11 +22,14 @@ export interface SessionManagerOptions {
 }
 
 const DAY = 24 * 60 * 60;
-const SESSION_ID = /^[0-9a-f]{64}$/;
+/** 128 hex characters (64 random bytes, as Deployd's); 64 are still read: ids from svc 0.1 before the change. */
+const SESSION_ID = /^(?:[0-9a-f]{64}){1,2}$/;
+const ANON_LENGTH = 128;
 /** The document holding the key that signs anonymous ids; never a valid session id itself. */
 const SECRET_ID = 'svc:anonymous-session-key';
-/** Anonymous id: 24 random bytes, then the first 8 bytes of their HMAC (64 hex in all, like a stored id). */
-const ANON_RANDOM = 24;
+/** Anonymous id: 48 random bytes, then the first 16 bytes of their HMAC (128 hex in all, like a stored id). */
+const ANON_RANDOM = 48;
+const ANON_MAC = 16;
 
 /**
  * Sessions live in the store so that several server processes share them. A sid that is not a
@@ -86,10 +89,11 @@ export class SessionManager {
   private sign(random: Buffer): Buffer {
     if (!this.pads) throw new Error('sessions: init() was not called');
     const inner = hash('sha256', Buffer.concat([this.pads.inner, random]), 'buffer');
-    return hash('sha256', Buffer.concat([this.pads.outer, inner]), 'buffer').subarray(0, 32 - ANON_RANDOM);
+    return hash('sha256', Buffer.concat([this.pads.outer, inner]), 'buffer').subarray(0, ANON_MAC);
   }
 
   private isAnonymous(sid: string): boolean {
+    if (sid.length !== ANON_LENGTH) return false;
     const bytes = Buffer.from(sid, 'hex');
     const mac = bytes.subarray(ANON_RANDOM);
     return timingSafeEqual(mac, this.sign(bytes.subarray(0, ANON_RANDOM)));

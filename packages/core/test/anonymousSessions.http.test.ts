@@ -40,7 +40,7 @@ describe('anonymous visitors', () => {
       const res = await fetch(`${t.url}/todos`);
       await res.arrayBuffer();
       const sid = sidOf(res);
-      expect(sid).toMatch(/^[0-9a-f]{64}$/);
+      expect(sid).toMatch(/^[0-9a-f]{128}$/);
       sids.add(sid as string);
     }
     expect(sids.size).toBe(1000);
@@ -52,11 +52,11 @@ describe('anonymous visitors', () => {
     const sid = sidOf(first) as string;
     const again = await fetch(`${t.url}/todos`, { headers: { cookie: `sid=${sid}` } });
     expect(sidOf(again)).toBeUndefined();
-    const forged = 'ab'.repeat(32);
-    expect(sidOf(await fetch(`${t.url}/todos`, { headers: { cookie: `sid=${forged}` } }))).toMatch(/^[0-9a-f]{64}$/);
-    const altered = sid.slice(0, 63) + (sid.endsWith('0') ? '1' : '0');
+    const forged = 'ab'.repeat(64);
+    expect(sidOf(await fetch(`${t.url}/todos`, { headers: { cookie: `sid=${forged}` } }))).toMatch(/^[0-9a-f]{128}$/);
+    const altered = sid.slice(0, 127) + (sid.endsWith('0') ? '1' : '0');
     const replaced = sidOf(await fetch(`${t.url}/todos`, { headers: { cookie: `sid=${altered}` } }));
-    expect(replaced).toMatch(/^[0-9a-f]{64}$/);
+    expect(replaced).toMatch(/^[0-9a-f]{128}$/);
     expect(replaced).not.toBe(altered);
   });
 

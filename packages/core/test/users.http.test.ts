@@ -44,7 +44,7 @@ describe.each(storeKinds())('users and sessions ($name store)', (kind) => {
       const c = t.client();
       const res = await c.request('GET', '/todos');
       const cookie = res.headers.getSetCookie()[0] ?? '';
-      expect(cookie).toMatch(/^sid=[0-9a-f]{64}; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax$/);
+      expect(cookie).toMatch(/^sid=[0-9a-f]{128}; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax$/);
       const again = await c.request('GET', '/todos');
       expect(again.headers.getSetCookie()).toEqual([]);
     });
@@ -69,7 +69,7 @@ describe.each(storeKinds())('users and sessions ($name store)', (kind) => {
       const forged = randomBytes(32).toString('hex');
       const res = await t.client().request('GET', '/todos', { headers: { cookie: `sid=${forged}` } });
       const cookie = res.headers.getSetCookie()[0] ?? '';
-      expect(cookie).toMatch(/^sid=[0-9a-f]{64}/);
+      expect(cookie).toMatch(/^sid=[0-9a-f]{128}/);
       expect(cookie).not.toContain(forged);
       const junk = await t.client().request('GET', '/todos', { headers: { cookie: 'sid=../../etc; other=1' } });
       expect(junk.status).toBe(200);
@@ -112,7 +112,7 @@ describe.each(storeKinds())('users and sessions ($name store)', (kind) => {
       expect(res.headers.getSetCookie()[0]).toMatch(/^sid=; Path=\/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT/);
       const reuse = await t.client().request('GET', '/users/me', { headers: { cookie: `sid=${sid}` } });
       expect(reuse.status).toBe(204);
-      expect(reuse.headers.getSetCookie()[0]).toMatch(/^sid=[0-9a-f]{64}/);
+      expect(reuse.headers.getSetCookie()[0]).toMatch(/^sid=[0-9a-f]{128}/);
     });
 
     it('login accepts a form body too', async () => {

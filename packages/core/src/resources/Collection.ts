@@ -1,4 +1,4 @@
-import { SvcError } from '../errors.js';
+import { SvcError, isSvcError } from '../errors.js';
 import { createId } from '../ids.js';
 import { compileFilter, compileQuery } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
@@ -243,7 +243,10 @@ export class Collection implements Resource {
   private async handleDelete(ctx: Context): Promise<Reply> {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     const id = this.idOf(ctx, false);
-    if (id === undefined) throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
+    if (id === undefined) {
+      if (isPlainObject(ctx.query.id)) return this.deleteMatching(ctx);
+      throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
+    }
     const filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (!skipEvents && this.events.has('delete')) {
@@ -257,6 +260,37 @@ export class Collection implements Resource {
   }
 
   /**
+   * DELETE with a condition on id (`{"id": {"$in": [...]}}`, `{"id": {"$ne": null}}`): as in
+   * Deployd, every match is deleted and On Delete runs once per object; a cancel() keeps the object
+   * it ran for. Answers 204 when something was deleted, else the first script error (or 404).
+   */
+  private async deleteMatching(ctx: Context): Promise<Reply> {
+    const filter = compileFilter(ctx.query, this.properties);
+    const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
+    if (skipEvents || !this.events.has('delete')) {
+      const removed = await this.store.remove(filter);
+      if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');
+      return { status: 204 };
+    }
+    const docs = await this.store.find(filter, {});
+    if (docs.length === 0) throw new SvcError('NOT_FOUND', 'not found');
+    const ids: string[] = [];
+    let firstError: unknown;
+    for (const doc of docs) {
+      try {
+        await this.events.run('delete', { ctx, object: this.withoutStoreOnly(doc) });
+        ids.push(doc.id);
+      } catch (err) {
+        if (!isSvcError(err) || err.status >= 500) throw err;
+        firstError ??= err;
+      }
+    }
+    if (ids.length === 0) throw firstError;
+    await this.store.remove({ id: { $in: ids } });
+    return { status: 204 };
+  }
+
+  /**
    * The object id a request names: the first path segment, else `id` in the body (writes), else
    * `id` in the query. The query gets it too, so scripts see `query.id` on single-object requests.
    */
@@ -265,7 +299,11 @@ export class Collection implements Resource {
     if (id === undefined && fromBody && isPlainObject(ctx.body)) id = ctx.body.id;
     if (id === undefined || id === null || id === '') id = ctx.query.id;
     if (id === undefined || id === null || id === '') return undefined;
-    if (typeof id !== 'string') throw new SvcError('BAD_REQUEST', 'id must be a string');
+    if (typeof id !== 'string') {
+      // A condition on id in the query (`{"id": {"$in": [...]}}`) filters like one on any property.
+      if (!fromBody && id === ctx.query.id && isPlainObject(id) && ctx.parts[0] === undefined) return undefined;
+      throw new SvcError('BAD_REQUEST', 'id must be a string');
+    }
     ctx.query.id = id;
     return id;
   }

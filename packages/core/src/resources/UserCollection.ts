@@ -76,7 +76,11 @@ export class UserCollection extends Collection implements UserResource {
   protected override async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
     const password = body.password;
     if (typeof password !== 'string' || password === '') {
-      throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: { password: 'is required' } });
+      // Both credentials are reported at once, as Deployd does.
+      const username = body.username;
+      const errors: Record<string, string> = typeof username === 'string' && username !== '' ? {} : { username: 'is required' };
+      errors.password = 'is required';
+      throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors });
     }
     return super.create(ctx, body);
   }
