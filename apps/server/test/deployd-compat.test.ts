@@ -12,6 +12,25 @@ const files = {
   'resources/items/config.json': { type: 'Collection', properties: { name: { type: 'string' }, n: { type: 'number' } } },
   'resources/guarded/config.json': { type: 'Collection', properties: { name: { type: 'string' } } },
   'resources/guarded/delete.js': "cancelIf(this.name === 'keep', 'cannot delete ' + this.name, 403);\n",
+  'resources/parents/config.json': { type: 'Collection', properties: { name: { type: 'string' } } },
+  'resources/parents/get.js': `
+    svc.items.get({ name: 'child' })
+      .then(function (data) { this.children = data.map(function (c) { return c.n; }).sort(); return data.length; })
+      .then(function (count) { this.count = count; if (count > 99) throw new Error('never'); })
+      .catch(function (e) { this.caught = String(e); })
+      .finally(function () { this.finallyRan = true; });
+  `,
+  'resources/rejects/config.json': { type: 'Collection', properties: { kind: { type: 'string' } } },
+  'resources/rejects/post.js': `
+    if (this.kind === 'string') throw 'fail';
+    if (this.kind === 'object') throw { message: 'no way', statusCode: 401 };
+    if (this.kind === 'after-await') { await svc.items.get({ name: 'none' }); throw 'after await'; }
+    if (this.kind === 'then') svc.items.get({}).then(function () { throw 'then fail'; });
+    if (this.kind === 'callback') svc.items.get({}, function () { throw 'callback fail'; });
+    if (this.kind === 'caught') svc.items.get({}).then(function () { throw 'handled'; }).catch(function (e) { this.caught = e; });
+    if (this.kind === 'type') null.boom;
+    if (this.kind === 'type-in-then') svc.items.get({}).then(function () { null.boom; });
+  `,
 };
 
 describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
@@ -63,6 +82,37 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     // Root skipping events deletes it.
     expect((await t.request('DELETE', `/guarded${q({ id: { $ne: null }, $skipEvents: true })}`, undefined, root)).status).toBe(204);
     expect((await t.request('GET', '/guarded')).body).toEqual([]);
+  });
+
+  it('then/catch/finally handlers of svc calls in a script run with the object as this', async () => {
+    await post('/items', { name: 'child', n: 2 });
+    await post('/items', { name: 'child', n: 1 });
+    const parent = await post('/parents', { name: 'p' });
+    const got = (await t.request('GET', `/parents/${parent.id}`)).body as Obj;
+    expect(got).toMatchObject({ children: [1, 2], count: 2, finallyRan: true });
+    expect(got.caught).toBeUndefined();
+  });
+
+  it('a thrown string or plain object answers 400 (or its statusCode) with its message; engine errors stay 500', async () => {
+    const expectRejected = async (kind: string, status: number, message: string) => {
+      const res = await t.request('POST', '/rejects', { kind });
+      expect({ kind, status: res.status, body: res.body }).toEqual({ kind, status, body: { status, message } });
+    };
+    await expectRejected('string', 400, 'fail');
+    await expectRejected('object', 401, 'no way');
+    await expectRejected('after-await', 400, 'after await');
+    await expectRejected('then', 400, 'then fail');
+    await expectRejected('callback', 400, 'callback fail');
+    const caught = await t.request('POST', '/rejects', { kind: 'caught' });
+    expect(caught.status).toBe(200);
+    expect(caught.body).toMatchObject({ caught: 'handled' });
+    for (const kind of ['type', 'type-in-then']) {
+      const res = await t.request('POST', '/rejects', { kind });
+      expect(res.status).toBe(500);
+      expect((res.body as { message: string }).message).toMatch(/rejects\/post\.js/);
+    }
+    // Nothing was stored by the rejected requests, and the server keeps serving.
+    expect(((await t.request('GET', '/rejects')).body as Obj[]).map((o) => o.kind)).toEqual(['caught']);
   });
 
   it('POST /users {} reports both username and password', async () => {

@@ -96,7 +96,9 @@ describe('issue 10: scripts cannot hurt the server', () => {
   it('4. a V8 fatal out-of-memory error in a script fails that request only; the server lives', async () => {
     for (let i = 0; i < 3; i++) {
       const res = await h.request('POST', '/attacks', { kind: 'dict-oom' });
-      expect(res).toMatchObject({ status: 500, body: { status: 500, message: 'internal server error' } });
+      // On a loaded machine the CPU time limit may stop the loop before the heap runs out: either
+      // way that request fails and nothing else does.
+      expect(res).toMatchObject({ status: 500, body: { status: 500, message: expect.stringMatching(/^(internal server error|script timed out)$/) } });
       expect((await h.request('POST', '/harmless', {})).body).toMatchObject({ n: 1 });
     }
   });

@@ -112,10 +112,19 @@ describe('errors name the file and line', () => {
     expect((err as ScriptRuntimeError).scriptStack).toMatch(/check/);
   });
 
-  test('a TypeError on line 1 and a thrown non-error value', async () => {
+  test('a TypeError on line 1 is an error; a thrown string or plain object rejects like cancel() (Deployd)', async () => {
     const { exec } = setup();
     await expect(exec('null.x')).rejects.toMatchObject({ name: 'ScriptRuntimeError', line: 1, column: 6 });
-    await expect(exec("throw 'plain'")).rejects.toMatchObject({ message: 'plain', line: undefined });
+    expect(await exec("throw 'plain'")).toMatchObject({ cancelled: { message: 'plain', status: 400 } });
+    expect(await exec("throw { message: 'nope', statusCode: 401 }")).toMatchObject({ cancelled: { message: 'nope', status: 401 } });
+    expect(await exec("throw { message: 'odd', status: 200 }")).toMatchObject({ cancelled: { message: 'odd', status: 400 } });
+    expect(await exec('await null; throw 7')).toMatchObject({ cancelled: { message: '7', status: 400 } });
+    // A chain the script made itself (not from a host call) is not its run's: an unhandled
+    // rejection there stays an error of the run.
+    await expect(exec("Promise.resolve().then(function () { throw 'in then'; })")).rejects.toMatchObject({ name: 'ScriptRuntimeError', message: /in then/ });
+    await expect(exec("throw new Error('real')")).rejects.toMatchObject({ name: 'ScriptRuntimeError', message: 'real' });
+    // A getter that throws while the message is read: still an answer, not a crash.
+    await expect(exec("var o = {}; Object.defineProperty(o, 'message', { get: function () { throw new Error('g'); } }); throw o;")).rejects.toMatchObject({ name: 'ScriptRuntimeError' });
   });
 
   test('an error thrown after an await or in a callback', async () => {

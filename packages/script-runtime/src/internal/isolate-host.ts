@@ -14,6 +14,7 @@ export function makeHostBridge(runtime: {
   settle: (run: IsolateRun) => void;
 }): HostBridge {
   const calls = new Map<number, PendingCall>();
+  const hostErrors = new WeakSet<object>();
   const requests: string[] = [];
   let nextCall = 1;
 
@@ -24,12 +25,53 @@ export function makeHostBridge(runtime: {
     const id = nextCall++;
     run.pending++;
     requests.push(`[${id},${run.job.id},${run.hi},${JSON.stringify(name)},${json}]`);
-    const promise = new Promise((resolve, reject) => void calls.set(id, { run, callback, resolve, reject }));
+    const promise: Promise<unknown> = new RunPromise((resolve, reject) => void calls.set(id, { run, callback, resolve, reject }));
+    promiseRuns.set(promise, run);
     // isolated-vm turns an unhandled rejection into an error of the whole call. A failed host call
     // is reported to the callback or to whoever awaits; fire-and-forget calls may fail silently.
-    promise.catch(() => undefined);
+    baseThen.call(promise, undefined, () => undefined);
     return promise;
   }
+
+  /*
+   * The promises of host calls and every promise chained from them belong to a run. As in
+   * Deployd, their then/catch/finally handlers are called with the run's object as `this`; a
+   * handler that throws where nothing handles the rejection fails its run (a thrown string or
+   * plain object rejects the request with 400, like cancel()), instead of becoming an unhandled
+   * rejection of the whole isolate. The class is frozen: runs share it.
+   */
+  const promiseRuns = new WeakMap<object, IsolateRun>();
+  const handled = new WeakSet<object>();
+  const baseThen = Promise.prototype.then as (this: Promise<unknown>, ok?: unknown, err?: unknown) => Promise<unknown>;
+  const baseFinally = Promise.prototype.finally as (this: Promise<unknown>, f?: unknown) => Promise<unknown>;
+  const bindTo = (run: IsolateRun, fn: unknown): unknown =>
+    typeof fn === 'function' ? (value: unknown) => (fn as (this: unknown, v: unknown) => unknown).call(run.thisObj, value) : fn;
+  function watch(run: IsolateRun, promise: Promise<unknown>): void {
+    promiseRuns.set(promise, run);
+    baseThen.call(promise, undefined, (err: unknown) => {
+      if (handled.has(promise) || run.finished) return;
+      // A failed host call nobody awaited stays silent, as before.
+      if (err !== null && typeof err === 'object' && hostErrors.has(err)) return;
+      runtime.fail(run, err);
+      runtime.settle(run);
+    });
+  }
+  class RunPromise extends Promise<unknown> {
+    override then(ok?: unknown, err?: unknown): Promise<never> {
+      handled.add(this);
+      const run = promiseRuns.get(this);
+      if (run === undefined) return baseThen.call(this, ok, err) as Promise<never>;
+      const derived = baseThen.call(this, bindTo(run, ok), bindTo(run, err));
+      watch(run, derived);
+      return derived as Promise<never>;
+    }
+    override finally(f?: (() => void) | null): Promise<unknown> {
+      const run = promiseRuns.get(this);
+      return baseFinally.call(this, run !== undefined && typeof f === 'function' ? () => f.call(run.thisObj) : f);
+    }
+  }
+  Object.freeze(RunPromise.prototype);
+  Object.freeze(RunPromise);
 
   function receive(id: number, reply: { r?: unknown; e?: unknown }): void {
     const pending = calls.get(id);
@@ -48,6 +90,9 @@ export function makeHostBridge(runtime: {
         runtime.fail(run, err);
       }
     }
+    // Remembered, so that an uncaught one stays a script error rather than reading as a thrown
+    // plain object (which rejects the request like cancel()).
+    if (failed && reply.e !== null && typeof reply.e === 'object') hostErrors.add(reply.e);
     if (failed) pending.reject(reply.e);
     else pending.resolve(reply.r);
     run.pending--;
@@ -89,5 +134,6 @@ export function makeHostBridge(runtime: {
     for (const [id, pending] of calls) if (pending.run.job === job) calls.delete(id);
   }
 
-  return { requests, build, tree, receive, forget };
+  const isHostError = (value: unknown): boolean => value !== null && typeof value === 'object' && hostErrors.has(value);
+  return { requests, build, tree, receive, forget, isHostError };
 }

@@ -222,7 +222,29 @@ export function isolateMain(
 
   function fail(run: IsolateRun, err: unknown): void {
     if (err === CANCEL || run.cancelled || run.error) return;
-    run.error = describe(err);
+    const rejection = host.isHostError(err) ? undefined : rejectionOf(err);
+    if (rejection) run.cancelled = rejection;
+    else run.error = describe(err);
+  }
+
+  /**
+   * As in Deployd, a thrown string (or number) or plain object rejects the request like cancel():
+   * 400 with its message, or the object's `statusCode`/`status` when it is 400-599. Anything
+   * else thrown (a TypeError, an Error) stays a script error.
+   */
+  function rejectionOf(err: unknown): { message: string; status: number } | undefined {
+    try {
+      if (typeof err === 'string' || typeof err === 'number' || typeof err === 'boolean') return { message: String(err), status: 400 };
+      if (err === null || typeof err !== 'object' || err instanceof Error) return undefined;
+      const proto = Object.getPrototypeOf(err) as unknown;
+      if (proto !== Object.prototype && proto !== null) return undefined;
+      const o = err as { message?: unknown; statusCode?: unknown; status?: unknown };
+      const code = typeof o.statusCode === 'number' ? o.statusCode : o.status;
+      const status = typeof code === 'number' && Number.isInteger(code) && code >= 400 && code <= 599 ? code : 400;
+      return { message: typeof o.message === 'string' ? o.message : JSON.stringify(err), status };
+    } catch {
+      return undefined;
+    }
   }
 
   const finishable = (run: IsolateRun): boolean =>

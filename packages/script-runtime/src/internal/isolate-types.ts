@@ -135,6 +135,8 @@ export interface HostBridge {
   tree(names: string[]): Map<string, HostNode>;
   receive(id: number, reply: { r?: unknown; e?: unknown }): void;
   forget(job: IsolateJob): void;
+  /** The value is the error of a failed host call (a rejection the script did not catch). */
+  isHostError(value: unknown): boolean;
 }
 
 /** Signature of makeHostBridge (see isolate-host.ts). */
