@@ -20,6 +20,8 @@ const files = {
       .catch(function (e) { this.caught = String(e); })
       .finally(function () { this.finallyRan = true; });
   `,
+  'resources/notes/config.json': { type: 'Collection', properties: { message: { type: 'string' }, other: { type: 'string' } } },
+  'resources/notes/put.js': "protect('message');\nthis.other = 'saw ' + this.message;\n",
   'resources/rejects/config.json': { type: 'Collection', properties: { kind: { type: 'string' } } },
   'resources/rejects/post.js': `
     if (this.kind === 'string') throw 'fail';
@@ -113,6 +115,14 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     }
     // Nothing was stored by the rejected requests, and the server keeps serving.
     expect(((await t.request('GET', '/rejects')).body as Obj[]).map((o) => o.kind)).toEqual(['caught']);
+  });
+
+  it('after protect() in On Put, this reads the stored value and the stored value stays', async () => {
+    const note = await post('/notes', { message: 'first' });
+    const res = await t.request('PUT', `/notes/${note.id}`, { message: 'changed' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ message: 'first', other: 'saw first' });
+    expect((await t.request('GET', `/notes/${note.id}`)).body).toMatchObject({ message: 'first', other: 'saw first' });
   });
 
   it('POST /users {} reports both username and password', async () => {

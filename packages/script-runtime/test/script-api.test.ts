@@ -59,6 +59,24 @@ describe('Script API', () => {
     expect(result.protected).toEqual(['owner', 'createdAt']);
   });
 
+  test('after protect(), this reads the stored value (Deployd); without previous the property is gone', async () => {
+    const { exec } = setup();
+    const put = await exec("this.message = 'new'; protect('message'); protect('tags'); this.tags.push('x'); this.seen = this.message;", {
+      thisObj: { message: 'new', tags: ['a', 'b'] },
+      locals: { previous: { message: 'stored', tags: ['a'] } },
+    });
+    expect(put.thisObj).toEqual({ message: 'stored', tags: ['a', 'x'], seen: 'stored' });
+    const post = await exec("protect('message'); this.seen = typeof this.message;", { thisObj: { message: 'client' }, locals: { previous: {} } });
+    expect(post.thisObj).toEqual({ seen: 'undefined' });
+  });
+
+  test('hasErrors tells whether error() reported anything', async () => {
+    const { exec } = setup();
+    const result = await exec("this.before = hasErrors(); errorIf(!this.title, 'title', 'is required'); this.after = hasErrors(); if (hasErrors()) cancel('bad input');", { thisObj: {} });
+    expect(result.thisObj).toMatchObject({ before: false, after: true });
+    expect(result.cancelled).toEqual({ message: 'bad input', status: 400 });
+  });
+
   test('changed compares this with previous by deep equality', async () => {
     const { exec } = setup();
     const source = `this.res = ['title', 'tags', 'meta', 'same', 'added'].map(function (p) { return changed(p); });`;

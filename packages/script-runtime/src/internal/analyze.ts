@@ -22,7 +22,7 @@ const MEMBER = /^\s*\.\s*([A-Za-z_$][\w$]*)(?![\w$])/;
 const DEFERS = ['then', 'catch', 'finally', 'Promise', 'async', 'await'];
 
 /** Script API functions that read a variable on the script's behalf. */
-const IMPLIED: Record<string, readonly string[]> = { isMe: ['me'], changed: ['previous'] };
+const IMPLIED: Record<string, readonly string[]> = { isMe: ['me'], changed: ['previous'], protect: ['previous'] };
 
 export function analyzeSource(source: string): SourceUsage {
   const names = new Set(source.match(IDENTIFIER) ?? []);
@@ -31,7 +31,8 @@ export function analyzeSource(source: string): SourceUsage {
   for (const [api, implied] of Object.entries(IMPLIED)) if (names.has(api)) for (const name of implied) names.add(name);
   return {
     names,
-    thisProps: names.has('changed') ? undefined : thisProperties(source),
+    // changed() and protect() read `this` by a name known only when they run.
+    thisProps: names.has('changed') || names.has('protect') ? undefined : thisProperties(source),
     deferred: DEFERS.some((name) => names.has(name)),
   };
 }

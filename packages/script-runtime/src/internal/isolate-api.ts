@@ -11,10 +11,12 @@ export function makeScriptApi(
   /** Reads a variable without copying it: isMe and changed only read. */
   peekVar: (run: IsolateRun, name: string) => unknown,
   log: (run: IsolateRun, level: string, text: string) => void,
+  /** A deep copy of a JSON-like value. */
+  copy: (value: unknown) => unknown,
 ): ScriptApi {
   const names = new Set([
     'cancel', 'cancelIf', 'cancelUnless', 'error', 'errorIf', 'errorUnless',
-    'hide', 'protect', 'changed', 'isMe', 'setResult', 'console',
+    'hide', 'protect', 'changed', 'isMe', 'setResult', 'console', 'hasErrors',
   ]);
 
   const text = (value: unknown): string => (value === undefined || value === null ? '' : String(value));
@@ -119,7 +121,22 @@ export function makeScriptApi(
       case 'protect':
         return (property: unknown) => {
           const run = get();
-          if (run) addOnce((run.protect ??= []), property);
+          if (!run) return;
+          addOnce((run.protect ??= []), property);
+          // From now on `this` reads the stored value (none on create), as in Deployd.
+          const key = String(property);
+          const previous = peekVar(run, 'previous');
+          if (previous !== null && typeof previous === 'object' && Object.prototype.hasOwnProperty.call(previous, key)) {
+            // defineProperty: a key "__proto__" stays an own property.
+            Object.defineProperty(run.thisObj, key, { value: copy((previous as Record<string, unknown>)[key]), enumerable: true, writable: true, configurable: true });
+          } else {
+            delete run.thisObj[key];
+          }
+        };
+      case 'hasErrors':
+        return () => {
+          const run = get();
+          return run !== undefined && run.errors !== undefined && Object.keys(run.errors).length > 0;
         };
       case 'changed':
         return (property: unknown) => {

@@ -84,10 +84,15 @@ export function isolateMain(
     shared[0] = enteredJobs === 1 ? lastEntered : -1;
   };
 
-  const api = makeScriptApi(CANCEL, peekVar, (run, level, text) => {
-    if (logs.length < MAX_LOGS) logs.push(JSON.stringify([run.job.labels[run.bi] ?? '', level, text]));
-    else droppedLogs++;
-  });
+  const api = makeScriptApi(
+    CANCEL,
+    peekVar,
+    (run, level, text) => {
+      if (logs.length < MAX_LOGS) logs.push(JSON.stringify([run.job.labels[run.bi] ?? '', level, text]));
+      else droppedLogs++;
+    },
+    (value) => copy(value),
+  );
   const host = makeHostBridge({ enter, fail, settle });
   const { diff, repeatIfSame, copy, setOwn } = makeOutcome(ITEM_VALUES, { SET: HAS_SET, UNSET: HAS_UNSET, HIDDEN: HAS_HIDDEN, PROTECT: HAS_PROTECT, REST: HAS_REST, REPEAT });
 

@@ -125,6 +125,7 @@ export type MakeScriptApi = (
   cancelSentinel: object,
   peekVar: (run: IsolateRun, name: string) => unknown,
   log: (run: IsolateRun, level: string, text: string) => void,
+  copy: (value: unknown) => unknown,
 ) => ScriptApi;
 
 /** Host calls inside the isolate (see isolate-host.ts). */
