@@ -9,7 +9,7 @@ type Obj = Record<string, unknown> & { id: string };
 const files = {
   'app.json': { passwordCost: 4 },
   'resources/users/config.json': { type: 'UserCollection', properties: {} },
-  'resources/items/config.json': { type: 'Collection', properties: { name: { type: 'string' }, n: { type: 'number' } } },
+  'resources/items/config.json': { type: 'Collection', properties: { name: { type: 'string' }, n: { type: 'number' }, tags: { type: 'array' } } },
   'resources/guarded/config.json': { type: 'Collection', properties: { name: { type: 'string' } } },
   'resources/guarded/delete.js': "cancelIf(this.name === 'keep', 'cannot delete ' + this.name, 403);\n",
   'resources/parents/config.json': { type: 'Collection', properties: { name: { type: 'string' } } },
@@ -131,6 +131,32 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     expect(res.body).toMatchObject({ errors: { username: 'is required', password: 'is required' } });
     const onlyPassword = await t.request('POST', '/users', { username: 'ann' });
     expect((onlyPassword.body as { errors: object }).errors).toEqual({ password: 'is required' });
+  });
+
+  it('$addUnique adds one value or each of an array, only when missing', async () => {
+    const item = await post('/items', { name: 'tagged', tags: ['a'] });
+    expect((await t.request('PUT', `/items/${item.id}`, { tags: { $addUnique: 'a' } })).body).toMatchObject({ tags: ['a'] });
+    expect((await t.request('PUT', `/items/${item.id}`, { tags: { $addUnique: 'b' } })).body).toMatchObject({ tags: ['a', 'b'] });
+    expect((await t.request('PUT', `/items/${item.id}`, { tags: { $addUnique: ['b', 'c', 'c', 'd'] } })).body).toMatchObject({ tags: ['a', 'b', 'c', 'd'] });
+    expect((await t.request('GET', `/items/${item.id}`)).body).toMatchObject({ tags: ['a', 'b', 'c', 'd'] });
+    const both = await t.request('PUT', `/items/${item.id}`, { tags: { $push: 'e', $addUnique: 'f' } });
+    expect(both.status).toBe(400);
+  });
+
+  it('a session is also found by Authorization: Bearer <session id>', async () => {
+    await post('/users', { username: 'bearer-user', password: 'pw' });
+    const login = await fetch(`${t.url}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bearer-user', password: 'pw' }) });
+    const { id } = (await login.json()) as { id: string };
+    const me = await fetch(`${t.url}/users/me`, { headers: { authorization: `Bearer ${id}` } });
+    expect(me.status).toBe(200);
+    expect(await me.json()).toMatchObject({ username: 'bearer-user' });
+    expect(me.headers.getSetCookie()).toEqual([]);
+    const forged = await fetch(`${t.url}/users/me`, { headers: { authorization: `Bearer ${'0'.repeat(128)}` } });
+    expect(forged.status).toBe(204);
+    expect((await fetch(`${t.url}/users/me`, { headers: { authorization: `Basic ${id}` } })).status).toBe(204);
+    const logout = await fetch(`${t.url}/users/logout`, { method: 'POST', headers: { authorization: `Bearer ${id}` } });
+    expect(logout.status).toBe(204);
+    expect((await fetch(`${t.url}/users/me`, { headers: { authorization: `Bearer ${id}` } })).status).toBe(204);
   });
 
   it('session ids are 128 hex characters (64 random bytes), anonymous and logged in', async () => {

@@ -24,6 +24,7 @@ export { parseQueryString } from './query/parseQueryString.js';
 export { compileQuery } from './query/compileQuery.js';
 export type { CompiledQuery } from './query/compileQuery.js';
 export { CORS_ALLOWED_HEADERS } from './http/cors.js';
+export { readCookie, requestSessionId } from './http/cookies.js';
 export type { CorsOptions } from './http/cors.js';
 export { createEmbeddedStore } from './store/embeddedStore.js';
 export type { EmbeddedStoreOptions } from './store/embeddedStore.js';

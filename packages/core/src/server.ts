@@ -2,7 +2,7 @@ import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SvcError } from './errors.js';
-import { readCookie, serializeCookie } from './http/cookies.js';
+import { requestSessionId, serializeCookie } from './http/cookies.js';
 import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
 import { toErrorReply, writeReply } from './http/reply.js';
 import { serveStatic } from './http/staticFiles.js';
@@ -147,7 +147,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       if (options.publicDir && (await serveStatic(options.publicDir, pathname, req, res))) return;
       throw new SvcError('NOT_FOUND', `no resource at ${pathname}`);
     }
-    const sid = readCookie(req.headers.cookie, 'sid');
+    const sid = requestSessionId(req.headers);
     let record = await sessions.load(sid);
     let isNew = false;
     if (record === null) {

@@ -1,12 +1,12 @@
 import { Server } from 'socket.io';
 import type { Namespace, Socket } from 'socket.io';
-import { isUserResource, silentLogger } from '@svc/core';
+import { isUserResource, requestSessionId, silentLogger } from '@svc/core';
 import type { CorsOptions, Logger, Realtime, SessionChange, SvcServer, UserResource } from '@svc/core';
 import type { Adapter } from 'socket.io-adapter';
 import { FastAdapter, fastDeliveryAvailable } from './internal/fastAdapter.js';
 import { connectRedis } from './internal/redis.js';
 import type { RedisLink } from './internal/redis.js';
-import { isBindingRoom, normalisePath, readCookie, sessionRoom, userRoom } from './internal/rooms.js';
+import { isBindingRoom, normalisePath, sessionRoom, userRoom } from './internal/rooms.js';
 
 /** Options of {@link createRealtime}. */
 export interface RealtimeOptions {
@@ -162,7 +162,7 @@ class SocketIoRealtime implements SocketRealtime {
   }
 
   private async bindFromCookie(socket: SvcSocket): Promise<void> {
-    const sid = readCookie(socket.request.headers.cookie, 'sid');
+    const sid = requestSessionId(socket.request.headers);
     if (sid === undefined || !this.server) return;
     const record = await this.server.sessions.load(sid);
     if (record === null) return;

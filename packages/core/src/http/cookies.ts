@@ -20,6 +20,19 @@ export function readCookie(header: string | undefined, name: string): string | u
   return undefined;
 }
 
+/**
+ * The session id a request presents: `Authorization: Bearer <id>` (native and mobile clients, as
+ * in Deployd), else the `sid` cookie.
+ */
+export function requestSessionId(headers: { cookie?: string | undefined; authorization?: string | undefined }): string | undefined {
+  const auth = headers.authorization;
+  if (auth !== undefined && auth.length <= 512) {
+    const m = /^Bearer[ \t]+([^ \t]+)[ \t]*$/i.exec(auth);
+    if (m) return m[1];
+  }
+  return readCookie(headers.cookie, 'sid');
+}
+
 /** Options of a Set-Cookie header. */
 export interface CookieOptions {
   maxAgeSeconds?: number;

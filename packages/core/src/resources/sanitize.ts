@@ -10,12 +10,12 @@ export interface SanitizedBody {
   values: Record<string, unknown>;
   /** Unique properties sent as null: removed rather than stored as null, so many objects may lack them. */
   cleared: string[];
-  /** Update modifiers ($inc, $push, $pushAll, $pull, $pullAll) as store operations. */
-  modifiers: Pick<UpdateOps, '$inc' | '$push' | '$pull'>;
+  /** Update modifiers ($inc, $push, $pushAll, $pull, $pullAll, $addUnique) as store operations. */
+  modifiers: Pick<UpdateOps, '$inc' | '$push' | '$pull' | '$addToSet'>;
   hasModifiers: boolean;
 }
 
-const MODIFIERS = new Set(['$inc', '$push', '$pushAll', '$pull', '$pullAll']);
+const MODIFIERS = new Set(['$inc', '$push', '$pushAll', '$pull', '$pullAll', '$addUnique']);
 
 /**
  * Keeps only a body's known properties whose values fit their type; unknown properties and
@@ -103,10 +103,16 @@ function addModifier(out: SanitizedBody, name: string, def: PropertyDef, raw: Re
       (out.modifiers.$inc ??= {})[name] = arg;
     } else {
       if (def.type !== 'array') continue;
-      const values = op === '$pushAll' || op === '$pullAll' ? arg : [arg];
+      // $addUnique (Deployd) takes one value or an array of values.
+      const values = op === '$pushAll' || op === '$pullAll' || (op === '$addUnique' && Array.isArray(arg)) ? arg : [arg];
       if (!Array.isArray(values)) throw new SvcError('BAD_REQUEST', `${name}: ${op} needs an array`);
       assertStorableKeys(name, values, 0);
-      const target = op === '$push' || op === '$pushAll' ? (out.modifiers.$push ??= {}) : (out.modifiers.$pull ??= {});
+      const kind = op === '$push' || op === '$pushAll' ? '$push' : op === '$addUnique' ? '$addToSet' : '$pull';
+      // One array operation per property and request: a store cannot apply two to one field at once.
+      for (const other of ['$push', '$addToSet', '$pull'] as const) {
+        if (other !== kind && out.modifiers[other]?.[name] !== undefined) throw new SvcError('BAD_REQUEST', `${name}: only one of $push/$pushAll, $pull/$pullAll and $addUnique at a time`);
+      }
+      const target = (out.modifiers[kind] ??= {});
       target[name] = [...(target[name] ?? []), ...values];
     }
     out.hasModifiers = true;

@@ -9,7 +9,9 @@ import type { EventOutcome } from './events.js';
 export function diffUpdate(previous: Doc, next: Record<string, unknown>, modifiers: UpdateOps, guardedProps: readonly string[]): UpdateOps {
   const ops: UpdateOps = {};
   const guarded = new Set([...guardedProps, 'id']);
-  const modified = new Set([...Object.keys(modifiers.$inc ?? {}), ...Object.keys(modifiers.$push ?? {}), ...Object.keys(modifiers.$pull ?? {})]);
+  const modified = new Set(
+    [...Object.keys(modifiers.$inc ?? {}), ...Object.keys(modifiers.$push ?? {}), ...Object.keys(modifiers.$pull ?? {}), ...Object.keys(modifiers.$addToSet ?? {})],
+  );
   for (const key of Object.keys(next)) {
     if (guarded.has(key) || modified.has(key)) continue;
     const value = next[key];
@@ -19,7 +21,7 @@ export function diffUpdate(previous: Doc, next: Record<string, unknown>, modifie
   for (const key of Object.keys(previous)) {
     if (!guarded.has(key) && !modified.has(key) && !Object.hasOwn(next, key)) (ops.$unset ??= {})[key] = true;
   }
-  for (const kind of ['$inc', '$push', '$pull'] as const) {
+  for (const kind of ['$inc', '$push', '$pull', '$addToSet'] as const) {
     const source = modifiers[kind];
     if (!source) continue;
     for (const key of Object.keys(source)) {
@@ -39,6 +41,12 @@ export function applyModifiersLocally(object: Record<string, unknown>, modifiers
   for (const [key, values] of Object.entries(modifiers.$push ?? {})) {
     const current = object[key];
     object[key] = [...(Array.isArray(current) ? current : []), ...values];
+  }
+  for (const [key, values] of Object.entries(modifiers.$addToSet ?? {})) {
+    const current = object[key];
+    const next = Array.isArray(current) ? [...current] : [];
+    for (const v of values) if (!next.some((item) => deepEqual(v, item))) next.push(v);
+    object[key] = next;
   }
   for (const [key, values] of Object.entries(modifiers.$pull ?? {})) {
     const current = object[key];

@@ -29,6 +29,8 @@ export interface UpdateOps {
   $push?: Record<string, unknown[]>;
   /** property -> every element equal to one of these values is removed. */
   $pull?: Record<string, unknown[]>;
+  /** property -> each value is appended unless the array already holds an equal one. */
+  $addToSet?: Record<string, unknown[]>;
 }
 
 /** An index on one property. */

@@ -436,6 +436,9 @@ function toNedbUpdate(ops: UpdateOps): { modifier: Query; pulls: Record<string, 
   if (ops.$push && Object.keys(ops.$push).length > 0) {
     modifier.$push = Object.fromEntries(Object.entries(ops.$push).map(([f, values]) => [f, { $each: values }]));
   }
+  if (ops.$addToSet && Object.keys(ops.$addToSet).length > 0) {
+    modifier.$addToSet = Object.fromEntries(Object.entries(ops.$addToSet).map(([f, values]) => [f, { $each: values }]));
+  }
   const pulls = ops.$pull && Object.keys(ops.$pull).length > 0 ? ops.$pull : undefined;
   return { modifier, pulls };
 }

@@ -253,6 +253,9 @@ function toMongoUpdate(ops: UpdateOps): Document | undefined {
   if (ops.$push && Object.keys(ops.$push).length > 0) {
     update.$push = Object.fromEntries(Object.entries(ops.$push).map(([f, values]) => [f, { $each: values }]));
   }
+  if (ops.$addToSet && Object.keys(ops.$addToSet).length > 0) {
+    update.$addToSet = Object.fromEntries(Object.entries(ops.$addToSet).map(([f, values]) => [f, { $each: values }]));
+  }
   if (ops.$pull && Object.keys(ops.$pull).length > 0) {
     // $pullAll removes elements equal to any value, like $pull with $in, and FerretDB v1 supports it.
     update.$pullAll = ops.$pull;

@@ -317,6 +317,14 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.update({ id: 'd4' }, { $pull: { tags: ['x'] } })).toEqual(people[3]);
     });
 
+    test('update $addToSet appends only the values the array does not hold yet', async ({ coll }) => {
+      await seed(coll);
+      expect((await coll.update({ id: 'a1' }, { $addToSet: { tags: ['y', 'z', 'z', 'x', 'w'] } }))?.tags).toEqual(['x', 'y', 'z', 'w']);
+      expect((await coll.update({ id: 'd4' }, { $addToSet: { tags: ['first'] } }))?.tags).toEqual(['first']);
+      const scores = await coll.update({ id: 'a1' }, { $addToSet: { scores: [{ k: 'm', v: 3 }, { k: 'n', v: 1 }] } });
+      expect(scores?.scores).toEqual([{ k: 'm', v: 3 }, { k: 'e', v: 9 }, { k: 'n', v: 1 }]);
+    });
+
     test('update applies several operators at once', async ({ coll }) => {
       await seed(coll);
       const after = await coll.update(
