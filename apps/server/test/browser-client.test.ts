@@ -96,7 +96,7 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
     expect(shape).toEqual({
       svc: 'function',
       ajax: 'object',
-      names: ['addfollower', 'ajax', 'close', 'off', 'on', 'once', 'socketReady', 'todos', 'users'],
+      names: ['addfollower', 'ajax', 'close', 'off', 'on', 'once', 'setBaseUrl', 'socketReady', 'todos', 'users'],
       todos: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put'],
       users: ['del', 'exec', 'get', 'login', 'logout', 'me', 'off', 'on', 'once', 'post', 'put'],
       custom: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put', 'shout'],
@@ -164,12 +164,38 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
     });
     expect(out).toEqual({
       ok: [true, undefined, false],
-      failed: [null, { status: 418, message: 'asked to fail' }],
+      failed: [null, { status: 418, statusCode: 418, message: 'asked to fail' }],
       chained: 409,
       thenFail: 'function',
       plainRoot: false,
       root: true,
     });
+    await page.context().close();
+  });
+
+  it('an exception thrown in a callback is an ordinary uncaught error of the page, not an unhandled rejection', async () => {
+    const page = await (await browser.newContext()).newPage();
+    const pageErrors: string[] = [];
+    page.on('pageerror', (err) => pageErrors.push(err.message));
+    await page.goto(`${t.url}/`);
+    const out = await page.evaluate(
+      () =>
+        new Promise<{ errors: string[]; rejections: number }>((resolve) => {
+          const seen = { errors: [] as string[], rejections: 0 };
+          addEventListener('error', (e) => seen.errors.push(e.message));
+          addEventListener('unhandledrejection', () => seen.rejections++);
+          void svc.todos.get(() => {
+            throw new Error('thrown in a callback');
+          });
+          void svc.addfollower.get({ fail: 500 }, () => {
+            throw new Error('thrown in an error callback');
+          });
+          setTimeout(() => resolve(seen), 500);
+        }),
+    );
+    expect(out.rejections).toBe(0);
+    expect(out.errors.sort()).toEqual(['Uncaught Error: thrown in a callback', 'Uncaught Error: thrown in an error callback']);
+    expect(pageErrors.sort()).toEqual(['thrown in a callback', 'thrown in an error callback']);
     await page.context().close();
   });
 
@@ -198,7 +224,7 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
       putId: 'a2',
       putObj: 11,
       putQuery: 'b2',
-      noMatch: { status: 400, message: 'No object exists that matches that query' },
+      noMatch: { status: 400, statusCode: 400, message: 'No object exists that matches that query' },
       postId: 'b3',
       delId: null,
       delQuery: null,

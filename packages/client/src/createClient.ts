@@ -29,7 +29,7 @@ export function propertyName(path: string): string | undefined {
 }
 
 /** The client's own names, which no resource property hides. */
-export const CLIENT_API: ReadonlySet<string> = new Set(['ajax', 'on', 'off', 'once', 'socketReady', 'close', 'socket']);
+export const CLIENT_API: ReadonlySet<string> = new Set(['ajax', 'on', 'off', 'once', 'socketReady', 'close', 'socket', 'setBaseUrl']);
 
 /** Names a Proxy must not invent resources for (promise resolution, inspection, JSON). */
 const RESERVED = new Set(['then', 'catch', 'finally', 'toJSON', 'constructor', 'prototype', 'inspect', 'valueOf', 'toString', 'name', 'length', 'caller', 'arguments', 'apply', 'call', 'bind']);
@@ -75,6 +75,11 @@ export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl
     once: (message: string, fn: (data: unknown) => void) => ctx.realtime.once(message, fn as (...args: unknown[]) => void),
     socketReady: (fn: () => void) => ctx.realtime.socketReady(fn),
     close: () => ctx.realtime.close(),
+    setBaseUrl: (url: string) => {
+      const next = String(url).replace(/\/+$/, '');
+      ctx.transport.baseUrl = next;
+      ctx.realtime.setBaseUrl(next);
+    },
   });
   Object.defineProperty(core, 'socket', { get: () => ctx.realtime.current, enumerable: false });
   // A function's own `name` and `length` are read-only: resources so called are defined over them.

@@ -4,6 +4,8 @@ import type { SvcPromise } from './SvcPromise.js';
 export interface SvcErrorBody {
   /** HTTP status; 0 when the server could not be reached. */
   status: number;
+  /** The same as `status` (dpd.js's name). */
+  statusCode: number;
   message?: string;
   /** Messages by property name, usually validation errors. */
   errors?: Record<string, string>;
@@ -227,6 +229,11 @@ export interface ClientCore extends Listening {
   readonly ajax: { headers: Record<string, string> };
   /** Closes the realtime socket (lets a Node process exit). */
   close(): void;
+  /**
+   * Sends later calls (and the socket, reconnected when it was open) to another server, as
+   * dpd.js's `dpd.setBaseUrl`: 'https://api.example.com' or '' for the page's own origin.
+   */
+  setBaseUrl(url: string): void;
 }
 
 /** A client for an app whose resources `T` describes. */

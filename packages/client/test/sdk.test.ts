@@ -95,7 +95,7 @@ describe('@svc/client in Node against a real server', () => {
 
   it('login keeps the session cookie between calls (Node), me and logout; bad credentials are 401', async () => {
     const svc = client();
-    await expect(svc.users.login({ username: 'ann', password: 'nope' })).rejects.toMatchObject({ status: 401, message: 'bad credentials' });
+    await expect(svc.users.login({ username: 'ann', password: 'nope' })).rejects.toMatchObject({ status: 401, statusCode: 401, message: 'bad credentials' });
     const session = await svc.users.login({ username: 'ann', password: 'pw' });
     expectTypeOf(session).toEqualTypeOf<SessionInfo>();
     expect(session).toMatchObject({ path: '/users', uid: expect.any(String) as unknown });
@@ -136,6 +136,29 @@ describe('@svc/client in Node against a real server', () => {
     clients.push(loose);
     expect(await loose.todos!.get({ title: 'none' })).toEqual([]);
     expect(await Promise.resolve(loose)).toBe(loose); // not a thenable
+  });
+
+  it('setBaseUrl sends later calls, and the socket with its listeners, to another server', async () => {
+    const other = await startClientTestServer();
+    try {
+      const svc = client();
+      const root = { headers: { 'svc-ssh-key': 'dev' } };
+      await createClient(other.url, root)('todos').post({ title: 'on the other server' });
+      const got: unknown[] = [];
+      svc.on('moved', (d) => got.push(d));
+      await new Promise<void>((resolve) => svc.socketReady(resolve));
+      expect((await svc.todos.get()).map((x) => x.title)).not.toContain('on the other server');
+      svc.setBaseUrl(`${other.url}/`);
+      expect((await svc.todos.get()).map((x) => x.title)).toEqual(['on the other server']);
+      await new Promise<void>((resolve) => svc.socketReady(resolve));
+      other.realtime.emit('moved', 'from B');
+      t.realtime.emit('moved', 'from A');
+      await until(() => got.length >= 1);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(got).toEqual(['from B']);
+    } finally {
+      await other.close();
+    }
   });
 
   it('realtime: socketReady, on/once/off, collection-namespaced names', async () => {

@@ -17,7 +17,9 @@ const toNull: Mapper = () => null;
 
 /**
  * Sends one call and answers its promise; the callback, when given, runs after the promise settles
- * (so always asynchronously) with `(result)` or `(null, error)`.
+ * (so always asynchronously) with `(result)` or `(null, error)`. It runs outside the promise
+ * chain (a microtask of its own), so an exception it throws is an ordinary uncaught error that
+ * the page, its test framework and the console attribute to it, not an unhandled rejection.
  */
 export function run(ctx: AccessorContext, call: CallRequest, fn: SortedArgs['fn'], map?: Mapper): SvcPromise<unknown> {
   const promise = new SvcPromise<unknown>((resolve, reject) => {
@@ -29,7 +31,12 @@ export function run(ctx: AccessorContext, call: CallRequest, fn: SortedArgs['fn'
       })
       .catch(reject);
   });
-  if (fn) promise.then((result) => fn(result), (error: unknown) => fn(null, error));
+  if (fn) {
+    promise.then(
+      (result) => queueMicrotask(() => fn(result)),
+      (error: unknown) => queueMicrotask(() => fn(null, error)),
+    );
+  }
   return promise;
 }
 

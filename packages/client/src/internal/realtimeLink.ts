@@ -19,9 +19,23 @@ export class RealtimeLink {
   private session: string | undefined;
 
   constructor(
-    private readonly baseUrl: string,
+    private baseUrl: string,
     private readonly jar: CookieJar | undefined,
   ) {}
+
+  /** Points the socket at another server: an open socket is closed and opened there, with its listeners. */
+  setBaseUrl(url: string): void {
+    if (url === this.baseUrl) return;
+    this.baseUrl = url;
+    if (this.socket === undefined) return;
+    this.socket.disconnect();
+    this.socket = undefined;
+    const socket = this.connect();
+    for (const { message, fn, wrapped } of this.listeners) socket.on(message, wrapped ?? fn);
+  }
+
+  /** The page's listeners, so that they move with the socket (setBaseUrl). */
+  private readonly listeners: { message: string; fn: Handler; wrapped?: Handler }[] = [];
 
   /** The socket, connecting it when it is not yet. */
   connect(): Socket {
@@ -44,16 +58,30 @@ export class RealtimeLink {
   }
 
   on(message: string, fn: Handler): void {
+    this.listeners.push({ message, fn });
     this.connect().on(message, fn);
   }
 
   off(message: string, fn?: Handler): void {
+    for (let i = this.listeners.length - 1; i >= 0; i--) {
+      const entry = this.listeners[i]!;
+      if (entry.message !== message || (fn !== undefined && entry.fn !== fn)) continue;
+      this.listeners.splice(i, 1);
+      this.socket?.off(message, entry.wrapped ?? entry.fn);
+    }
     if (fn === undefined) this.socket?.off(message);
-    else this.socket?.off(message, fn);
   }
 
   once(message: string, fn: Handler): void {
-    this.connect().once(message, fn);
+    const entry: { message: string; fn: Handler; wrapped?: Handler } = { message, fn };
+    entry.wrapped = (...args: unknown[]) => {
+      const at = this.listeners.indexOf(entry);
+      if (at !== -1) this.listeners.splice(at, 1);
+      this.socket?.off(message, entry.wrapped);
+      fn(...args);
+    };
+    this.listeners.push(entry);
+    this.connect().on(message, entry.wrapped);
   }
 
   socketReady(fn: () => void): void {

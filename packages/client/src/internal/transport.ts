@@ -27,6 +27,10 @@ export class Transport {
     return this.options.baseUrl;
   }
 
+  set baseUrl(url: string) {
+    this.options.baseUrl = url;
+  }
+
   get jar(): CookieJar | undefined {
     return this.options.jar;
   }
@@ -46,7 +50,7 @@ export class Transport {
     try {
       res = await fetch(url, { method: call.method, headers, body, credentials: 'include' });
     } catch (err) {
-      throw { status: 0, message: `cannot reach ${url}: ${(err as Error).message}` } satisfies SvcErrorBody;
+      throw { status: 0, statusCode: 0, message: `cannot reach ${url}: ${(err as Error).message}` } satisfies SvcErrorBody;
     }
     this.options.jar?.store(res.headers.getSetCookie?.() ?? []);
     const text = await res.text();
@@ -71,7 +75,8 @@ function parse(text: string, contentType: string | null): unknown {
 function toError(res: Response, value: unknown): SvcErrorBody {
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
     const obj = value as Partial<SvcErrorBody>;
-    return { ...obj, status: typeof obj.status === 'number' ? obj.status : res.status } as SvcErrorBody;
+    const status = typeof obj.status === 'number' ? obj.status : res.status;
+    return { ...obj, status, statusCode: status } as SvcErrorBody;
   }
-  return { status: res.status, message: typeof value === 'string' && value !== '' ? value : res.statusText };
+  return { status: res.status, statusCode: res.status, message: typeof value === 'string' && value !== '' ? value : res.statusText };
 }
