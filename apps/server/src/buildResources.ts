@@ -1,6 +1,7 @@
 import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
 import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
+import { applyPropertyRenames } from './renameFields.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
 export interface ScriptFactory {
@@ -11,7 +12,9 @@ export interface ScriptFactory {
 }
 
 const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', '$renameFrom']);
+/** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
+const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
 const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost']);
 const COLLECTION_EVENTS = new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js']);
@@ -72,24 +75,27 @@ async function buildCustom(folder: ResourceFolder, context: BuildContext): Promi
   return mountResource(type, folder.path, impl);
 }
 
-function buildCollection(folder: ResourceFolder, context: BuildContext): Collection {
+async function buildCollection(folder: ResourceFolder, context: BuildContext): Promise<Collection> {
   warnUnknown(folder, COLLECTION_KEYS, COLLECTION_EVENTS, context.logger);
-  return new Collection(collectionOptions(folder, context));
+  return new Collection(await collectionOptions(folder, context));
 }
 
 /** What Collection and UserCollection are both built from. */
-function collectionOptions(folder: ResourceFolder, context: BuildContext): CollectionOptions {
+async function collectionOptions(folder: ResourceFolder, context: BuildContext): Promise<CollectionOptions> {
   const events = context.scripts.forCollection(folder);
+  const properties = readProperties(folder, context.logger);
+  const store = context.store.collection(folder.path.slice(1));
+  await applyPropertyRenames(folder, store, context.logger);
   return {
     path: folder.path,
-    properties: readProperties(folder, context.logger),
-    store: context.store.collection(folder.path.slice(1)),
+    properties,
+    store,
     publicCount: publicCountFor(folder, context.app),
     ...(events ? { events } : {}),
   };
 }
 
-function buildUserCollection(folder: ResourceFolder, context: BuildContext): UserCollection {
+async function buildUserCollection(folder: ResourceFolder, context: BuildContext): Promise<UserCollection> {
   warnUnknown(folder, USER_KEYS, COLLECTION_EVENTS, context.logger);
   const unguarded = ['put.js', 'delete.js'].filter((file) => !folder.scripts.has(file));
   if (context.env === 'production' && unguarded.length > 0) {
@@ -102,7 +108,7 @@ function buildUserCollection(folder: ResourceFolder, context: BuildContext): Use
   const settings = context.app.settings;
   const cost = folder.config.passwordCost ?? settings.passwordCost;
   return new UserCollection({
-    ...collectionOptions(folder, context),
+    ...(await collectionOptions(folder, context)),
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });
@@ -120,7 +126,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     if (typeof type !== 'string' || !PROPERTY_TYPES.has(type as PropertyType)) {
       throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array or date`);
     }
-    const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k));
+    const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k) && !DEPLOYD_PROPERTY_KEYS.has(k));
     if (unknown.length > 0) logger.warn(`resource ${folder.path.slice(1)}: property ${name}: ignoring ${unknown.join(', ')}`);
     out[name] = {
       type: type as PropertyType,

@@ -1,5 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appStores, runApp } from './helpers/app.js';
+import { startApp } from '@svc/server';
+import { appStores, memoryLogger, runApp, writeApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 
 // Issue 12: behaviours of Deployd 1.2 that apps rely on, on both stores.
@@ -167,4 +171,44 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     expect(login.status).toBe(200);
     expect((login.body as { id: string }).id).toMatch(/^[0-9a-f]{128}$/);
   });
+});
+
+describe.each(appStores())('config.json written by Deployd (%s store)', (store) => {
+  it('$renameFrom renames the field in every stored object once and leaves config.json; dashboard keys pass without warnings', async () => {
+    const dashboardKeys = { typeLabel: 'string', id: 'title', name: 'title', order: 0 };
+    const dir = await writeApp({ 'resources/things/config.json': { type: 'Collection', properties: { title: { type: 'string', ...dashboardKeys }, n: { type: 'number' } } } });
+    const mongo = process.env.SVC_TEST_MONGODB_URL;
+    const db = store === 'mongodb' && mongo ? { db: `${mongo.replace(/\/$/, '')}/svc_rename_${randomBytes(5).toString('hex')}` } : {};
+    const start = async () => {
+      const logger = memoryLogger();
+      const app = await startApp({ appDir: dir, port: 0, host: '127.0.0.1', logger, ...db });
+      return { app, logger };
+    };
+    try {
+      const first = await start();
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${first.app.url}/things`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: `t${i}`, n: i }) });
+        expect(res.status).toBe(200);
+      }
+      expect(first.logger.lines.filter((l) => l.includes('ignoring'))).toEqual([]);
+      await first.app.close();
+
+      const file = join(dir, 'resources', 'things', 'config.json');
+      await writeFile(file, JSON.stringify({ type: 'Collection', properties: { headline: { type: 'string', $renameFrom: 'title', ...dashboardKeys, id: 'headline', name: 'headline' }, n: { type: 'number' } } }));
+      const second = await start();
+      const things = (await (await fetch(`${second.app.url}/things?$sort={"n":1}`)).json()) as Record<string, unknown>[];
+      expect(things.map((t) => [t.headline, t.title])).toEqual([['t0', undefined], ['t1', undefined], ['t2', undefined]]);
+      expect(second.logger.lines.some((l) => l.includes('renamed title to headline in 3 objects'))).toBe(true);
+      const config = JSON.parse(await readFile(file, 'utf8')) as { properties: Record<string, Record<string, unknown>> };
+      expect(config.properties.headline).toEqual({ type: 'string', ...dashboardKeys, id: 'headline', name: 'headline' });
+      await second.app.close();
+
+      const third = await start();
+      expect(third.logger.lines.some((l) => l.includes('renamed'))).toBe(false);
+      expect(((await (await fetch(`${third.app.url}/things`)).json()) as unknown[]).length).toBe(3);
+      await third.app.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
