@@ -2,6 +2,7 @@ import { Collection, UserCollection, mountResource, validateSettings } from '@sv
 import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
+import { COLLECTION_EVENT_FILES } from './scripts.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
 export interface ScriptFactory {
@@ -17,7 +18,7 @@ const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', '$renameFr
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
 const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost']);
-const COLLECTION_EVENTS = new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js']);
+const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => file !== 'login.js'));
 
 /** What building one resource needs. */
 export interface BuildContext {
@@ -96,7 +97,7 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
 }
 
 async function buildUserCollection(folder: ResourceFolder, context: BuildContext): Promise<UserCollection> {
-  warnUnknown(folder, USER_KEYS, COLLECTION_EVENTS, context.logger);
+  warnUnknown(folder, USER_KEYS, COLLECTION_EVENT_FILES, context.logger);
   const unguarded = ['put.js', 'delete.js'].filter((file) => !folder.scripts.has(file));
   if (context.env === 'production' && unguarded.length > 0) {
     // Deployd's model, kept for the apps written for it: without scripts, any caller may change

@@ -22,7 +22,29 @@ export interface AppScripts extends ScriptFactory {
   close(): void;
 }
 
-const EVENT_LABEL: Record<string, string> = { get: 'On Get', validate: 'On Validate', post: 'On Post', put: 'On Put', delete: 'On Delete', upload: 'On Upload' };
+const EVENT_LABEL: Record<string, string> = {
+  get: 'On Get',
+  validate: 'On Validate',
+  post: 'On Post',
+  put: 'On Put',
+  delete: 'On Delete',
+  upload: 'On Upload',
+  beforerequest: 'On BeforeRequest',
+  aftercommit: 'On AfterCommit',
+  login: 'On Login',
+};
+
+/** The event files of a Collection (login.js only means something on a UserCollection). */
+export const COLLECTION_EVENT_FILES: ReadonlySet<string> = new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js', 'beforerequest.js', 'aftercommit.js', 'login.js']);
+
+/**
+ * On BeforeRequest may change the request's query, which a script sees as the variable `query`:
+ * its value when the script ends comes back as the run's result. On the first line, so that line
+ * numbers stay the script's own.
+ */
+function withQueryResult(source: string): string {
+  return `try { ${source}\n} finally { setResult(query); }`;
+}
 
 /**
  * Event scripts for the app's resources, run by @svc/script-runtime in one shared runtime.
@@ -50,7 +72,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       if (!events.has(file)) continue;
       const filename = `resources${folder.path}/${file}`;
       try {
-        const script = getRuntime().compile(source, filename);
+        const script = getRuntime().compile(file === 'beforerequest.js' && events === COLLECTION_EVENT_FILES ? withQueryResult(source) : source, filename);
         out.set(file.slice(0, -3), { script, uses: usesOf(script) });
       } catch (err) {
         if (!(err instanceof ScriptSyntaxError) || env === 'production') throw err;
@@ -140,7 +162,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       };
     },
     forCollection(folder): CollectionEventRunner | undefined {
-      const scripts = compile(folder, new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js']));
+      const scripts = compile(folder, COLLECTION_EVENT_FILES);
       if (scripts.size === 0) return undefined;
       const name = folder.path.slice(1);
       return {
@@ -149,12 +171,14 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           const compiled = scripts.get(event) as Compiled;
           const result = await runOne(compiled, {
             thisObj: input.object,
-            locals: locals(input.ctx, compiled.uses, { previous: input.previous ?? {} }),
+            locals: locals(input.ctx, compiled.uses, { previous: input.previous ?? {}, ...input.locals }),
             host: host(input.ctx, compiled.uses),
             label: `${name} ${EVENT_LABEL[event]}`,
           });
           throwIfCancelled(result);
-          return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected };
+          const outcome: EventOutcome = { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected };
+          if (event === 'beforerequest' && result.setResultCalled && isPlainRecord(result.result)) outcome.query = result.result;
+          return outcome;
         },
         async runGetBatch(ctx, objects) {
           const { script, uses } = scripts.get('get') as Compiled;
@@ -222,4 +246,8 @@ function scriptFailure(err: unknown, env: 'development' | 'production', logger: 
   const message = env === 'production' ? (kind === 'SCRIPT_TIMEOUT' ? 'script timed out' : 'internal server error') : `${where}: ${err.message}`;
   // Logged above already; the reply path must not log it twice.
   return new SvcError(kind, message, { status: 500, cause: err });
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -182,8 +182,9 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
       () =>
         new Promise<{ errors: string[]; rejections: number }>((resolve) => {
           const seen = { errors: [] as string[], rejections: 0 };
-          addEventListener('error', (e) => seen.errors.push(e.message));
-          addEventListener('unhandledrejection', () => seen.rejections++);
+          const page = globalThis as unknown as { addEventListener(type: string, fn: (e: { message: string }) => void): void };
+          page.addEventListener('error', (e) => seen.errors.push(e.message));
+          page.addEventListener('unhandledrejection', () => seen.rejections++);
           void svc.todos.get(() => {
             throw new Error('thrown in a callback');
           });

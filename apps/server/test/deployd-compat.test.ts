@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RecordingRealtime } from '@svc/core';
 import { startApp } from '@svc/server';
 import { appStores, memoryLogger, runApp, writeApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
@@ -26,6 +27,23 @@ const files = {
   `,
   'resources/notes/config.json': { type: 'Collection', properties: { message: { type: 'string' }, other: { type: 'string' } } },
   'resources/notes/put.js': "protect('message');\nthis.other = 'saw ' + this.message;\n",
+  'resources/guests/config.json': { type: 'UserCollection', properties: { banned: { type: 'boolean' }, logins: { type: 'number' }, lastTry: { type: 'string' } } },
+  'resources/guests/login.js': `
+    if (success && this.banned) cancel('banned', 403);
+    if (success) { this.logins = (this.logins || 0) + 1; this.password = 'nope'; this.username = 'renamed'; }
+    emit('login-attempt', { success: success, known: !!this.id });
+  `,
+  'resources/guarded2/config.json': { type: 'Collection', properties: { name: { type: 'string' }, owner: { type: 'string' }, tag: { type: 'string' } } },
+  'resources/guarded2/beforerequest.js': `
+    if (event === 'DELETE' && !isRoot) cancel('no deletes here', 403);
+    if (event === 'GET' && query.mine) { query.owner = 'me-' + query.mine; delete query.mine; }
+    if (event === 'POST') this.tag = 'set before request';
+  `,
+  'resources/guarded2/post.js': "this.sawTag = this.tag;\n",
+  'resources/guarded2/aftercommit.js': `
+    emit('committed', { event: event, id: this.id, name: this.name, stored: true });
+    if (this.name === 'boom') throw new Error('after commit failed');
+  `,
   'resources/rejects/config.json': { type: 'Collection', properties: { kind: { type: 'string' } } },
   'resources/rejects/post.js': `
     if (this.kind === 'string') throw 'fail';
@@ -42,9 +60,11 @@ const files = {
 describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
   let t: AppHandle;
   const root = { 'svc-ssh-key': 'any' };
+  const realtime = new RecordingRealtime();
+  const logger = memoryLogger();
 
   beforeAll(async () => {
-    t = await runApp(files, { store });
+    t = await runApp(files, { store, realtime, logger });
   }, 30_000);
   afterAll(async () => {
     await t?.close();
@@ -127,6 +147,59 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ message: 'first', other: 'saw first' });
     expect((await t.request('GET', `/notes/${note.id}`)).body).toMatchObject({ message: 'first', other: 'saw first' });
+  });
+
+  it('On BeforeRequest runs before the other events: cancel, a changed query, a changed body', async () => {
+    expect((await post('/guarded2', { name: 'a', owner: 'me-ann' })).sawTag).toBe('set before request');
+    await post('/guarded2', { name: 'b', owner: 'me-bob' });
+    const mine = await t.request('GET', `/guarded2?mine=ann`);
+    expect((mine.body as Obj[]).map((o) => o.name)).toEqual(['a']);
+    const all = (await t.request('GET', '/guarded2')).body as Obj[];
+    expect(all.map((o) => o.tag)).toEqual(['set before request', 'set before request']);
+    const del = await t.request('DELETE', `/guarded2/${all[0]!.id}`);
+    expect(del).toMatchObject({ status: 403, body: { message: 'no deletes here' } });
+    expect((await t.request('DELETE', `/guarded2/${all[0]!.id}`, undefined, root)).status).toBe(204);
+  });
+
+  it('On AfterCommit runs after the write is stored (emits); its failure does not undo the write', async () => {
+    const committed = () => realtime.messages.filter((m) => m.message === 'committed').map((m) => m.data as Obj);
+    const before = committed().length;
+    const made = await post('/guarded2', { name: 'c' });
+    await t.request('PUT', `/guarded2/${made.id}`, { name: 'c2' });
+    await t.request('DELETE', `/guarded2/${made.id}`, undefined, root);
+    expect(committed().slice(before)).toEqual([
+      { event: 'POST', id: made.id, name: 'c', stored: true },
+      { event: 'PUT', id: made.id, name: 'c2', stored: true },
+      { event: 'DELETE', id: made.id, name: 'c2', stored: true },
+    ]);
+    const count = ((await t.request('GET', '/guarded2')).body as Obj[]).length;
+    const boom = await t.request('POST', '/guarded2', { name: 'boom' });
+    expect(boom.status).toBe(200);
+    expect(((await t.request('GET', '/guarded2')).body as Obj[]).length).toBe(count + 1);
+    expect(logger.lines.some((l) => l.includes('On AfterCommit') && l.includes('after commit failed'))).toBe(true);
+  });
+
+  it('On Login sees every attempt (user or {}, success); cancel refuses it; changes to the user are stored', async () => {
+    const guest = await post('/guests', { username: 'gina', password: 'pw' });
+    await post('/guests', { username: 'bert', password: 'pw', banned: true });
+    const ok = await t.request('POST', '/guests/login', { username: 'gina', password: 'pw' });
+    expect(ok.status).toBe(200);
+    const stored = (await t.request('GET', `/guests/${guest.id}`)).body as Obj;
+    expect(stored).toMatchObject({ username: 'gina', logins: 1 });
+    // The script's this.password and this.username were not stored: the old password still works.
+    expect((await t.request('POST', '/guests/login', { username: 'gina', password: 'pw' })).status).toBe(200);
+    expect(((await t.request('GET', `/guests/${guest.id}`)).body as Obj).logins).toBe(2);
+    expect((await t.request('POST', '/guests/login', { username: 'bert', password: 'pw' }))).toMatchObject({ status: 403, body: { message: 'banned' } });
+    expect((await t.request('POST', '/guests/login', { username: 'gina', password: 'wrong' })).status).toBe(401);
+    expect((await t.request('POST', '/guests/login', { username: 'nobody', password: 'pw' })).status).toBe(401);
+    const attempts = realtime.messages.filter((m) => m.message === 'login-attempt').map((m) => m.data);
+    // bert's run was cancelled before its emit.
+    expect(attempts).toEqual([
+      { success: true, known: true },
+      { success: true, known: true },
+      { success: false, known: true },
+      { success: false, known: false },
+    ]);
   });
 
   it('POST /users {} reports both username and password', async () => {

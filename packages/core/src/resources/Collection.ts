@@ -5,6 +5,7 @@ import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, StoreCollection } from '../store/Store.js';
+import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
@@ -40,6 +41,8 @@ export class Collection implements Resource {
   protected readonly storeOnly: ReadonlySet<string> = new Set();
   protected readonly events: CollectionEventRunner;
   private readonly publicCount: boolean;
+  /** The server's logger, from init(). */
+  protected logger: Logger | undefined;
 
   constructor(options: CollectionOptions) {
     this.path = options.path;
@@ -50,14 +53,48 @@ export class Collection implements Resource {
   }
 
   /** Creates the indexes that `unique` and `index` properties ask for. */
-  async init(_host?: ResourceHost): Promise<void> {
+  async init(host?: ResourceHost): Promise<void> {
+    this.logger = host?.logger;
     for (const [field, def] of Object.entries(this.properties)) {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
       else if (def.index) await this.store.ensureIndex({ field });
     }
   }
 
-  handle(ctx: Context): Promise<Reply> {
+  async handle(ctx: Context): Promise<Reply> {
+    const method = ctx.method;
+    if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
+      await this.beforeRequest(ctx);
+    }
+    return this.dispatch(ctx);
+  }
+
+  /**
+   * On BeforeRequest (Deployd 1.2): before any other event of a GET, POST, PUT or DELETE, with
+   * `event` the method; it may cancel, change `query`, and (POST, PUT) change the body as `this`.
+   */
+  private async beforeRequest(ctx: Context): Promise<void> {
+    if (ctx.isRoot && skipEventsAsked(ctx, isPlainObject(ctx.body) ? ctx.body : undefined)) return;
+    const hasBody = (ctx.method === 'POST' || ctx.method === 'PUT') && isPlainObject(ctx.body);
+    const outcome = await this.events.run('beforerequest', { ctx, object: hasBody ? { ...(ctx.body as Record<string, unknown>) } : {}, locals: { event: ctx.method } });
+    if (outcome.query !== undefined) ctx.query = outcome.query;
+    if (hasBody) ctx.body = outcome.object;
+  }
+
+  /**
+   * On AfterCommit (Deployd 1.2): after a write is stored, with the stored object as `this` and
+   * `event` the method. The write stands whatever the script does; its errors are logged.
+   */
+  protected async afterCommit(ctx: Context, object: Record<string, unknown>, previous: Record<string, unknown> | undefined): Promise<void> {
+    if (!this.events.has('aftercommit') || (ctx.isRoot && skipEventsAsked(ctx, isPlainObject(ctx.body) ? ctx.body : undefined))) return;
+    try {
+      await this.events.run('aftercommit', { ctx, object: { ...object }, previous: previous ?? {}, locals: { event: ctx.method } });
+    } catch (err) {
+      this.logger?.warn(`${this.path.slice(1)} On AfterCommit: ${err instanceof Error ? err.message : String(err)} (the write is stored)`);
+    }
+  }
+
+  private dispatch(ctx: Context): Promise<Reply> {
     switch (ctx.method) {
       case 'GET':
         return this.handleGet(ctx);
@@ -164,6 +201,7 @@ export class Collection implements Resource {
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
     await this.afterWrite(ctx, stored, undefined);
+    await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
     return { status: 200, body: this.present(outcome ? hideFrom(stored, outcome.hidden) : stored) };
   }
 
@@ -193,6 +231,7 @@ export class Collection implements Resource {
     const updated = await this.writing(() => this.store.update(filter, ops));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     await this.afterWrite(ctx, updated, previous);
+    await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
     return { status: 200, body: this.present(outcome ? hideFrom(updated, outcome.hidden) : updated) };
   }
 
@@ -249,13 +288,16 @@ export class Collection implements Resource {
     }
     const filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
-    if (!skipEvents && this.events.has('delete')) {
-      const doc = await this.store.findOne(filter);
-      if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
-      await this.events.run('delete', { ctx, object: this.withoutStoreOnly(doc) });
+    if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
+      if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+      return { status: 204 };
     }
-    const removed = await this.store.remove(filter);
-    if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');
+    const doc = await this.store.findOne(filter);
+    if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
+    const object = this.withoutStoreOnly(doc);
+    if (this.events.has('delete')) await this.events.run('delete', { ctx, object });
+    if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    await this.afterCommit(ctx, object, undefined);
     return { status: 204 };
   }
 
@@ -267,26 +309,27 @@ export class Collection implements Resource {
   private async deleteMatching(ctx: Context): Promise<Reply> {
     const filter = compileFilter(ctx.query, this.properties);
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
-    if (skipEvents || !this.events.has('delete')) {
+    if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       const removed = await this.store.remove(filter);
       if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 204 };
     }
     const docs = await this.store.find(filter, {});
     if (docs.length === 0) throw new SvcError('NOT_FOUND', 'not found');
-    const ids: string[] = [];
+    const deleted: Doc[] = [];
     let firstError: unknown;
     for (const doc of docs) {
       try {
-        await this.events.run('delete', { ctx, object: this.withoutStoreOnly(doc) });
-        ids.push(doc.id);
+        if (this.events.has('delete')) await this.events.run('delete', { ctx, object: this.withoutStoreOnly(doc) });
+        deleted.push(doc);
       } catch (err) {
         if (!isSvcError(err) || err.status >= 500) throw err;
         firstError ??= err;
       }
     }
-    if (ids.length === 0) throw firstError;
-    await this.store.remove({ id: { $in: ids } });
+    if (deleted.length === 0) throw firstError;
+    await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
+    for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
     return { status: 204 };
   }
 

@@ -4,6 +4,7 @@ import type { ClientShape, ResourceHost, UserResource } from '../resource.js';
 import type { Doc } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { Collection } from './Collection.js';
+import { diffUpdate } from './updates.js';
 import type { CollectionOptions } from './Collection.js';
 import { LoginLimiter } from './loginLimiter.js';
 import type { LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
@@ -128,6 +129,7 @@ export class UserCollection extends Collection implements UserResource {
     const stored = typeof user?.password === 'string' ? user.password : undefined;
     // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
     const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
+    if (this.events.has('login')) await this.onLogin(ctx, user, ok && user !== null);
     if (!ok || user === null) throw new SvcError('BAD_CREDENTIALS', BAD_CREDENTIALS);
     await attempt.succeeded();
     if (stored !== undefined && isLegacyHash(stored)) {
@@ -142,6 +144,20 @@ export class UserCollection extends Collection implements UserResource {
       body: { id: session.id, path: this.path, uid: user.id },
       headers: { 'set-cookie': host.sessionCookie(session.id, ctx) },
     };
+  }
+
+  /**
+   * On Login (Deployd 1.2): every attempt that reached the password check, with the user as `this`
+   * when the username matched ({} otherwise) and `success` telling whether the password was right.
+   * A cancel() refuses the login; on a successful one, changes to `this` are stored (not the
+   * username or password).
+   */
+  private async onLogin(ctx: Context, user: Doc | null, success: boolean): Promise<void> {
+    const visible = user === null ? {} : this.withoutStoreOnly(user);
+    const outcome = await this.events.run('login', { ctx, object: { ...visible }, previous: visible, locals: { success, event: 'LOGIN' } });
+    if (!success || user === null) return;
+    const ops = diffUpdate(user, outcome.object, {}, [...outcome.protectedProps, ...this.storeOnly, 'username']);
+    if (ops.$set !== undefined || ops.$unset !== undefined) await this.writing(() => this.store.update({ id: user.id }, ops));
   }
 
   private async logout(ctx: Context): Promise<Reply> {

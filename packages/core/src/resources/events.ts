@@ -1,8 +1,12 @@
 import type { Context } from '../types.js';
 import type { Doc } from '../store/Store.js';
 
-/** The events of a Collection, in the spec's names: On Get, On Validate, On Post, On Put, On Delete. */
-export type CollectionEvent = 'get' | 'validate' | 'post' | 'put' | 'delete';
+/**
+ * The events of a Collection, in the spec's names: On Get, On Validate, On Post, On Put, On
+ * Delete; and Deployd 1.2's On BeforeRequest (before any other event of GET/POST/PUT/DELETE), On
+ * AfterCommit (after a write is stored) and, on a UserCollection, On Login (every login attempt).
+ */
+export type CollectionEvent = 'get' | 'validate' | 'post' | 'put' | 'delete' | 'beforerequest' | 'aftercommit' | 'login';
 
 /** What one event run did to its object. */
 export interface EventOutcome {
@@ -12,6 +16,8 @@ export interface EventOutcome {
   hidden: readonly string[];
   /** Properties protect() keeps from being written. */
   protectedProps: readonly string[];
+  /** On BeforeRequest: the request's query as the script left it. */
+  query?: Record<string, unknown>;
 }
 
 /** Input of one event run. */
@@ -20,6 +26,8 @@ export interface EventInput {
   object: Record<string, unknown>;
   /** The stored values before an update; `{}` on create. */
   previous?: Record<string, unknown>;
+  /** More variables of the event: `event` ('GET', 'POST', ...), `success` (On Login). */
+  locals?: Record<string, unknown>;
 }
 
 /**
