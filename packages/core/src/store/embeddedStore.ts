@@ -7,7 +7,7 @@ import { RE2JS } from 're2js';
 import { SvcError } from '../errors.js';
 import { DuplicateKeyError, assertCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
-import { copyDoc, copyValue } from './internal/copy.js';
+import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
 import { renameId } from './internal/renameId.js';
 import { lockDataFolder } from './internal/dataLock.js';
@@ -117,6 +117,8 @@ class EmbeddedCollection implements StoreCollection {
   /** Inserts that arrived while a group commit was being written; the next one writes them all. */
   #pending: PendingInsert[] = [];
   #committing = false;
+  /** The insertion number of the last insert (SEQ). */
+  #seq = 0;
 
   readonly #filename: string;
   readonly #warn: (message: string) => void;
@@ -152,6 +154,12 @@ class EmbeddedCollection implements StoreCollection {
       const message = err instanceof Error ? err.message : String(err);
       throw new Error(`embedded store: ${this.#filename} is corrupt (${message}); it was left as it is`, { cause: err });
     }
+    // Insertion order: numbers go on from the highest stored; an index keeps objects in that order.
+    for (const raw of this.#db.getAllData() as unknown as Raw[]) {
+      const n = raw[SEQ];
+      if (typeof n === 'number' && n > this.#seq) this.#seq = n;
+    }
+    if (!indexesOf(this.#db)[SEQ]) await this.#db.ensureIndexAsync({ fieldName: SEQ });
     this.#loaded = true;
   }
 
@@ -162,13 +170,14 @@ class EmbeddedCollection implements StoreCollection {
     // deep-copy every object and the re-keying copy it again).
     const query = toNedbFilter(filter);
     if (!options.sort && isEmpty(query)) {
-      // Every object, in nedb's order (its _id index), without matching each against {}.
+      // Every object in insertion order (the SEQ index), without matching each against {}.
       const from = options.skip ?? 0;
       const to = options.limit ? from + options.limit : undefined;
-      return this.#executor.pushAsync(() => Promise.resolve((db.getAllData() as unknown as Raw[]).slice(from, to).map(project)));
+      const bySeq = indexesOf(db)[SEQ] as unknown as { getAll(): Raw[] };
+      return this.#executor.pushAsync(() => Promise.resolve(bySeq.getAll().slice(from, to).map(project)));
     }
     let cursor = new Cursor(db, query, (raws) => raws.map(project));
-    if (options.sort) cursor = cursor.sort(renameId(options.sort));
+    cursor = cursor.sort(options.sort ? renameId(options.sort) : { [SEQ]: 1 });
     if (options.skip) cursor = cursor.skip(options.skip);
     if (options.limit) cursor = cursor.limit(options.limit);
     return (await cursor) as Doc[];
@@ -205,8 +214,9 @@ class EmbeddedCollection implements StoreCollection {
     await this.#open();
     const { id, ...rest } = doc;
     this.#dirty = true;
+    const seq = ++this.#seq;
     return new Promise<Doc>((resolve, reject) => {
-      this.#pending.push({ raw: { _id: id, ...rest }, touched: Object.keys(rest), resolve, reject });
+      this.#pending.push({ raw: { _id: id, ...rest, [SEQ]: seq }, touched: Object.keys(rest), resolve, reject });
       if (!this.#committing) void this.#commit();
     });
   }
@@ -400,7 +410,7 @@ function isSameInsert(cached: Raw, raw: Raw): boolean {
 
 function toDoc(raw: Raw): Doc {
   const out: Record<string, unknown> = { id: raw._id };
-  for (const key in raw) if (key !== '_id') out[key] = raw[key];
+  for (const key in raw) if (key !== '_id' && key !== SEQ) out[key] = raw[key];
   return out as Doc;
 }
 
@@ -416,19 +426,21 @@ function projector(fields: Record<string, 0 | 1> | undefined): (raw: Raw) => Doc
   if (included.length > 0 || (fields.id === 1 && keys.length === 0)) {
     return (raw) => {
       const out: Record<string, unknown> = withId ? { id: raw._id } : {};
-      for (const key of included) if (Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
+      for (const key of included) if (key !== SEQ && Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
       return out as Doc;
     };
   }
   const excluded = new Set(keys);
   return (raw) => {
     const out: Record<string, unknown> = withId ? { id: raw._id } : {};
-    for (const key in raw) if (key !== '_id' && !excluded.has(key) && Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
+    for (const key in raw) if (key !== '_id' && key !== SEQ && !excluded.has(key) && Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
     return out as Doc;
   };
 }
 
 function toNedbUpdate(ops: UpdateOps): { modifier: Query; pulls: Record<string, unknown[]> | undefined } {
+  // The insertion number is the store's own: no update changes it.
+  ops = withoutSeq(ops);
   const modifier: Query = {};
   if (ops.$set && Object.keys(ops.$set).length > 0) modifier.$set = renameId(ops.$set);
   if (ops.$unset && Object.keys(ops.$unset).length > 0) modifier.$unset = renameId(ops.$unset);
@@ -572,4 +584,15 @@ function isOperatorObject(value: unknown): value is Record<string, unknown> {
   const operators = keys.filter((k) => k.startsWith('$')).length;
   if (operators > 0 && operators < keys.length) throw new Error('a condition cannot mix operators and properties');
   return operators > 0;
+}
+
+function withoutSeq(ops: UpdateOps): UpdateOps {
+  if (!Object.values(ops).some((fields: object | undefined) => fields !== undefined && SEQ in fields)) return ops;
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [kind, fields] of Object.entries(ops) as [string, Record<string, unknown> | undefined][]) {
+    if (fields === undefined) continue;
+    const { [SEQ]: _seq, ...rest } = fields;
+    out[kind] = rest;
+  }
+  return out as UpdateOps;
 }

@@ -460,6 +460,28 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       await expect(again.insert({ id: 'n1', name: 'Dee' })).rejects.toMatchObject({ field: 'name' });
     });
 
+    test('find without a sort answers insertion order, also filtered, paged, after updates and a reopen', async ({ coll, reopen }) => {
+      const order = ['z9', 'a1', 'm5', 'b2', 'y0', 'c3'];
+      for (const [i, id] of order.entries()) await coll.insert({ id, n: i, even: i % 2 === 0 });
+      const idsInOrder = (docs: Doc[]) => docs.map((d) => d.id);
+      expect(idsInOrder(await coll.find({}))).toEqual(order);
+      expect(idsInOrder(await coll.find({ even: true }))).toEqual(['z9', 'm5', 'y0']);
+      expect(idsInOrder(await coll.find({}, { skip: 1, limit: 3 }))).toEqual(['a1', 'm5', 'b2']);
+      await coll.update({ id: 'z9' }, { $set: { n: 100 } });
+      await coll.update({ id: 'm5' }, { $inc: { n: 1 }, $push: { tags: ['t'] } });
+      await coll.remove({ id: 'b2' });
+      await coll.insert({ id: 'aa', n: 7 });
+      const expected = ['z9', 'a1', 'm5', 'y0', 'c3', 'aa'];
+      expect(idsInOrder(await coll.find({}))).toEqual(expected);
+      expect(idsInOrder(await coll.find({}, { fields: { n: 1 } }))).toEqual(expected);
+      expect((await coll.find({}))[0]).toEqual({ id: 'z9', n: 100, even: true });
+      const name = coll.name;
+      const again = (await reopen()).collection(name);
+      expect(idsInOrder(await again.find({}))).toEqual(expected);
+      await again.insert({ id: 'ab', n: 8 });
+      expect(idsInOrder(await again.find({ n: { $gte: 0 } }))).toEqual([...expected, 'ab']);
+    });
+
     test('collections are separate, nested names included', async ({ store }) => {
       const base = `c_${suffix()}`;
       const names = [base, `${base}/child`, `${base}_child`, `${base}/child/leaf`];

@@ -22,11 +22,18 @@ export function copyValue(value: unknown): unknown {
   return out;
 }
 
-/** A copy of a cached object with `_id` renamed to `id` (first key, as before). */
+/**
+ * The embedded store's hidden insertion number of each object: lists without `$sort` come back in
+ * insertion order, as MongoDB's natural order does in practice. Never answered, never written by a
+ * caller.
+ */
+export const SEQ = '__svcSeq';
+
+/** A copy of a cached object with `_id` renamed to `id` (first key, as before), without SEQ. */
 export function copyDoc(raw: { _id: string } & Record<string, unknown>): { id: string } & Record<string, unknown> {
   const out: Record<string, unknown> = { id: raw._id };
   for (const key in raw) {
-    if (key !== '_id' && Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
+    if (key !== '_id' && key !== SEQ && Object.hasOwn(raw, key)) out[key] = copyValue(raw[key]);
   }
   return out as { id: string } & Record<string, unknown>;
 }
