@@ -1,4 +1,4 @@
-import { isUserResource } from '@svc/core';
+import { isUserResource, recursionLimitOf } from '@svc/core';
 import type { Context, InternalRequest, Reply, Resource } from '@svc/core';
 import type { HostApi } from '@svc/script-runtime';
 
@@ -39,7 +39,8 @@ export function scriptClient(
     api[name] = async (...args: unknown[]) => {
       const input = toRequest(call, path, args, ctx);
       const key = `${input.method} ${input.path}`;
-      const limit = limitOf(input.query) ?? limitOf(ctx.query) ?? DEFAULT_LIMIT_RECURSION;
+      // The nearest $limitRecursion bounds the whole chain (the outermost request's included).
+      const limit = recursionLimitOf(input.query) ?? ctx.limitRecursion ?? recursionLimitOf(ctx.query) ?? DEFAULT_LIMIT_RECURSION;
       if (ctx.callChain.filter((k) => k === key).length >= limit) return null;
       const reply = await request(input);
       if (reply.status >= 400) throw reply.body ?? { status: reply.status };
@@ -47,11 +48,6 @@ export function scriptClient(
     };
   }
   return api;
-}
-
-function limitOf(query: Record<string, unknown> | undefined): number | undefined {
-  const value = Number(query?.$limitRecursion);
-  return query?.$limitRecursion !== undefined && Number.isInteger(value) && value >= 0 ? value : undefined;
 }
 
 /** The client library's argument rules: strings and numbers are path segments, objects query and body. */

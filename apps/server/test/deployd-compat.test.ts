@@ -44,6 +44,11 @@ const files = {
     emit('committed', { event: event, id: this.id, name: this.name, stored: true });
     if (this.name === 'boom') throw new Error('after commit failed');
   `,
+  'resources/depth/config.json': { type: 'Collection', properties: { level: { type: 'number' } } },
+  'resources/depth/get.js': `
+    var kids = await svc.depth.get({ level: this.level + 1 });
+    this.reached = kids && kids[0] ? kids[0].reached : this.level;
+  `,
   'resources/rejects/config.json': { type: 'Collection', properties: { kind: { type: 'string' } } },
   'resources/rejects/post.js': `
     if (this.kind === 'string') throw 'fail';
@@ -200,6 +205,15 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
       { success: false, known: true },
       { success: false, known: false },
     ]);
+  });
+
+  it('$limitRecursion in the request bounds the whole chain of internal calls', async () => {
+    for (let level = 0; level <= 12; level++) await post('/depth', { level });
+    const reached = async (query: string) => ((await t.request('GET', `/depth?level=0${query}`)).body as Obj[])[0]!.reached;
+    expect(await reached('')).toBe(2);
+    expect(await reached('&$limitRecursion=5')).toBe(5);
+    expect(await reached('&$limitRecursion=9')).toBe(9);
+    expect(await reached('&$limitRecursion=0')).toBe(0);
   });
 
   it('POST /users {} reports both username and password', async () => {

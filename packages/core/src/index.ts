@@ -1,6 +1,6 @@
 export { SvcError, isSvcError, errorStatus } from './errors.js';
 export type { ErrorBody, ErrorCode, SvcErrorOptions } from './errors.js';
-export { createServer } from './server.js';
+export { createServer, recursionLimitOf } from './server.js';
 export type { ExtraRoute, InternalRequest, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
 export type { Context, PropertyDef, PropertyType, Reply, ResourceConfig, Session } from './types.js';
 export type { ClientShape, Resource, ResourceHost, UserResource } from './resource.js';

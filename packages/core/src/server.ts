@@ -218,6 +218,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       isRoot: parent.isRoot,
       internal: true,
       callChain: [...parent.callChain, `${input.method.toUpperCase()} ${input.path}`],
+      limitRecursion: recursionLimitOf(input.query) ?? parent.limitRecursion ?? recursionLimitOf(parent.query),
     };
     try {
       return (await match.resource.handle(ctx)) ?? { status: 204 };
@@ -294,4 +295,12 @@ function rootHeader(req: IncomingMessage): string | undefined {
 
 function isHttps(req: IncomingMessage): boolean {
   return (req.socket as { encrypted?: boolean }).encrypted === true || req.headers['x-forwarded-proto'] === 'https';
+}
+
+/** A query's `$limitRecursion`, when it is a whole number >= 0. */
+export function recursionLimitOf(query: Record<string, unknown> | undefined): number | undefined {
+  const raw = query?.$limitRecursion;
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  return Number.isInteger(value) && value >= 0 ? value : undefined;
 }

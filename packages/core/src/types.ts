@@ -67,6 +67,11 @@ export interface Context {
   internal: boolean;
   /** "METHOD /path" of every internal call that led here, outermost first ($limitRecursion). */
   callChain: readonly string[];
+  /**
+   * The `$limitRecursion` that bounds this chain of internal calls: the nearest one given, in an
+   * internal call's query or the outermost request's. Undefined: the default.
+   */
+  limitRecursion?: number | undefined;
   /** The raw request: absent on internal calls. */
   req?: IncomingMessage;
   /** The raw response: absent on internal calls. */
