@@ -7,6 +7,8 @@ import { generateKey, keysFile, readKeys } from './keys.js';
 import { startApp } from './startApp.js';
 import { writeTypes } from './typesCommand.js';
 import { importCommand } from './importCommand.js';
+import { coreVersion } from './installedTypes.js';
+import { migrateDeployd } from './migrateDeployd.js';
 
 const USAGE = `usage:
   svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]
@@ -15,6 +17,7 @@ const USAGE = `usage:
   svc showkey [app-dir]  print the app's root key
   svc types [app-dir] [--out <file>|-]  write TypeScript types for @svc/client (default <app>/svc-types.ts)
   svc import [app-dir] --resource <name> [--db <mongodb-url>]  run an Importer resource, with a progress bar
+  svc migrate-deployd <dir> [--out <dir>] [--dry-run]  turn a Deployd 1.2 app into an svc app (prints every change)
 environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags`;
 
 /** Runs the svc command line; answers the exit code (or never, while serving). */
@@ -33,6 +36,7 @@ export async function main(argv: string[]): Promise<number> {
         resource: { type: 'string', short: 'r' },
         env: { type: 'string', short: 'e' },
         help: { type: 'boolean', short: 'h' },
+        'dry-run': { type: 'boolean' },
         version: { type: 'boolean', short: 'v' },
       },
     });
@@ -85,6 +89,17 @@ export async function main(argv: string[]): Promise<number> {
       if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`);
       const db = str(values.db) ?? process.env.SVC_DB;
       return importCommand({ appDir: arg ?? '.', resource, env, progress: process.stderr, out: process.stdout, ...(db ? { db } : {}) });
+    }
+    case 'migrate-deployd': {
+      if (!arg) return usage('svc migrate-deployd needs the Deployd app folder');
+      try {
+        const out = str(values.out);
+        await migrateDeployd({ dir: arg, ...(out ? { out } : {}), dryRun: values['dry-run'] === true, version: await coreVersion(), print: (line) => process.stdout.write(`${line}\n`) });
+      } catch (err) {
+        process.stderr.write(`svc migrate-deployd: ${(err as Error).message}\n`);
+        return 1;
+      }
+      return 0;
     }
     default:
       return serve(command ?? '.', values);
