@@ -38,7 +38,7 @@ describe('svc migrate-deployd', () => {
     expect(stdout).toContain('remove app.dpd');
     expect(stdout).toContain('public/index.html:6: <script src="/dpd.js"></script>  ->  <script src="/svc.js"></script>');
     expect(stdout).toContain("_svc.ajax.headers = { 'svc-ssh-key': 'not the key' };");
-    expect(stdout).toMatch(/resources\/todos\/get\.js:2: dpd\.comments\.get\(.*->  svc\.comments\.get\(/);
+    expect(stdout).toMatch(/resources\/todos\/get\.js:2: dpd\.comments\.get\(.*-> {2}svc\.comments\.get\(/);
     expect(stdout).toContain('package.json: dpd-event -> @svc/type-event');
     expect(stdout).toContain('package.json: deployd -> @svc/server');
     expect(stdout).toContain('package.json: dpd-fileupload -> no equivalent');
