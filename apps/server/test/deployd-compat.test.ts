@@ -216,6 +216,15 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     expect(await reached('&$limitRecursion=0')).toBe(0);
   });
 
+  it('a numeric string for a number property is read with parseFloat, as Deployd did', async () => {
+    expect(await post('/items', { name: 'num1', n: '5' })).toMatchObject({ n: 5 });
+    expect(await post('/items', { name: 'num2', n: '2.5kg' })).toMatchObject({ n: 2.5 });
+    const none = await post('/items', { name: 'num3', n: 'many' });
+    expect(none.n).toBeUndefined();
+    const put = await t.request('PUT', `/items/${none.id}`, { n: ' -7 ' });
+    expect(put.body).toMatchObject({ n: -7 });
+  });
+
   it('POST /users {} reports both username and password', async () => {
     const res = await t.request('POST', '/users', {});
     expect(res.status).toBe(400);

@@ -19,7 +19,8 @@ const MODIFIERS = new Set(['$inc', '$push', '$pushAll', '$pull', '$pullAll', '$a
 
 /**
  * Keeps only a body's known properties whose values fit their type; unknown properties and
- * mismatching values are ignored, as the spec says. A form body's strings are read as numbers
+ * mismatching values are ignored, as the spec says. A JSON string for a number property is read
+ * with parseFloat, as Deployd did. A form body's strings are read as numbers
  * and booleans where the property says so ("5" -> 5, "true"/"on" -> true, "false"/"" -> false).
  * Modifier objects are taken only on update.
  */
@@ -58,8 +59,12 @@ function acceptValue(name: string, value: unknown, def: PropertyDef): unknown {
   switch (def.type) {
     case 'string':
       return typeof value === 'string' ? value : REJECT;
-    case 'number':
-      return typeof value === 'number' && Number.isFinite(value) ? value : REJECT;
+    case 'number': {
+      // A string is read with parseFloat, as Deployd did ("5" -> 5, "2.5kg" -> 2.5); one that
+      // reads as no finite number is ignored (Deployd stored NaN).
+      const n = typeof value === 'string' ? Number.parseFloat(value) : value;
+      return typeof n === 'number' && Number.isFinite(n) ? n : REJECT;
+    }
     case 'boolean':
       return typeof value === 'boolean' ? value : REJECT;
     case 'object':
