@@ -13,7 +13,7 @@ export interface ScriptFactory {
 }
 
 const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', '$renameFrom']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', '$renameFrom']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
@@ -134,6 +134,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
       required: (def as Record<string, unknown>).required === true,
       unique: (def as Record<string, unknown>).unique === true,
       index: (def as Record<string, unknown>).index === true,
+      ...((def as Record<string, unknown>).private === true ? { private: true } : {}),
     };
   }
   return out;

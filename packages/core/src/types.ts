@@ -12,6 +12,11 @@ export interface PropertyDef {
   unique?: boolean;
   /** A non-unique index in the store. */
   index?: boolean;
+  /**
+   * Readable, filterable and sortable only by root and by event scripts (as `password` is):
+   * answers to other requests leave it out and their queries cannot test it. Writable as usual.
+   */
+  private?: boolean;
 }
 
 /** A resource's config.json: its type plus type-specific settings. */

@@ -44,9 +44,15 @@ export class Collection implements Resource {
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
 
+  /** `private` properties, and the properties without them (what other requests may query). */
+  private readonly privateProps: ReadonlySet<string>;
+  private readonly publicProperties: Record<string, PropertyDef>;
+
   constructor(options: CollectionOptions) {
     this.path = options.path;
     this.properties = options.properties;
+    this.privateProps = new Set(Object.keys(options.properties).filter((name) => options.properties[name]?.private === true));
+    this.publicProperties = Object.fromEntries(Object.entries(options.properties).filter(([name]) => !this.privateProps.has(name)));
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
@@ -66,7 +72,18 @@ export class Collection implements Resource {
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
     }
-    return this.dispatch(ctx);
+    const reply = await this.dispatch(ctx);
+    return this.seesPrivate(ctx) ? reply : withoutPrivate(reply, this.privateProps);
+  }
+
+  /** Root and event scripts (internal requests) see `private` properties; nobody else does. */
+  private seesPrivate(ctx: Context): boolean {
+    return this.privateProps.size === 0 || ctx.isRoot || ctx.internal;
+  }
+
+  /** The properties a request's query may test and sort by. */
+  private queryable(ctx: Context): Record<string, PropertyDef> {
+    return this.seesPrivate(ctx) ? this.properties : this.publicProperties;
   }
 
   /**
@@ -114,7 +131,7 @@ export class Collection implements Resource {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     if (ctx.parts[0] === 'count') return this.count(ctx);
     const id = this.idOf(ctx, false);
-    const compiled = compileQuery(ctx.query, this.properties);
+    const compiled = compileQuery(ctx.query, this.queryable(ctx));
     const skipEvents = compiled.skipEvents && ctx.isRoot;
     if (id !== undefined) {
       compiled.filter.id = id;
@@ -130,7 +147,7 @@ export class Collection implements Resource {
 
   private async count(ctx: Context): Promise<Reply> {
     if (!ctx.isRoot && !this.publicCount) throw new SvcError('FORBIDDEN', 'count is available to root only; open it with "publicCount" in app.json');
-    const filter = compileFilter(ctx.query, this.properties);
+    const filter = compileFilter(ctx.query, this.queryable(ctx));
     return { status: 200, body: { count: await this.store.count(filter) } };
   }
 
@@ -207,7 +224,7 @@ export class Collection implements Resource {
 
   /** Updates one object: only given properties change; modifiers apply atomically in the store. */
   protected async update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
-    const precondition = compileFilter(preconditionOf(ctx.query), this.properties);
+    const precondition = compileFilter(preconditionOf(ctx.query), this.queryable(ctx));
     const filter: Filter = { ...precondition, id };
     const previous = await this.store.findOne(filter);
     if (previous === null) throw new SvcError('NO_MATCH', NO_MATCH);
@@ -286,7 +303,7 @@ export class Collection implements Resource {
       if (isPlainObject(ctx.query.id)) return this.deleteMatching(ctx);
       throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
     }
-    const filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties), id };
+    const filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.queryable(ctx)), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
@@ -307,7 +324,7 @@ export class Collection implements Resource {
    * it ran for. Answers 204 when something was deleted, else the first script error (or 404).
    */
   private async deleteMatching(ctx: Context): Promise<Reply> {
-    const filter = compileFilter(ctx.query, this.properties);
+    const filter = compileFilter(ctx.query, this.queryable(ctx));
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       const removed = await this.store.remove(filter);
@@ -367,4 +384,17 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
     out[key] = query[key];
   }
   return out;
+}
+
+/** A reply without the private properties of the object or objects it answers. */
+function withoutPrivate(reply: Reply, names: ReadonlySet<string>): Reply {
+  const strip = (value: unknown): unknown => {
+    if (!isPlainObject(value)) return value;
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value)) if (!names.has(key)) out[key] = value[key];
+    return out;
+  };
+  const body = reply.body;
+  if (Array.isArray(body)) return { ...reply, body: body.map(strip) };
+  return isPlainObject(body) ? { ...reply, body: strip(body) } : reply;
 }
