@@ -30,7 +30,7 @@ export { createEmbeddedStore } from './store/embeddedStore.js';
 export type { EmbeddedStoreOptions } from './store/embeddedStore.js';
 export { createMongoStore } from './store/mongoStore.js';
 export type { MongoStoreOptions } from './store/mongoStore.js';
-export { defineResourceType, isResourceType, validateSettings, mountResource, cancelError } from './resourceType.js';
+export { coreRangeOf, defineResourceType, isResourceType, validateSettings, mountResource, cancelError } from './resourceType.js';
 export type {
   AnyResourceType,
   EventScripts,

@@ -1,3 +1,6 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SvcError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ClientShape, Resource, ResourceHost } from './resource.js';
@@ -116,6 +119,31 @@ export function defineResourceType<S = Record<string, unknown>>(definition: Reso
   if (!/^[A-Za-z][A-Za-z0-9]*$/.test(definition.name)) throw new Error(`resource type name "${definition.name}" must be letters and digits`);
   if (typeof definition.create !== 'function') throw new Error(`resource type ${definition.name}: create() is missing`);
   return { ...definition, kind: 'svc.resourceType' };
+}
+
+/**
+ * The `@svc/core` range a type package supports, read from its own package.json's
+ * peerDependencies, so that the range the server checks is the one the package manager (and a
+ * release's version bump) sees. Call it with the type module's `import.meta.url`; the package.json
+ * is looked up in the module's folder and the ones above it.
+ *
+ * @example
+ * export default defineResourceType({ name: 'Greeting', core: coreRangeOf(import.meta.url), ... });
+ */
+export function coreRangeOf(moduleUrl: string): string {
+  let dir = dirname(fileURLToPath(moduleUrl));
+  for (;;) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; peerDependencies?: Record<string, string> };
+      const range = pkg.peerDependencies?.['@svc/core'];
+      if (typeof range !== 'string') throw new Error(`${file}: peerDependencies["@svc/core"] is missing; a resource type package declares the @svc/core it supports there`);
+      return range;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(moduleUrl)}`);
+    dir = parent;
+  }
 }
 
 /** True for a value made by {@link defineResourceType}. */

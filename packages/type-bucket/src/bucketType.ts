@@ -1,4 +1,4 @@
-import { defineResourceType } from '@svc/core';
+import { coreRangeOf, defineResourceType } from '@svc/core';
 import type { ResourceType } from '@svc/core';
 import { createBucketResource } from './internal/bucketResource.js';
 
@@ -25,7 +25,7 @@ export const BUCKET_EVENTS = ['upload.js', 'get.js', 'delete.js'] as const;
  */
 export const bucketType: ResourceType<BucketSettings> = defineResourceType<BucketSettings>({
   name: 'Bucket',
-  core: '^0.1.0',
+  core: coreRangeOf(import.meta.url),
   settings: {
     bucket: { type: 'string', required: true, description: 'Name of the bucket' },
     key: { type: 'string', required: true, description: 'Access key of the bucket' },

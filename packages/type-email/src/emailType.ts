@@ -1,4 +1,4 @@
-import { SvcError, defineResourceType } from '@svc/core';
+import { coreRangeOf, defineResourceType, SvcError } from '@svc/core';
 import type { Context, Logger, Reply, ResourceImplementation, ResourceType, SettingsSchema } from '@svc/core';
 import { formatMailbox, parseAddresses, readMessage } from './internal/readMessage.js';
 import { createMailer } from './mailer.js';
@@ -117,7 +117,7 @@ function logMail(logger: Logger, name: string, message: MailMessage): SendResult
  */
 export const emailType: ResourceType<EmailSettings> = defineResourceType<EmailSettings>({
   name: 'Email',
-  core: '^0.1.0',
+  core: coreRangeOf(import.meta.url),
   settings: emailSettings,
   events: [],
   client: {},

@@ -1,4 +1,4 @@
-import { SvcError, defineResourceType } from '@svc/core';
+import { coreRangeOf, defineResourceType, SvcError } from '@svc/core';
 import type { Context, EventScripts, Reply, ResourceImplementation, ResourceType } from '@svc/core';
 
 /** The Event resource has no settings: its behaviour lives in its get.js and post.js scripts. */
@@ -75,7 +75,7 @@ export function createEventResource(scripts: EventScripts): ResourceImplementati
  */
 export const eventType: ResourceType<EventSettings> = defineResourceType<EventSettings>({
   name: 'Event',
-  core: '^0.1.0',
+  core: coreRangeOf(import.meta.url),
   settings: {},
   events: [EVENT_FILES.get, EVENT_FILES.post],
   client: {},

@@ -1,4 +1,4 @@
-import { defineResourceType } from '@svc/core';
+import { coreRangeOf, defineResourceType } from '@svc/core';
 import type { ResourceType } from '@svc/core';
 import { createImporterResource } from './internal/importerResource.js';
 
@@ -24,7 +24,7 @@ export type ImporterSettings = {
  */
 export const importerType: ResourceType<ImporterSettings> = defineResourceType<ImporterSettings>({
   name: 'Importer',
-  core: '^0.1.0',
+  core: coreRangeOf(import.meta.url),
   settings: {
     url: { type: 'string', required: true, description: 'Source MongoDB connection string (mongodb://user:pass@host:27017)' },
     database: { type: 'string', required: true, description: 'Source database' },
