@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createConsoleLogger } from '@svc/core';
 import { createApp } from './create.js';
@@ -18,7 +19,30 @@ const USAGE = `usage:
   svc types [app-dir] [--out <file>|-]  write TypeScript types for @svc/client (default <app>/svc-types.ts)
   svc import [app-dir] --resource <name> [--db <mongodb-url>]  run an Importer resource, with a progress bar
   svc migrate-deployd <dir> [--out <dir>] [--dry-run]  turn a Deployd 1.2 app into an svc app (prints every change)
+  svc help [command]     this text, or one command's
 environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags`;
+
+/** Each command: its usage line, what it does, its flags and how many positionals it takes. */
+const COMMANDS: Record<string, { usage: string; about: string; flags: readonly string[]; max: number }> = {
+  serve: {
+    usage: 'svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]',
+    about: 'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key; production needs .svc/keys.json.',
+    flags: ['port', 'host', 'db', 'redis', 'env'],
+    max: 1,
+  },
+  create: { usage: 'svc create <dir>', about: 'Scaffolds a new app (collections, users with guards, a page, package.json, .gitignore) in an empty or new folder.', flags: [], max: 1 },
+  keygen: { usage: 'svc keygen [app-dir]', about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key).", flags: [], max: 1 },
+  showkey: { usage: 'svc showkey [app-dir]', about: "Prints the app's first root key.", flags: [], max: 1 },
+  types: { usage: 'svc types [app-dir] [--out <file>|-]', about: 'Writes TypeScript types of the app for @svc/client (default <app>/svc-types.ts; - prints them).', flags: ['out'], max: 1 },
+  import: { usage: 'svc import [app-dir] --resource <name> [--db <mongodb-url>] [--env development|production]', about: 'Runs an Importer resource with a progress bar.', flags: ['resource', 'db', 'env'], max: 1 },
+  'migrate-deployd': {
+    usage: 'svc migrate-deployd <dir> [--out <dir>] [--dry-run]',
+    about: 'Turns a Deployd 1.2 app into an svc app (in place, or a copy with --out), printing every change; --dry-run writes nothing.',
+    flags: ['out', 'dry-run'],
+    max: 1,
+  },
+  help: { usage: 'svc help [command]', about: 'Prints the usage of svc or of one command.', flags: [], max: 1 },
+};
 
 /** Runs the svc command line; answers the exit code (or never, while serving). */
 export async function main(argv: string[]): Promise<number> {
@@ -41,77 +65,130 @@ export async function main(argv: string[]): Promise<number> {
       },
     });
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
-    return 2;
+    return usage(argumentError(err));
   }
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
   if (values.version) {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     process.stdout.write(`${pkg.version}\n`);
     return 0;
   }
-  const [command, arg] = positionals;
+  const first = positionals[0];
+  const command = first !== undefined && Object.hasOwn(COMMANDS, first) && first !== 'serve' ? first : 'serve';
+  const args = command === 'serve' ? positionals : positionals.slice(1);
+  const spec = COMMANDS[command] as (typeof COMMANDS)[string];
+  if (values.help) return help(command);
+  if (args.length > spec.max) return usage(`${command === 'serve' ? 'svc' : `svc ${command}`}: unexpected argument ${args[spec.max]}`, command);
+  const given = Object.keys(values).filter((flag) => values[flag as keyof typeof values] !== undefined);
+  const foreign = given.find((flag) => !spec.flags.includes(flag));
+  if (foreign !== undefined) return usage(`--${foreign} does not apply to ${command === 'serve' ? 'serving an app' : `svc ${command}`}`, command);
+  try {
+    return await run(command, args[0], values);
+  } catch (err) {
+    // Expected failures (a missing folder, a refused argument) are one line; nothing prints a stack.
+    process.stderr.write(`svc: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+async function run(command: string, arg: string | undefined, values: Record<string, string | boolean | undefined>): Promise<number> {
   switch (command) {
+    case 'help':
+      return help(arg);
     case 'create': {
-      if (!arg) return usage('svc create needs a folder');
+      if (!arg) return usage('svc create needs a folder', 'create');
       await createApp(resolve(arg));
       process.stdout.write(`created ${arg}; run it with: svc ${arg}\n`);
       return 0;
     }
     case 'keygen': {
-      const key = await generateKey(resolve(arg ?? '.'));
-      process.stdout.write(`created a root key in ${keysFile(resolve(arg ?? '.'))}: ${key.slice(0, 16)}...\n`);
+      const dir = await appFolder(arg ?? '.');
+      const key = await generateKey(dir);
+      process.stdout.write(`created a root key in ${keysFile(dir)}: ${key.slice(0, 16)}...\n`);
       return 0;
     }
     case 'showkey': {
-      const keys = await readKeys(resolve(arg ?? '.'));
+      const keys = await readKeys(await appFolder(arg ?? '.'));
       if (keys.length === 0) {
-        process.stderr.write('no root key; create one with: svc keygen\n');
+        process.stderr.write('svc: no root key; create one with: svc keygen\n');
         return 1;
       }
       process.stdout.write(`${keys[0]}\n`);
       return 0;
     }
     case 'types': {
-      const written = await writeTypes(arg ?? '.', str(values.out), createConsoleLogger());
+      const written = await writeTypes(await appFolder(arg ?? '.'), str(values.out), createConsoleLogger());
       if (written.file === undefined) process.stdout.write(written.text);
       else process.stdout.write(`wrote ${written.file}\n`);
       return 0;
     }
     case 'import': {
       const resource = str(values.resource);
-      if (!resource) return usage('svc import needs --resource <name> (an Importer resource)');
+      if (!resource) return usage('svc import needs --resource <name> (an Importer resource)', 'import');
       const env = str(values.env) ?? process.env.SVC_ENV ?? 'development';
-      if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`);
+      if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`, 'import');
       const db = str(values.db) ?? process.env.SVC_DB;
-      return importCommand({ appDir: arg ?? '.', resource, env, progress: process.stderr, out: process.stdout, ...(db ? { db } : {}) });
+      return importCommand({ appDir: await appFolder(arg ?? '.'), resource, env, progress: process.stderr, out: process.stdout, ...(db ? { db } : {}) });
     }
     case 'migrate-deployd': {
-      if (!arg) return usage('svc migrate-deployd needs the Deployd app folder');
-      try {
-        const out = str(values.out);
-        await migrateDeployd({ dir: arg, ...(out ? { out } : {}), dryRun: values['dry-run'] === true, version: await coreVersion(), print: (line) => process.stdout.write(`${line}\n`) });
-      } catch (err) {
-        process.stderr.write(`svc migrate-deployd: ${(err as Error).message}\n`);
-        return 1;
-      }
+      if (!arg) return usage('svc migrate-deployd needs the Deployd app folder', 'migrate-deployd');
+      const out = str(values.out);
+      await migrateDeployd({ dir: arg, ...(out ? { out } : {}), dryRun: values['dry-run'] === true, version: await coreVersion(), print: (line) => process.stdout.write(`${line}\n`) });
       return 0;
     }
     default:
-      return serve(command ?? '.', values);
+      return serve(arg ?? '.', values);
   }
+}
+
+/**
+ * The app folder an argument names: it must exist and look like an app (resources/, app.json or a
+ * Deployd app.dpd), so that a typo or /tmp is not served as an empty app with a new data/ folder.
+ */
+async function appFolder(arg: string): Promise<string> {
+  const dir = resolve(arg);
+  let isDir: boolean;
+  try {
+    isDir = (await stat(dir)).isDirectory();
+  } catch {
+    throw new Error(`${arg}: no such folder; create an app with: svc create ${arg}`);
+  }
+  if (!isDir) throw new Error(`${arg} is not a folder`);
+  const marks = ['resources', 'app.json', 'app.dpd'];
+  if (!marks.some((mark) => existsSync(join(dir, mark)))) {
+    throw new Error(`${arg} is not an svc app folder (it has no resources/ or app.json); create one with: svc create <dir>`);
+  }
+  return dir;
+}
+
+/** parseArgs' messages, in svc's words. */
+function argumentError(err: unknown): string {
+  const message = (err as Error).message;
+  const unknown = /Unknown option '([^']+)'/.exec(message);
+  if (unknown) return `unknown option ${unknown[1]}`;
+  const missing = /Option '([^']+)'.* argument missing/.exec(message);
+  if (missing) return `${missing[1]} needs a value`;
+  return message.split('\n')[0] ?? message;
+}
+
+function help(command: string | undefined): number {
+  if (command === undefined || !Object.hasOwn(COMMANDS, command)) {
+    if (command !== undefined && command !== 'serve') return usage(`no command ${command}`);
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const spec = COMMANDS[command] as (typeof COMMANDS)[string];
+  process.stdout.write(`usage: ${spec.usage}\n${spec.about}\n`);
+  return 0;
 }
 
 async function serve(appDir: string, values: Record<string, string | boolean | undefined>): Promise<number> {
   const env = str(values.env) ?? process.env.SVC_ENV ?? 'development';
-  if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`);
+  if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`, 'serve');
   const portText = str(values.port) ?? process.env.PORT ?? '2403';
   const port = Number(portText);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return usage(`--port must be a port number, not ${portText}`);
+  if (!/^\d+$/.test(portText) || !Number.isInteger(port) || port < 0 || port > 65535) return usage(`--port must be a port number, not ${portText}`, 'serve');
+  appDir = await appFolder(appDir);
   const logger = createConsoleLogger();
   const host = str(values.host) ?? process.env.SVC_HOST;
   const db = str(values.db) ?? process.env.SVC_DB;
@@ -120,7 +197,10 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   try {
     app = await startApp({ appDir, port, env, logger, ...(host ? { host } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
   } catch (err) {
-    process.stderr.write(`svc: ${(err as Error).message}\n`);
+    // A script that does not parse (production refuses to start): file and line first.
+    const where = err as { filename?: unknown; line?: unknown };
+    const at = typeof where.filename === 'string' ? `${where.filename}:${typeof where.line === 'number' ? where.line : '?'}: ` : '';
+    process.stderr.write(`svc: ${at}${(err as Error).message}\n`);
     return 1;
   }
   if (env === 'development' && app.host === '127.0.0.1') {
@@ -151,7 +231,8 @@ function str(value: string | boolean | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-function usage(message: string): number {
-  process.stderr.write(`svc: ${message}\n${USAGE}\n`);
+function usage(message: string, command?: string): number {
+  const spec = command === undefined ? undefined : COMMANDS[command];
+  process.stderr.write(`svc: ${message}\n${spec ? `usage: ${spec.usage}\n(svc help ${command} for more)` : USAGE}\n`);
   return 2;
 }

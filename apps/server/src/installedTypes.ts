@@ -13,6 +13,8 @@ export async function coreVersion(): Promise<string> {
   return (JSON.parse(await readFile(pkgFile, 'utf8')) as { version: string }).version;
 }
 
+const SVC_PACKAGES = new Set(['@svc/server', '@svc/core', '@svc/client', '@svc/realtime', '@svc/script-runtime']);
+
 /**
  * Finds the resource types an app has installed: each dependency of its package.json whose own
  * package.json declares `"svc": {"resourceTypes": ["./dist/index.js", ...]}`. Each entry's
@@ -23,6 +25,8 @@ export async function loadInstalledTypes(appDir: string, dependencies: readonly 
   const version = await coreVersion();
   const require = createRequire(join(appDir, 'package.json'));
   for (const dep of dependencies) {
+    // svc's own packages hold no resource types (an app made by svc create depends on the server).
+    if (SVC_PACKAGES.has(dep)) continue;
     let pkgFile: string;
     try {
       pkgFile = require.resolve(`${dep}/package.json`);

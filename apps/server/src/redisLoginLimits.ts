@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
-import { LoginLimiter, loginLimitSettings } from '@svc/core';
+import { LoginLimiter, loginLimitSettings, redactUrl } from '@svc/core';
 import type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, Logger } from '@svc/core';
 
 /** A Redis command that takes longer than this falls back to the process's own counts. */
@@ -72,7 +72,7 @@ export async function connectLoginLimits(url: string, logger: Logger, prefix = '
   });
   let reported = false;
   client.on('error', (err: unknown) => {
-    if (reported) return;
+    if (reported || !connected) return;
     reported = true;
     logger.warn('login limits: redis unreachable, counting in this process until it is back', { error: err });
   });
@@ -82,7 +82,7 @@ export async function connectLoginLimits(url: string, logger: Logger, prefix = '
     connected = true;
   } catch (err) {
     if (client.isOpen) client.destroy();
-    throw new Error(`login limits: cannot connect to redis: ${(err as Error).message}`, { cause: err });
+    throw new Error(`cannot connect to redis at ${redactUrl(url)} (--redis): ${(err as Error).message}`, { cause: err });
   }
 
   const factory: LoginLimitsFactory = (options: LoginLimiterOptions | undefined): LoginLimits => {

@@ -61,6 +61,7 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
   const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins });
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
+  if (options.db) logger.info('connecting to MongoDB (--db)');
   const store: Store = options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) }) : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message) });
   try {
@@ -72,6 +73,10 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       if (!bound.server) return Promise.reject(new Error('internal request before the server started'));
       return bound.server.request(input);
     };
+    const rootKeys = await readKeys(appDir);
+    if (env === 'production' && rootKeys.length === 0) {
+      logger.warn('production without a root key: requests with svc-ssh-key are refused (no root access); create one with: svc keygen');
+    }
     const scripts = createScriptFactory({ app, env, logger, realtime, request });
     const resources = await buildResources({ app, store, logger, env, types, scripts, realtime, request });
     scripts.bind(resources);
@@ -81,7 +86,7 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       env,
       logger,
       publicDir: join(appDir, 'public'),
-      rootKeys: await readKeys(appDir),
+      rootKeys,
       ...(app.settings.bodyLimit !== undefined ? { bodyLimit: app.settings.bodyLimit } : {}),
       ...(app.settings.sessionIdleSeconds !== undefined ? { sessions: { idleSeconds: app.settings.sessionIdleSeconds } } : {}),
       ...(app.settings.methodOverrideKey !== undefined ? { methodOverrideKey: app.settings.methodOverrideKey } : {}),

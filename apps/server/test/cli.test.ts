@@ -35,6 +35,9 @@ describe('svc command line', () => {
     const created = await runSvc(['create', app]);
     expect(created.code).toBe(0);
     expect(existsSync(join(app, 'resources/todos/config.json'))).toBe(true);
+    // The data and the root keys stay out of the app's repository; the app has a package.json.
+    expect((await readFile(join(app, '.gitignore'), 'utf8')).split('\n')).toEqual(expect.arrayContaining(['data/', '.svc/', 'node_modules/']));
+    expect(JSON.parse(await readFile(join(app, 'package.json'), 'utf8'))).toMatchObject({ name: 'app', private: true, scripts: { start: 'svc .' }, dependencies: { '@svc/server': expect.stringMatching(/^\^\d/) as unknown } });
     let p = await start([app]);
     expect(p.stderr()).toContain('listens on 127.0.0.1 only');
     const page = await fetch(`${p.url}/`);
@@ -110,6 +113,77 @@ describe('svc command line', () => {
     expect((await runSvc(['--bogus'])).code).toBe(2);
     expect((await runSvc(['--help'])).stdout).toContain('usage:');
   });
+
+  // Issue 15 (6, 7, 10): one line, an exit code and what to do next, never a stack trace.
+  const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at |node:internal|\{\s*"/);
+
+  it('an old Node is told what to install before anything else runs', async () => {
+    const old = await runSvc(['--help'], { NODE_OPTIONS: "--import=data:text/javascript,Object.defineProperty(process,'versions',{value:{...process.versions,node:'22.11.0'}})" });
+    expect(old.code).toBe(1);
+    expect(old.stderr).toContain('svc needs Node.js 22.12 or newer');
+    expect(old.stderr).toContain('this is Node 22.11.0');
+  });
+
+  it('help, per-command help, unknown options and extra arguments', async () => {
+    const all = await runSvc(['help']);
+    expect(all.code).toBe(0);
+    expect(all.stdout).toContain('svc migrate-deployd <dir>');
+    const one = await runSvc(['help', 'create']);
+    expect(one.stdout).toMatch(/^usage: svc create <dir>\n/);
+    expect((await runSvc(['create', '--help'])).stdout).toMatch(/^usage: svc create <dir>\n/);
+    const unknown = await runSvc(['--bogus']);
+    expect(unknown.stderr).toMatch(/^svc: unknown option --bogus\n/);
+    expect(unknown.stderr).not.toContain('positional');
+    const extra = await runSvc(['create', join(dir, 'a'), join(dir, 'b')]);
+    expect(extra.code).toBe(2);
+    expect(extra.stderr).toContain(`svc create: unexpected argument ${join(dir, 'b')}`);
+    const foreign = await runSvc(['create', join(dir, 'c'), '--port', '1']);
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toContain('--port does not apply to svc create');
+    expect(existsSync(join(dir, 'c'))).toBe(false);
+  });
+
+  it('missing, non-app and non-empty folders are refused in one line; nothing is created', async () => {
+    await writeFile(join(dir, 'file.txt'), 'x');
+    const create = await runSvc(['create', dir]);
+    expect(create.code).toBe(1);
+    expect(create.stderr).toBe(`svc: ${dir} already exists and is not empty\n`);
+    const types = await runSvc(['types', join(dir, 'missing')]);
+    expect(types.code).toBe(1);
+    expect(types.stderr).toMatch(/missing: no such folder; create an app with: svc create/);
+    const keygen = await runSvc(['keygen', join(dir, 'typo')]);
+    expect(keygen.code).toBe(1);
+    expect(existsSync(join(dir, 'typo'))).toBe(false);
+    const serve = await runSvc([dir, '--port', '0']);
+    expect(serve.code).toBe(1);
+    expect(serve.stderr).toMatch(/is not an svc app folder/);
+    expect(existsSync(join(dir, 'data'))).toBe(false);
+    const asApp = await runSvc(['help', 'nonsense']);
+    expect(asApp.code).toBe(2);
+    for (const out of [create.stderr, types.stderr, keygen.stderr, serve.stderr]) noStack(out);
+  });
+
+  it('an unreachable --db or --redis, a script syntax error in production and a missing root key say so', async () => {
+    const app = join(dir, 'app');
+    await runSvc(['create', app]);
+    const started = performance.now();
+    const db = await runSvc([app, '--port', '0', '--db', 'mongodb://127.0.0.1:1/x'], {});
+    expect(db.code).toBe(1);
+    expect(db.stderr).toMatch(/svc: cannot reach MongoDB at mongodb:\/\/127\.0\.0\.1:1\/x within 5000 ms/);
+    expect(performance.now() - started).toBeLessThan(15_000);
+    const redis = await runSvc([app, '--port', '0', '--redis', 'redis://127.0.0.1:1']);
+    expect(redis.code).toBe(1);
+    // Log lines of the start (CORS), then one line that says what failed.
+    expect(redis.stderr.trim().split('\n').at(-1)).toMatch(/^svc: cannot connect to redis at redis:\/\/127\.0\.0\.1:1/);
+    noStack(redis.stderr);
+    const noKey = await start([app, '--env', 'production', '--host', '127.0.0.1']);
+    await noKey.stop();
+    expect(noKey.stdout() + noKey.stderr()).toContain('production without a root key');
+    await writeFile(join(app, 'resources/todos/post.js'), 'var ok = 1;\nthis.x = ;\n');
+    const syntax = await runSvc([app, '--port', '0', '--env', 'production']);
+    expect(syntax.code).toBe(1);
+    expect(syntax.stderr).toMatch(/resources\/todos\/post\.js:2: /);
+  }, 30_000);
 
   it('runs a Deployd app folder: unknown keys warned, date type, users without properties, nested resources', async () => {
     await writeFile(join(dir, 'app.dpd'), '');

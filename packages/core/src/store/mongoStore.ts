@@ -1,3 +1,4 @@
+import { redactUrl } from '../redactUrl.js';
 import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
 import type { Collection, Document } from 'mongodb';
 import { SvcError } from '../errors.js';
@@ -75,7 +76,7 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
     await client.connect();
   } catch (err) {
     await client.close();
-    throw err;
+    throw new Error(`cannot reach MongoDB at ${redactUrl(options.url)} within ${timeoutMS} ms (${(err as Error).message})`, { cause: err });
   }
   const db = client.db(databaseName(options.url) ?? options.dbName ?? 'svc');
   const collections = new Map<string, MongoCollection>();

@@ -2,6 +2,7 @@ import { createAdapter } from '@socket.io/redis-adapter';
 import { createClient } from 'redis';
 import type { Namespace } from 'socket.io';
 import type { Adapter } from 'socket.io-adapter';
+import { redactUrl } from '@svc/core';
 import type { Logger } from '@svc/core';
 import { FastRedisAdapter, fastDeliveryAvailable } from './fastAdapter.js';
 
@@ -28,7 +29,8 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
   const sub = pub.duplicate();
   let reported = false;
   const onError = (err: unknown): void => {
-    if (reported) return;
+    // Before the first connection the start itself fails with one clear line.
+    if (reported || !connected) return;
     reported = true;
     logger.error('realtime: redis connection error', { error: err });
   };
@@ -53,15 +55,4 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
       await Promise.allSettled([sub.close(), pub.close()]);
     },
   };
-}
-
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the configured URL';
-  }
 }
