@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
 import type { AnyResourceType, InternalRequest, Logger, Realtime, ResourceType, Store, SvcServer } from '@svc/core';
@@ -38,8 +39,15 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
-/** Loads an app folder and serves it. */
-export async function startApp(options: StartOptions): Promise<RunningApp> {
+/** What startApp and attachApp share: the app's server, built but not yet listening. */
+interface BuiltApp {
+  server: SvcServer;
+  /** Attaches realtime to the server's HTTP server. */
+  attachRealtime(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function buildApp(options: StartOptions, httpServer?: Server): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
   const env = options.env ?? 'development';
   const logger = options.logger ?? createConsoleLogger();
@@ -94,17 +102,12 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
       crossSiteCookies: app.settings.cors?.crossSiteCookies === true,
       routes: [await svcJsRoute(resources, logger)],
       ...(loginLimits ? { loginLimits: loginLimits.factory } : {}),
+      ...(httpServer ? { httpServer } : {}),
     });
     bound.server = server;
-    await live.attach(server);
-    // Any root key works in development, so the development server stays on this machine.
-    const host = options.host ?? (env === 'production' ? '0.0.0.0' : '127.0.0.1');
-    const port = await server.listen(options.port ?? 2403, host);
     return {
       server,
-      port,
-      host,
-      url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+      attachRealtime: () => live.attach(server),
       close: async () => {
         await live.close();
         await server.close();
@@ -118,4 +121,58 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
     await store.close();
     throw err;
   }
+}
+
+/** Loads an app folder and serves it on its own HTTP server. */
+export async function startApp(options: StartOptions): Promise<RunningApp> {
+  const built = await buildApp(options);
+  const { server } = built;
+  try {
+    await built.attachRealtime();
+    // Any root key works in development (from this machine only), so the development server stays on it.
+    const env = options.env ?? 'development';
+    const host = options.host ?? (env === 'production' ? '0.0.0.0' : '127.0.0.1');
+    const port = await server.listen(options.port ?? 2403, host);
+    return { server, port, host, url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`, close: built.close };
+  } catch (err) {
+    await built.close();
+    throw err;
+  }
+}
+
+/** Options of {@link attachApp}: those of startApp but where to listen (the host decides). */
+export type AttachOptions = Omit<StartOptions, 'port' | 'host'>;
+
+/** An app living in a host application's HTTP server. */
+export interface AttachedApp {
+  server: SvcServer;
+  /**
+   * The request handler for the host: express `app.use(svc.middleware)`, or call it from a
+   * node:http listener. Answers svc's resources, /svc.js and public/ files; passes anything else
+   * to `next`. A body the host already parsed (express.json()) is used as it is.
+   */
+  middleware: SvcServer['middleware'];
+  /** Stops svc (realtime, scripts, store); the host's server keeps running. */
+  close(): Promise<void>;
+}
+
+/**
+ * Runs an app folder inside an existing HTTP server (Deployd's `attach`): REST and /svc.js through
+ * `middleware`, Socket.IO on the host's server and port. The host listens.
+ *
+ * @example
+ * const server = http.createServer(expressApp);
+ * const svc = await attachApp(server, { appDir: './backend', env: 'production' });
+ * expressApp.use(svc.middleware);
+ * server.listen(3000);
+ */
+export async function attachApp(httpServer: Server, options: AttachOptions): Promise<AttachedApp> {
+  const built = await buildApp(options, httpServer);
+  try {
+    await built.attachRealtime();
+  } catch (err) {
+    await built.close();
+    throw err;
+  }
+  return { server: built.server, middleware: built.server.middleware, close: built.close };
 }

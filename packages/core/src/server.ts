@@ -48,6 +48,12 @@ export interface SvcServerOptions {
   routes?: readonly ExtraRoute[];
   /** Login limits shared with the app's other processes; default: counted in memory per process. */
   loginLimits?: LoginLimitsFactory;
+  /**
+   * A host application's HTTP server to live in (express, node:http): svc adds no request
+   * listener to it (the host routes requests to `middleware`), never listens on it and never
+   * closes it. Default: a server of svc's own.
+   */
+  httpServer?: Server;
 }
 
 /** A session's user changed: login (uid set, maybe under a new session id) or logout. */
@@ -75,6 +81,11 @@ export interface InternalRequest {
 export interface SvcServer {
   /** The node:http request listener. */
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  /**
+   * For a host application (express, connect, node:http): answers the requests svc owns (its
+   * resources, /svc.js, then public/ files) and passes any other to `next` (404 without one).
+   */
+  readonly middleware: (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
   readonly httpServer: Server;
   readonly sessions: SessionManager;
   readonly resources: readonly Resource[];
@@ -173,7 +184,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       headers: req.headers,
       session,
       me: undefined,
-      isRoot: rootKeys.isRoot(rootHeader(req), production),
+      isRoot: rootKeys.isRoot(rootHeader(req), production, req.socket.remoteAddress ?? ''),
       internal: false,
       callChain: [],
       req,
@@ -227,7 +238,28 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     }
   }
 
-  const httpServer = createHttpServer({ keepAliveTimeout: 65_000 }, handler);
+  /** The requests svc answers in a host application: its routes and resources. */
+  const owns = (pathname: string): boolean => extra.has(pathname) || router.match(pathname) !== undefined;
+  const middleware = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void): void => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const pathname = q === -1 ? url : url.slice(0, q);
+    if (owns(pathname)) return handler(req, res);
+    const pass = (): void => {
+      if (next) next();
+      else writeReply(res, toErrorReply(new SvcError('NOT_FOUND', `no resource at ${pathname}`), { production, logger, where: `${req.method} ${url}` }));
+    };
+    if (!options.publicDir || (req.method !== 'GET' && req.method !== 'HEAD')) return pass();
+    serveStatic(options.publicDir, pathname, req, res).then(
+      (served) => {
+        if (!served) pass();
+      },
+      (err: unknown) => (next ? next(err) : writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${url}` }))),
+    );
+  };
+
+  const ownServer = options.httpServer === undefined;
+  const httpServer = options.httpServer ?? createHttpServer({ keepAliveTimeout: 65_000 }, handler);
   const sweeper = setInterval(() => {
     sessions.sweep().catch((err: unknown) => logger.warn('session sweep failed', { error: err }));
   }, SWEEP_MS);
@@ -235,6 +267,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
 
   return {
     handler,
+    middleware,
     httpServer,
     sessions,
     resources: options.resources,
@@ -245,6 +278,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       return () => sessionListeners.delete(listener);
     },
     listen(port, hostname) {
+      if (!ownServer) return Promise.reject(new Error('svc runs on the host application\'s server: listen on that one'));
       return new Promise((resolveListen, reject) => {
         httpServer.once('error', reject);
         httpServer.listen(port, hostname, () => {
@@ -256,7 +290,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     async close() {
       clearInterval(sweeper);
       await new Promise<void>((done) => {
-        if (!httpServer.listening) return done();
+        if (!ownServer || !httpServer.listening) return done();
         httpServer.close(() => done());
         httpServer.closeIdleConnections();
       });

@@ -20,6 +20,8 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024;
  * buffering the rest).
  */
 export async function readBody(req: IncomingMessage, limit: number): Promise<ParsedBody> {
+  const parsed = parsedByHost(req);
+  if (parsed !== undefined) return parsed;
   const declared = req.headers['content-length'];
   const chunked = req.headers['transfer-encoding'] !== undefined;
   if (!chunked && (declared === undefined || declared === '0')) {
@@ -85,4 +87,19 @@ function readText(req: IncomingMessage, limit: number): Promise<string> {
 
 function tooLarge(limit: number): SvcError {
   return new SvcError('PAYLOAD_TOO_LARGE', `request body larger than ${limit} bytes`);
+}
+
+/**
+ * A body a host application already read (express.json(), express.urlencoded(), body-parser): the
+ * stream is consumed, so its `req.body` is used as it is (the host's parser applied its own
+ * limit). Undefined when svc must read the body itself.
+ */
+function parsedByHost(req: IncomingMessage): ParsedBody | undefined {
+  const r = req as IncomingMessage & { body?: unknown; _body?: unknown };
+  if (r.body === undefined || (!r.readableEnded && r._body !== true)) return undefined;
+  const type = mediaType(req.headers['content-type']);
+  if (type !== 'application/json' && type !== 'application/x-www-form-urlencoded' && !type.endsWith('+json')) {
+    throw new SvcError('UNSUPPORTED_MEDIA_TYPE', `unsupported Content-Type ${type || '(none)'}; send application/json or application/x-www-form-urlencoded`);
+  }
+  return { kind: type === 'application/x-www-form-urlencoded' ? 'form' : 'json', value: r.body };
 }
