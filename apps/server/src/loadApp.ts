@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Logger, ResourceConfig } from '@svc/core';
+import { validateAppJson } from './appSchema.js';
 
 /** app.json: every key optional. */
 export interface AppSettings {
@@ -51,7 +52,9 @@ const RESOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
  */
 export async function loadApp(dir: string, logger: Logger): Promise<AppFolder> {
   if (!existsSync(dir)) throw new Error(`app folder ${dir} does not exist`);
-  const settings = ((await readJson(join(dir, 'app.json'))) ?? {}) as AppSettings;
+  const appJson = await readJson(join(dir, 'app.json'));
+  if (appJson !== undefined) validateAppJson(join(dir, 'app.json'), appJson);
+  const settings = (appJson ?? {}) as AppSettings;
   const pkg = (await readJson(join(dir, 'package.json'))) as { dependencies?: Record<string, string> } | undefined;
   const resourcesDir = join(dir, 'resources');
   const resources: ResourceFolder[] = [];
@@ -67,7 +70,8 @@ async function collect(root: string, dir: string, out: ResourceFolder[], logger:
     const segments = relative(root, dir).split(sep);
     for (const s of segments) if (!RESOURCE_NAME.test(s)) throw new Error(`resource folder name "${s}" is not allowed (letters, digits, - and _)`);
     const config = (await readJson(configFile)) as ResourceConfig | undefined;
-    if (!config || typeof config.type !== 'string') throw new Error(`${configFile}: "type" is missing`);
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new Error(`${configFile}: must be a JSON object with a "type", such as {"type": "Collection"}`);
+    if (typeof config.type !== 'string' || config.type === '') throw new Error(`${configFile}: "type" is missing (a resource type such as "Collection" or "UserCollection")`);
     const scripts = new Map<string, string>();
     for (const e of entries) {
       if (e.isFile() && e.name.endsWith('.js')) scripts.set(e.name, await readFile(join(dir, e.name), 'utf8'));

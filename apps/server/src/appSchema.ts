@@ -1,0 +1,94 @@
+/**
+ * The schema of app.json, checked at start: a wrong type, a value out of range or an unknown
+ * (misspelt) key stops the start with the file, the key and what is expected, instead of being
+ * silently replaced by the default.
+ */
+type Rule =
+  | { kind: 'int'; min: number; max?: number }
+  | { kind: 'boolean' }
+  | { kind: 'string' }
+  | { kind: 'origins' }
+  | { kind: 'publicCount' }
+  | { kind: 'object'; keys: Record<string, Rule> };
+
+const int = (min: number, max?: number): Rule => (max === undefined ? { kind: 'int', min } : { kind: 'int', min, max });
+
+export const APP_SCHEMA: Record<string, Rule> = {
+  publicCount: { kind: 'publicCount' },
+  bodyLimit: int(1),
+  sessionIdleSeconds: int(1),
+  cors: { kind: 'object', keys: { origins: { kind: 'origins' }, crossSiteCookies: { kind: 'boolean' } } },
+  methodOverrideKey: { kind: 'string' },
+  scripts: { kind: 'object', keys: { memoryLimitMb: int(8, 8192), timeoutMs: int(1, 600_000), isolates: int(1, 256) } },
+  databaseTimeoutMs: int(1),
+  passwordCost: int(4, 31),
+  loginRateLimit: { kind: 'object', keys: { max: int(1), windowSeconds: int(1), maxPerAddress: int(1), slowdownMs: int(0) } },
+};
+
+/** Checks a parsed app.json; throws naming the file and the first wrong key. */
+export function validateAppJson(file: string, value: unknown): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${file}: must be a JSON object of settings`);
+  checkObject(file, '', value as Record<string, unknown>, APP_SCHEMA);
+}
+
+function checkObject(file: string, prefix: string, value: Record<string, unknown>, keys: Record<string, Rule>): void {
+  for (const [key, v] of Object.entries(value)) {
+    const path = prefix === '' ? key : `${prefix}.${key}`;
+    const rule = Object.hasOwn(keys, key) ? keys[key] : undefined;
+    if (rule === undefined) {
+      const near = closest(key, Object.keys(keys));
+      throw new Error(`${file}: unknown key "${path}"${near ? ` (did you mean "${prefix === '' ? near : `${prefix}.${near}`}"?)` : ''}; known: ${Object.keys(keys).join(', ')}`);
+    }
+    const problem = check(rule, v, file, path);
+    if (problem !== undefined) throw new Error(`${file}: "${path}" must be ${problem}, not ${JSON.stringify(v)}`);
+  }
+}
+
+/** What the value should be when it is wrong, else undefined. */
+function check(rule: Rule, v: unknown, file: string, path: string): string | undefined {
+  switch (rule.kind) {
+    case 'int': {
+      const range = rule.max === undefined ? `>= ${rule.min}` : `from ${rule.min} to ${rule.max}`;
+      return typeof v === 'number' && Number.isInteger(v) && v >= rule.min && (rule.max === undefined || v <= rule.max) ? undefined : `a whole number ${range}`;
+    }
+    case 'boolean':
+      return typeof v === 'boolean' ? undefined : 'true or false';
+    case 'string':
+      return typeof v === 'string' && v !== '' ? undefined : 'a non-empty string';
+    case 'origins':
+      return v === '*' || (Array.isArray(v) && v.every((s) => typeof s === 'string' && /^https?:\/\/[^/]+$/.test(s)))
+        ? undefined
+        : '"*" or an array of origins such as "https://app.example.com" (scheme and host, no path)';
+    case 'publicCount':
+      return typeof v === 'boolean' || (Array.isArray(v) && v.every((s) => typeof s === 'string')) ? undefined : 'true, false or an array of collection names';
+    case 'object':
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) return `an object with ${Object.keys(rule.keys).join(', ')}`;
+      checkObject(file, path, v as Record<string, unknown>, rule.keys);
+      return undefined;
+  }
+}
+
+/** The known key nearest to a misspelt one (case or two edits away), if any. */
+function closest(key: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const k of known) {
+    const d = k.toLowerCase() === key.toLowerCase() ? 0 : distance(key.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function distance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length] as number;
+}

@@ -1,0 +1,63 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '@svc/core';
+import { loadApp } from '@svc/server';
+import { writeApp } from './helpers/app.js';
+import { runSvc } from './cli.js';
+
+// Issue 15 (8): app.json and config.json are checked at start, naming the file and the key.
+
+async function loadError(files: Record<string, string | object>): Promise<string> {
+  const dir = await writeApp({ 'resources/todos/config.json': { type: 'Collection', properties: {} }, ...files });
+  try {
+    await loadApp(dir, silentLogger);
+    return 'loaded';
+  } catch (err) {
+    return (err as Error).message.replace(dir, '<app>');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('app.json and config.json validation', () => {
+  it('a valid app.json with every key loads', async () => {
+    const full = {
+      publicCount: ['todos'],
+      bodyLimit: 2_000_000,
+      sessionIdleSeconds: 3600,
+      cors: { origins: ['https://app.example.com', 'http://localhost:5173'], crossSiteCookies: true },
+      methodOverrideKey: '_m',
+      scripts: { memoryLimitMb: 64, timeoutMs: 500, isolates: 2 },
+      databaseTimeoutMs: 3000,
+      passwordCost: 10,
+      loginRateLimit: { max: 5, windowSeconds: 60, maxPerAddress: 50, slowdownMs: 0 },
+    };
+    expect(await loadError({ 'app.json': full })).toBe('loaded');
+    expect(await loadError({ 'app.json': '' })).toBe('loaded');
+  });
+
+  it('wrong types, ranges and misspelt keys name the file and the key', async () => {
+    expect(await loadError({ 'app.json': { bodyLimit: 'big' } })).toBe('<app>/app.json: "bodyLimit" must be a whole number >= 1, not "big"');
+    expect(await loadError({ 'app.json': { scripts: { timeoutMs: 'fast' } } })).toBe('<app>/app.json: "scripts.timeoutMs" must be a whole number from 1 to 600000, not "fast"');
+    expect(await loadError({ 'app.json': { bodylimit: 10 } })).toMatch(/^<app>\/app\.json: unknown key "bodylimit" \(did you mean "bodyLimit"\?\)/);
+    expect(await loadError({ 'app.json': { scripts: { timeout: 5 } } })).toMatch(/unknown key "scripts.timeout" \(did you mean "scripts.timeoutMs"\?\)/);
+    expect(await loadError({ 'app.json': { cors: { origins: ['https://a.example.com/path'] } } })).toMatch(/"cors.origins" must be "\*" or an array of origins/);
+    expect(await loadError({ 'app.json': { passwordCost: 99 } })).toMatch(/"passwordCost" must be a whole number from 4 to 31, not 99/);
+    expect(await loadError({ 'app.json': [] })).toBe('<app>/app.json: must be a JSON object of settings');
+    expect(await loadError({ 'app.json': '{"bodyLimit": ' })).toMatch(/^<app>\/app\.json: invalid JSON/);
+  });
+
+  it('a config.json that is not an object or has no type says what it should be', async () => {
+    expect(await loadError({ 'resources/x/config.json': [] })).toBe('<app>/resources/x/config.json: must be a JSON object with a "type", such as {"type": "Collection"}');
+    expect(await loadError({ 'resources/x/config.json': { properties: {} } })).toMatch(/resources\/x\/config\.json: "type" is missing/);
+  });
+
+  it('the command line prints it in one line and exits 1', async () => {
+    const dir = await writeApp({ 'resources/todos/config.json': { type: 'Collection' }, 'app.json': { bodyLimit: 'big' } });
+    const res = await runSvc([dir, '--port', '0']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe(`svc: ${join(dir, 'app.json')}: "bodyLimit" must be a whole number >= 1, not "big"\n`);
+    await rm(dir, { recursive: true, force: true });
+  });
+});
