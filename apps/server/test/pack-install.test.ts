@@ -1,0 +1,100 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// Issue 15 (2): every published package is packed the way a release publishes it (pnpm pack,
+// which turns workspace: ranges into versions), the tarballs are installed into an empty folder
+// with npm, and an app runs from them: what a user gets from the registry.
+
+const REPO = fileURLToPath(new URL('../../..', import.meta.url));
+const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/realtime', 'packages/client', 'packages/type-event', 'packages/type-email', 'packages/type-bucket', 'packages/type-importer', 'apps/server'];
+// The node running the tests first on PATH, so that npm and native modules use it.
+const PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
+
+const hasPnpm = spawnSync('pnpm', ['--version'], { env: { ...process.env, PATH } }).status === 0;
+if (!hasPnpm) {
+  if (process.env.CI === 'true') throw new Error('CI=true but pnpm is not on PATH: the pack-and-install test cannot run');
+  process.stderr.write('SKIPPED the pack-and-install test: no pnpm on PATH\n');
+}
+
+function run(command: string, args: string[], cwd: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, env: { ...process.env, PATH, npm_config_update_notifier: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
+describe.skipIf(!hasPnpm)('the packed packages install with npm and run an app', () => {
+  let dir: string;
+  let tarballs: string[];
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-pack-'));
+    await mkdir(join(dir, 'tarballs'));
+    for (const pkg of PACKAGES) {
+      const packed = await run('pnpm', ['pack', '--pack-destination', join(dir, 'tarballs')], join(REPO, pkg));
+      if (packed.code !== 0) throw new Error(`pnpm pack in ${pkg} failed:\n${packed.out}`);
+    }
+    tarballs = (await readdir(join(dir, 'tarballs'))).sort();
+    const deps: Record<string, string> = {};
+    for (const file of tarballs) deps[`@svc/${file.replace(/^svc-/, '').replace(/-\d+\.\d+\.\d+.*\.tgz$/, '')}`] = `file:./tarballs/${file}`;
+    // overrides: the packages' own ranges on each other (^0.1.0) resolve to these tarballs too.
+    await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'packed-svc', private: true, type: 'module', dependencies: deps, overrides: deps }, null, 2));
+    const installed = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], dir);
+    if (installed.code !== 0) throw new Error(`npm install of the tarballs failed:\n${installed.out}`);
+  }, 240_000);
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('every package is packed with versions instead of workspace: ranges, a README and a LICENSE', async () => {
+    expect(tarballs).toHaveLength(PACKAGES.length);
+    for (const file of tarballs) {
+      const list = spawnSync('tar', ['-tzf', join(dir, 'tarballs', file)], { encoding: 'utf8' }).stdout.split('\n');
+      expect(list, file).toEqual(expect.arrayContaining(['package/package.json', 'package/README.md', 'package/LICENSE']));
+      const manifest = spawnSync('tar', ['-xzOf', join(dir, 'tarballs', file), 'package/package.json'], { encoding: 'utf8' }).stdout;
+      expect(manifest, file).not.toContain('workspace:');
+    }
+  });
+
+  it('svc from the installed packages creates an app and serves it, event scripts included', async () => {
+    const svcBin = join(dir, 'node_modules', '@svc', 'server', 'bin', 'svc.js');
+    expect((await run(process.execPath, [svcBin, 'create', 'app'], dir)).code).toBe(0);
+    await writeFile(join(dir, 'app', 'resources', 'todos', 'post.js'), "this.seenByScript = true;\n");
+    const server = spawn(process.execPath, [svcBin, 'app', '--port', '0'], { cwd: dir, env: { ...process.env, PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`no start in 20 s:\n${out}`)), 20_000);
+        const read = (d: Buffer) => {
+          out += d.toString();
+          const m = /listening on port (\d+)/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(Number(m[1]));
+          }
+        };
+        server.stdout.on('data', read);
+        server.stderr.on('data', read);
+        server.on('exit', () => reject(new Error(`svc exited:\n${out}`)));
+      });
+      const res = await fetch(`http://127.0.0.1:${port}/todos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'from the tarballs' }) });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ title: 'from the tarballs', seenByScript: true });
+      expect((await fetch(`http://127.0.0.1:${port}/svc.js`)).status).toBe(200);
+    } finally {
+      server.kill('SIGTERM');
+    }
+  }, 60_000);
+
+  it('@svc/client imports on its own from the installed packages', async () => {
+    const res = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('@svc/client'); console.log(typeof m.createClient);"], dir);
+    expect(res.out.trim()).toBe('function');
+  });
+});
