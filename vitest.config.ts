@@ -6,11 +6,13 @@ const root = fileURLToPath(new URL('.', import.meta.url));
 
 // Tests run on source: every workspace package name resolves to its src/index.ts
 // (apps/server is @svc/server, so end-to-end tests of type packages can start an app).
-const alias: Record<string, string> = {};
+// Exact names only (a string alias would also rewrite '@svc/client/server'); subpath entries of a
+// package are src/<subpath>.ts.
+const alias: { find: RegExp; replacement: string }[] = [{ find: /^@svc\/client\/server$/, replacement: `${root}packages/client/src/server.ts` }];
 for (const dir of ['packages', 'apps']) {
   for (const name of readdirSync(`${root}${dir}`)) {
     const entry = `${root}${dir}/${name}/src/index.ts`;
-    if (existsSync(entry)) alias[`@svc/${name}`] = entry;
+    if (existsSync(entry)) alias.push({ find: new RegExp(`^@svc/${name}$`), replacement: entry });
   }
 }
 

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { SVC_RUNTIME_URL, createSvcJsRoute } from '@svc/client';
+import { SVC_RUNTIME_URL, createSvcJsRoute } from '@svc/client/server';
 import type { ExtraRoute, Logger, Realtime, Resource, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 

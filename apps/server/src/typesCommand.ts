@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
-import { generateTypes } from '@svc/client';
-import type { TypeSource } from '@svc/client';
+import { generateTypes } from '@svc/client/server';
+import type { TypeSource } from '@svc/client/server';
 import type { Logger, ResourceType } from '@svc/core';
 import { loadInstalledTypes } from './installedTypes.js';
 import { loadApp } from './loadApp.js';

@@ -93,6 +93,48 @@ describe.skipIf(!hasPnpm)('the packed packages install with npm and run an app',
     }
   }, 60_000);
 
+  it('@svc/client installs alone and type-checks in a strict front end (bundler and nodenext), without @svc/core', async () => {
+    const front = join(dir, 'front');
+    await mkdir(front);
+    const client = tarballs.find((f) => f.startsWith('svc-client-')) as string;
+    await writeFile(join(front, 'package.json'), JSON.stringify({ name: 'front', private: true, type: 'module', dependencies: { '@svc/client': `file:../tarballs/${client}` } }));
+    const installed = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], front);
+    expect(installed.code, installed.out).toBe(0);
+    expect(await readdir(join(front, 'node_modules', '@svc'))).toEqual(['client']);
+    await writeFile(
+      join(front, 'main.ts'),
+      [
+        "import { createClient } from '@svc/client';",
+        "import type { CollectionDef, SvcClient, SvcErrorBody } from '@svc/client';",
+        "import { createClient as fromBrowser } from '@svc/client/browser';",
+        'interface Todo { id: string; title: string; done: boolean }',
+        'type Types = { resources: { todos: CollectionDef<Todo> } };',
+        "const svc: SvcClient<Types> = createClient<Types>('http://127.0.0.1:2403');",
+        "export const titles = svc.todos.get({ done: false }).then((list) => list.map((t) => t.title));",
+        "export const failed = (e: SvcErrorBody): number => e.statusCode;",
+        "export const other = fromBrowser('');",
+      ].join('\n'),
+    );
+    const tsc = join(REPO, 'node_modules', '.bin', 'tsc');
+    for (const [module, resolution] of [['esnext', 'bundler'], ['nodenext', 'nodenext']]) {
+      const compilerOptions = { noEmit: true, strict: true, skipLibCheck: false, target: 'es2022', lib: ['es2022', 'dom'], module, moduleResolution: resolution, types: [] };
+      await writeFile(join(front, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['main.ts'] }));
+      const checked = await run(tsc, ['-p', 'tsconfig.json'], front);
+      expect(checked.code, `${resolution}: ${checked.out}`).toBe(0);
+    }
+  }, 120_000);
+
+  it('publint --strict finds nothing in any package; attw finds nothing in @svc/client (ESM-only, Node >= 22.12)', async () => {
+    for (const pkg of PACKAGES) {
+      const linted = await run(join(REPO, 'node_modules', '.bin', 'publint'), ['--strict', join(REPO, pkg)], REPO);
+      expect(linted.code, `${pkg}: ${linted.out}`).toBe(0);
+      expect(linted.out, pkg).toContain('All good!');
+    }
+    const client = tarballs.find((f) => f.startsWith('svc-client-')) as string;
+    const typesChecked = await run(join(REPO, 'node_modules', '.bin', 'attw'), [join(dir, 'tarballs', client), '--profile', 'esm-only'], REPO);
+    expect(typesChecked.code, typesChecked.out).toBe(0);
+  }, 120_000);
+
   it('@svc/client imports on its own from the installed packages', async () => {
     const res = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('@svc/client'); console.log(typeof m.createClient);"], dir);
     expect(res.out.trim()).toBe('function');

@@ -1,10 +1,6 @@
 export { createClient, propertyName } from './createClient.js';
 export type { ClientOptions } from './createClient.js';
 export { SvcPromise } from './SvcPromise.js';
-export { createSvcJsRoute, describeResources, renderSvcJs, SVC_RUNTIME_URL } from './svcJs.js';
-export type { SvcJsRouteOptions } from './svcJs.js';
-export { generateTypes } from './generateTypes.js';
-export type { TypeSource } from './generateTypes.js';
 export type {
   AccessorOf,
   BodyArgs,

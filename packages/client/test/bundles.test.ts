@@ -8,13 +8,13 @@ import { startClientTestServer } from './helpers.js';
 import type { ClientTestServer } from './helpers.js';
 
 const dist = (file: string) => fileURLToPath(new URL(`../dist/${file}`, import.meta.url));
-const built = ['index.cjs', 'svc-client.browser.js', 'svc-runtime.js', 'index.d.ts'].every((f) => existsSync(dist(f)));
+const built = ['index.js', 'svc-client.browser.js', 'svc-runtime.js', 'index.d.ts', 'server.js'].every((f) => existsSync(dist(f)));
 if (!built) {
   if (process.env.CI === 'true') throw new Error('CI=true but @svc/client is not built: run pnpm build before the tests');
   process.stderr.write('SKIPPED @svc/client bundle tests: run pnpm build first\n');
 }
 
-describe.skipIf(!built)('@svc/client builds: CommonJS, browser bundle, /svc.js runtime', () => {
+describe.skipIf(!built)('@svc/client builds: ES modules (also for require()), browser bundle, /svc.js runtime', () => {
   let t: ClientTestServer;
   beforeAll(async () => {
     t = await startClientTestServer();
@@ -23,9 +23,9 @@ describe.skipIf(!built)('@svc/client builds: CommonJS, browser bundle, /svc.js r
     await t.close();
   });
 
-  it('require() of the CommonJS build gives a working client (cookies kept in Node)', async () => {
+  it("require() of the package (Node's require of ES modules, >= 22.12) gives a working client (cookies kept in Node)", async () => {
     const script = `
-      const { createClient } = require(${JSON.stringify(dist('index.cjs'))});
+      const { createClient } = require(${JSON.stringify(dist('index.js'))});
       const svc = createClient(process.argv[1]);
       (async () => {
         await svc('users').post({ username: 'cjs', password: 'pw' }).fail(() => null);
@@ -45,5 +45,12 @@ describe.skipIf(!built)('@svc/client builds: CommonJS, browser bundle, /svc.js r
     const sandbox: { __svcRuntime?: { install?: unknown } } = {};
     runInNewContext(`${readFileSync(dist('svc-runtime.js'), 'utf8')}; this.__svcRuntime = __svcRuntime;`, sandbox);
     expect(typeof sandbox.__svcRuntime?.install).toBe('function');
+  });
+
+  it('the main and browser entries hold nothing server-side (no svc-runtime URL for bundlers to copy, no @svc/core types)', () => {
+    for (const file of ['index.js', 'svc-client.browser.js']) expect(readFileSync(dist(file), 'utf8')).not.toContain('svc-runtime');
+    for (const file of ['index.d.ts', 'types.d.ts', 'createClient.d.ts', 'browser.d.ts']) expect(readFileSync(dist(file), 'utf8')).not.toContain('@svc/core');
+    const map = JSON.parse(readFileSync(dist('createClient.js.map'), 'utf8')) as { sourcesContent?: unknown[] };
+    expect(map.sourcesContent?.length).toBeGreaterThan(0);
   });
 });

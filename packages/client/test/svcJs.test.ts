@@ -1,6 +1,6 @@
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSvcJsRoute, describeResources, renderSvcJs } from '@svc/client';
+import { createSvcJsRoute, describeResources, renderSvcJs } from '@svc/client/server';
 import type { ResourceInfo } from '@svc/client';
 import { startClientTestServer } from './helpers.js';
 import type { ClientTestServer } from './helpers.js';

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateTypes } from '@svc/client';
-import type { TypeSource } from '@svc/client';
+import { generateTypes } from '@svc/client/server';
+import type { TypeSource } from '@svc/client/server';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
