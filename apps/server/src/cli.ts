@@ -195,7 +195,7 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   const redis = str(values.redis) ?? process.env.SVC_REDIS;
   let app;
   try {
-    app = await startApp({ appDir, port, env, logger, ...(host ? { host } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
+    app = await startApp({ appDir, port, env, logger, watch: env === 'development' && process.env.SVC_WATCH !== '0', ...(host ? { host } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
   } catch (err) {
     // A script that does not parse (production refuses to start): file and line first.
     const where = err as { filename?: unknown; line?: unknown };

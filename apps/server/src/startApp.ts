@@ -9,6 +9,7 @@ import { readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import { createLiveRealtime, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
+import { watchApp } from './watch.js';
 import type { RedisLoginLimits } from './redisLoginLimits.js';
 
 /** Options of {@link startApp}. */
@@ -28,6 +29,11 @@ export interface StartOptions {
   realtime?: Realtime;
   /** redis:// URL: realtime messages and rooms shared with other processes of the app. */
   redis?: string;
+  /**
+   * Watch resources/ and app.json and apply changes without a restart (the CLI sets it in
+   * development). A change that does not load is logged and the previous version keeps serving.
+   */
+  watch?: boolean;
 }
 
 /** A running app. */
@@ -105,10 +111,31 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(httpServer ? { httpServer } : {}),
     });
     bound.server = server;
+    let current = app;
+    const reload = async (): Promise<void> => {
+      const started = performance.now();
+      const next = await loadApp(appDir, logger);
+      const nextResources = await buildResources({ app: next, store, logger, env, types, scripts, realtime, request });
+      scripts.bind(nextResources);
+      const previous = await server.replaceResources(nextResources, [await svcJsRoute(nextResources, logger)]);
+      // Requests under way finish on the previous resources; close those that hold anything later.
+      setTimeout(() => {
+        for (const resource of previous) resource.close?.().catch((err: unknown) => logger.warn(`closing the previous ${resource.path}: ${(err as Error).message}`));
+      }, 5000).unref();
+      const settingsChanged = JSON.stringify(next.settings) !== JSON.stringify(current.settings);
+      current = next;
+      logger.info(
+        `reloaded ${nextResources.length} resources in ${Math.round(performance.now() - started)} ms` +
+          (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey and scripts limits apply at the next start)' : ''),
+      );
+    };
+    const stopWatching = options.watch ? watchApp(appDir, reload, logger) : undefined;
+    if (stopWatching) logger.info('development: watching resources/ and app.json; changes apply without a restart (a new type package still needs one)');
     return {
       server,
       attachRealtime: () => live.attach(server),
       close: async () => {
+        stopWatching?.();
         await live.close();
         await server.close();
         await loginLimits?.close();

@@ -94,6 +94,12 @@ export interface SvcServer {
   onSessionChange(listener: SessionChangeListener): () => void;
   /** Starts listening; answers the bound port. */
   listen(port: number, host?: string): Promise<number>;
+  /**
+   * Serves another set of resources (and extra routes) from now on, without a restart: requests
+   * under way finish on the set they started with. Answers the previous set, for the caller to
+   * close once they are done (development reload).
+   */
+  replaceResources(resources: readonly Resource[], routes?: readonly ExtraRoute[]): Promise<readonly Resource[]>;
   /** Routes a script's request through the same resources, with `internal` set. */
   request(input: InternalRequest): Promise<Reply>;
   /** Stops accepting, drains open requests, closes resources and the store. */
@@ -111,9 +117,10 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   const logger = options.logger ?? silentLogger;
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const overrideKey = options.methodOverrideKey ?? '_method';
-  const router = new Router(options.resources);
+  let router = new Router(options.resources);
+  let resources: readonly Resource[] = options.resources;
   const allowedOrigins = corsOrigins(options.cors, production);
-  const extra = new Map((options.routes ?? []).map((r) => [r.path, r]));
+  let extra = new Map((options.routes ?? []).map((r) => [r.path, r]));
   const sessions = new SessionManager(options.store.collection(SESSIONS_COLLECTION), options.sessions);
   const rootKeys = new RootKeys(options.rootKeys ?? []);
   await sessions.init();
@@ -270,7 +277,18 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     middleware,
     httpServer,
     sessions,
-    resources: options.resources,
+    get resources() {
+      return resources;
+    },
+    async replaceResources(next, routes) {
+      for (const resource of next) await resource.init?.(host);
+      // One synchronous swap: a request routes entirely by the old set or entirely by the new one.
+      const previous = resources;
+      resources = next;
+      router = new Router(next);
+      if (routes !== undefined) extra = new Map(routes.map((r) => [r.path, r]));
+      return previous;
+    },
     env,
     request,
     onSessionChange(listener) {
@@ -294,7 +312,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
         httpServer.close(() => done());
         httpServer.closeIdleConnections();
       });
-      for (const resource of options.resources) await resource.close?.();
+      for (const resource of resources) await resource.close?.();
       await options.store.close();
     },
   };

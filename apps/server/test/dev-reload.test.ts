@@ -1,0 +1,88 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSvc } from './cli.js';
+import type { SvcProcess } from './cli.js';
+import { writeApp } from './helpers/app.js';
+
+// Issue 15 (9): in development, editing a script or adding a resource applies without a restart,
+// and requests keep being served during the reload.
+
+async function until(check: () => Promise<boolean>, ms = 8000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('development reload (svc watching the app folder)', () => {
+  let dir: string;
+  let svc: SvcProcess;
+
+  beforeAll(async () => {
+    dir = await writeApp({
+      'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string' }, mark: { type: 'string' } } },
+      'resources/todos/post.js': "this.mark = 'v1';\n",
+    });
+    svc = await startSvc([dir]);
+  }, 30_000);
+  afterAll(async () => {
+    await svc?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const post = async (path: string, body: object) => {
+    const res = await fetch(`${svc.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  it('an edited event script applies without a restart', async () => {
+    expect((await post('/todos', { title: 'a' })).body.mark).toBe('v1');
+    await writeFile(join(dir, 'resources/todos/post.js'), "this.mark = 'v2';\n");
+    await until(async () => (await post('/todos', { title: 'b' })).body.mark === 'v2');
+    expect(svc.stderr() + svc.stdout()).toMatch(/reloaded 1 resources in \d+ ms/);
+  });
+
+  it('a new resource folder is served once its config.json is written; /svc.js knows it', async () => {
+    await mkdir(join(dir, 'resources/notes'), { recursive: true });
+    await writeFile(join(dir, 'resources/notes/config.json'), JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' } } }));
+    await until(async () => (await fetch(`${svc.url}/notes`)).status === 200);
+    expect(await (await fetch(`${svc.url}/svc.js`)).text()).toContain('notes');
+  });
+
+  it('a broken config.json is logged and the previous version keeps serving; fixing it reloads', async () => {
+    await writeFile(join(dir, 'resources/notes/config.json'), '{"type": ');
+    await until(async () => /reload failed, still serving the previous version: .*notes\/config\.json: invalid JSON/.test(svc.stderr() + svc.stdout()));
+    expect((await fetch(`${svc.url}/notes`)).status).toBe(200);
+    await writeFile(join(dir, 'resources/notes/config.json'), JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' }, n: { type: 'number' } } }));
+    await until(async () => (await post('/notes', { text: 'x', n: 3 })).body.n === 3);
+  });
+
+  it('requests under way and during reloads are all answered', async () => {
+    let stop = false;
+    const failures: string[] = [];
+    let answered = 0;
+    const worker = async () => {
+      while (!stop) {
+        try {
+          const res = await fetch(`${svc.url}/todos`);
+          if (res.status !== 200) failures.push(`status ${res.status}`);
+          await res.arrayBuffer();
+          answered++;
+        } catch (err) {
+          failures.push(String(err));
+        }
+      }
+    };
+    const workers = Array.from({ length: 8 }, worker);
+    for (let i = 3; i <= 7; i++) {
+      await writeFile(join(dir, 'resources/todos/post.js'), `this.mark = 'v${i}';\n`);
+      await until(async () => (await post('/todos', { title: `r${i}` })).body.mark === `v${i}`);
+    }
+    stop = true;
+    await Promise.all(workers);
+    expect(failures).toEqual([]);
+    expect(answered).toBeGreaterThan(50);
+  }, 60_000);
+});
