@@ -1,9 +1,10 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runSvc, startSvc } from './cli.js';
+import { SVC_BIN, runSvc, startSvc } from './cli.js';
 import type { SvcProcess } from './cli.js';
 
 let dir: string;
@@ -116,6 +117,30 @@ describe('svc command line', () => {
 
   // Issue 15 (6, 7, 10): one line, an exit code and what to do next, never a stack trace.
   const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at |node:internal|\{\s*"/);
+
+  it('PORT sets the port when --port is not given', async () => {
+    const app = join(dir, 'app');
+    await runSvc(['create', app]);
+    const child = spawn(process.execPath, ['--no-node-snapshot', SVC_BIN, app], { env: { ...process.env, PORT: '0', SVC_WATCH: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(out)), 15_000);
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /listening on port (\d+)/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(Number(m[1]));
+          }
+        });
+      });
+      expect(port).not.toBe(2403);
+      expect((await fetch(`http://127.0.0.1:${port}/todos`)).status).toBe(200);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
 
   it('an old Node is told what to install before anything else runs', async () => {
     const old = await runSvc(['--help'], { NODE_OPTIONS: "--import=data:text/javascript,Object.defineProperty(process,'versions',{value:{...process.versions,node:'22.11.0'}})" });
