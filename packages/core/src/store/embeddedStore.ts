@@ -37,6 +37,8 @@ interface NedbCursor extends PromiseLike<unknown> {
 }
 type CursorClass = new (db: Db, query: Query, mapFn: (docs: Raw[]) => unknown) => NedbCursor;
 const Cursor = createRequire(import.meta.url)('@seald-io/nedb/lib/cursor.js') as CursorClass;
+/** nedb's matcher (lib/model.js), the one its cursors use. */
+const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as { match(doc: unknown, query: Query): boolean };
 /** nedb's executor: runs the datastore's operations one at a time, in order. */
 interface Executor {
   pushAsync<T>(task: () => Promise<T>): Promise<T>;
@@ -176,8 +178,31 @@ class EmbeddedCollection implements StoreCollection {
       const bySeq = indexesOf(db)[SEQ] as unknown as { getAll(): Raw[] };
       return this.#executor.pushAsync(() => Promise.resolve(bySeq.getAll().slice(from, to).map(project)));
     }
+    if (!options.sort) {
+      const from = options.skip ?? 0;
+      const to = options.limit ? from + options.limit : undefined;
+      const indexes = indexesOf(db);
+      if (!Object.keys(query).some((key) => key !== SEQ && key in indexes)) {
+        // No index can narrow it: scan in insertion order (the SEQ index), stopping at the limit.
+        const bySeq = indexes[SEQ] as unknown as { getAll(): Raw[] };
+        return this.#executor.pushAsync(() => {
+          const out: Doc[] = [];
+          let seen = 0;
+          for (const raw of bySeq.getAll()) {
+            if (!nedbModel.match(raw, query)) continue;
+            if (seen++ < from) continue;
+            out.push(project(raw));
+            if (to !== undefined && seen >= to) break;
+          }
+          return Promise.resolve(out);
+        });
+      }
+      // An index narrows the matches: sort those by their number (nedb's generic sort is ~3x slower).
+      const bySeq = (a: Raw, b: Raw): number => ((a[SEQ] as number | undefined) ?? 0) - ((b[SEQ] as number | undefined) ?? 0);
+      return (await new Cursor(db, query, (raws) => raws.sort(bySeq).slice(from, to).map(project))) as Doc[];
+    }
     let cursor = new Cursor(db, query, (raws) => raws.map(project));
-    cursor = cursor.sort(options.sort ? renameId(options.sort) : { [SEQ]: 1 });
+    cursor = cursor.sort(renameId(options.sort));
     if (options.skip) cursor = cursor.skip(options.skip);
     if (options.limit) cursor = cursor.limit(options.limit);
     return (await cursor) as Doc[];
