@@ -38,7 +38,11 @@ interface NedbCursor extends PromiseLike<unknown> {
 type CursorClass = new (db: Db, query: Query, mapFn: (docs: Raw[]) => unknown) => NedbCursor;
 const Cursor = createRequire(import.meta.url)('@seald-io/nedb/lib/cursor.js') as CursorClass;
 /** nedb's matcher (lib/model.js), the one its cursors use. */
-const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as { match(doc: unknown, query: Query): boolean };
+const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as {
+  match(doc: unknown, query: Query): boolean;
+  getDotValue(doc: unknown, field: string): unknown;
+  compareThings(a: unknown, b: unknown): number;
+};
 /** nedb's executor: runs the datastore's operations one at a time, in order. */
 interface Executor {
   pushAsync<T>(task: () => Promise<T>): Promise<T>;
@@ -171,42 +175,34 @@ class EmbeddedCollection implements StoreCollection {
     // One copy out of nedb's cache, projected and re-keyed as it is made (nedb's findAsync would
     // deep-copy every object and the re-keying copy it again).
     const query = toNedbFilter(filter);
-    if (!options.sort && isEmpty(query)) {
+    const from = options.skip ?? 0;
+    const to = options.limit ? from + options.limit : undefined;
+    const indexes = indexesOf(db);
+    const bySeq = indexes[SEQ] as unknown as { getAll(): Raw[] };
+    const order = options.sort ? sorter(renameId(options.sort)) : undefined;
+    const all = isEmpty(query);
+    if (order === undefined && all) {
       // Every object in insertion order (the SEQ index), without matching each against {}.
-      const from = options.skip ?? 0;
-      const to = options.limit ? from + options.limit : undefined;
-      const bySeq = indexesOf(db)[SEQ] as unknown as { getAll(): Raw[] };
       return this.#executor.pushAsync(() => Promise.resolve(bySeq.getAll().slice(from, to).map(project)));
     }
-    if (!options.sort) {
-      const from = options.skip ?? 0;
-      const to = options.limit ? from + options.limit : undefined;
-      const indexes = indexesOf(db);
-      if (!Object.keys(query).some((key) => key !== SEQ && key in indexes)) {
-        // No index can narrow it: scan in insertion order (the SEQ index), stopping at the limit.
-        const bySeq = indexes[SEQ] as unknown as { getAll(): Raw[] };
-        return this.#executor.pushAsync(() => {
-          const out: Doc[] = [];
-          let seen = 0;
-          for (const raw of bySeq.getAll()) {
-            if (!nedbModel.match(raw, query)) continue;
-            if (seen++ < from) continue;
-            out.push(project(raw));
-            if (to !== undefined && seen >= to) break;
-          }
-          return Promise.resolve(out);
-        });
-      }
-      // An index narrows the matches: sort those by their number (nedb's generic sort is ~3x slower).
-      const bySeq = (a: Raw, b: Raw): number => ((a[SEQ] as number | undefined) ?? 0) - ((b[SEQ] as number | undefined) ?? 0);
-      return (await new Cursor(db, query, (raws) => raws.sort(bySeq).slice(from, to).map(project))) as Doc[];
+    if (all || !Object.keys(query).some((key) => key !== SEQ && key in indexes)) {
+      // No index can narrow it: scan in insertion order (the SEQ index); without a sort, stop at the limit.
+      return this.#executor.pushAsync(() => {
+        const out: Raw[] = [];
+        let seen = 0;
+        for (const raw of bySeq.getAll()) {
+          if (!all && !nedbModel.match(raw, query)) continue;
+          if (order === undefined && seen++ < from) continue;
+          out.push(raw);
+          if (order === undefined && to !== undefined && seen >= to) break;
+        }
+        return Promise.resolve((order ? order(out).slice(from, to) : out).map(project));
+      });
     }
-    let cursor = new Cursor(db, query, (raws) => raws.map(project));
-    cursor = cursor.sort(renameId(options.sort));
-    if (options.skip) cursor = cursor.skip(options.skip);
-    if (options.limit) cursor = cursor.limit(options.limit);
-    return (await cursor) as Doc[];
+    // An index narrows the matches: order those (by the sort, ties and no sort by insertion).
+    return (await new Cursor(db, query, (raws) => (order ?? insertionOrder)(raws).slice(from, to).map(project))) as Doc[];
   }
+
 
   async findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
     const db = this.#loaded ? this.#db : await this.#open();
@@ -620,4 +616,33 @@ function withoutSeq(ops: UpdateOps): UpdateOps {
     out[kind] = rest;
   }
   return out as UpdateOps;
+}
+
+const seqOf = (raw: Raw): number => (raw[SEQ] as number | undefined) ?? 0;
+
+/** Sorts matches in place by insertion number. */
+function insertionOrder(raws: Raw[]): Raw[] {
+  return raws.sort((a, b) => seqOf(a) - seqOf(b));
+}
+
+/**
+ * A sort the way nedb's cursor sorts (its compareThings order across types), about 5x faster: each
+ * object's sort values are read once, numbers and strings compare directly, anything else through
+ * compareThings; ties keep insertion order.
+ */
+function sorter(sort: Record<string, unknown>): (raws: Raw[]) => Raw[] {
+  const keys = Object.entries(sort).map(([field, direction]) => ({ field, direction: Number(direction) < 0 ? -1 : 1, dotted: field.includes('.') }));
+  return (raws) => {
+    const rows = raws.map((raw) => ({ raw, values: keys.map((k) => (k.dotted ? nedbModel.getDotValue(raw, k.field) : raw[k.field])) }));
+    rows.sort((a, b) => {
+      for (let i = 0; i < keys.length; i++) {
+        const x = a.values[i];
+        const y = b.values[i];
+        const c = (typeof x === 'number' && typeof y === 'number') || (typeof x === 'string' && typeof y === 'string') ? (x < y ? -1 : x > y ? 1 : 0) : nedbModel.compareThings(x, y);
+        if (c !== 0) return c * (keys[i] as { direction: number }).direction;
+      }
+      return seqOf(a.raw) - seqOf(b.raw);
+    });
+    return rows.map((row) => row.raw);
+  };
 }
