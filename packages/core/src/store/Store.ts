@@ -44,6 +44,11 @@ export interface StoreCollection {
   readonly name: string;
   find(filter: Filter, options?: FindOptions): Promise<Doc[]>;
   findOne(filter: Filter, options?: Pick<FindOptions, 'fields'>): Promise<Doc | null>;
+  /**
+   * Optional: the JSON text of `find(filter, options)` (no projection), for a store that keeps
+   * each object's serialisation, so that a list is answered without copying or stringifying.
+   */
+  findJson?(filter: Filter, options?: Omit<FindOptions, 'fields'>): Promise<string>;
   /** Counts matching objects without loading them. */
   count(filter: Filter): Promise<number>;
   /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */

@@ -170,10 +170,26 @@ class EmbeddedCollection implements StoreCollection {
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
-    const db = await this.#open();
-    const project = projector(options.fields);
     // One copy out of nedb's cache, projected and re-keyed as it is made (nedb's findAsync would
-    // deep-copy every object and the re-keying copy it again).
+    // deep-copy every object and the re-keying copy it again). Cached objects are never changed
+    // in place (nedb replaces an updated object), so they may be copied after the executor.
+    return (await this.#matching(filter, options)).map(projector(options.fields));
+  }
+
+  /**
+   * The JSON text of what `find(filter, options)` answers (no projection): each object's text is
+   * made once and kept while the object is unchanged, so a list is written by joining them.
+   */
+  async findJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<string> {
+    const raws = await this.#matching(filter, options);
+    let out = '[';
+    for (let i = 0; i < raws.length; i++) out += (i === 0 ? '' : ',') + jsonOf(raws[i] as Raw);
+    return `${out}]`;
+  }
+
+  /** The matching objects as nedb caches them, ordered and paged. */
+  async #matching(filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<Raw[]> {
+    const db = await this.#open();
     const query = toNedbFilter(filter);
     const from = options.skip ?? 0;
     const to = options.limit ? from + options.limit : undefined;
@@ -183,7 +199,7 @@ class EmbeddedCollection implements StoreCollection {
     const all = isEmpty(query);
     if (order === undefined && all) {
       // Every object in insertion order (the SEQ index), without matching each against {}.
-      return this.#executor.pushAsync(() => Promise.resolve(bySeq.getAll().slice(from, to).map(project)));
+      return this.#executor.pushAsync(() => Promise.resolve(bySeq.getAll().slice(from, to)));
     }
     if (all || !Object.keys(query).some((key) => key !== SEQ && key in indexes)) {
       // No index can narrow it: scan in insertion order (the SEQ index); without a sort, stop at the limit.
@@ -196,11 +212,11 @@ class EmbeddedCollection implements StoreCollection {
           out.push(raw);
           if (order === undefined && to !== undefined && seen >= to) break;
         }
-        return Promise.resolve((order ? order(out).slice(from, to) : out).map(project));
+        return Promise.resolve(order ? order(out).slice(from, to) : out);
       });
     }
     // An index narrows the matches: order those (by the sort, ties and no sort by insertion).
-    return (await new Cursor(db, query, (raws) => (order ?? insertionOrder)(raws).slice(from, to).map(project))) as Doc[];
+    return (await new Cursor(db, query, (raws) => (order ?? insertionOrder)(raws).slice(from, to))) as Raw[];
   }
 
 
@@ -645,4 +661,16 @@ function sorter(sort: Record<string, unknown>): (raws: Raw[]) => Raw[] {
     });
     return rows.map((row) => row.raw);
   };
+}
+
+/** Each cached object's JSON text, made on first read; an updated object is a new object. */
+const jsonTexts = new WeakMap<Raw, string>();
+
+function jsonOf(raw: Raw): string {
+  let text = jsonTexts.get(raw);
+  if (text === undefined) {
+    text = JSON.stringify(copyDoc(raw));
+    jsonTexts.set(raw, text);
+  }
+  return text;
 }

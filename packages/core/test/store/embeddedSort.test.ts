@@ -47,6 +47,12 @@ describe('embedded store sort', () => {
           expect(ours).toEqual(theirs);
           const limited = (await coll.find({}, { sort, skip: 1, limit: 3 })).map((d) => d.u);
           expect(limited).toEqual(theirs.slice(1, 4));
+          // The kept JSON texts answer exactly what find() answers, also after updates and removals.
+          expect(await coll.findJson!({}, { sort })).toBe(JSON.stringify(await coll.find({}, { sort })));
+          await coll.update({ id: 'id0' }, { $set: { a: 'changed' }, $inc: { u: 0 } });
+          if (docs.length > 1) await coll.remove({ id: `id${docs.length - 1}` });
+          expect(await coll.findJson!({ u: { $gte: 0 } }, { skip: 0, limit: 10 })).toBe(JSON.stringify(await coll.find({ u: { $gte: 0 } }, { limit: 10 })));
+          expect(JSON.parse(await coll.findJson!({ id: 'id0' }))).toEqual([expect.objectContaining({ id: 'id0', a: 'changed' })]);
         }),
         { numRuns: 300 },
       );
