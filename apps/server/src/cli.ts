@@ -26,7 +26,7 @@ environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags`;
 const COMMANDS: Record<string, { usage: string; about: string; flags: readonly string[]; max: number }> = {
   serve: {
     usage: 'svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]',
-    about: 'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key; production needs .svc/keys.json.',
+    about: 'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key from this machine; production needs .svc/keys.json.',
     flags: ['port', 'host', 'db', 'redis', 'env'],
     max: 1,
   },
@@ -204,7 +204,7 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
     return 1;
   }
   if (env === 'development' && app.host === '127.0.0.1') {
-    logger.info('development mode: any svc-ssh-key is root, so the server listens on 127.0.0.1 only (use --host to change)');
+    logger.info('development mode: any svc-ssh-key from this machine is root; the server listens on 127.0.0.1 only (use --host to change)');
   }
   process.stdout.write(`listening on port ${app.port}\n`);
   let stopping = false;
