@@ -1,3 +1,5 @@
+import { isPlainObject } from '@svc/core';
+
 /**
  * The schema of app.json, checked at start: a wrong type, a value out of range or an unknown
  * (misspelt) key stops the start with the file, the key and what is expected, instead of being
@@ -27,8 +29,8 @@ export const APP_SCHEMA: Record<string, Rule> = {
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */
 export function validateAppJson(file: string, value: unknown): void {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${file}: must be a JSON object of settings`);
-  checkObject(file, '', value as Record<string, unknown>, APP_SCHEMA);
+  if (!isPlainObject(value)) throw new Error(`${file}: must be a JSON object of settings`);
+  checkObject(file, '', value, APP_SCHEMA);
 }
 
 function checkObject(file: string, prefix: string, value: Record<string, unknown>, keys: Record<string, Rule>): void {
@@ -62,8 +64,8 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
     case 'publicCount':
       return typeof v === 'boolean' || (Array.isArray(v) && v.every((s) => typeof s === 'string')) ? undefined : 'true, false or an array of collection names';
     case 'object':
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) return `an object with ${Object.keys(rule.keys).join(', ')}`;
-      checkObject(file, path, v as Record<string, unknown>, rule.keys);
+      if (!isPlainObject(v)) return `an object with ${Object.keys(rule.keys).join(', ')}`;
+      checkObject(file, path, v, rule.keys);
       return undefined;
   }
 }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
+import { isPlainObject } from '@svc/core';
 import type { Logger, ResourceConfig } from '@svc/core';
 import { validateAppJson } from './appSchema.js';
 
@@ -70,7 +71,7 @@ async function collect(root: string, dir: string, out: ResourceFolder[], logger:
     const segments = relative(root, dir).split(sep);
     for (const s of segments) if (!RESOURCE_NAME.test(s)) throw new Error(`resource folder name "${s}" is not allowed (letters, digits, - and _)`);
     const config = (await readJson(configFile)) as ResourceConfig | undefined;
-    if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new Error(`${configFile}: must be a JSON object with a "type", such as {"type": "Collection"}`);
+    if (!isPlainObject(config)) throw new Error(`${configFile}: must be a JSON object with a "type", such as {"type": "Collection"}`);
     if (typeof config.type !== 'string' || config.type === '') throw new Error(`${configFile}: "type" is missing (a resource type such as "Collection" or "UserCollection")`);
     const scripts = new Map<string, string>();
     for (const e of entries) {

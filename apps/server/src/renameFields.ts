@@ -1,5 +1,6 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isPlainObject } from '@svc/core';
 import type { Logger, StoreCollection } from '@svc/core';
 import type { ResourceFolder } from './loadApp.js';
 
@@ -11,10 +12,10 @@ import type { ResourceFolder } from './loadApp.js';
  */
 export async function applyPropertyRenames(folder: ResourceFolder, store: StoreCollection, logger: Logger): Promise<void> {
   const properties = folder.config.properties;
-  if (typeof properties !== 'object' || properties === null || Array.isArray(properties)) return;
+  if (!isPlainObject(properties)) return;
   const renames: [from: string, to: string][] = [];
   let found = false;
-  for (const [name, def] of Object.entries(properties as Record<string, unknown>)) {
+  for (const [name, def] of Object.entries(properties)) {
     const from = (def as { $renameFrom?: unknown } | null)?.$renameFrom;
     if (from === undefined) continue;
     found = true;

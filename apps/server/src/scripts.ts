@@ -1,4 +1,4 @@
-import { isUserResource, SvcError } from '@svc/core';
+import { isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { createScriptRuntime, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
 import type { HostApi, RunInput, RunResult, Script, ScriptRuntime } from '@svc/script-runtime';
@@ -177,7 +177,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           });
           throwIfCancelled(result);
           const outcome: EventOutcome = { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected };
-          if (event === 'beforerequest' && result.setResultCalled && isPlainRecord(result.result)) outcome.query = result.result;
+          if (event === 'beforerequest' && result.setResultCalled && isPlainObject(result.result)) outcome.query = result.result;
           return outcome;
         },
         async runGetBatch(ctx, objects) {
@@ -246,8 +246,4 @@ function scriptFailure(err: unknown, env: 'development' | 'production', logger: 
   const message = env === 'production' ? (kind === 'SCRIPT_TIMEOUT' ? 'script timed out' : 'internal server error') : `${where}: ${err.message}`;
   // Logged above already; the reply path must not log it twice.
   return new SvcError(kind, message, { status: 500, cause: err });
-}
-
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,12 +1,13 @@
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
-import type { AnyResourceType, InternalRequest, Logger, Realtime, ResourceType, Store, SvcServer } from '@svc/core';
+import type { AnyResourceType, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
 import { readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
+import type { AppFolder } from './loadApp.js';
 import { createLiveRealtime, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
 import { watchApp } from './watch.js';
@@ -92,8 +93,13 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       logger.warn('production without a root key: requests with svc-ssh-key are refused (no root access); create one with: svc keygen');
     }
     const scripts = createScriptFactory({ app, env, logger, realtime, request });
-    const resources = await buildResources({ app, store, logger, env, types, scripts, realtime, request });
-    scripts.bind(resources);
+    // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
+    const mount = async (folder: AppFolder): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
+      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request });
+      scripts.bind(built);
+      return { resources: built, routes: [await svcJsRoute(built, logger)] };
+    };
+    const { resources, routes } = await mount(app);
     const server = await createServer({
       store,
       resources,
@@ -106,7 +112,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(app.settings.methodOverrideKey !== undefined ? { methodOverrideKey: app.settings.methodOverrideKey } : {}),
       cors: { origins },
       crossSiteCookies: app.settings.cors?.crossSiteCookies === true,
-      routes: [await svcJsRoute(resources, logger)],
+      routes,
       ...(loginLimits ? { loginLimits: loginLimits.factory } : {}),
       ...(httpServer ? { httpServer } : {}),
     });
@@ -115,9 +121,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     const reload = async (): Promise<void> => {
       const started = performance.now();
       const next = await loadApp(appDir, logger);
-      const nextResources = await buildResources({ app: next, store, logger, env, types, scripts, realtime, request });
-      scripts.bind(nextResources);
-      const previous = await server.replaceResources(nextResources, [await svcJsRoute(nextResources, logger)]);
+      const mounted = await mount(next);
+      const previous = await server.replaceResources(mounted.resources, mounted.routes);
       // Requests under way finish on the previous resources; close those that hold anything later.
       setTimeout(() => {
         for (const resource of previous) resource.close?.().catch((err: unknown) => logger.warn(`closing the previous ${resource.path}: ${(err as Error).message}`));
@@ -125,7 +130,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       const settingsChanged = JSON.stringify(next.settings) !== JSON.stringify(current.settings);
       current = next;
       logger.info(
-        `reloaded ${nextResources.length} resources in ${Math.round(performance.now() - started)} ms` +
+        `reloaded ${mounted.resources.length} resources in ${Math.round(performance.now() - started)} ms` +
           (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey and scripts limits apply at the next start)' : ''),
       );
     };

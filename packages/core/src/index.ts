@@ -21,7 +21,7 @@ export { createConsoleLogger, silentLogger } from './logger.js';
 export type { Logger } from './logger.js';
 export { createId } from './ids.js';
 export { redactUrl } from './redactUrl.js';
-export { parseQueryString } from './query/parseQueryString.js';
+export { isPlainObject, parseQueryString } from './query/parseQueryString.js';
 export { compileQuery } from './query/compileQuery.js';
 export type { CompiledQuery } from './query/compileQuery.js';
 export { CORS_ALLOWED_HEADERS } from './http/cors.js';
