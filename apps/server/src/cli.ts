@@ -207,6 +207,7 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
     logger.info('development mode: any svc-ssh-key from this machine is root; the server listens on 127.0.0.1 only (use --host to change)');
   }
   process.stdout.write(`listening on port ${app.port}\n`);
+  logger.info(`dashboard: ${app.url}/dashboard/${env === 'production' ? ' (asks for a root key: svc showkey)' : ''}`);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { createScriptRuntime, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
@@ -19,7 +20,51 @@ export interface ScriptFactoryOptions {
 export interface AppScripts extends ScriptFactory {
   /** The resources, for the script client's `svc.<r>` functions and emit's user collections. */
   bind(resources: readonly Resource[]): void;
+  /** A script's syntax error (file, line, column), or undefined when it compiles. */
+  check(source: string, filename: string, event: string): ScriptProblem | undefined;
+  /** Runs a script once on a sample object without writing anything (the dashboard's trial run). */
+  trial(input: TrialInput): Promise<TrialOutcome>;
   close(): void;
+}
+
+/** Where and why a script does not compile or failed. */
+export interface ScriptProblem {
+  message: string;
+  line?: number;
+  column?: number;
+}
+
+/** A trial run: a script source run once, as an event of a resource, on a sample object. */
+export interface TrialInput {
+  source: string;
+  /** 'resources/todos/post.js', for messages. */
+  filename: string;
+  /** 'post', 'beforerequest', ... */
+  event: string;
+  object: Record<string, unknown>;
+  previous?: Record<string, unknown>;
+  me?: Record<string, unknown>;
+  query?: Record<string, unknown>;
+  /** The dashboard's request: svc.* GETs run with its session (root). */
+  parent: Context;
+}
+
+/** What a trial run did: nothing of it was written or sent. */
+export interface TrialOutcome {
+  object: Record<string, unknown>;
+  errors?: Record<string, string>;
+  cancelled?: { message: string; status: number };
+  hidden: readonly string[];
+  protected: readonly string[];
+  result?: unknown;
+  /** console lines of the run. */
+  logs: string[];
+  /** emit() calls, recorded instead of sent. */
+  emits: unknown[][];
+  /** svc.* writes the run asked for, refused in a trial. */
+  refused: string[];
+  /** The script threw, timed out or does not compile. */
+  failure?: ScriptProblem;
 }
 
 const EVENT_LABEL: Record<string, string> = {
@@ -57,12 +102,21 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   let runtime: ScriptRuntime | undefined;
   let resources: readonly Resource[] = [];
   let clientNames: ReturnType<typeof scriptClientNames> = [];
+  /** Console lines of trial runs, by their label: they go to the trial's answer, not the log. */
+  const trialLogs = new Map<string, string[]>();
+  const trialScripts = new Map<string, Script>();
+  const log = (line: string): void => {
+    const end = line.indexOf('] ');
+    const own = line.startsWith('[') && end > 0 ? trialLogs.get(line.slice(1, end)) : undefined;
+    if (own) own.push(line.slice(end + 2));
+    else logger.info(line);
+  };
   const getRuntime = (): ScriptRuntime =>
     (runtime ??= createScriptRuntime({
       ...(settings.memoryLimitMb !== undefined ? { memoryLimitMb: settings.memoryLimitMb } : {}),
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.isolates !== undefined ? { isolates: settings.isolates } : {}),
-      log: (line) => logger.info(line),
+      log,
     }));
 
   /** Compiles the folder's scripts for the given events; broken ones become errors to answer. */
@@ -133,10 +187,71 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     }
   }
 
+  const source = (text: string, event: string): string => (event === 'beforerequest' ? withQueryResult(text) : text);
+
   return {
     bind(all) {
       resources = all;
       clientNames = scriptClientNames(all);
+    },
+    check(text, filename, event) {
+      try {
+        getRuntime().compile(source(text, event), filename);
+        return undefined;
+      } catch (err) {
+        if (err instanceof ScriptSyntaxError) return problemOf(err);
+        throw err;
+      }
+    },
+    async trial(input) {
+      const label = `dashboard trial ${randomBytes(6).toString('hex')}`;
+      const logs: string[] = [];
+      const emits: unknown[][] = [];
+      const refused: string[] = [];
+      const base = { object: input.object, hidden: [], protected: [], logs, emits, refused };
+      let script: Script;
+      try {
+        // Isolates keep what they compiled: trying the same text again reuses it.
+        const key = `${input.filename}\n${input.event}\n${input.source}`;
+        script = trialScripts.get(key) ?? getRuntime().compile(source(input.source, input.event), input.filename);
+        trialScripts.delete(key);
+        trialScripts.set(key, script);
+        if (trialScripts.size > 64) trialScripts.delete(trialScripts.keys().next().value as string);
+      } catch (err) {
+        if (err instanceof ScriptSyntaxError) return { ...base, failure: problemOf(err) };
+        throw err;
+      }
+      // Reads go through the app as the dashboard's request would; writes are refused, not done.
+      const readOnly = (request: InternalRequest): Promise<Reply> => {
+        if (request.method === 'GET') return options.request(request);
+        refused.push(`${request.method} ${request.path}`);
+        return Promise.resolve({ status: 403, body: { status: 403, message: `a trial run does not write (${request.method} ${request.path})` } });
+      };
+      const api: HostApi = scriptClient(clientNames, input.parent, readOnly);
+      api.emit = (...args: unknown[]) => {
+        emits.push(args);
+      };
+      const ctx = { ...input.parent, query: input.query ?? {}, me: input.me as Context['me'] };
+      trialLogs.set(label, logs);
+      try {
+        const result = await getRuntime().run(script, {
+          thisObj: input.object,
+          locals: { ...locals(ctx, { ctx: true, svc: true, emit: true }, { previous: input.previous ?? {} }), isRoot: false, internal: false },
+          host: api,
+          label,
+        });
+        const out: TrialOutcome = { ...base, object: result.thisObj, hidden: result.hidden, protected: result.protected };
+        if (result.errors && Object.keys(result.errors).length > 0) out.errors = result.errors;
+        if (result.cancelled) out.cancelled = result.cancelled;
+        if (result.setResultCalled) out.result = result.result;
+        return out;
+      } catch (err) {
+        if (err instanceof ScriptError) return { ...base, failure: problemOf(err) };
+        throw err;
+      } finally {
+        // Lines cross after the outcome at the latest in the same message: keep the entry a moment.
+        setTimeout(() => trialLogs.delete(label), 1000).unref();
+      }
     },
     close() {
       runtime?.dispose();
@@ -199,6 +314,10 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       };
     },
   };
+}
+
+function problemOf(err: ScriptError): ScriptProblem {
+  return { message: err.message, ...(err.line !== undefined ? { line: err.line } : {}), ...(err.column !== undefined ? { column: err.column } : {}) };
 }
 
 /** A compiled event script and the request data it refers to. */

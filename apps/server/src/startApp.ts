@@ -11,6 +11,10 @@ import type { AppFolder } from './loadApp.js';
 import { createLiveRealtime, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
 import { watchApp } from './watch.js';
+import { createDashboard } from './dashboard/dashboard.js';
+import { Feed, feedStore, teeLogger } from './dashboard/feed.js';
+import { writeTypes } from './typesCommand.js';
+import { dashboardAssetsDir } from '@svc/dashboard';
 import type { RedisLoginLimits } from './redisLoginLimits.js';
 
 /** Options of {@link startApp}. */
@@ -35,6 +39,8 @@ export interface StartOptions {
    * development). A change that does not load is logged and the previous version keeps serving.
    */
   watch?: boolean;
+  /** Serve the administration dashboard at /dashboard/ (root only). Default true. */
+  dashboard?: boolean;
 }
 
 /** A running app. */
@@ -57,7 +63,9 @@ interface BuiltApp {
 async function buildApp(options: StartOptions, httpServer?: Server): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
   const env = options.env ?? 'development';
-  const logger = options.logger ?? createConsoleLogger();
+  // Log lines and data changes, for the dashboards that follow this server live.
+  const feed = new Feed();
+  const logger = teeLogger(options.logger ?? createConsoleLogger(), feed);
   const app = await loadApp(appDir, logger);
   const types = new Map<string, ResourceType>();
   for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {
@@ -77,8 +85,12 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
   if (options.db) logger.info('connecting to MongoDB (--db)');
-  const store: Store = options.db
-    ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) }) : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message) });
+  const store: Store = feedStore(
+    options.db
+      ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
+      : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message) }),
+    feed,
+  );
   try {
     // Every process sharing the Redis counts login attempts together.
     if (options.redis) loginLimits = await connectLoginLimits(options.redis, logger);
@@ -93,11 +105,40 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       logger.warn('production without a root key: requests with svc-ssh-key are refused (no root access); create one with: svc keygen');
     }
     const scripts = createScriptFactory({ app, env, logger, realtime, request });
+    let current = app;
+    // Reloads never overlap, whoever asks (the development watcher, the dashboard).
+    let reloading: Promise<void> = Promise.resolve();
+    const reload = (): Promise<void> => {
+      const run = reloading.then(reloadNow, reloadNow);
+      reloading = run.catch(() => undefined);
+      return run;
+    };
+    const dashboard =
+      options.dashboard === false
+        ? undefined
+        : createDashboard({
+            appDir,
+            env,
+            feed,
+            assetsDir: dashboardAssetsDir,
+            types,
+            scripts,
+            store,
+            reload,
+            current: () => current,
+            typesText: async () => (await writeTypes(appDir, '-', logger)).text,
+          });
+    let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
     const mount = async (folder: AppFolder): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
       const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request });
       scripts.bind(built);
-      return { resources: built, routes: [await svcJsRoute(built, logger)] };
+      const routes = [await svcJsRoute(built, logger)];
+      // An app's own resource at /dashboard wins (Deployd apps may have one); the dashboard steps aside.
+      const shadowed = built.some((r) => r.path === '/dashboard' || r.path.startsWith('/dashboard/'));
+      if (shadowed && !dashboardShadowed && dashboard) logger.warn('resource dashboard: the app has its own /dashboard, so the administration dashboard is not served');
+      dashboardShadowed = shadowed;
+      return { resources: dashboard && !shadowed ? [...built, dashboard] : built, routes };
     };
     const { resources, routes } = await mount(app);
     const server = await createServer({
@@ -117,8 +158,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(httpServer ? { httpServer } : {}),
     });
     bound.server = server;
-    let current = app;
-    const reload = async (): Promise<void> => {
+    const reloadNow = async (): Promise<void> => {
       const started = performance.now();
       const next = await loadApp(appDir, logger);
       const mounted = await mount(next);
@@ -141,6 +181,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       attachRealtime: () => live.attach(server),
       close: async () => {
         stopWatching?.();
+        dashboard?.closeStreams();
         await live.close();
         await server.close();
         await loginLimits?.close();

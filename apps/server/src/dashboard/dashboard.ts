@@ -1,0 +1,435 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { isPlainObject, SvcError, validateSettings } from '@svc/core';
+import type { Context, Reply, Resource, ResourceConfig, ResourceType, SettingsSchema, Store } from '@svc/core';
+import type { AppFolder } from '../loadApp.js';
+import type { AppScripts } from '../scripts.js';
+import { COLLECTION_EVENT_FILES } from '../scripts.js';
+import type { Feed, FeedEvent } from './feed.js';
+import { BUILT_IN_TYPES, describeApp, eventFilesOf } from './describe.js';
+import { USER_GUARDS } from './guards.js';
+
+/** What the dashboard needs from the running app. */
+export interface DashboardOptions {
+  appDir: string;
+  env: 'development' | 'production';
+  feed: Feed;
+  /** The built web app (index.html, app.js, ...); undefined: the API only. */
+  assetsDir: string | undefined;
+  types: ReadonlyMap<string, ResourceType>;
+  scripts: AppScripts;
+  store: Store;
+  /** Loads the app folder again and serves it; rejects (serving the previous version) when it does not load. */
+  reload(): Promise<void>;
+  /** The app folder as last loaded. */
+  current(): AppFolder;
+  /** The text `svc types` writes. */
+  typesText(): Promise<string>;
+}
+
+/** The dashboard resource, plus what the app's shutdown must end (open live streams). */
+export interface Dashboard extends Resource {
+  closeStreams(): void;
+}
+
+const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
+/** Live streams a process keeps open at once (each holds a connection). */
+const MAX_STREAMS = 16;
+/** A stream whose client reads slower than this many bytes behind is closed. */
+const MAX_STREAM_BACKLOG = 1 << 20;
+const HEARTBEAT_MS = 20_000;
+const MIME: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+};
+/** The page may load only its own files; CodeMirror styles itself with <style> elements. */
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-cache',
+};
+
+/**
+ * The administration dashboard at /dashboard/: the web app's files, open to anyone (they hold no
+ * data), and its API under /dashboard/api/, root only: with a key of .svc/keys.json in
+ * production, from this machine in development. Changes are written to the app folder and served
+ * after a reload; a change that does not load is undone and answered 400.
+ */
+export function createDashboard(options: DashboardOptions): Dashboard {
+  const streams = new Set<() => void>();
+  let assets: Map<string, { body: Buffer; type: string }> | undefined;
+  let editing: Promise<unknown> = Promise.resolve();
+
+  /** One change of the app folder at a time: each applies, reloads, or is undone. */
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = editing.then(work, work);
+    editing = run.catch(() => undefined);
+    return run;
+  };
+
+  const resourceDir = (name: string): string => join(options.appDir, 'resources', ...name.split('/'));
+
+  async function loadAssets(): Promise<Map<string, { body: Buffer; type: string }>> {
+    const out = new Map<string, { body: Buffer; type: string }>();
+    if (options.assetsDir === undefined || !existsSync(options.assetsDir)) return out;
+    for (const file of await readdir(options.assetsDir)) {
+      const ext = file.slice(file.lastIndexOf('.'));
+      const type = MIME[ext];
+      if (type) out.set(file, { body: await readFile(join(options.assetsDir, file)), type });
+    }
+    return out;
+  }
+
+  async function serveAsset(ctx: Context, file: string): Promise<Reply | undefined> {
+    assets ??= await loadAssets();
+    const asset = assets.get(file);
+    if (!asset) {
+      if (assets.size === 0) throw new SvcError('NOT_FOUND', 'the dashboard is not built: run pnpm build (or install @svc/dashboard)');
+      throw new SvcError('NOT_FOUND', `no dashboard file ${file}`);
+    }
+    const res = ctx.res;
+    if (!res) return { status: 404 };
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
+    res.setHeader('content-type', asset.type);
+    res.setHeader('content-length', asset.body.length);
+    res.statusCode = 200;
+    res.end(ctx.req?.method === 'HEAD' ? undefined : asset.body);
+    return undefined;
+  }
+
+  /** Refuses what a browser sends on another site's behalf, and (development) other host names. */
+  function checkCaller(ctx: Context): void {
+    const headers = ctx.headers;
+    const host = String(headers.host ?? '');
+    const site = headers['sec-fetch-site'];
+    if (site === 'cross-site' || site === 'same-site') throw new SvcError('FORBIDDEN', 'the dashboard API answers its own page only');
+    const origin = headers.origin;
+    if (typeof origin === 'string' && origin !== 'null') {
+      let originHost: string;
+      try {
+        originHost = new URL(origin).host;
+      } catch {
+        throw new SvcError('FORBIDDEN', 'the dashboard API answers its own page only');
+      }
+      if (originHost !== host) throw new SvcError('FORBIDDEN', 'the dashboard API answers its own page only');
+    }
+    // Any key is root in development: a page of another site whose name points at this machine
+    // (DNS rebinding) must not get it.
+    if (options.env === 'development' && !isLocalHostName(host)) {
+      throw new SvcError('FORBIDDEN', 'the development dashboard answers on localhost or 127.0.0.1 only');
+    }
+  }
+
+  function requireRoot(ctx: Context): void {
+    if (!ctx.isRoot) {
+      throw new SvcError('UNAUTHORIZED', options.env === 'production' ? 'the dashboard needs the root key (svc showkey prints it)' : 'the dashboard API answers root requests only: from this machine, with any svc-ssh-key header (development)');
+    }
+  }
+
+  async function reloadOrUndo(undo: () => Promise<void>): Promise<void> {
+    try {
+      await options.reload();
+    } catch (err) {
+      await undo();
+      await options.reload().catch(() => undefined);
+      throw new SvcError('BAD_REQUEST', (err as Error).message, { errors: fieldErrors((err as Error).message) });
+    }
+    options.feed.emit({ kind: 'reload', time: new Date().toISOString() });
+  }
+
+  function folderOf(name: string) {
+    const folder = options.current().resources.find((r) => r.path === `/${name}`);
+    if (!folder) throw new SvcError('NOT_FOUND', `no resource ${name}`);
+    return folder;
+  }
+
+  function typeOf(type: string): ResourceType | undefined {
+    return options.types.get(type);
+  }
+
+  function checkName(name: unknown): string {
+    if (typeof name !== 'string' || name === '') throw new SvcError('BAD_REQUEST', 'a name is required', { errors: { name: 'required' } });
+    const segments = name.replace(/^\/+|\/+$/g, '').split('/');
+    for (const s of segments) {
+      if (!SEGMENT.test(s)) throw new SvcError('BAD_REQUEST', `"${s}": letters, digits, - and _ (starting with a letter or digit)`, { errors: { name: 'letters, digits, - and _ only' } });
+    }
+    if (segments[0] === 'dashboard') throw new SvcError('BAD_REQUEST', 'dashboard is the dashboard\'s own path', { errors: { name: 'reserved' } });
+    return segments.join('/');
+  }
+
+  async function writeAtomic(file: string, text: string): Promise<void> {
+    // The temporary name ends in neither .js nor .json: the development watcher ignores it.
+    const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+    await writeFile(tmp, text);
+    await rename(tmp, file);
+  }
+
+  async function create(body: Record<string, unknown>): Promise<Reply> {
+    const name = checkName(body.name);
+    const type = body.type;
+    if (typeof type !== 'string' || (!BUILT_IN_TYPES.has(type) && !typeOf(type))) {
+      throw new SvcError('BAD_REQUEST', `unknown resource type ${String(type)}`, { errors: { type: 'not installed' } });
+    }
+    const dir = resourceDir(name);
+    if (existsSync(dir)) throw new SvcError('CONFLICT', `a resource ${name} exists`, { errors: { name: 'taken' } });
+    const config: ResourceConfig = { type };
+    if (type === 'Collection' || type === 'UserCollection') config.properties = {};
+    else {
+      // Defaults, then what the form gave (the settings a type requires).
+      const schema = typeOf(type)?.settings ?? {};
+      for (const [field, spec] of Object.entries(schema)) if (spec.default !== undefined) config[field] = spec.default;
+      if (body.settings !== undefined && !isPlainObject(body.settings)) throw new SvcError('BAD_REQUEST', 'settings must be an object', { errors: { settings: 'an object' } });
+      for (const [field, value] of Object.entries(body.settings ?? {})) if (field in schema && value !== '' && value !== null) config[field] = value;
+      checkSettings(name, schema, config);
+    }
+    await serial(async () => {
+      await mkdir(dir, { recursive: true });
+      await writeAtomic(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+      // A new user collection starts guarded, as `svc create` writes it.
+      if (type === 'UserCollection') for (const [file, text] of Object.entries(USER_GUARDS)) await writeFile(join(dir, file), text);
+      await reloadOrUndo(() => rm(dir, { recursive: true, force: true }));
+    });
+    return { status: 201, body: describeApp(options.current(), options.types, options.env) };
+  }
+
+  async function saveConfig(name: string, body: Record<string, unknown>): Promise<Reply> {
+    const config = body.config;
+    if (!isPlainObject(config)) throw new SvcError('BAD_REQUEST', 'config must be an object', { errors: { config: 'an object' } });
+    await serial(async () => {
+      const folder = folderOf(name);
+      if (config.type !== folder.config.type) throw new SvcError('BAD_REQUEST', 'a resource keeps its type: create another one instead', { errors: { type: 'cannot change' } });
+      const type = typeOf(folder.config.type);
+      if (type) checkSettings(name, type.settings, config as ResourceConfig);
+      const file = join(folder.dir, 'config.json');
+      const before = await readFile(file, 'utf8');
+      await writeAtomic(file, `${JSON.stringify(config, null, 2)}\n`);
+      await reloadOrUndo(() => writeAtomic(file, before));
+    });
+    return { status: 200, body: describeApp(options.current(), options.types, options.env) };
+  }
+
+  async function renameResource(name: string, body: Record<string, unknown>): Promise<Reply> {
+    const to = checkName(body.to);
+    let moved = 0;
+    await serial(async () => {
+      const folder = folderOf(name);
+      const target = resourceDir(to);
+      if (existsSync(target)) throw new SvcError('CONFLICT', `a resource ${to} exists`, { errors: { to: 'taken' } });
+      if (target.startsWith(`${folder.dir}/`)) throw new SvcError('BAD_REQUEST', 'a resource cannot move into itself', { errors: { to: 'inside itself' } });
+      await mkdir(join(target, '..'), { recursive: true });
+      await rename(folder.dir, target);
+      await reloadOrUndo(() => rename(target, folder.dir));
+      // A collection's objects follow it (Deployd renamed its store collection too).
+      if (folder.config.type === 'Collection' || folder.config.type === 'UserCollection') moved = await moveObjects(name, to);
+    });
+    return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), moved } };
+  }
+
+  async function moveObjects(from: string, to: string): Promise<number> {
+    const source = options.store.collection(from);
+    const target = options.store.collection(to);
+    let moved = 0;
+    for (;;) {
+      const batch = await source.find({}, { limit: 500 });
+      if (batch.length === 0) return moved;
+      for (const doc of batch) {
+        // Inserted before removed: an interruption leaves a copy, never a loss.
+        if ((await target.findOne({ id: doc.id })) === null) await target.insert(doc);
+        await source.remove({ id: doc.id });
+        moved++;
+      }
+    }
+  }
+
+  async function deleteResource(name: string): Promise<Reply> {
+    let trash = '';
+    await serial(async () => {
+      const folder = folderOf(name);
+      // Kept, not destroyed: a deleted resource's folder (its scripts) waits in .svc/trash.
+      trash = join(options.appDir, '.svc', 'trash', `${name.replace(/\//g, '__')}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+      await mkdir(join(trash, '..'), { recursive: true });
+      await rename(folder.dir, trash);
+      await reloadOrUndo(() => rename(trash, folder.dir));
+    });
+    return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), trash: trash.slice(options.appDir.length + 1) } };
+  }
+
+  function eventFile(name: string, file: string): { dir: string; file: string; event: string } {
+    const folder = folderOf(name);
+    const allowed = eventFilesOf(folder.config.type, options.types);
+    if (!allowed.includes(file)) throw new SvcError('NOT_FOUND', `${folder.config.type} has no event ${file}; it has ${allowed.join(', ') || 'none'}`);
+    return { dir: folder.dir, file: join(folder.dir, file), event: file.slice(0, -3) };
+  }
+
+  async function saveEvent(name: string, fileName: string, body: Record<string, unknown>): Promise<Reply> {
+    const source = body.source;
+    if (typeof source !== 'string') throw new SvcError('BAD_REQUEST', 'source must be a string', { errors: { source: 'a string' } });
+    await serial(async () => {
+      const { file, event } = eventFile(name, fileName);
+      const problem = options.scripts.check(source, `resources/${name}/${fileName}`, event);
+      if (problem) throw new SvcError('BAD_REQUEST', `line ${problem.line ?? '?'}: ${problem.message}`, { errors: { source: `line ${problem.line ?? '?'}${problem.column !== undefined ? `:${problem.column}` : ''}: ${problem.message}` } });
+      const before = existsSync(file) ? await readFile(file, 'utf8') : undefined;
+      if (source.trim() === '') {
+        if (before !== undefined) await unlink(file);
+      } else {
+        await writeAtomic(file, source);
+      }
+      await reloadOrUndo(async () => {
+        if (before === undefined) await rm(file, { force: true });
+        else await writeAtomic(file, before);
+      });
+    });
+    return { status: 200, body: describeApp(options.current(), options.types, options.env) };
+  }
+
+  async function readEvent(name: string, fileName: string): Promise<Reply> {
+    const { file } = eventFile(name, fileName);
+    return { status: 200, body: { source: existsSync(file) ? await readFile(file, 'utf8') : '' } };
+  }
+
+  function check(body: Record<string, unknown>): Reply {
+    const { source, event } = body;
+    if (typeof source !== 'string' || typeof event !== 'string') throw new SvcError('BAD_REQUEST', 'source and event are required', { errors: { source: 'a string' } });
+    const problem = options.scripts.check(source, `${String(body.name ?? 'script')}/${event}.js`, event);
+    return { status: 200, body: problem ? { ok: false, problem } : { ok: true } };
+  }
+
+  async function trial(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
+    const { source, event, name } = body;
+    if (typeof source !== 'string' || typeof event !== 'string' || typeof name !== 'string') {
+      throw new SvcError('BAD_REQUEST', 'name, event and source are required', { errors: { source: 'a string' } });
+    }
+    const object = body.object ?? {};
+    const previous = body.previous ?? {};
+    if (!isPlainObject(object) || !isPlainObject(previous)) throw new SvcError('BAD_REQUEST', 'the sample object must be a JSON object', { errors: { object: 'a JSON object' } });
+    const me = body.me;
+    const query = body.query ?? {};
+    if ((me !== undefined && me !== null && !isPlainObject(me)) || !isPlainObject(query)) throw new SvcError('BAD_REQUEST', 'me and query must be JSON objects', { errors: { me: 'a JSON object' } });
+    const folder = folderOf(name);
+    if (!eventFilesOf(folder.config.type, options.types).includes(`${event}.js`)) throw new SvcError('BAD_REQUEST', `${folder.config.type} has no event ${event}`);
+    const outcome = await options.scripts.trial({
+      source,
+      filename: `resources/${name}/${event}.js (trial)`,
+      event,
+      object,
+      previous,
+      ...(isPlainObject(me) ? { me } : {}),
+      query,
+      parent: ctx,
+    });
+    return { status: 200, body: outcome };
+  }
+
+  function stream(ctx: Context): Reply | undefined {
+    const res = ctx.res;
+    const req = ctx.req;
+    if (!res || !req) return { status: 400, body: { status: 400, message: 'streams are HTTP only' } };
+    if (streams.size >= MAX_STREAMS) throw new SvcError('TOO_MANY_REQUESTS', `at most ${MAX_STREAMS} dashboards follow this server at once`);
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+    const send = (event: FeedEvent): void => {
+      if (res.writableLength > MAX_STREAM_BACKLOG) return end();
+      res.write(`data: ${JSON.stringify(event)}\n\n`);
+    };
+    for (const line of options.feed.recentLogs()) send(line);
+    const unsubscribe = options.feed.subscribe(send);
+    const heartbeat = setInterval(() => res.write(': \n\n'), HEARTBEAT_MS);
+    heartbeat.unref();
+    const end = (): void => {
+      if (!streams.delete(end)) return;
+      clearInterval(heartbeat);
+      unsubscribe();
+      res.end();
+    };
+    streams.add(end);
+    req.on('close', end);
+    return undefined;
+  }
+
+  async function api(ctx: Context, path: string[]): Promise<Reply | undefined> {
+    checkCaller(ctx);
+    const [what, ...rest] = path;
+    const method = ctx.method;
+    if (what === 'session' && method === 'GET') {
+      return { status: 200, body: { env: options.env, root: ctx.isRoot, app: basename(options.appDir) } };
+    }
+    requireRoot(ctx);
+    const body = isPlainObject(ctx.body) ? ctx.body : {};
+    if (what === 'app' && method === 'GET') return { status: 200, body: describeApp(options.current(), options.types, options.env) };
+    if (what === 'types' && method === 'GET') {
+      return { status: 200, body: await options.typesText(), headers: { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="svc-types.ts"' } };
+    }
+    if (what === 'stream' && method === 'GET') return stream(ctx);
+    if (what === 'check' && method === 'POST') return check(body);
+    if (what === 'try' && method === 'POST') return trial(ctx, body);
+    if (what === 'resources') {
+      if (rest.length === 0 && method === 'POST') return create(body);
+      // resources/<name...>[/events/<file>][/rename]
+      const eventsAt = rest.indexOf('events');
+      if (eventsAt > 0 && rest.length === eventsAt + 2) {
+        const name = checkName(rest.slice(0, eventsAt).join('/'));
+        const file = rest[eventsAt + 1] as string;
+        if (method === 'GET') return readEvent(name, file);
+        if (method === 'PUT') return saveEvent(name, file, body);
+      }
+      if (rest.length > 1 && rest[rest.length - 1] === 'rename' && method === 'POST') return renameResource(checkName(rest.slice(0, -1).join('/')), body);
+      if (rest.length > 0) {
+        const name = checkName(rest.join('/'));
+        if (method === 'PUT') return saveConfig(name, body);
+        if (method === 'DELETE') return deleteResource(name);
+        if (method === 'GET') return { status: 200, body: folderOf(name).config };
+      }
+    }
+    throw new SvcError('NOT_FOUND', `no dashboard API ${method} /${path.join('/')}`);
+  }
+
+  return {
+    path: '/dashboard',
+    type: 'Dashboard',
+    async handle(ctx: Context): Promise<Reply | undefined> {
+      if (ctx.internal) throw new SvcError('NOT_FOUND', 'no resource at /dashboard');
+      const parts = ctx.parts;
+      if (parts[0] === 'api') return api(ctx, parts.slice(1));
+      if (ctx.method !== 'GET') throw new SvcError('METHOD_NOT_ALLOWED', 'the dashboard\'s files are read with GET');
+      const url = ctx.req?.url ?? '';
+      if (parts.length === 0 && !/^\/dashboard\/(\?|$)/.test(url)) return { status: 301, headers: { location: '/dashboard/' }, body: undefined };
+      return serveAsset(ctx, parts.length === 0 ? 'index.html' : parts.join('/'));
+    },
+    closeStreams() {
+      for (const end of [...streams]) end();
+    },
+  };
+}
+
+/** The settings schema's complaints, by field, before anything is written. */
+function checkSettings(name: string, schema: SettingsSchema | undefined, config: ResourceConfig): void {
+  const errors: Record<string, string> = {};
+  for (const [field, spec] of Object.entries(schema ?? {})) {
+    try {
+      validateSettings(name, { [field]: spec }, config);
+    } catch (err) {
+      errors[field] = (err as Error).message.replace(/^resource [^:]+: setting \S+ /, '');
+    }
+  }
+  if (Object.keys(errors).length > 0) throw new SvcError('VALIDATION_FAILED', 'some settings are not valid', { errors });
+}
+
+/** "resource x: setting port must be ..." -> {port: "must be ..."} for the form. */
+function fieldErrors(message: string): Record<string, string> | undefined {
+  const match = /setting (\w+) (.*)$/.exec(message) ?? /property (\w+) (.*)$/.exec(message);
+  return match ? { [match[1] as string]: match[2] as string } : undefined;
+}
+
+function isLocalHostName(host: string): boolean {
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(name) || name === '[::1]';
+}
+
+export { COLLECTION_EVENT_FILES };

@@ -1,0 +1,351 @@
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { call, collectionUrl } from './api.ts';
+import type { FeedEvent, PropertyDef, ResourceView , ApiError} from './api.ts';
+
+type Row = { id: string } & Record<string, unknown>;
+interface Column {
+  name: string;
+  type: string;
+  required: boolean;
+  /** A user's password: written, never read. */
+  writeOnly?: boolean;
+}
+
+const PAGE_SIZES = [25, 50, 100];
+
+/** The columns of a collection: its properties in order; users get username and password first. */
+export function columnsOf(resource: ResourceView): Column[] {
+  const props = Object.entries(resource.config.properties ?? {}) as [string, PropertyDef][];
+  const cols: Column[] = props.map(([name, def]) => ({ name, type: def.type, required: def.required === true }));
+  if (resource.type === 'UserCollection') {
+    const own = new Set(cols.map((c) => c.name));
+    const extra: Column[] = [];
+    if (!own.has('username')) extra.push({ name: 'username', type: 'string', required: true });
+    extra.push({ name: 'password', type: 'string', required: true, writeOnly: true });
+    return [...extra, ...cols.filter((c) => c.name !== 'password')];
+  }
+  return cols;
+}
+
+/** A cell's text for a value of the column's type. */
+function display(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+/** Reads what was typed into a cell as a value of the column's type. */
+export function parseCell(text: string, type: string): { value?: unknown; error?: string } {
+  if (text === '') return { value: null };
+  switch (type) {
+    case 'number': {
+      const n = Number(text);
+      return Number.isFinite(n) ? { value: n } : { error: 'a number' };
+    }
+    case 'boolean':
+      return text === 'true' || text === 'false' ? { value: text === 'true' } : { error: 'true or false' };
+    case 'object':
+    case 'array':
+      try {
+        const v: unknown = JSON.parse(text);
+        if (type === 'array' ? !Array.isArray(v) : typeof v !== 'object' || v === null || Array.isArray(v)) return { error: type === 'array' ? 'a JSON array' : 'a JSON object' };
+        return { value: v };
+      } catch {
+        return { error: `JSON (${type})` };
+      }
+    default:
+      return { value: text };
+  }
+}
+
+/**
+ * A collection's objects: pages of a query, sorted by a column, each cell editable in place; errors
+ * of the server's validation (and of event scripts) appear on their cell.
+ */
+export function DataGrid({ resource, subscribe }: { resource: ResourceView; subscribe(l: (e: FeedEvent) => void): () => void }) {
+  const columns = columnsOf(resource);
+  const [rows, setRows] = useState<Row[]>([]);
+  const [total, setTotal] = useState<number | undefined>();
+  const [page, setPage] = useState(0);
+  const [size, setSize] = useState(50);
+  const [sort, setSort] = useState<{ field: string; dir: 1 | -1 } | undefined>();
+  const [queryText, setQueryText] = useState('');
+  const [query, setQuery] = useState<Record<string, unknown>>({});
+  const [queryError, setQueryError] = useState<string | undefined>();
+  const [loadError, setLoadError] = useState<string | undefined>();
+  const [editing, setEditing] = useState<{ id: string; col: string } | undefined>();
+  const [cellErrors, setCellErrors] = useState<Record<string, string>>({});
+  const [adding, setAdding] = useState(false);
+  const [flash, setFlash] = useState<Set<string>>(new Set());
+  const [took, setTook] = useState<number | undefined>();
+  const seq = useRef(0);
+
+  const load = useCallback(async () => {
+    const mine = ++seq.current;
+    const started = performance.now();
+    const q: Record<string, unknown> = { ...query, $limit: size, $skip: page * size };
+    if (sort) q.$sort = { [sort.field]: sort.dir };
+    try {
+      const [list, count] = await Promise.all([
+        call<Row[]>('GET', collectionUrl(resource.name, q)),
+        call<{ count: number }>('GET', collectionUrl(resource.name, query, '/count')),
+      ]);
+      if (mine !== seq.current) return;
+      setRows(list);
+      setTotal(count.count);
+      setLoadError(undefined);
+      setTook(Math.round(performance.now() - started));
+    } catch (err) {
+      if (mine === seq.current) setLoadError((err as Error).message);
+    }
+  }, [resource.name, query, sort, page, size]);
+
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  // Changes made elsewhere (another tab, the app, a script) show without a reload.
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return subscribe((event) => {
+      if (event.kind !== 'change' || event.collection !== resource.name) return;
+      if (event.id) setFlash((f) => new Set([...f, event.id as string]));
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        void load();
+        setTimeout(() => setFlash(new Set()), 1200);
+      }, 150);
+    });
+  }, [subscribe, load, resource.name]);
+
+  const applyQuery = (e: Event) => {
+    e.preventDefault();
+    const text = queryText.trim();
+    if (text === '') {
+      setQuery({});
+      setQueryError(undefined);
+      setPage(0);
+      return;
+    }
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('a JSON object, such as {"done": false}');
+      setQuery(parsed as Record<string, unknown>);
+      setQueryError(undefined);
+      setPage(0);
+    } catch (err) {
+      setQueryError(`The query is ${err instanceof SyntaxError ? 'not JSON' : (err as Error).message}: ${err instanceof SyntaxError ? err.message : ''}`);
+    }
+  };
+
+  const toggleSort = (field: string) => {
+    setSort((s) => (s?.field !== field ? { field, dir: 1 } : s.dir === 1 ? { field, dir: -1 } : undefined));
+    setPage(0);
+  };
+
+  const save = async (row: Row, col: Column, value: unknown) => {
+    const key = `${row.id}:${col.name}`;
+    try {
+      const updated = await call<Row>('PUT', `/${resource.name}/${encodeURIComponent(row.id)}`, { [col.name]: value });
+      setRows((rs) => rs.map((r) => (r.id === row.id ? updated : r)));
+      setCellErrors((e) => {
+        const { [key]: _gone, ...rest } = e;
+        return rest;
+      });
+      setEditing(undefined);
+    } catch (err) {
+      const e = err as ApiError;
+      setCellErrors((all) => ({ ...all, [key]: e.errors?.[col.name] ?? e.message }));
+    }
+  };
+
+  const remove = async (row: Row) => {
+    if (!confirm(`Delete ${row.id}?`)) return;
+    try {
+      await call('DELETE', `/${resource.name}/${encodeURIComponent(row.id)}`);
+      void load();
+    } catch (err) {
+      alert((err as Error).message);
+    }
+  };
+
+  const pages = total === undefined ? 1 : Math.max(1, Math.ceil(total / size));
+  return (
+    <div class="grid-wrap">
+      <form class="toolbar" onSubmit={applyQuery}>
+        <input class="query" placeholder='query, as JSON: {"done": false, "title": {"$regex": "^a"}}' value={queryText} onInput={(e) => setQueryText((e.target as HTMLInputElement).value)} aria-label="query" />
+        <button class="btn" type="submit">Apply</button>
+        <span class="grow" />
+        <button type="button" class="btn primary" onClick={() => setAdding(true)} data-test="add-row">+ Add</button>
+      </form>
+      {queryError && <div class="notice error">{queryError}</div>}
+      {loadError && <div class="notice error">{loadError}</div>}
+      <div class="grid-scroll">
+        <table class="grid" data-test="grid">
+          <thead>
+            <tr>
+              <th class="id-col" onClick={() => toggleSort('id')}>id {sortMark(sort, 'id')}</th>
+              {columns.map((c) => (
+                <th key={c.name} onClick={() => !c.writeOnly && toggleSort(c.name)} class={c.writeOnly ? 'nosort' : ''}>
+                  {c.name} <span class="col-type">{c.type}{c.required ? ' *' : ''}</span> {sortMark(sort, c.name)}
+                </th>
+              ))}
+              <th class="actions" />
+            </tr>
+          </thead>
+          <tbody>
+            {adding && <NewRow columns={columns} resource={resource} done={(added) => { setAdding(false); if (added) void load(); }} />}
+            {rows.map((row) => (
+              <tr key={row.id} class={flash.has(row.id) ? 'flash' : ''} data-id={row.id}>
+                <td class="id-col mono">{row.id}</td>
+                {columns.map((col) => {
+                  const key = `${row.id}:${col.name}`;
+                  const isEditing = editing?.id === row.id && editing.col === col.name;
+                  return (
+                    <Cell
+                      key={col.name}
+                      col={col}
+                      value={row[col.name]}
+                      editing={isEditing}
+                      error={cellErrors[key]}
+                      startEdit={() => setEditing({ id: row.id, col: col.name })}
+                      cancel={() => setEditing(undefined)}
+                      save={(v) => void save(row, col, v)}
+                    />
+                  );
+                })}
+                <td class="actions"><button class="icon-btn" title="delete" onClick={() => void remove(row)} aria-label={`delete ${row.id}`}>✕</button></td>
+              </tr>
+            ))}
+            {rows.length === 0 && !adding && (
+              <tr><td class="empty" colSpan={columns.length + 2}>{Object.keys(query).length > 0 ? 'Nothing matches the query.' : 'No objects yet. Add one, or POST to /' + resource.name + '.'}</td></tr>
+            )}
+          </tbody>
+        </table>
+      </div>
+      <div class="pager">
+        <span class="muted">{total === undefined ? '' : `${total.toLocaleString()} objects`}{took !== undefined ? ` · ${took} ms` : ''}</span>
+        <span class="grow" />
+        <select value={size} onChange={(e) => { setSize(Number((e.target as HTMLSelectElement).value)); setPage(0); }} aria-label="page size">
+          {PAGE_SIZES.map((s) => <option key={s} value={s}>{s} a page</option>)}
+        </select>
+        <button class="btn small" disabled={page === 0} onClick={() => setPage(0)}>«</button>
+        <button class="btn small" disabled={page === 0} onClick={() => setPage(page - 1)}>‹ Prev</button>
+        <span>page {page + 1} of {pages.toLocaleString()}</span>
+        <button class="btn small" disabled={page + 1 >= pages} onClick={() => setPage(page + 1)}>Next ›</button>
+        <button class="btn small" disabled={page + 1 >= pages} onClick={() => setPage(pages - 1)}>»</button>
+      </div>
+    </div>
+  );
+}
+
+function sortMark(sort: { field: string; dir: 1 | -1 } | undefined, field: string): string {
+  return sort?.field === field ? (sort.dir === 1 ? '▲' : '▼') : '';
+}
+
+function Cell({ col, value, editing, error, startEdit, cancel, save }: { col: Column; value: unknown; editing: boolean; error: string | undefined; startEdit(): void; cancel(): void; save(v: unknown): void }) {
+  const [text, setText] = useState('');
+  const [local, setLocal] = useState<string | undefined>();
+  useEffect(() => {
+    if (editing) {
+      setText(col.writeOnly ? '' : display(value));
+      setLocal(undefined);
+    }
+  }, [editing]);
+  if (col.type === 'boolean' && !col.writeOnly) {
+    return (
+      <td class={`cell bool ${error ? 'has-error' : ''}`} data-col={col.name}>
+        <input type="checkbox" checked={value === true} onChange={() => save(!(value === true))} aria-label={col.name} />
+        {error && <div class="cell-error">{error}</div>}
+      </td>
+    );
+  }
+  if (!editing) {
+    return (
+      <td class={`cell ${error ? 'has-error' : ''} ${col.type}`} data-col={col.name} onDblClick={startEdit} onClick={error ? startEdit : undefined} title={error ?? 'double-click to edit'}>
+        {col.writeOnly ? <span class="muted">•••••• (write only)</span> : <span class="cell-text">{display(value)}</span>}
+        {error && <div class="cell-error">{error}</div>}
+      </td>
+    );
+  }
+  const commit = () => {
+    const parsed = parseCell(text, col.type);
+    if (parsed.error) return setLocal(`must be ${parsed.error}`);
+    save(parsed.value);
+  };
+  return (
+    <td class={`cell editing ${error || local ? 'has-error' : ''}`} data-col={col.name}>
+      <input
+        autoFocus
+        type={col.writeOnly ? 'password' : 'text'}
+        placeholder={col.writeOnly ? 'new password' : ''}
+        value={text}
+        onInput={(e) => setText((e.target as HTMLInputElement).value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter') commit();
+          if (e.key === 'Escape') cancel();
+        }}
+        onBlur={() => (text === display(value) && !col.writeOnly ? cancel() : undefined)}
+        aria-label={col.name}
+      />
+      {(local ?? error) && <div class="cell-error">{local ?? error}</div>}
+    </td>
+  );
+}
+
+function NewRow({ columns, resource, done }: { columns: Column[]; resource: ResourceView; done(added: boolean): void }) {
+  const [values, setValues] = useState<Record<string, string>>({});
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [message, setMessage] = useState<string | undefined>();
+  const submit = async () => {
+    const body: Record<string, unknown> = {};
+    const local: Record<string, string> = {};
+    for (const col of columns) {
+      const text = values[col.name] ?? '';
+      if (col.type === 'boolean') {
+        if (text !== '') body[col.name] = text === 'true';
+        continue;
+      }
+      if (text === '') continue;
+      const parsed = parseCell(text, col.type);
+      if (parsed.error) local[col.name] = `must be ${parsed.error}`;
+      else body[col.name] = parsed.value;
+    }
+    if (Object.keys(local).length > 0) return setErrors(local);
+    try {
+      await call('POST', `/${resource.name}`, body);
+      done(true);
+    } catch (err) {
+      const e = err as ApiError;
+      setErrors(e.errors ?? {});
+      setMessage(Object.keys(e.errors ?? {}).length > 0 ? undefined : e.message);
+    }
+  };
+  return (
+    <tr class="new-row">
+      <td class="id-col muted">new</td>
+      {columns.map((col) => (
+        <td key={col.name} class={`cell editing ${errors[col.name] ? 'has-error' : ''}`} data-col={col.name}>
+          {col.type === 'boolean' ? (
+            <input type="checkbox" checked={values[col.name] === 'true'} onChange={() => setValues({ ...values, [col.name]: values[col.name] === 'true' ? 'false' : 'true' })} aria-label={col.name} />
+          ) : (
+            <input
+              type={col.writeOnly ? 'password' : 'text'}
+              placeholder={col.name}
+              value={values[col.name] ?? ''}
+              onInput={(e) => setValues({ ...values, [col.name]: (e.target as HTMLInputElement).value })}
+              onKeyDown={(e) => e.key === 'Enter' && void submit()}
+              aria-label={col.name}
+            />
+          )}
+          {errors[col.name] && <div class="cell-error">{errors[col.name]}</div>}
+        </td>
+      ))}
+      <td class="actions">
+        <button class="btn small primary" onClick={() => void submit()} data-test="save-row">Save</button>
+        <button class="btn small ghost" onClick={() => done(false)}>✕</button>
+        {message && <div class="cell-error">{message}</div>}
+      </td>
+    </tr>
+  );
+}
