@@ -22,6 +22,8 @@ export interface AppSettings {
   passwordCost?: number;
   /** Failed logins allowed per username and per client address (default 10 a minute). */
   loginRateLimit?: { max?: number; windowSeconds?: number; maxPerAddress?: number; slowdownMs?: number };
+  /** false: no administration dashboard at /dashboard/ (default true). */
+  dashboard?: boolean;
   [key: string]: unknown;
 }
 

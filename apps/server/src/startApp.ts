@@ -39,7 +39,7 @@ export interface StartOptions {
    * development). A change that does not load is logged and the previous version keeps serving.
    */
   watch?: boolean;
-  /** Serve the administration dashboard at /dashboard/ (root only). Default true. */
+  /** Serve the administration dashboard at /dashboard/ (root only). Default true; app.json `"dashboard": false` turns it off too. */
   dashboard?: boolean;
 }
 
@@ -114,7 +114,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       return run;
     };
     const dashboard =
-      options.dashboard === false
+      options.dashboard === false || app.settings.dashboard === false
         ? undefined
         : createDashboard({
             appDir,
@@ -170,7 +170,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       const settingsChanged = JSON.stringify(next.settings) !== JSON.stringify(current.settings);
       current = next;
       logger.info(
-        `reloaded ${mounted.resources.length} resources in ${Math.round(performance.now() - started)} ms` +
+        `reloaded ${mounted.resources.filter((r) => r !== dashboard).length} resources in ${Math.round(performance.now() - started)} ms` +
           (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey and scripts limits apply at the next start)' : ''),
       );
     };

@@ -129,6 +129,20 @@ describe('dashboard API: who may use it', () => {
   });
 });
 
+describe('dashboard: off when asked, and out of the way of an app\'s own /dashboard', () => {
+  it('app.json "dashboard": false serves no dashboard at all', async () => {
+    const { app } = await start('development', { 'app.json': { dashboard: false } });
+    expect((await fetch(`${app.url}/dashboard/`)).status).toBe(404);
+    expect((await api(app, 'GET', '/dashboard/api/app')).status).toBe(404);
+  });
+
+  it('a Deployd app with its own dashboard resource keeps it', async () => {
+    const { app } = await start('development', { 'resources/dashboard/config.json': { type: 'Collection', properties: { widget: { type: 'string' } } } });
+    expect((await api(app, 'POST', '/dashboard', { widget: 'clock' }, {})).status).toBe(200);
+    expect((await api(app, 'GET', '/dashboard/api/app')).status).toBe(404);
+  });
+});
+
 describe('dashboard API: changes are written to the app folder and served at once', () => {
   it('create, configure, rename (objects follow) and delete (kept in .svc/trash)', async () => {
     const { app, dir } = await start('development');

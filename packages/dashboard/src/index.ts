@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
  * /dashboard/. Built by `pnpm build` into dist/app; read from there when running from source too.
  */
 export const dashboardAssetsDir: string = ((): string => {
+  // From dist/index.js: dist/app. From src/index.ts (tests run on source): src/app holds the
+  // sources, the build is in ../dist/app.
   const built = fileURLToPath(new URL('./app/', import.meta.url));
-  return existsSync(built) ? built : fileURLToPath(new URL('../dist/app/', import.meta.url));
+  return existsSync(`${built}app.js`) ? built : fileURLToPath(new URL('../dist/app/', import.meta.url));
 })();

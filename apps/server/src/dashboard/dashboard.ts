@@ -358,7 +358,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const [what, ...rest] = path;
     const method = ctx.method;
     if (what === 'session' && method === 'GET') {
-      return { status: 200, body: { env: options.env, root: ctx.isRoot, app: basename(options.appDir) } };
+      // Without the key, only what the page needs to ask for it: not even the app's name.
+      return { status: 200, body: { env: options.env, root: ctx.isRoot, ...(ctx.isRoot ? { app: basename(options.appDir) } : {}) } };
     }
     requireRoot(ctx);
     const body = isPlainObject(ctx.body) ? ctx.body : {};

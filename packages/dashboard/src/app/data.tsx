@@ -231,7 +231,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
         </select>
         <button class="btn small" disabled={page === 0} onClick={() => setPage(0)}>«</button>
         <button class="btn small" disabled={page === 0} onClick={() => setPage(page - 1)}>‹ Prev</button>
-        <span>page {page + 1} of {pages.toLocaleString()}</span>
+        <span>page {(page + 1).toLocaleString()} of {pages.toLocaleString()}</span>
         <button class="btn small" disabled={page + 1 >= pages} onClick={() => setPage(page + 1)}>Next ›</button>
         <button class="btn small" disabled={page + 1 >= pages} onClick={() => setPage(pages - 1)}>»</button>
       </div>
@@ -244,14 +244,6 @@ function sortMark(sort: { field: string; dir: 1 | -1 } | undefined, field: strin
 }
 
 function Cell({ col, value, editing, error, startEdit, cancel, save }: { col: Column; value: unknown; editing: boolean; error: string | undefined; startEdit(): void; cancel(): void; save(v: unknown): void }) {
-  const [text, setText] = useState('');
-  const [local, setLocal] = useState<string | undefined>();
-  useEffect(() => {
-    if (editing) {
-      setText(col.writeOnly ? '' : display(value));
-      setLocal(undefined);
-    }
-  }, [editing]);
   if (col.type === 'boolean' && !col.writeOnly) {
     return (
       <td class={`cell bool ${error ? 'has-error' : ''}`} data-col={col.name}>
@@ -260,17 +252,23 @@ function Cell({ col, value, editing, error, startEdit, cancel, save }: { col: Co
       </td>
     );
   }
-  if (!editing) {
-    return (
-      <td class={`cell ${error ? 'has-error' : ''} ${col.type}`} data-col={col.name} onDblClick={startEdit} onClick={error ? startEdit : undefined} title={error ?? 'double-click to edit'}>
-        {col.writeOnly ? <span class="muted">•••••• (write only)</span> : <span class="cell-text">{display(value)}</span>}
-        {error && <div class="cell-error">{error}</div>}
-      </td>
-    );
-  }
+  if (editing) return <CellEditor col={col} value={value} error={error} cancel={cancel} save={save} />;
+  return (
+    <td class={`cell ${error ? 'has-error' : ''} ${col.type}`} data-col={col.name} onDblClick={startEdit} onClick={error ? startEdit : undefined} title={error ?? 'double-click to edit'}>
+      {col.writeOnly ? <span class="muted">•••••• (write only)</span> : <span class="cell-text">{display(value)}</span>}
+      {error && <div class="cell-error">{error}</div>}
+    </td>
+  );
+}
+
+/** A cell being edited: its own component, so that its text starts from the value when it opens. */
+function CellEditor({ col, value, error, cancel, save }: { col: Column; value: unknown; error: string | undefined; cancel(): void; save(v: unknown): void }) {
+  const [text, setText] = useState(col.writeOnly ? '' : display(value));
+  const [local, setLocal] = useState<string | undefined>();
   const commit = () => {
     const parsed = parseCell(text, col.type);
     if (parsed.error) return setLocal(`must be ${parsed.error}`);
+    setLocal(undefined);
     save(parsed.value);
   };
   return (

@@ -62,7 +62,10 @@ export function EventsPage({ app, resource, setApp }: { app: AppView; resource: 
       doc: saved,
       resources: app.resources.map((r) => r.name),
       properties: [...(resource.type === 'UserCollection' ? ['username'] : []), 'id', ...Object.keys(resource.config.properties ?? {})],
-      onChange: setText,
+      onChange: (doc) => {
+        setText(doc);
+        setMessage(undefined);
+      },
       check: async (doc) => {
         const out = await call<{ ok: boolean; problem?: Problem }>('POST', '/dashboard/api/check', { source: doc, event: event.slice(0, -3), name: resource.name });
         return out.problem;

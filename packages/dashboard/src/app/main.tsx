@@ -12,7 +12,7 @@ import { ApiPage } from './apiPage.tsx';
 interface Session {
   env: string;
   root: boolean;
-  app: string;
+  app?: string;
 }
 
 type LogLine = Extract<FeedEvent, { kind: 'log' }>;
@@ -56,6 +56,7 @@ function App() {
   const load = useCallback(async () => {
     try {
       const s = await call<Session>('GET', '/dashboard/api/session');
+      // The app's name comes only with a valid key.
       setSession(s);
       if (s.env === 'production' && rootKey.get() === null) return setNeedKey(true);
       setApp(await call<AppView>('GET', '/dashboard/api/app'));
