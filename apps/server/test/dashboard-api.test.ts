@@ -66,6 +66,13 @@ describe('dashboard API: who may use it', () => {
     expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     const html = await page.text();
     expect(html).not.toContain('todos');
+    // The app's files: compressed, cached by ETag.
+    const script = await fetch(`${app.url}/dashboard/app.js`, { headers: { 'accept-encoding': 'gzip' } });
+    expect(script.headers.get('content-encoding')).toBe('gzip');
+    const etag = script.headers.get('etag') as string;
+    expect((await fetch(`${app.url}/dashboard/app.js`, { headers: { 'if-none-match': etag } })).status).toBe(304);
+    expect((await fetch(`${app.url}/dashboard/../.svc/keys.json`)).status).toBe(404);
+    expect((await fetch(`${app.url}/dashboard/%2e%2e%2f.svc%2fkeys.json`)).status).toBe(404);
     expect((await api(app, 'GET', '/dashboard/api/session', undefined, {})).body).toMatchObject({ env: 'production', root: false });
     for (const [method, path, body] of [
       ['GET', '/dashboard/api/app'],

@@ -53,6 +53,7 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
   let page: Page;
   let smtp: SMTPServer;
   let smtpPort: number;
+  let duneId = '';
   const mails: string[] = [];
 
   beforeAll(async () => {
@@ -158,6 +159,25 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
 
     await page.check(`tr[data-id="${dune?.id}"] td[data-col=read] input`);
     await until(async () => (await rest(app, 'GET', `/books/${dune?.id}`)).body.read === true);
+    duneId = dune?.id ?? '';
+  });
+
+  it('renames a property: the stored values move with it (Deployd\'s $renameFrom)', async () => {
+    await page.click('.tab:has-text("Properties")');
+    await page.fill('[aria-label="read name"]', 'finished');
+    await page.waitForSelector(':text("renamed from read")');
+    await page.click('[data-test=save-properties]');
+    await page.waitForSelector('.ok:has-text("Saved")');
+    const book = (await rest(app, 'GET', `/books/${duneId}`)).body;
+    expect(book).toMatchObject({ finished: true });
+    expect(book).not.toHaveProperty('read');
+    await until(async () => !(await readFile(join(dir, 'resources/books/config.json'), 'utf8')).includes('$renameFrom'));
+    expect(JSON.parse(await readFile(join(dir, 'resources/books/config.json'), 'utf8')).properties).toEqual({
+      title: { type: 'string', required: true },
+      pages: { type: 'number', index: true },
+      finished: { type: 'boolean' },
+    });
+    await page.click('.tab:has-text("Data")');
   });
 
   it('shows objects created elsewhere without a reload', async () => {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // with npm, and an app runs from them: what a user gets from the registry.
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/realtime', 'packages/client', 'packages/type-event', 'packages/type-email', 'packages/type-bucket', 'packages/type-importer', 'apps/server'];
+const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/realtime', 'packages/client', 'packages/type-event', 'packages/type-email', 'packages/type-bucket', 'packages/type-importer', 'packages/dashboard', 'apps/server'];
 // The node running the tests first on PATH, so that npm and native modules use it.
 const PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
 
@@ -88,6 +88,13 @@ describe.skipIf(!hasPnpm)('the packed packages install with npm and run an app',
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ title: 'from the tarballs', seenByScript: true });
       expect((await fetch(`http://127.0.0.1:${port}/svc.js`)).status).toBe(200);
+      // The dashboard's built files come with @svc/dashboard.
+      const page = await fetch(`http://127.0.0.1:${port}/dashboard/`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('app.js');
+      const script = await fetch(`http://127.0.0.1:${port}/dashboard/app.js`);
+      expect(script.status).toBe(200);
+      expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
     } finally {
       server.kill('SIGTERM');
     }

@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import { isPlainObject, SvcError, validateSettings } from '@svc/core';
 import type { Context, Reply, Resource, ResourceConfig, ResourceType, SettingsSchema, Store } from '@svc/core';
 import type { AppFolder } from '../loadApp.js';
@@ -34,6 +36,15 @@ export interface Dashboard extends Resource {
   closeStreams(): void;
 }
 
+/** One file of the built web app. */
+interface Asset {
+  body: Buffer;
+  gzip: Buffer | undefined;
+  type: string;
+  etag: string;
+}
+
+const gzipAsync = promisify(gzip);
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 /** Live streams a process keeps open at once (each holds a connection). */
 const MAX_STREAMS = 16;
@@ -65,7 +76,7 @@ const SECURITY_HEADERS: Record<string, string> = {
  */
 export function createDashboard(options: DashboardOptions): Dashboard {
   const streams = new Set<() => void>();
-  let assets: Map<string, { body: Buffer; type: string }> | undefined;
+  let assets: Map<string, Asset> | undefined;
   let editing: Promise<unknown> = Promise.resolve();
 
   /** One change of the app folder at a time: each applies, reloads, or is undone. */
@@ -77,13 +88,17 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 
   const resourceDir = (name: string): string => join(options.appDir, 'resources', ...name.split('/'));
 
-  async function loadAssets(): Promise<Map<string, { body: Buffer; type: string }>> {
-    const out = new Map<string, { body: Buffer; type: string }>();
+  /** The built files, read once, with their gzip form and an ETag. */
+  async function loadAssets(): Promise<Map<string, Asset>> {
+    const out = new Map<string, Asset>();
     if (options.assetsDir === undefined || !existsSync(options.assetsDir)) return out;
     for (const file of await readdir(options.assetsDir)) {
       const ext = file.slice(file.lastIndexOf('.'));
       const type = MIME[ext];
-      if (type) out.set(file, { body: await readFile(join(options.assetsDir, file)), type });
+      if (!type) continue;
+      const body = await readFile(join(options.assetsDir, file));
+      const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
+      out.set(file, { body, type, etag, gzip: type.startsWith('image/png') ? undefined : await gzipAsync(body) });
     }
     return out;
   }
@@ -98,10 +113,20 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const res = ctx.res;
     if (!res) return { status: 404 };
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
+    res.setHeader('etag', asset.etag);
+    res.setHeader('vary', 'accept-encoding');
+    if (ctx.headers['if-none-match'] === asset.etag) {
+      res.statusCode = 304;
+      res.end();
+      return undefined;
+    }
+    const gzip = asset.gzip !== undefined && /\bgzip\b/.test(String(ctx.headers['accept-encoding'] ?? ''));
+    const body = gzip ? (asset.gzip as Buffer) : asset.body;
     res.setHeader('content-type', asset.type);
-    res.setHeader('content-length', asset.body.length);
+    if (gzip) res.setHeader('content-encoding', 'gzip');
+    res.setHeader('content-length', body.length);
     res.statusCode = 200;
-    res.end(ctx.req?.method === 'HEAD' ? undefined : asset.body);
+    res.end(ctx.req?.method === 'HEAD' ? undefined : body);
     return undefined;
   }
 
@@ -228,23 +253,31 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       await rename(folder.dir, target);
       await reloadOrUndo(() => rename(target, folder.dir));
       // A collection's objects follow it (Deployd renamed its store collection too).
-      if (folder.config.type === 'Collection' || folder.config.type === 'UserCollection') moved = await moveObjects(name, to);
+      if (folder.config.type === 'Collection' || folder.config.type === 'UserCollection') {
+        const progress = { moved: 0 };
+        try {
+          await moveObjects(name, to, progress);
+        } catch (err) {
+          const left = await options.store.collection(name).count({}).catch(() => Number.NaN);
+          throw new SvcError('CONFLICT', `renamed to ${to}, but moving its objects stopped after ${progress.moved}: ${(err as Error).message}; ${left} stay in the store under ${name} (rename back to get them)`);
+        }
+        moved = progress.moved;
+      }
     });
     return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), moved } };
   }
 
-  async function moveObjects(from: string, to: string): Promise<number> {
+  async function moveObjects(from: string, to: string, progress: { moved: number }): Promise<void> {
     const source = options.store.collection(from);
     const target = options.store.collection(to);
-    let moved = 0;
     for (;;) {
       const batch = await source.find({}, { limit: 500 });
-      if (batch.length === 0) return moved;
+      if (batch.length === 0) return;
       for (const doc of batch) {
         // Inserted before removed: an interruption leaves a copy, never a loss.
         if ((await target.findOne({ id: doc.id })) === null) await target.insert(doc);
         await source.remove({ id: doc.id });
-        moved++;
+        progress.moved++;
       }
     }
   }

@@ -147,7 +147,7 @@ function TrialPanel({ resource, event, source }: { resource: ResourceView; event
   };
   return (
     <details class="trial" data-test="trial">
-      <summary>Try it on a sample object <span class="muted small">(runs the editor's text in the sandbox; nothing is stored or sent)</span></summary>
+      <summary>Try it on a sample object <span class="muted small">(runs the editor's text in the sandbox: its writes and emit() are recorded, not done; its svc GETs run as usual)</span></summary>
       <div class="trial-grid">
         <label>this<textarea class="mono" rows={6} value={sample} onInput={(e) => setSample((e.target as HTMLTextAreaElement).value)} aria-label="sample object" /></label>
         <label>previous (On Put)<textarea class="mono" rows={6} value={previous} placeholder="{}" onInput={(e) => setPrevious((e.target as HTMLTextAreaElement).value)} /></label>

@@ -8,20 +8,34 @@ const NAME = /^[A-Za-z_$][\w$]*$/;
 interface Prop {
   name: string;
   def: PropertyDef;
+  /** Its name in the store, when it is being renamed (config.json's $renameFrom moves the values). */
+  from?: string;
+  /** A stable row key while the name is edited. */
+  uid: number;
 }
+
+let nextUid = 1;
 
 /** A collection's properties: name, type, required, unique, index, private and their order. */
 export function PropertiesEditor({ resource, setApp }: { resource: ResourceView; setApp(a: AppView): void }) {
-  const initial = (): Prop[] => Object.entries(resource.config.properties ?? {}).map(([name, def]) => ({ name, def: { ...def } }));
+  const initial = (): Prop[] =>
+    Object.entries(resource.config.properties ?? {}).map(([name, def]) => {
+      const { $renameFrom: _done, ...rest } = def;
+      return { name, def: rest, from: name, uid: nextUid++ };
+    });
+  const saved = (): Record<string, PropertyDef> => toConfig(initial());
   const [props, setProps] = useState<Prop[]>(initial);
   const [newName, setNewName] = useState('');
   const [newType, setNewType] = useState('string');
   const [error, setError] = useState<string | undefined>();
-  const [saved, setSaved] = useState(false);
+  const [savedNote, setSavedNote] = useState(false);
   const [busy, setBusy] = useState(false);
   useEffect(() => setProps(initial()), [resource.config]);
 
-  const dirty = JSON.stringify(toConfig(props)) !== JSON.stringify(resource.config.properties ?? {});
+  const dirty = JSON.stringify(toConfig(props)) !== JSON.stringify(saved());
+  const rename = (i: number, name: string) => setProps(props.map((p, j) => (j === i ? { ...p, name } : p)));
+  const badName = (p: Prop, i: number): string | undefined =>
+    !NAME.test(p.name) || p.name === 'id' ? 'letters, digits, _ and $; not id' : props.some((q, j) => j !== i && q.name === p.name) ? 'used twice' : undefined;
   const update = (i: number, change: Partial<PropertyDef>) => setProps(props.map((p, j) => (j === i ? { ...p, def: { ...p.def, ...change } } : p)));
   const move = (i: number, by: number) => {
     const next = [...props];
@@ -34,17 +48,19 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
     const name = newName.trim();
     if (!NAME.test(name) || name === 'id') return setError(`"${name}" cannot be a property name: letters, digits, _ and $, not starting with a digit, and not id`);
     if (props.some((p) => p.name === name)) return setError(`${name} exists`);
-    setProps([...props, { name, def: { type: newType } }]);
+    setProps([...props, { name, def: { type: newType }, uid: nextUid++ }]);
     setNewName('');
     setError(undefined);
   };
   const save = async () => {
+    const bad = props.find((p, i) => badName(p, i));
+    if (bad) return setError(`property "${bad.name}": ${badName(bad, props.indexOf(bad)) ?? ''}`);
     setBusy(true);
     try {
       setApp(await call<AppView>('PUT', `/dashboard/api/resources/${resource.name}`, { config: { ...resource.config, properties: toConfig(props) } }));
       setError(undefined);
-      setSaved(true);
-      setTimeout(() => setSaved(false), 2000);
+      setSavedNote(true);
+      setTimeout(() => setSavedNote(false), 2000);
     } catch (err) {
       setError(err instanceof ApiError ? err.message : String(err));
     }
@@ -61,12 +77,16 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
             <tr class="fixed"><td /><td class="mono">username, password</td><td colSpan={6} class="muted">built in: the password is stored hashed and never answered</td></tr>
           )}
           {props.map((p, i) => (
-            <tr key={p.name} data-prop={p.name}>
+            <tr key={p.uid} data-prop={p.from ?? p.name}>
               <td class="order">
                 <button class="icon-btn" disabled={i === 0} onClick={() => move(i, -1)} aria-label={`move ${p.name} up`}>▲</button>
                 <button class="icon-btn" disabled={i === props.length - 1} onClick={() => move(i, 1)} aria-label={`move ${p.name} down`}>▼</button>
               </td>
-              <td class="mono">{p.name}</td>
+              <td class={`mono ${badName(p, i) ? 'has-error' : ''}`}>
+                <input class="mono prop-name" value={p.name} onInput={(e) => rename(i, (e.target as HTMLInputElement).value.trim())} aria-label={`${p.from ?? p.name} name`} />
+                {p.from !== undefined && p.from !== p.name && <div class="small muted">renamed from {p.from}: stored values move</div>}
+                {badName(p, i) && <div class="cell-error">{badName(p, i)}</div>}
+              </td>
               <td>
                 <select value={p.def.type} onChange={(e) => update(i, { type: (e.target as HTMLSelectElement).value })} aria-label={`${p.name} type`}>
                   {TYPES.map((t) => <option key={t}>{t}</option>)}
@@ -87,7 +107,7 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
         </select>
         <button class="btn" type="submit" disabled={newName.trim() === ''} data-test="add-property">Add property</button>
         <span class="grow" />
-        {saved && <span class="ok">Saved and reloaded</span>}
+        {savedNote && <span class="ok">Saved and reloaded</span>}
         <button class="btn" disabled={!dirty || busy} onClick={() => setProps(initial())} type="button">Revert</button>
         <button class="btn primary" disabled={!dirty || busy} onClick={() => void save()} type="button" data-test="save-properties">Save</button>
       </form>
@@ -99,8 +119,9 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
 
 function toConfig(props: Prop[]): Record<string, PropertyDef> {
   const out: Record<string, PropertyDef> = {};
-  for (const { name, def } of props) {
+  for (const { name, def, from } of props) {
     const clean: PropertyDef = { ...def };
+    if (from !== undefined && from !== name) clean.$renameFrom = from;
     for (const flag of ['required', 'unique', 'index', 'private'] as const) if (clean[flag] !== true) delete clean[flag];
     delete clean.order;
     out[name] = clean;
