@@ -20,6 +20,7 @@ export type { SessionManagerOptions, SessionRecord } from './sessions.js';
 export { createConsoleLogger, silentLogger } from './logger.js';
 export type { Logger } from './logger.js';
 export { createId } from './ids.js';
+export { isLocalHostName } from './rootKeys.js';
 export { redactUrl } from './redactUrl.js';
 export { isPlainObject, parseQueryString } from './query/parseQueryString.js';
 export { compileQuery } from './query/compileQuery.js';

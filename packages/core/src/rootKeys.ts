@@ -13,9 +13,21 @@ export class RootKeys {
     this.digests = keys.map(digest);
   }
 
-  isRoot(header: string | undefined, production: boolean, clientAddress?: string): boolean {
+  /**
+   * `request` (its Host and Origin headers) narrows development's root further: the Host must be a
+   * loopback name and a browser's Origin, when sent, that same host. Otherwise any web page open in
+   * the developer's browser could be root on the development server, by a cross-origin call (CORS
+   * admits any origin in development) or by pointing a name of its own at 127.0.0.1 (DNS rebinding).
+   */
+  isRoot(header: string | undefined, production: boolean, clientAddress?: string, request?: { host?: string | undefined; origin?: string | undefined }): boolean {
     if (header === undefined || header === '') return false;
-    if (!production) return clientAddress === undefined || isLoopback(clientAddress);
+    if (!production) {
+      if (clientAddress !== undefined && !isLoopback(clientAddress)) return false;
+      if (request === undefined) return true;
+      const host = request.host ?? '';
+      if (!isLocalHostName(host)) return false;
+      return request.origin === undefined || originHost(request.origin) === host.toLowerCase();
+    }
     const candidate = digest(header);
     let ok = false;
     for (const key of this.digests) ok = timingSafeEqual(key, candidate) || ok;
@@ -31,4 +43,19 @@ function digest(value: string): Buffer {
 export function isLoopback(address: string): boolean {
   const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
   return v4.startsWith('127.') || address === '::1';
+}
+
+/** A Host header naming this machine: localhost (and *.localhost), 127.x.x.x or [::1], any port. */
+export function isLocalHostName(host: string): boolean {
+  const lower = host.toLowerCase();
+  const name = lower.startsWith('[') ? lower.slice(0, lower.indexOf(']') + 1) : lower.replace(/:\d+$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name) || name === '[::1]';
+}
+
+function originHost(origin: string): string | undefined {
+  try {
+    return new URL(origin).host.toLowerCase();
+  } catch {
+    return undefined;
+  }
 }

@@ -191,7 +191,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       headers: req.headers,
       session,
       me: undefined,
-      isRoot: rootKeys.isRoot(rootHeader(req), production, req.socket.remoteAddress ?? ''),
+      isRoot: rootKeys.isRoot(rootHeader(req), production, req.socket.remoteAddress ?? '', { host: req.headers.host, origin: req.headers.origin }),
       internal: false,
       callChain: [],
       req,

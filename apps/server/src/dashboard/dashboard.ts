@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { isPlainObject, SvcError, validateSettings } from '@svc/core';
+import { isLocalHostName, isPlainObject, SvcError, validateSettings } from '@svc/core';
 import type { Context, Reply, Resource, ResourceConfig, ResourceType, SettingsSchema, Store } from '@svc/core';
 import type { AppFolder } from '../loadApp.js';
 import type { AppScripts } from '../scripts.js';
@@ -461,9 +461,5 @@ function fieldErrors(message: string): Record<string, string> | undefined {
   return match ? { [match[1] as string]: match[2] as string } : undefined;
 }
 
-function isLocalHostName(host: string): boolean {
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
-  return name === 'localhost' || name.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(name) || name === '[::1]';
-}
 
 export { COLLECTION_EVENT_FILES };

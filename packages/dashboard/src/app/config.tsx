@@ -42,7 +42,8 @@ export function ConfigPage({ resource, type, setApp }: { resource: ResourceView;
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [message, setMessage] = useState<string | undefined>();
   const [saved, setSaved] = useState(false);
-  useEffect(() => setTexts(initial()), [resource.config]);
+  // Reset when the stored settings change, not each time the app view is fetched again.
+  useEffect(() => setTexts(initial()), [JSON.stringify(resource.config)]);
 
   if (!type) return <div class="notice warn">Type {resource.type} is not installed, so its settings cannot be shown. Add its package and restart the server.</div>;
   if (fields.length === 0) return <p class="muted">{resource.type} has no settings.</p>;

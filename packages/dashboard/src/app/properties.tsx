@@ -30,7 +30,8 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
   const [error, setError] = useState<string | undefined>();
   const [savedNote, setSavedNote] = useState(false);
   const [busy, setBusy] = useState(false);
-  useEffect(() => setProps(initial()), [resource.config]);
+  // Reset when the stored properties change, not each time the app view is fetched again.
+  useEffect(() => setProps(initial()), [JSON.stringify(resource.config.properties)]);
 
   const dirty = JSON.stringify(toConfig(props)) !== JSON.stringify(saved());
   const rename = (i: number, name: string) => setProps(props.map((p, j) => (j === i ? { ...p, name } : p)));
