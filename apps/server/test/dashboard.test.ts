@@ -225,7 +225,9 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
     await shot(page, '08-events-trial');
     expect((await rest(app, 'GET', '/books')).body).toHaveLength(2);
 
-    await page.click('[data-test=save-event]');
+    // Ctrl+S in the editor saves.
+    await page.click('.cm-content');
+    await page.keyboard.press('Control+S');
     await page.waitForSelector('[data-test=event-message]:has-text("saved")');
     expect(await readFile(join(dir, 'resources/books/post.js'), 'utf8')).toContain("'too many pages'");
     const refused = await rest(app, 'POST', '/books', { title: 'Encyclopedia', pages: 32000 });
@@ -294,6 +296,50 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
     expect(await page.locator('td[data-col=password]').first().textContent()).toContain('write only');
     expect(await page.content()).not.toContain('correct horse');
     expect((await rest(app, 'POST', '/users/login', { username: 'alice', password: 'correct horse battery' })).status).toBe(200);
+  });
+});
+
+describe.skipIf(!run)('dashboard in the browser: deleting rows, renaming and deleting resources', () => {
+  let browser: Browser;
+  let app: RunningApp;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await appFolder({ 'resources/notes/config.json': { type: 'Collection', properties: { text: { type: 'string' } } } });
+    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a row deleted in the grid is gone; a renamed collection keeps its objects; a deleted one goes to .svc/trash', async () => {
+    const keep = await rest(app, 'POST', '/notes', { text: 'keep me' });
+    const drop = await rest(app, 'POST', '/notes', { text: 'drop me' });
+    const page = await (await browser.newContext({ viewport: { width: 1360, height: 860 } })).newPage();
+    page.setDefaultTimeout(10_000);
+    page.on('dialog', (dialog) => void dialog.accept());
+    await page.goto(`${app.url}/dashboard/#/r/notes/data`);
+    await page.click(`[aria-label="delete ${String(drop.body.id)}"]`);
+    await expect.poll(() => page.locator('tbody tr[data-id]').count()).toBe(1);
+    expect((await rest(app, 'GET', `/notes/${String(drop.body.id)}`)).status).toBe(404);
+
+    await page.click('button:has-text("Rename")');
+    await page.fill('[aria-label="new name"]', 'journal');
+    await page.click('.modal button:has-text("Rename")');
+    await page.waitForSelector('.res-head h1:has-text("/journal")');
+    await page.waitForSelector('td[data-col=text]:has-text("keep me")');
+    expect((await rest(app, 'GET', `/journal/${String(keep.body.id)}`)).body).toMatchObject({ text: 'keep me' });
+    expect(existsSync(join(dir, 'resources/notes'))).toBe(false);
+
+    await page.click('.res-head button:has-text("Delete")');
+    await page.waitForSelector('h1:has-text("Resources")');
+    expect(await page.locator('.res').count()).toBe(0);
+    expect((await rest(app, 'GET', '/journal')).status).toBe(404);
+    expect(existsSync(join(dir, 'resources/journal'))).toBe(false);
+    expect(existsSync(join(dir, '.svc/trash'))).toBe(true);
   });
 });
 

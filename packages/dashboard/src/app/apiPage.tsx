@@ -51,8 +51,8 @@ export function ApiPage({ resource, type, env }: { resource: ResourceView; type:
   const list = await svc.${key}.get(${first ? `{ $sort: { ${first}: 1 }, $limit: 20 }` : '{ $limit: 20 }'});
   await svc.${key}.put(created.id, ${first ? `{ ${first}: ${JSON.stringify(sample[first])} }` : '{}'});
   await svc.${key}.del(created.id);${resource.type === 'UserCollection' ? `\n  await svc.${key}.login({ username: 'alice', password: 'a long secret' });\n  const me = await svc.${key}.me();` : ''}
-  // Realtime: messages your scripts emit()
-  svc.on('${resource.name}:changed', (data) => console.log(data));
+  // Realtime: messages your scripts emit('${resource.name}:create', this), say in aftercommit.js
+  svc.${key}.on('create', (object) => console.log(object));
 </script>`
     : `<script src="/svc.js"></script>
 <script>

@@ -27,6 +27,8 @@ export interface EditorOptions {
   onChange(doc: string): void;
   /** Asks the server whether the text compiles. */
   check(doc: string): Promise<Problem | undefined>;
+  /** Ctrl/Cmd+S. */
+  save(): void;
 }
 
 function completions(options: EditorOptions) {
@@ -123,7 +125,16 @@ export function createEditor(options: EditorOptions): EditorView {
         hoverDocs,
         lintGutter(),
         serverLint(options),
-        keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...searchKeymap, ...historyKeymap, ...completionKeymap, indentWithTab]),
+        keymap.of([
+          {
+            key: 'Mod-s',
+            preventDefault: true,
+            run: () => {
+              options.save();
+              return true;
+            },
+          },
+          ...closeBracketsKeymap, ...defaultKeymap, ...searchKeymap, ...historyKeymap, ...completionKeymap, indentWithTab]),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) options.onChange(update.state.doc.toString());
         }),

@@ -37,6 +37,8 @@ export function EventsPage({ app, resource, setApp }: { app: AppView; resource: 
   const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView>();
+  // The editor outlives renders: Ctrl+S calls the latest save.
+  const saveRef = useRef<() => void>(() => undefined);
 
   useEffect(() => {
     if (!event) return;
@@ -66,6 +68,7 @@ export function EventsPage({ app, resource, setApp }: { app: AppView; resource: 
         setText(doc);
         setMessage(undefined);
       },
+      save: () => saveRef.current(),
       check: async (doc) => {
         const out = await call<{ ok: boolean; problem?: Problem }>('POST', '/dashboard/api/check', { source: doc, event: event.slice(0, -3), name: resource.name });
         return out.problem;
@@ -78,6 +81,7 @@ export function EventsPage({ app, resource, setApp }: { app: AppView; resource: 
   }, [loaded, saved]);
 
   const save = async () => {
+    if (text === saved) return;
     try {
       const next = await call<AppView>('PUT', `/dashboard/api/resources/${resource.name}/events/${event}`, { source: text });
       setSaved(text);
@@ -88,6 +92,7 @@ export function EventsPage({ app, resource, setApp }: { app: AppView; resource: 
     }
   };
 
+  saveRef.current = () => void save();
   if (resource.events.length === 0) return <p class="muted">{resource.type} runs no event scripts.</p>;
   const doc = EVENT_DOCS[event];
   const dirty = text !== saved;
@@ -110,7 +115,7 @@ export function EventsPage({ app, resource, setApp }: { app: AppView; resource: 
           </div>
           <span class="grow" />
           <button class="btn" disabled={!dirty} onClick={() => { view.current?.dispatch({ changes: { from: 0, to: view.current.state.doc.length, insert: saved } }); }}>Revert</button>
-          <button class="btn primary" disabled={!dirty} onClick={() => void save()} data-test="save-event">Save</button>
+          <button class="btn primary" disabled={!dirty} onClick={() => void save()} data-test="save-event" title="Ctrl+S">Save</button>
         </div>
         {message && <div class={`notice ${message.kind}`} data-test="event-message">{message.text}</div>}
         <div class="editor" ref={host} data-test="editor" />
