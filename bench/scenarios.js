@@ -15,10 +15,12 @@
 //              the difference in CPU µs per request (what an event script adds, say)
 //   check(res, state)   sanity check of one response before measuring: a message when wrong
 //
-// The harness seeds a stateful variant through POST /todos with {"title":"todo NNNN","done":bool}.
+// The harness seeds a stateful variant through POST /todos with {"title":"todo NNNN","done":bool,"n":k}
+// (k: 0..999, each once, in a shuffled order).
 
 const SEED = 1000;
-const seedBody = (i) => JSON.stringify({ title: `todo ${String(i).padStart(4, '0')}`, done: i % 2 === 0 });
+// `n` (indexed in the bench apps) is what the filtered, sorted list sorts by (the peers' scenario b).
+const seedBody = (i) => JSON.stringify({ title: `todo ${String(i).padStart(4, '0')}`, done: i % 2 === 0, n: (i * 7919) % SEED });
 
 const parse = (res) => {
   try {
@@ -106,6 +108,30 @@ export const scenarios = [
       const obj = parse(res);
       if (!obj || obj.title !== 'x' || obj.done !== false || typeof obj.id !== 'string') {
         return `expected the created todo, got ${res.body.toString('utf8').slice(0, 200)}`;
+      }
+      return undefined;
+    },
+  },
+  // Issue 14: a page of a filtered, sorted list (the peers' scenario b): svc's indexed sort beside
+  // the hand-written server filtering and sorting its in-memory array for each request (the
+  // ceiling an in-memory adapter such as Feathers' approaches).
+  {
+    id: 'get-filter-sort',
+    suite: 'http',
+    driver: 'http',
+    title: 'GET /todos done=false, sort n, limit 100',
+    method: 'GET',
+    path: () => `/todos?${encodeURIComponent(JSON.stringify({ done: false, $sort: { n: 1 }, $limit: 100 }))}`,
+    seed: SEED,
+    variants: ['bare', 'hand', 'svc'],
+    reference: 'bare',
+    compare: [['svc', 'hand']],
+    check: (res) => {
+      const list = parse(res);
+      if (!Array.isArray(list) || list.length !== 100) return `expected 100 todos, got ${res.body.toString('utf8').slice(0, 200)}`;
+      for (let i = 0; i < list.length; i++) {
+        if (list[i].done !== false) return `todo ${i} is done`;
+        if (i > 0 && list[i - 1].n > list[i].n) return `not sorted by n at ${i}`;
       }
       return undefined;
     },

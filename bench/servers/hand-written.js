@@ -3,6 +3,9 @@
 // the request has no valid sid, as svc does), route, then
 //   GET  /todos/<id>  Map lookup + JSON.stringify
 //   GET  /todos       JSON.stringify of every object
+//   GET  /todos?{"done":false,"$sort":{"n":1},"$limit":100}   the in-memory array filtered by
+//                     equality, sorted by one property and cut, then JSON.stringify (the ceiling of
+//                     an in-memory adapter such as Feathers')
 //   POST /todos       read + JSON.parse the body, check property types, new id, insert in the Map
 //
 //   node bench/servers/hand-written.js --port <p>
@@ -53,6 +56,17 @@ function readJson(req, done) {
   });
 }
 
+/** A query as one JSON object: equality on properties, $sort on one property, $limit. */
+function list(search) {
+  const { $sort, $limit, ...where } = JSON.parse(search);
+  const keys = Object.keys(where);
+  let out = [...todos.values()].filter((t) => keys.every((k) => t[k] === where[k]));
+  const [field, dir] = Object.entries($sort ?? {})[0] ?? [];
+  if (field !== undefined) out.sort((a, b) => (a[field] < b[field] ? -dir : a[field] > b[field] ? dir : 0));
+  if ($limit !== undefined) out = out.slice(0, $limit);
+  return out;
+}
+
 const server = http.createServer((req, res) => {
   const headers = {};
   const sid = parseCookies(req.headers.cookie).sid;
@@ -70,6 +84,7 @@ const server = http.createServer((req, res) => {
   if (parts[0] !== 'todos' || parts.length > 2) return send(res, 404, headers, { status: 404, message: 'not found' });
 
   if (req.method === 'GET') {
+    if (parts.length === 1 && q !== -1) return send(res, 200, headers, list(decodeURIComponent(req.url.slice(q + 1))));
     if (parts.length === 1) return send(res, 200, headers, [...todos.values()]);
     const todo = todos.get(parts[1]);
     return todo ? send(res, 200, headers, todo) : send(res, 404, headers, { status: 404, message: 'not found' });
@@ -83,10 +98,12 @@ const server = http.createServer((req, res) => {
       const errors = {};
       if (body.title !== undefined && typeof body.title !== 'string') errors.title = 'must be a string';
       if (body.done !== undefined && typeof body.done !== 'boolean') errors.done = 'must be a boolean';
+      if (body.n !== undefined && typeof body.n !== 'number') errors.n = 'must be a number';
       if (Object.keys(errors).length) return send(res, 400, headers, { status: 400, errors });
       const todo = {};
       if (body.title !== undefined) todo.title = body.title;
       if (body.done !== undefined) todo.done = body.done;
+      if (body.n !== undefined) todo.n = body.n;
       todo.id = randomBytes(8).toString('hex');
       todos.set(todo.id, todo);
       return send(res, 200, headers, todo);

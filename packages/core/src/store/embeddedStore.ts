@@ -125,6 +125,13 @@ class EmbeddedCollection implements StoreCollection {
   #committing = false;
   /** The insertion number of the last insert (SEQ). */
   #seq = 0;
+  /**
+   * Counts writes: raised when one starts and when it ends, so a fact about the stored objects
+   * computed while no write was under way holds until the number changes.
+   */
+  #version = 0;
+  /** Indexed properties known to hold no array in any object, at a #version. */
+  readonly #arrayFree = new Map<string, number>();
 
   readonly #filename: string;
   readonly #warn: (message: string) => void;
@@ -201,6 +208,12 @@ class EmbeddedCollection implements StoreCollection {
       // Every object in insertion order (the SEQ index), without matching each against {}.
       return this.#executor.pushAsync(() => Promise.resolve(bySeq.getAll().slice(from, to)));
     }
+    const walk = order && options.sort ? this.#walkable(renameId(options.sort), indexes, bySeq) : undefined;
+    if (walk) {
+      // The sort's index holds every object once, in the sort's order: walk it, test the filter,
+      // stop at the limit (no sort, no look at what comes after the page).
+      return this.#executor.pushAsync(() => Promise.resolve(walkIndex(walk.root, walk.field, walk.direction, query, all, from, to)));
+    }
     if (all || !Object.keys(query).some((key) => key !== SEQ && key in indexes)) {
       // No index can narrow it: scan in insertion order (the SEQ index); without a sort, stop at the limit.
       return this.#executor.pushAsync(() => {
@@ -216,9 +229,32 @@ class EmbeddedCollection implements StoreCollection {
       });
     }
     // An index narrows the matches: order those (by the sort, ties and no sort by insertion).
-    return (await new Cursor(db, query, (raws) => (order ?? insertionOrder)(raws).slice(from, to))) as Raw[];
+    // nedb's index answers an object once per matching element of an array: once is enough.
+    return (await new Cursor(db, query, (raws) => (order ?? insertionOrder)(raws.length > 1 ? [...new Set(raws)] : raws).slice(from, to))) as Raw[];
   }
 
+
+  /**
+   * The index a sort can be answered from by walking it: one property, not dotted, a non-sparse
+   * index (every object is in it), and no object holding an array there (nedb indexes each element
+   * of an array, and none of an empty one, while a sort compares whole values). Whether any
+   * object holds an array is checked by one scan, kept until the next write.
+   */
+  #walkable(sort: Record<string, unknown>, indexes: Record<string, { unique: boolean } | undefined>, bySeq: { getAll(): Raw[] }): { root: TreeNode; field: string; direction: 1 | -1 } | undefined {
+    const keys = Object.keys(sort);
+    if (keys.length !== 1) return undefined;
+    const field = keys[0] as string;
+    if (field.includes('.') || field === SEQ) return undefined;
+    const index = indexes[field] as { sparse?: boolean; tree?: { tree?: TreeNode } } | undefined;
+    const root = index?.tree?.tree;
+    if (!index || index.sparse || !root) return undefined;
+    if (this.#arrayFree.get(field) !== this.#version) {
+      const version = this.#version;
+      for (const raw of bySeq.getAll()) if (Array.isArray(raw[field])) return undefined;
+      this.#arrayFree.set(field, version);
+    }
+    return { root, field, direction: Number(sort[field]) < 0 ? -1 : 1 };
+  }
 
   async findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
     const db = this.#loaded ? this.#db : await this.#open();
@@ -238,8 +274,9 @@ class EmbeddedCollection implements StoreCollection {
   }
 
   async count(filter: Filter): Promise<number> {
-    const db = await this.#open();
-    return (await db.countAsync(toNedbFilter(filter))) as unknown as number;
+    // Through the same matching as find: nedb's own count counts an object once per matching
+    // element of an indexed array.
+    return (await this.#matching(filter, {})).length;
   }
 
   /**
@@ -251,6 +288,7 @@ class EmbeddedCollection implements StoreCollection {
     await this.#open();
     const { id, ...rest } = doc;
     this.#dirty = true;
+    this.#version++;
     const seq = ++this.#seq;
     return new Promise<Doc>((resolve, reject) => {
       this.#pending.push({ raw: { _id: id, ...rest, [SEQ]: seq }, touched: Object.keys(rest), resolve, reject });
@@ -264,8 +302,12 @@ class EmbeddedCollection implements StoreCollection {
       while (this.#pending.length > 0) {
         const batch = this.#pending;
         this.#pending = [];
-        if (batch.length === 1) await this.#insertOne(batch[0] as PendingInsert);
-        else await this.#insertBatch(batch);
+        try {
+          if (batch.length === 1) await this.#insertOne(batch[0] as PendingInsert);
+          else await this.#insertBatch(batch);
+        } finally {
+          this.#version++;
+        }
       }
     } finally {
       this.#committing = false;
@@ -312,6 +354,7 @@ class EmbeddedCollection implements StoreCollection {
     const { modifier, pulls } = toNedbUpdate(ops);
     if (!pulls && Object.keys(modifier).length === 0) return this.findOne(filter);
     this.#dirty = true;
+    this.#version++;
     try {
       if (!pulls) {
         const { affectedDocuments } = await db.updateAsync(query, modifier, { returnUpdatedDocs: true });
@@ -320,6 +363,8 @@ class EmbeddedCollection implements StoreCollection {
       return await this.#updateWithPull(db, query, modifier, pulls);
     } catch (err) {
       throw await this.#translate(err, Object.values(ops).flatMap((fields: object | undefined) => Object.keys(fields ?? {})));
+    } finally {
+      this.#version++;
     }
   }
 
@@ -363,7 +408,12 @@ class EmbeddedCollection implements StoreCollection {
   async remove(filter: Filter): Promise<number> {
     const db = await this.#open();
     this.#dirty = true;
-    return db.removeAsync(toNedbFilter(filter), { multi: true });
+    this.#version++;
+    try {
+      return await db.removeAsync(toNedbFilter(filter), { multi: true });
+    } finally {
+      this.#version++;
+    }
   }
 
   async ensureIndex(spec: IndexSpec): Promise<void> {
@@ -374,13 +424,16 @@ class EmbeddedCollection implements StoreCollection {
     const existing = indexesOf(db)[field];
     if (existing && existing.unique === unique) return;
     this.#dirty = true;
-    // nedb keeps an existing index as it is, so a change of uniqueness means building it anew.
-    if (existing) await db.removeIndexAsync(field);
+    this.#version++;
     try {
+      // nedb keeps an existing index as it is, so a change of uniqueness means building it anew.
+      if (existing) await db.removeIndexAsync(field);
       await db.ensureIndexAsync({ fieldName: field, unique, sparse: unique });
     } catch (err) {
       if (isUniqueViolation(err)) throw new DuplicateKeyError(spec.field, { cause: err });
       throw err;
+    } finally {
+      this.#version++;
     }
   }
 
@@ -661,6 +714,62 @@ function sorter(sort: Record<string, unknown>): (raws: Raw[]) => Raw[] {
     });
     return rows.map((row) => row.raw);
   };
+}
+
+/** A node of nedb's index tree (@seald-io/binary-search-tree): a key and the objects holding it. */
+interface TreeNode {
+  key?: unknown;
+  data: Raw[];
+  left?: TreeNode | null;
+  right?: TreeNode | null;
+}
+
+/**
+ * Objects matching `query` in the order of an index (ties in insertion order), from `from` to
+ * `to`: an in-order walk that stops at `to`. A lower bound of the filter on the same property
+ * ($gt/$gte ascending, $lt/$lte descending) skips the subtrees below it.
+ */
+function walkIndex(root: TreeNode, field: string, direction: 1 | -1, query: Query, all: boolean, from: number, to: number | undefined): Raw[] {
+  const out: Raw[] = [];
+  let skipped = 0;
+  let done = false;
+  const condition = query[field];
+  const ops = isPlainOperators(condition) ? condition : undefined;
+  const bound = direction === 1 ? (ops?.$gt ?? ops?.$gte) : (ops?.$lt ?? ops?.$lte);
+  // Keys on the far side of the bound cannot match: compareThings orders them there.
+  const before = (key: unknown): boolean => bound !== undefined && nedbModel.compareThings(key, bound) * direction < 0;
+  const take = (node: TreeNode): void => {
+    const raws = node.data.length > 1 ? [...node.data].sort((a, b) => seqOf(a) - seqOf(b)) : node.data;
+    for (const raw of raws) {
+      if (!all && !nedbModel.match(raw, query)) continue;
+      if (skipped < from) {
+        skipped++;
+        continue;
+      }
+      out.push(raw);
+      if (to !== undefined && out.length >= to - from) {
+        done = true;
+        return;
+      }
+    }
+  };
+  const visit = (node: TreeNode | null | undefined): void => {
+    if (!node || done) return;
+    const hasKey = Object.hasOwn(node, 'key');
+    const first = direction === 1 ? node.left : node.right;
+    const last = direction === 1 ? node.right : node.left;
+    if (!hasKey || !before(node.key)) visit(first);
+    if (done) return;
+    if (hasKey && !before(node.key)) take(node);
+    if (done) return;
+    visit(last);
+  };
+  visit(root);
+  return out;
+}
+
+function isPlainOperators(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof RegExp) && !(value instanceof Date) && Object.keys(value).every((k) => k.startsWith('$'));
 }
 
 /** Each cached object's JSON text, made on first read; an updated object is a new object. */
