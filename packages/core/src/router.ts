@@ -52,6 +52,10 @@ function splitParts(rest: string): string[] | undefined {
   const parts: string[] = [];
   for (const segment of rest.split('/')) {
     if (segment === '') continue;
+    if (!segment.includes('%')) {
+      parts.push(segment);
+      continue;
+    }
     try {
       parts.push(decodeURIComponent(segment));
     } catch {

@@ -166,7 +166,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       throw new SvcError('NOT_FOUND', `no resource at ${pathname}`);
     }
     const sid = requestSessionId(req.headers);
-    let record = await sessions.load(sid);
+    // A returning anonymous visitor (signed id) needs no store read: no await either.
+    let record = sessions.anonymous(sid) ?? (await sessions.load(sid));
     let isNew = false;
     if (record === null) {
       record = await sessions.create();
@@ -191,7 +192,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       headers: req.headers,
       session,
       me: undefined,
-      isRoot: rootKeys.isRoot(rootHeader(req), production, req.socket.remoteAddress ?? '', { host: req.headers.host, origin: req.headers.origin }),
+      isRoot: isRootRequest(req),
       internal: false,
       callChain: [],
       req,
@@ -200,6 +201,11 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     if (session.uid !== undefined) ctx.me = (await loadMe(session)) as Context['me'];
     const reply = await match.resource.handle(ctx);
     if (reply) writeReply(res, reply);
+  }
+
+  function isRootRequest(req: IncomingMessage): boolean {
+    const key = rootHeader(req);
+    return key !== undefined && rootKeys.isRoot(key, production, req.socket.remoteAddress ?? '', { host: req.headers.host, origin: req.headers.origin });
   }
 
   function sessionCookie(id: string | null, req: IncomingMessage | undefined): string {

@@ -115,6 +115,16 @@ export class SessionManager {
   }
 
   /** The stored session for a sid cookie, or null. */
+  /**
+   * The record of an anonymous visitor's signed id, at once (no store read, no promise), or
+   * undefined when `sid` is not one (then `load` decides).
+   */
+  anonymous(sid: string | undefined): SessionRecord | undefined {
+    if (sid === undefined || sid.length !== ANON_LENGTH || !SESSION_ID.test(sid) || !this.isAnonymous(sid)) return undefined;
+    const now = Date.now();
+    return { id: sid, createdAt: now, lastSeen: now, anonymous: true };
+  }
+
   async load(sid: string | undefined): Promise<SessionRecord | null> {
     if (sid === undefined || !SESSION_ID.test(sid)) return null;
     if (this.isAnonymous(sid)) {

@@ -97,9 +97,7 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
       return removed;
     },
   };
-  if (inner.findJson) {
-    const findJson = inner.findJson.bind(inner);
-    out.findJson = (filter, options) => findJson(filter, options);
-  }
+  if (inner.findJson) out.findJson = inner.findJson.bind(inner);
+  if (inner.findOneJson) out.findOneJson = inner.findOneJson.bind(inner);
   return out;
 }

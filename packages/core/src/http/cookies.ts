@@ -9,6 +9,8 @@ export function readCookie(header: string | undefined, name: string): string | u
     if (eq !== -1 && eq < end && header.slice(start, eq).trim() === name) {
       const raw = header.slice(eq + 1, end).trim();
       const value = raw.startsWith('"') && raw.endsWith('"') ? raw.slice(1, -1) : raw;
+      // A session id (hex) has nothing to decode.
+      if (!value.includes('%')) return value;
       try {
         return decodeURIComponent(value);
       } catch {

@@ -10,28 +10,41 @@ const LARGE_PAYLOAD = 16 * 1024;
 /** Writes a resource's reply: JSON bodies with an exact length, no ETag hashing. */
 export function writeReply(res: ServerResponse, reply: Reply): void {
   if (res.headersSent || res.writableEnded) return;
-  if (reply.headers) for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
+  const given = reply.headers;
   if (reply.body === undefined || reply.status === 204) {
+    if (given) for (const name in given) res.setHeader(name, given[name] as string | string[]);
     res.statusCode = reply.status;
     res.end();
     return;
   }
+  // One writeHead with the reply's headers (node validates each once), as a hand-written server does.
+  let type: string | string[] | undefined;
+  if (given) for (const name in given) if (name.toLowerCase() === 'content-type') type = given[name];
   let payload: string;
-  if (typeof reply.body === 'string' && res.hasHeader('content-type')) {
+  if (typeof reply.body === 'string' && (type !== undefined || res.hasHeader('content-type'))) {
     payload = reply.body;
   } else {
     payload = JSON.stringify(reply.body);
-    res.setHeader('content-type', JSON_TYPE);
+    type = JSON_TYPE;
   }
-  res.statusCode = reply.status;
+  const headers: Record<string, string | string[] | number> = {};
+  if (given) {
+    for (const name in given) {
+      const lower = name.toLowerCase();
+      if (lower !== 'content-type' && lower !== 'content-length') headers[name] = given[name] as string | string[];
+    }
+  }
+  if (type !== undefined) headers['content-type'] = type;
   if (payload.length < LARGE_PAYLOAD) {
-    res.setHeader('content-length', Buffer.byteLength(payload));
+    headers['content-length'] = Buffer.byteLength(payload);
+    res.writeHead(reply.status, headers);
     res.end(payload);
     return;
   }
   // Encoded once: measuring the length of a large string and then writing it would scan it twice.
   const bytes = Buffer.from(payload, 'utf8');
-  res.setHeader('content-length', bytes.length);
+  headers['content-length'] = bytes.length;
+  res.writeHead(reply.status, headers);
   res.end(bytes);
 }
 

@@ -140,6 +140,13 @@ export class Collection implements Resource {
   private async handleGet(ctx: Context): Promise<Reply> {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     if (ctx.parts[0] === 'count') return this.count(ctx);
+    const only = ctx.parts[0];
+    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx)) {
+      // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store).
+      const text = await this.store.findOneJson(only);
+      if (text === null) throw new SvcError('NOT_FOUND', 'not found');
+      return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
+    }
     const id = this.idOf(ctx, false);
     const compiled = compileQuery(ctx.query, this.queryable(ctx));
     const skipEvents = compiled.skipEvents && ctx.isRoot;
@@ -413,4 +420,10 @@ function withoutPrivate(reply: Reply, names: ReadonlySet<string>): Reply {
   const body = reply.body;
   if (Array.isArray(body)) return { ...reply, body: body.map(strip) };
   return isPlainObject(body) ? { ...reply, body: strip(body) } : reply;
+}
+
+/** Whether an object has an own enumerable key (without listing them all). */
+function hasKeys(value: Record<string, unknown>): boolean {
+  for (const _key in value) return true;
+  return false;
 }

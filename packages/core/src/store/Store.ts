@@ -49,6 +49,11 @@ export interface StoreCollection {
    * each object's serialisation, so that a list is answered without copying or stringifying.
    */
   findJson?(filter: Filter, options?: Omit<FindOptions, 'fields'>): Promise<string>;
+  /**
+   * Optional: the JSON text of the object with this id (what `findOne({id})` answers, serialised),
+   * or null, for a store that keeps each object's serialisation.
+   */
+  findOneJson?(id: string): Promise<string | null>;
   /** Counts matching objects without loading them. */
   count(filter: Filter): Promise<number>;
   /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */

@@ -130,6 +130,8 @@ class EmbeddedCollection implements StoreCollection {
    * computed while no write was under way holds until the number changes.
    */
   #version = 0;
+  /** Writes under way (called and not finished): while none is, the cache may be read at once. */
+  #writing = 0;
   /** Indexed properties known to hold no array in any object, at a #version. */
   readonly #arrayFree = new Map<string, number>();
 
@@ -216,11 +218,12 @@ class EmbeddedCollection implements StoreCollection {
     }
     if (all || !Object.keys(query).some((key) => key !== SEQ && key in indexes)) {
       // No index can narrow it: scan in insertion order (the SEQ index); without a sort, stop at the limit.
+      const matches = all ? undefined : matcherOf(query);
       return this.#executor.pushAsync(() => {
         const out: Raw[] = [];
         let seen = 0;
         for (const raw of bySeq.getAll()) {
-          if (!all && !nedbModel.match(raw, query)) continue;
+          if (matches && !matches(raw)) continue;
           if (order === undefined && seen++ < from) continue;
           out.push(raw);
           if (order === undefined && to !== undefined && seen >= to) break;
@@ -273,6 +276,26 @@ class EmbeddedCollection implements StoreCollection {
     return (await new Cursor(db, query, (raws) => (raws.length === 1 ? project(raws[0] as Raw) : null)).limit(1)) as Doc | null;
   }
 
+  /** The kept JSON text of the object with this id, or null (see findJson). */
+  findOneJson(id: string): Promise<string | null> {
+    if (this.#loaded && this.#writing === 0) {
+      // No write under way: the cache is what the executor would read (nedb changes it only in
+      // tasks of writes), so the queue's promise turns are not needed.
+      const found = (indexesOf(this.#db)._id as unknown as { getMatching(value: string): Raw[] }).getMatching(id);
+      return Promise.resolve(found.length > 0 ? jsonOf(found[0] as Raw) : null);
+    }
+    return this.#findOneJsonQueued(id);
+  }
+
+  async #findOneJsonQueued(id: string): Promise<string | null> {
+    const db = await this.#open();
+    const index = indexesOf(db)._id as unknown as { getMatching(value: string): Raw[] };
+    return this.#executor.pushAsync(() => {
+      const found = index.getMatching(id);
+      return Promise.resolve(found.length > 0 ? jsonOf(found[0] as Raw) : null);
+    });
+  }
+
   async count(filter: Filter): Promise<number> {
     // Through the same matching as find: nedb's own count counts an object once per matching
     // element of an indexed array.
@@ -289,6 +312,7 @@ class EmbeddedCollection implements StoreCollection {
     const { id, ...rest } = doc;
     this.#dirty = true;
     this.#version++;
+    this.#writing++;
     const seq = ++this.#seq;
     return new Promise<Doc>((resolve, reject) => {
       this.#pending.push({ raw: { _id: id, ...rest, [SEQ]: seq }, touched: Object.keys(rest), resolve, reject });
@@ -307,6 +331,7 @@ class EmbeddedCollection implements StoreCollection {
           else await this.#insertBatch(batch);
         } finally {
           this.#version++;
+          this.#writing -= batch.length;
         }
       }
     } finally {
@@ -355,6 +380,7 @@ class EmbeddedCollection implements StoreCollection {
     if (!pulls && Object.keys(modifier).length === 0) return this.findOne(filter);
     this.#dirty = true;
     this.#version++;
+    this.#writing++;
     try {
       if (!pulls) {
         const { affectedDocuments } = await db.updateAsync(query, modifier, { returnUpdatedDocs: true });
@@ -365,6 +391,7 @@ class EmbeddedCollection implements StoreCollection {
       throw await this.#translate(err, Object.values(ops).flatMap((fields: object | undefined) => Object.keys(fields ?? {})));
     } finally {
       this.#version++;
+      this.#writing--;
     }
   }
 
@@ -409,10 +436,12 @@ class EmbeddedCollection implements StoreCollection {
     const db = await this.#open();
     this.#dirty = true;
     this.#version++;
+    this.#writing++;
     try {
       return await db.removeAsync(toNedbFilter(filter), { multi: true });
     } finally {
       this.#version++;
+      this.#writing--;
     }
   }
 
@@ -425,6 +454,7 @@ class EmbeddedCollection implements StoreCollection {
     if (existing && existing.unique === unique) return;
     this.#dirty = true;
     this.#version++;
+    this.#writing++;
     try {
       // nedb keeps an existing index as it is, so a change of uniqueness means building it anew.
       if (existing) await db.removeIndexAsync(field);
@@ -434,6 +464,7 @@ class EmbeddedCollection implements StoreCollection {
       throw err;
     } finally {
       this.#version++;
+      this.#writing--;
     }
   }
 
@@ -733,6 +764,7 @@ function walkIndex(root: TreeNode, field: string, direction: 1 | -1, query: Quer
   const out: Raw[] = [];
   let skipped = 0;
   let done = false;
+  const matches = all ? undefined : matcherOf(query);
   const condition = query[field];
   const ops = isPlainOperators(condition) ? condition : undefined;
   const bound = direction === 1 ? (ops?.$gt ?? ops?.$gte) : (ops?.$lt ?? ops?.$lte);
@@ -741,7 +773,7 @@ function walkIndex(root: TreeNode, field: string, direction: 1 | -1, query: Quer
   const take = (node: TreeNode): void => {
     const raws = node.data.length > 1 ? [...node.data].sort((a, b) => seqOf(a) - seqOf(b)) : node.data;
     for (const raw of raws) {
-      if (!all && !nedbModel.match(raw, query)) continue;
+      if (matches && !matches(raw)) continue;
       if (skipped < from) {
         skipped++;
         continue;
@@ -766,6 +798,30 @@ function walkIndex(root: TreeNode, field: string, direction: 1 | -1, query: Quer
   };
   visit(root);
   return out;
+}
+
+/**
+ * How an object is tested against a query: nedb's matcher, or for the common query made only of
+ * equalities on top-level properties with a string, number or boolean (`{"done": false}`), a
+ * direct test with nedb's meaning (an array property matches when an element is equal).
+ */
+function matcherOf(query: Query): (raw: Raw) => boolean {
+  const keys = Object.keys(query);
+  const simple = keys.length > 0 && keys.length <= 4 && keys.every((k) => !k.startsWith('$') && !k.includes('.') && isPrimitive(query[k]));
+  if (!simple) return (raw) => nedbModel.match(raw, query);
+  const values = keys.map((k) => query[k]);
+  return (raw) => {
+    for (let i = 0; i < keys.length; i++) {
+      const v = raw[keys[i] as string];
+      const want = values[i];
+      if (v !== want && !(Array.isArray(v) && v.some((el) => el === want))) return false;
+    }
+    return true;
+  };
+}
+
+function isPrimitive(value: unknown): boolean {
+  return typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
 }
 
 function isPlainOperators(value: unknown): value is Record<string, unknown> {

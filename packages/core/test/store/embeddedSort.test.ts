@@ -61,4 +61,35 @@ describe('embedded store sort', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('equality queries match as nedb matches them, arrays and types included (property test, 300 cases)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-match-'));
+    const store = await createEmbeddedStore({ dir });
+    let run = 0;
+    const primitive = fc.oneof(fc.integer({ min: -2, max: 2 }), fc.constantFrom('', 'a', '1', 'true'), fc.boolean());
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.record({ a: value, b: value }, { requiredKeys: [] }), { minLength: 1, maxLength: 25 }),
+          fc.record({ a: primitive, b: primitive }, { requiredKeys: [] }).filter((q) => Object.keys(q).length > 0),
+          async (docs, query) => {
+            const coll = store.collection(`m${run++}`);
+            const reference = new Datastore({ inMemoryOnly: true });
+            for (const [u, d] of docs.entries()) {
+              await coll.insert({ id: `id${u}`, ...d, u });
+              await reference.insertAsync({ ...structuredClone(d), u });
+            }
+            const ours = (await coll.find(query)).map((d) => d.u).sort();
+            const theirs = (await reference.findAsync(query).sort({ u: 1 })).map((d) => d.u).sort();
+            expect(ours).toEqual(theirs);
+            expect(await coll.count(query)).toBe(theirs.length);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
