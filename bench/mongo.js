@@ -16,6 +16,7 @@ import { MongoClient } from 'mongodb';
 import { parseArgs } from './lib/args.js';
 import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
 import { machine } from './lib/machine.js';
+import { runLoad } from './lib/load.js';
 import { request, seed, startSession, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
 import { seed as seedSpec } from './scenarios.js';
@@ -32,7 +33,6 @@ const warmup = args.warmup ?? 2;
 const connections = args.connections ?? 10;
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const svcBin = join(repo, 'apps/server/bin/svc.js');
-const driver = fileURLToPath(new URL('./lib/drivers/http.js', import.meta.url));
 const log = (line) => process.stderr.write(`${line}\n`);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => stopAll().finally(() => process.exit(130)));
 const mach = machine();
@@ -57,20 +57,7 @@ async function start(id) {
 }
 
 function load(target, headers, serverPid) {
-  return new Promise((resolve, reject) => {
-    const cfg = { url: target, method: 'GET', headers, connections, warmup, duration, serverPid, serverCore: pin?.server };
-    const child = spawnNode([driver, JSON.stringify(cfg)], { core: pin?.load, cwd: repo });
-    let out = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.exited.then(({ code }) => {
-      try {
-        if (code !== 0) throw new Error(`exit ${code}`);
-        resolve(JSON.parse(out.trim().split('\n').pop()));
-      } catch (err) {
-        reject(new Error(`load generator failed (${err.message}): ${child.tail.join('\n')}`));
-      }
-    });
-  });
+  return runLoad({ url: target, method: 'GET', headers, connections, warmup, duration, serverPid, serverCore: pin?.server }, pin?.load);
 }
 
 const results = [];

@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from './lib/args.js';
 import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
 import { machine } from './lib/machine.js';
+import { runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 
 const args = parseArgs(process.argv.slice(2), { sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', 'no-write': 'boolean' });
@@ -27,7 +28,6 @@ const warmup = args.warmup ?? 2;
 const connections = args.connections ?? 50;
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const svcBin = join(repo, 'apps/server/bin/svc.js');
-const driver = fileURLToPath(new URL('./lib/drivers/http.js', import.meta.url));
 const log = (line) => process.stderr.write(`${line}\n`);
 
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => stopAll().finally(() => process.exit(130)));
@@ -65,20 +65,7 @@ async function start(dir) {
 }
 
 function load(url, headers, serverPid) {
-  return new Promise((resolve, reject) => {
-    const cfg = { url, method: 'GET', headers, connections, warmup, duration, serverPid, serverCore: pin?.server };
-    const child = spawnNode([driver, JSON.stringify(cfg)], { core: pin?.load, cwd: repo });
-    let out = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.exited.then(({ code }) => {
-      try {
-        if (code !== 0) throw new Error(`exit ${code}`);
-        resolve(JSON.parse(out.trim().split('\n').pop()));
-      } catch (err) {
-        reject(new Error(`load generator failed (${err.message}): ${child.tail.join('\n')}`));
-      }
-    });
-  });
+  return runLoad({ url, method: 'GET', headers, connections, warmup, duration, serverPid, serverCore: pin?.server }, pin?.load);
 }
 
 const results = [];
