@@ -17,6 +17,17 @@ const run = chromiumAvailable('dashboard browser tests');
 /** Screenshots of each page, for people (and the README): apps/server/test-output/dashboard. */
 const SHOTS = fileURLToPath(new URL('../test-output/dashboard/', import.meta.url));
 const KEY = 'f00d'.repeat(16);
+/**
+ * SVC_TEST_CPU_THROTTLE=<n> slows the browser's CPU n times (Chrome's devtools throttling), to
+ * shake out races between the page's renders and what a test (or a fast user) does.
+ */
+const THROTTLE = Number(process.env.SVC_TEST_CPU_THROTTLE ?? '1');
+
+async function throttle(page: Page): Promise<void> {
+  if (!(THROTTLE > 1)) return;
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Emulation.setCPUThrottlingRate', { rate: THROTTLE });
+}
 
 async function appFolder(files: Record<string, string | object>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-dashboard-'));
@@ -79,6 +90,7 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1360, height: 860 } })).newPage();
     page.setDefaultTimeout(10_000);
+    await throttle(page);
     await page.goto(`${app.url}/dashboard/`);
     await page.waitForSelector('.res');
   });
@@ -177,10 +189,11 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
       pages: { type: 'number', index: true },
       finished: { type: 'boolean' },
     });
-    await page.click('.tab:has-text("Data")');
   });
 
   it('shows objects created elsewhere without a reload', async () => {
+    await page.click('.tab:has-text("Data")');
+    await page.waitForSelector(`tr[data-id="${duneId}"]`);
     await rest(app, 'POST', '/books', { title: 'Made elsewhere', pages: 7 });
     await page.waitForSelector('td[data-col=title]:has-text("Made elsewhere")', { timeout: 5000 });
     await page.fill('[aria-label=query]', '{"pages": {"$gt": 100}}');
@@ -319,6 +332,7 @@ describe.skipIf(!run)('dashboard in the browser: deleting rows, renaming and del
     const keep = await rest(app, 'POST', '/notes', { text: 'keep me' });
     const drop = await rest(app, 'POST', '/notes', { text: 'drop me' });
     const page = await (await browser.newContext({ viewport: { width: 1360, height: 860 } })).newPage();
+    await throttle(page);
     page.setDefaultTimeout(10_000);
     page.on('dialog', (dialog) => void dialog.accept());
     await page.goto(`${app.url}/dashboard/#/r/notes/data`);
@@ -366,6 +380,7 @@ describe.skipIf(!run)('dashboard in the browser (production)', () => {
   it('asks for the root key and shows nothing of the app without it; keeps it in the tab only', async () => {
     const context = await browser.newContext({ viewport: { width: 1360, height: 860 } });
     const page = await context.newPage();
+    await throttle(page);
     const answers: string[] = [];
     page.on('response', (res) => {
       if (res.url().includes('/dashboard/api/')) answers.push(`${res.status()} ${new URL(res.url()).pathname}`);
@@ -396,6 +411,7 @@ describe.skipIf(!run)('dashboard in the browser (production)', () => {
     await page.reload();
     await page.waitForSelector('.res:has-text("/secrets")');
     const other = await context.newPage();
+    await throttle(other);
     await other.goto(`${app.url}/dashboard/`);
     await other.waitForSelector('[data-test=key-prompt]');
     await context.close();
@@ -426,6 +442,7 @@ describe.skipIf(!run)('dashboard data grid on 100,000 objects', () => {
 
   it('pages, sorts and queries without loading the collection into the page', async () => {
     const page = await (await browser.newContext({ viewport: { width: 1360, height: 860 } })).newPage();
+    await throttle(page);
     page.setDefaultTimeout(15_000);
     const timings: string[] = [];
     const timed = async (what: string, action: () => Promise<void>) => {

@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { ApiError, call } from './api.ts';
 import type { AppView, ResourceView, SettingSpec, TypeView } from './api.ts';
+import { useResetOn } from './hooks.ts';
 
 const SECRET = /password|secret|token|apikey|accesskey/i;
 
@@ -38,12 +39,16 @@ export function ConfigPage({ resource, type, setApp }: { resource: ResourceView;
   };
   const initial = () => Object.fromEntries(fields.map(([name, spec]) => [name, textOf(name, spec)]));
   const [texts, setTexts] = useState<Record<string, string>>(initial);
-  const [flags, setFlags] = useState<Record<string, boolean>>(() => Object.fromEntries(fields.filter(([, s]) => s.type === 'boolean').map(([n]) => [n, resource.config[n] === true])));
+  const initialFlags = () => Object.fromEntries(fields.filter(([, s]) => s.type === 'boolean').map(([n]) => [n, resource.config[n] === true]));
+  const [flags, setFlags] = useState<Record<string, boolean>>(initialFlags);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [message, setMessage] = useState<string | undefined>();
   const [saved, setSaved] = useState(false);
   // Reset when the stored settings change, not each time the app view is fetched again.
-  useEffect(() => setTexts(initial()), [JSON.stringify(resource.config)]);
+  useResetOn(JSON.stringify(resource.config), () => {
+    setTexts(initial());
+    setFlags(initialFlags());
+  });
 
   if (!type) return <div class="notice warn">Type {resource.type} is not installed, so its settings cannot be shown. Add its package and restart the server.</div>;
   if (fields.length === 0) return <p class="muted">{resource.type} has no settings.</p>;

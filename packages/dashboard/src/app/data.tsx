@@ -75,6 +75,9 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
   const [loadError, setLoadError] = useState<string | undefined>();
   const [editing, setEditing] = useState<{ id: string; col: string } | undefined>();
   const [cellErrors, setCellErrors] = useState<Record<string, string>>({});
+  // Values being saved, shown at once (a checkbox stays ticked while its PUT is on the way, even
+  // when a live refresh brings the row back before the server has it).
+  const [pending, setPending] = useState<Record<string, unknown>>({});
   const [adding, setAdding] = useState(false);
   const [flash, setFlash] = useState<Set<string>>(new Set());
   const [took, setTook] = useState<number | undefined>();
@@ -145,6 +148,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
 
   const save = async (row: Row, col: Column, value: unknown) => {
     const key = `${row.id}:${col.name}`;
+    setPending((p) => ({ ...p, [key]: value }));
     try {
       const updated = await call<Row>('PUT', `/${resource.name}/${encodeURIComponent(row.id)}`, { [col.name]: value });
       setRows((rs) => rs.map((r) => (r.id === row.id ? updated : r)));
@@ -156,6 +160,11 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
     } catch (err) {
       const e = err as ApiError;
       setCellErrors((all) => ({ ...all, [key]: e.errors?.[col.name] ?? e.message }));
+    } finally {
+      setPending((p) => {
+        const { [key]: _done, ...rest } = p;
+        return rest;
+      });
     }
   };
 
@@ -205,7 +214,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
                     <Cell
                       key={col.name}
                       col={col}
-                      value={row[col.name]}
+                      value={key in pending ? pending[key] : row[col.name]}
                       editing={isEditing}
                       error={cellErrors[key]}
                       startEdit={() => setEditing({ id: row.id, col: col.name })}

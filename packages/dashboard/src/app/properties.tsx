@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { ApiError, call } from './api.ts';
 import type { AppView, PropertyDef, ResourceView } from './api.ts';
+import { useResetOn } from './hooks.ts';
 
 const TYPES = ['string', 'number', 'boolean', 'object', 'array', 'date'];
 const NAME = /^[A-Za-z_$][\w$]*$/;
@@ -31,7 +32,7 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
   const [savedNote, setSavedNote] = useState(false);
   const [busy, setBusy] = useState(false);
   // Reset when the stored properties change, not each time the app view is fetched again.
-  useEffect(() => setProps(initial()), [JSON.stringify(resource.config.properties)]);
+  useResetOn(JSON.stringify(resource.config.properties ?? {}), () => setProps(initial()));
 
   const dirty = JSON.stringify(toConfig(props)) !== JSON.stringify(saved());
   const rename = (i: number, name: string) => setProps(props.map((p, j) => (j === i ? { ...p, name } : p)));
