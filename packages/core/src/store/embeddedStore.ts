@@ -9,6 +9,7 @@ import { DuplicateKeyError, assertCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
+import { hashIdIndex } from './internal/hashIdIndex.js';
 import { renameId } from './internal/renameId.js';
 import { lockDataFolder } from './internal/dataLock.js';
 import { repairTornTail } from './internal/tornTail.js';
@@ -145,6 +146,8 @@ class EmbeddedCollection implements StoreCollection {
     // No corrupt line is tolerated (nedb's default drops up to 10% silently): a torn last line is
     // repaired before loading (see repairTornTail), anything else refuses to start.
     this.#db = new Datastore({ filename, corruptAlertThreshold: 0 });
+    // Ids are looked up, never walked in order: a hash instead of nedb's tree (see HashTree).
+    hashIdIndex(this.#db);
     this.#executor = Reflect.get(this.#db, 'executor') as Executor;
     this.#closeFile = appendThroughOpenHandle(this.#db);
   }
