@@ -29,7 +29,9 @@ const op = fc.oneof(
   }),
 );
 
-function apply(tree: Tree, o: fc.Infer<typeof op>): unknown {
+type Op = typeof op extends fc.Arbitrary<infer T> ? T : never;
+
+function apply(tree: Tree, o: Op): unknown {
   try {
     switch (o.kind) {
       case 'insert':
