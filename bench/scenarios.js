@@ -67,6 +67,8 @@ export const scenarios = [
     seed: SEED,
     variants: ['bare', 'hand', 'svc'],
     reference: 'bare',
+    // Issue 14's aims are against the hand-written floor: its ratio is printed too.
+    compare: [['svc', 'hand']],
     check: (res, state) => {
       const obj = parse(res);
       const id = state.ids[Math.floor(state.ids.length / 2)];
@@ -84,6 +86,8 @@ export const scenarios = [
     seed: SEED,
     variants: ['bare', 'hand', 'svc'],
     reference: 'bare',
+    // Issue 14's aims are against the hand-written floor: its ratio is printed too.
+    compare: [['svc', 'hand']],
     check: (res) => {
       const list = parse(res);
       if (!Array.isArray(list) || list.length !== SEED) {
@@ -104,6 +108,8 @@ export const scenarios = [
     seed: SEED,
     variants: ['bare', 'hand', 'svc'],
     reference: 'bare',
+    // Issue 14's aims are against the hand-written floor: its ratio is printed too.
+    compare: [['svc', 'hand']],
     check: (res) => {
       const obj = parse(res);
       if (!obj || obj.title !== 'x' || obj.done !== false || typeof obj.id !== 'string') {
