@@ -120,7 +120,9 @@ export class SessionManager {
    * undefined when `sid` is not one (then `load` decides).
    */
   anonymous(sid: string | undefined): SessionRecord | undefined {
-    if (sid === undefined || sid.length !== ANON_LENGTH || !SESSION_ID.test(sid) || !this.isAnonymous(sid)) return undefined;
+    if (sid === undefined || sid.length !== ANON_LENGTH) return undefined;
+    // A remembered id passed the pattern and the signature before: neither is run again.
+    if (!this.verified.has(sid) && (!SESSION_ID.test(sid) || !this.isAnonymous(sid))) return undefined;
     const now = Date.now();
     return { id: sid, createdAt: now, lastSeen: now, anonymous: true };
   }
