@@ -765,41 +765,45 @@ interface TreeNode {
  */
 function walkIndex(root: TreeNode, field: string, direction: 1 | -1, query: Query, all: boolean, from: number, to: number | undefined): Raw[] {
   const out: Raw[] = [];
+  const wanted = to === undefined ? Infinity : to - from;
   let skipped = 0;
-  let done = false;
   const matches = all ? undefined : matcherOf(query);
   const condition = query[field];
   const ops = isPlainOperators(condition) ? condition : undefined;
   const bound = direction === 1 ? (ops?.$gt ?? ops?.$gte) : (ops?.$lt ?? ops?.$lte);
-  // Keys on the far side of the bound cannot match: compareThings orders them there.
-  const before = (key: unknown): boolean => bound !== undefined && nedbModel.compareThings(key, bound) * direction < 0;
-  const take = (node: TreeNode): void => {
-    const raws = node.data.length > 1 ? [...node.data].sort((a, b) => seqOf(a) - seqOf(b)) : node.data;
-    for (const raw of raws) {
+  const compare = nedbModel.compareThings;
+  // Iterative in-order walk (in the sort's direction) with the path kept on a stack: each node is
+  // reached once, and keys on the far side of the bound (compareThings orders them there) are
+  // skipped together with the subtree on their near side.
+  const stack: TreeNode[] = [];
+  const descend = (start: TreeNode | null | undefined): void => {
+    let node = start;
+    while (node) {
+      if (!Object.hasOwn(node, 'key')) return; // the empty tree's root
+      if (bound !== undefined && compare(node.key, bound) * direction < 0) {
+        node = direction === 1 ? node.right : node.left;
+        continue;
+      }
+      stack.push(node);
+      node = direction === 1 ? node.left : node.right;
+    }
+  };
+  descend(root);
+  while (stack.length > 0 && out.length < wanted) {
+    const node = stack.pop() as TreeNode;
+    const data = node.data;
+    const raws = data.length > 1 ? [...data].sort((a, b) => seqOf(a) - seqOf(b)) : data;
+    for (let i = 0; i < raws.length && out.length < wanted; i++) {
+      const raw = raws[i] as Raw;
       if (matches && !matches(raw)) continue;
       if (skipped < from) {
         skipped++;
         continue;
       }
       out.push(raw);
-      if (to !== undefined && out.length >= to - from) {
-        done = true;
-        return;
-      }
     }
-  };
-  const visit = (node: TreeNode | null | undefined): void => {
-    if (!node || done) return;
-    const hasKey = Object.hasOwn(node, 'key');
-    const first = direction === 1 ? node.left : node.right;
-    const last = direction === 1 ? node.right : node.left;
-    if (!hasKey || !before(node.key)) visit(first);
-    if (done) return;
-    if (hasKey && !before(node.key)) take(node);
-    if (done) return;
-    visit(last);
-  };
-  visit(root);
+    descend(direction === 1 ? node.right : node.left);
+  }
   return out;
 }
 
