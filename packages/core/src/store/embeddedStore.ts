@@ -10,6 +10,7 @@ import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, Updat
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
 import { hashIdIndex } from './internal/hashIdIndex.js';
+import { nedbModel } from './internal/nedbModel.js';
 import { renameId } from './internal/renameId.js';
 import { lockDataFolder } from './internal/dataLock.js';
 import { repairTornTail } from './internal/tornTail.js';
@@ -38,12 +39,6 @@ interface NedbCursor extends PromiseLike<unknown> {
 }
 type CursorClass = new (db: Db, query: Query, mapFn: (docs: Raw[]) => unknown) => NedbCursor;
 const Cursor = createRequire(import.meta.url)('@seald-io/nedb/lib/cursor.js') as CursorClass;
-/** nedb's matcher (lib/model.js), the one its cursors use. */
-const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as {
-  match(doc: unknown, query: Query): boolean;
-  getDotValue(doc: unknown, field: string): unknown;
-  compareThings(a: unknown, b: unknown): number;
-};
 /** nedb's executor: runs the datastore's operations one at a time, in order. */
 interface Executor {
   pushAsync<T>(task: () => Promise<T>): Promise<T>;

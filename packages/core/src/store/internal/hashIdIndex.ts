@@ -1,8 +1,4 @@
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-// nedb's ordering of values (lib/model.js), the one its trees sort and bound keys by.
-const model = require('@seald-io/nedb/lib/model.js') as { compareThings(a: unknown, b: unknown): number };
+import { nedbModel as model } from './nedbModel.js';
 
 type Bounds = { $lt?: unknown; $lte?: unknown; $gt?: unknown; $gte?: unknown };
 

@@ -1,10 +1,6 @@
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-// nedb's serializer (the datafile's line format); its typings do not cover lib/.
-const model = require('@seald-io/nedb/lib/model.js') as { serialize(doc: unknown): string };
+import { nedbModel as model } from './nedbModel.js';
 
 /** The part of nedb's Persistence this module replaces (documented in nedb's source, not typed). */
 interface Persistence {
