@@ -306,6 +306,9 @@ class EmbeddedCollection implements StoreCollection {
    * acknowledged once the append holding it completed.
    */
   async insert(doc: Doc): Promise<Doc> {
+    // nedb's loader rebuilds the cache in a plain object keyed by id: `__proto__` would set its
+    // prototype and the object would vanish at the next start. Refused here, where it is reported.
+    if (doc.id === '__proto__') throw new TypeError('the embedded store cannot keep an object whose id is "__proto__" (it would be lost at the next start); give it another id');
     await this.#open();
     const { id, ...rest } = doc;
     this.#dirty = true;

@@ -1,6 +1,10 @@
 import { createRequire } from 'node:module';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
 import { HashTree } from '../../src/store/internal/hashIdIndex.js';
 
 // The embedded store keeps nedb's _id index in a HashTree instead of nedb's AVL tree: every call
@@ -77,5 +81,33 @@ describe('the _id index in a HashTree answers as nedb\'s AVL tree', () => {
     expect(() => hash.insert({ a: 1 }, 1)).toThrow(TypeError);
     expect(() => hash.insert(null, 1)).toThrow(TypeError);
     expect(hash.search({ a: 1 })).toEqual([]);
+  });
+
+  it('ids named like prototype members are ordinary ids in the tree; a store keeps them across a restart, or refuses __proto__', async () => {
+    const names = ['__proto__', 'constructor', 'hasOwnProperty', 'toString', 'valueOf'];
+    const hash = new HashTree(true);
+    for (const name of names) hash.insert(name, { name });
+    for (const name of names) expect(hash.search(name)).toEqual([{ name }]);
+    expect(hash.search('isPrototypeOf')).toEqual([]);
+    expect(() => hash.insert('__proto__', {})).toThrow(/unique/);
+
+    // nedb's loader would drop an object with the id __proto__ at the next start: refused at once.
+    const kept = names.filter((n) => n !== '__proto__');
+    const dir = await mkdtemp(join(tmpdir(), 'svc-hashid-'));
+    try {
+      let store = await createEmbeddedStore({ dir });
+      await expect(store.collection('things').insert({ id: '__proto__', label: 'x' })).rejects.toThrow(/__proto__.*lost at the next start/);
+      for (const name of kept) await store.collection('things').insert({ id: name, label: name });
+      await store.close();
+      store = await createEmbeddedStore({ dir });
+      const things = store.collection('things');
+      for (const name of kept) expect(await things.findOne({ id: name })).toEqual({ id: name, label: name });
+      expect(await things.findOne({ id: '__proto__' })).toBeNull();
+      expect(await things.count({})).toBe(kept.length);
+      expect(({} as Record<string, unknown>).label).toBeUndefined();
+      await store.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
