@@ -34,6 +34,13 @@ export interface Resource {
   readonly type: string;
   /** Answers one request; undefined when the resource wrote to `ctx.res` itself (streaming). */
   handle(ctx: Context): Promise<Reply | undefined>;
+  /**
+   * Optional, for speed: the JSON text answering a plain GET (no query, no body, an anonymous
+   * visitor who is not root) when the resource can give it at once, with no script to run and
+   * nothing to wait for; undefined sends the request through `handle` as usual. It must answer
+   * exactly what `handle` would (a collection's object by id from the embedded store).
+   */
+  answerNow?(parts: readonly string[]): string | undefined;
   /** The client library's view of it. */
   readonly client?: ClientShape;
   /**

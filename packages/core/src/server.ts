@@ -109,6 +109,7 @@ export interface SvcServer {
 const SESSIONS_COLLECTION = '_sessions';
 const NO_BODY = { kind: 'none', value: undefined } as const;
 const SWEEP_MS = 60 * 60 * 1000;
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
 
 /** Assembles an svc server from a store and resources. Nothing listens until `listen()`. */
 export async function createServer(options: SvcServerOptions): Promise<SvcServer> {
@@ -167,7 +168,13 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     }
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
-    let record = sessions.anonymous(sid) ?? (await sessions.load(sid));
+    const anonymous = sessions.anonymous(sid);
+    if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined) {
+      // A plain GET the resource answers at once (an object by id): no context, no promise turns.
+      const text = match.resource.answerNow(match.parts);
+      if (text !== undefined) return writeReply(res, { status: 200, body: text, headers: JSON_HEADERS });
+    }
+    let record = anonymous ?? (await sessions.load(sid));
     let isNew = false;
     if (record === null) {
       record = await sessions.create();

@@ -99,5 +99,6 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
   };
   if (inner.findJson) out.findJson = inner.findJson.bind(inner);
   if (inner.findOneJson) out.findOneJson = inner.findOneJson.bind(inner);
+  if (inner.findOneJsonNow) out.findOneJsonNow = inner.findOneJsonNow.bind(inner);
   return out;
 }

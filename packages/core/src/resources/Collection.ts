@@ -77,6 +77,19 @@ export class Collection implements Resource {
     return this.seesPrivate(ctx) ? reply : withoutPrivate(reply, this.privateProps);
   }
 
+  /**
+   * GET /<c>/<id> from an anonymous, non-root visitor, with no query and no script on the way (no
+   * On BeforeRequest, no On Get): the stored object's own JSON text, without a context or a promise.
+   * Not found, a write under way or anything else: undefined, and `handle` answers.
+   */
+  answerNow(parts: readonly string[]): string | undefined {
+    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0) return undefined;
+    const id = parts[0] as string;
+    if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get')) return undefined;
+    if (this.storeOnly.size !== 0 || this.present !== Collection.prototype.present) return undefined;
+    return this.store.findOneJsonNow(id) ?? undefined;
+  }
+
   /** Root and event scripts (internal requests) see `private` properties; nobody else does. */
   private seesPrivate(ctx: Context): boolean {
     return this.privateProps.size === 0 || ctx.isRoot || ctx.internal;

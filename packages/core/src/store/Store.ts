@@ -54,6 +54,11 @@ export interface StoreCollection {
    * or null, for a store that keeps each object's serialisation.
    */
   findOneJson?(id: string): Promise<string | null>;
+  /**
+   * Optional: what `findOneJson(id)` would answer, when the store can tell at once (nothing being
+   * written that it would have to wait for); undefined when it cannot.
+   */
+  findOneJsonNow?(id: string): string | null | undefined;
   /** Counts matching objects without loading them. */
   count(filter: Filter): Promise<number>;
   /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */

@@ -276,13 +276,16 @@ class EmbeddedCollection implements StoreCollection {
 
   /** The kept JSON text of the object with this id, or null (see findJson). */
   findOneJson(id: string): Promise<string | null> {
-    if (this.#loaded && this.#writing === 0) {
-      // No write under way: the cache is what the executor would read (nedb changes it only in
-      // tasks of writes), so the queue's promise turns are not needed.
-      const found = (indexesOf(this.#db)._id as unknown as { getMatching(value: string): Raw[] }).getMatching(id);
-      return Promise.resolve(found.length > 0 ? jsonOf(found[0] as Raw) : null);
-    }
-    return this.#findOneJsonQueued(id);
+    const now = this.findOneJsonNow(id);
+    return now === undefined ? this.#findOneJsonQueued(id) : Promise.resolve(now);
+  }
+
+  findOneJsonNow(id: string): string | null | undefined {
+    if (!this.#loaded || this.#writing !== 0) return undefined;
+    // No write under way: the cache is what the executor would read (nedb changes it only in
+    // tasks of writes), so the queue's promise turns are not needed.
+    const found = (indexesOf(this.#db)._id as unknown as { getMatching(value: string): Raw[] }).getMatching(id);
+    return found.length > 0 ? jsonOf(found[0] as Raw) : null;
   }
 
   async #findOneJsonQueued(id: string): Promise<string | null> {

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appStores, runApp } from './helpers/app.js';
+import type { AppHandle } from './helpers/app.js';
+
+// Issue 14: GET /<c>/<id> from an anonymous visitor with no query and no script on the way is
+// answered at once (Collection.answerNow: the stored JSON text, no context, no promise turns). It
+// must answer exactly what the full path answers, and step aside whenever anything could differ:
+// a script (On Get, On BeforeRequest), private properties, users, root, a query, a body.
+
+type Obj = Record<string, unknown> & { id: string };
+
+const files = {
+  'app.json': { cors: { origins: ['https://app.example'] } },
+  'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string' }, n: { type: 'number' } } },
+  'resources/seen/config.json': { type: 'Collection', properties: { title: { type: 'string' } } },
+  'resources/seen/get.js': "this.seen = true;\nif (this.title === 'secret') cancel('not for you', 403);\n",
+  'resources/guarded/config.json': { type: 'Collection', properties: { title: { type: 'string' } } },
+  'resources/guarded/beforerequest.js': "if (event === 'GET' && !me) cancel('log in first', 401);\n",
+  'resources/notes/config.json': { type: 'Collection', properties: { title: { type: 'string' }, plans: { type: 'string', private: true } } },
+  'resources/users/config.json': { type: 'UserCollection', properties: { name: { type: 'string' } } },
+};
+
+describe.each(appStores())('GET by id answered at once (%s store)', (store) => {
+  let t: AppHandle;
+  let anon: string;
+  const ids: Record<string, string> = {};
+  const root = { 'svc-ssh-key': 'any' };
+
+  /** A raw GET with the anonymous visitor's cookie (the path answered at once when it may be). */
+  const asAnon = (path: string, init: RequestInit = {}) =>
+    fetch(t.url + path, { ...init, headers: { cookie: `sid=${anon}`, ...((init.headers as Record<string, string>) ?? {}) } });
+  /** The same GET without a cookie: a new session, so the full path. */
+  const fresh = (path: string, init: RequestInit = {}) => fetch(t.url + path, init);
+  const shape = async (res: Response) => ({ status: res.status, type: res.headers.get('content-type'), body: await res.text() });
+
+  beforeAll(async () => {
+    t = await runApp(files, { store, env: 'development' });
+    const first = await fetch(`${t.url}/todos`);
+    anon = /sid=([0-9a-f]+)/.exec(first.headers.getSetCookie().join(','))?.[1] as string;
+    expect(anon).toMatch(/^[0-9a-f]{128}$/);
+    for (const name of ['todos', 'seen', 'notes']) {
+      ids[name] = ((await t.request('POST', `/${name}`, { title: `a ${name}`, plans: 'private plans' }, root)).body as Obj).id;
+    }
+    ids.secret = ((await t.request('POST', '/seen', { title: 'secret' }, root)).body as Obj).id;
+    ids.guarded = ((await t.request('POST', '/guarded', { title: 'g' }, root)).body as Obj).id;
+    ids.user = ((await t.request('POST', '/users', { username: 'ann', password: 'pw-ann', name: 'Ann' })).body as Obj).id;
+  }, 30_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('answers what the full path answers: body bytes, status and content type, found or not', async () => {
+    for (const path of [`/todos/${ids.todos}`, '/todos/nope', '/todos/count', '/todos/', `/todos/${ids.todos}/more`, '/todos/__proto__']) {
+      const now = await shape(await asAnon(path));
+      const full = await shape(await fresh(path));
+      expect({ path, ...now }).toEqual({ path, ...full });
+    }
+    const res = await asAnon(`/todos/${ids.todos}`);
+    expect(res.headers.getSetCookie()).toEqual([]);
+    expect(await res.json()).toEqual({ id: ids.todos, title: 'a todos' });
+  });
+
+  it('runs On Get and On BeforeRequest: a script on the way is never skipped', async () => {
+    expect(await (await asAnon(`/seen/${ids.seen}`)).json()).toEqual({ id: ids.seen, title: 'a seen', seen: true });
+    expect(await shape(await asAnon(`/seen/${ids.secret}`))).toMatchObject({ status: 403, body: JSON.stringify({ status: 403, message: 'not for you' }) });
+    expect((await asAnon(`/guarded/${ids.guarded}`)).status).toBe(401);
+    const login = t.client();
+    await login('POST', '/users/login', { username: 'ann', password: 'pw-ann' });
+    expect((await login('GET', `/guarded/${ids.guarded}`)).body).toEqual({ id: ids.guarded, title: 'g' });
+  });
+
+  it('private properties, users and root: each answered as before', async () => {
+    expect(await (await asAnon(`/notes/${ids.notes}`)).json()).toEqual({ id: ids.notes, title: 'a notes' });
+    expect(await (await asAnon(`/notes/${ids.notes}`, { headers: root })).json()).toEqual({ id: ids.notes, title: 'a notes', plans: 'private plans' });
+    const user = (await (await asAnon(`/users/${ids.user}`)).json()) as Obj;
+    expect(user).toEqual({ id: ids.user, username: 'ann', name: 'Ann' });
+    expect(await (await asAnon(`/todos/${ids.todos}`, { headers: root })).json()).toEqual({ id: ids.todos, title: 'a todos' });
+  });
+
+  it('a query, a body or HEAD take their usual meaning', async () => {
+    const fields = await asAnon(`/todos/${ids.todos}?${encodeURIComponent(JSON.stringify({ $fields: { title: 0 } }))}`);
+    expect(await fields.json()).toEqual({ id: ids.todos });
+    const head = await asAnon(`/todos/${ids.todos}`, { method: 'HEAD' });
+    const get = await asAnon(`/todos/${ids.todos}`);
+    const text = await get.text();
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+    expect(await head.text()).toBe('');
+    // POST with _method=GET in the body: the body is read, so the usual path answers it.
+    const overridden = await asAnon(`/todos/${ids.todos}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"_method":"GET"}' });
+    expect(await overridden.json()).toEqual({ id: ids.todos, title: 'a todos' });
+  });
+
+  it('keeps CORS: an allowed origin gets its headers, another none', async () => {
+    const ok = await asAnon(`/todos/${ids.todos}`, { headers: { origin: 'https://app.example' } });
+    expect(ok.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(ok.headers.get('access-control-allow-credentials')).toBe('true');
+    const evil = await asAnon(`/todos/${ids.todos}`, { headers: { origin: 'https://evil.example' } });
+    expect(evil.headers.get('access-control-allow-origin')).toBeNull();
+    expect(evil.status).toBe(200);
+  });
+
+  it('reads during writes see each object whole, before or after its change, never an error', async () => {
+    const writes: Promise<unknown>[] = [];
+    const reads: Promise<{ status: number; body: Obj }>[] = [];
+    for (let i = 1; i <= 100; i++) {
+      writes.push(t.request('PUT', `/todos/${ids.todos}`, { n: i }, root));
+      reads.push(asAnon(`/todos/${ids.todos}`).then(async (res) => ({ status: res.status, body: (await res.json()) as Obj })));
+    }
+    await Promise.all(writes);
+    for (const { status, body } of await Promise.all(reads)) {
+      expect(status).toBe(200);
+      expect(body.id).toBe(ids.todos);
+      expect(body.title).toBe('a todos');
+      expect(body.n === undefined || (typeof body.n === 'number' && body.n >= 1 && body.n <= 100)).toBe(true);
+    }
+    expect(await (await asAnon(`/todos/${ids.todos}`)).json()).toMatchObject({ n: expect.any(Number) });
+  });
+});

@@ -1,0 +1,64 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Collection, createEmbeddedStore, UserCollection } from '@svc/core';
+import type { CollectionEventRunner, Store } from '@svc/core';
+
+// Issue 14: Collection.answerNow is the server's synchronous answer to GET /<c>/<id> (no context,
+// no promise turns). It gives the stored JSON text only when nothing could change the answer, and
+// undefined otherwise (the HTTP equivalence is in apps/server/test/get-by-id-now.test.ts).
+
+let dir: string;
+let store: Store;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-now-'));
+  store = await createEmbeddedStore({ dir });
+});
+afterAll(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Events that only say which scripts exist (answerNow never runs one: it steps aside). */
+const eventsFor = (names: string[]): CollectionEventRunner => ({
+  has: (event) => names.includes(event),
+  run: () => Promise.reject(new Error('answerNow ran a script')),
+  runGetBatch: () => Promise.reject(new Error('answerNow ran a script')),
+});
+
+describe('Collection.answerNow', () => {
+  it('answers the stored JSON text of an object by id, the same text findOneJson gives', async () => {
+    const coll = store.collection('plain');
+    const todos = new Collection({ path: '/plain', properties: { title: { type: 'string' } }, store: coll });
+    const stored = await coll.insert({ id: 'a1', title: 'x "quoted" ü' });
+    const text = todos.answerNow(['a1']);
+    expect(text).toBe(await coll.findOneJson?.('a1'));
+    expect(JSON.parse(text as string)).toEqual(stored);
+  });
+
+  it('steps aside for anything but one existing id: the list, count, empty, deeper paths, unknown ids', async () => {
+    const coll = store.collection('aside');
+    const todos = new Collection({ path: '/aside', properties: { title: { type: 'string' } }, store: coll });
+    await coll.insert({ id: 'count', title: 'shadowed by /count' });
+    await coll.insert({ id: 'b1', title: 'b' });
+    for (const parts of [[], [''], ['count'], ['b1', 'x'], ['missing'], ['__proto__'], ['constructor']]) {
+      expect(todos.answerNow(parts)).toBeUndefined();
+    }
+  });
+
+  it('steps aside when a script would run (On Get, On BeforeRequest), for private properties and for users', async () => {
+    const coll = store.collection('scripted');
+    await coll.insert({ id: 'c1', title: 'c' });
+    const properties = { title: { type: 'string' as const } };
+    expect(new Collection({ path: '/s', properties, store: coll, events: eventsFor(['get']) }).answerNow(['c1'])).toBeUndefined();
+    expect(new Collection({ path: '/s', properties, store: coll, events: eventsFor(['beforerequest']) }).answerNow(['c1'])).toBeUndefined();
+    expect(new Collection({ path: '/s', properties, store: coll, events: eventsFor(['post', 'put', 'validate']) }).answerNow(['c1'])).toBeDefined();
+    const withPrivate = { title: { type: 'string' as const }, plans: { type: 'string' as const, private: true } };
+    expect(new Collection({ path: '/s', properties: withPrivate, store: coll }).answerNow(['c1'])).toBeUndefined();
+    const users = store.collection('users');
+    await users.insert({ id: 'u1', username: 'ann', password: 'hash' });
+    expect(new UserCollection({ path: '/users', properties: {}, store: users, passwordCost: 4 }).answerNow(['u1'])).toBeUndefined();
+  });
+});
