@@ -86,8 +86,7 @@ export class Collection implements Resource {
     if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0) return undefined;
     const id = parts[0] as string;
     if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get')) return undefined;
-    if (this.storeOnly.size !== 0 || this.present !== Collection.prototype.present) return undefined;
-    return this.store.findOneJsonNow(id) ?? undefined;
+    return this.storedIsShown() ? (this.store.findOneJsonNow(id) ?? undefined) : undefined;
   }
 
   /** Root and event scripts (internal requests) see `private` properties; nobody else does. */
@@ -101,7 +100,12 @@ export class Collection implements Resource {
    * no present() of a subclass) and no private properties to leave out.
    */
   private answersStoredJson(ctx: Context): boolean {
-    return !ctx.internal && this.storeOnly.size === 0 && this.present === Collection.prototype.present && this.seesPrivate(ctx);
+    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx);
+  }
+
+  /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
+  private storedIsShown(): boolean {
+    return this.storeOnly.size === 0 && this.present === Collection.prototype.present;
   }
 
   /** The properties a request's query may test and sort by. */

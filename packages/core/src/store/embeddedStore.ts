@@ -264,10 +264,9 @@ class EmbeddedCollection implements StoreCollection {
     const id = byIdOnly(query);
     if (id !== undefined) {
       // A lookup by id alone: the _id index, in the executor like any read (so in order with writes).
-      const index = indexesOf(db)._id as unknown as { getMatching(value: string): Raw[] };
       // nedb's executor chains on what a task answers: it must be a promise.
       return this.#executor.pushAsync(() => {
-        const found = index.getMatching(id);
+        const found = withId(db, id);
         return Promise.resolve(found.length > 0 ? project(found[0] as Raw) : null);
       });
     }
@@ -284,15 +283,14 @@ class EmbeddedCollection implements StoreCollection {
     if (!this.#loaded || this.#writing !== 0) return undefined;
     // No write under way: the cache is what the executor would read (nedb changes it only in
     // tasks of writes), so the queue's promise turns are not needed.
-    const found = (indexesOf(this.#db)._id as unknown as { getMatching(value: string): Raw[] }).getMatching(id);
+    const found = withId(this.#db, id);
     return found.length > 0 ? jsonOf(found[0] as Raw) : null;
   }
 
   async #findOneJsonQueued(id: string): Promise<string | null> {
     const db = await this.#open();
-    const index = indexesOf(db)._id as unknown as { getMatching(value: string): Raw[] };
     return this.#executor.pushAsync(() => {
-      const found = index.getMatching(id);
+      const found = withId(db, id);
       return Promise.resolve(found.length > 0 ? jsonOf(found[0] as Raw) : null);
     });
   }
@@ -365,8 +363,7 @@ class EmbeddedCollection implements StoreCollection {
       // nedb takes a batch that a unique index refused back out of its cache; any other error
       // either came before the cache (an invalid object) or after it (the append).
       if (!isUniqueViolation(err)) {
-        const idIndex = indexesOf(this.#db)._id as unknown as { getMatching(value: string): Raw[] };
-        if (batch.every((p) => idIndex.getMatching(p.raw._id).some((r) => isSameInsert(r, p.raw)))) {
+        if (batch.every((p) => withId(this.#db, p.raw._id).some((r) => isSameInsert(r, p.raw)))) {
           for (const p of batch) p.reject(err);
           return;
         }
@@ -506,6 +503,11 @@ function isUniqueViolation(err: unknown): err is Error & { key: unknown } {
 }
 
 /** nedb's index map: documented on Datastore, missing from its typings. */
+/** The cached objects with this id (none or one), from nedb's _id index. */
+function withId(db: Db, id: string): Raw[] {
+  return (indexesOf(db)._id as unknown as { getMatching(value: string): Raw[] }).getMatching(id);
+}
+
 function indexesOf(db: Db): Record<string, { unique: boolean } | undefined> {
   const indexes: unknown = Reflect.get(db, 'indexes');
   if (typeof indexes !== 'object' || indexes === null) throw new Error('nedb without an index map');
