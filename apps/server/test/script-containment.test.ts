@@ -57,20 +57,18 @@ let attackId: string;
 
 describe('issue 10: scripts cannot hurt the server', () => {
   it('1. an endless loop in one On Post does not hold up requests that run no script', async () => {
-    const loops = Array.from({ length: 4 }, () => h.request('POST', '/attacks', { kind: 'loop' }));
+    let loopsAnswered = 0;
+    const loops = Array.from({ length: 4 }, () => h.request('POST', '/attacks', { kind: 'loop' }).finally(() => loopsAnswered++));
     await new Promise((r) => setTimeout(r, 150));
-    const times: number[] = [];
     for (let i = 0; i < 20; i++) {
-      const t = performance.now();
       const res = await h.request('GET', `/items/${itemId}`);
-      times.push(performance.now() - t);
       expect(res.status).toBe(200);
     }
+    // Before: each GET waited for a loop's time limit, so the loops answered first. Now all 20 are
+    // answered while the loops still run (an order, not a clock: a loaded machine is slower).
+    expect(loopsAnswered).toBe(0);
     const results = await Promise.all(loops);
     for (const res of results) expect(res).toMatchObject({ status: 500, body: { status: 500, message: 'script timed out' } });
-    times.sort((a, b) => a - b);
-    // Before: ~1,000 ms each while one loop ran. Now well under the script time limit.
-    expect(times[10]).toBeLessThan(100);
     expect((await h.request('POST', '/harmless', {})).body).toMatchObject({ n: 1 });
   });
 
