@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { isSvcError } from '../../src/errors.js';
 import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
+import { DiskState, diskError, diskErrorLog } from '../../src/store/internal/diskError.js';
 import type { Store, StoreCollection } from '../../src/store/Store.js';
 
 // Issue 21 item 5: the embedded store on a full disk. A small tmpfs is mounted for the data folder
@@ -185,5 +186,34 @@ describe.skipIf(mountError !== undefined)('embedded store on a full disk', () =>
     expect(isStorageFull(refused)).toBe(true);
     expect(await sessions.findOne({ id: 's1' })).toBeNull();
     expect(warnings.join('\n')).not.toMatch(/corrupt/);
+  });
+});
+
+describe('disk errors as clients and the log see them', () => {
+  const errno = (code: string) => Object.assign(new Error(`${code}: from the file system`), { code });
+
+  it('a full disk or quota is 507 STORAGE_FULL; a failing or read-only disk 503 STORAGE_FAILED; never "corrupt"', () => {
+    for (const code of ['ENOSPC', 'EDQUOT']) expect(diskError(errno(code))).toMatchObject({ code: 'STORAGE_FULL', status: 507, message: "the data folder's disk is full" });
+    expect(diskError(errno('EIO'))).toMatchObject({ code: 'STORAGE_FAILED', status: 503, message: "the data folder's disk is failing (input/output error)" });
+    expect(diskError(errno('EROFS'))).toMatchObject({ code: 'STORAGE_FAILED', status: 503, message: "the data folder's disk is read-only" });
+    for (const code of ['ENOSPC', 'EDQUOT', 'EIO', 'EROFS']) expect(diskErrorLog(errno(code), '/srv/app/data', '/srv/app/data/todos.db')).not.toMatch(/corrupt/);
+  });
+
+  it('DiskState logs the first refusal with the folder, not the next ones, and the recovery', () => {
+    const lines: string[] = [];
+    const state = new DiskState('/srv/app/data', (m) => lines.push(m));
+    const other = new TypeError('not a disk error');
+    expect(state.refused(other, 'x')).toBe(other);
+    for (let i = 0; i < 5; i++) expect(state.refused(errno('ENOSPC'), '/srv/app/data/todos.db')).toMatchObject({ code: 'STORAGE_FULL' });
+    state.wrote();
+    state.wrote();
+    expect(lines).toEqual([
+      expect.stringContaining('the disk of the data folder /srv/app/data is full (ENOSPC writing /srv/app/data/todos.db)'),
+      'embedded store: writes to the data folder /srv/app/data succeed again',
+    ]);
+    // Refused again within the minute (a disk at the edge): not logged again.
+    state.refused(errno('ENOSPC'), '/srv/app/data/todos.db');
+    state.wrote();
+    expect(lines).toHaveLength(2);
   });
 });

@@ -53,6 +53,8 @@ export function appendThroughOpenHandle(db: object, options: AppendOptions): () 
   let end = 0;
   /** A failed append could not be cut off: the file must be cut to `end` before the next one. */
   let torn = false;
+  /** The inode the handle was opened on: a torn file replaced since (a rewrite) is not cut. */
+  let inode = -1;
 
   const close = async (): Promise<void> => {
     const h = handle ?? (opening ? await opening.catch(() => undefined) : undefined);
@@ -64,12 +66,11 @@ export function appendThroughOpenHandle(db: object, options: AppendOptions): () 
   const openHandle = async (): Promise<FileHandle> => {
     const fh = await open(persistence.filename, 'a', persistence.modes.fileMode);
     try {
-      if (torn) {
-        await fh.truncate(end);
-        torn = false;
-      } else {
-        end = (await fh.stat()).size;
-      }
+      const stat = await fh.stat();
+      if (torn && stat.ino === inode) await fh.truncate(end);
+      else end = stat.size;
+      torn = false;
+      inode = stat.ino;
     } catch (err) {
       await fh.close().catch(() => undefined);
       throw err;
