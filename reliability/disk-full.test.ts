@@ -140,6 +140,12 @@ describe.skipIf(mountError !== undefined)('the data folder on a full disk', () =
     expect((await me(p)).status).toBe(200);
     expect((await fetch(`${p.url}/todos`, { method: 'POST', headers: json, body: JSON.stringify({ title: 'x'.repeat(20_000) }) })).status).toBe(507);
     expect(p.stdout() + p.stderr()).not.toMatch(/corrupt/i);
+    // And a kill -9 while full (its lock left behind, no compaction): the same.
+    await p.stop('SIGKILL');
+    p = await start();
+    await expectExactly(p, first.acked, first.refused);
+    expect((await me(p)).status).toBe(200);
+    expect(p.stdout() + p.stderr()).not.toMatch(/corrupt/i);
 
     // Space freed (the filler deleted): writes succeed without a restart, until it is full again.
     await unlink(join(data, FILLER));
