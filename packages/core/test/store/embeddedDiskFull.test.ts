@@ -173,6 +173,27 @@ describe.skipIf(mountError !== undefined)('embedded store on a full disk', () =>
     expect((await reopened.find({})).map((d) => d.id)).toEqual(['first', 'second']);
   });
 
+  it('an index the disk has no room for is not made (memory and file agree), and can be made once there is room', async () => {
+    const users = (await openStore()).collection('users');
+    await users.insert({ id: 'u0', email: 'a@x' });
+    await fillDisk(mnt);
+    // Fill the last page of the data file too, with ever smaller objects, so that no line fits.
+    for (const size of [2000, 500, 120, 30, 1]) {
+      for (let i = 0; i < 100; i++) if (await users.insert({ id: `f${size}-${i}`, t: 'f'.repeat(size) }).then(() => false, () => true)) break;
+    }
+    await expect(users.ensureIndex({ field: 'email', unique: true })).rejects.toSatisfy(isStorageFull);
+    await unlink(join(mnt, FILLER));
+    // No unique index was left behind in memory: a second 'a@x' is taken, as the file says.
+    await users.insert({ id: 'u1', email: 'a@x' });
+    await users.remove({ id: 'u1' });
+    await users.ensureIndex({ field: 'email', unique: true });
+    await expect(users.insert({ id: 'u2', email: 'a@x' })).rejects.toThrow();
+    await closeStore();
+    const reopened = (await openStore()).collection('users');
+    await expect(reopened.insert({ id: 'u3', email: 'a@x' })).rejects.toThrow();
+    expect(await reopened.findOne({ id: 'u0' })).toEqual({ id: 'u0', email: 'a@x' });
+  });
+
   it('a store opened on a full disk with a new collection (sessions) loads, and refuses writes with 507', async () => {
     await openStore();
     await store?.collection('_sessions').insert({ id: 's0', lastSeen: 1 });
