@@ -513,11 +513,12 @@ class EmbeddedCollection implements StoreCollection {
     this.#dirty = true;
     this.#version++;
     this.#writing++;
-    let removed = false;
+    /** No index of this field is left in the map, nor in the file (none was there, or its removal was written). */
+    let noneLeft = false;
     try {
       // nedb keeps an existing index as it is, so a change of uniqueness means building it anew.
       if (existing) await db.removeIndexAsync(field);
-      removed = true;
+      noneLeft = true;
       await db.ensureIndexAsync({ fieldName: field, unique, sparse: unique });
     } catch (err) {
       if (isUniqueViolation(err)) throw new DuplicateKeyError(spec.field, { cause: err });
@@ -525,7 +526,7 @@ class EmbeddedCollection implements StoreCollection {
         // nedb changes its index map before it appends the line saying so: when the line did not
         // make it, the map goes back to what the file says.
         const indexes = Reflect.get(db, 'indexes') as Record<string, unknown>;
-        if (removed) delete indexes[field];
+        if (noneLeft) delete indexes[field];
         else if (existing) indexes[field] = existing;
       }
       throw this.#disk.refused(err, this.#filename);
