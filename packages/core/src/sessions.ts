@@ -1,4 +1,5 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { isSvcError } from './errors.js';
 import { createSessionId } from './ids.js';
 import type { StoreCollection } from './store/Store.js';
 
@@ -73,14 +74,16 @@ export class SessionManager {
     };
     const found = await read();
     if (found) return found;
+    let failure: unknown;
     try {
       // lastSeen far ahead: the sweep of idle sessions never removes it.
       await this.store.insert({ id: SECRET_ID, key: randomBytes(32).toString('hex'), createdAt: Date.now(), lastSeen: Number.MAX_SAFE_INTEGER });
-    } catch {
-      // Another process inserted it first (ids are unique): use theirs.
+    } catch (err) {
+      // Another process inserted it first (ids are unique): use theirs. Or the disk is full: say so.
+      failure = err;
     }
     const made = await read();
-    if (!made) throw new Error('sessions: could not store the anonymous session key');
+    if (!made) throw failure ?? new Error('sessions: could not store the anonymous session key');
     return made;
   }
 
@@ -136,13 +139,15 @@ export class SessionManager {
     const doc = (await this.store.findOne({ id: sid })) as SessionRecord | null;
     if (doc === null) return null;
     const now = Date.now();
+    // On a disk that refuses writes (full, failing) a session is still read: its expiry and its
+    // touch are written when they can be (the sweep removes it later), not made the request's failure.
     if (now - doc.lastSeen > this.idleSeconds * 1000) {
-      await this.store.remove({ id: sid });
+      await this.store.remove({ id: sid }).catch(unlessDiskRefused);
       return null;
     }
     if (now - doc.lastSeen > this.touchMs) {
       doc.lastSeen = now;
-      await this.store.update({ id: sid }, { $set: { lastSeen: now } });
+      await this.store.update({ id: sid }, { $set: { lastSeen: now } }).catch(unlessDiskRefused);
     }
     return doc;
   }
@@ -185,4 +190,9 @@ export class SessionManager {
   async sweep(now = Date.now()): Promise<number> {
     return this.store.remove({ lastSeen: { $lt: now - this.idleSeconds * 1000 }, id: { $ne: SECRET_ID } });
   }
+}
+
+/** Lets a write the disk refused (507 STORAGE_FULL, 503 STORAGE_FAILED) pass; throws anything else. */
+function unlessDiskRefused(err: unknown): void {
+  if (!isSvcError(err) || (err.code !== 'STORAGE_FULL' && err.code !== 'STORAGE_FAILED')) throw err;
 }

@@ -48,6 +48,8 @@ export function writeReply(res: ServerResponse, reply: Reply): void {
   res.end(bytes);
 }
 
+const LOGGED_WHERE_THEY_HAPPEN = new Set(['SCRIPT_ERROR', 'SCRIPT_TIMEOUT', 'STORAGE_FULL', 'STORAGE_FAILED']);
+
 /** Options of {@link toErrorReply}. */
 export interface ErrorReplyOptions {
   production: boolean;
@@ -63,8 +65,9 @@ export interface ErrorReplyOptions {
  */
 export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
   if (isSvcError(err)) {
-    // Script failures were logged with file and line where they happened.
-    if (err.status >= 500 && err.code !== 'SCRIPT_ERROR' && err.code !== 'SCRIPT_TIMEOUT') options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
+    // Script failures were logged with file and line where they happened, a disk refusing writes
+    // once by the store, with its folder (not once per refused write).
+    if (err.status >= 500 && !LOGGED_WHERE_THEY_HAPPEN.has(err.code)) options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
     const reply: Reply = { status: err.status, body: err.toJSON() };
     if (err.headers) reply.headers = err.headers;
     return reply;

@@ -14,6 +14,8 @@ import { nedbModel } from './internal/nedbModel.js';
 import { renameId } from './internal/renameId.js';
 import { lockDataFolder } from './internal/dataLock.js';
 import { repairTornTail } from './internal/tornTail.js';
+import { DiskState, diskErrorCode } from './internal/diskError.js';
+import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
 
 /** Options of {@link createEmbeddedStore}. */
 export interface EmbeddedStoreOptions {
@@ -61,6 +63,13 @@ const MAX_PULL_ATTEMPTS = 1000;
  * acknowledged once its line was appended to the file, so it survives a crash of the process
  * (not of the machine: appends are not fsynced). Collections written to are compacted
  * periodically and on close.
+ *
+ * A full disk (or quota, ENOSPC/EDQUOT) fails the writes it refuses with 507 STORAGE_FULL and
+ * leaves nothing of them: not in the file (a torn append is cut off), not in memory (the cache
+ * change is undone). Reads go on, and writes work again as soon as there is room, without a
+ * restart. A failing or read-only disk (EIO/EROFS) is the same with 503 STORAGE_FAILED. A
+ * compaction that cannot write keeps the old file, which holds every acknowledged write; so does a
+ * start on a full disk. The first refusal is logged with the folder (see DiskState).
  */
 export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promise<Store> {
   const dir = resolve(options.dir);
@@ -68,6 +77,7 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
   // One process per data folder: a second one would rewrite the files the first appends to.
   const unlock = await lockDataFolder(dir);
   const warn = options.warn ?? ((message: string) => console.warn(message));
+  const disk = new DiskState(dir, warn);
   const collections = new Map<string, EmbeddedCollection>();
   // Two names differing only in case would share one file on a case-insensitive file system.
   const byFoldedName = new Map<string, string>();
@@ -88,7 +98,7 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
         const other = byFoldedName.get(folded);
         if (other !== undefined) throw new TypeError(`collection name ${name} differs from ${other} only in case`);
         byFoldedName.set(folded, name);
-        collection = new EmbeddedCollection(name, join(dir, `${name.replaceAll('/', '.')}.db`), warn);
+        collection = new EmbeddedCollection(name, join(dir, `${name.replaceAll('/', '.')}.db`), warn, disk);
         collections.set(name, collection);
       }
       return collection;
@@ -133,18 +143,28 @@ class EmbeddedCollection implements StoreCollection {
 
   readonly #filename: string;
   readonly #warn: (message: string) => void;
+  readonly #disk: DiskState;
 
-  constructor(name: string, filename: string, warn: (message: string) => void) {
+  constructor(name: string, filename: string, warn: (message: string) => void, disk: DiskState) {
     this.name = name;
     this.#filename = filename;
     this.#warn = warn;
+    this.#disk = disk;
     // No corrupt line is tolerated (nedb's default drops up to 10% silently): a torn last line is
     // repaired before loading (see repairTornTail), anything else refuses to start.
     this.#db = new Datastore({ filename, corruptAlertThreshold: 0 });
     // Ids are looked up, never walked in order: a hash instead of nedb's tree (see HashTree).
     hashIdIndex(this.#db);
     this.#executor = Reflect.get(this.#db, 'executor') as Executor;
-    this.#closeFile = appendThroughOpenHandle(this.#db);
+    // A write whose append failed leaves nothing behind, in memory as in the file.
+    rollbackOnFailedAppend(this.#db);
+    this.#closeFile = appendThroughOpenHandle(this.#db, {
+      keptOldFile: (err) => {
+        // Loaded from the old file, which holds everything: only its compaction is put off.
+        this.#dirty = true;
+        this.#disk.refused(err, `${this.#filename}~`);
+      },
+    });
   }
 
   /** Closes the datafile's append handle (the store is closing). */
@@ -152,9 +172,18 @@ class EmbeddedCollection implements StoreCollection {
     return this.#closeFile();
   }
 
-  /** Loads the datafile on first use; a failed load fails every later call the same way. */
+  /**
+   * Loads the datafile on first use; a failed load fails every later call the same way, except
+   * one the disk refused (full, failing), which the next call tries again.
+   */
   async #open(): Promise<Db> {
-    await (this.#ready ??= this.#load());
+    const ready = (this.#ready ??= this.#load());
+    try {
+      await ready;
+    } catch (err) {
+      if (diskErrorCode(err) !== undefined && this.#ready === ready) this.#ready = undefined;
+      throw this.#disk.refused(err, this.#filename);
+    }
     return this.#db;
   }
 
@@ -164,15 +193,28 @@ class EmbeddedCollection implements StoreCollection {
     try {
       await this.#db.loadDatabaseAsync();
     } catch (err) {
+      // Only what nedb could not parse is corruption; a disk or file system error is reported as such.
+      if (diskErrorCode(err) !== undefined) throw err;
       const message = err instanceof Error ? err.message : String(err);
-      throw new Error(`embedded store: ${this.#filename} is corrupt (${message}); it was left as it is`, { cause: err });
+      const what = isUnreadableData(err) ? 'is corrupt' : 'could not be loaded';
+      throw new Error(`embedded store: ${this.#filename} ${what} (${message}); it was left as it is`, { cause: err });
     }
     // Insertion order: numbers go on from the highest stored; an index keeps objects in that order.
     for (const raw of this.#db.getAllData() as unknown as Raw[]) {
       const n = raw[SEQ];
       if (typeof n === 'number' && n > this.#seq) this.#seq = n;
     }
-    if (!indexesOf(this.#db)[SEQ]) await this.#db.ensureIndexAsync({ fieldName: SEQ });
+    if (!indexesOf(this.#db)[SEQ]) {
+      try {
+        await this.#db.ensureIndexAsync({ fieldName: SEQ });
+      } catch (err) {
+        // The index is built in memory before nedb writes its line, and rebuilt at every start
+        // anyway: a disk with no room for the line need not stop the load.
+        if (diskErrorCode(err) === undefined || !indexesOf(this.#db)[SEQ]) throw err;
+        this.#dirty = true;
+        this.#disk.refused(err, this.#filename);
+      }
+    }
     this.#loaded = true;
   }
 
@@ -344,6 +386,7 @@ class EmbeddedCollection implements StoreCollection {
   async #insertOne(p: PendingInsert): Promise<void> {
     try {
       p.resolve(toDoc((await this.#db.insertAsync(p.raw)) as Raw));
+      this.#disk.wrote();
     } catch (err) {
       p.reject(await this.#translate(err, p.touched).catch((e: unknown) => e));
     }
@@ -353,13 +396,19 @@ class EmbeddedCollection implements StoreCollection {
    * nedb inserts an array all or nothing into its cache, then appends it in one write. When the
    * batch is refused before it reached the cache (a unique index, an invalid object), the inserts
    * are retried one by one so that only the offending ones fail, each with its own error. When it
-   * failed after (the append), every insert of the batch fails with that error, as each would have.
+   * failed after (the append), every insert of the batch fails with that error, as each would have
+   * (a full disk: the batch was taken back out of the cache, see rollbackOnFailedAppend).
    */
   async #insertBatch(batch: PendingInsert[]): Promise<void> {
     let stored: Raw[];
     try {
       stored = (await this.#db.insertAsync(batch.map((p) => p.raw))) as unknown as Raw[];
     } catch (err) {
+      if (diskErrorCode(err) !== undefined) {
+        const refused = this.#disk.refused(err, this.#filename);
+        for (const p of batch) p.reject(refused);
+        return;
+      }
       // nedb takes a batch that a unique index refused back out of its cache; any other error
       // either came before the cache (an invalid object) or after it (the append).
       if (!isUniqueViolation(err)) {
@@ -372,6 +421,7 @@ class EmbeddedCollection implements StoreCollection {
       return;
     }
     for (let i = 0; i < batch.length; i++) (batch[i] as PendingInsert).resolve(toDoc(stored[i] as Raw));
+    this.#disk.wrote();
   }
 
   async update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
@@ -385,9 +435,12 @@ class EmbeddedCollection implements StoreCollection {
     try {
       if (!pulls) {
         const { affectedDocuments } = await db.updateAsync(query, modifier, { returnUpdatedDocs: true });
+        this.#disk.wrote();
         return affectedDocuments ? toDoc(affectedDocuments as Raw) : null;
       }
-      return await this.#updateWithPull(db, query, modifier, pulls);
+      const updated = await this.#updateWithPull(db, query, modifier, pulls);
+      this.#disk.wrote();
+      return updated;
     } catch (err) {
       throw await this.#translate(err, Object.values(ops).flatMap((fields: object | undefined) => Object.keys(fields ?? {})));
     } finally {
@@ -439,7 +492,11 @@ class EmbeddedCollection implements StoreCollection {
     this.#version++;
     this.#writing++;
     try {
-      return await db.removeAsync(toNedbFilter(filter), { multi: true });
+      const removed = await db.removeAsync(toNedbFilter(filter), { multi: true });
+      this.#disk.wrote();
+      return removed;
+    } catch (err) {
+      throw this.#disk.refused(err, this.#filename);
     } finally {
       this.#version++;
       this.#writing--;
@@ -456,27 +513,46 @@ class EmbeddedCollection implements StoreCollection {
     this.#dirty = true;
     this.#version++;
     this.#writing++;
+    /** No index of this field is left in the map, nor in the file (none was there, or its removal was written). */
+    let noneLeft = false;
     try {
       // nedb keeps an existing index as it is, so a change of uniqueness means building it anew.
       if (existing) await db.removeIndexAsync(field);
+      noneLeft = true;
       await db.ensureIndexAsync({ fieldName: field, unique, sparse: unique });
     } catch (err) {
       if (isUniqueViolation(err)) throw new DuplicateKeyError(spec.field, { cause: err });
-      throw err;
+      if (diskErrorCode(err) !== undefined) {
+        // nedb changes its index map before it appends the line saying so: when the line did not
+        // make it, the map goes back to what the file says.
+        const indexes = Reflect.get(db, 'indexes') as Record<string, unknown>;
+        if (noneLeft) delete indexes[field];
+        else if (existing) indexes[field] = existing;
+      }
+      throw this.#disk.refused(err, this.#filename);
     } finally {
       this.#version++;
       this.#writing--;
     }
   }
 
-  /** Rewrites the datafile without its superseded lines when it was written to since last time. */
+  /**
+   * Rewrites the datafile without its superseded lines when it was written to since last time. A
+   * disk with no room for the new file (or failing) keeps the old one, which holds every write
+   * appended: that is reported (once, see DiskState) and tried again next time, not thrown.
+   */
   async compactIfDirty(): Promise<void> {
-    if (!this.#dirty || !this.#ready) return;
+    if (!this.#dirty || !this.#loaded) return;
     this.#dirty = false;
     try {
       await this.#db.compactDatafileAsync();
+      this.#disk.wrote();
     } catch (err) {
       this.#dirty = true;
+      if (diskErrorCode(err) !== undefined) {
+        this.#disk.refused(err, `${this.#filename}~`);
+        return;
+      }
       throw err;
     }
   }
@@ -486,7 +562,7 @@ class EmbeddedCollection implements StoreCollection {
    * (those the write touched first) where another object holds that value.
    */
   async #translate(err: unknown, touched: string[]): Promise<unknown> {
-    if (!isUniqueViolation(err)) return err;
+    if (!isUniqueViolation(err)) return this.#disk.refused(err, this.#filename);
     const unique = Object.entries(indexesOf(this.#db)).filter(([, index]) => index?.unique).map(([f]) => f);
     const candidates = [...new Set([...touched.map((f) => (f === 'id' ? '_id' : f)), '_id'])];
     for (const field of [...candidates.filter((f) => unique.includes(f)), ...unique]) {
@@ -496,6 +572,11 @@ class EmbeddedCollection implements StoreCollection {
     }
     return new DuplicateKeyError(unique.find((f) => f !== '_id') ?? 'id', { cause: err });
   }
+}
+
+/** nedb's refusal of a datafile it cannot parse (more corrupt lines than allowed). */
+function isUnreadableData(err: unknown): boolean {
+  return err instanceof Error && ('corruptionRate' in err || isUniqueViolation(err));
 }
 
 function isUniqueViolation(err: unknown): err is Error & { key: unknown } {

@@ -1,6 +1,7 @@
-import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { open, readFile, readlink, rename, symlink, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { diskErrorCode } from './diskError.js';
 
 /** What a lock file holds. */
 interface LockInfo {
@@ -23,7 +24,9 @@ function alive(pid: number): boolean {
 
 async function readLock(file: string): Promise<LockInfo | undefined> {
   try {
-    const info = JSON.parse(await readFile(file, 'utf8')) as Partial<LockInfo>;
+    // A lock taken on a full disk is a symlink whose target holds what the file would (see below).
+    const text = await readlink(file).catch(() => readFile(file, 'utf8'));
+    const info = JSON.parse(text) as Partial<LockInfo>;
     if (typeof info.pid === 'number' && typeof info.host === 'string') return { pid: info.pid, host: info.host, startedAt: String(info.startedAt ?? '?') };
   } catch {
     // Missing, or half written by a process that died while writing it.
@@ -44,8 +47,18 @@ export async function lockDataFolder(dir: string): Promise<() => Promise<void>> 
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       const handle = await open(file, 'wx');
-      await handle.writeFile(JSON.stringify(me));
+      const written = await handle.writeFile(JSON.stringify(me)).then(
+        () => undefined,
+        (err: unknown) => err ?? new Error('write failed'),
+      );
       await handle.close();
+      if (written !== undefined) {
+        if (diskErrorCode(written) === undefined) throw written;
+        // No room for its contents (a full disk; the store still starts there and reads): the
+        // same text as the target of a symlink, which file systems keep in the inode itself.
+        await unlink(file);
+        await symlink(JSON.stringify(me), file);
+      }
       let released = false;
       return async () => {
         if (released) return;

@@ -44,6 +44,9 @@ export async function repairTornTail(filename: string): Promise<TailRepair> {
       end = start;
     }
     const tail = Buffer.concat(chunks).toString('utf8');
+    // A line that is complete but cannot be ended (no room for one byte on a full disk) is
+    // dropped too: it was never acknowledged (an append is answered once its '\n' is written),
+    // and the next append must not be glued to it.
     try {
       JSON.parse(tail);
       await handle.write('\n', size);
