@@ -36,7 +36,11 @@ export function receiveForm(req: IncomingMessage, spool: SpoolDir): Promise<Form
         stream.resume();
         return;
       }
-      pending.push(spool.write(stream).then(({ path, size }) => ({ field, fileName, contentType: info.mimeType, path, size })));
+      const written = spool.write(stream).then(({ path, size }) => ({ field, fileName, contentType: info.mimeType, path, size }));
+      // Awaited on 'close'; a form that fails before (the client went away) must not leave this
+      // rejection unhandled, which would end the process. The form's own error is the one answered.
+      written.catch(() => {});
+      pending.push(written);
     });
     parser.on('error', (err: Error) => reject(new SvcError('BAD_REQUEST', `malformed multipart/form-data: ${err.message}`, { cause: err })));
     parser.on('close', () => {
