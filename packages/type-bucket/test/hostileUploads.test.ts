@@ -80,6 +80,17 @@ describe('Bucket downloads: the served type comes from the name, never from the 
     }
   });
 
+  it('a provider error quoting a hostile key is passed through, but nosniff and sandboxed', async () => {
+    const res = await fetch(`${app.url}/files/${encodeURIComponent('<script>alert(1)</script>.html')}`);
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toContain('application/xml');
+    const xml = await res.text();
+    expect(xml).toContain('<Code>NoSuchKey</Code>');
+    expect(xml).not.toContain('<script>');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('content-security-policy')).toContain('sandbox');
+  });
+
   it('a Range request of an html file is still an attachment, nosniff and sandboxed', async () => {
     await fetch(`${app.url}/files/range.html`, { method: 'POST', body: '<script>alert(1)</script>', headers: { 'content-type': 'text/html' } });
     const part = await fetch(`${app.url}/files/range.html`, { headers: { range: 'bytes=0-7' } });
