@@ -222,6 +222,19 @@ describe('Bucket uploads that break off store nothing (issue 21.2)', () => {
     expect(calls.some((c) => /^POST \/test-bucket\/cut\.bin\?uploadId=/.test(c))).toBe(false);
   });
 
+  it('Content-Length 40 MiB, 20 MiB sent (one whole part and a half), client gone: no object, upload aborted', async () => {
+    const since = logged.length;
+    const seen = proxy.requests.length;
+    await rawUpload(head('/files/half.bin', `${OCTET_HEADER}Content-Length: ${40 * 1024 * 1024}\r\n`), Buffer.alloc(20 * 1024 * 1024, 'h'), 'destroy');
+    await settled('half.bin', since);
+    await expectAbsent('half.bin');
+    const calls = proxy.requests.slice(seen).filter((r) => r.url.includes('half.bin'));
+    // Part 1 (16 MiB) reached the provider whole; part 2 was cut; the upload was never completed.
+    expect(calls.some((r) => r.method === 'PUT' && r.url.includes('partNumber=1') && r.status === 200)).toBe(true);
+    expect(calls.some((r) => r.method === 'DELETE' && r.url.includes('uploadId='))).toBe(true);
+    expect(calls.some((r) => r.method === 'POST' && r.url.includes('uploadId='))).toBe(false);
+  });
+
   it('Content-Length 100 KB, 1 KB sent, client gone: no object, nothing sent to S3', async () => {
     const since = logged.length;
     const seen = proxy.requests.length;
