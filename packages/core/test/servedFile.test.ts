@@ -47,6 +47,7 @@ describe('servedFile: inline only from an allow-list of extensions, the rest as 
     expect(servedFile('dir/sub/x.html').headers['content-disposition']).toBe(`attachment; filename="x.html"; filename*=UTF-8''x.html`);
     expect(servedFile('a"b\\c\r\n%.bin').headers['content-disposition']).toBe(`attachment; filename="a_b_c___.bin"; filename*=UTF-8''a%22b%5Cc%0D%0A%25.bin`);
     expect(servedFile("it's (1)*.bin").headers['content-disposition']).toBe(`attachment; filename="it's (1)*.bin"; filename*=UTF-8''it%27s%20%281%29%2A.bin`);
+    expect(servedFile('x\u202Egnp.html').headers['content-disposition']).toBe(`attachment; filename="x_gnp.html"; filename*=UTF-8''x_gnp.html`);
     expect(servedFile('bad\uD800.bin').headers['content-disposition']).toBe(`attachment; filename="bad_.bin"; filename*=UTF-8''bad%EF%BF%BD.bin`);
   });
 });

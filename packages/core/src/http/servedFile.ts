@@ -88,8 +88,11 @@ export function servedFile(fileName: string): ServedFile {
 function attachment(name: string): string {
   if (name === '') return 'attachment';
   const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  // encodeURIComponent throws on a lone surrogate.
-  const wellFormed = name.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+  // encodeURIComponent throws on a lone surrogate; bidi controls would show 'x<RLO>gnp.html' as
+  // 'xlmth.png' in a download bar.
+  const wellFormed = name
+    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
+    .replace(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g, '_');
   const exact = encodeURIComponent(wellFormed).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `attachment; filename="${ascii}"; filename*=UTF-8''${exact}`;
 }
