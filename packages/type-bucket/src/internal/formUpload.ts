@@ -37,8 +37,8 @@ export function receiveForm(req: IncomingMessage, spool: SpoolDir): Promise<Form
         return;
       }
       const written = spool.write(stream).then(({ path, size }) => ({ field, fileName, contentType: info.mimeType, path, size }));
-      // Awaited on 'close'; a form that fails before (the client went away) must not leave this
-      // rejection unhandled, which would end the process. The form's own error is the one answered.
+      // Observed by Promise.all on 'close' only: a write failing before that (a full disk), or a
+      // form failing first, must not be an unhandled rejection, which would end the process.
       written.catch(() => {});
       pending.push(written);
     });
