@@ -49,13 +49,14 @@ function form(files: { field: string; name: string; type: string; data: string |
 }
 
 describe('Bucket: raw uploads, downloads and deletes against a real S3 server', () => {
-  it('POST /<bucket>/<file> stores the body; GET answers it with the stored Content-Type', async () => {
+  it('POST /<bucket>/<file> stores the body; GET answers it with the Content-Type of its extension', async () => {
     const res = await upload('/files/hello.txt', 'hello world', 'text/plain');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ fileName: 'hello.txt', url: '/files/hello.txt', size: 11, contentType: 'text/plain' });
+    expect(await res.json()).toEqual({ fileName: 'hello.txt', url: '/files/hello.txt', size: 11, contentType: 'text/plain; charset=utf-8' });
     const got = await fetch(`${app.url}/files/hello.txt`);
     expect(got.status).toBe(200);
-    expect(got.headers.get('content-type')).toBe('text/plain');
+    expect(got.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(got.headers.get('x-content-type-options')).toBe('nosniff');
     expect(got.headers.get('content-length')).toBe('11');
     expect(await got.text()).toBe('hello world');
   });
@@ -76,7 +77,7 @@ describe('Bucket: raw uploads, downloads and deletes against a real S3 server', 
     const chunks = [Buffer.from('one,'), Buffer.from('two,'), Buffer.from('three')];
     const res = await uploadChunked('/files/chunked.csv', chunks, 'text/csv');
     expect(res.status).toBe(200);
-    expect(JSON.parse(res.body)).toMatchObject({ fileName: 'chunked.csv', size: 13, contentType: 'text/csv' });
+    expect(JSON.parse(res.body)).toMatchObject({ fileName: 'chunked.csv', size: 13, contentType: 'text/csv; charset=utf-8' });
     expect(await (await fetch(`${app.url}/files/chunked.csv`)).text()).toBe('one,two,three');
   });
 
@@ -85,7 +86,7 @@ describe('Bucket: raw uploads, downloads and deletes against a real S3 server', 
     const head = await fetch(`${app.url}/files/range.txt`, { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe('10');
-    expect(head.headers.get('content-type')).toBe('text/plain');
+    expect(head.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     const part = await fetch(`${app.url}/files/range.txt`, { headers: { range: 'bytes=2-5' } });
     expect(part.status).toBe(206);
     expect(part.headers.get('content-range')).toBe('bytes 2-5/10');
@@ -128,7 +129,7 @@ describe('Bucket: multipart/form-data uploads', () => {
     });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual([
-      { fileName: 'notes.txt', url: '/files/notes.txt', size: 10, contentType: 'text/plain' },
+      { fileName: 'notes.txt', url: '/files/notes.txt', size: 10, contentType: 'text/plain; charset=utf-8' },
       { fileName: 'pic.png', url: '/files/pic.png', size: 200_000, contentType: 'image/png' },
     ]);
     const pic = await fetch(`${app.url}/files/pic.png`);

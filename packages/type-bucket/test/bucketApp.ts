@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RecordingRealtime, silentLogger } from '@svc/core';
+import type { Logger } from '@svc/core';
 import { startApp } from '@svc/server';
 import type { RunningApp } from '@svc/server';
 import { bucketType } from '@svc/type-bucket';
@@ -22,6 +23,8 @@ export interface BucketAppOptions {
   config?: Record<string, unknown>;
   /** Event script files: 'upload.js' -> source. */
   scripts?: Record<string, string>;
+  /** Where the app logs; silent by default. */
+  logger?: Logger;
 }
 
 /** Writes an app folder whose /files resource is a Bucket on `s3`, and starts it. */
@@ -34,7 +37,7 @@ export async function startBucketApp(s3: TestS3, options: BucketAppOptions = {})
   for (const [file, source] of Object.entries(options.scripts ?? {})) await writeFile(join(resource, file), source);
   const realtime = new RecordingRealtime();
   try {
-    const app = await startApp({ appDir: dir, port: 0, logger: silentLogger, resourceTypes: [bucketType], realtime });
+    const app = await startApp({ appDir: dir, port: 0, logger: options.logger ?? silentLogger, resourceTypes: [bucketType], realtime });
     return {
       app,
       url: app.url,

@@ -42,3 +42,53 @@ export async function startS3(bucket = 'test-bucket'): Promise<TestS3> {
     },
   };
 }
+
+/** A request the proxy forwarded, and the status the S3 server answered (0 while none). */
+export interface ProxiedRequest {
+  method: string;
+  url: string;
+  status: number;
+}
+
+/** An HTTP proxy in front of an S3 server that records what reached it. */
+export interface RecordingProxy {
+  endpoint: string;
+  requests: ProxiedRequest[];
+  close(): Promise<void>;
+}
+
+/**
+ * Forwards every request to `target` as it comes (bodies streamed both ways) and records it, so
+ * a test can see which S3 calls a server made: a PutObject, a multipart upload and its abort.
+ */
+export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
+  const { createServer, request } = await import('node:http');
+  const requests: ProxiedRequest[] = [];
+  const server = createServer((req, res) => {
+    const seen: ProxiedRequest = { method: req.method ?? '', url: req.url ?? '', status: 0 };
+    requests.push(seen);
+    const out = request(`${target}${req.url ?? '/'}`, { method: req.method, headers: req.headers }, (answer) => {
+      seen.status = answer.statusCode ?? 0;
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    out.on('error', () => res.destroy());
+    // A request cut on its way in is cut on its way out: the S3 server sees it broken off too.
+    req.on('aborted', () => out.destroy());
+    res.on('close', () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    req.pipe(out);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -47,6 +47,8 @@ export async function serveStatic(root: string, pathname: string, req: IncomingM
   }
   if (!info?.isFile()) return false;
   const modified = info.mtime.toUTCString();
+  // The app's own pages are served inline as written, but never re-typed by a browser's guess.
+  res.setHeader('x-content-type-options', 'nosniff');
   if (req.headers['if-modified-since'] === modified) {
     res.statusCode = 304;
     res.end();

@@ -2,15 +2,16 @@ import { createReadStream } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { SvcError, isSvcError } from '@svc/core';
+import { SvcError, isSvcError, servedFile } from '@svc/core';
 import type { Context, Reply, ResourceImplementation, ResourceTypeContext } from '@svc/core';
 import type { BucketSettings } from '../bucketType.js';
 import { receiveForm } from './formUpload.js';
 import { ProviderError } from './providerError.js';
 import { createS3Client } from './s3Client.js';
 import { createSpoolDir } from './spool.js';
+import { storeObject } from './storeObject.js';
 
 /** What an upload answers, one entry per stored file. */
 interface StoredFile {
@@ -25,7 +26,6 @@ interface UploadSource {
   key: string;
   fileName: string;
   size: number;
-  contentType: string;
   body: () => Readable;
 }
 
@@ -47,29 +47,38 @@ export function createBucketResource(context: ResourceTypeContext<BucketSettings
       throw new SvcError('UNAVAILABLE', `storage provider unreachable: ${(err as Error).message}`, { cause: err });
     }
   };
+  /** A body that broke off before its end (the client went away): nothing is stored, a line says so. */
+  const notStored = (ctx: Context, what: string, err: unknown): unknown => {
+    if (ctx.req?.complete === true) return err;
+    logger.info(`bucket ${bucket}: nothing stored for ${what}: the upload broke off before its end`);
+    return isSvcError(err) ? err : new SvcError('BAD_REQUEST', 'the upload broke off before its end', { cause: err });
+  };
   const urlOf = (key: string): string => `${context.path}/${key.split('/').map(encodeURIComponent).join('/')}`;
 
+  /** Stores a body under the type its name gets when served: what the uploader declared is not kept. */
   async function put(source: UploadSource): Promise<StoredFile> {
-    await send((s3) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: source.key, Body: source.body(), ContentLength: source.size, ContentType: source.contentType })));
-    return { fileName: source.key, url: urlOf(source.key), size: source.size, contentType: source.contentType };
+    const { contentType } = servedFile(source.key);
+    await storeObject(send, { bucket, key: source.key, contentType, size: source.size, body: source.body() }, logger);
+    return { fileName: source.key, url: urlOf(source.key), size: source.size, contentType };
   }
 
   /** POST|PUT /<bucket>/<file>: the body is the file. */
   async function uploadRaw(ctx: Context & { req: NonNullable<Context['req']> }): Promise<Reply> {
     const key = keyOf(ctx);
-    const contentType = headerOf(ctx, 'content-type') ?? 'application/octet-stream';
     const declared = Number(headerOf(ctx, 'content-length'));
     if (Number.isSafeInteger(declared) && declared >= 0) {
       // The size is known before a byte is read: the script may refuse without receiving the file.
       await runEvent('upload.js', ctx, { url: ctx.url, fileSize: declared, fileName: key });
       const req = ctx.req;
-      return { status: 200, body: await put({ key, fileName: key, size: declared, contentType, body: () => req }) };
+      return { status: 200, body: await put({ key, fileName: key, size: declared, body: () => req }) };
     }
     const spool = await createSpoolDir();
     try {
-      const file = await spool.write(ctx.req);
+      const file = await spool.write(ctx.req).catch((err: unknown) => {
+        throw notStored(ctx, key, err);
+      });
       await runEvent('upload.js', ctx, { url: ctx.url, fileSize: file.size, fileName: key });
-      return { status: 200, body: await put({ key, fileName: key, size: file.size, contentType, body: () => createReadStream(file.path) }) };
+      return { status: 200, body: await put({ key, fileName: key, size: file.size, body: () => createReadStream(file.path) }) };
     } finally {
       await spool.remove();
     }
@@ -80,14 +89,16 @@ export function createBucketResource(context: ResourceTypeContext<BucketSettings
     const prefix = ctx.parts.join('/');
     const spool = await createSpoolDir();
     try {
-      const files = await receiveForm(ctx.req, spool);
+      const files = await receiveForm(ctx.req, spool).catch((err: unknown) => {
+        throw notStored(ctx, `the form to /${prefix}`, err);
+      });
       if (files.length === 0) throw new SvcError('BAD_REQUEST', 'the form holds no file');
       // Every file passes On Upload before any is stored: a cancel refuses the whole form.
       for (const file of files) await runEvent('upload.js', ctx, { url: ctx.url, fileSize: file.size, fileName: file.fileName });
       const stored: StoredFile[] = [];
       for (const file of files) {
-        const key = prefix === '' ? file.fileName : `${prefix}/${file.fileName}`;
-        stored.push(await put({ key, fileName: file.fileName, size: file.size, contentType: file.contentType, body: () => createReadStream(file.path) }));
+        const key = checkedKey(prefix === '' ? file.fileName : `${prefix}/${file.fileName}`);
+        stored.push(await put({ key, fileName: file.fileName, size: file.size, body: () => createReadStream(file.path) }));
       }
       const referer = headerOf(ctx, 'referer');
       if (referer !== undefined) return { status: 302, headers: { location: referer } };
@@ -111,7 +122,7 @@ export function createBucketResource(context: ResourceTypeContext<BucketSettings
     }
   }
 
-  /** GET (and HEAD) /<bucket>/<file>: streams the object with its stored Content-Type. */
+  /** GET (and HEAD) /<bucket>/<file>: streams the object, typed by its name's extension. */
   async function download(ctx: Context): Promise<Reply | undefined> {
     const res = ctx.res;
     if (res === undefined) throw new SvcError('BAD_REQUEST', 'files are downloaded over HTTP, not from scripts');
@@ -126,12 +137,12 @@ export function createBucketResource(context: ResourceTypeContext<BucketSettings
     };
     if (ctx.originalMethod === 'HEAD') {
       const head = await send((s3) => s3.send(new HeadObjectCommand(conditions)));
-      writeHead(res, 200, head);
+      writeHead(res, key, 200, head);
       res.end();
       return undefined;
     }
     const object = await send((s3) => s3.send(new GetObjectCommand(conditions)));
-    writeHead(res, object.ContentRange ? 206 : 200, object);
+    writeHead(res, key, object.ContentRange ? 206 : 200, object);
     try {
       await pipeline(object.Body as Readable, res);
     } catch (err) {
@@ -177,6 +188,22 @@ export function createBucketResource(context: ResourceTypeContext<BucketSettings
 function keyOf(ctx: Context): string {
   const key = ctx.parts.join('/');
   if (key === '') throw new SvcError('BAD_REQUEST', 'a file name is needed in the path: /<bucket>/<file>');
+  return checkedKey(key);
+}
+
+/** S3 refuses longer keys. */
+const MAX_KEY_BYTES = 1024;
+
+/**
+ * Refuses keys that name something else than they seem: '.' and '..' segments (a browser
+ * resolves them in the file's URL, and a provider on a file system might too) and control
+ * characters (NUL, CR, LF, ...), which no file name needs.
+ */
+function checkedKey(key: string): string {
+  // eslint-disable-next-line no-control-regex
+  const bad = /[\x00-\x1f\x7f]/.test(key) || key.split('/').some((segment) => segment === '' || segment === '.' || segment === '..');
+  if (bad) throw new SvcError('BAD_REQUEST', 'the file name is not allowed: no empty, "." or ".." parts and no control characters');
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new SvcError('BAD_REQUEST', `the file name is longer than ${MAX_KEY_BYTES} bytes`);
   return key;
 }
 
@@ -196,25 +223,26 @@ function optional<K extends string, V>(name: K, value: V | undefined): Partial<R
 }
 
 interface ObjectHeaders {
-  ContentType?: string | undefined;
   ContentLength?: number | undefined;
   ContentRange?: string | undefined;
   ETag?: string | undefined;
   LastModified?: Date | undefined;
   CacheControl?: string | undefined;
-  ContentDisposition?: string | undefined;
   ContentEncoding?: string | undefined;
 }
 
-function writeHead(res: ServerResponse, status: number, object: ObjectHeaders): void {
+/**
+ * The type and disposition come from the key's extension (servedFile), never from what is stored
+ * with the object: its uploader chose that, and an 'image' stored as text/html must not run.
+ */
+function writeHead(res: ServerResponse, key: string, status: number, object: ObjectHeaders): void {
   res.statusCode = status;
-  res.setHeader('content-type', object.ContentType ?? 'application/octet-stream');
+  for (const [name, value] of Object.entries(servedFile(key).headers)) res.setHeader(name, value);
   res.setHeader('accept-ranges', 'bytes');
   if (object.ContentLength !== undefined) res.setHeader('content-length', object.ContentLength);
   if (object.ContentRange) res.setHeader('content-range', object.ContentRange);
   if (object.ETag) res.setHeader('etag', object.ETag);
   if (object.LastModified) res.setHeader('last-modified', object.LastModified.toUTCString());
   if (object.CacheControl) res.setHeader('cache-control', object.CacheControl);
-  if (object.ContentDisposition) res.setHeader('content-disposition', object.ContentDisposition);
   if (object.ContentEncoding) res.setHeader('content-encoding', object.ContentEncoding);
 }

@@ -36,7 +36,11 @@ export function receiveForm(req: IncomingMessage, spool: SpoolDir): Promise<Form
         stream.resume();
         return;
       }
-      pending.push(spool.write(stream).then(({ path, size }) => ({ field, fileName, contentType: info.mimeType, path, size })));
+      const written = spool.write(stream).then(({ path, size }) => ({ field, fileName, contentType: info.mimeType, path, size }));
+      // Observed by Promise.all on 'close' only: a write failing before that (a full disk), or a
+      // form failing first, must not be an unhandled rejection, which would end the process.
+      written.catch(() => {});
+      pending.push(written);
     });
     parser.on('error', (err: Error) => reject(new SvcError('BAD_REQUEST', `malformed multipart/form-data: ${err.message}`, { cause: err })));
     parser.on('close', () => {

@@ -22,7 +22,8 @@ export class ProviderError extends Error {
     if (this.body.length === 0) return { status: this.status };
     return {
       status: this.status,
-      headers: { 'content-type': this.contentType ?? 'application/xml' },
+      // The body is the provider's XML, which may quote the requested key: shown, never run.
+      headers: { 'content-type': this.contentType ?? 'application/xml', 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; sandbox" },
       // writeReply sends a string body as it is when a content type is set.
       body: this.body.toString('utf8'),
     };
