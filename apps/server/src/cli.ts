@@ -133,6 +133,8 @@ async function run(command: string, arg: string | undefined, values: Record<stri
     case 'migrate-deployd': {
       if (!arg) return usage('svc migrate-deployd needs the Deployd app folder', 'migrate-deployd');
       const out = str(values.out);
+      // An empty --out (an unset shell variable) must not turn a copy into an in-place migration.
+      if (out === '') return usage('--out needs a folder', 'migrate-deployd');
       // SIGINT or SIGTERM stops the migration and undoes it; a terminal's Ctrl-C reaches this process
       // twice when started by bin/svc.js (directly, and forwarded), so a third one leaves at once.
       const interrupt = new AbortController();
@@ -145,7 +147,7 @@ async function run(command: string, arg: string | undefined, values: Record<stri
       process.on('SIGTERM', stop);
       try {
         const version = await coreVersion();
-        await migrateDeployd({ dir: arg, ...(out ? { out } : {}), dryRun: values['dry-run'] === true, version, signal: interrupt.signal, print: (line) => process.stdout.write(`${line}\n`) });
+        await migrateDeployd({ dir: arg, ...(out === undefined ? {} : { out }), dryRun: values['dry-run'] === true, version, signal: interrupt.signal, print: (line) => process.stdout.write(`${line}\n`) });
       } catch (err) {
         if (!interrupt.signal.aborted) throw err;
         // Stopped while reading (an AbortError), or while writing (undone, or why it could not be).

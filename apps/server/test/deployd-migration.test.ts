@@ -261,12 +261,15 @@ describe('svc migrate-deployd never writes outside --out and never leaves a half
     expect(await snapshot(root)).toEqual(linked);
   });
 
-  it('a link to a file inside the app is copied as that file; the app is not written through it', async () => {
+  it('a link to a file inside the app is copied as that file (a link to nothing is left out); the app is not written through it', async () => {
     await symlink('../resources/todos/get.js', join(app, 'public', 'todos.js'));
+    await symlink('missing.js', join(app, 'public', 'gone.js'));
     const before = await snapshot(root);
     const result = await migrate([app, '--out', out]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain('public/todos.js:1: dpd.todos.get');
+    expect(result.stdout).toContain('leave out public/gone.js: a link to missing.js, which does not exist');
+    expect(existsSync(join(out, 'public', 'gone.js'))).toBe(false);
     expect((await lstat(join(out, 'public', 'todos.js'))).isFile()).toBe(true);
     expect(await readFile(join(out, 'public', 'todos.js'), 'utf8')).toBe('svc.todos.get({}, function () {});\n');
     expect(await readFile(join(out, 'resources', 'todos', 'get.js'), 'utf8')).toBe('svc.todos.get({}, function () {});\n');
@@ -370,6 +373,11 @@ describe('svc migrate-deployd never writes outside --out and never leaves a half
       expect(result.stderr, dest).toMatch(message);
       expect(await snapshot(root), dest).toEqual(before);
     }
+    // An unset shell variable (--out "$OUT") does not turn a copy into an in-place migration.
+    const unset = await migrate([app, '--out', '']);
+    expect(unset.code).toBe(2);
+    expect(unset.stderr).toMatch(/--out needs a folder/);
+    expect(await snapshot(root)).toEqual(before);
     const into = await migrate([app, '--out', join(root, 'empty')]);
     expect(into.code, into.stderr).toBe(0);
     expect(existsSync(join(root, 'empty', '.svc', 'keys.json'))).toBe(true);
