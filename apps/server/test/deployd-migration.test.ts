@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -294,6 +295,20 @@ describe('svc migrate-deployd never writes outside --out and never leaves a half
     expect(again.code, again.stderr).toBe(0);
     expect(existsSync(join(out, '.svc', 'keys.json'))).toBe(true);
     expect(await leftovers()).toEqual(['out']);
+  });
+
+  it('a socket in the app fails likewise, naming it', async () => {
+    const server = createServer();
+    await new Promise<void>((done) => server.listen(join(app, 'resources', 'todos', 'live.sock'), done));
+    try {
+      const before = await snapshot(root);
+      const result = await migrate([app, '--out', out]);
+      expect(result.code, result.stdout + result.stderr).toBe(1);
+      expect(result.stderr).toMatch(/app\/resources\/todos\/live\.sock is a socket/);
+      expect(await snapshot(root)).toEqual(before);
+    } finally {
+      await new Promise((done) => server.close(done));
+    }
   });
 
   it('a package.json that is not JSON fails with its name, changes nothing (also in place), and a run after fixing it succeeds', async () => {
