@@ -133,7 +133,30 @@ async function run(command: string, arg: string | undefined, values: Record<stri
     case 'migrate-deployd': {
       if (!arg) return usage('svc migrate-deployd needs the Deployd app folder', 'migrate-deployd');
       const out = str(values.out);
-      await migrateDeployd({ dir: arg, ...(out ? { out } : {}), dryRun: values['dry-run'] === true, version: await coreVersion(), print: (line) => process.stdout.write(`${line}\n`) });
+      // An empty --out (an unset shell variable) must not turn a copy into an in-place migration.
+      if (out === '') return usage('--out needs a folder', 'migrate-deployd');
+      // SIGINT or SIGTERM stops the migration and undoes it; a terminal's Ctrl-C reaches this process
+      // twice when started by bin/svc.js (directly, and forwarded), so a third one leaves at once.
+      const interrupt = new AbortController();
+      let signals = 0;
+      const stop = (): void => {
+        if (++signals >= 3) process.exit(130);
+        interrupt.abort();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+      try {
+        const version = await coreVersion();
+        await migrateDeployd({ dir: arg, ...(out === undefined ? {} : { out }), dryRun: values['dry-run'] === true, version, signal: interrupt.signal, print: (line) => process.stdout.write(`${line}\n`) });
+      } catch (err) {
+        if (!interrupt.signal.aborted) throw err;
+        // Stopped while reading (an AbortError), or while writing (undone, or why it could not be).
+        process.stderr.write(`svc: ${(err as Error).name === 'AbortError' ? 'interrupted; nothing was changed' : (err as Error).message}\n`);
+        return 130;
+      } finally {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+      }
       return 0;
     }
     default:

@@ -1,5 +1,8 @@
-import { cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { extname, join, relative, resolve } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
+import { extname, join, resolve } from 'node:path';
+import { readAppTree, readEntry } from './appTree.js';
+import type { AppTree } from './appTree.js';
+import { outFolder, placeMigratedApp } from './placeMigratedApp.js';
 
 /** Options of {@link migrateDeployd}. */
 export interface MigrateOptions {
@@ -13,6 +16,8 @@ export interface MigrateOptions {
   print(line: string): void;
   /** The svc version the new dependencies ask for (`^<version>`); default any (`*`). */
   version?: string;
+  /** Aborting it (SIGINT) stops the migration and undoes what it wrote, if the switch to the new folder has not begun. */
+  signal?: AbortSignal;
 }
 
 /** What a migration did (or would do). */
@@ -46,57 +51,69 @@ const REWRITES: [RegExp, string][] = [
 const CODE_EXTENSIONS = new Set(['.js', '.mjs', '.html', '.htm', '.ts', '.jsx', '.tsx', '.vue', '.svelte']);
 /** Folders whose files are rewritten: event scripts and the public site. */
 const CODE_ROOTS = ['resources', 'public'];
-const SKIP_DIRS = new Set(['node_modules', '.git']);
-
 /**
  * Turns a Deployd 1.2 app folder into an svc app: `.dpd/` becomes `.svc/` (keys.json kept),
  * `app.dpd` goes, `dpd` names in event scripts and public files become `svc`, and each Deployd
  * module of package.json is named with its svc package (or "no equivalent"). Prints every change.
+ *
+ * Everything is read and checked first, without following a link out of the app; the new app is
+ * then written into a fresh folder beside its destination and renamed into place, so a failure (or
+ * SIGINT) leaves no half-migrated folder. In place, the Deployd folder is kept as
+ * `<app>.deployd-backup`.
  */
 export async function migrateDeployd(options: MigrateOptions): Promise<MigrateReport> {
-  const source = resolve(options.dir);
-  if (!(await isDir(source))) throw new Error(`${options.dir} is not a folder`);
+  const given = resolve(options.dir);
+  if (!(await isDir(given))) throw new Error(`${options.dir} is not a folder`);
+  const source = await realpath(given);
   if (!(await exists(join(source, 'resources'))) && !(await exists(join(source, 'app.dpd'))) && !(await exists(join(source, '.dpd')))) {
     throw new Error(`${options.dir} does not look like a Deployd app (no app.dpd, .dpd/ or resources/)`);
   }
-  let dir = source;
+  const out = options.out === undefined ? undefined : await outFolder(options.out, source);
   const report: MigrateReport = { changes: [], modules: [] };
   const change = (line: string): void => {
     report.changes.push(line);
     options.print(line);
   };
-  if (options.out !== undefined) {
-    const out = resolve(options.out);
-    if (await exists(out)) {
-      if ((await readdir(out)).length > 0) throw new Error(`${options.out} exists and is not empty`);
+  const module = (line: string): void => {
+    report.modules.push(line);
+    options.print(line);
+  };
+  const tree = await readAppTree(source, options.dir, options.signal);
+  if (out !== undefined) change(`copy ${source} -> ${out}`);
+  /** Changes to files: in place, none means nothing to write. */
+  let edits = 0;
+  for (const { rel, target } of tree.dangling) change(`leave out ${rel}: a link to ${target}, which does not exist`);
+  const entries = new Map(tree.entries.map((entry) => [entry.rel, entry]));
+  const rewriteRoot = (from: string, to: string): void => {
+    for (const entry of [...tree.entries, ...tree.skipped]) {
+      if (entry.rel === from || entry.rel.startsWith(`${from}/`)) entry.rel = to + entry.rel.slice(from.length);
     }
-    if (out.startsWith(`${source}/`)) throw new Error('--out cannot be inside the app folder');
-    change(`copy ${source} -> ${out}`);
-    if (!options.dryRun) {
-      await mkdir(out, { recursive: true });
-      await cp(source, out, { recursive: true, filter: (from) => !from.slice(source.length).split('/').some((part) => part === 'node_modules' || part === '.git') });
-    }
-    // A dry run reads the source; the report names the files where they will be.
-    dir = options.dryRun ? source : out;
-  }
-  const write = !options.dryRun;
+  };
+  const drop = (rel: string): void => {
+    const kept = (entry: { rel: string }): boolean => entry.rel !== rel && !entry.rel.startsWith(`${rel}/`);
+    tree.entries = tree.entries.filter(kept);
+    tree.skipped = tree.skipped.filter(kept);
+  };
 
-  if (await exists(join(dir, '.dpd'))) {
-    if (await exists(join(dir, '.svc'))) change('kept .dpd/: .svc/ exists already (merge keys.json by hand)');
+  if (entries.has('.dpd')) {
+    if (entries.has('.svc')) change('kept .dpd/: .svc/ exists already (merge keys.json by hand)');
     else {
       change('rename .dpd/ -> .svc/ (keys.json kept: the root key stays the same)');
-      if (write) await rename(join(dir, '.dpd'), join(dir, '.svc'));
+      rewriteRoot('.dpd', '.svc');
+      edits++;
     }
   }
-  if (await exists(join(dir, 'app.dpd'))) {
+  if (entries.has('app.dpd')) {
     change('remove app.dpd (svc needs no marker file)');
-    if (write) await rm(join(dir, 'app.dpd'));
+    drop('app.dpd');
+    edits++;
   }
 
   for (const root of CODE_ROOTS) {
-    for (const file of await codeFiles(join(dir, root))) {
-      const text = await readFile(file, 'utf8');
-      const lines = text.split('\n');
+    const files = tree.entries.filter((entry) => entry.kind === 'file' && entry.rel.startsWith(`${root}/`) && CODE_EXTENSIONS.has(extname(entry.rel).toLowerCase()));
+    for (const file of files.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))) {
+      options.signal?.throwIfAborted();
+      const lines = (await readEntry(file, options.dir)).split('\n');
       let changed = false;
       for (let i = 0; i < lines.length; i++) {
         const before = lines[i] as string;
@@ -105,47 +122,69 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
         if (after === before) continue;
         changed = true;
         lines[i] = after;
-        change(`${relative(dir, file)}:${i + 1}: ${before.trim()}  ->  ${after.trim()}`);
+        change(`${file.rel}:${i + 1}: ${before.trim()}  ->  ${after.trim()}`);
       }
-      if (changed && write) await writeFile(file, lines.join('\n'));
+      if (changed) {
+        file.content = lines.join('\n');
+        edits++;
+      }
     }
   }
 
-  for (const line of await typeHints(dir)) {
-    report.modules.push(line);
-    options.print(line);
-  }
+  for (const line of await typeHints(tree, options.dir)) module(line);
 
-  const pkgFile = join(dir, 'package.json');
-  if (await exists(pkgFile)) {
-    const pkg = JSON.parse(await readFile(pkgFile, 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string>; scripts?: Record<string, string> };
+  const pkgFile = entries.get('package.json');
+  if (pkgFile?.kind === 'file') {
+    const pkg = parsePackage(await readEntry(pkgFile, options.dir), join(options.dir, 'package.json'));
     let changed = false;
     for (const field of ['dependencies', 'devDependencies'] as const) {
       const deps = pkg[field];
-      if (deps === undefined) continue;
+      if (!isRecord(deps)) continue;
       for (const name of Object.keys(deps).sort()) {
         if (name !== 'deployd' && !name.startsWith('dpd-')) continue;
         changed = true;
         const replacement = MODULES[name];
         delete deps[name];
         if (replacement) deps[replacement[0]] = options.version === undefined ? '*' : `^${options.version}`;
-        const line = `package.json: ${name} -> ${replacement ? `${replacement[0]} (${replacement[1]})` : 'no equivalent (removed from package.json; the resources of its type will not start)'}`;
-        report.modules.push(line);
-        options.print(line);
+        module(`package.json: ${name} -> ${replacement ? `${replacement[0]} (${replacement[1]})` : 'no equivalent (removed from package.json; the resources of its type will not start)'}`);
       }
     }
-    for (const [script, command] of Object.entries(pkg.scripts ?? {})) {
+    const scripts = pkg.scripts;
+    for (const [script, command] of Object.entries(isRecord(scripts) ? scripts : {})) {
+      if (typeof command !== 'string') continue;
       const next = command.replace(/(^|[\s;&|])dpd(?=$|\s)/g, '$1svc');
       if (next === command) continue;
       changed = true;
-      (pkg.scripts as Record<string, string>)[script] = next;
+      (scripts as Record<string, unknown>)[script] = next;
       change(`package.json: scripts.${script}: ${command}  ->  ${next}`);
     }
-    if (changed && write) await writeFile(pkgFile, `${JSON.stringify(pkg, null, 2)}\n`);
+    if (changed) {
+      pkgFile.content = `${JSON.stringify(pkg, null, 2)}\n`;
+      edits++;
+    }
   }
-  if (report.changes.length === 0 && report.modules.length === 0) options.print('nothing to change');
+
+  const nothing = report.changes.length === 0 && report.modules.length === 0;
+  if (nothing) options.print('nothing to change');
   else if (options.dryRun) options.print('dry run: nothing was written');
+  if (options.dryRun) return report;
+  if (out !== undefined || edits > 0) await placeMigratedApp(tree, { label: options.dir, print: options.print, ...(out === undefined ? {} : { out }), ...(options.signal ? { signal: options.signal } : {}) });
   return report;
+}
+
+function parsePackage(text: string, label: string): Record<string, unknown> {
+  let pkg: unknown;
+  try {
+    pkg = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${label} is not valid JSON (${(err as Error).message}); fix it, then run the command again`, { cause: err });
+  }
+  if (!isRecord(pkg)) throw new Error(`${label} is not a JSON object; fix it, then run the command again`);
+  return pkg;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Resource types svc has (built in or as first-party packages). */
@@ -153,39 +192,32 @@ const SVC_TYPES = new Set(['Collection', 'UserCollection', 'Event', 'Email', 'Bu
 const TYPE_HINTS: Record<string, string> = { S3Bucket: 'use type "Bucket" of @svc/type-bucket (settings differ)' };
 
 /** A line for each resource whose type svc does not have under that name. */
-async function typeHints(dir: string): Promise<string[]> {
+async function typeHints(tree: AppTree, label: string): Promise<string[]> {
   const out: string[] = [];
-  const walk = async (folder: string): Promise<void> => {
-    for (const entry of await readdir(folder, { withFileTypes: true })) {
-      if (!entry.isDirectory()) continue;
-      const path = join(folder, entry.name);
-      try {
-        const type = (JSON.parse(await readFile(join(path, 'config.json'), 'utf8')) as { type?: unknown }).type;
-        if (typeof type === 'string' && !SVC_TYPES.has(type)) {
-          out.push(`${relative(dir, path)}: type ${type}: ${TYPE_HINTS[type] ?? 'no equivalent among svc packages (install a type package that provides it)'}`);
-        }
-      } catch {
-        // No config.json here: a folder of nested resources.
-      }
-      await walk(path);
+  const files = new Map(tree.entries.map((entry) => [entry.rel, entry]));
+  for (const folder of tree.entries) {
+    if (folder.kind !== 'dir' || !folder.rel.startsWith('resources/')) continue;
+    const config = files.get(`${folder.rel}/config.json`);
+    // No config.json here: a folder of nested resources.
+    if (config?.kind !== 'file') continue;
+    const type = configType(await readEntry(config, label));
+    if (type === undefined) out.push(`${config.rel}: not valid JSON; svc will not load this resource until it is fixed`);
+    else if (typeof type === 'string' && !SVC_TYPES.has(type)) {
+      out.push(`${folder.rel}: type ${type}: ${TYPE_HINTS[type] ?? 'no equivalent among svc packages (install a type package that provides it)'}`);
     }
-  };
-  if (await isDir(join(dir, 'resources'))) await walk(join(dir, 'resources'));
+  }
   return out;
 }
 
-async function codeFiles(dir: string): Promise<string[]> {
-  if (!(await isDir(dir))) return [];
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (!SKIP_DIRS.has(entry.name)) out.push(...(await codeFiles(path)));
-    } else if (entry.isFile() && CODE_EXTENSIONS.has(extname(entry.name).toLowerCase())) {
-      out.push(path);
-    }
+/** The `type` of a resource's config.json text: `undefined` when it is not JSON. */
+function configType(text: string): unknown {
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch {
+    return undefined;
   }
-  return out.sort();
+  return isRecord(config) ? config.type : null;
 }
 
 async function exists(path: string): Promise<boolean> {
