@@ -28,6 +28,8 @@ export type { CompiledQuery } from './query/compileQuery.js';
 export { CORS_ALLOWED_HEADERS } from './http/cors.js';
 export { readCookie, requestSessionId } from './http/cookies.js';
 export type { CorsOptions } from './http/cors.js';
+export { DEFAULT_HTTP_LIMITS } from './http/svcHttpServer.js';
+export type { HttpLimits } from './http/svcHttpServer.js';
 export { createEmbeddedStore } from './store/embeddedStore.js';
 export type { EmbeddedStoreOptions } from './store/embeddedStore.js';
 export { createMongoStore } from './store/mongoStore.js';
