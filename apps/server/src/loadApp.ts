@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { isPlainObject } from '@svc/core';
-import type { Logger, ResourceConfig } from '@svc/core';
+import type { HttpLimits, Logger, ResourceConfig } from '@svc/core';
 import { validateAppJson } from './appSchema.js';
 
 /** app.json: every key optional. */
@@ -24,6 +24,8 @@ export interface AppSettings {
   loginRateLimit?: { max?: number; windowSeconds?: number; maxPerAddress?: number; slowdownMs?: number };
   /** false: no administration dashboard at /dashboard/ (default true). */
   dashboard?: boolean;
+  /** Timeouts and connection caps of the server (defaults: DEFAULT_HTTP_LIMITS of @svc/core). */
+  http?: HttpLimits;
   [key: string]: unknown;
 }
 

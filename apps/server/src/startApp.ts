@@ -81,6 +81,9 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         : 'CORS: any origin may call with credentials (development default; production allows only app.json cors.origins)',
     );
   }
+  if (httpServer && app.settings.http !== undefined) {
+    logger.warn('app.json "http" (timeouts, connection caps) applies to svc\'s own server: the host application\'s server keeps its own settings');
+  }
   const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins });
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
@@ -156,6 +159,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       routes,
       ...(loginLimits ? { loginLimits: loginLimits.factory } : {}),
       ...(httpServer ? { httpServer } : {}),
+      ...(app.settings.http !== undefined ? { http: app.settings.http } : {}),
     });
     bound.server = server;
     const reloadNow = async (): Promise<void> => {
@@ -171,7 +175,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       current = next;
       logger.info(
         `reloaded ${mounted.resources.filter((r) => r !== dashboard).length} resources in ${Math.round(performance.now() - started)} ms` +
-          (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey and scripts limits apply at the next start)' : ''),
+          (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey, http and scripts limits apply at the next start)' : ''),
       );
     };
     const stopWatching = options.watch ? watchApp(appDir, reload, logger) : undefined;

@@ -1,4 +1,3 @@
-import { createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SvcError } from './errors.js';
@@ -6,6 +5,8 @@ import { requestSessionId, serializeCookie } from './http/cookies.js';
 import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
 import { toErrorReply, writeReply } from './http/reply.js';
 import { serveStatic } from './http/staticFiles.js';
+import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js';
+import type { HttpLimits } from './http/svcHttpServer.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
@@ -54,6 +55,8 @@ export interface SvcServerOptions {
    * closes it. Default: a server of svc's own.
    */
   httpServer?: Server;
+  /** Timeouts and connection caps of svc's own server (not applied to a host's `httpServer`). */
+  http?: HttpLimits;
 }
 
 /** A session's user changed: login (uid set, maybe under a new session id) or logout. */
@@ -117,6 +120,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   const production = env === 'production';
   const logger = options.logger ?? silentLogger;
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  // Checked before anything starts: a wrong budget stops the start with nothing to undo.
+  const httpLimits = options.httpServer === undefined ? resolveHttpLimits(options.http) : undefined;
   const overrideKey = options.methodOverrideKey ?? '_method';
   let router = new Router(options.resources);
   let resources: readonly Resource[] = options.resources;
@@ -279,7 +284,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   };
 
   const ownServer = options.httpServer === undefined;
-  const httpServer = options.httpServer ?? createHttpServer({ keepAliveTimeout: 65_000 }, handler);
+  const httpServer = options.httpServer ?? createSvcHttpServer(handler, { limits: httpLimits, logger });
   const sweeper = setInterval(() => {
     sessions.sweep().catch((err: unknown) => logger.warn('session sweep failed', { error: err }));
   }, SWEEP_MS);

@@ -32,7 +32,7 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Par
   }
   const type = mediaType(req.headers['content-type']);
   if (type !== 'application/json' && type !== 'application/x-www-form-urlencoded' && !type.endsWith('+json')) {
-    // Drain so the connection stays usable for the error reply.
+    // Read and dropped until the reply is written; the reply closes the connection (writeReply).
     req.resume();
     throw new SvcError('UNSUPPORTED_MEDIA_TYPE', `unsupported Content-Type ${type || '(none)'}; send application/json or application/x-www-form-urlencoded`);
   }
@@ -51,6 +51,16 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Par
   } catch {
     throw new SvcError('INVALID_JSON', 'malformed JSON body');
   }
+}
+
+/**
+ * Whether a request came with a body that has not all arrived yet, so answering now leaves it on
+ * the wire: kept alive, the connection would read (and drop) whatever the client still sends.
+ */
+export function bodyUnread(req: IncomingMessage): boolean {
+  if (req.complete) return false;
+  const declared = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (declared !== undefined && declared !== '0');
 }
 
 /** `application/json; charset=utf-8` -> `application/json`. */

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { isSvcError, SvcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Reply } from '../types.js';
+import { bodyUnread } from './readBody.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** From this many characters on, a body is encoded to bytes once before it is written. */
@@ -10,6 +11,8 @@ const LARGE_PAYLOAD = 16 * 1024;
 /** Writes a resource's reply: JSON bodies with an exact length, no ETag hashing. */
 export function writeReply(res: ServerResponse, reply: Reply): void {
   if (res.headersSent || res.writableEnded) return;
+  // An answer before the body was read (413, 415, 404...): the connection closes after it.
+  if (bodyUnread(res.req)) res.setHeader('connection', 'close');
   const given = reply.headers;
   if (reply.body === undefined || reply.status === 204) {
     if (given) for (const name in given) res.setHeader(name, given[name] as string | string[]);
