@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { isSvcError, SvcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Reply } from '../types.js';
+import { withoutPaths } from '../withoutPaths.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** From this many characters on, a body is encoded to bytes once before it is written. */
@@ -70,6 +71,10 @@ export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
     return reply;
   }
   options.logger.error(`${options.where}: unexpected error`, { error: err });
-  const message = options.production ? 'internal server error' : err instanceof Error ? err.message : String(err);
+  // Development shows the message, but not the server's files (a system error names them: its
+  // code only); the log has them.
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const system = err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string' && typeof code === 'string';
+  const message = options.production ? 'internal server error' : system ? `internal server error (${code})` : withoutPaths(err instanceof Error ? err.message : String(err));
   return { status: 500, body: new SvcError('INTERNAL', message).toJSON() };
 }
