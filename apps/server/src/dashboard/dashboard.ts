@@ -12,7 +12,7 @@ import { COLLECTION_EVENT_FILES } from '../scripts.js';
 import type { Feed, FeedEvent } from './feed.js';
 import { BUILT_IN_TYPES, describeApp, eventFilesOf } from './describe.js';
 import { USER_GUARDS } from './guards.js';
-import { clearIntent, finishObjects, moveFolder, moveObjects, readIntent, syncDir, writeIntent } from './renameJournal.js';
+import { clearIntent, finishObjects, moveFolder, moveObjects, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
 import type { RenameIntent } from './renameJournal.js';
 import { crashPoint } from '../crashPoint.js';
 
@@ -304,11 +304,13 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       await mkdir(join(target, '..'), { recursive: true });
       await writeIntent(options.appDir, intent);
       crashPoint('rename:intent');
+      // Before the folder: nothing serves the new name yet (see renameCollections).
+      moved += await renameCollections(options.store, moves);
+      crashPoint('rename:collections');
       try {
         await rename(folder.dir, target);
       } catch (err) {
-        // Nothing moved: nothing to finish.
-        await clearIntent(options.appDir);
+        if (moved === 0) await clearIntent(options.appDir);
         throw err;
       }
       await syncDir(join(target, '..'));
@@ -316,9 +318,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       crashPoint('rename:folder');
       await reloadOrUndo(async () => {
         // Undone the same journaled way: a crash during the undo finishes the undo.
-        await writeIntent(options.appDir, { ...intent, from: to, to: name, moves: moves.map(([a, b]) => [b, a]) });
+        const back: RenameIntent = { ...intent, from: to, to: name, moves: moves.map(([a, b]) => [b, a]) };
+        await writeIntent(options.appDir, back);
         await rename(target, folder.dir);
-        await clearIntent(options.appDir);
+        // One by one: the previous version still serves the old name, renameCollections must not drop it.
+        await finishObjects(options.appDir, options.store, back);
       });
       crashPoint('rename:reloaded');
       try {

@@ -101,7 +101,22 @@ export async function moveFolder(appDir: string, intent: RenameIntent): Promise<
 }
 
 /**
- * Step 2, idempotent: every object of collection `from` moves to `to`, a batch at a time, each
+ * Step 2a, where the store can (MongoDB's renameCollection): each collection is renamed in one
+ * step when its new name holds no object; nothing may be serving the new name meanwhile (it is
+ * done before the folder's rename, or at start). Answers how many objects were renamed.
+ */
+export async function renameCollections(store: Store, moves: [string, string][]): Promise<number> {
+  let moved = 0;
+  if (!store.renameCollection) return moved;
+  for (const [from, to] of moves) {
+    const count = await store.collection(from).count({});
+    if (count > 0 && (await store.renameCollection(from, to))) moved += count;
+  }
+  return moved;
+}
+
+/**
+ * Step 2b, idempotent: every object of collection `from` moves to `to`, a batch at a time, each
  * copied (unless a copy is already there) before it is removed: an interruption leaves an object
  * in one of the two or in both, never in neither, and running it again finishes. Answers how many
  * objects left `from`.
@@ -148,9 +163,11 @@ export async function resumeObjects(appDir: string, store: Store, pending: { int
     await clearIntent(appDir);
     return;
   }
-  let moved: number;
+  logger.info(`${what}: finishing it before serving`);
+  let moved = 0;
   try {
-    moved = await finishObjects(appDir, store, intent);
+    moved += await renameCollections(store, intent.moves);
+    moved += await finishObjects(appDir, store, intent);
   } catch (err) {
     logger.error(`${what}; finishing it failed, it is tried again at the next dashboard change or start: ${(err as Error).message}`);
     return;
