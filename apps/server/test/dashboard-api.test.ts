@@ -182,6 +182,21 @@ describe('dashboard API: who may use it', () => {
     expect(existsSync(join(dir, '.svc', 'rename.json'))).toBe(false);
   });
 
+  it('a user whose username is taken under the new name (by a deleted resource\'s users) stays behind, said so; the dashboard is not blocked', async () => {
+    const { app } = await start('development', { 'resources/members/config.json': { type: 'UserCollection', properties: {} }, 'resources/people/config.json': { type: 'UserCollection', properties: {} } });
+    expect((await api(app, 'POST', '/members', { username: 'alice', password: 'secret-1' }, {})).status).toBe(200);
+    expect((await api(app, 'POST', '/people', { username: 'alice', password: 'secret-2' }, {})).status).toBe(200);
+    const bob = await api(app, 'POST', '/people', { username: 'bob', password: 'secret-3' }, {});
+    expect((await api(app, 'DELETE', '/dashboard/api/resources/members')).status).toBe(200);
+    const renamed = await api(app, 'POST', '/dashboard/api/resources/people/rename', { to: 'members' });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ moved: 1, notMoved: 1 });
+    expect(renamed.body.message).toMatch(/1 objects stayed in the store under people: a unique property/);
+    expect((await api(app, 'GET', `/members/${String(bob.body.id)}`, undefined, {})).body).toMatchObject({ username: 'bob' });
+    // Finished: the next change of names is not held up by it.
+    expect((await api(app, 'POST', '/dashboard/api/resources', { name: 'later', type: 'Collection' })).status).toBe(201);
+  });
+
   it('renaming a folder renames the collections nested in it, objects included', async () => {
     const { app, dir } = await start('development', { 'resources/shop/config.json': { type: 'Collection', properties: {} }, 'resources/shop/items/config.json': { type: 'Collection', properties: { name: { type: 'string' } } } });
     const item = await api(app, 'POST', '/shop/items', { name: 'kettle' }, {});

@@ -12,7 +12,7 @@ import { COLLECTION_EVENT_FILES } from '../scripts.js';
 import type { Feed, FeedEvent } from './feed.js';
 import { BUILT_IN_TYPES, describeApp, eventFilesOf } from './describe.js';
 import { USER_GUARDS } from './guards.js';
-import { clearIntent, finishObjects, moveFolder, moveObjects, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
+import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
 import type { RenameIntent } from './renameJournal.js';
 import { crashPoint } from '../crashPoint.js';
 
@@ -288,6 +288,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   async function renameResource(name: string, body: Record<string, unknown>): Promise<Reply> {
     const to = checkName(body.to, 'to');
     let moved = 0;
+    const stuck: string[] = [];
     await serial(async () => {
       await finishPending();
       const folder = folderOf(name);
@@ -326,14 +327,14 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       });
       crashPoint('rename:reloaded');
       try {
-        for (const [from, into] of moves) moved += await moveObjects(options.store, from, into);
+        for (const [from, into] of moves) moved += await moveObjects(options.store, from, into, stuck);
       } catch (err) {
         throw new SvcError('UNAVAILABLE', `renamed to ${to}; moving its objects stopped after ${moved}: ${safeMessage((err as Error).message)}; the rest follow at the next change of names in the dashboard or the next start`, { cause: err, headers: { 'retry-after': '5' } });
       }
       crashPoint('rename:moved');
       await clearIntent(options.appDir);
     });
-    return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), moved } };
+    return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), moved, ...(stuck.length > 0 ? { notMoved: stuck.length, message: notMoved({ from: name, to }, stuck) } : {}) } };
   }
 
   async function deleteResource(name: string): Promise<Reply> {

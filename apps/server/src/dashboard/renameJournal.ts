@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Logger, Store } from '@svc/core';
+import type { Doc, Logger, Store } from '@svc/core';
 import { crashPoint } from '../crashPoint.js';
 
 /**
@@ -118,26 +118,38 @@ export async function renameCollections(store: Store, moves: [string, string][])
 /**
  * Step 2b, idempotent: every object of collection `from` moves to `to`, a batch at a time, each
  * copied (unless a copy is already there) before it is removed: an interruption leaves an object
- * in one of the two or in both, never in neither, and running it again finishes. Answers how many
- * objects left `from`.
+ * in one of the two or in both, never in neither, and running it again finishes. An object whose
+ * unique property (a username) is taken under `to` by an object of a resource deleted before
+ * stays under `from`: its id is added to `stuck`. Answers how many objects left `from`.
  */
-export async function moveObjects(store: Store, from: string, to: string): Promise<number> {
+export async function moveObjects(store: Store, from: string, to: string, stuck: string[] = []): Promise<number> {
   const source = store.collection(from);
   const target = store.collection(to);
+  const skipped = new Set(stuck);
   let moved = 0;
   for (;;) {
-    const batch = await source.find({}, { limit: BATCH });
+    const batch = await source.find(skipped.size > 0 ? { id: { $nin: [...skipped] } } : {}, { limit: BATCH });
     if (batch.length === 0) return moved;
     const ids = batch.map((doc) => doc.id);
     const copied = new Set((await target.find({ id: { $in: ids } }, { fields: { id: 1 } })).map((doc) => doc.id));
+    const copies = batch.filter((doc) => !copied.has(doc.id));
     // Together: the embedded store writes them in one append, MongoDB over its pool.
-    const inserted = await Promise.allSettled(batch.filter((doc) => !copied.has(doc.id)).map((doc) => target.insert(doc)));
-    const failed = inserted.find((r) => r.status === 'rejected');
-    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const inserted = await Promise.allSettled(copies.map((doc) => target.insert(doc)));
+    const left: string[] = [];
+    for (const [i, result] of inserted.entries()) {
+      if (result.status === 'fulfilled') continue;
+      const err = result.reason as { name?: unknown; field?: unknown };
+      if (err.name !== 'DuplicateKeyError') throw result.reason;
+      // The same id: a copy is there already. Another property: this object cannot move.
+      if (err.field !== 'id') left.push((copies[i] as Doc).id);
+    }
+    for (const id of left) skipped.add(id);
+    stuck.push(...left);
     crashPoint('rename:copied');
-    const removed = await source.remove({ id: { $in: ids } });
-    // Nothing removed would read the same batch again: stop instead of looping.
-    if (removed === 0) throw new Error(`moving the objects of ${from} to ${to} made no progress`);
+    const done = ids.filter((id) => !left.includes(id));
+    const removed = done.length > 0 ? await source.remove({ id: { $in: done } }) : 0;
+    // Nothing removed and nothing set aside would read the same batch again: stop instead.
+    if (removed === 0 && left.length === 0) throw new Error(`moving the objects of ${from} to ${to} made no progress`);
     moved += removed;
     crashPoint('rename:batch');
   }
@@ -165,20 +177,27 @@ export async function resumeObjects(appDir: string, store: Store, pending: { int
   }
   logger.info(`${what}: finishing it before serving`);
   let moved = 0;
+  const stuck: string[] = [];
   try {
     moved += await renameCollections(store, intent.moves);
-    moved += await finishObjects(appDir, store, intent);
+    moved += await finishObjects(appDir, store, intent, stuck);
   } catch (err) {
     logger.error(`${what}; finishing it failed, it is tried again at the next dashboard change or start: ${(err as Error).message}`);
     return;
   }
   logger.warn(`${what}; finished it: folder ${folder === 'moved' ? 'renamed now' : 'was renamed already'}, ${moved} objects moved now to ${intent.to}`);
+  if (stuck.length > 0) logger.warn(notMoved(intent, stuck));
 }
 
 /** Moves the objects of every collection of the intent, then removes the journal: answers how many moved. */
-export async function finishObjects(appDir: string, store: Store, intent: RenameIntent): Promise<number> {
+export async function finishObjects(appDir: string, store: Store, intent: RenameIntent, stuck: string[] = []): Promise<number> {
   let moved = 0;
-  for (const [from, to] of intent.moves) moved += await moveObjects(store, from, to);
+  for (const [from, to] of intent.moves) moved += await moveObjects(store, from, to, stuck);
   await clearIntent(appDir);
   return moved;
+}
+
+/** What to tell about objects that stayed behind (see moveObjects). */
+export function notMoved(intent: Pick<RenameIntent, 'from' | 'to'>, stuck: string[]): string {
+  return `${stuck.length} objects stayed in the store under ${intent.from}: a unique property's value of theirs is taken under ${intent.to} by objects kept from a resource deleted before (ids ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', ...' : ''})`;
 }
