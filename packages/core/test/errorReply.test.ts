@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SvcError } from '../src/errors.js';
 import { toErrorReply } from '../src/http/reply.js';
 import { withoutPaths } from '../src/withoutPaths.js';
 import type { Logger } from '../src/logger.js';
@@ -34,6 +35,13 @@ describe('error answers name no file of the server', () => {
   it('other unexpected errors keep their message in development, without paths of this machine', () => {
     const reply = toErrorReply(new Error(`embedded store: ${join(process.cwd(), 'data', 'todos.db')} is corrupt`), { production: false, logger: capture().logger, where: 'GET /todos' });
     expect(reply.body).toEqual({ status: 500, message: 'embedded store: … is corrupt' });
+  });
+
+  it('a server-side SvcError carrying a cause\'s text loses its paths too; client errors are left as they are', () => {
+    const logger = capture().logger;
+    const unavailable = new SvcError('UNAVAILABLE', "storage provider unreachable: EACCES: permission denied, open '/var/lib/svc/spool/x'");
+    expect(toErrorReply(unavailable, { production: true, logger, where: 'PUT /files/x' }).body).toEqual({ status: 503, message: "storage provider unreachable: EACCES: permission denied, open '…'" });
+    expect(toErrorReply(new SvcError('NOT_FOUND', 'no resource at /usr/x'), { production: true, logger, where: 'GET /usr/x' }).body).toEqual({ status: 404, message: 'no resource at /usr/x' });
   });
 
   it('withoutPaths keeps resource paths and URLs, removes absolute paths of this machine', () => {

@@ -66,7 +66,10 @@ export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
   if (isSvcError(err)) {
     // Script failures were logged with file and line where they happened.
     if (err.status >= 500 && err.code !== 'SCRIPT_ERROR' && err.code !== 'SCRIPT_TIMEOUT') options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
-    const reply: Reply = { status: err.status, body: err.toJSON() };
+    const body = err.toJSON();
+    // A server-side failure's message may carry a cause's text (a file it could not write).
+    if (err.status >= 500 && body.message !== undefined) body.message = withoutPaths(body.message);
+    const reply: Reply = { status: err.status, body };
     if (err.headers) reply.headers = err.headers;
     return reply;
   }
