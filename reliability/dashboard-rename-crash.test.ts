@@ -89,7 +89,8 @@ async function expectAllUnder(url: string, name: string, others: string[], extra
 }
 
 /** `leftover`: the new name already holds an object (of a resource deleted before), so the objects move one batch at a time. */
-type Crash = ({ hook: string } | { delayMs: number } | { afterAnswer: true }) & { leftover?: boolean };
+/** `again`: the next start is killed at this step too, while it finishes the rename; the one after finishes it. */
+type Crash = ({ hook: string } | { delayMs: number } | { afterAnswer: true }) & { leftover?: boolean; again?: string };
 
 /**
  * Renames `from` to `to` in a process killed as `crash` says, starts again and checks: one
@@ -122,6 +123,7 @@ async function crashRound(r: Rig, from: string, to: string, crash: Crash, extra:
   }
   await p.stop('SIGKILL');
   expect(p.child.signalCode).toBe('SIGKILL');
+  if (crash.again) await expect(r.start({ SVC_TEST_CRASH_AT: crash.again })).rejects.toThrow(/svc exited/);
 
   const again = await r.start();
   const name = await folderOf(r.app, [from, to]);
@@ -140,7 +142,7 @@ async function crashRound(r: Rig, from: string, to: string, crash: Crash, extra:
   const leftovers = extra + (crash.leftover && name === to ? 1 : 0);
   await expectAllUnder(again.url, name, [from, to].filter((n) => n !== name), leftovers);
   expect(existsSync(join(r.app, '.svc', 'rename.json'))).toBe(false);
-  process.stderr.write(`rename ${from} -> ${to}, ${'hook' in crash ? `crash at ${crash.hook}` : 'delayMs' in crash ? `kill -9 after ${crash.delayMs} ms` : 'kill -9 after the answer'}: all ${OBJECTS}${leftovers > 0 ? ` (+ ${leftovers} of a deleted resource)` : ''} under ${name}${resumed ? ` (start finished it: folder ${resumed[3]}, ${resumed[4]} objects moved)` : ''}\n`);
+  process.stderr.write(`rename ${from} -> ${to}, ${'hook' in crash ? `crash at ${crash.hook}${crash.again ? ` (and the next start at ${crash.again})` : ''}` : 'delayMs' in crash ? `kill -9 after ${crash.delayMs} ms` : 'kill -9 after the answer'}: all ${OBJECTS}${leftovers > 0 ? ` (+ ${leftovers} of a deleted resource)` : ''} under ${name}${resumed ? ` (start finished it: folder ${resumed[3]}, ${resumed[4]} objects moved)` : ''}\n`);
   await again.stop('SIGTERM');
   return name;
 }
@@ -163,7 +165,12 @@ async function crashSeries(db: string | undefined, crashes: Crash[]): Promise<vo
 
 describe('kill -9 during a dashboard rename of a 3,000-object collection', () => {
   it('embedded store: at each step, after 0/50/150/400 ms and after the answer, all objects under one name', async () => {
-    await crashSeries(undefined, [...HOOKS.map((hook) => ({ hook })), ...[0, 50, 150, 400].map((delayMs) => ({ delayMs })), { afterAnswer: true }]);
+    await crashSeries(undefined, [
+      ...HOOKS.map((hook) => ({ hook })),
+      { hook: 'rename:batch', again: 'rename:batch' },
+      ...[0, 50, 150, 400].map((delayMs) => ({ delayMs })),
+      { afterAnswer: true },
+    ]);
   }, 300_000);
 
   it.runIf(mongoUrl)('MongoDB: at each step, all objects under one name', async () => {
