@@ -280,10 +280,12 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   }
 
   /**
-   * Journaled (see renameJournal.ts): the intent is written first, then the folder is renamed,
-   * then the objects move; a crash anywhere is finished by the next start, so the folder and the
-   * objects never stay apart. Objects of the store's collection move a batch at a time (this is
-   * not one transaction: during the move, an object not yet moved answers 404 under the new name).
+   * Journaled (see renameJournal.ts): the intent is written first; then a store that can
+   * (MongoDB) renames the collections in one step; then the folder is renamed and served; then the
+   * objects still under the old name move a batch at a time (the embedded store's, or all when the
+   * new name held objects already). A crash anywhere is finished by the next start, so the folder
+   * and the objects never stay apart. A batch move is not one transaction: while it runs, an
+   * object not yet moved answers 404 under the new name.
    */
   async function renameResource(name: string, body: Record<string, unknown>): Promise<Reply> {
     const to = checkName(body.to, 'to');
@@ -308,21 +310,25 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       // Before the folder: nothing serves the new name yet (see renameCollections).
       moved += await renameCollections(options.store, moves);
       crashPoint('rename:collections');
+      // Undone the same journaled way (a crash during the undo finishes the undo), one object at a
+      // time: the previous version serves the old name meanwhile, renameCollections must not drop it.
+      const back: RenameIntent = { ...intent, from: to, to: name, moves: moves.map(([a, b]) => [b, a]) };
       try {
         await rename(folder.dir, target);
       } catch (err) {
         if (moved === 0) await clearIntent(options.appDir);
+        else {
+          await writeIntent(options.appDir, back);
+          await finishObjects(options.appDir, options.store, back);
+        }
         throw err;
       }
       await syncDir(join(target, '..'));
       await syncDir(join(folder.dir, '..'));
       crashPoint('rename:folder');
       await reloadOrUndo(async () => {
-        // Undone the same journaled way: a crash during the undo finishes the undo.
-        const back: RenameIntent = { ...intent, from: to, to: name, moves: moves.map(([a, b]) => [b, a]) };
         await writeIntent(options.appDir, back);
         await rename(target, folder.dir);
-        // One by one: the previous version still serves the old name, renameCollections must not drop it.
         await finishObjects(options.appDir, options.store, back);
       });
       crashPoint('rename:reloaded');
