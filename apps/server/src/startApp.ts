@@ -12,6 +12,7 @@ import { createLiveRealtime, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
 import { watchApp } from './watch.js';
 import { createDashboard } from './dashboard/dashboard.js';
+import { resumeFolder, resumeObjects } from './dashboard/renameJournal.js';
 import { Feed, feedStore, teeLogger } from './dashboard/feed.js';
 import { writeTypes } from './typesCommand.js';
 import { dashboardAssetsDir } from '@svc/dashboard';
@@ -66,6 +67,9 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   // Log lines and data changes, for the dashboards that follow this server live.
   const feed = new Feed();
   const logger = teeLogger(options.logger ?? createConsoleLogger(), feed);
+  // A rename of the dashboard that a crash interrupted: its folder first (the app is loaded with
+  // it), its objects once the store is open.
+  const interrupted = await resumeFolder(appDir);
   const app = await loadApp(appDir, logger);
   const types = new Map<string, ResourceType>();
   for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {
@@ -95,6 +99,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     feed,
   );
   try {
+    if (interrupted) await resumeObjects(appDir, store, interrupted, logger);
     // Every process sharing the Redis counts login attempts together.
     if (options.redis) loginLimits = await connectLoginLimits(options.redis, logger);
     // Scripts reach the server through this before it exists; it is bound right after creation.

@@ -27,16 +27,16 @@ export function runSvc(args: string[], env: Record<string, string> = {}): Promis
   });
 }
 
-/** Starts `svc <app> --port 0 ...` and waits for `listening on port <n>`. */
-export function startSvc(args: string[], env: Record<string, string> = {}): Promise<SvcProcess> {
+/** Starts `svc <app> --port 0 ...` and waits for `listening on port <n>` (15 s unless `timeoutMs`). */
+export function startSvc(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<SvcProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--no-node-snapshot', SVC_BIN, ...args, '--port', '0'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`svc did not start in 15 s\n${out}\n${err}`));
-    }, 15_000);
+      reject(new Error(`svc did not start in ${timeoutMs / 1000} s\n${out}\n${err}`));
+    }, timeoutMs);
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('exit', (code) => {
       clearTimeout(timer);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '@svc/core';
+import type { Logger } from '@svc/core';
 import emailType from '@svc/type-email';
 import { startApp } from '../src/startApp.js';
 import type { RunningApp } from '../src/startApp.js';
@@ -12,7 +13,7 @@ import type { RunningApp } from '../src/startApp.js';
 const KEY = 'a'.repeat(64);
 let running: { app: RunningApp; dir: string }[] = [];
 
-async function start(env: 'development' | 'production', files: Record<string, string | object> = {}): Promise<{ app: RunningApp; dir: string }> {
+async function start(env: 'development' | 'production', files: Record<string, string | object> = {}, logger: Logger = silentLogger): Promise<{ app: RunningApp; dir: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-dash-api-'));
   const all: Record<string, string | object> = { 'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string', required: true } } }, ...files };
   if (env === 'production') all['.svc/keys.json'] = { [KEY]: true };
@@ -20,7 +21,7 @@ async function start(env: 'development' | 'production', files: Record<string, st
     await mkdir(dirname(join(dir, path)), { recursive: true });
     await writeFile(join(dir, path), typeof content === 'string' ? content : JSON.stringify(content));
   }
-  const app = await startApp({ appDir: dir, port: 0, env, host: '127.0.0.1', logger: silentLogger, resourceTypes: [emailType] });
+  const app = await startApp({ appDir: dir, port: 0, env, host: '127.0.0.1', logger, resourceTypes: [emailType] });
   const t = { app, dir };
   running.push(t);
   return t;
@@ -134,7 +135,89 @@ describe('dashboard API: who may use it', () => {
     }
     expect(await readdir(join(dir, 'resources/todos'))).toEqual(['config.json']);
   });
+
+  it('a name longer than 100 characters is refused with the limit, before the file system sees it (it was a 500 ENAMETOOLONG naming the server\'s folder)', async () => {
+    const { app, dir } = await start('development');
+    const long = 'a'.repeat(300);
+    const nested = Array.from({ length: 30 }, () => 'abcd').join('/');
+    for (const [method, path, body] of [
+      ['POST', '/dashboard/api/resources', { name: long, type: 'Collection' }],
+      ['POST', '/dashboard/api/resources', { name: nested, type: 'Collection' }],
+      ['POST', '/dashboard/api/resources/todos/rename', { to: long }],
+      ['GET', `/dashboard/api/resources/${long}`],
+      ['DELETE', `/dashboard/api/resources/${long}`],
+    ] as [string, string, unknown][]) {
+      const res = await api(app, method, path, body);
+      expect(res.status, `${method} ${path.slice(0, 40)}`).toBe(400);
+      expect(res.body.message).toContain('at most 100 characters');
+      expectNoServerPath(res.body, dir);
+    }
+    expect((await api(app, 'POST', '/dashboard/api/resources/todos/rename', { to: long })).body.errors).toEqual({ to: 'at most 100 characters' });
+    // 100 characters work all the way: created, renamed, deleted to .svc/trash.
+    const name = 'b'.repeat(100);
+    expect((await api(app, 'POST', '/dashboard/api/resources', { name, type: 'Collection' })).status).toBe(201);
+    expect((await api(app, 'POST', `/${name}`, {}, {})).status).toBe(200);
+    expect((await api(app, 'POST', `/dashboard/api/resources/${name}/rename`, { to: `c/${'d'.repeat(98)}` })).body.moved).toBe(1);
+    expect((await api(app, 'DELETE', `/dashboard/api/resources/c/${'d'.repeat(98)}`)).status).toBe(200);
+    expect(await readdir(join(dir, 'resources'))).toEqual(['c', 'todos']);
+  });
+
+  it('a failed write of the app folder answers without the server\'s paths; the log has them', async () => {
+    const logged: string[] = [];
+    const record = (message: string, fields?: Record<string, unknown>): void => void logged.push(`${message} ${String((fields?.cause as Error | undefined)?.message)}`);
+    // A file where the dashboard needs a folder: mkdir fails (EEXIST) naming the full path.
+    const { app, dir } = await start('development', { 'resources/blocker': 'a file' }, { info() {}, warn: record, error: record });
+    for (const [method, path, body] of [
+      ['POST', '/dashboard/api/resources', { name: 'blocker/inner', type: 'Collection' }],
+      ['POST', '/dashboard/api/resources/todos/rename', { to: 'blocker/inner' }],
+    ] as [string, string, unknown][]) {
+      const res = await api(app, method, path, body);
+      expect(res.status).toBe(500);
+      expect(res.body.message).toMatch(/\((EEXIST|ENOTDIR)\); the server's log has the details/);
+      expectNoServerPath(res.body, dir);
+    }
+    expect(logged.some((line) => line.includes(join(dir, 'resources', 'blocker')))).toBe(true);
+    // Nothing half done: the resource is where it was, with no rename left to finish.
+    expect((await api(app, 'GET', '/todos', undefined, {})).status).toBe(200);
+    expect(existsSync(join(dir, '.svc', 'rename.json'))).toBe(false);
+  });
+
+  it('a user whose username is taken under the new name (by a deleted resource\'s users) stays behind, said so; the dashboard is not blocked', async () => {
+    const { app } = await start('development', { 'resources/members/config.json': { type: 'UserCollection', properties: {} }, 'resources/people/config.json': { type: 'UserCollection', properties: {} } });
+    expect((await api(app, 'POST', '/members', { username: 'alice', password: 'secret-1' }, {})).status).toBe(200);
+    expect((await api(app, 'POST', '/people', { username: 'alice', password: 'secret-2' }, {})).status).toBe(200);
+    const bob = await api(app, 'POST', '/people', { username: 'bob', password: 'secret-3' }, {});
+    expect((await api(app, 'DELETE', '/dashboard/api/resources/members')).status).toBe(200);
+    const renamed = await api(app, 'POST', '/dashboard/api/resources/people/rename', { to: 'members' });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ moved: 1, notMoved: 1 });
+    expect(renamed.body.message).toMatch(/1 objects stayed in the store under people: a unique property/);
+    expect((await api(app, 'GET', `/members/${String(bob.body.id)}`, undefined, {})).body).toMatchObject({ username: 'bob' });
+    // Finished: the next change of names is not held up by it.
+    expect((await api(app, 'POST', '/dashboard/api/resources', { name: 'later', type: 'Collection' })).status).toBe(201);
+  });
+
+  it('renaming a folder renames the collections nested in it, objects included', async () => {
+    const { app, dir } = await start('development', { 'resources/shop/config.json': { type: 'Collection', properties: {} }, 'resources/shop/items/config.json': { type: 'Collection', properties: { name: { type: 'string' } } } });
+    const item = await api(app, 'POST', '/shop/items', { name: 'kettle' }, {});
+    expect(item.status).toBe(200);
+    await api(app, 'POST', '/shop', {}, {});
+    const renamed = await api(app, 'POST', '/dashboard/api/resources/shop/rename', { to: 'store' });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.moved).toBe(2);
+    expect(existsSync(join(dir, 'resources/store/items/config.json'))).toBe(true);
+    expect((await api(app, 'GET', `/store/items/${String(item.body.id)}`, undefined, {})).body).toMatchObject({ name: 'kettle' });
+    expect((await api(app, 'GET', '/store', undefined, {})).body).toHaveLength(1);
+  });
 });
+
+/** No absolute path of this machine in an answer: not the app folder, nor any other. */
+function expectNoServerPath(body: unknown, dir: string): void {
+  const text = JSON.stringify(body);
+  expect(text).not.toContain(dir);
+  expect(text).not.toContain(tmpdir());
+  expect(text).not.toMatch(/(^|[^\w:/.])\/(tmp|work|home|root|usr|var|srv|opt|etc|app)\//);
+}
 
 describe('dashboard: off when asked, and out of the way of an app\'s own /dashboard', () => {
   it('app.json "dashboard": false serves no dashboard at all', async () => {

@@ -22,6 +22,7 @@ export type { Logger } from './logger.js';
 export { createId } from './ids.js';
 export { isLocalHostName } from './rootKeys.js';
 export { redactUrl } from './redactUrl.js';
+export { withoutPaths } from './withoutPaths.js';
 export { isPlainObject, parseQueryString } from './query/parseQueryString.js';
 export { compileQuery } from './query/compileQuery.js';
 export type { CompiledQuery } from './query/compileQuery.js';

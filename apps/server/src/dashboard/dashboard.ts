@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { isLocalHostName, isPlainObject, SvcError, validateSettings } from '@svc/core';
+import { isLocalHostName, isPlainObject, isSvcError, SvcError, validateSettings, withoutPaths } from '@svc/core';
 import type { Context, Reply, Resource, ResourceConfig, ResourceType, SettingsSchema, Store } from '@svc/core';
 import type { AppFolder } from '../loadApp.js';
 import type { AppScripts } from '../scripts.js';
@@ -12,6 +12,9 @@ import { COLLECTION_EVENT_FILES } from '../scripts.js';
 import type { Feed, FeedEvent } from './feed.js';
 import { BUILT_IN_TYPES, describeApp, eventFilesOf } from './describe.js';
 import { USER_GUARDS } from './guards.js';
+import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
+import type { RenameIntent } from './renameJournal.js';
+import { crashPoint } from '../crashPoint.js';
 
 /** What the dashboard needs from the running app. */
 export interface DashboardOptions {
@@ -46,6 +49,13 @@ interface Asset {
 
 const gzipAsync = promisify(gzip);
 const SEGMENT = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
+/**
+ * The longest resource name, nested names and their / included: its folder, its data file
+ * (`<name>.db`) and its folder in .svc/trash (`<name>-<time>`) stay far below the 255 bytes a
+ * file name may have.
+ */
+const MAX_NAME = 100;
+const NAME_RULE = 'letters, digits, - and _, starting with a letter or digit; / between nested names';
 /** Live streams a process keeps open at once (each holds a connection). */
 const MAX_STREAMS = 16;
 /** A stream whose client reads slower than this many bytes behind is closed. */
@@ -165,7 +175,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     } catch (err) {
       await undo();
       await options.reload().catch(() => undefined);
-      throw new SvcError('BAD_REQUEST', (err as Error).message, { errors: fieldErrors((err as Error).message) });
+      const message = safeMessage((err as Error).message);
+      throw new SvcError('BAD_REQUEST', message, { errors: fieldErrors(message) });
     }
     options.feed.emit({ kind: 'reload', time: new Date().toISOString() });
   }
@@ -180,14 +191,22 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return options.types.get(type);
   }
 
-  function checkName(name: unknown): string {
-    if (typeof name !== 'string' || name === '') throw new SvcError('BAD_REQUEST', 'a name is required', { errors: { name: 'required' } });
-    const segments = name.replace(/^\/+|\/+$/g, '').split('/');
+  function checkName(name: unknown, field = 'name'): string {
+    if (typeof name !== 'string' || name === '') throw new SvcError('BAD_REQUEST', 'a name is required', { errors: { [field]: 'required' } });
+    const trimmed = name.replace(/^\/+|\/+$/g, '');
+    // Checked before the file system sees it (a long name failed there, ENAMETOOLONG).
+    if (trimmed.length > MAX_NAME) throw new SvcError('BAD_REQUEST', `a resource name has at most ${MAX_NAME} characters (this one has ${trimmed.length}): ${NAME_RULE}`, { errors: { [field]: `at most ${MAX_NAME} characters` } });
+    const segments = trimmed.split('/');
     for (const s of segments) {
-      if (!SEGMENT.test(s)) throw new SvcError('BAD_REQUEST', `"${s}": letters, digits, - and _ (starting with a letter or digit)`, { errors: { name: 'letters, digits, - and _ only' } });
+      if (!SEGMENT.test(s)) throw new SvcError('BAD_REQUEST', `"${s}": ${NAME_RULE}`, { errors: { [field]: 'letters, digits, - and _ only' } });
     }
-    if (segments[0] === 'dashboard') throw new SvcError('BAD_REQUEST', 'dashboard is the dashboard\'s own path', { errors: { name: 'reserved' } });
+    if (segments[0] === 'dashboard') throw new SvcError('BAD_REQUEST', 'dashboard is the dashboard\'s own path', { errors: { [field]: 'reserved' } });
     return segments.join('/');
+  }
+
+  /** An error's text for an answer: paths relative to the app folder, no other path of the server. */
+  function safeMessage(message: string): string {
+    return withoutPaths(message.replaceAll(`${options.appDir}/`, '').replaceAll(options.appDir, 'the app folder'));
   }
 
   async function writeAtomic(file: string, text: string): Promise<void> {
@@ -216,6 +235,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       checkSettings(name, schema, config);
     }
     await serial(async () => {
+      await finishPending();
       await mkdir(dir, { recursive: true });
       await writeAtomic(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
       // A new user collection starts guarded, as `svc create` writes it.
@@ -241,55 +261,101 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return { status: 200, body: describeApp(options.current(), options.types, options.env) };
   }
 
+  /**
+   * A rename that a failure of the store left unfinished in this process (the next start would
+   * finish it too) is finished before any other change of names: a resource created under the old
+   * name would otherwise show, then lose, the objects still waiting there.
+   */
+  async function finishPending(): Promise<void> {
+    const intent = await readIntent(options.appDir);
+    if (!intent) return;
+    const folder = await moveFolder(options.appDir, intent);
+    if (folder === 'moved') await options.reload();
+    if (folder === 'left') return clearIntent(options.appDir);
+    try {
+      await finishObjects(options.appDir, options.store, intent);
+    } catch (err) {
+      throw new SvcError('UNAVAILABLE', `the rename of ${intent.from} to ${intent.to} is not finished, try again: ${safeMessage((err as Error).message)}`, { cause: err, headers: { 'retry-after': '5' } });
+    }
+  }
+
+  /**
+   * Journaled (see renameJournal.ts): the intent is written first; then a store that can
+   * (MongoDB) renames the collections in one step; then the folder is renamed and served; then the
+   * objects still under the old name move a batch at a time (the embedded store's, or all when the
+   * new name held objects already). A crash anywhere is finished by the next start, so the folder
+   * and the objects never stay apart. A batch move is not one transaction: while it runs, an
+   * object not yet moved answers 404 under the new name.
+   */
   async function renameResource(name: string, body: Record<string, unknown>): Promise<Reply> {
-    const to = checkName(body.to);
+    const to = checkName(body.to, 'to');
     let moved = 0;
+    const stuck: string[] = [];
     await serial(async () => {
+      await finishPending();
       const folder = folderOf(name);
       const target = resourceDir(to);
       if (existsSync(target)) throw new SvcError('CONFLICT', `a resource ${to} exists`, { errors: { to: 'taken' } });
       if (target.startsWith(`${folder.dir}/`)) throw new SvcError('BAD_REQUEST', 'a resource cannot move into itself', { errors: { to: 'inside itself' } });
+      // A collection's objects follow it (Deployd renamed its store collection too), and so do
+      // those of collections nested in its folder, which move with it.
+      const moves: [string, string][] = options
+        .current()
+        .resources.filter((r) => (r.path === `/${name}` || r.path.startsWith(`/${name}/`)) && (r.config.type === 'Collection' || r.config.type === 'UserCollection'))
+        .map((r) => [r.path.slice(1), to + r.path.slice(name.length + 1)]);
+      const intent: RenameIntent = { version: 1, from: name, to, moves, started: new Date().toISOString() };
       await mkdir(join(target, '..'), { recursive: true });
-      await rename(folder.dir, target);
-      await reloadOrUndo(() => rename(target, folder.dir));
-      // A collection's objects follow it (Deployd renamed its store collection too).
-      if (folder.config.type === 'Collection' || folder.config.type === 'UserCollection') {
-        const progress = { moved: 0 };
-        try {
-          await moveObjects(name, to, progress);
-        } catch (err) {
-          const left = await options.store.collection(name).count({}).catch(() => Number.NaN);
-          throw new SvcError('CONFLICT', `renamed to ${to}, but moving its objects stopped after ${progress.moved}: ${(err as Error).message}; ${left} stay in the store under ${name} (rename back to get them)`);
+      await writeIntent(options.appDir, intent);
+      crashPoint('rename:intent');
+      // Before the folder: nothing serves the new name yet (see renameCollections).
+      moved += await renameCollections(options.store, moves);
+      crashPoint('rename:collections');
+      // Undone the same journaled way (a crash during the undo finishes the undo), one object at a
+      // time: the previous version serves the old name meanwhile, renameCollections must not drop it.
+      const back: RenameIntent = { ...intent, from: to, to: name, moves: moves.map(([a, b]) => [b, a]) };
+      try {
+        await rename(folder.dir, target);
+      } catch (err) {
+        if (moved === 0) await clearIntent(options.appDir);
+        else {
+          await writeIntent(options.appDir, back);
+          await finishObjects(options.appDir, options.store, back);
         }
-        moved = progress.moved;
+        throw err;
       }
+      await syncDir(join(target, '..'));
+      await syncDir(join(folder.dir, '..'));
+      crashPoint('rename:folder');
+      await reloadOrUndo(async () => {
+        await writeIntent(options.appDir, back);
+        await rename(target, folder.dir);
+        await finishObjects(options.appDir, options.store, back);
+      });
+      crashPoint('rename:reloaded');
+      try {
+        for (const [from, into] of moves) moved += await moveObjects(options.store, from, into, stuck);
+      } catch (err) {
+        throw new SvcError('UNAVAILABLE', `renamed to ${to}; moving its objects stopped after ${moved}: ${safeMessage((err as Error).message)}; the rest follow at the next change of names in the dashboard or the next start`, { cause: err, headers: { 'retry-after': '5' } });
+      }
+      crashPoint('rename:moved');
+      await clearIntent(options.appDir);
     });
-    return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), moved } };
-  }
-
-  async function moveObjects(from: string, to: string, progress: { moved: number }): Promise<void> {
-    const source = options.store.collection(from);
-    const target = options.store.collection(to);
-    for (;;) {
-      const batch = await source.find({}, { limit: 500 });
-      if (batch.length === 0) return;
-      for (const doc of batch) {
-        // Inserted before removed: an interruption leaves a copy, never a loss.
-        if ((await target.findOne({ id: doc.id })) === null) await target.insert(doc);
-        await source.remove({ id: doc.id });
-        progress.moved++;
-      }
-    }
+    return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), moved, ...(stuck.length > 0 ? { notMoved: stuck.length, message: notMoved({ from: name, to }, stuck) } : {}) } };
   }
 
   async function deleteResource(name: string): Promise<Reply> {
     let trash = '';
     await serial(async () => {
+      await finishPending();
       const folder = folderOf(name);
-      // Kept, not destroyed: a deleted resource's folder (its scripts) waits in .svc/trash.
+      // Kept, not destroyed: a deleted resource's folder (its scripts) waits in .svc/trash, its
+      // objects in the store. One rename: a crash leaves the folder either here or there.
       trash = join(options.appDir, '.svc', 'trash', `${name.replace(/\//g, '__')}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
       await mkdir(join(trash, '..'), { recursive: true });
       await rename(folder.dir, trash);
+      await syncDir(join(trash, '..'));
+      await syncDir(join(folder.dir, '..'));
+      crashPoint('delete:folder');
       await reloadOrUndo(() => rename(trash, folder.dir));
     });
     return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), trash: trash.slice(options.appDir.length + 1) } };
@@ -430,7 +496,17 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     async handle(ctx: Context): Promise<Reply | undefined> {
       if (ctx.internal) throw new SvcError('NOT_FOUND', 'no resource at /dashboard');
       const parts = ctx.parts;
-      if (parts[0] === 'api') return api(ctx, parts.slice(1));
+      if (parts[0] === 'api') {
+        try {
+          return await api(ctx, parts.slice(1));
+        } catch (err) {
+          if (isSvcError(err)) throw err;
+          // A failed read or write of the app folder: its message names the server's files. The
+          // log gets it (the error handler logs the cause), the answer only its code.
+          const code = (err as NodeJS.ErrnoException).code;
+          throw new SvcError('INTERNAL', `the dashboard could not do it${typeof code === 'string' && /^E[A-Z]+$/.test(code) ? ` (${code})` : ''}; the server's log has the details`, { cause: err });
+        }
+      }
       if (ctx.method !== 'GET') throw new SvcError('METHOD_NOT_ALLOWED', 'the dashboard\'s files are read with GET');
       const url = ctx.req?.url ?? '';
       if (parts.length === 0 && !/^\/dashboard\/(\?|$)/.test(url)) return { status: 301, headers: { location: '/dashboard/' }, body: undefined };

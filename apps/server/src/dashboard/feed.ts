@@ -59,6 +59,7 @@ export function feedStore(store: Store, feed: Feed): Store {
   return {
     kind: store.kind,
     close: () => store.close(),
+    ...(store.renameCollection ? { renameCollection: store.renameCollection.bind(store) } : {}),
     collection(name: string): StoreCollection {
       let collection = wrapped.get(name);
       if (collection === undefined) {

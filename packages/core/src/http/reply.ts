@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { isSvcError, SvcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Reply } from '../types.js';
+import { withoutPaths } from '../withoutPaths.js';
 import { bodyUnread } from './readBody.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -71,11 +72,18 @@ export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
     // Script failures were logged with file and line where they happened, a disk refusing writes
     // once by the store, with its folder (not once per refused write).
     if (err.status >= 500 && !LOGGED_WHERE_THEY_HAPPEN.has(err.code)) options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
-    const reply: Reply = { status: err.status, body: err.toJSON() };
+    const body = err.toJSON();
+    // A server-side failure's message may carry a cause's text (a file it could not write).
+    if (err.status >= 500 && body.message !== undefined) body.message = withoutPaths(body.message);
+    const reply: Reply = { status: err.status, body };
     if (err.headers) reply.headers = err.headers;
     return reply;
   }
   options.logger.error(`${options.where}: unexpected error`, { error: err });
-  const message = options.production ? 'internal server error' : err instanceof Error ? err.message : String(err);
+  // Development shows the message, but not the server's files (a system error names them: its
+  // code only); the log has them.
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const system = err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string' && typeof code === 'string';
+  const message = options.production ? 'internal server error' : system ? `internal server error (${code})` : withoutPaths(err instanceof Error ? err.message : String(err));
   return { status: 500, body: new SvcError('INTERNAL', message).toJSON() };
 }

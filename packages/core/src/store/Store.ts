@@ -80,6 +80,12 @@ export interface Store {
   readonly kind: string;
   /** The collection called `name` (see {@link assertCollectionName}); created on first write. */
   collection(name: string): StoreCollection;
+  /**
+   * Optional: gives collection `from` the name `to` in one step, when `to` holds no object (an
+   * empty `to` is dropped first). Answers false, having changed nothing, when `to` holds objects or
+   * the store cannot; the caller then moves the objects itself. Nothing may write to `to` meanwhile.
+   */
+  renameCollection?(from: string, to: string): Promise<boolean>;
   close(): Promise<void>;
 }
 

@@ -62,6 +62,8 @@ function guarded<T>(timeoutMs: number, operation: () => Promise<T>): Promise<T> 
 type Raw = { _id: string } & Document;
 
 const NAMESPACE_NOT_FOUND = 26;
+/** Unauthorized, CommandNotFound, NamespaceExists, CommandNotSupported, NotImplemented (FerretDB). */
+const RENAME_REFUSED = new Set([13, 59, 48, 115, 238]);
 
 /**
  * Connects to MongoDB (one client for the store's lifetime; `close()` closes it). Objects are
@@ -90,6 +92,28 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
         collections.set(name, collection);
       }
       return collection;
+    },
+    async renameCollection(from: string, to: string): Promise<boolean> {
+      assertCollectionName(from);
+      assertCollectionName(to);
+      return guarded(timeoutMS, async () => {
+        if ((await db.collection(to).countDocuments({}, { limit: 1 })) > 0) return false;
+        // FerretDB (v1.24) does not implement renameCollection's dropTarget: an empty target (its
+        // indexes made before any object) is dropped first.
+        await db.collection(to).drop().catch((err: unknown) => {
+          if (!(err instanceof MongoServerError && err.code === NAMESPACE_NOT_FOUND)) throw err;
+        });
+        try {
+          // One step on MongoDB (and a metadata change on FerretDB): the objects are under one name or the other.
+          await db.renameCollection(from, to);
+          return true;
+        } catch (err) {
+          if (err instanceof MongoServerError && err.code === NAMESPACE_NOT_FOUND) return true; // nothing to rename
+          // Not allowed, not implemented or raced by a write to `to`: the caller moves the objects.
+          if (err instanceof MongoServerError && typeof err.code === 'number' && RENAME_REFUSED.has(err.code)) return false;
+          throw err;
+        }
+      });
     },
     close: () => client.close(),
   };

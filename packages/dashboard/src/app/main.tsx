@@ -242,7 +242,7 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
           ))}
         </div>
         <label for="new-name">Name (its path: /name)</label>
-        <input id="new-name" value={name} placeholder="todos" onInput={(e) => setName((e.target as HTMLInputElement).value)} autoFocus />
+        <input id="new-name" value={name} placeholder="todos" maxLength={100} onInput={(e) => setName((e.target as HTMLInputElement).value)} autoFocus />
         {errors.name && <p class="field-error">{errors.name}</p>}
         {needed.map(([field, spec]) => (
           <div class="field" key={field}>
@@ -312,7 +312,9 @@ function RenameDialog({ resource, close, setApp }: { resource: ResourceView; clo
     e.preventDefault();
     setBusy(true);
     try {
-      const next = await call<AppView>('POST', `/dashboard/api/resources/${resource.name}/rename`, { to });
+      const next = await call<AppView & { notMoved?: number; message?: string }>('POST', `/dashboard/api/resources/${resource.name}/rename`, { to });
+      // Users whose username was taken under the new name stayed behind: the server says which.
+      if (next.notMoved) alert(next.message);
       setApp(next);
       close();
       go(`#/r/${to.replace(/^\/+|\/+$/g, '')}`);
@@ -326,7 +328,7 @@ function RenameDialog({ resource, close, setApp }: { resource: ResourceView; clo
       <form class="card modal" onSubmit={submit} onClick={(e) => e.stopPropagation()}>
         <h2>Rename /{resource.name}</h2>
         {isCollection(resource) && <p class="muted small">Its objects move with it. Signed-in users of a renamed user collection sign in again.</p>}
-        <input value={to} onInput={(e) => setTo((e.target as HTMLInputElement).value)} autoFocus aria-label="new name" />
+        <input value={to} maxLength={100} onInput={(e) => setTo((e.target as HTMLInputElement).value)} autoFocus aria-label="new name" />
         {error && <p class="field-error">{error}</p>}
         <div class="row end">
           <button type="button" class="btn ghost" onClick={close}>Cancel</button>

@@ -1,0 +1,53 @@
+import { mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SvcError } from '../src/errors.js';
+import { toErrorReply } from '../src/http/reply.js';
+import { withoutPaths } from '../src/withoutPaths.js';
+import type { Logger } from '../src/logger.js';
+
+// Issue 21, item 9: an unexpected error answered in development carried its message, and a
+// failed file operation's message names the server's files (ENAMETOOLONG ... mkdir '/srv/app/...').
+
+function capture(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const log = (message: string, fields?: Record<string, unknown>): void => void lines.push(`${message} ${String((fields?.error as Error | undefined)?.message)}`);
+  return { logger: { info: log, warn: log, error: log }, lines };
+}
+
+describe('error answers name no file of the server', () => {
+  it('a failed file operation answers its code only, in development too; the log has the path', async () => {
+    const path = join(tmpdir(), 'x'.repeat(300), 'y');
+    const err = await mkdir(path, { recursive: true }).then(() => undefined, (e: unknown) => e);
+    expect(String(err)).toContain(tmpdir());
+    for (const production of [false, true]) {
+      const { logger, lines } = capture();
+      const reply = toErrorReply(err, { production, logger, where: 'POST /x' });
+      expect(reply.status).toBe(500);
+      expect(JSON.stringify(reply.body)).not.toContain(tmpdir());
+      expect(JSON.stringify(reply.body)).not.toContain('xxxx');
+      expect(lines.join('\n')).toContain(path.slice(0, 40));
+    }
+    expect(toErrorReply(err, { production: false, logger: capture().logger, where: 'x' }).body).toEqual({ status: 500, message: 'internal server error (ENAMETOOLONG)' });
+  });
+
+  it('other unexpected errors keep their message in development, without paths of this machine', () => {
+    const reply = toErrorReply(new Error(`embedded store: ${join(process.cwd(), 'data', 'todos.db')} is corrupt`), { production: false, logger: capture().logger, where: 'GET /todos' });
+    expect(reply.body).toEqual({ status: 500, message: 'embedded store: … is corrupt' });
+  });
+
+  it('a server-side SvcError carrying a cause\'s text loses its paths too; client errors are left as they are', () => {
+    const logger = capture().logger;
+    const unavailable = new SvcError('UNAVAILABLE', "storage provider unreachable: EACCES: permission denied, open '/var/lib/svc/spool/x'");
+    expect(toErrorReply(unavailable, { production: true, logger, where: 'PUT /files/x' }).body).toEqual({ status: 503, message: "storage provider unreachable: EACCES: permission denied, open '…'" });
+    expect(toErrorReply(new SvcError('NOT_FOUND', 'no resource at /usr/x'), { production: true, logger, where: 'GET /usr/x' }).body).toEqual({ status: 404, message: 'no resource at /usr/x' });
+  });
+
+  it('withoutPaths keeps resource paths and URLs, removes absolute paths of this machine', () => {
+    expect(withoutPaths('no resource at /todos/1 (see https://example.com/usr/x)')).toBe('no resource at /todos/1 (see https://example.com/usr/x)');
+    expect(withoutPaths("EACCES: permission denied, open '/usr/lib/x.json'")).toBe("EACCES: permission denied, open '…'");
+    expect(withoutPaths(`cannot read ${tmpdir()}/app/config.json: bad`)).toBe('cannot read …: bad');
+    expect(withoutPaths('C:\\Users\\me\\app\\x.json: bad')).toBe('…: bad');
+  });
+});
