@@ -26,6 +26,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   passwordCost: int(4, 31),
   loginRateLimit: { kind: 'object', keys: { max: int(1), windowSeconds: int(1), maxPerAddress: int(1), slowdownMs: int(0) } },
   dashboard: { kind: 'boolean' },
+  realtime: { kind: 'object', keys: { maxSocketsPerAddress: int(0), maxSockets: int(0) } },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */

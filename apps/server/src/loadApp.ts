@@ -24,6 +24,8 @@ export interface AppSettings {
   loginRateLimit?: { max?: number; windowSeconds?: number; maxPerAddress?: number; slowdownMs?: number };
   /** false: no administration dashboard at /dashboard/ (default true). */
   dashboard?: boolean;
+  /** Socket.IO caps, per process: open sockets per client address (default 100) and in all (default 10000); 0: no cap. */
+  realtime?: { maxSocketsPerAddress?: number; maxSockets?: number };
   [key: string]: unknown;
 }
 

@@ -81,7 +81,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         : 'CORS: any origin may call with credentials (development default; production allows only app.json cors.origins)',
     );
   }
-  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins });
+  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins, caps: app.settings.realtime });
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
   if (options.db) logger.info('connecting to MongoDB (--db)');

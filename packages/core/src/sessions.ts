@@ -13,6 +13,13 @@ export interface SessionRecord {
   anonymous?: boolean;
 }
 
+/**
+ * Told the ids of stored sessions that just ended (logout, credentials changed, user deleted,
+ * idle expiry): realtime unbinds their sockets. The ending call waits for it, so that whatever
+ * follows (the HTTP answer, an emit) comes after; a listener must not throw.
+ */
+export type SessionEndListener = (sessionIds: readonly string[]) => void | Promise<void>;
+
 /** Options of the {@link SessionManager}. */
 export interface SessionManagerOptions {
   /** Idle time after which a session expires, seconds. Default 30 days. */
@@ -32,6 +39,9 @@ const ANON_RANDOM = 48;
 const ANON_MAC = 16;
 /** Verified anonymous ids remembered (a few MB at most). */
 const VERIFIED_MAX = 10_000;
+/** Expired sessions removed per batch of a sweep, and batches per sweep (the rest waits for the next). */
+const SWEEP_BATCH = 1000;
+const SWEEP_BATCHES = 100;
 
 /**
  * Sessions live in the store so that several server processes share them. A sid that is not a
@@ -53,6 +63,20 @@ export class SessionManager {
   ) {
     this.idleSeconds = options.idleSeconds ?? 30 * DAY;
     this.touchMs = (options.touchSeconds ?? Math.min(3600, this.idleSeconds / 10)) * 1000;
+  }
+
+  private readonly endListeners = new Set<SessionEndListener>();
+
+  /** Calls `listener` with the ids of every stored session that ends, by any path; answers a function that unsubscribes. */
+  onEnd(listener: SessionEndListener): () => void {
+    this.endListeners.add(listener);
+    return () => this.endListeners.delete(listener);
+  }
+
+  private async ended(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0 || this.endListeners.size === 0) return;
+    // The session is gone from the store already: a failing listener must not fail the logout.
+    await Promise.allSettled([...this.endListeners].map(async (listener) => listener(ids)));
   }
 
   /** HMAC-SHA256 key blocks (key XOR ipad, key XOR opad) of the anonymous-id key. */
@@ -133,16 +157,31 @@ export class SessionManager {
       const now = Date.now();
       return { id: sid, createdAt: now, lastSeen: now, anonymous: true };
     }
-    const doc = (await this.store.findOne({ id: sid })) as SessionRecord | null;
+    const doc = await this.loadStored(sid);
     if (doc === null) return null;
     const now = Date.now();
-    if (now - doc.lastSeen > this.idleSeconds * 1000) {
-      await this.store.remove({ id: sid });
-      return null;
-    }
     if (now - doc.lastSeen > this.touchMs) {
       doc.lastSeen = now;
       await this.store.update({ id: sid }, { $set: { lastSeen: now } });
+    }
+    return doc;
+  }
+
+  /**
+   * The stored (logged-in) session of `sid`, or null, without counting as a visit: `lastSeen` is
+   * not refreshed (realtime checks the sessions of open sockets with it). An expired one is removed.
+   */
+  async check(sid: string): Promise<SessionRecord | null> {
+    if (!SESSION_ID.test(sid) || sid === SECRET_ID || this.isAnonymous(sid)) return null;
+    return this.loadStored(sid);
+  }
+
+  private async loadStored(sid: string): Promise<SessionRecord | null> {
+    const doc = (await this.store.findOne({ id: sid })) as SessionRecord | null;
+    if (doc === null) return null;
+    if (Date.now() - doc.lastSeen > this.idleSeconds * 1000) {
+      if ((await this.store.remove({ id: sid })) > 0) await this.ended([sid]);
+      return null;
     }
     return doc;
   }
@@ -157,7 +196,8 @@ export class SessionManager {
 
   /**
    * Binds a user to a session under a fresh id (so an id known before login is worthless after
-   * it) and removes the old one.
+   * it) and removes the old one. That is no end: the same client goes on under the new id
+   * (realtime moves its sockets on the server's session change).
    */
   async login(previousId: string | undefined, uid: string, path: string): Promise<SessionRecord> {
     const now = Date.now();
@@ -173,16 +213,34 @@ export class SessionManager {
   /** Destroys a session (logout). */
   async destroy(id: string): Promise<void> {
     if (id === SECRET_ID) return;
-    await this.store.remove({ id });
+    if ((await this.store.remove({ id })) > 0) await this.ended([id]);
   }
 
-  /** Ends every session of a user but one (a changed username or password). */
+  /**
+   * Ends every session of a user but one (a changed username or password; none kept: the user
+   * was deleted). The sessions found are removed by id, so that each one removed is told ended.
+   */
   async endUserSessions(uid: string, keepId?: string): Promise<number> {
-    return this.store.remove(keepId === undefined ? { uid } : { uid, id: { $ne: keepId } });
+    const found = await this.store.find(keepId === undefined ? { uid } : { uid, id: { $ne: keepId } }, { fields: { id: 1 } });
+    return this.removeEnded(found.map((d) => d.id));
   }
 
   /** Removes expired sessions; answers how many. */
   async sweep(now = Date.now()): Promise<number> {
-    return this.store.remove({ lastSeen: { $lt: now - this.idleSeconds * 1000 }, id: { $ne: SECRET_ID } });
+    let removed = 0;
+    for (let batch = 0; batch < SWEEP_BATCHES; batch++) {
+      const found = await this.store.find({ lastSeen: { $lt: now - this.idleSeconds * 1000 }, id: { $ne: SECRET_ID } }, { fields: { id: 1 }, limit: SWEEP_BATCH });
+      removed += await this.removeEnded(found.map((d) => d.id));
+      if (found.length < SWEEP_BATCH) break;
+    }
+    return removed;
+  }
+
+  private async removeEnded(ids: string[]): Promise<number> {
+    const end = ids.filter((id) => id !== SECRET_ID);
+    if (end.length === 0) return 0;
+    const removed = await this.store.remove({ id: { $in: end } });
+    await this.ended(end);
+    return removed;
   }
 }
