@@ -51,6 +51,22 @@ describe('@svc/realtime: the sockets of an ended session get no user message', (
     expect(got).toEqual([[], []]);
   });
 
+  it('deleting users by a condition on id (DELETE /users?id={"$in":[...]}) ends their sessions too', async () => {
+    const [c1, c2] = [new HttpClient(t.url), new HttpClient(t.url)];
+    const ids = [await signUpAndLogin(c1, 'bulk-1'), await signUpAndLogin(c2, 'bulk-2')];
+    const [s1, s2] = [await c1.socket(), await c2.socket()];
+    sockets.push(s1, s2);
+    const notices = [collect(s1, SESSION_ENDED_EVENT), collect(s2, SESSION_ENDED_EVENT)];
+    const got = [collect(s1, 'dm'), collect(s2, 'dm')];
+    const query = encodeURIComponent(JSON.stringify({ $in: ids }));
+    const removed = await fetch(`${t.url}/users?id=${query}`, { method: 'DELETE', headers: { 'svc-ssh-key': 'dev' } });
+    expect(removed.status).toBe(204);
+    for (const id of ids) t.realtime.io!.to(`u:${id}`).emit('dm', 'to the room');
+    await until(() => notices.every((n) => n.length === 1));
+    await settle();
+    expect(got).toEqual([[], []]);
+  });
+
   it('a socket of an ended session stays connected as an anonymous one: broadcasts still reach it, and a new login binds it again', async () => {
     const client = new HttpClient(t.url);
     const id = await signUpAndLogin(client, 'rebind');
