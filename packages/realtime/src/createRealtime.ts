@@ -81,6 +81,8 @@ function fastAdapterFactory(nsp: Namespace): Adapter {
 
 /** Longest wait between two checks of a bound session's expiry (an end this process missed, e.g. with Redis down, is noticed by then). */
 const RECHECK_MS = 5 * 60 * 1000;
+/** Longest wait for the other processes to confirm an end (the adapter's own request timeout is 5 s). */
+const PEER_WAIT_MS = 6000;
 /** After a failed check (store down), the next one. */
 const RETRY_MS = 30 * 1000;
 /** How long an ended session id is remembered, for a bind that loaded it just before it ended. */
@@ -140,8 +142,8 @@ class SocketIoRealtime implements SocketRealtime {
       ...(this.redis ? { adapter: this.redis.adapter } : fastDeliveryAvailable() ? { adapter: fastAdapterFactory } : {}),
     });
     io.engine.on('connection', (conn: { request: IncomingMessage; once(event: 'close', fn: () => void): void }) => {
-      this.caps.opened(conn.request);
-      conn.once('close', () => this.caps.closed(conn.request));
+      const key = this.caps.opened(conn.request);
+      conn.once('close', () => this.caps.closed(key));
     });
     io.use((socket, next) => {
       this.bindFromCookie(socket).then(
@@ -178,6 +180,10 @@ class SocketIoRealtime implements SocketRealtime {
       if (event?.t === 'end') for (const id of event.ids) this.endLocally(id);
       else this.logger.warn('realtime: ignored a malformed session event from another process');
       if (typeof ack === 'function') ack(true);
+    });
+    // Ends told while Redis was down never arrived: check every session with sockets here now.
+    this.redis?.onReconnect(() => {
+      for (const sid of [...this.watches.keys()]) this.watchAgainIn(sid, 0);
     });
     io.on(PEER_MOVED, (value) => {
       const event = parseSessionEvent(value);
@@ -242,17 +248,30 @@ class SocketIoRealtime implements SocketRealtime {
    * A session ended (told by the session manager of this process): its sockets here are unbound
    * at once, and those of the other processes (Redis) before this resolves, so that an emit made
    * after the logout's answer, by any process, reaches none of them. A process that does not
-   * answer in the adapter's request timeout (5 s) delays the answer that long, no more.
+   * answer in the adapter's request timeout (5 s) delays the answer that long, no more; with Redis
+   * down nothing waits.
    */
   private async endSessions(ids: readonly string[]): Promise<void> {
     for (const id of ids) this.endLocally(id);
     const io = this.ioServer;
     if (!this.redis || !io) return;
+    // Each process still checks its sockets' sessions at least every RECHECK_MS: an end that
+    // could not be told is noticed by then.
+    if (!this.redis.isReady()) {
+      this.logger.warn('realtime: Redis is down; the other processes unbind the sockets of ended sessions at their next check', { ids: ids.length });
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await io.serverSideEmitWithAck(PEER_ENDED, { t: 'end', ids: [...ids] } satisfies SessionEvent);
+      // The adapter times out peers that do not answer; this also bounds its count of them.
+      await Promise.race([
+        io.serverSideEmitWithAck(PEER_ENDED, { t: 'end', ids: [...ids] } satisfies SessionEvent),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${PEER_WAIT_MS} ms`)), PEER_WAIT_MS))),
+      ]);
     } catch (err) {
-      // Each process still checks its sockets' sessions at least every RECHECK_MS.
       this.logger.warn('realtime: not every process confirmed that it unbound the sockets of ended sessions', { error: err });
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -28,24 +28,22 @@ export class SocketCaps {
     return undefined;
   }
 
-  opened(req: IncomingMessage): void {
+  /** Counts a connection just made; answers the key to give {@link closed} when it closes. */
+  opened(req: IncomingMessage): string {
+    // Taken now: the request's TCP socket may be gone by the time the connection closes.
     const key = addressKey(req);
     this.perAddress.set(key, (this.perAddress.get(key) ?? 0) + 1);
     this.total++;
+    return key;
   }
 
-  closed(req: IncomingMessage): void {
-    const key = addressKey(req);
+  closed(key: string): void {
     const left = (this.perAddress.get(key) ?? 1) - 1;
     if (left <= 0) this.perAddress.delete(key);
     else this.perAddress.set(key, left);
     this.total--;
   }
 
-  /** Open connections from the address of `req` (tests, metrics). */
-  countOf(req: IncomingMessage): number {
-    return this.perAddress.get(addressKey(req)) ?? 0;
-  }
 }
 
 /** The peer address a connection counts under: IPv4 as is (also when IPv4-mapped), IPv6 by /64. */
