@@ -309,7 +309,8 @@ class SocketIoRealtime implements SocketRealtime {
    */
   private watch(sid: string, lastSeen: number): void {
     const server = this.server;
-    if (!server) return;
+    // Not once closed (a bind that was loading when close() ran).
+    if (!server || !this.ioServer) return;
     const previous = this.watches.get(sid);
     if (previous) clearTimeout(previous.timer);
     const expiresIn = lastSeen + server.sessions.idleSeconds * 1000 - Date.now();
