@@ -83,6 +83,8 @@ function fastAdapterFactory(nsp: Namespace): Adapter {
 const RECHECK_MS = 5 * 60 * 1000;
 /** Longest wait for the other processes to confirm an end (the adapter's own request timeout is 5 s). */
 const PEER_WAIT_MS = 6000;
+/** Session binds of one socket waiting or running at once; more are refused. */
+const MAX_PENDING_BINDS = 2;
 /** After a failed check (store down), the next one. */
 const RETRY_MS = 30 * 1000;
 /** How long an ended session id is remembered, for a bind that loaded it just before it ended. */
@@ -156,14 +158,23 @@ class SocketIoRealtime implements SocketRealtime {
       );
     });
     io.on('connection', (socket) => {
+      // Binds run one after the other (the last one asked wins); a socket flooding binds gets
+      // { ok: false } for those past MAX_PENDING_BINDS instead of one store read each.
+      let pending = 0;
+      let chain: Promise<unknown> = Promise.resolve();
       socket.on(SESSION_EVENT, (sessionId, ack) => {
-        this.rebind(socket, sessionId).then(
-          (answer) => ack?.(answer),
-          (err: unknown) => {
-            this.logger.warn('realtime: could not bind a socket to its session', { error: err });
-            ack?.({ ok: false });
-          },
-        );
+        if (pending >= MAX_PENDING_BINDS) return ack?.({ ok: false });
+        pending++;
+        chain = chain
+          .then(() => this.rebind(socket, sessionId))
+          .then(
+            (answer) => ack?.(answer),
+            (err: unknown) => {
+              this.logger.warn('realtime: could not bind a socket to its session', { error: err });
+              ack?.({ ok: false });
+            },
+          )
+          .finally(() => pending--);
       });
       socket.on('disconnect', () => {
         if (socket.data.sid !== undefined) this.unwatchIfGone(socket.data.sid);

@@ -67,6 +67,20 @@ describe('@svc/realtime: the sockets of an ended session get no user message', (
     expect(got).toEqual([[], []]);
   });
 
+  it(`attacker: a flood of '${SESSION_EVENT}' from one socket is refused past two pending binds (no store read each)`, async () => {
+    const client = new HttpClient(t.url);
+    const id = await signUpAndLogin(client, 'flood');
+    const socket = await client.socket(t.url);
+    sockets.push(socket);
+    const answers = (await Promise.all(Array.from({ length: 50 }, () => socket.timeout(5000).emitWithAck(SESSION_EVENT, client.sid)))) as { ok: boolean }[];
+    // Sent in one turn, they arrive together: most find two binds already pending.
+    const bound = answers.filter((a) => a.ok).length;
+    expect(bound).toBeGreaterThanOrEqual(1);
+    expect(bound).toBeLessThan(25);
+    // Still bound to the session, and binds work again once the flood is answered.
+    expect(await socket.timeout(2000).emitWithAck(SESSION_EVENT, client.sid)).toEqual({ ok: true, uid: id });
+  });
+
   it('a socket of an ended session stays connected as an anonymous one: broadcasts still reach it, and a new login binds it again', async () => {
     const client = new HttpClient(t.url);
     const id = await signUpAndLogin(client, 'rebind');
