@@ -29,7 +29,8 @@ async function startSvc() {
   const store = await createEmbeddedStore({ dir });
   const users = new UserCollection({ path: '/users', properties: {}, store: store.collection('users'), passwordCost: 4 });
   const server = await createServer({ store, resources: [users], logger: silentLogger });
-  const realtime = createRealtime({ logger: silentLogger });
+  // Every bench client connects from 127.0.0.1: no socket caps (raw Socket.IO has none either).
+  const realtime = createRealtime({ logger: silentLogger, maxSocketsPerAddress: 0, maxSockets: 0 });
   await realtime.attach(server);
   const port = await server.listen(0, '127.0.0.1');
   return {
