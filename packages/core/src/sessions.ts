@@ -1,6 +1,6 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createSessionId } from './ids.js';
-import type { StoreCollection } from './store/Store.js';
+import type { Filter, StoreCollection } from './store/Store.js';
 
 /** A stored session. */
 export interface SessionRecord {
@@ -39,9 +39,11 @@ const ANON_RANDOM = 48;
 const ANON_MAC = 16;
 /** Verified anonymous ids remembered (a few MB at most). */
 const VERIFIED_MAX = 10_000;
-/** Expired sessions removed per batch of a sweep, and batches per sweep (the rest waits for the next). */
-const SWEEP_BATCH = 1000;
+/** Sessions ended per batch (one store removal, one notice to the listeners). */
+const END_BATCH = 1000;
+/** Batches per sweep (the rest waits for the next), and per user whose sessions all end. */
 const SWEEP_BATCHES = 100;
+const END_BATCHES = 1000;
 
 /**
  * Sessions live in the store so that several server processes share them. A sid that is not a
@@ -221,17 +223,21 @@ export class SessionManager {
    * was deleted). The sessions found are removed by id, so that each one removed is told ended.
    */
   async endUserSessions(uid: string, keepId?: string): Promise<number> {
-    const found = await this.store.find(keepId === undefined ? { uid } : { uid, id: { $ne: keepId } }, { fields: { id: 1 } });
-    return this.removeEnded(found.map((d) => d.id));
+    return this.removeInBatches(keepId === undefined ? { uid } : { uid, id: { $ne: keepId } }, END_BATCHES);
   }
 
   /** Removes expired sessions; answers how many. */
   async sweep(now = Date.now()): Promise<number> {
+    return this.removeInBatches({ lastSeen: { $lt: now - this.idleSeconds * 1000 }, id: { $ne: SECRET_ID } }, SWEEP_BATCHES);
+  }
+
+  /** Ends the sessions matching `filter`, a batch of ids at a time (the listeners get each batch). */
+  private async removeInBatches(filter: Filter, batches: number): Promise<number> {
     let removed = 0;
-    for (let batch = 0; batch < SWEEP_BATCHES; batch++) {
-      const found = await this.store.find({ lastSeen: { $lt: now - this.idleSeconds * 1000 }, id: { $ne: SECRET_ID } }, { fields: { id: 1 }, limit: SWEEP_BATCH });
+    for (let batch = 0; batch < batches; batch++) {
+      const found = await this.store.find(filter, { fields: { id: 1 }, limit: END_BATCH });
       removed += await this.removeEnded(found.map((d) => d.id));
-      if (found.length < SWEEP_BATCH) break;
+      if (found.length < END_BATCH) break;
     }
     return removed;
   }

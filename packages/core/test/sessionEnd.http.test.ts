@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +91,18 @@ describe('SessionManager.onEnd', () => {
     expect(ended).toEqual(sids);
   });
 
+  it('many sessions end in batches of 1000 (one removal and one notice each)', async () => {
+    const batches: number[] = [];
+    const stop = t.server.sessions.onEnd((ids) => void batches.push(ids.length));
+    const sessions = store.collection('_sessions');
+    const now = Date.now();
+    for (let i = 0; i < 2500; i++) await sessions.insert({ id: randomBytes(64).toString('hex'), uid: 'many', path: '/users', createdAt: now, lastSeen: now });
+    expect(await t.server.sessions.endUserSessions('many')).toBe(2500);
+    stop();
+    expect(batches).toEqual([1000, 1000, 500]);
+    expect(await sessions.count({ uid: 'many' })).toBe(0);
+  });
+
   it('check() does not count as a visit; a login replaces the previous session without ending it', async () => {
     const { name } = await user();
     const c = await loggedIn(name);
@@ -97,7 +110,7 @@ describe('SessionManager.onEnd', () => {
     const old = Date.now() - 30_000;
     await sessions.update({ id: c.sid! }, { $set: { lastSeen: old } });
     expect((await t.server.sessions.check(c.sid!))?.lastSeen).toBe(old);
-    expect(((await sessions.findOne({ id: c.sid! })) as { lastSeen: number }).lastSeen).toBe(old);
+    expect((await sessions.findOne({ id: c.sid! }))?.lastSeen).toBe(old);
     await c.request('POST', '/users/login', { body: { username: name, password: 'pw' } });
     expect(ended).toEqual([]);
   });
