@@ -83,6 +83,8 @@ function fastAdapterFactory(nsp: Namespace): Adapter {
 const RECHECK_MS = 5 * 60 * 1000;
 /** Longest wait for the other processes to confirm an end (the adapter's own request timeout is 5 s). */
 const PEER_WAIT_MS = 6000;
+/** At most one log line per this time about refused handshakes. */
+const REFUSAL_LOG_MS = 60 * 1000;
 /** Session binds of one socket waiting or running at once; more are refused. */
 const MAX_PENDING_BINDS = 2;
 /** After a failed check (store down), the next one. */
@@ -116,6 +118,7 @@ class SocketIoRealtime implements SocketRealtime {
   /** Session ids ended lately (here or told by Redis), oldest first: id -> when. */
   private readonly endedLately = new Map<string, number>();
   private readonly caps: SocketCaps;
+  private lastRefusalLog = 0;
 
   constructor(private readonly options: RealtimeOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -138,8 +141,15 @@ class SocketIoRealtime implements SocketRealtime {
       // New handshakes only: the engine asks before it makes a socket.
       allowRequest: (req: IncomingMessage, callback: (err: string | null | undefined, success: boolean) => void) => {
         const refusal = this.caps.refusal(req);
-        if (refusal === undefined) callback(null, true);
-        else callback(refusal, false);
+        if (refusal === undefined) return callback(null, true);
+        callback(refusal, false);
+        // An operator should hear of it, but a flood of refusals must not flood the log.
+        const now = Date.now();
+        if (now - this.lastRefusalLog < REFUSAL_LOG_MS) return;
+        this.lastRefusalLog = now;
+        this.logger.warn(
+          `realtime: refused a socket from ${req.socket.remoteAddress ?? 'an unknown address'}: ${refusal} (app.json realtime.maxSocketsPerAddress and realtime.maxSockets; behind a reverse proxy every client has the proxy's address); further refusals in the next minute are not logged`,
+        );
       },
       ...(this.redis ? { adapter: this.redis.adapter } : fastDeliveryAvailable() ? { adapter: fastAdapterFactory } : {}),
     });

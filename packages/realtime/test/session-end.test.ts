@@ -158,10 +158,11 @@ describe('@svc/realtime: socket caps', () => {
   let perAddress: RtServer;
   let total: RtServer;
   const sockets: Socket[] = [];
+  const warnings: string[] = [];
 
   beforeAll(async () => {
     store = await makeStore();
-    perAddress = await startRtServer(store.store, { maxSocketsPerAddress: 4 });
+    perAddress = await startRtServer(store.store, { maxSocketsPerAddress: 4, logger: { info() {}, error() {}, warn: (line) => warnings.push(line) } });
     total = await startRtServer(store.store, { maxSocketsPerAddress: 0, maxSockets: 2 });
   });
   afterAll(async () => {
@@ -208,6 +209,8 @@ describe('@svc/realtime: socket caps', () => {
     await polling.text();
     for (const s of accepted) s.close();
     await until(() => engineCount(perAddress) === 0);
+    // The operator hears of it once a minute, however many are refused.
+    expect(warnings.filter((w) => w.startsWith('realtime: refused a socket from 127.0.0.1: too many realtime connections from this address (limit 4)'))).toHaveLength(1);
   });
 
   it('the total cap refuses the socket past it, whatever the address', async () => {
