@@ -74,8 +74,8 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'svc-redis-outage-'));
     const files: Record<string, string> = {
-      'resources/notes/config.json': JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' } } }),
-      'resources/notes/post.js': "emit('notes:create', { text: this.text });",
+      'resources/notes/config.json': JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' }, to: { type: 'string' } } }),
+      'resources/notes/post.js': "emit('notes:create', { text: this.text });\nif (this.to) emit('users', { username: this.to }, 'note', { text: this.text });",
       'resources/users/config.json': JSON.stringify({ type: 'UserCollection', properties: {} }),
       'app.json': JSON.stringify({ passwordCost: 4 }),
     };
@@ -120,8 +120,15 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
     // Login limits are shared over Redis; while it is down each process counts on its own.
     const login = (password: string) => fetch(`${svc.url}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ann', password }) });
     const loginStarted = performance.now();
-    expect((await login('right')).status).toBe(200);
+    const loggedIn = await login('right');
+    expect(loggedIn.status).toBe(200);
     expect(performance.now() - loginStarted).toBeLessThan(2500);
+    // A logout tells the other processes to unbind the session's sockets; with Redis down it does
+    // not wait for them (they notice at their next check of the session).
+    const cookie = loggedIn.headers.getSetCookie().find((c) => c.startsWith('sid='))!.split(';')[0]!;
+    const logoutStarted = performance.now();
+    expect((await fetch(`${svc.url}/users/logout`, { method: 'POST', headers: { cookie } })).status).toBe(204);
+    expect(performance.now() - logoutStarted).toBeLessThan(2500);
     for (let i = 0; i < 10; i++) expect((await login('wrong')).status).toBe(401);
     expect((await login('wrong')).status).toBe(429);
 
@@ -133,5 +140,44 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
       return got.includes('after');
     }, 30_000);
     expect(got).toContain('after');
+  }, 90_000);
+
+  it("a session ended while Redis is down stops reaching its socket on the other process once Redis is back", async () => {
+    const json = { 'content-type': 'application/json' };
+    // The pool's kept-alive connection to A may be closing (idle since the outage above): one
+    // request that may fail leaves a fresh one for the test.
+    await fetch(`${a.url}/notes`).then((r) => r.text()).catch(() => undefined);
+    expect((await fetch(`${a.url}/users`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'cy', password: 'pw' }) })).status).toBe(200);
+    // cy's client on A, and a second session of cy's through the other process.
+    const old = createClient(a.url);
+    await new Promise<void>((resolve) => old.socketReady(resolve));
+    await old('users').exec('login', { username: 'cy', password: 'pw' });
+    const [notes, ended] = [[] as unknown[], [] as unknown[]];
+    old.on('note', (d) => notes.push(d));
+    old.on('svc:session-ended', () => ended.push(true));
+    const onB = await fetch(`${svc.url}/users/login`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'cy', password: 'pw' }) });
+    const { uid } = (await onB.json()) as { uid: string };
+    const cookie = onB.headers.getSetCookie().find((c) => c.startsWith('sid='))!.split(';')[0]!;
+
+    redis?.kill('SIGKILL');
+    await until(async () => !(await answers(port)));
+    // Ends cy's other sessions (the client's on A): A cannot be told now.
+    const changed = await fetch(`${svc.url}/users/${uid}`, { method: 'PUT', headers: { ...json, cookie }, body: JSON.stringify({ password: 'new' }) });
+    expect(changed.status).toBe(200);
+    await startRedis();
+    // On reconnecting, A checks the sessions of its sockets.
+    await until(() => ended.length === 1, 30_000);
+    const fresh = createClient(svc.url);
+    await new Promise<void>((resolve) => fresh.socketReady(resolve));
+    await fresh('users').exec('login', { username: 'cy', password: 'new' });
+    const freshNotes: unknown[] = [];
+    fresh.on('note', (d) => freshNotes.push(d));
+    await fetch(`${svc.url}/notes`, { method: 'POST', headers: json, body: JSON.stringify({ text: 'for cy', to: 'cy' }) });
+    await fetch(`${a.url}/notes`, { method: 'POST', headers: json, body: JSON.stringify({ text: 'for cy via a', to: 'cy' }) });
+    await until(() => freshNotes.length === 2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(notes).toEqual([]);
+    old.close();
+    fresh.close();
   }, 90_000);
 });

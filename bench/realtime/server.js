@@ -28,9 +28,10 @@ async function startSvc() {
   const dir = await mkdtemp(join(tmpdir(), 'svc-rt-bench-'));
   const store = await createEmbeddedStore({ dir });
   const users = new UserCollection({ path: '/users', properties: {}, store: store.collection('users'), passwordCost: 4 });
-  // Every socket of the benchmark comes from 127.0.0.1: no per-address share (256 by default).
+  // Every socket of the benchmark comes from 127.0.0.1: no per-address connection share (256 by
+  // default) and no socket caps (raw Socket.IO has none either).
   const server = await createServer({ store, resources: [users], logger: silentLogger, http: { maxConnectionsPerAddress: 0 } });
-  const realtime = createRealtime({ logger: silentLogger });
+  const realtime = createRealtime({ logger: silentLogger, maxSocketsPerAddress: 0, maxSockets: 0 });
   await realtime.attach(server);
   const port = await server.listen(0, '127.0.0.1');
   return {

@@ -26,6 +26,8 @@ export interface AppSettings {
   dashboard?: boolean;
   /** Timeouts and connection caps of the server (defaults: DEFAULT_HTTP_LIMITS of @svc/core). */
   http?: HttpLimits;
+  /** Socket.IO caps, per process: open sockets per client address (default 100) and in all (default 10000); 0: no cap. */
+  realtime?: { maxSocketsPerAddress?: number; maxSockets?: number };
   [key: string]: unknown;
 }
 

@@ -20,6 +20,8 @@ export interface LiveRealtimeOptions {
   logger: Logger;
   /** The app's CORS origins, for the socket handshake. */
   origins?: '*' | readonly string[] | undefined;
+  /** app.json `realtime`: the socket caps. */
+  caps?: { maxSocketsPerAddress?: number | undefined; maxSockets?: number | undefined } | undefined;
 }
 
 interface Attachable {
@@ -40,6 +42,8 @@ export function createLiveRealtime(options: LiveRealtimeOptions): LiveRealtime {
       logger: options.logger,
       ...(options.redis ? { redisUrl: options.redis } : {}),
       ...(options.origins !== undefined ? { cors: { origins: options.origins } } : {}),
+      ...(options.caps?.maxSocketsPerAddress !== undefined ? { maxSocketsPerAddress: options.caps.maxSocketsPerAddress } : {}),
+      ...(options.caps?.maxSockets !== undefined ? { maxSockets: options.caps.maxSockets } : {}),
     });
   let attached = false;
   return {

@@ -88,7 +88,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   if (httpServer && app.settings.http !== undefined) {
     logger.warn('app.json "http" (timeouts, connection caps) applies to svc\'s own server: the host application\'s server keeps its own settings');
   }
-  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins });
+  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins, caps: app.settings.realtime });
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
   if (options.db) logger.info('connecting to MongoDB (--db)');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@svc/core';
 import { loadApp } from '@svc/server';
-import { writeApp } from './helpers/app.js';
+import { runApp, writeApp } from './helpers/app.js';
 import { runSvc } from './cli.js';
 
 // Issue 15 (8): app.json and config.json are checked at start, naming the file and the key.
@@ -32,6 +32,7 @@ describe('app.json and config.json validation', () => {
       databaseTimeoutMs: 3000,
       passwordCost: 10,
       loginRateLimit: { max: 5, windowSeconds: 60, maxPerAddress: 50, slowdownMs: 0 },
+      realtime: { maxSocketsPerAddress: 20, maxSockets: 0 },
     };
     expect(await loadError({ 'app.json': full })).toBe('loaded');
     expect(await loadError({ 'app.json': '' })).toBe('loaded');
@@ -44,6 +45,7 @@ describe('app.json and config.json validation', () => {
     expect(await loadError({ 'app.json': { scripts: { timeout: 5 } } })).toMatch(/unknown key "scripts.timeout" \(did you mean "scripts.timeoutMs"\?\)/);
     expect(await loadError({ 'app.json': { cors: { origins: ['https://a.example.com/path'] } } })).toMatch(/"cors.origins" must be "\*" or an array of origins/);
     expect(await loadError({ 'app.json': { passwordCost: 99 } })).toMatch(/"passwordCost" must be a whole number from 4 to 31, not 99/);
+    expect(await loadError({ 'app.json': { realtime: { maxSocketsPerAddress: -1 } } })).toMatch(/"realtime.maxSocketsPerAddress" must be a whole number >= 0, not -1/);
     expect(await loadError({ 'app.json': [] })).toBe('<app>/app.json: must be a JSON object of settings');
     expect(await loadError({ 'app.json': '{"bodyLimit": ' })).toMatch(/^<app>\/app\.json: invalid JSON/);
   });
@@ -59,5 +61,33 @@ describe('app.json and config.json validation', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toBe(`svc: ${join(dir, 'app.json')}: "bodyLimit" must be a whole number >= 1, not "big"\n`);
     await rm(dir, { recursive: true, force: true });
+  });
+});
+
+describe('app.json realtime caps', () => {
+  it('realtime.maxSocketsPerAddress refuses the handshake past it (403, saying why), and a closed socket frees its slot', async () => {
+    const t = await runApp({ 'resources/todos/config.json': { type: 'Collection', properties: {} }, 'app.json': { realtime: { maxSocketsPerAddress: 2 } } });
+    try {
+      const handshake = () => fetch(`${t.url}/socket.io/?EIO=4&transport=polling`);
+      // A polling handshake opens a socket that stays until closed (or its ping times out).
+      const sids: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const res = await handshake();
+        expect(res.status).toBe(200);
+        sids.push((JSON.parse((await res.text()).slice(1)) as { sid: string }).sid);
+      }
+      const refused = await handshake();
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toMatchObject({ message: expect.stringMatching(/too many realtime connections from this address \(limit 2\)/) as unknown });
+      // Engine.IO's close packet ('1') over polling.
+      const closed = await fetch(`${t.url}/socket.io/?EIO=4&transport=polling&sid=${sids[0]!}`, { method: 'POST', body: '1', headers: { 'content-type': 'text/plain' } });
+      expect(closed.status).toBe(200);
+      await closed.text();
+      const again = await handshake();
+      expect(again.status).toBe(200);
+      await again.text();
+    } finally {
+      await t.close();
+    }
   });
 });

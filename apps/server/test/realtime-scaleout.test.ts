@@ -99,4 +99,27 @@ describe.skipIf(missing !== '')('scale-out: two svc processes sharing one MongoD
     await new Promise((r) => setTimeout(r, 300));
     expect(got).toEqual([[{ text: 'for ann' }], [], []]);
   });
+
+  it("a password change through B ends the session of the user's client on A: its socket gets no more of that user's messages", async () => {
+    await signUp(a.url, 'cy');
+    const old = client(a.url);
+    await new Promise<void>((resolve) => old.socketReady(resolve));
+    await old('users').exec('login', { username: 'cy', password: 'pw' });
+    const other = client(b.url);
+    await new Promise<void>((resolve) => other.socketReady(resolve));
+    await other('users').exec('login', { username: 'cy', password: 'pw' });
+    const [cy] = (await (await fetch(`${b.url}/users?username=cy`, { headers: { 'svc-ssh-key': 'k' } })).json()) as { id: string }[];
+    await other('users').put(cy!.id, { password: 'changed' });
+    const got = [old, other].map((c) => {
+      const list: unknown[] = [];
+      c.on('note', (d) => list.push(d));
+      return list;
+    });
+    // Right after the change's answer, through each process.
+    await client(a.url)('notes').post({ text: 'via a', to: 'cy' });
+    await client(b.url)('notes').post({ text: 'via b', to: 'cy' });
+    await until(() => got[1]!.length === 2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(got[0]).toEqual([]);
+  });
 });

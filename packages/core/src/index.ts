@@ -16,7 +16,7 @@ export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome }
 export { DuplicateKeyError } from './store/Store.js';
 export type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './store/Store.js';
 export { SessionManager } from './sessions.js';
-export type { SessionManagerOptions, SessionRecord } from './sessions.js';
+export type { SessionEndListener, SessionManagerOptions, SessionRecord } from './sessions.js';
 export { createConsoleLogger, silentLogger } from './logger.js';
 export type { Logger } from './logger.js';
 export { createId } from './ids.js';

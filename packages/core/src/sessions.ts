@@ -1,7 +1,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isSvcError } from './errors.js';
 import { createSessionId } from './ids.js';
-import type { StoreCollection } from './store/Store.js';
+import type { Filter, StoreCollection } from './store/Store.js';
 
 /** A stored session. */
 export interface SessionRecord {
@@ -13,6 +13,13 @@ export interface SessionRecord {
   /** Not stored: a visitor without a login (see SessionManager). */
   anonymous?: boolean;
 }
+
+/**
+ * Told the ids of stored sessions that just ended (logout, credentials changed, user deleted,
+ * idle expiry): realtime unbinds their sockets. The ending call waits for it, so that whatever
+ * follows (the HTTP answer, an emit) comes after; a listener must not throw.
+ */
+export type SessionEndListener = (sessionIds: readonly string[]) => void | Promise<void>;
 
 /** Options of the {@link SessionManager}. */
 export interface SessionManagerOptions {
@@ -33,6 +40,11 @@ const ANON_RANDOM = 48;
 const ANON_MAC = 16;
 /** Verified anonymous ids remembered (a few MB at most). */
 const VERIFIED_MAX = 10_000;
+/** Sessions ended per batch (one store removal, one notice to the listeners). */
+const END_BATCH = 1000;
+/** Batches per sweep (the rest waits for the next), and per user whose sessions all end. */
+const SWEEP_BATCHES = 100;
+const END_BATCHES = 1000;
 
 /**
  * Sessions live in the store so that several server processes share them. A sid that is not a
@@ -54,6 +66,20 @@ export class SessionManager {
   ) {
     this.idleSeconds = options.idleSeconds ?? 30 * DAY;
     this.touchMs = (options.touchSeconds ?? Math.min(3600, this.idleSeconds / 10)) * 1000;
+  }
+
+  private readonly endListeners = new Set<SessionEndListener>();
+
+  /** Calls `listener` with the ids of every stored session that ends, by any path; answers a function that unsubscribes. */
+  onEnd(listener: SessionEndListener): () => void {
+    this.endListeners.add(listener);
+    return () => this.endListeners.delete(listener);
+  }
+
+  private async ended(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0 || this.endListeners.size === 0) return;
+    // The session is gone from the store already: a failing listener must not fail the logout.
+    await Promise.allSettled([...this.endListeners].map(async (listener) => listener(ids)));
   }
 
   /** HMAC-SHA256 key blocks (key XOR ipad, key XOR opad) of the anonymous-id key. */
@@ -136,18 +162,40 @@ export class SessionManager {
       const now = Date.now();
       return { id: sid, createdAt: now, lastSeen: now, anonymous: true };
     }
-    const doc = (await this.store.findOne({ id: sid })) as SessionRecord | null;
+    const doc = await this.loadStored(sid);
     if (doc === null) return null;
     const now = Date.now();
-    // On a disk that refuses writes (full, failing) a session is still read: its expiry and its
-    // touch are written when they can be (the sweep removes it later), not made the request's failure.
-    if (now - doc.lastSeen > this.idleSeconds * 1000) {
-      await this.store.remove({ id: sid }).catch(unlessDiskRefused);
-      return null;
-    }
     if (now - doc.lastSeen > this.touchMs) {
       doc.lastSeen = now;
       await this.store.update({ id: sid }, { $set: { lastSeen: now } }).catch(unlessDiskRefused);
+    }
+    return doc;
+  }
+
+  /**
+   * The stored (logged-in) session of `sid`, or null, without counting as a visit: `lastSeen` is
+   * not refreshed (realtime checks the sessions of open sockets with it). An expired one is removed.
+   */
+  async check(sid: string): Promise<SessionRecord | null> {
+    if (!SESSION_ID.test(sid) || sid === SECRET_ID || this.isAnonymous(sid)) return null;
+    return this.loadStored(sid);
+  }
+
+  private async loadStored(sid: string): Promise<SessionRecord | null> {
+    const doc = (await this.store.findOne({ id: sid })) as SessionRecord | null;
+    if (doc === null) return null;
+    if (Date.now() - doc.lastSeen > this.idleSeconds * 1000) {
+      // On a disk that refuses writes (full, failing) the record stays until the sweep can remove
+      // it, but the session has ended all the same (not made the request's failure).
+      const removed = await this.store.remove({ id: sid }).then(
+        (n) => n > 0,
+        (err: unknown) => {
+          unlessDiskRefused(err);
+          return true;
+        },
+      );
+      if (removed) await this.ended([sid]);
+      return null;
     }
     return doc;
   }
@@ -162,7 +210,8 @@ export class SessionManager {
 
   /**
    * Binds a user to a session under a fresh id (so an id known before login is worthless after
-   * it) and removes the old one.
+   * it) and removes the old one. That is no end: the same client goes on under the new id
+   * (realtime moves its sockets on the server's session change).
    */
   async login(previousId: string | undefined, uid: string, path: string): Promise<SessionRecord> {
     const now = Date.now();
@@ -178,17 +227,39 @@ export class SessionManager {
   /** Destroys a session (logout). */
   async destroy(id: string): Promise<void> {
     if (id === SECRET_ID) return;
-    await this.store.remove({ id });
+    if ((await this.store.remove({ id })) > 0) await this.ended([id]);
   }
 
-  /** Ends every session of a user but one (a changed username or password). */
+  /**
+   * Ends every session of a user but one (a changed username or password; none kept: the user
+   * was deleted). The sessions found are removed by id, so that each one removed is told ended.
+   */
   async endUserSessions(uid: string, keepId?: string): Promise<number> {
-    return this.store.remove(keepId === undefined ? { uid } : { uid, id: { $ne: keepId } });
+    return this.removeInBatches(keepId === undefined ? { uid } : { uid, id: { $ne: keepId } }, END_BATCHES);
   }
 
   /** Removes expired sessions; answers how many. */
   async sweep(now = Date.now()): Promise<number> {
-    return this.store.remove({ lastSeen: { $lt: now - this.idleSeconds * 1000 }, id: { $ne: SECRET_ID } });
+    return this.removeInBatches({ lastSeen: { $lt: now - this.idleSeconds * 1000 }, id: { $ne: SECRET_ID } }, SWEEP_BATCHES);
+  }
+
+  /** Ends the sessions matching `filter`, a batch of ids at a time (the listeners get each batch). */
+  private async removeInBatches(filter: Filter, batches: number): Promise<number> {
+    let removed = 0;
+    for (let batch = 0; batch < batches; batch++) {
+      const found = await this.store.find(filter, { fields: { id: 1 }, limit: END_BATCH });
+      removed += await this.removeEnded(found.map((d) => d.id));
+      if (found.length < END_BATCH) break;
+    }
+    return removed;
+  }
+
+  private async removeEnded(ids: string[]): Promise<number> {
+    const end = ids.filter((id) => id !== SECRET_ID);
+    if (end.length === 0) return 0;
+    const removed = await this.store.remove({ id: { $in: end } });
+    await this.ended(end);
+    return removed;
   }
 }
 

@@ -1,12 +1,16 @@
+import type { IncomingMessage } from 'node:http';
 import { Server } from 'socket.io';
 import type { Namespace, Socket } from 'socket.io';
 import { isUserResource, requestSessionId, silentLogger } from '@svc/core';
-import type { CorsOptions, Logger, Realtime, SessionChange, SvcServer, UserResource } from '@svc/core';
+import type { CorsOptions, Logger, Realtime, SessionChange, SessionRecord, SvcServer, UserResource } from '@svc/core';
 import type { Adapter } from 'socket.io-adapter';
 import { FastAdapter, fastDeliveryAvailable } from './internal/fastAdapter.js';
 import { connectRedis } from './internal/redis.js';
 import type { RedisLink } from './internal/redis.js';
 import { isBindingRoom, normalisePath, sessionRoom, userRoom } from './internal/rooms.js';
+import { SocketCaps } from './internal/SocketCaps.js';
+import { PEER_ENDED, PEER_MOVED, parseSessionEvent } from './internal/sessionEvents.js';
+import type { PeerEvents, SessionEvent } from './internal/sessionEvents.js';
 
 /** Options of {@link createRealtime}. */
 export interface RealtimeOptions {
@@ -19,6 +23,13 @@ export interface RealtimeOptions {
   path?: string;
   /** Origins allowed to open a socket with credentials (the app's CORS setting). Default any. */
   cors?: CorsOptions;
+  /**
+   * Open sockets one client address may hold (IPv6: one /64), this process; beyond it the
+   * handshake is refused (403). Default 100; 0: no cap.
+   */
+  maxSocketsPerAddress?: number;
+  /** Open sockets in all, this process; beyond it the handshake is refused (403). Default 10000; 0: no cap. */
+  maxSockets?: number;
 }
 
 /** What the server keeps about each socket. */
@@ -31,6 +42,13 @@ export interface SocketBinding {
 
 /** Sent by a client to bind its socket to a session (after a login over HTTP) or to unbind it. */
 export const SESSION_EVENT = 'svc:session';
+
+/**
+ * Sent by the server to the sockets of a session that ended (logout elsewhere, password changed,
+ * user deleted, idle expiry): the socket stays connected as an anonymous one (it still gets
+ * broadcasts, no user's messages); a login over HTTP and a {@link SESSION_EVENT} bind it again.
+ */
+export const SESSION_ENDED_EVENT = 'svc:session-ended';
 
 /** The answer to a {@link SESSION_EVENT} message. */
 export interface SessionAck {
@@ -53,12 +71,31 @@ export interface SocketRealtime extends Realtime {
 
 type ClientEvents = Record<typeof SESSION_EVENT, (sessionId: string | null, ack?: (answer: SessionAck) => void) => void>;
 type ServerEvents = Record<string, (...args: unknown[]) => void>;
-type SvcSocket = Socket<ClientEvents, ServerEvents, ServerEvents, SocketBinding>;
-type SvcIo = Server<ClientEvents, ServerEvents, ServerEvents, SocketBinding>;
+type SvcSocket = Socket<ClientEvents, ServerEvents, PeerEvents, SocketBinding>;
+type SvcIo = Server<ClientEvents, ServerEvents, PeerEvents, SocketBinding>;
 
 /** Socket.IO calls the adapter factory with `new`: a function, not an arrow. */
 function fastAdapterFactory(nsp: Namespace): Adapter {
   return new FastAdapter(nsp) as unknown as Adapter;
+}
+
+/** Longest wait between two checks of a bound session's expiry (an end this process missed, e.g. with Redis down, is noticed by then). */
+const RECHECK_MS = 5 * 60 * 1000;
+/** Longest wait for the other processes to confirm an end (the adapter's own request timeout is 5 s). */
+const PEER_WAIT_MS = 6000;
+/** At most one log line per this time about refused handshakes. */
+const REFUSAL_LOG_MS = 60 * 1000;
+/** Session binds of one socket waiting or running at once; more are refused. */
+const MAX_PENDING_BINDS = 2;
+/** After a failed check (store down), the next one. */
+const RETRY_MS = 30 * 1000;
+/** How long an ended session id is remembered, for a bind that loaded it just before it ended. */
+const ENDED_MEMORY_MS = 60 * 1000;
+const ENDED_MEMORY_MAX = 10_000;
+
+/** A session with sockets here: when to check that it is still there. */
+interface Watch {
+  timer: NodeJS.Timeout;
 }
 
 /**
@@ -74,10 +111,18 @@ class SocketIoRealtime implements SocketRealtime {
   private ioServer: SvcIo | undefined;
   private redis: RedisLink | undefined;
   private unsubscribe: (() => void) | undefined;
+  private unsubscribeEnd: (() => void) | undefined;
   private readonly logger: Logger;
+  /** Stored sessions with sockets in this process, for their idle expiry. */
+  private readonly watches = new Map<string, Watch>();
+  /** Session ids ended lately (here or told by Redis), oldest first: id -> when. */
+  private readonly endedLately = new Map<string, number>();
+  private readonly caps: SocketCaps;
+  private lastRefusalLog = 0;
 
   constructor(private readonly options: RealtimeOptions) {
     this.logger = options.logger ?? silentLogger;
+    this.caps = new SocketCaps(options.maxSocketsPerAddress ?? 100, options.maxSockets ?? 10_000);
   }
 
   get io(): Server | undefined {
@@ -93,7 +138,24 @@ class SocketIoRealtime implements SocketRealtime {
       path: this.options.path ?? '/socket.io',
       serveClient: false,
       cors: { origin: origins === '*' ? true : [...origins], credentials: true },
+      // New handshakes only: the engine asks before it makes a socket.
+      allowRequest: (req: IncomingMessage, callback: (err: string | null | undefined, success: boolean) => void) => {
+        const refusal = this.caps.refusal(req);
+        if (refusal === undefined) return callback(null, true);
+        callback(refusal, false);
+        // An operator should hear of it, but a flood of refusals must not flood the log.
+        const now = Date.now();
+        if (now - this.lastRefusalLog < REFUSAL_LOG_MS) return;
+        this.lastRefusalLog = now;
+        this.logger.warn(
+          `realtime: refused a socket from ${req.socket.remoteAddress ?? 'an unknown address'}: ${refusal} (app.json realtime.maxSocketsPerAddress and realtime.maxSockets; behind a reverse proxy every client has the proxy's address); further refusals in the next minute are not logged`,
+        );
+      },
       ...(this.redis ? { adapter: this.redis.adapter } : fastDeliveryAvailable() ? { adapter: fastAdapterFactory } : {}),
+    });
+    io.engine.on('connection', (conn: { request: IncomingMessage; once(event: 'close', fn: () => void): void }) => {
+      const key = this.caps.opened(conn.request);
+      conn.once('close', () => this.caps.closed(key));
     });
     io.use((socket, next) => {
       this.bindFromCookie(socket).then(
@@ -106,18 +168,48 @@ class SocketIoRealtime implements SocketRealtime {
       );
     });
     io.on('connection', (socket) => {
+      // Binds run one after the other (the last one asked wins); a socket flooding binds gets
+      // { ok: false } for those past MAX_PENDING_BINDS instead of one store read each.
+      let pending = 0;
+      let chain: Promise<unknown> = Promise.resolve();
       socket.on(SESSION_EVENT, (sessionId, ack) => {
-        this.rebind(socket, sessionId).then(
-          (answer) => ack?.(answer),
-          (err: unknown) => {
-            this.logger.warn('realtime: could not bind a socket to its session', { error: err });
-            ack?.({ ok: false });
-          },
-        );
+        if (pending >= MAX_PENDING_BINDS) return ack?.({ ok: false });
+        pending++;
+        chain = chain
+          .then(() => this.rebind(socket, sessionId))
+          .then(
+            (answer) => ack?.(answer),
+            (err: unknown) => {
+              this.logger.warn('realtime: could not bind a socket to its session', { error: err });
+              ack?.({ ok: false });
+            },
+          )
+          .finally(() => pending--);
+      });
+      socket.on('disconnect', () => {
+        if (socket.data.sid !== undefined) this.unwatchIfGone(socket.data.sid);
       });
     });
     this.unsubscribe = server.onSessionChange((change) => {
       this.followSession(change).catch((err: unknown) => this.logger.warn('realtime: could not update session rooms', { error: err }));
+    });
+    this.unsubscribeEnd = server.sessions.onEnd((ids) => this.endSessions(ids));
+    // From the other processes (through the Redis adapter): each answers once done, so that the
+    // process that ended a session knows every socket is unbound before it answers its request.
+    io.on(PEER_ENDED, (value, ack) => {
+      const event = parseSessionEvent(value);
+      if (event?.t === 'end') for (const id of event.ids) this.endLocally(id);
+      else this.logger.warn('realtime: ignored a malformed session event from another process');
+      if (typeof ack === 'function') ack(true);
+    });
+    // Ends told while Redis was down never arrived: check every session with sockets here now.
+    this.redis?.onReconnect(() => {
+      for (const sid of [...this.watches.keys()]) this.watchAgainIn(sid, 0);
+    });
+    io.on(PEER_MOVED, (value) => {
+      const event = parseSessionEvent(value);
+      if (event?.t === 'move') this.moveLocally(event.from, event.to, event.uid, event.lastSeen);
+      else this.logger.warn('realtime: ignored a malformed session event from another process');
     });
     this.ioServer = io;
   }
@@ -142,6 +234,10 @@ class SocketIoRealtime implements SocketRealtime {
   async close(): Promise<void> {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    this.unsubscribeEnd?.();
+    this.unsubscribeEnd = undefined;
+    for (const watch of this.watches.values()) clearTimeout(watch.timer);
+    this.watches.clear();
     const io = this.ioServer;
     this.ioServer = undefined;
     if (io) {
@@ -166,44 +262,161 @@ class SocketIoRealtime implements SocketRealtime {
     if (sid === undefined || !this.server) return;
     const record = await this.server.sessions.load(sid);
     if (record === null) return;
-    this.join(socket, record.id, record.uid);
+    this.join(socket, record);
+  }
+
+  /**
+   * A session ended (told by the session manager of this process): its sockets here are unbound
+   * at once, and those of the other processes (Redis) before this resolves, so that an emit made
+   * after the logout's answer, by any process, reaches none of them. A process that does not
+   * answer in the adapter's request timeout (5 s) delays the answer that long, no more; with Redis
+   * down nothing waits.
+   */
+  private async endSessions(ids: readonly string[]): Promise<void> {
+    for (const id of ids) this.endLocally(id);
+    const io = this.ioServer;
+    if (!this.redis || !io) return;
+    // Each process still checks its sockets' sessions at least every RECHECK_MS: an end that
+    // could not be told is noticed by then.
+    if (!this.redis.isReady()) {
+      this.logger.warn('realtime: Redis is down; the other processes unbind the sockets of ended sessions at their next check', { ids: ids.length });
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // The adapter times out peers that do not answer; this also bounds its count of them.
+      await Promise.race([
+        io.serverSideEmitWithAck(PEER_ENDED, { t: 'end', ids: [...ids] } satisfies SessionEvent),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${PEER_WAIT_MS} ms`)), PEER_WAIT_MS))),
+      ]);
+    } catch (err) {
+      this.logger.warn('realtime: not every process confirmed that it unbound the sockets of ended sessions', { error: err });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Unbinds this process's sockets of an ended session: anonymous from now on. */
+  private endLocally(sid: string): void {
+    const now = Date.now();
+    this.endedLately.delete(sid);
+    this.endedLately.set(sid, now);
+    for (const [id, at] of this.endedLately) {
+      if (now - at <= ENDED_MEMORY_MS && this.endedLately.size <= ENDED_MEMORY_MAX) break;
+      this.endedLately.delete(id);
+    }
+    const watch = this.watches.get(sid);
+    if (watch) clearTimeout(watch.timer);
+    this.watches.delete(sid);
+    const io = this.ioServer;
+    const members = io?.of('/').adapter.rooms.get(sessionRoom(sid));
+    if (!io || !members) return;
+    for (const socketId of [...members]) {
+      const socket = io.of('/').sockets.get(socketId);
+      if (!socket) continue;
+      this.unbind(socket);
+      socket.emit(SESSION_ENDED_EVENT);
+    }
+  }
+
+  private unbind(socket: SvcSocket): void {
+    for (const room of [...socket.rooms]) if (isBindingRoom(room)) void socket.leave(room);
+    socket.data = {};
+  }
+
+  /**
+   * Checks a session that has sockets here when it would expire if idle until then (and at least
+   * every RECHECK_MS): one that expired is removed, and so ended, by the check itself.
+   */
+  private watch(sid: string, lastSeen: number): void {
+    const server = this.server;
+    // Not once closed (a bind that was loading when close() ran).
+    if (!server || !this.ioServer) return;
+    const previous = this.watches.get(sid);
+    if (previous) clearTimeout(previous.timer);
+    const expiresIn = lastSeen + server.sessions.idleSeconds * 1000 - Date.now();
+    const delay = Math.max(0, Math.min(expiresIn + 10, RECHECK_MS));
+    const timer = setTimeout(() => {
+      this.watches.delete(sid);
+      if (this.localSockets(sid) === 0) return;
+      server.sessions.check(sid).then(
+        (record) => {
+          if (record === null) this.endLocally(sid);
+          else if (this.localSockets(sid) > 0 && !this.watches.has(sid)) this.watch(sid, record.lastSeen);
+        },
+        (err: unknown) => {
+          this.logger.warn('realtime: could not check the session of sockets', { error: err });
+          if (!this.watches.has(sid)) this.watchAgainIn(sid, RETRY_MS);
+        },
+      );
+    }, delay);
+    timer.unref();
+    this.watches.set(sid, { timer });
+  }
+
+  private watchAgainIn(sid: string, ms: number): void {
+    const server = this.server;
+    if (!server) return;
+    this.watch(sid, Date.now() + ms - server.sessions.idleSeconds * 1000);
+  }
+
+  private localSockets(sid: string): number {
+    return this.ioServer?.of('/').adapter.rooms.get(sessionRoom(sid))?.size ?? 0;
+  }
+
+  private unwatchIfGone(sid: string): void {
+    if (this.localSockets(sid) > 0) return;
+    const watch = this.watches.get(sid);
+    if (watch) clearTimeout(watch.timer);
+    this.watches.delete(sid);
   }
 
   /** A client tells which session it now has (the id a login answered), or null after logout. */
   private async rebind(socket: SvcSocket, sessionId: string | null): Promise<SessionAck> {
-    for (const room of socket.rooms) if (isBindingRoom(room)) void socket.leave(room);
-    socket.data = {};
+    const before = socket.data.sid;
+    this.unbind(socket);
+    if (before !== undefined) this.unwatchIfGone(before);
     if (typeof sessionId !== 'string' || !this.server) return { ok: sessionId === null };
     const record = await this.server.sessions.load(sessionId);
     if (record === null) return { ok: false };
-    this.join(socket, record.id, record.uid);
+    if (!this.join(socket, record)) return { ok: false };
     return record.uid === undefined ? { ok: true } : { ok: true, uid: record.uid };
   }
 
-  private join(socket: SvcSocket, sid: string, uid: string | undefined): void {
+  /** Binds a socket to a session just loaded; false when that session ended meanwhile. */
+  private join(socket: SvcSocket, record: SessionRecord): boolean {
+    const { id: sid, uid } = record;
+    // Loaded before its end, joined after: the end's unbinding has passed this socket by.
+    if (this.endedLately.has(sid)) return false;
     const rooms = uid === undefined ? [sessionRoom(sid)] : [sessionRoom(sid), userRoom(uid)];
     void socket.join(rooms);
     socket.data = uid === undefined ? { sid } : { sid, uid };
+    if (record.anonymous !== true && !this.watches.has(sid)) this.watch(sid, record.lastSeen);
+    return true;
   }
 
   /**
-   * Moves the sockets of a session that logged in (under a new session id) or out. The join goes
-   * out at once through the adapter; then fetchSockets (which reaches every process) finds the
-   * rooms of a user logged in before on that session, for them to leave.
+   * Moves the sockets of a session that logged in (under a new session id) to the new session and
+   * its user: here at once, in the other processes through Redis. A logout is an end (endSessions).
    */
   private async followSession(change: SessionChange): Promise<void> {
+    if (change.uid === undefined || change.previousSessionId === undefined) return;
+    // Just stored by the login.
+    const lastSeen = Date.now();
+    this.moveLocally(change.previousSessionId, change.sessionId, change.uid, lastSeen);
+    if (this.redis) this.ioServer?.serverSideEmit(PEER_MOVED, { t: 'move', from: change.previousSessionId, to: change.sessionId, uid: change.uid, lastSeen } satisfies SessionEvent);
+  }
+
+  private moveLocally(from: string, to: string, uid: string, lastSeen: number): void {
     const io = this.ioServer;
-    if (!io) return;
-    const from = change.uid === undefined ? change.sessionId : change.previousSessionId;
-    if (from === undefined) return;
-    const keep = new Set<string>();
-    if (change.uid !== undefined) {
-      keep.add(sessionRoom(change.sessionId)).add(userRoom(change.uid));
-      io.in(sessionRoom(from)).socketsJoin([...keep]);
+    const members = io?.of('/').adapter.rooms.get(sessionRoom(from));
+    if (!io || !members) return;
+    for (const socketId of [...members]) {
+      const socket = io.of('/').sockets.get(socketId);
+      if (!socket) continue;
+      this.unbind(socket);
+      this.join(socket, { id: to, uid, createdAt: lastSeen, lastSeen });
     }
-    const sockets = await io.in(sessionRoom(from)).fetchSockets();
-    for (const socket of sockets) {
-      for (const room of socket.rooms) if (isBindingRoom(room) && !keep.has(room)) socket.leave(room);
-    }
+    this.unwatchIfGone(from);
   }
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { io as connectSocket } from 'socket.io-client';
 import type { Socket } from 'socket.io-client';
 import { Collection, UserCollection, createEmbeddedStore, createServer, silentLogger } from '@svc/core';
-import type { Store, SvcServer } from '@svc/core';
+import type { SessionManagerOptions, Store, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 import type { RealtimeOptions, SocketRealtime } from '@svc/realtime';
 
@@ -33,7 +33,7 @@ export interface RtServer {
   close(): Promise<void>;
 }
 
-export async function startRtServer(store: Store, options: RealtimeOptions = {}): Promise<RtServer> {
+export async function startRtServer(store: Store, options: RealtimeOptions = {}, sessions?: SessionManagerOptions): Promise<RtServer> {
   const realtime = createRealtime(options);
   const resources = [
     new UserCollection({ path: '/users', properties: { name: { type: 'string' } }, store: store.collection('users'), passwordCost: 4 }),
@@ -41,7 +41,7 @@ export async function startRtServer(store: Store, options: RealtimeOptions = {})
   ];
   // Servers sharing a store must not close it twice: each gets a view whose close() is a no-op.
   const view: Store = { kind: store.kind, collection: (name) => store.collection(name), close: () => Promise.resolve() };
-  const server = await createServer({ store: view, resources, logger: silentLogger });
+  const server = await createServer({ store: view, resources, logger: silentLogger, ...(sessions ? { sessions } : {}) });
   await realtime.attach(server);
   const port = await server.listen(0, '127.0.0.1');
   return {
@@ -71,13 +71,17 @@ export class HttpClient {
     return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
   }
 
-  /** Opens a socket sending this client's current cookie, and waits until it is connected. */
-  async socket(url = this.url): Promise<Socket> {
+  /**
+   * Opens a socket sending this client's current session (as the sid cookie, or as
+   * `Authorization: Bearer` as native clients do), and waits until it is connected.
+   */
+  async socket(url = this.url, handshake: 'cookie' | 'bearer' = 'cookie'): Promise<Socket> {
+    const headers: Record<string, string> | undefined = this.sid === undefined ? undefined : handshake === 'cookie' ? { cookie: `sid=${this.sid}` } : { authorization: `Bearer ${this.sid}` };
     const socket = connectSocket(url, {
       transports: ['websocket'],
       forceNew: true,
       reconnection: false,
-      ...(this.sid ? { extraHeaders: { cookie: `sid=${this.sid}` } } : {}),
+      ...(headers ? { extraHeaders: headers } : {}),
     });
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', () => resolve());
@@ -116,7 +120,12 @@ export async function signUpAndLogin(client: HttpClient, username: string): Prom
     body: JSON.stringify({ username, password: 'pw' }),
   });
   const user = (await created.json()) as { id: string };
-  const login = await client.request('POST', '/users/login', { username, password: 'pw' });
-  if (login.status !== 200) throw new Error(`login failed: ${login.status}`);
+  await login(client, username);
   return user.id;
+}
+
+/** Logs the client in as an existing user (password 'pw'). */
+export async function login(client: HttpClient, username: string, password = 'pw'): Promise<void> {
+  const answer = await client.request('POST', '/users/login', { username, password });
+  if (answer.status !== 200) throw new Error(`login failed: ${answer.status}`);
 }

@@ -217,6 +217,17 @@ export class Collection implements Resource {
     return Promise.resolve();
   }
 
+  /**
+   * True when {@link afterDelete} needs the ids of what a DELETE with a condition removed: such a
+   * delete then reads the objects first (UserCollection, to end a deleted user's sessions).
+   */
+  protected readonly tracksDeletes: boolean = false;
+
+  /** Runs after objects were deleted, with their ids. */
+  protected afterDelete(_ids: readonly string[]): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** What a client may see of a stored object; UserCollection drops the password. */
   protected present(doc: Record<string, unknown>): Record<string, unknown> {
     return doc;
@@ -347,6 +358,7 @@ export class Collection implements Resource {
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+      await this.afterDelete([id]);
       return { status: 204 };
     }
     const doc = await this.store.findOne(filter);
@@ -354,6 +366,7 @@ export class Collection implements Resource {
     const object = this.withoutStoreOnly(doc);
     if (this.events.has('delete')) await this.events.run('delete', { ctx, object });
     if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    await this.afterDelete([id]);
     await this.afterCommit(ctx, object, undefined);
     return { status: 204 };
   }
@@ -367,6 +380,13 @@ export class Collection implements Resource {
     const filter = compileFilter(ctx.query, this.queryable(ctx));
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
+      if (this.tracksDeletes) {
+        // Removed by id, so that exactly the objects read are the ones told deleted.
+        const ids = (await this.store.find(filter, { fields: { id: 1 } })).map((d) => d.id);
+        if (ids.length === 0 || (await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
+        await this.afterDelete(ids);
+        return { status: 204 };
+      }
       const removed = await this.store.remove(filter);
       if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 204 };
@@ -386,6 +406,7 @@ export class Collection implements Resource {
     }
     if (deleted.length === 0) throw firstError;
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
+    await this.afterDelete(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
     return { status: 204 };
   }

@@ -113,6 +113,14 @@ export class UserCollection extends Collection implements UserResource {
     await this.host.sessions.endUserSessions(stored.id, keep);
   }
 
+  protected override readonly tracksDeletes: boolean = true;
+
+  /** A deleted user's sessions end with it (their sockets no longer get that user's messages). */
+  protected override async afterDelete(ids: readonly string[]): Promise<void> {
+    if (!this.host) return;
+    for (const id of ids) await this.host.sessions.endUserSessions(id);
+  }
+
   private async login(ctx: Context): Promise<Reply> {
     const body = (ctx.body ?? {}) as Record<string, unknown>;
     const { username, password } = body;

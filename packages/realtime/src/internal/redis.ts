@@ -11,6 +11,10 @@ const START_RETRIES = 5;
 /** A connected pub/sub pair and the Socket.IO adapter over it. */
 export interface RedisLink {
   adapter: (nsp: Namespace) => Adapter;
+  /** False while the connection to Redis is down (commands would wait for it to come back). */
+  isReady(): boolean;
+  /** Calls `listener` each time the connection is back after a loss (what peers said meanwhile is lost). */
+  onReconnect(listener: () => void): void;
   close(): Promise<void>;
 }
 
@@ -27,6 +31,7 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
   };
   const pub = createClient({ url, socket: { reconnectStrategy } });
   const sub = pub.duplicate();
+  guardPublish(pub);
   let reported = false;
   const onError = (err: unknown): void => {
     // Before the first connection the start itself fails with one clear line.
@@ -37,6 +42,10 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
   pub.on('error', onError);
   sub.on('error', onError);
   pub.on('ready', () => (reported = false));
+  const reconnectListeners: (() => void)[] = [];
+  sub.on('ready', () => {
+    if (connected) for (const listener of reconnectListeners) listener();
+  });
   try {
     await Promise.all([pub.connect(), sub.connect()]);
     connected = true;
@@ -45,6 +54,8 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
     throw new Error(`realtime: cannot connect to redis at ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
   }
   return {
+    isReady: () => pub.isReady && sub.isReady,
+    onReconnect: (listener) => reconnectListeners.push(listener),
     // Socket.IO calls the factory with `new`: a function, not an arrow.
     adapter: fastDeliveryAvailable()
       ? function fastRedisAdapter(nsp: Namespace): Adapter {
@@ -54,5 +65,20 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
     async close() {
       await Promise.allSettled([sub.close(), pub.close()]);
     },
+  };
+}
+
+/**
+ * The adapter publishes without waiting for the answer (broadcasts, server-side emits). A publish
+ * lost with the connection (Redis gone while it was on the wire) would then be an unhandled
+ * rejection, which ends the process: each one gets a handler here (the connection error itself
+ * is logged once by the client's error listener).
+ */
+function guardPublish(client: { publish: (...args: never[]) => Promise<unknown> }): void {
+  const publish = client.publish;
+  client.publish = function guardedPublish(this: unknown, ...args: never[]): Promise<unknown> {
+    const sent = publish.apply(this, args);
+    sent.catch(() => undefined);
+    return sent;
   };
 }
