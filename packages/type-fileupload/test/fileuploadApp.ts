@@ -25,6 +25,8 @@ export interface FileuploadAppOptions {
   /** Other resources: folder -> config.json. */
   resources?: Record<string, Record<string, unknown>>;
   logger?: Logger;
+  /** Runs on the app folder before the server starts (a mount, a link). */
+  beforeStart?: (dir: string) => Promise<void>;
 }
 
 /** Writes an app folder whose /fileupload resource is a Fileupload, and starts it. */
@@ -40,6 +42,7 @@ export async function startFileuploadApp(options: FileuploadAppOptions = {}): Pr
   }
   const realtime = new RecordingRealtime();
   try {
+    await options.beforeStart?.(dir);
     const app = await startApp({ appDir: dir, port: 0, logger: options.logger ?? silentLogger, resourceTypes: [fileuploadType], realtime });
     return {
       app,

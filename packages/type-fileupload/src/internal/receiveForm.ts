@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { SvcError } from '@svc/core';
 import type { UploadFolder } from './uploadFolder.js';
@@ -38,7 +37,7 @@ const MAX_FIELD_BYTES = 64 * 1024;
 export function receiveForm(req: IncomingMessage, folder: UploadFolder, limits: FormLimits, incoming: string[]): Promise<ReceivedForm> {
   return new Promise((resolve, reject) => {
     let settled = false;
-    const streams: Readable[] = [];
+    const abort = new AbortController();
     const files: Promise<ReceivedFile | undefined>[] = [];
     const fail = (err: SvcError): void => {
       if (settled) return;
@@ -46,7 +45,7 @@ export function receiveForm(req: IncomingMessage, folder: UploadFolder, limits: 
       req.unpipe();
       // Files still arriving stop here; the rejection waits for their writes to end, so that the
       // caller's clean-up finds every file there will ever be.
-      for (const stream of streams) stream.destroy();
+      abort.abort();
       void Promise.allSettled(files).then(() => reject(err));
     };
     let parser: busboy.Busboy;
@@ -73,11 +72,10 @@ export function receiveForm(req: IncomingMessage, folder: UploadFolder, limits: 
         stream.resume();
         return;
       }
-      streams.push(stream);
-      const received = folder.receive(stream, (path) => incoming.push(path)).then(({ path, size }) => (tooLarge ? undefined : { fileName, path, size }));
-      // Observed on 'close' only: a write failing before that (a full disk), or the form failing
-      // first, must not be an unhandled rejection, which would end the process.
-      received.catch(() => {});
+      const received = folder.receive(stream, (path) => incoming.push(path), abort.signal).then(({ path, size }) => (tooLarge ? undefined : { fileName, path, size }));
+      // A write that fails (a full disk) ends the form at once: busboy would wait for the file
+      // stream it can no longer write to.
+      received.catch((err: unknown) => fail(writeFailure(err)));
       files.push(received);
     });
     parser.on('field', (name, value, info) => {

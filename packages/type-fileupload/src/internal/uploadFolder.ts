@@ -47,8 +47,9 @@ export interface UploadFolder {
   /**
    * A new file in the incoming folder, written from `stream`; answers its path and size.
    * `created` is told the path before the file is made: the caller removes it, whatever happens.
+   * `signal` stops the write (and rejects).
    */
-  receive(stream: Readable, created: (path: string) => void): Promise<{ path: string; size: number }>;
+  receive(stream: Readable, created: (path: string) => void, signal: AbortSignal): Promise<{ path: string; size: number }>;
   /**
    * Moves an incoming file to `<subdir>/<name>` without replacing anything: when the name is
    * taken, 'a (1).png', 'a (2).png', ... (as dpd-fileupload's README shows). Answers the name used.
@@ -102,11 +103,11 @@ export async function openUploadFolder(resource: string, appDir: string, directo
 
   return {
     root,
-    async receive(stream, created) {
+    async receive(stream, created, signal) {
       const path = join(root, INCOMING, createId());
       created(path);
       // 'wx': a new file or nothing (O_EXCL never writes through a link).
-      await pipeline(stream, createWriteStream(path, { flags: 'wx', mode: 0o644 }));
+      await pipeline(stream, createWriteStream(path, { flags: 'wx', mode: 0o644 }), { signal });
       return { path, size: (await stat(path)).size };
     },
     async place(incoming, subdir, name) {
