@@ -35,6 +35,7 @@ const MODULES: Record<string, [pkg: string, note: string]> = {
   'dpd-email': ['@svc/type-email', 'type "Email"; settings: see its README'],
   'dpd-s3': ['@svc/type-bucket', 'type "Bucket", any S3-compatible storage; settings differ'],
   'dpd-importer': ['@svc/type-importer', 'type "Importer"'],
+  'dpd-fileupload': ['@svc/type-fileupload', 'type "Fileupload"; files are served at /<resource>/[<subdir>/]<file>'],
 };
 
 /**
@@ -132,6 +133,7 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
   }
 
   for (const line of await typeHints(tree, options.dir)) module(line);
+  edits += await moveUploadFolders(tree, options.dir, change, rewriteRoot);
 
   const pkgFile = entries.get('package.json');
   if (pkgFile?.kind === 'file') {
@@ -188,7 +190,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /** Resource types svc has (built in or as first-party packages). */
-const SVC_TYPES = new Set(['Collection', 'UserCollection', 'Event', 'Email', 'Bucket', 'Importer']);
+const SVC_TYPES = new Set(['Collection', 'UserCollection', 'Event', 'Email', 'Bucket', 'Importer', 'Fileupload']);
 const TYPE_HINTS: Record<string, string> = { S3Bucket: 'use type "Bucket" of @svc/type-bucket (settings differ)' };
 
 /** A line for each resource whose type svc does not have under that name. */
@@ -207,6 +209,42 @@ async function typeHints(tree: AppTree, label: string): Promise<string[]> {
     }
   }
   return out;
+}
+
+/**
+ * dpd-fileupload kept its files in public/<directory>/, where Deployd's static server served them
+ * as they were (an uploaded page ran on the app's origin). @svc/type-fileupload keeps them in
+ * <directory>/ of the app, outside public/, and serves them itself with safe headers: the folder
+ * moves there. Answers how many folders moved.
+ */
+async function moveUploadFolders(tree: AppTree, label: string, change: (line: string) => void, rewriteRoot: (from: string, to: string) => void): Promise<number> {
+  const files = new Map(tree.entries.map((entry) => [entry.rel, entry]));
+  let moved = 0;
+  for (const folder of tree.entries) {
+    if (folder.kind !== 'dir' || !folder.rel.startsWith('resources/')) continue;
+    const config = files.get(`${folder.rel}/config.json`);
+    if (config?.kind !== 'file') continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readEntry(config, label));
+    } catch {
+      continue;
+    }
+    if (!isRecord(parsed) || parsed.type !== 'Fileupload') continue;
+    const name = folder.rel.slice('resources/'.length);
+    const directory = typeof parsed.directory === 'string' && parsed.directory !== '' ? parsed.directory.replace(/^\/+|\/+$/g, '') : 'upload';
+    const from = `public/${directory}`;
+    if (files.get(from)?.kind !== 'dir') continue;
+    if (directory.includes('/') || files.has(directory)) {
+      change(`kept ${from}/: move the files of Fileupload resource ${name} into ${directory}/ of the app by hand (svc does not serve them from public/)`);
+      continue;
+    }
+    change(`move ${from}/ -> ${directory}/ (the files of Fileupload resource ${name}: served at /${name}/<file>, no longer as /${directory}/<file>; change links to them)`);
+    rewriteRoot(from, directory);
+    files.delete(from);
+    moved++;
+  }
+  return moved;
 }
 
 /** The `type` of a resource's config.json text: `undefined` when it is not JSON. */

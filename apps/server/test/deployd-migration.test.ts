@@ -44,7 +44,7 @@ describe('svc migrate-deployd', () => {
     expect(stdout).toMatch(/resources\/todos\/get\.js:2: dpd\.comments\.get\(.*-> {2}svc\.comments\.get\(/);
     expect(stdout).toContain('package.json: dpd-event -> @svc/type-event');
     expect(stdout).toContain('package.json: deployd -> @svc/server');
-    expect(stdout).toContain('package.json: dpd-fileupload -> no equivalent');
+    expect(stdout).toContain('package.json: dpd-fileupload -> @svc/type-fileupload');
     expect(stdout).toContain('package.json: scripts.start: dpd  ->  svc');
   });
 

@@ -183,14 +183,9 @@ export async function createFileuploadResource(context: ResourceTypeContext<File
     if (record === null) throw new SvcError('NOT_FOUND', `no file with id ${id}`);
     await records.remove({ id });
     const filename = String(record.filename);
-    let subdir: string[] = [];
-    try {
-      subdir = subdirParts(typeof record.subdir === 'string' ? record.subdir : '');
-    } catch {
-      // A record whose subdir is not a folder of the upload folder names no file to remove.
-      return { status: 200, body: { statusCode: 200, message: `File ${filename} successfuly deleted` } };
-    }
-    await folder.remove(subdir, filename);
+    // A record whose subdir is no folder of the upload folder names no file to remove.
+    const subdir = safeSubdir(record.subdir);
+    if (subdir !== undefined) await folder.remove(subdir, filename);
     // dpd-fileupload's answer, word for word: pages compare it.
     return { status: 200, body: { statusCode: 200, message: `File ${filename} successfuly deleted` } };
   }
@@ -292,6 +287,14 @@ function fieldsOf(value: unknown): Record<string, 0 | 1> {
   const out: Record<string, 0 | 1> = {};
   for (const [field, on] of Object.entries(spec)) out[field] = Number(on) ? 1 : 0;
   return out;
+}
+
+function safeSubdir(value: unknown): string[] | undefined {
+  try {
+    return subdirParts(typeof value === 'string' ? value : '');
+  } catch {
+    return undefined;
+  }
 }
 
 function withoutHidden(object: Record<string, unknown>, hidden: readonly string[]): Record<string, unknown> {
