@@ -110,6 +110,11 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
     edits++;
   }
 
+  // Before the rewrites: uploaded files are data, never rewritten.
+  const uploads = await moveUploadFolders(tree, options.dir, change, rewriteRoot);
+  edits += uploads.length;
+  const uploadLinks = uploads.map(({ directory, resource }): [RegExp, string] => [new RegExp(`(["'\`(]|=\\s*)/?${escapeRegExp(directory)}/`, 'g'), `$1/${resource}/`]);
+
   for (const root of CODE_ROOTS) {
     const files = tree.entries.filter((entry) => entry.kind === 'file' && entry.rel.startsWith(`${root}/`) && CODE_EXTENSIONS.has(extname(entry.rel).toLowerCase()));
     for (const file of files.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))) {
@@ -120,6 +125,7 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
         const before = lines[i] as string;
         let after = before;
         for (const [pattern, replacement] of REWRITES) after = after.replace(pattern, replacement);
+        if (root === 'public') for (const [pattern, replacement] of uploadLinks) after = after.replace(pattern, replacement);
         if (after === before) continue;
         changed = true;
         lines[i] = after;
@@ -133,7 +139,6 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
   }
 
   for (const line of await typeHints(tree, options.dir)) module(line);
-  edits += await moveUploadFolders(tree, options.dir, change, rewriteRoot);
 
   const pkgFile = entries.get('package.json');
   if (pkgFile?.kind === 'file') {
@@ -215,11 +220,12 @@ async function typeHints(tree: AppTree, label: string): Promise<string[]> {
  * dpd-fileupload kept its files in public/<directory>/, where Deployd's static server served them
  * as they were (an uploaded page ran on the app's origin). @svc/type-fileupload keeps them in
  * <directory>/ of the app, outside public/, and serves them itself with safe headers: the folder
- * moves there. Answers how many folders moved.
+ * moves there, and the links of the public files to them (`"/upload/a.png"`, `src="upload/a.png"`)
+ * become links to the resource (`"/photos/a.png"`). Answers the folders moved.
  */
-async function moveUploadFolders(tree: AppTree, label: string, change: (line: string) => void, rewriteRoot: (from: string, to: string) => void): Promise<number> {
+async function moveUploadFolders(tree: AppTree, label: string, change: (line: string) => void, rewriteRoot: (from: string, to: string) => void): Promise<{ directory: string; resource: string }[]> {
   const files = new Map(tree.entries.map((entry) => [entry.rel, entry]));
-  let moved = 0;
+  const moved: { directory: string; resource: string }[] = [];
   for (const folder of tree.entries) {
     if (folder.kind !== 'dir' || !folder.rel.startsWith('resources/')) continue;
     const config = files.get(`${folder.rel}/config.json`);
@@ -239,12 +245,16 @@ async function moveUploadFolders(tree: AppTree, label: string, change: (line: st
       change(`kept ${from}/: move the files of Fileupload resource ${name} into ${directory}/ of the app by hand (svc does not serve them from public/)`);
       continue;
     }
-    change(`move ${from}/ -> ${directory}/ (the files of Fileupload resource ${name}: served at /${name}/<file>, no longer as /${directory}/<file>; change links to them)`);
+    change(`move ${from}/ -> ${directory}/ (the files of Fileupload resource ${name}: served at /${name}/<file>, no longer as /${directory}/<file>; links in public files are rewritten below, check others)`);
     rewriteRoot(from, directory);
     files.delete(from);
-    moved++;
+    moved.push({ directory, resource: name });
   }
   return moved;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** The `type` of a resource's config.json text: `undefined` when it is not JSON. */

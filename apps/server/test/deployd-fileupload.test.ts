@@ -30,7 +30,10 @@ describe('svc migrate-deployd: a Deployd app with a Fileupload resource', { time
     // The config dpd-fileupload's dashboard writes.
     await writeFile(join(app, 'resources', 'photos', 'config.json'), JSON.stringify({ type: 'Fileupload', directory: 'upload', authorization: false, uniqueFilename: false }));
     await writeFile(join(app, 'resources', 'photos', 'upload.js'), "if (filesize === 0) cancel('empty file', 400);\n");
-    await writeFile(join(app, 'public', 'index.html'), '<script src="/dpd.js"></script><img src="/upload/avatars/me.png">');
+    await writeFile(join(app, 'public', 'index.html'), '<script src="/dpd.js"></script>\n<img src="/upload/avatars/me.png">\n<a href=\'upload/page.html\'>page</a> the upload/ folder\n');
+    await writeFile(join(app, 'public', 'app.js'), "img.src = '/upload/' + f.subdir + '/' + f.filename;\n");
+    // An uploaded script is data: it moves, and is not rewritten.
+    await writeFile(join(app, 'public', 'upload', 'x.js'), "dpd.todos.get(); fetch('/upload/x');\n");
     await writeFile(join(app, 'public', 'upload', 'avatars', 'me.png'), 'old png');
     await writeFile(join(app, 'public', 'upload', 'page.html'), '<script>alert(document.cookie)</script>');
     out = join(root, 'svc');
@@ -50,6 +53,11 @@ describe('svc migrate-deployd: a Deployd app with a Fileupload resource', { time
     expect(JSON.parse(await readFile(join(out, 'package.json'), 'utf8'))).toMatchObject({ dependencies: { '@svc/type-fileupload': expect.any(String) as unknown } });
     expect(await readFile(join(out, 'upload', 'avatars', 'me.png'), 'utf8')).toBe('old png');
     expect(existsSync(join(out, 'public', 'upload'))).toBe(false);
+    // Links of the pages to the files now reach the resource; prose is left alone.
+    expect(await readFile(join(out, 'public', 'index.html'), 'utf8')).toBe('<script src="/svc.js"></script>\n<img src="/photos/avatars/me.png">\n<a href=\'/photos/page.html\'>page</a> the upload/ folder\n');
+    expect(await readFile(join(out, 'public', 'app.js'), 'utf8')).toBe("img.src = '/photos/' + f.subdir + '/' + f.filename;\n");
+    expect(stdout).toContain(`public/app.js:1: img.src = '/upload/' + f.subdir + '/' + f.filename;  ->  img.src = '/photos/' + f.subdir + '/' + f.filename;`);
+    expect(await readFile(join(out, 'upload', 'x.js'), 'utf8')).toBe("dpd.todos.get(); fetch('/upload/x');\n");
   });
 
   it('the migrated app starts, takes uploads with FormData, lists them, and serves old and new files safely', async () => {

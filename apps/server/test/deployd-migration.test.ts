@@ -79,7 +79,7 @@ describe('svc migrate-deployd', () => {
     beforeAll(async () => {
       // What `npm install` does for the new dependencies: the workspace's packages.
       await mkdir(join(out, 'node_modules', '@svc'), { recursive: true });
-      for (const [name, dir] of [['server', 'apps/server'], ['type-event', 'packages/type-event'], ['type-email', 'packages/type-email']]) {
+      for (const [name, dir] of [['server', 'apps/server'], ['type-event', 'packages/type-event'], ['type-email', 'packages/type-email'], ['type-fileupload', 'packages/type-fileupload']]) {
         await symlink(join(REPO, dir as string), join(out, 'node_modules', '@svc', name as string), 'dir');
       }
       svc = await startSvc([out]);

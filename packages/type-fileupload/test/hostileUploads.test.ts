@@ -99,6 +99,21 @@ describe('Fileupload: hostile names never leave the upload folder', () => {
     expect(await allFiles()).toEqual(before);
   });
 
+  it('with uniqueFilename, a name whose extension leaves no room is refused; __proto__ fields change nothing', async () => {
+    const before = await allFiles();
+    expect((await rawUpload(`a.${'x'.repeat(240)}`, '?uniqueFilename=true')).status).toBe(400);
+    expect(await allFiles()).toEqual(before);
+    const body = multipartBody(BOUNDARY, [
+      { name: '__proto__', value: '{"polluted":true}' },
+      { name: 'file', filename: 'proto.txt', content: 'p' },
+    ]);
+    const res = await fetch(`${app.url}/fileupload?constructor=1`, { method: 'POST', headers: MULTIPART, body });
+    expect(res.status).toBe(200);
+    const [rec] = (await res.json()) as Record<string, unknown>[];
+    expect(Object.keys(rec ?? {}).sort()).toEqual(['creationDate', 'filename', 'filesize', 'id', 'type']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it('an absolute subdir lands inside the folder', async () => {
     const res = await rawUpload('abs.txt', '?subdir=/etc');
     expect(res.status).toBe(200);

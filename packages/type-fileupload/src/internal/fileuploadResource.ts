@@ -12,7 +12,7 @@ import type { UploadFolder } from './uploadFolder.js';
 /** Fields of a record the server sets: an upload's own fields of these names are replaced. */
 const COMPUTED = new Set(['id', '_id', 'filename', 'originalFilename', 'filesize', 'creationDate', 'type', 'uploaderId']);
 /** Query keys that steer the upload instead of being stored. */
-const NOT_STORED = new Set(['uniqueFilename', '_method']);
+const NOT_STORED = new Set(['uniqueFilename', '_method', '__proto__', 'constructor', 'prototype']);
 /** Comparison operators a listing may use on a record field, with plain values. */
 const LIST_OPERATORS = new Set(['$gt', '$gte', '$lt', '$lte', '$ne', '$in', '$nin', '$exists']);
 const MAX_LIST = 1000;
@@ -218,7 +218,9 @@ function nameOf(file: ReceivedFile, unique: boolean): { filename: string; origin
   const ext = dot > 0 ? file.fileName.slice(dot + 1) : '';
   // 32 random hex characters, as long as dpd-fileupload's md5, but not guessable from the time.
   const random = createId() + createId();
-  return { filename: ext === '' ? random : `${random}.${ext}`, originalFilename: file.fileName };
+  const filename = ext === '' ? random : `${random}.${ext}`;
+  if (badName(filename) !== undefined) throw new SvcError('BAD_REQUEST', `the extension of ${JSON.stringify(file.fileName.slice(0, 100))} is too long for a unique name`);
+  return { filename, originalFilename: file.fileName };
 }
 
 /** dpd-fileupload stores each parameter parsed as JSON when it is JSON ('3' is 3, 'true' is true). */
@@ -243,7 +245,7 @@ function listQuery(query: Record<string, unknown>): { filter: Filter; options: F
     else if (key === '$limit') options.limit = Math.min(countOf(key, value), MAX_LIST);
     else if (key === '$skip') options.skip = countOf(key, value);
     else if (key === '$fields') options.fields = fieldsOf(value);
-    else if (key.startsWith('$') || key === '_method') continue;
+    else if (key.startsWith('$') || NOT_STORED.has(key)) continue;
     else filter[key] = conditionOf(key, value);
   }
   return { filter, options };
