@@ -25,6 +25,8 @@ export interface FileuploadAppOptions {
   /** Other resources: folder -> config.json. */
   resources?: Record<string, Record<string, unknown>>;
   logger?: Logger;
+  /** A MongoDB URL for the app's store; default the embedded store. */
+  db?: string;
   /** Runs on the app folder before the server starts (a mount, a link). */
   beforeStart?: (dir: string) => Promise<void>;
 }
@@ -43,7 +45,7 @@ export async function startFileuploadApp(options: FileuploadAppOptions = {}): Pr
   const realtime = new RecordingRealtime();
   try {
     await options.beforeStart?.(dir);
-    const app = await startApp({ appDir: dir, port: 0, logger: options.logger ?? silentLogger, resourceTypes: [fileuploadType], realtime });
+    const app = await startApp({ appDir: dir, port: 0, logger: options.logger ?? silentLogger, resourceTypes: [fileuploadType], realtime, ...(options.db ? { db: options.db } : {}) });
     return {
       app,
       url: app.url,
