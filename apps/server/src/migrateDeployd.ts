@@ -35,6 +35,7 @@ const MODULES: Record<string, [pkg: string, note: string]> = {
   'dpd-email': ['@svc/type-email', 'type "Email"; settings: see its README'],
   'dpd-s3': ['@svc/type-bucket', 'type "Bucket", any S3-compatible storage; settings differ'],
   'dpd-importer': ['@svc/type-importer', 'type "Importer"'],
+  'dpd-fileupload': ['@svc/type-fileupload', 'type "Fileupload"; files are served at /<resource>/[<subdir>/]<file>'],
 };
 
 /**
@@ -109,6 +110,11 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
     edits++;
   }
 
+  // Before the rewrites: uploaded files are data, never rewritten.
+  const uploads = await moveUploadFolders(tree, options.dir, change, rewriteRoot);
+  edits += uploads.length;
+  const uploadLinks = uploads.map(({ directory, resource }): [RegExp, string] => [new RegExp(`(["'\`(]|=\\s*)/?${escapeRegExp(directory)}/`, 'g'), `$1/${resource}/`]);
+
   for (const root of CODE_ROOTS) {
     const files = tree.entries.filter((entry) => entry.kind === 'file' && entry.rel.startsWith(`${root}/`) && CODE_EXTENSIONS.has(extname(entry.rel).toLowerCase()));
     for (const file of files.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))) {
@@ -119,6 +125,7 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
         const before = lines[i] as string;
         let after = before;
         for (const [pattern, replacement] of REWRITES) after = after.replace(pattern, replacement);
+        if (root === 'public') for (const [pattern, replacement] of uploadLinks) after = after.replace(pattern, replacement);
         if (after === before) continue;
         changed = true;
         lines[i] = after;
@@ -188,7 +195,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /** Resource types svc has (built in or as first-party packages). */
-const SVC_TYPES = new Set(['Collection', 'UserCollection', 'Event', 'Email', 'Bucket', 'Importer']);
+const SVC_TYPES = new Set(['Collection', 'UserCollection', 'Event', 'Email', 'Bucket', 'Importer', 'Fileupload']);
 const TYPE_HINTS: Record<string, string> = { S3Bucket: 'use type "Bucket" of @svc/type-bucket (settings differ)' };
 
 /** A line for each resource whose type svc does not have under that name. */
@@ -207,6 +214,47 @@ async function typeHints(tree: AppTree, label: string): Promise<string[]> {
     }
   }
   return out;
+}
+
+/**
+ * dpd-fileupload kept its files in public/<directory>/, where Deployd's static server served them
+ * as they were (an uploaded page ran on the app's origin). @svc/type-fileupload keeps them in
+ * <directory>/ of the app, outside public/, and serves them itself with safe headers: the folder
+ * moves there, and the links of the public files to them (`"/upload/a.png"`, `src="upload/a.png"`)
+ * become links to the resource (`"/photos/a.png"`). Answers the folders moved.
+ */
+async function moveUploadFolders(tree: AppTree, label: string, change: (line: string) => void, rewriteRoot: (from: string, to: string) => void): Promise<{ directory: string; resource: string }[]> {
+  const files = new Map(tree.entries.map((entry) => [entry.rel, entry]));
+  const moved: { directory: string; resource: string }[] = [];
+  for (const folder of tree.entries) {
+    if (folder.kind !== 'dir' || !folder.rel.startsWith('resources/')) continue;
+    const config = files.get(`${folder.rel}/config.json`);
+    if (config?.kind !== 'file') continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readEntry(config, label));
+    } catch {
+      continue;
+    }
+    if (!isRecord(parsed) || parsed.type !== 'Fileupload') continue;
+    const name = folder.rel.slice('resources/'.length);
+    const directory = typeof parsed.directory === 'string' && parsed.directory !== '' ? parsed.directory.replace(/^\/+|\/+$/g, '') : 'upload';
+    const from = `public/${directory}`;
+    if (files.get(from)?.kind !== 'dir') continue;
+    if (directory.includes('/') || files.has(directory)) {
+      change(`kept ${from}/: move the files of Fileupload resource ${name} into ${directory}/ of the app by hand (svc does not serve them from public/)`);
+      continue;
+    }
+    change(`move ${from}/ -> ${directory}/ (the files of Fileupload resource ${name}: served at /${name}/<file>, no longer as /${directory}/<file>; links in public files are rewritten below, check others)`);
+    rewriteRoot(from, directory);
+    files.delete(from);
+    moved.push({ directory, resource: name });
+  }
+  return moved;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** The `type` of a resource's config.json text: `undefined` when it is not JSON. */

@@ -44,7 +44,7 @@ describe('svc migrate-deployd', () => {
     expect(stdout).toMatch(/resources\/todos\/get\.js:2: dpd\.comments\.get\(.*-> {2}svc\.comments\.get\(/);
     expect(stdout).toContain('package.json: dpd-event -> @svc/type-event');
     expect(stdout).toContain('package.json: deployd -> @svc/server');
-    expect(stdout).toContain('package.json: dpd-fileupload -> no equivalent');
+    expect(stdout).toContain('package.json: dpd-fileupload -> @svc/type-fileupload');
     expect(stdout).toContain('package.json: scripts.start: dpd  ->  svc');
   });
 
@@ -79,7 +79,7 @@ describe('svc migrate-deployd', () => {
     beforeAll(async () => {
       // What `npm install` does for the new dependencies: the workspace's packages.
       await mkdir(join(out, 'node_modules', '@svc'), { recursive: true });
-      for (const [name, dir] of [['server', 'apps/server'], ['type-event', 'packages/type-event'], ['type-email', 'packages/type-email']]) {
+      for (const [name, dir] of [['server', 'apps/server'], ['type-event', 'packages/type-event'], ['type-email', 'packages/type-email'], ['type-fileupload', 'packages/type-fileupload']]) {
         await symlink(join(REPO, dir as string), join(out, 'node_modules', '@svc', name as string), 'dir');
       }
       svc = await startSvc([out]);

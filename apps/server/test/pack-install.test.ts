@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // with npm, and an app runs from them: what a user gets from the registry.
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/realtime', 'packages/client', 'packages/type-event', 'packages/type-email', 'packages/type-bucket', 'packages/type-importer', 'packages/dashboard', 'apps/server'];
+const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/realtime', 'packages/client', 'packages/type-event', 'packages/type-email', 'packages/type-bucket', 'packages/type-importer', 'packages/type-fileupload', 'packages/dashboard', 'apps/server'];
 // The node running the tests first on PATH, so that npm and native modules use it.
 const PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
 
