@@ -1,10 +1,9 @@
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
+import { startScriptCollector } from './scriptCollector.js';
+import type { ScriptCollector } from './scriptCollector.js';
 import { chromiumAvailable, launchChromium, until } from '../apps/server/test/browser-helpers.js';
 import { startBucketApp } from '../packages/type-bucket/test/bucketApp.js';
 import type { BucketApp } from '../packages/type-bucket/test/bucketApp.js';
@@ -23,18 +22,10 @@ describe.skipIf(!run)('Bucket uploads opened in chromium run no script on the ap
   let s3: TestS3;
   let app: BucketApp;
   let browser: Browser;
-  let collector: Server;
-  let collectorUrl: string;
-  const hits: { tag: string; origin: string }[] = [];
+  let collector: ScriptCollector;
 
   beforeAll(async () => {
-    collector = createServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://collector');
-      if (url.pathname === '/hit') hits.push({ tag: url.searchParams.get('tag') ?? '', origin: url.searchParams.get('origin') ?? '' });
-      res.writeHead(204).end();
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    collectorUrl = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+    collector = await startScriptCollector();
     s3 = await startS3();
     app = await startBucketApp(s3);
     browser = await launchChromium();
@@ -43,11 +34,10 @@ describe.skipIf(!run)('Bucket uploads opened in chromium run no script on the ap
     await browser?.close();
     await app?.close();
     await s3?.close();
-    await new Promise((resolve) => collector?.close(resolve));
+    await collector?.close();
   });
 
-  const script = (tag: string): string =>
-    `fetch('${collectorUrl}/hit?tag=${tag}&origin=' + encodeURIComponent(String(window.origin)), { mode: 'no-cors' }); document.title = 'pwned-${tag}';`;
+  const script = (tag: string): string => collector.script(tag);
 
   it('x.html, s.svg and evil.png (declared text/html): downloads or an image, never a page that runs', async () => {
     const uploads = [
@@ -85,8 +75,8 @@ describe.skipIf(!run)('Bucket uploads opened in chromium run no script on the ap
       const control = await context.newPage();
       await control.goto(`${app.url}/control.html`, { waitUntil: 'load' });
       expect(await control.title()).toBe('pwned-control');
-      await until(() => hits.some((h) => h.tag === 'control'), 15_000);
-      expect(hits).toEqual([{ tag: 'control', origin: app.url }]);
+      await until(() => collector.hits.some((h) => h.tag === 'control'), 15_000);
+      expect(collector.hits).toEqual([{ tag: 'control', origin: app.url }]);
       for (const [name, seen] of Object.entries(outcome)) expect(seen.title, name).not.toMatch(/^pwned/);
       expect(outcome).toEqual({
         'x.html': { downloaded: true, title: '' },

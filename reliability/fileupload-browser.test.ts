@@ -1,10 +1,9 @@
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
+import { startScriptCollector } from './scriptCollector.js';
+import type { ScriptCollector } from './scriptCollector.js';
 import { chromiumAvailable, launchChromium, until } from '../apps/server/test/browser-helpers.js';
 import { startFileuploadApp } from '../packages/type-fileupload/test/fileuploadApp.js';
 import type { FileuploadApp } from '../packages/type-fileupload/test/fileuploadApp.js';
@@ -43,18 +42,10 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 describe.skipIf(!run)('Fileupload in chromium: browser FormData uploads, uploaded pages never run', () => {
   let app: FileuploadApp;
   let browser: Browser;
-  let collector: Server;
-  let collectorUrl: string;
-  const hits: { tag: string; origin: string }[] = [];
+  let collector: ScriptCollector;
 
   beforeAll(async () => {
-    collector = createServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://collector');
-      if (url.pathname === '/hit') hits.push({ tag: url.searchParams.get('tag') ?? '', origin: url.searchParams.get('origin') ?? '' });
-      res.writeHead(204).end();
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    collectorUrl = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+    collector = await startScriptCollector();
     app = await startFileuploadApp({
       beforeStart: async (dir) => {
         await mkdir(join(dir, 'public'), { recursive: true });
@@ -66,7 +57,7 @@ describe.skipIf(!run)('Fileupload in chromium: browser FormData uploads, uploade
   afterAll(async () => {
     await browser?.close();
     await app?.close();
-    await new Promise((resolve) => collector?.close(resolve));
+    await collector?.close();
   });
 
   it('an <input type=file> form posted as FormData stores every file with the form and query fields', async () => {
@@ -92,8 +83,7 @@ describe.skipIf(!run)('Fileupload in chromium: browser FormData uploads, uploade
   });
 
   it('x.html and s.svg uploaded from the page are downloads when opened; their script never runs', async () => {
-    const script = (tag: string): string =>
-      `fetch('${collectorUrl}/hit?tag=${tag}&origin=' + encodeURIComponent(String(window.origin)), { mode: 'no-cors' }); document.title = 'pwned-${tag}';`;
+    const script = (tag: string): string => collector.script(tag);
     const uploads = [
       { name: 'x.html', type: 'text/html', body: `<!doctype html><html><body><script>${script('html')}</script></body></html>` },
       { name: 's.svg', type: 'image/svg+xml', body: `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><script><![CDATA[${script('svg')}]]></script></svg>` },
@@ -125,8 +115,8 @@ describe.skipIf(!run)('Fileupload in chromium: browser FormData uploads, uploade
       // The app's own page runs the same script: the collector sees a script that runs.
       const control = await context.newPage();
       await control.goto(`${app.url}/control.html`, { waitUntil: 'load' });
-      await until(() => hits.some((h) => h.tag === 'control'), 15_000);
-      expect(hits).toEqual([{ tag: 'control', origin: app.url }]);
+      await until(() => collector.hits.some((h) => h.tag === 'control'), 15_000);
+      expect(collector.hits).toEqual([{ tag: 'control', origin: app.url }]);
       expect(outcome).toEqual({ 'x.html': true, 's.svg': true });
     } finally {
       await context.close();
