@@ -1,11 +1,11 @@
 import { ScriptRuntimeError } from '../errors.js';
 import type { HostApi, RunInput, RunResult } from '../types.js';
 import type { SourceUsage } from './analyze.js';
-import type { JobOutput, JobWire, RunWire } from './wire.js';
+import type { JobOutput, JobTables, JobWire, PackedJob, RunWire } from './wire.js';
 import { RUN_FLAGS } from './wire.js';
 import { findStackPosition } from './wrap-source.js';
 
-/** A job ready to send: the JSON string and the host tables it refers to by index. */
+/** A job ready to send: the PackedJob JSON and the host tables it refers to by index. */
 export interface EncodedJob {
   json: string;
   hosts: HostApi[];
@@ -92,18 +92,15 @@ export function encodeJob(scriptId: number, jobId: number, inputs: JobInputs, us
     items[slot] = combo;
     repeatAt = -1;
   }
-  const wire: JobWire = {
-    s: scriptId,
-    j: jobId,
-    m: usage.deferred ? 1 : 0,
-    L: locals.list.map((v) => localsTable(v, usage.names)),
-    H: hosts.list.map((host) => hostKey(host)),
-    B: labels.list,
-    K: shapes.list,
-    C: combos.list,
-    I: items,
-  };
-  return { json: JSON.stringify(wire), hosts: hosts.list };
+  const tables: JobTables = { H: hosts.list.map((host) => hostKey(host)), B: labels.list, K: shapes.list, C: combos.list };
+  const L = locals.list.map((v) => localsTable(v, usage.names));
+  const packed: PackedJob = [scriptId, jobId, usage.deferred ? 1 : 0, JSON.stringify(tables), isEmptyLocals(L) ? 0 : L, items];
+  return { json: JSON.stringify(packed), hosts: hosts.list };
+}
+
+/** One locals table without names: what a script that names no request data gets (PackedJob's 0). */
+function isEmptyLocals(L: JobWire['L']): boolean {
+  return L.length === 1 && (L[0] as JobWire['L'][number]).k.length === 0;
 }
 
 export function isInputList(inputs: JobInputs): inputs is readonly RunInput[] {

@@ -38,6 +38,20 @@ export interface JobWire {
 
 
 /**
+ * The tables of a job that are the same from one request to the next of one resource and event
+ * (host function names, labels, shapes, combinations). They cross as one JSON string inside the
+ * PackedJob, which the isolate parses once and keeps with what it derives from them: parsing a
+ * job's nested tables cost more than running a trivial script.
+ */
+export type JobTables = Pick<JobWire, 'H' | 'B' | 'K' | 'C'>;
+
+/**
+ * A job as it crosses: [script id, job id, m, JSON of its JobTables, L (0 for the usual single
+ * locals table without names), I]. See JobWire for each part.
+ */
+export type PackedJob = [number, number, number, string, JobWire['L'] | 0, unknown[]];
+
+/**
  * A finished job: [key lists, outcomes]. The outcomes are flat, one run after the other in input
  * order, each: flags (RUN_FLAGS), then what the flags announce in this order: SET the index of a
  * key list and one value per key (properties of `this` the script added or changed), UNSET the
