@@ -37,8 +37,9 @@ export function isolateMain(
   let clockSpan = 0;
   /** Settled runs of deferred scripts: they finish in the next `collect`, after the microtasks. */
   const ready: IsolateRun[] = [];
-  /** Finished jobs as JSON `[jobId,[shapes,flat]]`, until the next report. */
+  /** Finished jobs as JSON `[jobId,[shapes,flat]]` and their ids, until the next report. */
   const completed: string[] = [];
+  const completedIds: number[] = [];
   const logs: string[] = [];
   // Bounds what a script logging in a loop can buffer before Node collects it.
   const MAX_LOGS = 10_000;
@@ -331,6 +332,7 @@ export function isolateMain(
       text = JSON.stringify([[], [HAS_REST, { x: describe(err) }]]);
     }
     completed.push(`[${job.id},${text}]`);
+    completedIds.push(job.id);
   }
 
   function start(run: IsolateRun): void {
@@ -617,6 +619,7 @@ export function isolateMain(
         // Not a script's fault (a script missing after the isolate was rebuilt): fail that job.
         jobs.delete(input[1]);
         completed.push(`[${input[1]},${JSON.stringify([[], [HAS_REST, { x: describe(err) }]])}]`);
+        completedIds.push(input[1]);
       }
     }
     return report(pump(), false);
@@ -676,8 +679,10 @@ export function isolateMain(
     }
     endCall();
     if (completed.length === 0 && logs.length === 0 && host.requests.length === 0 && left === 0 && more === 0) return '';
-    const out = `{"q":${left},"m":${more},"d":[${completed.join(',')}],"l":[${logs.join(',')}],"h":[${host.requests.join(',')}]}`;
-    completed.length = logs.length = host.requests.length = 0;
+    // Finished jobs follow the JSON on a line of their own: Node passes them on to the server unparsed.
+    const head = `{"q":${left},"m":${more},"i":[${completedIds.join(',')}],"l":[${logs.join(',')}],"h":[${host.requests.join(',')}]}`;
+    const out = completed.length === 0 ? head : `${head}\n${completed.join(',')}`;
+    completed.length = completedIds.length = logs.length = host.requests.length = 0;
     return out;
   }
 

@@ -80,13 +80,15 @@ export interface HostReplyWire {
 }
 
 /**
- * What every call into the isolate returns (as JSON, or '' when there is nothing): finished jobs
- * as [jobId, runs], log lines as [label, level, text], host requests as [callId, jobId, host
+ * What every call into the isolate returns (as JSON, or '' when there is nothing): the ids of the
+ * jobs that finished, log lines as [label, level, text], host requests as [callId, jobId, host
  * index, function name, arguments], `q` tasks still queued (Node calls `resume`), and `m` = 1 when
- * started runs may go on in the microtasks that run after the call (Node calls `collect`).
+ * started runs may go on in the microtasks that run after the call (Node calls `collect`). When
+ * jobs finished, a newline and their outcomes follow: `[jobId, JobOutput]` entries as JSON,
+ * separated by commas (DoneText), which the script process passes on without parsing them.
  */
 export interface CollectWire {
-  d: [number, JobOutput][];
+  i: number[];
   l: [string, string, string][];
   h: [number, number, number, string, unknown[]][];
   q: number;
