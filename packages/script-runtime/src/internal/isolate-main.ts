@@ -536,7 +536,7 @@ export function isolateMain(
     }
     live = { H: tables.H, B: tables.B, K: tables.K, C: tables.C, trees, shapes, hostless };
     if (text.length <= MAX_CACHED_TABLES) {
-      if (tablesCache.size >= 256) tablesCache.clear();
+      if (tablesCache.size >= 64) tablesCache.clear();
       tablesCache.set(text, live);
     }
     return live;
