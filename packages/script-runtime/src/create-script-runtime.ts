@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
 import ivm from 'isolated-vm';
 import { ScriptInputError, ScriptSyntaxError } from './errors.js';
-import type { RunResult, Script, ScriptRuntime, ScriptRuntimeOptions } from './types.js';
-import { decodeJob, encodeJob, isInputList } from './internal/codec.js';
+import type { RunInput, RunResult, Script, ScriptRuntime, ScriptRuntimeOptions } from './types.js';
+import { decodeJob, encodeJob, encodeRun, isInputList } from './internal/codec.js';
 import type { JobInputs } from './internal/codec.js';
 import { CompiledScript } from './internal/compiled-script.js';
 import { exceedsDepth, MAX_INPUT_DEPTH } from './internal/depth.js';
@@ -57,6 +57,11 @@ class SyntaxChecker {
  * store's rules bound already, and On Get lists would pay for a walk of every object.
  */
 function checkDepth(inputs: JobInputs, filename: string): void {
+  if (isInputList(inputs) && inputs.length === 1) {
+    // One run (an event of one request): nothing to deduplicate.
+    if (exceedsDepth((inputs[0] as RunInput).locals, MAX_INPUT_DEPTH + 1)) throw new ScriptInputError(`request data nested deeper than ${MAX_INPUT_DEPTH} levels`, { filename });
+    return;
+  }
   const seen = new Set<unknown>();
   const tooDeep = (locals: unknown): boolean => {
     if (seen.has(locals)) return false;
@@ -98,7 +103,7 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
     checkDepth(inputs, script.filename);
     const jobId = nextJobId;
     nextJobId = jobId >= 0x7fffffff ? 1 : jobId + 1;
-    const { json, hosts } = encodeJob(script.id, jobId, inputs, script.usage);
+    const { json, hosts } = isInputList(inputs) && inputs.length === 1 ? encodeRun(script.id, jobId, inputs[0] as RunInput, script.usage) : encodeJob(script.id, jobId, inputs, script.usage);
     return pool.submit(script, jobId, json, hosts);
   }
 

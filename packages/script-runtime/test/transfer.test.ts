@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { analyzeSource } from '../src/internal/analyze.js';
+import { encodeJob, encodeRun } from '../src/internal/codec.js';
+import type { RunInput } from '../src/types.js';
 import { setup } from './helpers.js';
 
 // What crosses into the isolate: only the variables and the properties of `this` a script names,
@@ -141,5 +143,22 @@ describe('synchronous runs share one scope and one set of API functions', () => 
     const script = runtime.compile("if (this.first) Object.prototype.keep = hide; else this.seen = typeof ({}).keep;", 'kept.js');
     const results = await runtime.runBatch(script, [{ thisObj: { first: true }, locals: {} }, { thisObj: {}, locals: {} }]);
     expect(results.map((r) => r.thisObj.seen)).toEqual([undefined, 'undefined']);
+  });
+});
+
+describe('single-run encoding', () => {
+  // encodeRun is encodeJob's fast path for one run: the isolate must get the same job.
+  const inputs: RunInput[] = [
+    { thisObj: { title: 'a', done: false, n: 1 }, locals: {} },
+    { thisObj: { title: 'a', gone: undefined, f: () => 1, nested: { x: [1, { y: null }] } }, locals: { me: undefined, query: { q: 1 }, other: 'x' }, label: 'todos On Get' },
+    { thisObj: JSON.parse('{"__proto__":{"x":1},"a":1}') as Record<string, unknown>, locals: { previous: {} }, host: { emit: () => undefined, 'svc.todos.get': () => undefined }, label: 'l' },
+    { thisObj: { b: 2, a: 1 }, locals: { ctx: { headers: {} } }, host: {} },
+  ];
+  test.each([['this.seen = true;'], ['if (this.done) hide("title"); console.log(me, query)'], ['JSON.stringify(this); emit("x")'], ["eval('1')"]])('%s', (source) => {
+    const usage = analyzeSource(source);
+    for (const input of inputs) {
+      // Twice: the second run reuses the tables text of the first.
+      for (let i = 0; i < 2; i++) expect(JSON.parse(encodeRun(3, 7, input, usage).json)).toEqual(JSON.parse(encodeJob(3, 7, [input], usage).json));
+    }
   });
 });

@@ -1,11 +1,11 @@
 import { ScriptRuntimeError } from '../errors.js';
 import type { HostApi, RunInput, RunResult } from '../types.js';
 import type { SourceUsage } from './analyze.js';
-import type { JobOutput, JobWire, RunWire } from './wire.js';
+import type { JobOutput, JobTables, JobWire, PackedJob, RunWire } from './wire.js';
 import { RUN_FLAGS } from './wire.js';
 import { findStackPosition } from './wrap-source.js';
 
-/** A job ready to send: the JSON string and the host tables it refers to by index. */
+/** A job ready to send: the PackedJob JSON and the host tables it refers to by index. */
 export interface EncodedJob {
   json: string;
   hosts: HostApi[];
@@ -92,18 +92,67 @@ export function encodeJob(scriptId: number, jobId: number, inputs: JobInputs, us
     items[slot] = combo;
     repeatAt = -1;
   }
-  const wire: JobWire = {
-    s: scriptId,
-    j: jobId,
-    m: usage.deferred ? 1 : 0,
-    L: locals.list.map((v) => localsTable(v, usage.names)),
-    H: hosts.list.map((host) => hostKey(host)),
-    B: labels.list,
-    K: shapes.list,
-    C: combos.list,
-    I: items,
-  };
-  return { json: JSON.stringify(wire), hosts: hosts.list };
+  const tables: JobTables = { H: hosts.list.map((host) => hostKey(host)), B: labels.list, K: shapes.list, C: combos.list };
+  const L = locals.list.map((v) => localsTable(v, usage.names));
+  const packed: PackedJob = [scriptId, jobId, usage.deferred ? 1 : 0, JSON.stringify(tables), isEmptyLocals(L) ? 0 : L, items];
+  return { json: JSON.stringify(packed), hosts: hosts.list };
+}
+
+/** One locals table without names: what a script that names no request data gets (PackedJob's 0). */
+function isEmptyLocals(L: JobWire['L']): boolean {
+  return L.length === 1 && (L[0] as JobWire['L'][number]).k.length === 0;
+}
+
+/** The tables text of a script's last single run, reused while the next one has the same tables. */
+interface LastTables {
+  hostKey: string;
+  label: string;
+  keys: string[];
+  text: string;
+}
+const lastTables = new WeakMap<SourceUsage, LastTables>();
+const NO_HOST: HostApi = Object.freeze({});
+const NO_LOCALS: Record<string, unknown> = Object.freeze({});
+
+/**
+ * encodeJob for one run (an event of one request), the same PackedJob without the tables
+ * encodeJob needs to share entries among many runs: each request pays for its own encoding, and a
+ * script's runs mostly send the same tables text, which is then reused.
+ */
+export function encodeRun(scriptId: number, jobId: number, input: RunInput, usage: SourceUsage): EncodedJob {
+  const host = input.host ?? NO_HOST;
+  const key = hostKey(host);
+  const label = input.label ?? '';
+  const item: unknown[] = [0];
+  const keys = ownValues(input.thisObj, usage.thisProps, item);
+  let last = lastTables.get(usage);
+  if (last === undefined || last.hostKey !== key || last.label !== label || !sameKeys(last.keys, keys)) {
+    const tables: JobTables = { H: [key], B: [label], K: [keys], C: [[0, 0, 0, 0]] };
+    last = { hostKey: key, label, keys, text: JSON.stringify(JSON.stringify(tables)) };
+    lastTables.set(usage, last);
+  }
+  const locals = localsTable(input.locals ?? NO_LOCALS, usage.names);
+  const L = locals.k.length === 0 ? '0' : JSON.stringify([locals]);
+  return { json: `[${scriptId},${jobId},${usage.deferred ? 1 : 0},${last.text},${L},${JSON.stringify(item)}]`, hosts: [host] };
+}
+
+/** Shapes.encode for one object: pushes its values onto `item`, returns its keys. */
+function ownValues(obj: Record<string, unknown>, props: readonly string[] | undefined, item: unknown[]): string[] {
+  const source = obj !== null && typeof obj === 'object' ? obj : {};
+  const keys: string[] = [];
+  for (const key of props ?? Object.keys(source)) {
+    const value = source[key];
+    if (value === undefined || typeof value === 'function') continue;
+    keys.push(key);
+    item.push(value);
+  }
+  return keys;
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 export function isInputList(inputs: JobInputs): inputs is readonly RunInput[] {

@@ -1,5 +1,5 @@
-import type { IsolateBridge, IsolateJob, IsolateRun, MakeHostBridge, MakeOutcome, MakeScriptApi, ScriptFactory } from './isolate-types.js';
-import type { JobWire, RunWire } from './wire.js';
+import type { IsolateBridge, IsolateJob, IsolateRun, LiveTables, MakeHostBridge, MakeOutcome, MakeScriptApi, ScriptFactory } from './isolate-types.js';
+import type { JobTables, JobWire, PackedJob, RunWire } from './wire.js';
 
 /**
  * The runtime INSIDE the isolate: queues and runs jobs, builds each run's scope, reports what
@@ -37,8 +37,9 @@ export function isolateMain(
   let clockSpan = 0;
   /** Settled runs of deferred scripts: they finish in the next `collect`, after the microtasks. */
   const ready: IsolateRun[] = [];
-  /** Finished jobs as JSON `[jobId,[shapes,flat]]`, until the next report. */
+  /** Finished jobs as JSON `[jobId,[shapes,flat]]` and their ids, until the next report. */
   const completed: string[] = [];
+  const completedIds: number[] = [];
   const logs: string[] = [];
   // Bounds what a script logging in a loop can buffer before Node collects it.
   const MAX_LOGS = 10_000;
@@ -331,6 +332,7 @@ export function isolateMain(
       text = JSON.stringify([[], [HAS_REST, { x: describe(err) }]]);
     }
     completed.push(`[${job.id},${text}]`);
+    completedIds.push(job.id);
   }
 
   function start(run: IsolateRun): void {
@@ -505,46 +507,87 @@ export function isolateMain(
     return obj;
   }
 
-  function queueJob(input: JobWire): void {
-    enter(input.j);
-    const factory = factories.get(input.s);
-    if (!factory) throw new Error(`script ${input.s} is not defined in this isolate`);
-    const trees = input.H.map(treeOf);
-    const uses = new Array<number>(input.L.length).fill(0);
+  /** JobTables JSON -> those tables with what is derived from them, for the jobs that send the same text. */
+  const tablesCache = new Map<string, LiveTables>();
+  // Tables of lists of objects of many shapes can be long: those are parsed for their job only.
+  const MAX_CACHED_TABLES = 2048;
+  /** PackedJob's 0: one locals table without names. Read only (see materialize, peekVar). */
+  const NO_LOCALS: JobWire['L'] = deepFreeze([{ k: [], v: {} }]);
+
+  /** Loops, not map() or fill(): in the sealed realm those builtins take a slow path. */
+  function tablesOf(text: string): LiveTables {
+    let live = tablesCache.get(text);
+    if (live !== undefined) return live;
+    const tables = JSON.parse(text) as JobTables;
+    const trees: ReturnType<typeof host.tree>[] = [];
+    let hostless = true;
+    for (let i = 0; i < tables.H.length; i++) {
+      const tree = treeOf(tables.H[i] as string);
+      trees.push(tree);
+      if (tree.size > 0) hostless = false;
+    }
+    // Strings in JSON arrays are not internalised: as property keys each use would look them up.
+    const shapes: string[][] = [];
+    for (let i = 0; i < tables.K.length; i++) {
+      const keys = tables.K[i] as string[];
+      const shape: string[] = [];
+      for (let k = 0; k < keys.length; k++) shape.push(internalize(keys[k] as string));
+      shapes.push(shape);
+    }
+    live = { H: tables.H, B: tables.B, K: tables.K, C: tables.C, trees, shapes, hostless };
+    if (text.length <= MAX_CACHED_TABLES) {
+      if (tablesCache.size >= 64) tablesCache.clear();
+      tablesCache.set(text, live);
+    }
+    return live;
+  }
+
+  function queueJob(packed: PackedJob): void {
+    const scriptId = packed[0];
+    const jobId = packed[1];
+    enter(jobId);
+    const factory = factories.get(scriptId);
+    if (!factory) throw new Error(`script ${scriptId} is not defined in this isolate`);
+    const tables = tablesOf(packed[3]);
+    const locals = packed[4] === 0 ? NO_LOCALS : packed[4];
+    const items = packed[5];
+    const uses: number[] = [];
+    for (let i = 0; i < locals.length; i++) uses.push(0);
     let count = 0;
     let combo: JobWire['C'][number] | undefined;
-    for (let at = 0; at < input.I.length; ) {
-      const head = input.I[at] as number;
+    for (let at = 0; at < items.length; ) {
+      const head = items[at] as number;
       // -n: n more items like the previous one (see JobWire.I).
       const n = head < 0 ? -head : 1;
-      if (head >= 0) combo = input.C[head];
+      if (head >= 0) combo = tables.C[head];
       if (combo === undefined) throw new Error('malformed job: a repeat before any item');
       uses[combo[0]] = (uses[combo[0]] ?? 0) + n;
       count += n;
-      at += head < 0 ? 1 : ITEM_VALUES + (input.K[combo[3]]?.length ?? 0);
+      at += head < 0 ? 1 : ITEM_VALUES + (tables.K[combo[3]]?.length ?? 0);
     }
-    const defer = input.m === 1;
+    const localsShared: boolean[] = [];
+    for (let i = 0; i < uses.length; i++) localsShared.push((uses[i] as number) > 1);
+    const defer = packed[2] === 1;
     // Runs that cannot go on after their body returned share one scope (see `current`); that
     // scope needs the names the source mentions (a source calling eval is deferred anyway).
-    const names = scriptNames.get(input.s);
-    const fast = !defer && names != null && trees.every((tree) => tree.size === 0);
-    let fn = fast ? bound.get(input.s) : undefined;
-    if (fast && fn === undefined) bound.set(input.s, (fn = factory(scopeFor(names as string[]))));
+    const names = scriptNames.get(scriptId);
+    const fast = !defer && names != null && tables.hostless;
+    let fn = fast ? bound.get(scriptId) : undefined;
+    if (fast && fn === undefined) bound.set(scriptId, (fn = factory(scopeFor(names as string[]))));
     const job: IsolateJob = {
-      id: input.j,
-      scriptId: input.s,
+      id: jobId,
+      scriptId,
       factory,
       bound: fn,
       defer,
       fast,
-      items: input.I,
-      combos: input.C,
-      // Strings in JSON arrays are not internalised: as property keys each use would look them up.
-      shapes: input.K.map((keys) => keys.map(internalize)),
-      locals: input.L,
-      localsShared: uses.map((n) => n > 1),
-      trees,
-      labels: input.B,
+      items,
+      combos: tables.C,
+      shapes: tables.shapes,
+      locals,
+      localsShared,
+      trees: tables.trees,
+      labels: tables.B,
       count,
       next: 0,
       repeats: 0,
@@ -566,16 +609,17 @@ export function isolateMain(
     else queue.push(() => runItems(job));
   }
 
-  /** Queues the jobs of a JSON array of JobWire and runs them; answers like `collect`. */
+  /** Queues the jobs of a JSON array of PackedJob and runs them; answers like `collect`. */
   function batch(json: string): string {
     beginCall();
-    for (const input of JSON.parse(json) as JobWire[]) {
+    for (const input of JSON.parse(json) as PackedJob[]) {
       try {
         queueJob(input);
       } catch (err) {
         // Not a script's fault (a script missing after the isolate was rebuilt): fail that job.
-        jobs.delete(input.j);
-        completed.push(`[${input.j},${JSON.stringify([[], [HAS_REST, { x: describe(err) }]])}]`);
+        jobs.delete(input[1]);
+        completed.push(`[${input[1]},${JSON.stringify([[], [HAS_REST, { x: describe(err) }]])}]`);
+        completedIds.push(input[1]);
       }
     }
     return report(pump(), false);
@@ -635,8 +679,10 @@ export function isolateMain(
     }
     endCall();
     if (completed.length === 0 && logs.length === 0 && host.requests.length === 0 && left === 0 && more === 0) return '';
-    const out = `{"q":${left},"m":${more},"d":[${completed.join(',')}],"l":[${logs.join(',')}],"h":[${host.requests.join(',')}]}`;
-    completed.length = logs.length = host.requests.length = 0;
+    // Finished jobs follow the JSON on a line of their own: Node passes them on to the server unparsed.
+    const head = `{"q":${left},"m":${more},"i":[${completedIds.join(',')}],"l":[${logs.join(',')}],"h":[${host.requests.join(',')}]}`;
+    const out = completed.length === 0 ? head : `${head}\n${completed.join(',')}`;
+    completed.length = completedIds.length = logs.length = host.requests.length = 0;
     return out;
   }
 

@@ -1,5 +1,5 @@
 /** Types of the code that runs inside the isolate (erased at compile time; nothing here runs). */
-import type { JobWire } from './wire.js';
+import type { JobTables, JobWire } from './wire.js';
 
 /** A compiled script inside the isolate: called with a scope, returns the script body. */
 export type ScriptFactory = (scope: object) => (this: Record<string, unknown>) => unknown;
@@ -15,7 +15,7 @@ export interface IsolateBridge {
   /** Checks that the source parses on its own as a function body; returns the error message or ''. */
   check(source: string): string;
   /**
-   * Queues the jobs of a JSON array of JobWire and runs them. This and the next three answer
+   * Queues the jobs of a JSON array of PackedJob and runs them. This and the next three answer
    * CollectWire JSON (or '' when there is nothing): what finished, log lines, host requests.
    */
   batch(json: string): string;
@@ -26,6 +26,15 @@ export interface IsolateBridge {
   collect(): string;
   /** Abandons a job (its run exceeded the CPU limit). */
   drop(jobId: number): void;
+}
+
+/** A job's JobTables as parsed, with what the isolate derives from them (kept per distinct text). */
+export interface LiveTables extends JobTables {
+  trees: Map<string, HostNode>[];
+  /** K with internalised keys. */
+  shapes: string[][];
+  /** No host table has a function. */
+  hostless: boolean;
 }
 
 /** A job inside the isolate: its tables, the runs' input and the output built so far. */

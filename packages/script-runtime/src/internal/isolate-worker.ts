@@ -6,7 +6,7 @@ import { makeHostBridge } from './isolate-host.js';
 import { makeOutcome } from './isolate-outcome.js';
 import { isolateMain } from './isolate-main.js';
 import { sealRealm } from './isolate-seal.js';
-import type { CollectWire, JobOutput } from './wire.js';
+import type { CollectWire } from './wire.js';
 import { parseSyntaxMessage } from './wrap-source.js';
 
 const MAIN_SOURCE = `${sealRealm.toString()}; return (${isolateMain.toString()})(${makeScriptApi.toString()}, ${makeHostBridge.toString()}, ${makeOutcome.toString()}, sealRealm, $0, $1);`;
@@ -23,8 +23,11 @@ export interface WorkerOptions {
   log: (line: string) => void;
   /** Runs a host function in the server process; resolves with the reply to deliver. */
   hostCall: (jobId: number, hostIdx: number, name: string, args: unknown[]) => Promise<{ r?: unknown; e?: unknown }>;
-  /** A finished job's outcomes. */
-  done: (jobId: number, output: JobOutput) => void;
+  /**
+   * Jobs that finished, and their outcomes as JSON `[jobId, JobOutput]` entries separated by
+   * commas, unparsed: only the server reads them.
+   */
+  done: (jobIds: number[], outputs: string) => void;
   /**
    * The isolate is gone or can no longer be trusted (a run over its CPU time, out of memory, an
    * answer that is not what the runtime writes). `culprit` is the job whose code ran, or -1 when
@@ -127,14 +130,15 @@ export class IsolateWorker {
   private drive(live: Live, method: 'batch' | 'deliver', args: unknown[]): void {
     let out = this.call(live, method, args);
     while (out !== undefined && out !== '' && !this.dead) {
+      const newline = out.indexOf('\n');
       let wire: CollectWire;
       try {
-        wire = JSON.parse(out) as CollectWire;
+        wire = JSON.parse(newline < 0 ? out : out.slice(0, newline)) as CollectWire;
       } catch {
         // The runtime inside the isolate writes this JSON; anything else means it was subverted.
         return this.fatal('crash', -1, 'the isolate answered something the runtime did not write');
       }
-      this.dispatch(wire);
+      this.dispatch(wire, newline < 0 ? '' : out.slice(newline + 1));
       if (wire.q > 0) out = this.call(live, 'resume', []);
       else if (wire.m > 0) out = this.call(live, 'collect', []);
       else return;
@@ -164,10 +168,10 @@ export class IsolateWorker {
   }
 
   /** Hands out what a call returned: new host calls, finished jobs, log lines. */
-  private dispatch(wire: CollectWire): void {
+  private dispatch(wire: CollectWire, outputs: string): void {
     // Host calls first: a run cancelled right after emit() still emits, as the call was made.
     for (const request of wire.h) this.startHostCall(request);
-    for (const [jobId, runs] of wire.d) this.options.done(jobId, runs);
+    if (wire.i.length > 0) this.options.done(wire.i, outputs);
     for (const [label, level, text] of wire.l) {
       const prefix = label ? `[${label}] ` : '';
       this.options.log(`${prefix}${level === 'log' || level === 'info' ? '' : `${level}: `}${text}`);

@@ -1,5 +1,4 @@
 import type { FatalKind } from './isolate-worker.js';
-import type { JobOutput } from './wire.js';
 
 /** Server process -> script process. */
 export type ParentMessage =
@@ -12,10 +11,11 @@ export type ParentMessage =
 /** Script process -> server process. */
 export type ChildMessage =
   /**
-   * Finished jobs, host calls [callId, jobId, host index, name, args], log lines, and jobs that
-   * could not start [jobId, message].
+   * Finished jobs (JSON `[jobId, JobOutput]` entries separated by commas, as the isolate wrote
+   * them: one string crosses cheaper than their arrays), host calls [callId, jobId, host index,
+   * name, args], log lines, and jobs that could not start [jobId, message].
    */
-  | { t: 'out'; d: [number, JobOutput][]; h: [number, number, number, string, unknown[]][]; l: string[]; f: [number, string][] }
+  | { t: 'out'; d: string; h: [number, number, number, string, unknown[]][]; l: string[]; f: [number, string][] }
   /**
    * The isolate failed and took `jobs` with it; the process goes on with a new isolate.
    * `culprit` -1: not known.

@@ -12,7 +12,6 @@ import { CompiledScript } from './compiled-script.js';
 import { IsolateWorker } from './isolate-worker.js';
 import type { FatalKind } from './isolate-worker.js';
 import type { ChildMessage, ParentMessage } from './pool-messages.js';
-import type { JobOutput } from './wire.js';
 
 const send = process.send?.bind(process);
 if (!send) throw new Error('script-host-main must be started by the script pool (no IPC channel)');
@@ -27,7 +26,8 @@ let limits = { memoryLimitMb: 64, timeoutMs: 1000 };
 const inflight = new Set<number>();
 
 /** What goes to the server with the next message: one message per event-loop turn at most. */
-let outDone: [number, JobOutput][] = [];
+/** Outcomes of finished jobs: JSON `[jobId, JobOutput]` entries, as the isolate wrote them. */
+let outDone: string[] = [];
 let outHost: [number, number, number, string, unknown[]][] = [];
 let outLog: string[] = [];
 let outFailed: [number, string][] = [];
@@ -36,7 +36,7 @@ let flushScheduled = false;
 function flush(): void {
   flushScheduled = false;
   if (outDone.length + outHost.length + outLog.length + outFailed.length === 0) return;
-  const message: ChildMessage = { t: 'out', d: outDone, h: outHost, l: outLog, f: outFailed };
+  const message: ChildMessage = { t: 'out', d: outDone.join(','), h: outHost, l: outLog, f: outFailed };
   outDone = [];
   outHost = [];
   outLog = [];
@@ -77,9 +77,9 @@ function start(memoryLimitMb: number, timeoutMs: number): IsolateWorker {
         outHost.push([callId, jobId, hostIdx, name, args]);
         schedule();
       }),
-    done: (jobId, output) => {
-      inflight.delete(jobId);
-      outDone.push([jobId, output]);
+    done: (jobIds, outputs) => {
+      for (const jobId of jobIds) inflight.delete(jobId);
+      outDone.push(outputs);
       schedule();
     },
     fatal: onFatal,

@@ -248,8 +248,16 @@ export class ScriptPool {
       this.schedule();
       return;
     }
+    let done: [number, JobOutput][];
+    try {
+      done = message.d === '' ? [] : (JSON.parse(`[${message.d}]`) as [number, JobOutput][]);
+    } catch {
+      // Only a subverted isolate writes something else: its process goes, its jobs with it (onExit).
+      child.proc.kill('SIGKILL');
+      return;
+    }
     for (const request of message.h) this.hostCall(child, request);
-    for (const [jobId, output] of message.d) {
+    for (const [jobId, output] of done) {
       const job = child.jobs.get(jobId);
       if (!job) continue;
       child.jobs.delete(jobId);

@@ -38,6 +38,20 @@ export interface JobWire {
 
 
 /**
+ * The tables of a job that are the same from one request to the next of one resource and event
+ * (host function names, labels, shapes, combinations). They cross as one JSON string inside the
+ * PackedJob, which the isolate parses once and keeps with what it derives from them: parsing a
+ * job's nested tables cost more than running a trivial script.
+ */
+export type JobTables = Pick<JobWire, 'H' | 'B' | 'K' | 'C'>;
+
+/**
+ * A job as it crosses: [script id, job id, m, JSON of its JobTables, L (0 for the usual single
+ * locals table without names), I]. See JobWire for each part.
+ */
+export type PackedJob = [number, number, number, string, JobWire['L'] | 0, unknown[]];
+
+/**
  * A finished job: [key lists, outcomes]. The outcomes are flat, one run after the other in input
  * order, each: flags (RUN_FLAGS), then what the flags announce in this order: SET the index of a
  * key list and one value per key (properties of `this` the script added or changed), UNSET the
@@ -66,13 +80,15 @@ export interface HostReplyWire {
 }
 
 /**
- * What every call into the isolate returns (as JSON, or '' when there is nothing): finished jobs
- * as [jobId, runs], log lines as [label, level, text], host requests as [callId, jobId, host
+ * What every call into the isolate returns (as JSON, or '' when there is nothing): the ids of the
+ * jobs that finished, log lines as [label, level, text], host requests as [callId, jobId, host
  * index, function name, arguments], `q` tasks still queued (Node calls `resume`), and `m` = 1 when
- * started runs may go on in the microtasks that run after the call (Node calls `collect`).
+ * started runs may go on in the microtasks that run after the call (Node calls `collect`). When
+ * jobs finished, a newline and their outcomes follow: `[jobId, JobOutput]` entries as JSON,
+ * separated by commas (DoneText), which the script process passes on without parsing them.
  */
 export interface CollectWire {
-  d: [number, JobOutput][];
+  i: number[];
   l: [string, string, string][];
   h: [number, number, number, string, unknown[]][];
   q: number;
