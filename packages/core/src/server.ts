@@ -19,6 +19,7 @@ import type { Store } from './store/Store.js';
 import type { Context, Reply, Session } from './types.js';
 import { RootKeys } from './rootKeys.js';
 import { corsHeaders, corsOrigins, type CorsOptions } from './http/cors.js';
+import { createRequestScope } from './requestScope.js';
 
 /** A route served outside the resources (such as /svc.js). */
 export interface ExtraRoute {
@@ -201,7 +202,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       me: undefined,
       isRoot: isRootRequest(req),
       internal: false,
-      callChain: [],
+      scope: createRequestScope(req.socket.remoteAddress ?? '', recursionLimitOf(query), res),
       req,
       res,
     };
@@ -248,8 +249,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       me: parent.me,
       isRoot: parent.isRoot,
       internal: true,
-      callChain: [...parent.callChain, `${input.method.toUpperCase()} ${input.path}`],
-      limitRecursion: recursionLimitOf(input.query) ?? parent.limitRecursion ?? recursionLimitOf(parent.query),
+      // One scope for the whole tree of calls, as Deployd's one stack per request.
+      scope: parent.scope,
     };
     try {
       return (await match.resource.handle(ctx)) ?? { status: 204 };
