@@ -118,14 +118,13 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   };
   /**
    * The budget of the request `ctx` belongs to (its internal calls share the top request's scope):
-   * made at its first script run, cancelled when its client goes away.
+   * made at its first script run; its runs stop when its client goes away.
    */
   function budgetOf(ctx: Context): RunBudget {
     const scope = ctx.scope;
     if (scope.scripts instanceof RunBudget) return scope.scripts;
-    const budget = new RunBudget({ cpuMs: requestCpuMs, wallMs: requestWallMs, client: scope.client });
+    const budget = new RunBudget({ cpuMs: requestCpuMs, wallMs: requestWallMs, client: scope.client, cancelledIf: () => scope.gone });
     scope.scripts = budget;
-    scope.onGone(() => budget.cancel('the client went away before the answer'));
     return budget;
   }
   let runtime: ScriptRuntime | undefined;

@@ -13,24 +13,23 @@ export interface RequestScope {
   limitRecursion: number | undefined;
   /** The client's address (fair scheduling of script runs between clients). */
   readonly client: string;
-  /** True once the client closed its connection before the answer was written. */
+  /**
+   * True once the client closed its connection before the answer was written. Read when needed
+   * (the script pool polls it while the request's runs wait or run): no listener per request.
+   */
   readonly gone: boolean;
-  /** Calls `listener` once when the client goes before the answer (at once if it has). */
-  onGone(listener: () => void): void;
   /** Per-request state of the script layer (its CPU and wall budget); core never reads it. */
   scripts?: unknown;
 }
 
-/** A scope for a request: `res` (when there is one) tells when its client goes. */
+/** A scope for a request: `res` (when there is one) tells whether its client went away. */
 export function createRequestScope(client: string, limitRecursion?: number, res?: ServerResponse): RequestScope {
   return new Scope(client, limitRecursion, res);
 }
 
 class Scope implements RequestScope {
-  readonly calls = new Map<string, number>();
   scripts?: unknown;
-  private listeners: (() => void)[] | undefined;
-  private left = false;
+  private counts: Map<string, number> | undefined;
 
   constructor(
     readonly client: string,
@@ -38,29 +37,12 @@ class Scope implements RequestScope {
     private readonly res: ServerResponse | undefined,
   ) {}
 
-  get gone(): boolean {
-    if (!this.left && this.res !== undefined && this.res.destroyed && !this.res.writableFinished) this.left = true;
-    return this.left;
+  get calls(): Map<string, number> {
+    return (this.counts ??= new Map());
   }
 
-  onGone(listener: () => void): void {
-    if (this.gone) {
-      listener();
-      return;
-    }
+  get gone(): boolean {
     const res = this.res;
-    if (res === undefined || res.writableFinished) return;
-    // Listened to only by requests that run scripts, and once: most requests never pay for it.
-    if (this.listeners === undefined) {
-      this.listeners = [];
-      res.once('close', () => {
-        const listeners = this.listeners ?? [];
-        this.listeners = undefined;
-        if (res.writableFinished) return;
-        this.left = true;
-        for (const fn of listeners) fn();
-      });
-    }
-    this.listeners.push(listener);
+    return res !== undefined && !res.writableFinished && (res.destroyed || res.socket?.destroyed === true);
   }
 }

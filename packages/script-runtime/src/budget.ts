@@ -6,6 +6,8 @@ export interface RunBudgetOptions {
   wallMs: number;
   /** Who sent the request (its address): script runs are scheduled fairly between clients. */
   client?: string;
+  /** Whether the request was given up (its client went away): asked when the budget is checked. */
+  cancelledIf?: () => boolean;
 }
 
 /** Why a budget stopped its runs. */
@@ -19,6 +21,9 @@ export interface BudgetFailure {
  * the internal calls its scripts make) draws on one CPU allowance and one deadline. Once either is
  * spent, or the request is cancelled (its client went away), its queued runs are dropped and its
  * runs in flight fail, so that one request cannot keep the script processes busy.
+ *
+ * Nothing is pushed: the pool reads `failure` when it charges CPU time, when it sends a run, and
+ * a few times a second while runs are under way (a listener per request would cost every request).
  */
 export class RunBudget {
   readonly cpuMs: number;
@@ -27,13 +32,14 @@ export class RunBudget {
   readonly client: string;
   private used = 0;
   private failed: BudgetFailure | undefined;
-  private readonly listeners = new Set<(failure: BudgetFailure) => void>();
+  private readonly cancelledIf: (() => boolean) | undefined;
 
   constructor(options: RunBudgetOptions) {
     this.cpuMs = options.cpuMs;
     this.wallMs = options.wallMs;
     this.deadline = Date.now() + options.wallMs;
     this.client = options.client ?? '';
+    this.cancelledIf = options.cancelledIf;
   }
 
   /** Script CPU time used so far, ms. */
@@ -41,10 +47,11 @@ export class RunBudget {
     return this.used;
   }
 
-  /** Why the runs stopped, once they did (the wall deadline is checked on reading). */
+  /** Why the runs stopped, once they did (the deadline and `cancelledIf` are checked on reading). */
   get failure(): BudgetFailure | undefined {
-    if (this.failed === undefined && Date.now() >= this.deadline) {
-      this.fail({ kind: 'wall', message: `the request's scripts ran past its time budget of ${this.wallMs} ms` });
+    if (this.failed === undefined) {
+      if (Date.now() >= this.deadline) this.failed = { kind: 'wall', message: `the request's scripts ran past its time budget of ${this.wallMs} ms` };
+      else if (this.cancelledIf?.() === true) this.failed = { kind: 'cancelled', message: 'the client went away before the answer' };
     }
     return this.failed;
   }
@@ -53,26 +60,12 @@ export class RunBudget {
   charge(ms: number): void {
     this.used += ms;
     if (this.used > this.cpuMs && this.failed === undefined) {
-      this.fail({ kind: 'cpu', message: `the request's scripts used their CPU budget of ${this.cpuMs} ms` });
+      this.failed = { kind: 'cpu', message: `the request's scripts used their CPU budget of ${this.cpuMs} ms` };
     }
   }
 
   /** Stops every run of the request (its client went away). */
   cancel(reason: string): void {
-    this.fail({ kind: 'cancelled', message: reason });
-  }
-
-  /** Calls `listener` once when the budget fails; answers a function that stops listening. */
-  watch(listener: (failure: BudgetFailure) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  private fail(failure: BudgetFailure): void {
-    if (this.failed !== undefined) return;
-    this.failed = failure;
-    const listeners = [...this.listeners];
-    this.listeners.clear();
-    for (const listener of listeners) listener(failure);
+    this.failed ??= { kind: 'cancelled', message: reason };
   }
 }

@@ -31,7 +31,7 @@ export interface WorkerOptions {
    * that cannot be told (microtasks of several jobs). Nothing runs in this worker afterwards.
    */
   fatal: (kind: FatalKind, culprit: number, detail: string) => void;
-  /** CPU time (ms) a job used in one call into the isolate. */
+  /** CPU time (ms) a job used in one call into the isolate (calls of 0.25 ms or more). */
   charge: (jobId: number, ms: number) => void;
   /** A long stretch of work goes on after a call: the process shows it is alive. */
   progress: () => void;
@@ -39,6 +39,11 @@ export interface WorkerOptions {
 
 /** Jobs listed in shared memory per call (see isolateMain's `enter`); more share nothing. */
 const MAX_ENTERED = 30;
+/**
+ * Calls shorter than this are not charged to anyone: the calls of cheap runs cost nothing to
+ * account for. A run that makes many short calls is bounded by its request's deadline instead.
+ */
+const MIN_CHARGE_MS = 0.25;
 
 interface Live {
   isolate: ivm.Isolate;
@@ -185,9 +190,12 @@ export class IsolateWorker {
 
   private call(live: Live, method: (typeof BRIDGE)[number], args: unknown[]): string | undefined {
     try {
-      const before = live.isolate.cpuTime;
+      // The time of a synchronous call is the isolate's CPU time, unless the machine preempts
+      // this process meanwhile (a busy machine charges a little more): isolate.cpuTime costs more.
+      const before = performance.now();
       const out = live.refs[method].applySync(undefined, args, { timeout: this.options.timeoutMs }) as unknown;
-      this.share(Number(live.isolate.cpuTime - before) / 1e6);
+      const ms = performance.now() - before;
+      if (ms >= MIN_CHARGE_MS) this.share(ms);
       if (method === 'drop') return '';
       if (typeof out !== 'string') {
         this.fatal('crash', -1, 'the isolate answered something the runtime did not write');

@@ -39,9 +39,11 @@ interface PoolJob {
   attempts: number;
   /** The budget of the request it belongs to, if any. */
   budget: RunBudget | undefined;
-  /** Its client and its resource: the queue it waits in. */
+  /** Its client, and its client and resource: the queue it waits in ('' until it waits). */
   client: string;
   queueKey: string;
+  /** Sent with the next flush without waiting in a queue (a cheap job while nothing waits). */
+  direct: boolean;
   /** The process it was sent to; undefined while it waits. */
   child: Child | undefined;
   /** Counted as the one costly run of its process (see `costly`). */
@@ -50,7 +52,6 @@ interface PoolJob {
   waiting: number;
   /** CPU time it used, ms (in steps of at least 1 ms). */
   cpu: number;
-  unwatch: (() => void) | undefined;
 }
 
 interface Child {
@@ -135,9 +136,10 @@ function entryPoint(): { file: string; execArgv: string[] } {
  *
  * Fairness: jobs wait in the server in one queue per client and resource, taken in turn. Cheap
  * jobs (by their script's measured CPU time) go out at once, batched, to the least busy process
- * with no costly run, preferably; a costly one goes only to a process that runs no other costly
- * one, and the costly runs of one client, or of one resource, hold at most all processes but one:
- * a flood of slow scripts from one client leaves a process to everyone else.
+ * with no costly run, preferably; a costly one (or one of a script not measured yet) goes only to
+ * a process that runs no other costly one, and the costly runs of one client, or of one resource,
+ * hold at most all processes but one: a flood of slow scripts from one client leaves a process to
+ * everyone else.
  *
  * Budgets: each process reports the CPU time of each job; the job's request budget (RunBudget)
  * adds it up over every run of the request, and once that or its deadline is spent, or its client
@@ -151,6 +153,8 @@ export class ScriptPool {
   private readonly restarts: number[][];
   /** Waiting jobs, one queue per client and resource; Map order is the turn order. */
   private readonly queues = new Map<string, PoolJob[]>();
+  /** Cheap jobs of this turn that skip the queues (see submit). */
+  private direct: PoolJob[] = [];
   private waiting = 0;
   private readonly waitingByClient = new Map<string, number>();
   /** Moving average of the CPU time of a script's jobs, ms, by script id. */
@@ -193,15 +197,19 @@ export class ScriptPool {
         attempts: 0,
         budget,
         client,
-        queueKey: `${client}\n${script.group}`,
+        queueKey: '',
+        direct: false,
         child: undefined,
         active: false,
         waiting: 0,
         cpu: 0,
-        unwatch: undefined,
       };
-      if (budget) job.unwatch = budget.watch((f) => this.abort(job, this.budgetError(script, f)));
-      this.enqueue(job);
+      // The common case costs no queue: a cheap job while nothing waits goes out with this turn's
+      // flush, to the least busy process (as fair as it gets when nobody waits).
+      if (this.waiting === 0 && !this.isCostly(job)) {
+        job.direct = true;
+        this.direct.push(job);
+      } else this.enqueue(job);
       this.schedule();
     });
   }
@@ -219,6 +227,8 @@ export class ScriptPool {
       child.proc.kill('SIGKILL');
     }
     for (const list of this.queues.values()) for (const job of list) job.reject(error);
+    for (const job of this.direct) job.reject(error);
+    this.direct = [];
     this.queues.clear();
     this.waiting = 0;
     this.waitingByClient.clear();
@@ -226,6 +236,8 @@ export class ScriptPool {
   }
 
   private enqueue(job: PoolJob): void {
+    job.direct = false;
+    if (job.queueKey === '') job.queueKey = `${job.client}\n${job.script.group}`;
     let list = this.queues.get(job.queueKey);
     if (!list) this.queues.set(job.queueKey, (list = []));
     list.push(job);
@@ -244,9 +256,28 @@ export class ScriptPool {
     return new ScriptTimeoutError(failure.message, { filename: script.filename }, true);
   }
 
+  /** Fails every job of a budget that failed (rare: a scan of every job is cheaper than tracking them). */
+  private abortBudget(budget: RunBudget): void {
+    const failure = budget.failure as BudgetFailure;
+    for (const list of [...this.queues.values()]) for (const job of [...list]) if (job.budget === budget) this.abort(job, this.budgetError(job.script, failure));
+    for (const job of [...this.direct]) if (job.budget === budget) this.abort(job, this.budgetError(job.script, failure));
+    for (const child of this.children) {
+      if (!child) continue;
+      for (const job of [...child.jobs.values()]) if (job.budget === budget) this.abort(job, this.budgetError(job.script, failure));
+    }
+  }
+
   /** Fails a job of a request that gave up: out of its queue, or dropped in its process. */
   private abort(job: PoolJob, error: Error): void {
     const child = job.child;
+    if (child === undefined && job.direct) {
+      const at = this.direct.indexOf(job);
+      if (at < 0) return;
+      this.direct.splice(at, 1);
+      job.direct = false;
+      job.reject(error);
+      return;
+    }
     if (child === undefined) {
       const list = this.queues.get(job.queueKey);
       const at = list ? list.indexOf(job) : -1;
@@ -269,8 +300,6 @@ export class ScriptPool {
     child.jobs.delete(job.id);
     if (job.suspect) child.exclusive = false;
     this.deactivate(job);
-    job.unwatch?.();
-    job.unwatch = undefined;
     job.child = undefined;
   }
 
@@ -299,37 +328,74 @@ export class ScriptPool {
    */
   private readonly flush = (): void => {
     this.scheduled = false;
-    if (this.disposed || this.waiting === 0) return;
+    if (this.disposed || (this.waiting === 0 && this.direct.length === 0)) return;
     for (let slot = 0; slot < this.children.length; slot++) if (!this.children[slot]) this.spawn(slot);
     const batches = new Map<Child, PoolJob[]>();
-    let moved = true;
-    while (moved && this.waiting > 0) {
-      moved = false;
-      for (const [key, list] of [...this.queues]) {
-        const job = list[0];
-        if (!job || job.budget?.failure) continue; // its budget's watcher takes it out
-        const costly = job.suspect || this.isCostly(job);
-        const child = job.suspect ? this.idleChild(batches) : costly ? this.costlyChild(job) : this.leastBusy();
-        if (!child) continue;
-        list.shift();
-        // To the back of the turn order.
-        this.queues.delete(key);
-        if (list.length > 0) this.queues.set(key, list);
-        this.dequeued(job);
+    if (this.direct.length > 0) {
+      const direct = this.direct;
+      this.direct = [];
+      for (const job of direct) {
+        job.direct = false;
+        const child = this.leastBusy();
+        if (!child) {
+          this.enqueue(job);
+          continue;
+        }
         child.jobs.set(job.id, job);
         job.child = child;
-        if (costly) {
-          job.active = true;
-          child.costly.push(job);
-        }
-        if (job.suspect) child.exclusive = true;
         let batch = batches.get(child);
         if (!batch) batches.set(child, (batch = []));
         batch.push(job);
-        moved = true;
+      }
+    }
+    const served: string[] = [];
+    while (this.waiting > 0) {
+      // Each round, a queue sends its cheap jobs at its head and at most one costly job.
+      for (const [key, list] of this.queues) {
+        let taken = 0;
+        let costlyTaken = false;
+        while (taken < list.length) {
+          const job = list[taken] as PoolJob;
+          const failure = job.budget?.failure;
+          if (failure) break; // taken out below, with the rest of its request
+          const costly = job.suspect || this.isCostly(job);
+          if (costly && costlyTaken) break;
+          const child = job.suspect ? this.idleChild(batches) : costly ? this.costlyChild(job) : this.leastBusy();
+          if (!child) break;
+          taken++;
+          this.dequeued(job);
+          child.jobs.set(job.id, job);
+          job.child = child;
+          if (costly) {
+            costlyTaken = true;
+            job.active = true;
+            child.costly.push(job);
+          }
+          if (job.suspect) child.exclusive = true;
+          let batch = batches.get(child);
+          if (!batch) batches.set(child, (batch = []));
+          batch.push(job);
+        }
+        if (taken > 0) {
+          list.splice(0, taken);
+          served.push(key);
+        }
+      }
+      if (served.length === 0) break;
+      // Queues that sent go to the back of the turn order.
+      for (const key of served.splice(0)) {
+        const list = this.queues.get(key) as PoolJob[];
+        this.queues.delete(key);
+        if (list.length > 0) this.queues.set(key, list);
       }
     }
     for (const [child, jobs] of batches) this.sendJobs(child, jobs);
+    if (this.waiting > 0) {
+      for (const list of [...this.queues.values()]) {
+        const budget = list[0]?.budget;
+        if (budget?.failure) this.abortBudget(budget);
+      }
+    }
     this.startWatchdog();
   };
 
@@ -350,15 +416,19 @@ export class ScriptPool {
    * runs already hold every process but one (then it waits its turn).
    */
   private costlyChild(job: PoolJob): Child | undefined {
-    const share = Math.max(1, this.children.length - 1);
-    let byClient = 0;
-    let byGroup = 0;
-    for (const child of this.children) {
-      if (!child?.alive) continue;
-      if (child.costly.some((other) => other.client === job.client)) byClient++;
-      if (child.costly.some((other) => other.script.group === job.script.group)) byGroup++;
+    // A script not measured yet runs alone in its process but takes no share: it may be cheap.
+    if (this.cost.has(job.script.id)) {
+      const share = Math.max(1, this.children.length - 1);
+      let byClient = 0;
+      let byGroup = 0;
+      for (const child of this.children) {
+        if (!child?.alive) continue;
+        // Runs without a request (no budget) have no known client: only their resource counts.
+        if (job.budget && child.costly.some((other) => other.client === job.client && this.cost.has(other.script.id))) byClient++;
+        if (child.costly.some((other) => other.script.group === job.script.group && this.cost.has(other.script.id))) byGroup++;
+      }
+      if (byClient >= share || byGroup >= share) return undefined;
     }
-    if (byClient >= share || byGroup >= share) return undefined;
     let best: Child | undefined;
     for (const child of this.children) {
       if (!child?.alive || child.exclusive || child.jobs.size >= MAX_PER_CHILD || child.costly.length >= COSTLY_PER_CHILD) continue;
@@ -473,8 +543,11 @@ export class ScriptPool {
         const job = child.jobs.get(jobId);
         if (!job) continue;
         job.cpu += ms;
-        // May fail the budget, which drops every job of its request (this one included).
-        job.budget?.charge(ms);
+        const budget = job.budget;
+        if (budget === undefined) continue;
+        budget.charge(ms);
+        // Spent: every job of its request goes (this one included).
+        if (budget.failure) this.abortBudget(budget);
       }
     }
     for (const request of message.h) this.hostCall(child, request);
@@ -483,7 +556,8 @@ export class ScriptPool {
       if (!job) continue;
       this.release(child, job);
       const cost = this.cost.get(job.script.id);
-      this.cost.set(job.script.id, cost === undefined ? job.cpu : cost * 0.7 + job.cpu * 0.3);
+      if (cost === undefined) this.cost.set(job.script.id, job.cpu);
+      else if (cost !== 0 || job.cpu !== 0) this.cost.set(job.script.id, cost * 0.7 + job.cpu * 0.3 < 0.01 ? 0 : cost * 0.7 + job.cpu * 0.3);
       job.resolve(output);
     }
     for (const [jobId, text] of message.f) {
@@ -580,7 +654,6 @@ export class ScriptPool {
       else {
         job.attempts++;
         job.suspect = culprit === undefined;
-        if (job.budget) job.unwatch = job.budget.watch((f) => this.abort(job, this.budgetError(job.script, f)));
         this.enqueue(job);
       }
     }
@@ -613,10 +686,10 @@ export class ScriptPool {
     for (const child of this.children) {
       if (!child?.alive) continue;
       if (child.jobs.size > 0) busy = true;
-      for (const job of child.jobs.values()) void job.budget?.failure; // reading it checks the deadline
+      for (const job of child.jobs.values()) if (job.budget?.failure) this.abortBudget(job.budget);
       if (child.silentSince !== undefined && now - child.silentSince > this.options.timeoutMs + SILENCE_GRACE_MS) this.silent(child, now - child.silentSince);
     }
-    for (const list of this.queues.values()) for (const job of [...list]) void job.budget?.failure;
+    for (const list of [...this.queues.values()]) for (const job of [...list]) if (job.budget?.failure) this.abortBudget(job.budget);
     if (!busy && this.watchdog) {
       clearInterval(this.watchdog);
       this.watchdog = undefined;
