@@ -113,7 +113,7 @@ function measure(url, seconds) {
     const inst = autocannon({ url, connections, pipelining: 1, duration: seconds }, (err, result) => {
       if (err) return reject(err);
       const { p50, p99 } = percentiles(samples);
-      resolve({ rps: result.requests.average, p50: Number(p50.toFixed(2)), p99: Number(p99.toFixed(2)), non2xx: result.non2xx, errors: result.errors });
+      resolve({ rps: result.requests.average, p50: Number(p50.toFixed(2)), p99: Number(p99.toFixed(2)), non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, answered: samples.length });
     });
     inst.on('response', (_client, _status, _bytes, ms) => samples.push(ms));
   });
@@ -237,9 +237,10 @@ async function fairnessPhase(base, cheapId, slowId) {
       await Promise.all(flooders);
       got[variant] = { ...r, slowStatuses: Object.fromEntries(statuses) };
       rows[variant].push(got[variant]);
-      log(`  fairness round ${round + 1} ${variant.padEnd(5)} cheap: ${Math.round(r.rps)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  non2xx ${r.non2xx}${variant === 'flood' ? `  slow answers ${JSON.stringify(got[variant].slowStatuses)}` : ''}`);
+      log(`  fairness round ${round + 1} ${variant.padEnd(5)} cheap: ${Math.round(r.rps)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  non2xx ${r.non2xx}  answered ${r.answered}  timeouts ${r.timeouts}${variant === 'flood' ? `  slow answers ${JSON.stringify(got[variant].slowStatuses)}` : ''}`);
     }
-    ratios.push(got.flood.p99 / Math.max(got.quiet.p99, 1));
+    // No cheap answer at all in the window (they all waited behind slow runs): no ratio to take.
+    ratios.push(got.flood.answered === 0 ? Infinity : got.flood.p99 / Math.max(got.quiet.p99, 1));
   }
   const summary = {
     floodClients,
