@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
-import { createScriptRuntime, limitRepeats, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
+import { createScriptRuntime, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
 import type { HostApi, RunInput, RunResult, Script, ScriptRuntime } from '@svc/script-runtime';
 import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -103,10 +103,8 @@ function withQueryResult(source: string): string {
  * server starts and that event answers 500 with the error.
  */
 export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
-  const { env } = options;
+  const { env, logger } = options;
   const settings = options.app.settings.scripts ?? {};
-  // One failure repeated for every request (a script that times out) must not flood the log.
-  const logger = repeatLimitedLogger(options.logger);
   const requestCpuMs = settings.requestCpuMs ?? DEFAULT_REQUEST_CPU_MS;
   const requestWallMs = settings.requestWallMs ?? DEFAULT_REQUEST_WALL_MS;
   const clientLimits: ScriptClientLimits = {
@@ -400,21 +398,4 @@ function scriptFailure(err: unknown, env: 'development' | 'production', logger: 
   const message = env === 'production' ? (kind === 'SCRIPT_TIMEOUT' ? 'script timed out' : 'internal server error') : `${where}: ${err.message}`;
   // Logged above already; the reply path must not log it twice.
   return new SvcError(kind, message, { status: 500, cause: err });
-}
-
-/**
- * The logger, with each line (by level and message) logged at most 10 times per 10 s; then one
- * line says how many were dropped.
- */
-function repeatLimitedLogger(logger: Logger): Logger {
-  const level = (name: 'info' | 'warn' | 'error'): Logger['info'] => {
-    let fields: Record<string, unknown> | undefined;
-    const limited = limitRepeats((line) => logger[name](line, fields));
-    return (message, data) => {
-      fields = data;
-      limited(message);
-      fields = undefined;
-    };
-  };
-  return { info: level('info'), warn: level('warn'), error: level('error') };
 }

@@ -1,3 +1,4 @@
+import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
@@ -65,7 +66,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const env = options.env ?? 'development';
   // Log lines and data changes, for the dashboards that follow this server live.
   const feed = new Feed();
-  const logger = teeLogger(options.logger ?? createConsoleLogger(), feed);
+  const logger = repeatLimitedLogger(teeLogger(options.logger ?? createConsoleLogger(), feed));
   const app = await loadApp(appDir, logger);
   const types = new Map<string, ResourceType>();
   for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {
