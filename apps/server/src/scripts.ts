@@ -121,7 +121,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   function budgetOf(ctx: Context): RunBudget {
     const scope = ctx.scope;
     if (scope.scripts instanceof RunBudget) return scope.scripts;
-    const budget = new RunBudget({ cpuMs: requestCpuMs, wallMs: requestWallMs, client: scope.client, cancelledIf: () => scope.gone });
+    const budget = new RunBudget({ cpuMs: requestCpuMs, wallMs: requestWallMs, client: scope.client, request: scope });
     scope.scripts = budget;
     return budget;
   }

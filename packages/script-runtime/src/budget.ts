@@ -6,8 +6,11 @@ export interface RunBudgetOptions {
   wallMs: number;
   /** Who sent the request (its address): script runs are scheduled fairly between clients. */
   client?: string;
-  /** Whether the request was given up (its client went away): asked when the budget is checked. */
-  cancelledIf?: () => boolean;
+  /**
+   * Whether the request was given up (its client went away), read when the budget is checked: an
+   * object with a `gone` flag (the request's scope), not a closure per request.
+   */
+  request?: { readonly gone: boolean };
 }
 
 /** Why a budget stopped its runs. */
@@ -32,14 +35,14 @@ export class RunBudget {
   readonly client: string;
   private used = 0;
   private failed: BudgetFailure | undefined;
-  private readonly cancelledIf: (() => boolean) | undefined;
+  private readonly request: { readonly gone: boolean } | undefined;
 
   constructor(options: RunBudgetOptions) {
     this.cpuMs = options.cpuMs;
     this.wallMs = options.wallMs;
     this.deadline = Date.now() + options.wallMs;
     this.client = options.client ?? '';
-    this.cancelledIf = options.cancelledIf;
+    this.request = options.request;
   }
 
   /** Script CPU time used so far, ms. */
@@ -47,11 +50,11 @@ export class RunBudget {
     return this.used;
   }
 
-  /** Why the runs stopped, once they did (the deadline and `cancelledIf` are checked on reading). */
+  /** Why the runs stopped, once they did (the deadline and `request.gone` are checked on reading). */
   get failure(): BudgetFailure | undefined {
     if (this.failed === undefined) {
       if (Date.now() >= this.deadline) this.failed = { kind: 'wall', message: `the request's scripts ran past its time budget of ${this.wallMs} ms` };
-      else if (this.cancelledIf?.() === true) this.failed = { kind: 'cancelled', message: 'the client went away before the answer' };
+      else if (this.request?.gone === true) this.failed = { kind: 'cancelled', message: 'the client went away before the answer' };
     }
     return this.failed;
   }
