@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 /**
  * What one HTTP request and every internal call it causes share, as Deployd's per-request stack
@@ -30,19 +31,23 @@ export function createRequestScope(client: string, limitRecursion?: number, res?
 class Scope implements RequestScope {
   scripts?: unknown;
   private counts: Map<string, number> | undefined;
+  /** The connection, not the response: a scope that outlives its answer keeps no response alive. */
+  private readonly socket: Socket | undefined;
 
   constructor(
     readonly client: string,
     public limitRecursion: number | undefined,
-    private readonly res: ServerResponse | undefined,
-  ) {}
+    res: ServerResponse | undefined,
+  ) {
+    this.socket = res?.socket ?? undefined;
+  }
 
   get calls(): Map<string, number> {
     return (this.counts ??= new Map());
   }
 
+  /** Its connection closed: asked only while the request's scripts wait or run, so before the answer. */
   get gone(): boolean {
-    const res = this.res;
-    return res !== undefined && !res.writableFinished && (res.destroyed || res.socket?.destroyed === true);
+    return this.socket?.destroyed === true;
   }
 }
