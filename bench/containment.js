@@ -2,6 +2,7 @@
 // Containment benchmark (issue 10): do hostile event scripts hurt requests that run none?
 //
 //   node bench/containment.js [--rounds 5] [--duration 10] [--warmup 2] [--connections 50] [--loops 4] [--bombs 6]
+//                             [--floods 40] [--phases bombs,loops,fairness,budget] [--bin path/to/svc.js]
 //
 // One svc server (production, embedded store, pinned to core 0; its script processes inherit the
 // pinning, so they compete for the server's core) with a collection without scripts (`items`)
@@ -13,6 +14,12 @@
 // Before that, the memory phase: clients send POSTs whose On Post grows a dictionary object until V8's
 // fatal out-of-memory error ends its script process; the server's RSS and that of all its
 // processes are sampled during the bombs and after (aim: back to baseline, never above ~400 MB).
+// Issue 21 (item 3), after that:
+//   fairness  GETs of `cheap` (a trivial On Get) quiet, and while N clients (--floods, default 40)
+//             repeat GET /slow/<id> whose On Get spins 900 ms: the same-round ratio of the cheap
+//             script's p99 (aim <= 2: a flood of slow scripts leaves a script process to others)
+//   budget    one GET whose On Get does 30 x (800 ms spin + await svc.items.get()): how long until
+//             it is answered, and with what (before: ~25 s of script CPU; now scripts.requestCpuMs)
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +29,9 @@ import { parseArgs } from './lib/args.js';
 import { spawnNode, waitListening, stopAll, freePort, pinning, pinSelf } from './lib/procs.js';
 import { median } from './lib/stats.js';
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', loops: 'number', bombs: 'number' });
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', loops: 'number', bombs: 'number', floods: 'number', phases: 'string', bin: 'string' });
+const phases = new Set((opts.phases ?? 'bombs,loops,fairness,budget').split(','));
+const floodClients = opts.floods ?? 40;
 const rounds = opts.rounds ?? 5;
 const duration = opts.duration ?? 10;
 const warmup = opts.warmup ?? 2;
@@ -30,17 +39,25 @@ const connections = opts.connections ?? 50;
 const loopClients = opts.loops ?? 4;
 const bombs = opts.bombs ?? 6;
 const log = (m) => process.stderr.write(`${m}\n`);
-const svcBin = fileURLToPath(new URL('../apps/server/bin/svc.js', import.meta.url));
+// --bin: another build's apps/server/bin/svc.js, for a before/after comparison.
+const svcBin = opts.bin ?? fileURLToPath(new URL('../apps/server/bin/svc.js', import.meta.url));
 
 function writeApp() {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-containment-'));
   const files = {
-    'app.json': JSON.stringify({ scripts: { timeoutMs: 1000, memoryLimitMb: 64 } }),
+    // Two script processes, as on a 2-core machine (the pinned server would count one core).
+    'app.json': JSON.stringify({ scripts: { timeoutMs: 1000, memoryLimitMb: 64, isolates: 2 } }),
     'resources/items/config.json': JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' } } }),
     'resources/loops/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
     'resources/loops/post.js': 'while (true) {}',
     'resources/bombs/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
     'resources/bombs/post.js': "var o = {}, i = 0; while (true) o['k' + i++] = { a: i, b: 'v' + i };",
+    'resources/cheap/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
+    'resources/cheap/get.js': 'this.seen = true;',
+    'resources/slow/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
+    'resources/slow/get.js': 'var t = Date.now(); while (Date.now() - t < 900) {}',
+    'resources/spinloop/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
+    'resources/spinloop/get.js': 'for (var i = 0; i < 30; i++) { var t = Date.now(); while (Date.now() - t < 800) {} await svc.items.get(); }',
   };
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(join(dir, path, '..'), { recursive: true });
@@ -96,7 +113,7 @@ function measure(url, seconds) {
     const inst = autocannon({ url, connections, pipelining: 1, duration: seconds }, (err, result) => {
       if (err) return reject(err);
       const { p50, p99 } = percentiles(samples);
-      resolve({ rps: result.requests.average, p50: Number(p50.toFixed(2)), p99: Number(p99.toFixed(2)), non2xx: result.non2xx, errors: result.errors });
+      resolve({ rps: result.requests.average, p50: Number(p50.toFixed(2)), p99: Number(p99.toFixed(2)), non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, answered: samples.length });
     });
     inst.on('response', (_client, _status, _bytes, ms) => samples.push(ms));
   });
@@ -119,6 +136,16 @@ async function main() {
   const url = `${base}/items/${created.id}`;
   log(`containment: server pid ${server.pid} on core ${pin?.server ?? '-'}; ${rounds} rounds x ${duration} s, ${connections} connections, ${loopClients} looping clients`);
 
+  const made = async (resource) => (await (await fetch(`${base}/${resource}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":1}' })).json()).id;
+  const summary = { date: new Date().toISOString(), rounds, duration, connections };
+  if (phases.has('bombs')) summary.bombs = await bombPhase(base, server, url);
+  if (phases.has('loops')) Object.assign(summary, await loopPhase(base, url));
+  if (phases.has('fairness')) summary.fairness = await fairnessPhase(base, await made('cheap'), await made('slow'));
+  if (phases.has('budget')) summary.budget = await budgetPhase(base, await made('spinloop'));
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+}
+
+async function bombPhase(base, server, url) {
   // Memory bombs first, on a fresh server (the GET rounds grow its RSS by themselves): RSS sampled
   // every 100 ms while they run, then 3 s after.
   const before = rssOf(server.pid);
@@ -138,7 +165,11 @@ async function main() {
   await sampler;
   const after = rssOf(server.pid);
   const alive = (await fetch(url)).status;
+  log(`memory bombs: ${statuses.join(' ')}; RSS server ${before.server.toFixed(0)} -> peak ${peak.server.toFixed(0)} -> ${after.server.toFixed(0)} MB; with script processes ${before.all.toFixed(0)} -> peak ${peak.all.toFixed(0)} -> ${after.all.toFixed(0)} MB; server answers ${alive}`);
+  return { count: bombs, statuses, rssMb: { before, peak, after }, serverAnswersAfter: alive };
+}
 
+async function loopPhase(base, url) {
   const rows = { quiet: [], loops: [] };
   const ratios = [];
   for (let round = 0; round < rounds; round++) {
@@ -169,19 +200,66 @@ async function main() {
   }
 
   const summary = {
-    date: new Date().toISOString(),
-    rounds,
-    duration,
-    connections,
     loopClients,
     quiet: { rps: median(rows.quiet.map((r) => r.rps)), p50: median(rows.quiet.map((r) => r.p50)), p99: median(rows.quiet.map((r) => r.p99)) },
     loops: { rps: median(rows.loops.map((r) => r.rps)), p50: median(rows.loops.map((r) => r.p50)), p99: median(rows.loops.map((r) => r.p99)) },
     p99Ratio: { median: median(ratios), perRound: ratios },
-    bombs: { count: bombs, statuses, rssMb: { before, peak, after }, serverAnswersAfter: alive },
   };
-  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   log(`containment: p99 with loops / without = x${summary.p99Ratio.median.toFixed(2)} (median of same-round ratios; aim <= 2)`);
-  log(`memory bombs: ${statuses.join(' ')}; RSS server ${before.server.toFixed(0)} -> peak ${peak.server.toFixed(0)} -> ${after.server.toFixed(0)} MB; with script processes ${before.all.toFixed(0)} -> peak ${peak.all.toFixed(0)} -> ${after.all.toFixed(0)} MB; server answers ${alive}`);
+  return summary;
+}
+
+/** A cheap On Get of one resource, quiet and while one client floods another resource's slow On Get. */
+async function fairnessPhase(base, cheapId, slowId) {
+  const url = `${base}/cheap/${cheapId}`;
+  const rows = { quiet: [], flood: [] };
+  const ratios = [];
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? ['quiet', 'flood'] : ['flood', 'quiet'];
+    const got = {};
+    for (const variant of order) {
+      let stop = false;
+      const statuses = new Map();
+      const flooders =
+        variant === 'flood'
+          ? Array.from({ length: floodClients }, async () => {
+              while (!stop) {
+                const res = await fetch(`${base}/slow/${slowId}`);
+                await res.arrayBuffer();
+                statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+              }
+            })
+          : [];
+      if (variant === 'flood') await new Promise((r) => setTimeout(r, 1000));
+      if (warmup > 0) await measure(url, warmup);
+      const r = await measure(url, duration);
+      stop = true;
+      await Promise.all(flooders);
+      got[variant] = { ...r, slowStatuses: Object.fromEntries(statuses) };
+      rows[variant].push(got[variant]);
+      log(`  fairness round ${round + 1} ${variant.padEnd(5)} cheap: ${Math.round(r.rps)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  non2xx ${r.non2xx}  answered ${r.answered}  timeouts ${r.timeouts}${variant === 'flood' ? `  slow answers ${JSON.stringify(got[variant].slowStatuses)}` : ''}`);
+    }
+    // No cheap answer at all in the window (they all waited behind slow runs): no ratio to take.
+    ratios.push(got.flood.answered === 0 ? Infinity : got.flood.p99 / Math.max(got.quiet.p99, 1));
+  }
+  const summary = {
+    floodClients,
+    quiet: { rps: median(rows.quiet.map((r) => r.rps)), p50: median(rows.quiet.map((r) => r.p50)), p99: median(rows.quiet.map((r) => r.p99)) },
+    flood: { rps: median(rows.flood.map((r) => r.rps)), p50: median(rows.flood.map((r) => r.p50)), p99: median(rows.flood.map((r) => r.p99)) },
+    p99Ratio: { median: median(ratios), perRound: ratios },
+  };
+  log(`fairness: cheap script p99 while ${floodClients} clients flood a 900 ms On Get / quiet = x${summary.p99Ratio.median.toFixed(2)} (median of same-round ratios; aim <= 2)`);
+  return summary;
+}
+
+/** One request whose script spins 800 ms between internal calls, 30 times. */
+async function budgetPhase(base, id) {
+  const started = performance.now();
+  const res = await fetch(`${base}/spinloop/${id}`);
+  const body = await res.text();
+  const ms = Math.round(performance.now() - started);
+  log(`budget: 30 x (800 ms spin + await svc.items.get()) answered ${res.status} after ${ms} ms: ${body.slice(0, 120)}`);
+  return { status: res.status, ms, body: body.slice(0, 200) };
 }
 
 try {

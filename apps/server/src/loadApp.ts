@@ -15,7 +15,20 @@ export interface AppSettings {
   sessionIdleSeconds?: number;
   cors?: { origins?: '*' | string[]; crossSiteCookies?: boolean };
   methodOverrideKey?: string;
-  scripts?: { memoryLimitMb?: number; timeoutMs?: number; isolates?: number };
+  /**
+   * Script limits: per run (memoryLimitMb, timeoutMs), per request and every internal call it
+   * causes (requestCpuMs, requestWallMs), waiting runs (queueLimit), the largest
+   * `$limitRecursion` of a non-root request (recursionCap). See docs/event-scripts.md.
+   */
+  scripts?: {
+    memoryLimitMb?: number;
+    timeoutMs?: number;
+    isolates?: number;
+    requestCpuMs?: number;
+    requestWallMs?: number;
+    queueLimit?: number;
+    recursionCap?: number;
+  };
   /** MongoDB (--db): how long an operation may take before the request answers 503, ms. */
   databaseTimeoutMs?: number;
   /** bcrypt cost of user passwords (default 10). */

@@ -1,11 +1,14 @@
 import { isUserResource, recursionLimitOf } from '@svc/core';
 import type { Context, InternalRequest, Reply, Resource } from '@svc/core';
+import { CallbackError } from '@svc/script-runtime';
 import type { HostApi } from '@svc/script-runtime';
 
 /** Calls of the script client that become internal requests. */
 type Call = 'get' | 'post' | 'put' | 'del' | 'exec' | 'login' | 'logout' | 'me';
 
 const DEFAULT_LIMIT_RECURSION = 2;
+/** Largest `$limitRecursion` a non-root request may ask for, unless app.json's scripts.recursionCap says otherwise. */
+export const DEFAULT_RECURSION_CAP = 10;
 
 /** The `svc` client inside scripts: one host function per resource and call, named 'svc.<r>.<call>'. */
 export function scriptClientNames(resources: readonly Resource[]): { name: string; path: string; call: Call }[] {
@@ -23,25 +26,47 @@ export function scriptClientNames(resources: readonly Resource[]): { name: strin
   return out;
 }
 
+/** Limits of the script client for one app. */
+export interface ScriptClientLimits {
+  /** Largest `$limitRecursion` a non-root request may ask for (root may ask more). */
+  recursionCap: number;
+  /** Refuses new internal calls of a request whose budget is spent or whose client went away. */
+  check?: (ctx: Context) => void;
+}
+
 /**
  * Builds the host functions of the script client for one request: each call is routed through the
  * app's resources with `internal` set and the request's session, and answers the JSON body, null
- * for an empty one, or throws the error object. A call whose method and path already stand
- * `$limitRecursion` times (default 2) in the chain of internal calls answers null instead of running.
+ * for an empty one, or throws the error object.
+ *
+ * Recursion is counted as Deployd counts it: per "METHOD /path", over every internal call of the
+ * whole request (RequestScope.calls, shared by nested calls), not per level of nesting, which
+ * fans out exponentially when a script reads its own collection. A call past the limit (default
+ * 2, or the `$limitRecursion` asked for, capped for non-root requests) is not made: its callback
+ * gets the error "Recursive call to GET /rec detected", as in Deployd, and an awaiting script gets
+ * null (svc's answer before, so that a bounded tree does not fail the request).
  */
 export function scriptClient(
   names: readonly { name: string; path: string; call: Call }[],
   ctx: Context,
   request: (input: InternalRequest) => Promise<Reply>,
+  limits: ScriptClientLimits = { recursionCap: DEFAULT_RECURSION_CAP },
 ): HostApi {
   const api: HostApi = {};
+  const scope = ctx.scope;
   for (const { name, path, call } of names) {
     api[name] = async (...args: unknown[]) => {
+      limits.check?.(ctx);
       const input = toRequest(call, path, args, ctx);
       const key = `${input.method} ${input.path}`;
-      // The nearest $limitRecursion bounds the whole chain (the outermost request's included).
-      const limit = recursionLimitOf(input.query) ?? ctx.limitRecursion ?? recursionLimitOf(ctx.query) ?? DEFAULT_LIMIT_RECURSION;
-      if (ctx.callChain.filter((k) => k === key).length >= limit) return null;
+      // As in Deployd, a call's own $limitRecursion sets the limit of the tree from then on.
+      const asked = recursionLimitOf(input.query);
+      if (asked !== undefined) scope.limitRecursion = asked;
+      const wanted = scope.limitRecursion ?? DEFAULT_LIMIT_RECURSION;
+      const limit = ctx.isRoot ? wanted : Math.min(wanted, limits.recursionCap);
+      const made = scope.calls.get(key) ?? 0;
+      if (made >= limit) return new CallbackError(`Recursive call to ${key} detected`);
+      scope.calls.set(key, made + 1);
       const reply = await request(input);
       if (reply.status >= 400) throw reply.body ?? { status: reply.status };
       return reply.body === undefined ? null : reply.body;

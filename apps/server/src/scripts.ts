@@ -1,11 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
-import { createScriptRuntime, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
+import { createScriptRuntime, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
 import type { HostApi, RunInput, RunResult, Script, ScriptRuntime } from '@svc/script-runtime';
 import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
-import { scriptClient, scriptClientNames } from './scriptClient.js';
+import { DEFAULT_RECURSION_CAP, scriptClient, scriptClientNames } from './scriptClient.js';
+import type { ScriptClientLimits } from './scriptClient.js';
+
+/** Script CPU time one request may use over all its runs and its internal calls' runs, ms (app.json scripts.requestCpuMs). */
+export const DEFAULT_REQUEST_CPU_MS = 5000;
+/** Time after which a request's scripts are stopped, ms (app.json scripts.requestWallMs). */
+export const DEFAULT_REQUEST_WALL_MS = 30_000;
 
 /** What the script factory needs from the app. */
 export interface ScriptFactoryOptions {
@@ -97,8 +103,28 @@ function withQueryResult(source: string): string {
  * server starts and that event answers 500 with the error.
  */
 export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
-  const { logger, env } = options;
+  const { env, logger } = options;
   const settings = options.app.settings.scripts ?? {};
+  const requestCpuMs = settings.requestCpuMs ?? DEFAULT_REQUEST_CPU_MS;
+  const requestWallMs = settings.requestWallMs ?? DEFAULT_REQUEST_WALL_MS;
+  const clientLimits: ScriptClientLimits = {
+    recursionCap: settings.recursionCap ?? DEFAULT_RECURSION_CAP,
+    check(ctx) {
+      const failure = budgetOf(ctx).failure;
+      if (failure) throw new Error(`${failure.message}: no more internal calls`);
+    },
+  };
+  /**
+   * The budget of the request `ctx` belongs to (its internal calls share the top request's scope):
+   * made at its first script run; its runs stop when its client goes away.
+   */
+  function budgetOf(ctx: Context): RunBudget {
+    const scope = ctx.scope;
+    if (scope.scripts instanceof RunBudget) return scope.scripts;
+    const budget = new RunBudget({ cpuMs: requestCpuMs, wallMs: requestWallMs, client: scope.client, request: scope });
+    scope.scripts = budget;
+    return budget;
+  }
   let runtime: ScriptRuntime | undefined;
   let resources: readonly Resource[] = [];
   let clientNames: ReturnType<typeof scriptClientNames> = [];
@@ -116,6 +142,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       ...(settings.memoryLimitMb !== undefined ? { memoryLimitMb: settings.memoryLimitMb } : {}),
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.isolates !== undefined ? { isolates: settings.isolates } : {}),
+      ...(settings.queueLimit !== undefined ? { queueLimit: settings.queueLimit } : {}),
       log,
     }));
 
@@ -139,7 +166,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   }
 
   function host(ctx: Context, uses: Uses): HostApi {
-    const api = uses.svc ? scriptClient(clientNames, ctx, options.request) : {};
+    const api = uses.svc ? scriptClient(clientNames, ctx, options.request, clientLimits) : {};
     if (uses.emit) api.emit = (...args: unknown[]) => emit(args);
     return api;
   }
@@ -227,7 +254,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         refused.push(`${request.method} ${request.path}`);
         return Promise.resolve({ status: 403, body: { status: 403, message: `a trial run does not write (${request.method} ${request.path})` } });
       };
-      const api: HostApi = scriptClient(clientNames, input.parent, readOnly);
+      const api: HostApi = scriptClient(clientNames, input.parent, readOnly, clientLimits);
       api.emit = (...args: unknown[]) => {
         emits.push(args);
       };
@@ -270,6 +297,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
             locals: locals(ctx, compiled.uses, input.locals ?? {}),
             host: host(ctx, compiled.uses),
             label: `${name} ${EVENT_LABEL[event] ?? event}`,
+            budget: budgetOf(ctx),
           });
           throwIfCancelled(result);
           return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, result: result.result, resultSet: result.setResultCalled === true };
@@ -289,6 +317,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
             locals: locals(input.ctx, compiled.uses, { previous: input.previous ?? {}, ...input.locals }),
             host: host(input.ctx, compiled.uses),
             label: `${name} ${EVENT_LABEL[event]}`,
+            budget: budgetOf(input.ctx),
           });
           throwIfCancelled(result);
           const outcome: EventOutcome = { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected };
@@ -304,7 +333,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           let results: RunResult[];
           try {
             // The objects are this query's own copies: changes may go straight into them.
-            results = await getRuntime().runEach(script, { locals: shared, host: api, label }, objects, { inPlace: true });
+            results = await getRuntime().runEach(script, { locals: shared, host: api, label, budget: budgetOf(ctx) }, objects, { inPlace: true });
           } catch (err) {
             throw scriptFailure(err, env, logger);
           }
@@ -355,6 +384,10 @@ function scriptFailure(err: unknown, env: 'development' | 'production', logger: 
   if (!(err instanceof ScriptError)) return new SvcError('INTERNAL', 'internal server error', { cause: err });
   // The request's own data cannot go to a script: its fault, like the other depth limits.
   if (err.code === 'SCRIPT_INPUT') return new SvcError('BAD_REQUEST', err.message, { cause: err });
+  if (err.code === 'SCRIPT_BUSY') {
+    logger.warn(`script ${err.filename}: ${err.message}; answered 503`);
+    return new SvcError('UNAVAILABLE', 'too many script runs waiting; try again later', { cause: err, headers: { 'Retry-After': '1' } });
+  }
   if (err.code === 'SCRIPT_RESTARTED') {
     logger.warn(`script ${err.filename}: its script process was replaced because of another run; answered 503`);
     return new SvcError('SCRIPT_RESTARTED', 'script runtime restarted', { cause: err, headers: { 'Retry-After': '1' } });

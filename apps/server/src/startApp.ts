@@ -1,3 +1,4 @@
+import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
@@ -66,7 +67,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const env = options.env ?? 'development';
   // Log lines and data changes, for the dashboards that follow this server live.
   const feed = new Feed();
-  const logger = teeLogger(options.logger ?? createConsoleLogger(), feed);
+  const logger = repeatLimitedLogger(teeLogger(options.logger ?? createConsoleLogger(), feed));
   // A rename of the dashboard that a crash interrupted: its folder first (the app is loaded with
   // it), its objects once the store is open.
   const interrupted = await resumeFolder(appDir);

@@ -2,6 +2,8 @@ export { SvcError, isSvcError, errorStatus } from './errors.js';
 export type { ErrorBody, ErrorCode, SvcErrorOptions } from './errors.js';
 export { createServer, recursionLimitOf } from './server.js';
 export type { ExtraRoute, InternalRequest, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
+export { createRequestScope } from './requestScope.js';
+export type { RequestScope } from './requestScope.js';
 export type { Context, PropertyDef, PropertyType, Reply, ResourceConfig, Session } from './types.js';
 export type { ClientShape, Resource, ResourceHost, UserResource } from './resource.js';
 export { isUserResource } from './resource.js';

@@ -20,6 +20,7 @@ import type { Store } from './store/Store.js';
 import type { Context, Reply, Session } from './types.js';
 import { RootKeys } from './rootKeys.js';
 import { corsHeaders, corsOrigins, type CorsOptions } from './http/cors.js';
+import { createRequestScope } from './requestScope.js';
 
 /** A route served outside the resources (such as /svc.js). */
 export interface ExtraRoute {
@@ -206,7 +207,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       me: undefined,
       isRoot: isRootRequest(req),
       internal: false,
-      callChain: [],
+      scope: createRequestScope(req.socket.remoteAddress ?? '', recursionLimitOf(query), res),
       req,
       res,
     };
@@ -253,8 +254,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       me: parent.me,
       isRoot: parent.isRoot,
       internal: true,
-      callChain: [...parent.callChain, `${input.method.toUpperCase()} ${input.path}`],
-      limitRecursion: recursionLimitOf(input.query) ?? parent.limitRecursion ?? recursionLimitOf(parent.query),
+      // One scope for the whole tree of calls, as Deployd's one stack per request.
+      scope: parent.scope,
     };
     try {
       return (await match.resource.handle(ctx)) ?? { status: 204 };

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestScope } from './requestScope.js';
 import type { Doc } from './store/Store.js';
 
 /** The property types a Collection knows. `date` is Deployd's, accepted for old apps. */
@@ -70,13 +71,11 @@ export interface Context {
   isRoot: boolean;
   /** True when a script sent the request. */
   internal: boolean;
-  /** "METHOD /path" of every internal call that led here, outermost first ($limitRecursion). */
-  callChain: readonly string[];
   /**
-   * The `$limitRecursion` that bounds this chain of internal calls: the nearest one given, in an
-   * internal call's query or the outermost request's. Undefined: the default.
+   * Shared by the request and every internal call it causes: recursion counts, the client, whether
+   * it is still there, the scripts' budget.
    */
-  limitRecursion?: number | undefined;
+  scope: RequestScope;
   /** The raw request: absent on internal calls. */
   req?: IncomingMessage;
   /** The raw response: absent on internal calls. */

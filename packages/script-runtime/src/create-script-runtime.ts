@@ -83,6 +83,7 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
     // isolated-vm's minimum is 8 MB.
     memoryLimitMb: Math.max(8, positive(options.memoryLimitMb, 64, 'memoryLimitMb')),
     timeoutMs: positive(options.timeoutMs, 1000, 'timeoutMs'),
+    queueLimit: Math.max(1, Math.floor(positive(options.queueLimit, 1000, 'queueLimit'))),
     log: options.log ?? ((line: string) => console.log(line)),
   });
   const syntax = new SyntaxChecker();
@@ -104,7 +105,8 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
     const jobId = nextJobId;
     nextJobId = jobId >= 0x7fffffff ? 1 : jobId + 1;
     const { json, hosts } = isInputList(inputs) && inputs.length === 1 ? encodeRun(script.id, jobId, inputs[0] as RunInput, script.usage) : encodeJob(script.id, jobId, inputs, script.usage);
-    return pool.submit(script, jobId, json, hosts);
+    const budget = isInputList(inputs) ? inputs[0]?.budget : inputs.shared.budget;
+    return pool.submit(script, jobId, json, hosts, budget);
   }
 
   return {
@@ -132,6 +134,10 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       const compiled = own(script);
       if (objects.length === 0) return [];
       return decodeJob(await submit(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
+    },
+
+    processIds() {
+      return pool.pids();
     },
 
     dispose() {

@@ -1,5 +1,5 @@
 /** Stable codes of the script errors, for the caller's error mapping. */
-export type ScriptErrorCode = 'SCRIPT_SYNTAX' | 'SCRIPT_RUNTIME' | 'SCRIPT_TIMEOUT' | 'SCRIPT_MEMORY' | 'SCRIPT_RESTARTED' | 'SCRIPT_INPUT';
+export type ScriptErrorCode = 'SCRIPT_SYNTAX' | 'SCRIPT_RUNTIME' | 'SCRIPT_TIMEOUT' | 'SCRIPT_MEMORY' | 'SCRIPT_RESTARTED' | 'SCRIPT_INPUT' | 'SCRIPT_BUSY';
 
 /** Where in a script an error happened. */
 export interface ScriptErrorLocation {
@@ -92,4 +92,13 @@ export class ScriptRestartedError extends ScriptError {
 export class ScriptInputError extends ScriptError {
   override readonly name = 'ScriptInputError';
   readonly code = 'SCRIPT_INPUT';
+}
+
+/**
+ * Too many script runs are waiting (app.json scripts.queueLimit, half of it for one client): the
+ * run was refused without starting. Callers answer 503 with Retry-After.
+ */
+export class ScriptBusyError extends ScriptError {
+  override readonly name = 'ScriptBusyError';
+  readonly code = 'SCRIPT_BUSY';
 }

@@ -4,5 +4,10 @@
  */
 export { createScriptRuntime } from './create-script-runtime.js';
 export type { HostApi, RunInput, RunResult, Script, ScriptRuntime, ScriptRuntimeOptions } from './types.js';
-export { ScriptError, ScriptInputError, ScriptMemoryError, ScriptRestartedError, ScriptRuntimeError, ScriptSyntaxError, ScriptTimeoutError } from './errors.js';
+export { ScriptBusyError, ScriptError, ScriptInputError, ScriptMemoryError, ScriptRestartedError, ScriptRuntimeError, ScriptSyntaxError, ScriptTimeoutError } from './errors.js';
 export type { ScriptErrorCode, ScriptErrorLocation } from './errors.js';
+export { RunBudget } from './budget.js';
+export type { BudgetFailure, RunBudgetOptions } from './budget.js';
+export { CallbackError } from './callback-error.js';
+export { limitRepeats } from './limit-repeats.js';
+export type { LimitRepeatsOptions } from './limit-repeats.js';

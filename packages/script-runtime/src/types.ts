@@ -1,3 +1,5 @@
+import type { RunBudget } from './budget.js';
+
 /** Options of {@link createScriptRuntime}. */
 export interface ScriptRuntimeOptions {
   /** Heap limit of each isolate in MB (default 64). A run that exceeds it fails with ScriptMemoryError. */
@@ -15,6 +17,11 @@ export interface ScriptRuntimeOptions {
   isolates?: number;
   /** Receives every console.log/warn/error line of a script, prefixed by the run's label. Default: console.log. */
   log?: (line: string) => void;
+  /**
+   * Runs that may wait for a script process (default 1000); one client may hold half of them.
+   * Past that, runs fail at once with ScriptBusyError (callers answer 503 with Retry-After).
+   */
+  queueLimit?: number;
 }
 
 /** A compiled event script, bound to the runtime that compiled it. */
@@ -53,6 +60,11 @@ export interface RunInput {
   host?: HostApi;
   /** Prefix of this run's console lines, e.g. 'todos On Post'. */
   label?: string;
+  /**
+   * The budget of the request the run belongs to, shared by all its runs: once spent (CPU time,
+   * deadline) or cancelled, its runs fail with ScriptTimeoutError and its waiting runs are dropped.
+   */
+  budget?: RunBudget;
 }
 
 /** What a run produced. */
@@ -105,4 +117,6 @@ export interface ScriptRuntime {
   ): Promise<RunResult[]>;
   /** Disposes the isolates; in-flight runs reject and later calls throw. */
   dispose(): void;
+  /** The process ids of the script processes (for tests that stop or kill one). */
+  processIds(): number[];
 }

@@ -1,4 +1,4 @@
-import { SvcError } from '@svc/core';
+import { createRequestScope, SvcError } from '@svc/core';
 import type { Context, EventScripts, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { describe, expect, it } from 'vitest';
 import { createEventResource, eventType, resultReply } from '@svc/type-event';
@@ -17,7 +17,7 @@ function context(method: string, url: string, extra: Partial<Context> = {}): Con
     me: undefined,
     isRoot: false,
     internal: false,
-    callChain: [],
+    scope: createRequestScope('127.0.0.1'),
     ...extra,
   };
 }

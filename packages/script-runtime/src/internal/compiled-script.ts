@@ -9,6 +9,8 @@ export class CompiledScript implements Script {
   readonly prefixLength: number;
   /** The variables and properties of `this` the source names: only those cross per run. */
   readonly usage: SourceUsage;
+  /** Its resource (the filename's folder): script runs are scheduled fairly between resources. */
+  readonly group: string;
 
   constructor(
     readonly id: number,
@@ -19,6 +21,8 @@ export class CompiledScript implements Script {
   ) {
     ({ code: this.wrapped, prefixLength: this.prefixLength } = wrapSource(source));
     this.usage = analyzeSource(source);
+    const slash = filename.lastIndexOf('/');
+    this.group = slash > 0 ? filename.slice(0, slash) : filename;
   }
 
   get names(): ReadonlySet<string> | undefined {

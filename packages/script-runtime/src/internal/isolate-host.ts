@@ -73,7 +73,7 @@ export function makeHostBridge(runtime: {
   Object.freeze(RunPromise.prototype);
   Object.freeze(RunPromise);
 
-  function receive(id: number, reply: { r?: unknown; e?: unknown }): void {
+  function receive(id: number, reply: { r?: unknown; e?: unknown; n?: unknown }): void {
     const pending = calls.get(id);
     if (!pending) return;
     calls.delete(id);
@@ -85,6 +85,8 @@ export function makeHostBridge(runtime: {
       try {
         // Spec: `this` is bound in callbacks.
         if (failed) pending.callback.call(run.thisObj, null, reply.e);
+        // A CallbackError of the host: the callback gets the error, the promise the value.
+        else if ('n' in reply) pending.callback.call(run.thisObj, null, reply.n);
         else pending.callback.call(run.thisObj, reply.r, null);
       } catch (err) {
         runtime.fail(run, err);

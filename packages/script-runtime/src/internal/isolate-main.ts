@@ -9,7 +9,8 @@ import type { JobTables, JobWire, PackedJob, RunWire } from './wire.js';
  * Node drives everything with short synchronous calls (see IsolateBridge); the isolate never calls
  * Node, because a call from the isolate is an asynchronous hop that costs ~10x a synchronous one.
  * `sab` is memory shared with Node: [0] holds the job whose code runs now, so that Node knows whom
- * to blame when a call times out or the isolate runs out of memory (then the isolate is gone).
+ * to blame when a call times out or the isolate runs out of memory (then the isolate is gone);
+ * [1] counts the jobs entered in the call and [2...] lists them, for the CPU time of each request.
  *
  * The isolate's young generation is small (isolated-vm sizes it from the memory limit: ~1.4 MB
  * at 64 MB), so a run allocates as little as it can and dies as soon as it finished: a batch of
@@ -64,10 +65,13 @@ export function isolateMain(
   /** The job entered last in this call, and how many different jobs ran code in it. */
   let lastEntered = -1;
   let enteredJobs = 0;
+  // The jobs entered in this call, for Node to share the call's CPU time out (see IsolateWorker).
+  const MAX_ENTERED = shared.length - 2;
   const enter = (jobId: number): void => {
     if (jobId !== lastEntered) {
       lastEntered = jobId;
-      enteredJobs++;
+      if (enteredJobs < MAX_ENTERED) shared[2 + enteredJobs] = jobId;
+      shared[1] = ++enteredJobs;
     }
     shared[0] = jobId;
   };
@@ -76,6 +80,7 @@ export function isolateMain(
     lastEntered = -1;
     enteredJobs = 0;
     shared[0] = -1;
+    shared[1] = 0;
   };
   /**
    * After the call returns, its microtasks run: they belong to the job entered in it when there
@@ -627,7 +632,7 @@ export function isolateMain(
 
   function deliver(json: string): string {
     beginCall();
-    for (const [id, reply] of JSON.parse(json) as [number, { r?: unknown; e?: unknown }][]) {
+    for (const [id, reply] of JSON.parse(json) as [number, { r?: unknown; e?: unknown; n?: unknown }][]) {
       queue.push(() => host.receive(id, reply));
     }
     return report(pump(), false);

@@ -143,7 +143,7 @@ export interface HostBridge {
   requests: string[];
   build(run: IsolateRun, node: HostNode): unknown;
   tree(names: string[]): Map<string, HostNode>;
-  receive(id: number, reply: { r?: unknown; e?: unknown }): void;
+  receive(id: number, reply: { r?: unknown; e?: unknown; n?: unknown }): void;
   forget(job: IsolateJob): void;
   /** The value is the error of a failed host call (a rejection the script did not catch). */
   isHostError(value: unknown): boolean;

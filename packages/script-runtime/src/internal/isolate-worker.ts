@@ -22,7 +22,7 @@ export interface WorkerOptions {
   /** Receives each console line of a script, already prefixed with its label. */
   log: (line: string) => void;
   /** Runs a host function in the server process; resolves with the reply to deliver. */
-  hostCall: (jobId: number, hostIdx: number, name: string, args: unknown[]) => Promise<{ r?: unknown; e?: unknown }>;
+  hostCall: (jobId: number, hostIdx: number, name: string, args: unknown[]) => Promise<{ r?: unknown; e?: unknown; n?: unknown }>;
   /**
    * Jobs that finished, and their outcomes as JSON `[jobId, JobOutput]` entries separated by
    * commas, unparsed: only the server reads them.
@@ -34,7 +34,19 @@ export interface WorkerOptions {
    * that cannot be told (microtasks of several jobs). Nothing runs in this worker afterwards.
    */
   fatal: (kind: FatalKind, culprit: number, detail: string) => void;
+  /** CPU time (ms) a job used in one call into the isolate (calls of 0.25 ms or more). */
+  charge: (jobId: number, ms: number) => void;
+  /** A long stretch of work goes on after a call: the process shows it is alive. */
+  progress: () => void;
 }
+
+/** Jobs listed in shared memory per call (see isolateMain's `enter`); more share nothing. */
+const MAX_ENTERED = 30;
+/**
+ * Calls shorter than this are not charged to anyone: the calls of cheap runs cost nothing to
+ * account for. A run that makes many short calls is bounded by its request's deadline instead.
+ */
+const MIN_CHARGE_MS = 0.25;
 
 interface Live {
   isolate: ivm.Isolate;
@@ -54,9 +66,11 @@ interface Live {
  * terminated call can leave microtasks of other runs half done, so the process is replaced.
  */
 export class IsolateWorker {
-  private readonly shared = new Int32Array(new SharedArrayBuffer(4));
+  private readonly shared = new Int32Array(new SharedArrayBuffer(4 * (2 + MAX_ENTERED)));
   private live: Live | undefined;
   private queued: string[] = [];
+  private queuedIds: number[] = [];
+  private resumeScheduled = false;
   private scheduled = false;
   private replies = new Map<number, string[]>();
   private flushing = false;
@@ -86,9 +100,10 @@ export class IsolateWorker {
   }
 
   /** Queues an encoded job (JobWire JSON); it crosses with the others of this event-loop turn. */
-  run(json: string): void {
+  run(jobId: number, json: string): void {
     if (this.dead) return;
     this.queued.push(json);
+    this.queuedIds.push(jobId);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flush);
@@ -101,8 +116,23 @@ export class IsolateWorker {
     if (this.queued.length === 0 || this.dead) return;
     const parts = this.queued;
     this.queued = [];
+    this.queuedIds = [];
     this.drive(this.ensureLive(), 'batch', [`[${parts.join(',')}]`]);
   };
+
+  /** Forgets a job: its runs not started never start, its late replies do nothing. */
+  drop(jobId: number): void {
+    if (this.dead) return;
+    const at = this.queuedIds.indexOf(jobId);
+    if (at >= 0) {
+      this.queuedIds.splice(at, 1);
+      this.queued.splice(at, 1);
+      return;
+    }
+    this.replies.delete(jobId);
+    const live = this.live;
+    if (live) this.call(live, 'drop', [jobId]);
+  }
 
   /** Disposes the isolate. */
   dispose(): void {
@@ -111,6 +141,7 @@ export class IsolateWorker {
     this.live = undefined;
     if (live && !live.isolate.isDisposed) live.isolate.dispose();
     this.queued = [];
+    this.queuedIds = [];
   }
 
   private ensureLive(): Live {
@@ -127,7 +158,7 @@ export class IsolateWorker {
   }
 
   /** One call, then `resume` until the queue is empty and `collect` after microtasks. */
-  private drive(live: Live, method: 'batch' | 'deliver', args: unknown[]): void {
+  private drive(live: Live, method: 'batch' | 'deliver' | 'resume', args: unknown[]): void {
     let out = this.call(live, method, args);
     while (out !== undefined && out !== '' && !this.dead) {
       const newline = out.indexOf('\n');
@@ -139,15 +170,37 @@ export class IsolateWorker {
         return this.fatal('crash', -1, 'the isolate answered something the runtime did not write');
       }
       this.dispatch(wire, newline < 0 ? '' : out.slice(newline + 1));
-      if (wire.q > 0) out = this.call(live, 'resume', []);
-      else if (wire.m > 0) out = this.call(live, 'collect', []);
+      if (wire.q > 0) return this.resumeLater();
+      if (wire.m > 0) out = this.call(live, 'collect', []);
       else return;
     }
   }
 
+  /**
+   * Work left after a call's time slice goes on in the next event-loop turn, not in a loop: what
+   * finished is reported meanwhile, jobs and replies that arrived are taken in, and the server
+   * hears from a process that is busy rather than stuck.
+   */
+  private resumeLater(): void {
+    if (this.resumeScheduled) return;
+    this.resumeScheduled = true;
+    setImmediate(() => {
+      this.resumeScheduled = false;
+      if (this.dead) return;
+      this.options.progress();
+      this.drive(this.ensureLive(), 'resume', []);
+    });
+  }
+
   private call(live: Live, method: (typeof BRIDGE)[number], args: unknown[]): string | undefined {
     try {
+      // The time of a synchronous call is the isolate's CPU time, unless the machine preempts
+      // this process meanwhile (a busy machine charges a little more): isolate.cpuTime costs more.
+      const before = performance.now();
       const out = live.refs[method].applySync(undefined, args, { timeout: this.options.timeoutMs }) as unknown;
+      const ms = performance.now() - before;
+      if (ms >= MIN_CHARGE_MS) this.share(ms);
+      if (method === 'drop') return '';
       if (typeof out !== 'string') {
         this.fatal('crash', -1, 'the isolate answered something the runtime did not write');
         return undefined;
@@ -159,6 +212,20 @@ export class IsolateWorker {
       this.fatal(kind, this.shared[0] as number, message);
       return undefined;
     }
+  }
+
+  /**
+   * A call's CPU time goes to the job whose code ran last when only one ran (microtasks after the
+   * call included), or in equal parts to the jobs that ran code in it: a cheap run that shared a
+   * call with a costly one may be charged part of it, at most one call's time.
+   */
+  private share(ms: number): void {
+    if (!(ms > 0)) return;
+    const shared = this.shared;
+    const one = shared[0] as number;
+    if (one >= 0) return this.options.charge(one, ms);
+    const n = Math.min(shared[1] as number, MAX_ENTERED);
+    for (let i = 0; i < n; i++) this.options.charge(shared[2 + i] as number, ms / n);
   }
 
   private fatal(kind: FatalKind, culprit: number, detail: string): void {
@@ -189,7 +256,7 @@ export class IsolateWorker {
    * Replies of host calls that settle in the same microtask run cross together, one call per
    * job: the callbacks and continuations they start run in that call and its microtasks only.
    */
-  private reply(jobId: number, callId: number, message: { r?: unknown; e?: unknown }): void {
+  private reply(jobId: number, callId: number, message: { r?: unknown; e?: unknown; n?: unknown }): void {
     if (this.dead) return;
     let text: string;
     try {

@@ -6,7 +6,9 @@ export type ParentMessage =
   /** Scripts not sent to this process before ([id, filename, source]), then jobs [jobId, scriptId, JobWire JSON]. */
   | { t: 'jobs'; defs: [number, string, string][]; jobs: [number, number, string][] }
   /** Host call replies: [callId, reply]. */
-  | { t: 'replies'; r: [number, { r?: unknown; e?: unknown }][] };
+  | { t: 'replies'; r: [number, { r?: unknown; e?: unknown; n?: unknown }][] }
+  /** Jobs the server gave up on (their request's budget is spent or its client went away). */
+  | { t: 'drop'; j: number[] };
 
 /** Script process -> server process. */
 export type ChildMessage =
@@ -15,9 +17,20 @@ export type ChildMessage =
    * them: one string crosses cheaper than their arrays), host calls [callId, jobId, host index,
    * name, args], log lines, and jobs that could not start [jobId, message].
    */
-  | { t: 'out'; d: string; h: [number, number, number, string, unknown[]][]; l: string[]; f: [number, string][] }
+  | {
+      t: 'out';
+      /** Outcomes of finished jobs: JSON `[jobId, JobOutput]` entries separated by commas, unparsed. */
+      d: string;
+      h: [number, number, number, string, unknown[]][];
+      l: string[];
+      f: [number, string][];
+      /** How many `jobs` and `replies` messages this process has taken in (the server's watchdog). */
+      a: number;
+      /** CPU time used per job since the last message: [jobId, ms]. */
+      c?: [number, number][];
+    }
   /**
    * The isolate failed and took `jobs` with it; the process goes on with a new isolate.
    * `culprit` -1: not known.
    */
-  | { t: 'fatal'; kind: FatalKind; culprit: number; detail: string; jobs: number[] };
+  | { t: 'fatal'; kind: FatalKind; culprit: number; detail: string; jobs: number[]; a: number };

@@ -18,7 +18,7 @@ if (!send) throw new Error('script-host-main must be started by the script pool 
 
 const owner = {};
 const scripts = new Map<number, CompiledScript>();
-const calls = new Map<number, (reply: { r?: unknown; e?: unknown }) => void>();
+const calls = new Map<number, (reply: { r?: unknown; e?: unknown; n?: unknown }) => void>();
 let nextCall = 1;
 let worker: IsolateWorker | undefined;
 let limits = { memoryLimitMb: 64, timeoutMs: 1000 };
@@ -32,11 +32,27 @@ let outHost: [number, number, number, string, unknown[]][] = [];
 let outLog: string[] = [];
 let outFailed: [number, string][] = [];
 let flushScheduled = false;
+/** CPU time per job not reported yet, ms: sent once a job's reaches a millisecond. */
+const charges = new Map<number, number>();
+/** Messages with work (jobs, replies) received: every one is answered, so the server knows this process is alive. */
+let received = 0;
+let acked = 0;
+let alive = false;
 
 function flush(): void {
   flushScheduled = false;
-  if (outDone.length + outHost.length + outLog.length + outFailed.length === 0) return;
-  const message: ChildMessage = { t: 'out', d: outDone.join(','), h: outHost, l: outLog, f: outFailed };
+  let c: [number, number][] | undefined;
+  for (const [jobId, ms] of charges) {
+    if (ms >= 1) {
+      (c ??= []).push([jobId, Math.round(ms * 10) / 10]);
+      charges.delete(jobId);
+    } else if (!inflight.has(jobId)) charges.delete(jobId);
+  }
+  if (outDone.length + outHost.length + outLog.length + outFailed.length === 0 && c === undefined && acked === received && !alive) return;
+  alive = false;
+  acked = received;
+  const message: ChildMessage = { t: 'out', d: outDone.join(','), h: outHost, l: outLog, f: outFailed, a: acked };
+  if (c !== undefined) message.c = c;
   outDone = [];
   outHost = [];
   outLog = [];
@@ -56,7 +72,8 @@ function schedule(): void {
  */
 function onFatal(kind: FatalKind, culprit: number, detail: string): void {
   flush();
-  const message: ChildMessage = { t: 'fatal', kind, culprit, detail, jobs: [...inflight] };
+  const message: ChildMessage = { t: 'fatal', kind, culprit, detail, jobs: [...inflight], a: received };
+  acked = received;
   inflight.clear();
   send?.(message);
   worker = start(limits.memoryLimitMb, limits.timeoutMs);
@@ -83,6 +100,13 @@ function start(memoryLimitMb: number, timeoutMs: number): IsolateWorker {
       schedule();
     },
     fatal: onFatal,
+    charge: (jobId, ms) => {
+      charges.set(jobId, (charges.get(jobId) ?? 0) + ms);
+    },
+    progress: () => {
+      alive = true;
+      schedule();
+    },
   });
 }
 
@@ -95,6 +119,7 @@ process.on('message', (raw: unknown) => {
       break;
     case 'jobs': {
       if (!worker) return;
+      received++;
       for (const [id, filename, source] of message.defs) {
         if (!scripts.has(id)) scripts.set(id, new CompiledScript(id, filename, source, owner));
       }
@@ -109,11 +134,22 @@ process.on('message', (raw: unknown) => {
           continue;
         }
         inflight.add(jobId);
-        worker.run(json);
+        worker.run(jobId, json);
       }
+      // After the worker's turn (setImmediate order): the answer carries the outcomes and the ack.
+      schedule();
       break;
     }
+    case 'drop':
+      for (const jobId of message.j) {
+        if (!inflight.delete(jobId)) continue;
+        charges.delete(jobId);
+        worker?.drop(jobId);
+      }
+      break;
     case 'replies':
+      received++;
+      schedule();
       for (const [callId, reply] of message.r) {
         const resolve = calls.get(callId);
         calls.delete(callId);

@@ -2,7 +2,9 @@ import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { ScriptMemoryError, ScriptRestartedError, ScriptRuntimeError, ScriptTimeoutError } from '../errors.js';
+import type { BudgetFailure, RunBudget } from '../budget.js';
+import { CallbackError } from '../callback-error.js';
+import { ScriptBusyError, ScriptMemoryError, ScriptRestartedError, ScriptRuntimeError, ScriptTimeoutError } from '../errors.js';
 import type { ScriptError } from '../errors.js';
 import type { HostApi } from '../types.js';
 import { hostErrorToWire } from './codec.js';
@@ -17,6 +19,8 @@ export interface PoolOptions {
   size: number;
   memoryLimitMb: number;
   timeoutMs: number;
+  /** Runs waiting for a script process at most; one client may hold half of them. */
+  queueLimit: number;
   log: (line: string) => void;
 }
 
@@ -33,6 +37,21 @@ interface PoolJob {
   /** It was in a process that died without saying whom to blame: it runs alone next time. */
   suspect: boolean;
   attempts: number;
+  /** The budget of the request it belongs to, if any. */
+  budget: RunBudget | undefined;
+  /** Its client, and its client and resource: the queue it waits in ('' until it waits). */
+  client: string;
+  queueKey: string;
+  /** Sent with the next flush without waiting in a queue (a cheap job while nothing waits). */
+  direct: boolean;
+  /** The process it was sent to; undefined while it waits. */
+  child: Child | undefined;
+  /** Counted as the one costly run of its process (see `costly`). */
+  active: boolean;
+  /** Host calls it waits for: meanwhile it takes no CPU and leaves its process to others. */
+  waiting: number;
+  /** CPU time it used, ms (in steps of at least 1 ms). */
+  cpu: number;
 }
 
 interface Child {
@@ -44,8 +63,17 @@ interface Child {
   /** Runs one suspect job alone. */
   exclusive: boolean;
   stderr: string;
-  replies: [number, { r?: unknown; e?: unknown }][];
+  replies: [number, { r?: unknown; e?: unknown; n?: unknown }][];
   replyScheduled: boolean;
+  /** Messages with work sent, and how many it said it took in: the watchdog's evidence. */
+  sent: number;
+  acked: number;
+  /** Since when it owes an answer without having said anything; undefined: it owes none. */
+  silentSince: number | undefined;
+  /** The costly runs it runs now (at most COSTLY_PER_CHILD), by client and resource. */
+  costly: PoolJob[];
+  /** How it ended, for the errors of the jobs it took with it. */
+  ended: string | undefined;
 }
 
 /** Restarts of one pool slot within a minute beyond which it waits before the next one. */
@@ -54,6 +82,19 @@ const RESTART_BURST = 20;
 const MAX_ATTEMPTS = 3;
 /** Script processes run at the lowest priority: a looping script never takes the server's core (bench/RESULTS.md, containment). */
 const CHILD_NICE = 19;
+/**
+ * A run of a script whose runs took this much CPU time (ms, moving average), or one not measured
+ * yet, is costly: costly runs are spread so that no client or resource takes every process.
+ */
+const COSTLY_MS = 20;
+/** Costly runs that use one process's CPU at a time (others wait in the server, in fair order). */
+const COSTLY_PER_CHILD = 1;
+/** Jobs one process holds at most; more wait in the server. */
+const MAX_PER_CHILD = 512;
+/** A process that owes an answer and says nothing for its time limit plus this long is killed (SIGSTOP, a hung host). */
+const SILENCE_GRACE_MS = 2000;
+/** How often the watchdog looks at silent processes and request deadlines. */
+const WATCHDOG_MS = 250;
 
 const SOURCE_HOOKS = `
 import { registerHooks } from 'node:module';
@@ -92,13 +133,35 @@ function entryPoint(): { file: string; execArgv: string[] } {
  * the one to blame fails (500), those that had already made a host call fail with
  * ScriptRestartedError (503: running them again could repeat a side effect), and the others run
  * again; when nobody could be blamed, each of them runs alone, so that the next failure names it.
+ *
+ * Fairness: jobs wait in the server in one queue per client and resource, taken in turn. Cheap
+ * jobs (by their script's measured CPU time) go out at once, batched, to the least busy process
+ * with no costly run, preferably; a costly one (or one of a script not measured yet) goes only to
+ * a process that runs no other costly one, and the costly runs of one client, or of one resource,
+ * hold at most all processes but one: a flood of slow scripts from one client leaves a process to
+ * everyone else.
+ *
+ * Budgets: each process reports the CPU time of each job; the job's request budget (RunBudget)
+ * adds it up over every run of the request, and once that or its deadline is spent, or its client
+ * went away, the request's jobs are dropped: those waiting here and those in a process.
+ *
+ * A process that owes an answer (it was sent jobs or replies) and says nothing for longer than
+ * the time limit plus a grace period is killed and replaced: its jobs fail with a timeout error.
  */
 export class ScriptPool {
   private readonly children: (Child | undefined)[];
   private readonly restarts: number[][];
-  private readonly queue: PoolJob[] = [];
+  /** Waiting jobs, one queue per client and resource; Map order is the turn order. */
+  private readonly queues = new Map<string, PoolJob[]>();
+  /** Cheap jobs of this turn that skip the queues (see submit). */
+  private direct: PoolJob[] = [];
+  private waiting = 0;
+  private readonly waitingByClient = new Map<string, number>();
+  /** Moving average of the CPU time of a script's jobs, ms, by script id. */
+  private readonly cost = new Map<number, number>();
   private scheduled = false;
   private disposed = false;
+  private watchdog: NodeJS.Timeout | undefined;
   private readonly entry = entryPoint();
 
   constructor(private readonly options: PoolOptions) {
@@ -106,11 +169,47 @@ export class ScriptPool {
     this.restarts = Array.from({ length: options.size }, () => []);
   }
 
+  /** The process ids of the script processes running now (tests stop or kill them). */
+  pids(): number[] {
+    return this.children.flatMap((child) => (child?.alive && child.proc.pid !== undefined ? [child.proc.pid] : []));
+  }
+
   /** Queues a job; it is sent with the others of this event-loop turn. */
-  submit(script: CompiledScript, id: number, json: string, hosts: HostApi[]): Promise<JobOutput> {
+  submit(script: CompiledScript, id: number, json: string, hosts: HostApi[], budget?: RunBudget): Promise<JobOutput> {
     if (this.disposed) return Promise.reject(new Error('script runtime disposed'));
+    const failure = budget?.failure;
+    if (failure) return Promise.reject(this.budgetError(script, failure));
+    const client = budget?.client ?? '';
+    const waitingOfClient = this.waitingByClient.get(client) ?? 0;
+    if (this.waiting >= this.options.queueLimit || waitingOfClient >= Math.max(1, Math.floor(this.options.queueLimit / 2))) {
+      return Promise.reject(new ScriptBusyError(`too many script runs are waiting (${this.waiting}); try again later`, { filename: script.filename }));
+    }
     return new Promise<JobOutput>((resolve, reject) => {
-      this.queue.push({ id, script, json, hosts, resolve, reject, hostCalled: false, suspect: false, attempts: 0 });
+      const job: PoolJob = {
+        id,
+        script,
+        json,
+        hosts,
+        resolve,
+        reject,
+        hostCalled: false,
+        suspect: false,
+        attempts: 0,
+        budget,
+        client,
+        queueKey: '',
+        direct: false,
+        child: undefined,
+        active: false,
+        waiting: 0,
+        cpu: 0,
+      };
+      // The common case costs no queue: a cheap job while nothing waits goes out with this turn's
+      // flush, to the least busy process (as fair as it gets when nobody waits).
+      if (this.waiting === 0 && !this.isCostly(job)) {
+        job.direct = true;
+        this.direct.push(job);
+      } else this.enqueue(job);
       this.schedule();
     });
   }
@@ -127,7 +226,94 @@ export class ScriptPool {
       child.jobs.clear();
       child.proc.kill('SIGKILL');
     }
-    for (const job of this.queue.splice(0)) job.reject(error);
+    for (const list of this.queues.values()) for (const job of list) job.reject(error);
+    for (const job of this.direct) job.reject(error);
+    this.direct = [];
+    this.queues.clear();
+    this.waiting = 0;
+    this.waitingByClient.clear();
+    if (this.watchdog) clearInterval(this.watchdog);
+  }
+
+  private enqueue(job: PoolJob): void {
+    job.direct = false;
+    if (job.queueKey === '') job.queueKey = `${job.client}\n${job.script.group}`;
+    let list = this.queues.get(job.queueKey);
+    if (!list) this.queues.set(job.queueKey, (list = []));
+    list.push(job);
+    this.waiting++;
+    this.waitingByClient.set(job.client, (this.waitingByClient.get(job.client) ?? 0) + 1);
+  }
+
+  private dequeued(job: PoolJob): void {
+    this.waiting--;
+    const n = (this.waitingByClient.get(job.client) ?? 1) - 1;
+    if (n > 0) this.waitingByClient.set(job.client, n);
+    else this.waitingByClient.delete(job.client);
+  }
+
+  private budgetError(script: CompiledScript, failure: BudgetFailure): ScriptTimeoutError {
+    return new ScriptTimeoutError(failure.message, { filename: script.filename }, true);
+  }
+
+  /** Fails every job of a budget that failed (rare: a scan of every job is cheaper than tracking them). */
+  private abortBudget(budget: RunBudget): void {
+    const failure = budget.failure as BudgetFailure;
+    for (const list of [...this.queues.values()]) for (const job of [...list]) if (job.budget === budget) this.abort(job, this.budgetError(job.script, failure));
+    for (const job of [...this.direct]) if (job.budget === budget) this.abort(job, this.budgetError(job.script, failure));
+    for (const child of this.children) {
+      if (!child) continue;
+      for (const job of [...child.jobs.values()]) if (job.budget === budget) this.abort(job, this.budgetError(job.script, failure));
+    }
+  }
+
+  /** Fails a job of a request that gave up: out of its queue, or dropped in its process. */
+  private abort(job: PoolJob, error: Error): void {
+    const child = job.child;
+    if (child === undefined && job.direct) {
+      const at = this.direct.indexOf(job);
+      if (at < 0) return;
+      this.direct.splice(at, 1);
+      job.direct = false;
+      job.reject(error);
+      return;
+    }
+    if (child === undefined) {
+      const list = this.queues.get(job.queueKey);
+      const at = list ? list.indexOf(job) : -1;
+      if (!list || at < 0) return;
+      list.splice(at, 1);
+      if (list.length === 0) this.queues.delete(job.queueKey);
+      this.dequeued(job);
+      job.reject(error);
+      return;
+    }
+    if (child.jobs.get(job.id) !== job) return;
+    this.release(child, job);
+    job.reject(error);
+    this.send(child, { t: 'drop', j: [job.id] });
+    this.schedule();
+  }
+
+  /** A job leaves its process (finished, failed, lost or dropped). */
+  private release(child: Child, job: PoolJob): void {
+    child.jobs.delete(job.id);
+    if (job.suspect) child.exclusive = false;
+    this.deactivate(job);
+    job.child = undefined;
+  }
+
+  private deactivate(job: PoolJob): void {
+    if (!job.active || !job.child) return;
+    job.active = false;
+    const costly = job.child.costly;
+    const at = costly.indexOf(job);
+    if (at >= 0) costly.splice(at, 1);
+  }
+
+  private isCostly(job: PoolJob): boolean {
+    const cost = this.cost.get(job.script.id);
+    return cost === undefined || cost >= COSTLY_MS;
   }
 
   private schedule(): void {
@@ -136,32 +322,116 @@ export class ScriptPool {
     setImmediate(this.flush);
   }
 
+  /**
+   * Sends what can go: the queues take turns, one job each per round, so that a client or
+   * resource with many jobs waiting goes no faster than one with a single job.
+   */
   private readonly flush = (): void => {
     this.scheduled = false;
-    if (this.disposed || this.queue.length === 0) return;
+    if (this.disposed || (this.waiting === 0 && this.direct.length === 0)) return;
     for (let slot = 0; slot < this.children.length; slot++) if (!this.children[slot]) this.spawn(slot);
     const batches = new Map<Child, PoolJob[]>();
-    const waiting: PoolJob[] = [];
-    for (const job of this.queue.splice(0)) {
-      const child = job.suspect ? this.idleChild(batches) : this.leastBusy();
-      if (!child) {
-        waiting.push(job);
-        continue;
+    if (this.direct.length > 0) {
+      const direct = this.direct;
+      this.direct = [];
+      for (const job of direct) {
+        job.direct = false;
+        const child = this.leastBusy();
+        if (!child) {
+          this.enqueue(job);
+          continue;
+        }
+        child.jobs.set(job.id, job);
+        job.child = child;
+        let batch = batches.get(child);
+        if (!batch) batches.set(child, (batch = []));
+        batch.push(job);
       }
-      child.jobs.set(job.id, job);
-      if (job.suspect) child.exclusive = true;
-      let list = batches.get(child);
-      if (!list) batches.set(child, (list = []));
-      list.push(job);
     }
-    this.queue.push(...waiting);
+    const served: string[] = [];
+    while (this.waiting > 0) {
+      // Each round, a queue sends its cheap jobs at its head and at most one costly job.
+      for (const [key, list] of this.queues) {
+        let taken = 0;
+        let costlyTaken = false;
+        while (taken < list.length) {
+          const job = list[taken] as PoolJob;
+          const failure = job.budget?.failure;
+          if (failure) break; // taken out below, with the rest of its request
+          const costly = job.suspect || this.isCostly(job);
+          if (costly && costlyTaken) break;
+          const child = job.suspect ? this.idleChild(batches) : costly ? this.costlyChild(job) : this.leastBusy();
+          if (!child) break;
+          taken++;
+          this.dequeued(job);
+          child.jobs.set(job.id, job);
+          job.child = child;
+          if (costly) {
+            costlyTaken = true;
+            job.active = true;
+            child.costly.push(job);
+          }
+          if (job.suspect) child.exclusive = true;
+          let batch = batches.get(child);
+          if (!batch) batches.set(child, (batch = []));
+          batch.push(job);
+        }
+        if (taken > 0) {
+          list.splice(0, taken);
+          served.push(key);
+        }
+      }
+      if (served.length === 0) break;
+      // Queues that sent go to the back of the turn order.
+      for (const key of served.splice(0)) {
+        const list = this.queues.get(key) as PoolJob[];
+        this.queues.delete(key);
+        if (list.length > 0) this.queues.set(key, list);
+      }
+    }
     for (const [child, jobs] of batches) this.sendJobs(child, jobs);
+    if (this.waiting > 0) {
+      for (const list of [...this.queues.values()]) {
+        const budget = list[0]?.budget;
+        if (budget?.failure) this.abortBudget(budget);
+      }
+    }
+    this.startWatchdog();
   };
 
+  /** For a cheap job: the least busy process, one without a costly run first. */
   private leastBusy(): Child | undefined {
     let best: Child | undefined;
     for (const child of this.children) {
-      if (!child?.alive || child.exclusive) continue;
+      if (!child?.alive || child.exclusive || child.jobs.size >= MAX_PER_CHILD) continue;
+      const free = child.costly.length === 0;
+      const bestFree = best?.costly.length === 0;
+      if (!best || (free && !bestFree) || (free === bestFree && child.jobs.size < best.jobs.size)) best = child;
+    }
+    return best;
+  }
+
+  /**
+   * For a costly job: a process with no costly run, unless its client's or its resource's costly
+   * runs already hold every process but one (then it waits its turn).
+   */
+  private costlyChild(job: PoolJob): Child | undefined {
+    // A script not measured yet runs alone in its process but takes no share: it may be cheap.
+    if (this.cost.has(job.script.id)) {
+      const share = Math.max(1, this.children.length - 1);
+      let byClient = 0;
+      let byGroup = 0;
+      for (const child of this.children) {
+        if (!child?.alive) continue;
+        // Runs without a request (no budget) have no known client: only their resource counts.
+        if (job.budget && child.costly.some((other) => other.client === job.client && this.cost.has(other.script.id))) byClient++;
+        if (child.costly.some((other) => other.script.group === job.script.group && this.cost.has(other.script.id))) byGroup++;
+      }
+      if (byClient >= share || byGroup >= share) return undefined;
+    }
+    let best: Child | undefined;
+    for (const child of this.children) {
+      if (!child?.alive || child.exclusive || child.jobs.size >= MAX_PER_CHILD || child.costly.length >= COSTLY_PER_CHILD) continue;
       if (!best || child.jobs.size < best.jobs.size) best = child;
     }
     return best;
@@ -183,6 +453,10 @@ export class ScriptPool {
 
   private send(child: Child, message: ParentMessage): void {
     if (!child.proc.connected) return;
+    if (message.t === 'jobs' || message.t === 'replies') {
+      child.sent++;
+      child.silentSince ??= Date.now();
+    }
     try {
       child.proc.send(message);
     } catch (err) {
@@ -210,7 +484,21 @@ export class ScriptPool {
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     });
-    const child: Child = { proc, jobs: new Map(), defined: new Set(), alive: true, exclusive: false, stderr: '', replies: [], replyScheduled: false };
+    const child: Child = {
+      proc,
+      jobs: new Map(),
+      defined: new Set(),
+      alive: true,
+      exclusive: false,
+      stderr: '',
+      replies: [],
+      replyScheduled: false,
+      sent: 0,
+      acked: 0,
+      silentSince: undefined,
+      costly: [],
+      ended: undefined,
+    };
     this.children[slot] = child;
     if (proc.pid !== undefined) {
       try {
@@ -233,14 +521,16 @@ export class ScriptPool {
   }
 
   private onMessage(child: Child, message: ChildMessage): void {
+    child.acked = message.a;
+    // It spoke: it is not stuck, whatever it still owes.
+    child.silentSince = child.acked >= child.sent ? undefined : Date.now();
     if (message.t === 'fatal') {
       const fatal = { kind: message.kind, culprit: message.culprit, detail: message.detail };
       const lost: PoolJob[] = [];
       for (const id of message.jobs) {
         const job = child.jobs.get(id);
         if (!job) continue;
-        child.jobs.delete(id);
-        if (job.suspect) child.exclusive = false;
+        this.release(child, job);
         lost.push(job);
       }
       this.options.log(`script-runtime: an isolate failed (${fatal.kind}: ${fatal.detail}); ${lost.length} job(s) were in it; it was replaced`);
@@ -256,19 +546,32 @@ export class ScriptPool {
       child.proc.kill('SIGKILL');
       return;
     }
+    if (message.c) {
+      for (const [jobId, ms] of message.c) {
+        const job = child.jobs.get(jobId);
+        if (!job) continue;
+        job.cpu += ms;
+        const budget = job.budget;
+        if (budget === undefined) continue;
+        budget.charge(ms);
+        // Spent: every job of its request goes (this one included).
+        if (budget.failure) this.abortBudget(budget);
+      }
+    }
     for (const request of message.h) this.hostCall(child, request);
     for (const [jobId, output] of done) {
       const job = child.jobs.get(jobId);
       if (!job) continue;
-      child.jobs.delete(jobId);
-      if (job.suspect) child.exclusive = false;
+      this.release(child, job);
+      const cost = this.cost.get(job.script.id);
+      if (cost === undefined) this.cost.set(job.script.id, job.cpu);
+      else if (cost !== 0 || job.cpu !== 0) this.cost.set(job.script.id, cost * 0.7 + job.cpu * 0.3 < 0.01 ? 0 : cost * 0.7 + job.cpu * 0.3);
       job.resolve(output);
     }
     for (const [jobId, text] of message.f) {
       const job = child.jobs.get(jobId);
       if (!job) continue;
-      child.jobs.delete(jobId);
-      if (job.suspect) child.exclusive = false;
+      this.release(child, job);
       job.reject(new ScriptRuntimeError(text, { filename: job.script.filename }));
     }
     for (const line of message.l) {
@@ -278,7 +581,7 @@ export class ScriptPool {
         console.error('script-runtime: the log function threw', err, line);
       }
     }
-    if (this.queue.length > 0) this.schedule();
+    if (this.waiting > 0) this.schedule();
   }
 
   private hostCall(child: Child, [callId, jobId, hostIdx, name, args]: [number, number, number, string, unknown[]]): void {
@@ -286,17 +589,35 @@ export class ScriptPool {
     const host = job?.hosts[hostIdx];
     if (!job || !host) return; // the job failed meanwhile
     job.hostCalled = true;
+    // While it waits it takes no CPU: its process may take another costly run (a nested call's).
+    if (job.waiting++ === 0 && job.active) {
+      this.deactivate(job);
+      this.schedule();
+    }
     const fn = Object.hasOwn(host, name) ? host[name] : undefined;
     // Host functions run after this message's jobs: one may itself run scripts (the svc client).
     const result = typeof fn === 'function' ? Promise.resolve().then(() => fn.apply(host, args)) : Promise.reject(new Error(`${name} is not available`));
+    const back = (): void => {
+      if (--job.waiting > 0 || job.child !== child || !child.jobs.has(job.id)) return;
+      if (this.isCostly(job)) {
+        job.active = true;
+        child.costly.push(job);
+      }
+    };
     result.then(
-      (r: unknown) => this.reply(child, callId, { r }),
-      (err: unknown) => this.reply(child, callId, { e: hostErrorToWire(err) }),
+      (r: unknown) => {
+        back();
+        this.reply(child, callId, r instanceof CallbackError ? { r: r.value, n: typeof r.error === 'string' ? r.error : hostErrorToWire(r.error) } : { r });
+      },
+      (err: unknown) => {
+        back();
+        this.reply(child, callId, { e: hostErrorToWire(err) });
+      },
     );
   }
 
   /** Replies that settle in the same microtask run go in one message. */
-  private reply(child: Child, callId: number, reply: { r?: unknown; e?: unknown }): void {
+  private reply(child: Child, callId: number, reply: { r?: unknown; e?: unknown; n?: unknown }): void {
     if (!child.alive) return;
     child.replies.push([callId, reply]);
     if (child.replyScheduled) return;
@@ -314,9 +635,10 @@ export class ScriptPool {
     if (this.children[slot] === child) this.children[slot] = undefined;
     if (this.disposed) return;
     const jobs = [...child.jobs.values()];
-    child.jobs.clear();
+    for (const job of jobs) this.release(child, job);
+    const reason = `exit code ${code ?? '-'}, signal ${signal ?? '-'}${/heap|memory/i.test(child.stderr) ? ', out of memory' : ''}`;
+    child.ended ??= reason;
     if (jobs.length > 0) {
-      const reason = `exit code ${code ?? '-'}, signal ${signal ?? '-'}${/heap|memory/i.test(child.stderr) ? ', out of memory' : ''}`;
       this.options.log(`script-runtime: a script process ended (${reason}); ${jobs.length} job(s) were in it; starting a new one`);
     }
     // A process that dies says nothing: V8's fatal out-of-memory error is the usual cause.
@@ -340,7 +662,7 @@ export class ScriptPool {
       else {
         job.attempts++;
         job.suspect = culprit === undefined;
-        this.queue.push(job);
+        this.enqueue(job);
       }
     }
   }
@@ -348,9 +670,51 @@ export class ScriptPool {
   private blame(job: PoolJob, fatal: { kind: FatalKind; detail: string } | undefined, child: Child): ScriptError {
     const location = { filename: job.script.filename };
     if (fatal?.kind === 'timeout') return new ScriptTimeoutError(`script exceeded the CPU time limit of ${this.options.timeoutMs} ms`, location, true);
-    if (fatal === undefined || fatal.kind === 'memory' || /heap|memory/i.test(child.stderr)) {
+    if (fatal?.kind === 'memory' || /heap|memory/i.test(child.stderr)) {
       return new ScriptMemoryError(`script exceeded the memory limit of ${this.options.memoryLimitMb} MB`, location, true);
     }
+    // Killed from outside, or crashed without a word: not known to be the script's memory.
+    if (fatal === undefined) return new ScriptRuntimeError(`script process ended (${child.ended ?? 'no reason given'})`, location);
     return new ScriptRuntimeError(`the script broke its isolate: ${fatal.detail}`, location);
+  }
+
+  private startWatchdog(): void {
+    if (this.watchdog || this.disposed) return;
+    this.watchdog = setInterval(this.watch, WATCHDOG_MS);
+    this.watchdog.unref();
+  }
+
+  /**
+   * Kills processes that owe an answer and stay silent (stopped, or stuck outside the isolate's
+   * own time limit), and fails jobs whose request ran past its deadline. Stops when idle.
+   */
+  private readonly watch = (): void => {
+    const now = Date.now();
+    let busy = this.waiting > 0;
+    for (const child of this.children) {
+      if (!child?.alive) continue;
+      if (child.jobs.size > 0) busy = true;
+      for (const job of child.jobs.values()) if (job.budget?.failure) this.abortBudget(job.budget);
+      if (child.silentSince !== undefined && now - child.silentSince > this.options.timeoutMs + SILENCE_GRACE_MS) this.silent(child, now - child.silentSince);
+    }
+    for (const list of [...this.queues.values()]) for (const job of [...list]) if (job.budget?.failure) this.abortBudget(job.budget);
+    if (!busy && this.watchdog) {
+      clearInterval(this.watchdog);
+      this.watchdog = undefined;
+    }
+  };
+
+  /** A process that stopped answering: its jobs fail now, and it is killed and replaced. */
+  private silent(child: Child, ms: number): void {
+    const jobs = [...child.jobs.values()];
+    child.alive = false;
+    this.options.log(`script-runtime: a script process (pid ${child.proc.pid ?? '?'}) said nothing for ${ms} ms while it had work; it was killed and replaced; ${jobs.length} job(s) were in it`);
+    for (const job of jobs) {
+      this.release(child, job);
+      job.reject(new ScriptTimeoutError(`script process ended: it stopped answering for ${ms} ms (time limit ${this.options.timeoutMs} ms)`, { filename: job.script.filename }, true));
+    }
+    child.ended = 'killed: it stopped answering';
+    child.proc.kill('SIGKILL');
+    this.schedule();
   }
 }
