@@ -58,7 +58,9 @@ const mongodb: StoreKind = {
   async make() {
     if (!mongoUrl) throw new Error('SVC_TEST_MONGODB_URL is not set');
     const dbName = `svc_test_${randomBytes(6).toString('hex')}`;
-    const store = await createMongoStore({ url: mongoUrl, dbName });
+    // The HTTP suites test behaviour, not the database timeout (reliability/database-outage does):
+    // a loaded machine's FerretDB may take more than the default 5 s under 1,000 concurrent writes.
+    const store = await createMongoStore({ url: mongoUrl, dbName, timeoutMs: 30_000 });
     return {
       store,
       async dispose() {
