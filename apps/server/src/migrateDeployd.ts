@@ -64,15 +64,25 @@ const VALUE_AFTER = /^\s*(?:[),;\]}&|?]|[=!]==?|$)/;
 const PARAMETERS_BEFORE = /\bfunction\b[^(]*\([^)]*$/;
 const PARAMETERS_AFTER = /^[^()]*\)\s*=>/;
 
+/** How far before and after a bare `dpd` its context is read: a minified line stays linear. */
+const CONTEXT = 400;
+
 /** The line with each bare `dpd` used as a value renamed `svc` (see {@link BARE_DPD}). */
 export function rewriteBareDpd(line: string): string {
+  // Quotes seen so far on the line, counted once as the matches move along it.
+  const quotes: Record<string, number> = { '"': 0, "'": 0, '`': 0 };
+  let counted = 0;
   return line.replace(BARE_DPD, (match: string, offset: number) => {
-    const before = line.slice(0, offset);
-    const after = line.slice(offset + match.length);
+    for (; counted < offset; counted++) {
+      const char = line[counted] as string;
+      if (char in quotes) quotes[char] = (quotes[char] as number) + 1;
+    }
+    // An odd number of quotes before it on the line: inside a string.
+    if (Object.values(quotes).some((n) => n % 2 === 1)) return match;
+    const before = line.slice(Math.max(0, offset - CONTEXT), offset);
+    const after = line.slice(offset + match.length, offset + match.length + CONTEXT);
     if (!VALUE_BEFORE.test(before) || !VALUE_AFTER.test(after)) return match;
     if (PARAMETERS_BEFORE.test(before) || PARAMETERS_AFTER.test(after)) return match;
-    // An odd number of quotes before it on the line: inside a string.
-    for (const quote of ['"', "'", '`']) if (before.split(quote).length % 2 === 0) return match;
     return 'svc';
   });
 }

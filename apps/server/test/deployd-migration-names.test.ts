@@ -102,3 +102,12 @@ describe('svc migrate-deployd: EventResource and bare dpd', () => {
     expect(JSON.parse(await readFile(join(app, 'resources', 'odd', 'config.json'), 'utf8'))).toEqual({ type: 'Event', note: { type: 'EventResource' } });
   });
 });
+
+describe('the bare dpd rewrite on a hostile minified line', () => {
+  it('a 600 kB line of 100,000 bare dpd finishes and rewrites each', () => {
+    const line = `f(${'dpd,'.repeat(100_000)}dpd);${' '.repeat(200_000)}`;
+    const out = rewriteBareDpd(line);
+    expect(out.match(/\bsvc\b/g)).toHaveLength(100_001);
+    expect(out).not.toMatch(/\bdpd\b/);
+  });
+});
