@@ -61,7 +61,7 @@ describe("a script's own answer is not a server error", () => {
 
   it.each([
     { name: "cancel('x', 501)", err: new SvcError('CANCELLED', 'not built yet', { status: 501 }), body: { status: 501, message: 'not built yet' } },
-    { name: "cancel('x', 503)", err: new SvcError('CANCELLED', 'come back at /var/maintenance', { status: 503 }), body: { status: 503, message: 'come back at /var/maintenance' } },
+    { name: "cancel('x', 503) (a path of this machine still left out)", err: new SvcError('CANCELLED', 'come back at /var/maintenance', { status: 503 }), body: { status: 503, message: 'come back at …' } },
     { name: 'error() with a 500 cancel', err: new SvcError('VALIDATION_FAILED', 'bad', { status: 500, errors: { a: 'b' } }), body: { status: 500, message: 'bad', errors: { a: 'b' } } },
   ])('$name: answered as the script said, logged at info, not as an error', ({ err, body }) => {
     const { logger, lines } = levels();
