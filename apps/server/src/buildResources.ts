@@ -16,6 +16,8 @@ const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'ob
 const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', '$renameFrom']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
+/** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
+const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
 const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost']);
 const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => file !== 'login.js'));
@@ -142,7 +144,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
 
 /** Reports config keys and event files the resource type does not know (Deployd leftovers). */
 export function warnUnknown(folder: ResourceFolder, keys: ReadonlySet<string>, events: ReadonlySet<string>, logger: Logger): void {
-  const unknownKeys = Object.keys(folder.config).filter((k) => !keys.has(k));
+  const unknownKeys = Object.keys(folder.config).filter((k) => !keys.has(k) && !DEPLOYD_RESOURCE_KEYS.has(k));
   if (unknownKeys.length > 0) logger.warn(`resource ${folder.path.slice(1)}: ignoring config keys ${unknownKeys.join(', ')}`);
   const unknownFiles = [...folder.scripts.keys()].filter((f) => !events.has(f));
   if (unknownFiles.length > 0) logger.warn(`resource ${folder.path.slice(1)}: ignoring files ${unknownFiles.join(', ')}`);

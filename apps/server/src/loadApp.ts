@@ -66,6 +66,13 @@ export interface AppFolder {
 const RESOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 
 /**
+ * Type names Deployd's modules wrote in config.json, and the svc type each is: dpd-event wrote
+ * "EventResource" (its class name) where svc says "Event". `svc migrate-deployd` rewrites them;
+ * an app that was not migrated loads all the same.
+ */
+export const DEPLOYD_TYPE_NAMES: Readonly<Record<string, string>> = { EventResource: 'Event' };
+
+/**
  * Reads an app folder: app.json (optional), package.json (optional) and every resource folder
  * under resources/ that holds a config.json, nested folders included. Deployd apps are read as
  * they are: unknown files are reported, not refused.
@@ -92,6 +99,11 @@ async function collect(root: string, dir: string, out: ResourceFolder[], logger:
     const config = (await readJson(configFile)) as ResourceConfig | undefined;
     if (!isPlainObject(config)) throw new Error(`${configFile}: must be a JSON object with a "type", such as {"type": "Collection"}`);
     if (typeof config.type !== 'string' || config.type === '') throw new Error(`${configFile}: "type" is missing (a resource type such as "Collection" or "UserCollection")`);
+    const svcType = Object.hasOwn(DEPLOYD_TYPE_NAMES, config.type) ? DEPLOYD_TYPE_NAMES[config.type] : undefined;
+    if (svcType !== undefined) {
+      logger.info(`resource ${segments.join('/')}: type ${config.type} is Deployd's name of ${svcType}; loaded as ${svcType} (svc migrate-deployd renames it)`);
+      config.type = svcType;
+    }
     const scripts = new Map<string, string>();
     for (const e of entries) {
       if (e.isFile() && e.name.endsWith('.js')) scripts.set(e.name, await readFile(join(dir, e.name), 'utf8'));

@@ -2,6 +2,7 @@ import { realpath, stat } from 'node:fs/promises';
 import { extname, join, resolve } from 'node:path';
 import { readAppTree, readEntry } from './appTree.js';
 import type { AppTree } from './appTree.js';
+import { DEPLOYD_TYPE_NAMES } from './loadApp.js';
 import { outFolder, placeMigratedApp } from './placeMigratedApp.js';
 
 /** Options of {@link migrateDeployd}. */
@@ -48,6 +49,43 @@ const REWRITES: [RegExp, string][] = [
   [/(^|[^\w$.])_dpd\b/g, '$1_svc'],
   [/(^|[^\w$.-])dpd(?=\s*[.([])/g, '$1svc'],
 ];
+
+/**
+ * A bare `dpd` (the client object handed on as a value: `.constant("dpd", dpd)`, `f(dpd)`,
+ * `x = dpd;`) becomes `svc`. Only where the value is used: `dpd` inside another word, a string
+ * ("dpd", "dpd-event"), an object key (`{dpd: 1}`) or a declaration (`var dpd`, a parameter
+ * `function ($scope, dpd)` that Angular injects by its name) is left alone.
+ */
+const BARE_DPD = /(?<![\w$.'"`/\\-])dpd(?![\w$'"`/\\-])/g;
+/** What may stand before a bare `dpd` used as a value, and what after. */
+const VALUE_BEFORE = /(?:[(,=[!&|?:>]|\breturn|\btypeof)\s*$/;
+const VALUE_AFTER = /^\s*(?:[),;\]}&|?]|[=!]==?|$)/;
+/** Inside the parameter list of a function or an arrow function: a declaration. */
+const PARAMETERS_BEFORE = /\bfunction\b[^(]*\([^)]*$/;
+const PARAMETERS_AFTER = /^[^()]*\)\s*=>/;
+
+/** How far before and after a bare `dpd` its context is read: a minified line stays linear. */
+const CONTEXT = 400;
+
+/** The line with each bare `dpd` used as a value renamed `svc` (see {@link BARE_DPD}). */
+export function rewriteBareDpd(line: string): string {
+  // Quotes seen so far on the line, counted once as the matches move along it.
+  const quotes: Record<string, number> = { '"': 0, "'": 0, '`': 0 };
+  let counted = 0;
+  return line.replace(BARE_DPD, (match: string, offset: number) => {
+    for (; counted < offset; counted++) {
+      const char = line[counted] as string;
+      if (char in quotes) quotes[char] = (quotes[char] as number) + 1;
+    }
+    // An odd number of quotes before it on the line: inside a string.
+    if (Object.values(quotes).some((n) => n % 2 === 1)) return match;
+    const before = line.slice(Math.max(0, offset - CONTEXT), offset);
+    const after = line.slice(offset + match.length, offset + match.length + CONTEXT);
+    if (!VALUE_BEFORE.test(before) || !VALUE_AFTER.test(after)) return match;
+    if (PARAMETERS_BEFORE.test(before) || PARAMETERS_AFTER.test(after)) return match;
+    return 'svc';
+  });
+}
 
 const CODE_EXTENSIONS = new Set(['.js', '.mjs', '.html', '.htm', '.ts', '.jsx', '.tsx', '.vue', '.svelte']);
 /** Folders whose files are rewritten: event scripts and the public site. */
@@ -110,6 +148,8 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
     edits++;
   }
 
+  edits += await renameTypes(tree, options.dir, change);
+
   // Before the rewrites: uploaded files are data, never rewritten.
   const uploads = await moveUploadFolders(tree, options.dir, change, rewriteRoot);
   edits += uploads.length;
@@ -125,6 +165,7 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
         const before = lines[i] as string;
         let after = before;
         for (const [pattern, replacement] of REWRITES) after = after.replace(pattern, replacement);
+        after = rewriteBareDpd(after);
         if (root === 'public') for (const [pattern, replacement] of uploadLinks) after = after.replace(pattern, replacement);
         if (after === before) continue;
         changed = true;
@@ -209,11 +250,35 @@ async function typeHints(tree: AppTree, label: string): Promise<string[]> {
     if (config?.kind !== 'file') continue;
     const type = configType(await readEntry(config, label));
     if (type === undefined) out.push(`${config.rel}: not valid JSON; svc will not load this resource until it is fixed`);
-    else if (typeof type === 'string' && !SVC_TYPES.has(type)) {
+    else if (typeof type === 'string' && !SVC_TYPES.has(type) && !Object.hasOwn(DEPLOYD_TYPE_NAMES, type)) {
       out.push(`${folder.rel}: type ${type}: ${TYPE_HINTS[type] ?? 'no equivalent among svc packages (install a type package that provides it)'}`);
     }
   }
   return out;
+}
+
+/**
+ * Gives each resource whose config.json names a type by its Deployd name (dpd-event's
+ * "EventResource") the svc name ("Event"). Only the `type` changes: the rest of the file is kept
+ * as it was written. Answers the number of files changed.
+ */
+async function renameTypes(tree: AppTree, label: string, change: (line: string) => void): Promise<number> {
+  let renamed = 0;
+  for (const config of tree.entries) {
+    if (config.kind !== 'file' || !config.rel.startsWith('resources/') || !config.rel.endsWith('/config.json')) continue;
+    const text = await readEntry(config, label);
+    const type = configType(text);
+    if (typeof type !== 'string' || !Object.hasOwn(DEPLOYD_TYPE_NAMES, type)) continue;
+    const svcType = DEPLOYD_TYPE_NAMES[type] as string;
+    const parsed = JSON.parse(text) as Record<string, unknown>;
+    const pattern = new RegExp(`("type"\\s*:\\s*)"${escapeRegExp(type)}"`, 'g');
+    const matches = text.match(pattern)?.length ?? 0;
+    // Once in the text: that is the resource's type. Else (a property with the same words, escapes) the file is written anew.
+    config.content = matches === 1 ? text.replace(pattern, `$1"${svcType}"`) : `${JSON.stringify({ ...parsed, type: svcType }, null, 2)}\n`;
+    change(`${config.rel}: type ${type} -> ${svcType} (Deployd's name of the ${svcType} type)`);
+    renamed++;
+  }
+  return renamed;
 }
 
 /**

@@ -217,10 +217,10 @@ describe('svc command line', () => {
     await mkdir(join(dir, 'resources/shop/items'), { recursive: true });
     await writeFile(
       join(dir, 'resources/shop/items/config.json'),
-      JSON.stringify({ type: 'Collection', typeLabel: 'Collection', properties: { name: { name: 'name', type: 'string', typeLabel: 'string', required: false, id: 'name', order: 0 }, when: { type: 'date' } } }),
+      JSON.stringify({ type: 'Collection', typeLabel: 'Collection', order: 1, path: '/shop/items', sortBy: 'name', properties: { name: { name: 'name', type: 'string', typeLabel: 'string', required: false, id: 'name', order: 0 }, when: { type: 'date' } } }),
     );
     const p = await start([dir]);
-    expect(p.stderr()).toContain('ignoring config keys typeLabel');
+    expect(p.stderr()).toContain('resource shop/items: ignoring config keys sortBy\n');
     const item = await json(`${p.url}/shop/items`, { method: 'POST', body: JSON.stringify({ name: 'x', when: '2024-01-02' }) });
     expect(item.body).toMatchObject({ name: 'x', when: '2024-01-02T00:00:00.000Z' });
     const user = await json(`${p.url}/users`, { method: 'POST', body: JSON.stringify({ username: 'u', password: 'p' }) });

@@ -145,12 +145,13 @@ describe('an out-of-tree resource type installed with a file: dependency', () =>
     await expect(start()).rejects.toThrow('svc-type-greeting: ./index.js does not default-export a defineResourceType(...) value');
   });
 
-  it('unknown config keys of a custom resource are ignored with a warning', async () => {
+  it("unknown config keys of a custom resource are ignored with a warning; Deployd's typeLabel, order and path quietly", async () => {
     await install();
-    await writeConfig('hello', { type: 'Greeting', greeting: 'Hi', typeLabel: 'Hello', order: 3 });
+    await writeConfig('hello', { type: 'Greeting', greeting: 'Hi', typeLabel: 'Hello', order: 3, path: '/hello', colour: 'red' });
     const r = await start();
     expect((await get(r, '/hello/x')).body).toMatchObject({ message: 'Hi, x!' });
-    expect(logs).toContain('warn resource hello: ignoring config keys typeLabel, order');
+    expect(logs).toContain('warn resource hello: ignoring config keys colour');
+    expect(logs.filter((line) => line.includes('ignoring') && /typeLabel|order|path/.test(line))).toEqual([]);
   });
 });
 
@@ -168,7 +169,7 @@ describe('the first-party type packages load the same way (svc.resourceTypes in 
     await writeConfig('mail', { type: 'Email', host: '127.0.0.1', productionOnly: true });
     const r = await start();
     const ping = await get(r, '/ping', { method: 'PUT' });
-    expect(ping.status).toBe(405);
+    expect(ping.status).toBe(404);
     const mail = await get(r, '/mail', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ from: 'a@example.com', to: 'b@example.com', text: 'x' }) });
     expect(mail).toMatchObject({ status: 200, body: { sent: false } });
   });

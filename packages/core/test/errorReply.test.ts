@@ -51,3 +51,27 @@ describe('error answers name no file of the server', () => {
     expect(withoutPaths('C:\\Users\\me\\app\\x.json: bad')).toBe('…: bad');
   });
 });
+
+// Issue 22, item 11: a script's cancel('x', 501) was logged as a server error; it is the app's answer.
+describe("a script's own answer is not a server error", () => {
+  function levels(): { logger: Logger; lines: string[] } {
+    const lines: string[] = [];
+    return { logger: { info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) }, lines };
+  }
+
+  it.each([
+    { name: "cancel('x', 501)", err: new SvcError('CANCELLED', 'not built yet', { status: 501 }), body: { status: 501, message: 'not built yet' } },
+    { name: "cancel('x', 503) (a path of this machine still left out)", err: new SvcError('CANCELLED', 'come back at /var/maintenance', { status: 503 }), body: { status: 503, message: 'come back at …' } },
+    { name: 'error() with a 500 cancel', err: new SvcError('VALIDATION_FAILED', 'bad', { status: 500, errors: { a: 'b' } }), body: { status: 500, message: 'bad', errors: { a: 'b' } } },
+  ])('$name: answered as the script said, logged at info, not as an error', ({ err, body }) => {
+    const { logger, lines } = levels();
+    expect(toErrorReply(err, { production: true, logger, where: 'GET /x' })).toEqual({ status: body.status, body });
+    expect(lines.filter((l) => !l.startsWith('info '))).toEqual([]);
+  });
+
+  it('a server failure of the same status is still an error in the log', () => {
+    const { logger, lines } = levels();
+    toErrorReply(new SvcError('UNAVAILABLE', 'down'), { production: true, logger, where: 'GET /x' });
+    expect(lines).toEqual(['error GET /x: down']);
+  });
+});

@@ -1,6 +1,6 @@
 /**
- * @svc/type-event: the Event resource. Its On GET and On POST scripts answer requests with
- * setResult(); the default export is the resource type the server loads.
+ * @svc/type-event: the Event resource. Its On GET, On POST, On PUT and On DELETE scripts answer
+ * requests with setResult(); the default export is the resource type the server loads.
  */
 import { eventType } from './eventType.js';
 

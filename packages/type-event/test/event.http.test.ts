@@ -92,12 +92,19 @@ describe('Event resource: what setResult() answers', () => {
     expect(res.text).toBe('42');
   });
 
-  it('no setResult() at all, or setResult(undefined), is 204 with no body', async () => {
+  it('no setResult() at all, or setResult(undefined), is 200 {} as dpd-event', async () => {
     for (const method of ['GET', 'POST']) {
       const res = await anon.request(method, '/silent/anything');
-      expect(res.status).toBe(204);
-      expect(res.text).toBe('');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toContain('application/json');
+      expect(res.body).toEqual({});
     }
+  });
+
+  it('no setResult() answers `this`, with what the script put on it', async () => {
+    const res = await anon.request('GET', '/legacy/a/b');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ seen: 2 });
   });
 });
 
@@ -118,18 +125,42 @@ describe('Event resource: errors', () => {
     expect((res.body as { errors: Record<string, string> }).errors).toEqual({ name: 'name is required', age: 'age must be positive' });
   });
 
-  it('methods without a script are 405 with Allow listing the scripted ones', async () => {
-    for (const method of ['PUT', 'DELETE']) {
-      const res = await anon.request(method, '/echo/1');
-      expect(res.status).toBe(405);
-      expect(res.headers.get('allow')).toBe('GET, POST');
+  it('methods without a script are 404 "resource not found", as Deployd answered', async () => {
+    const cases: [string, string][] = [
+      ['PUT', '/echo/1'],
+      ['DELETE', '/echo/1'],
+      ['POST', '/onlyget'],
+      ['GET', '/noscripts'],
+      ['POST', '/legacy/x'],
+    ];
+    for (const [method, path] of cases) {
+      const res = await anon.request(method, path, method === 'GET' || method === 'DELETE' ? {} : { body: {} });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.body).toEqual({ status: 404, message: 'resource not found' });
     }
-    const post = await anon.request('POST', '/onlyget', { body: {} });
-    expect(post.status).toBe(405);
-    expect(post.headers.get('allow')).toBe('GET');
-    expect(post.body).toEqual({ status: 405, message: 'POST is not handled here; use GET' });
-    const none = await anon.request('GET', '/noscripts');
-    expect(none.status).toBe(405);
-    expect((none.body as { message: string }).message).toMatch(/no scripts yet/);
+  });
+
+  it("a script's own cancel() with a 5xx status is its answer, not a server error in the log", async () => {
+    const before = app.logs.length;
+    const res = await anon.request('GET', '/guard?status=501');
+    expect(res.status).toBe(501);
+    expect(res.body).toEqual({ status: 501, message: 'refused by the script' });
+    const lines = app.logs.slice(before);
+    expect(lines.filter((l) => l.startsWith('error '))).toEqual([]);
+  });
+});
+
+describe('Event resource: Deployd\'s EventResource', () => {
+  it('"type": "EventResource" loads as Event; typeLabel, order and path draw no warning', () => {
+    expect(app.logs.filter((l) => l.includes('legacy') && !l.startsWith('info '))).toEqual([]);
+  });
+
+  it('put.js runs for PUT and delete.js for DELETE, as dpd-event 1.1', async () => {
+    const put = await anon.request('PUT', '/legacy/7?k=1', { body: { done: true } });
+    expect(put.status).toBe(200);
+    expect(put.body).toEqual({ event: 'put', url: '/7', parts: ['7'], body: { done: true } });
+    const del = await anon.request('DELETE', '/legacy/7?k=1');
+    expect(del.status).toBe(200);
+    expect(del.body).toEqual({ event: 'delete', url: '/7', parts: ['7'], query: { k: '1' } });
   });
 });

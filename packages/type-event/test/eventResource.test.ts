@@ -52,18 +52,33 @@ describe('createEventResource', () => {
     await expect(createEventResource(scripts).handle(context('GET', '/'))).rejects.toMatchObject({ status: 418, message: 'no' });
   });
 
-  it('answers 405 with Allow for methods without a script', async () => {
+  it('runs put for PUT and delete for DELETE, as dpd-event 1.1', async () => {
+    const { scripts, runs } = fakeScripts(['put', 'delete'], (event) => ({ resultSet: true, result: { event } }));
+    const resource = createEventResource(scripts);
+    expect(await resource.handle(context('PUT', '/7', { body: { n: 2 }, bodyKind: 'json' }))).toEqual({ status: 200, body: { event: 'put' } });
+    expect(await resource.handle(context('DELETE', '/7'))).toEqual({ status: 200, body: { event: 'delete' } });
+    expect(runs.map((r) => r.event)).toEqual(['put', 'delete']);
+  });
+
+  it('answers 404 "resource not found" for methods without a script, as Deployd', async () => {
     const { scripts, runs } = fakeScripts(['get'], () => ({}));
-    await expect(createEventResource(scripts).handle(context('POST', '/'))).rejects.toMatchObject({ status: 405, headers: { allow: 'GET' } });
-    await expect(createEventResource(scripts).handle(context('DELETE', '/'))).rejects.toMatchObject({ status: 405 });
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'constructor', 'toString']) {
+      await expect(createEventResource(scripts).handle(context(method, '/'))).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND', message: 'resource not found' });
+    }
     expect(runs).toEqual([]);
+  });
+
+  it('answers this (200 {} unless the script gave it properties) when the script sets no result', async () => {
+    const { scripts } = fakeScripts(['get', 'post'], (event) => (event === 'post' ? { object: { made: 1 } } : {}));
+    expect(await createEventResource(scripts).handle(context('GET', '/'))).toEqual({ status: 200, body: {} });
+    expect(await createEventResource(scripts).handle(context('POST', '/'))).toEqual({ status: 200, body: { made: 1 } });
   });
 });
 
 describe('resultReply', () => {
   it.each([
-    { name: 'no setResult()', set: false, result: undefined, reply: { status: 204 } },
-    { name: 'setResult(undefined)', set: true, result: undefined, reply: { status: 204 } },
+    { name: 'no setResult()', set: false, result: undefined, reply: { status: 200, body: {} } },
+    { name: 'setResult(undefined)', set: true, result: undefined, reply: { status: 200, body: {} } },
     { name: 'setResult(null)', set: true, result: null, reply: { status: 200, body: null } },
     { name: 'an object', set: true, result: { a: 1 }, reply: { status: 200, body: { a: 1 } } },
     { name: 'false', set: true, result: false, reply: { status: 200, body: false } },
@@ -74,7 +89,7 @@ describe('resultReply', () => {
 });
 
 describe('eventType', () => {
-  it('is a checked resource type named Event that loads get.js and post.js', () => {
-    expect(eventType).toMatchObject({ kind: 'svc.resourceType', name: 'Event', core: '^0.1.0', events: ['get.js', 'post.js'] });
+  it('is a checked resource type named Event that loads get.js, post.js, put.js and delete.js', () => {
+    expect(eventType).toMatchObject({ kind: 'svc.resourceType', name: 'Event', core: '^0.1.0', events: ['get.js', 'post.js', 'put.js', 'delete.js'] });
   });
 });

@@ -53,6 +53,12 @@ export function writeReply(res: ServerResponse, reply: Reply): void {
 }
 
 const LOGGED_WHERE_THEY_HAPPEN = new Set(['SCRIPT_ERROR', 'SCRIPT_TIMEOUT', 'STORAGE_FULL', 'STORAGE_FAILED']);
+/**
+ * A script's own answer: cancel(message, status) and error(). Its status, even 501 or 503, is what
+ * the app chose to say, not a failure of the server. (A 5xx message still loses this machine's
+ * paths below: a script may pass on the text of an error it caught.)
+ */
+const SCRIPT_ANSWERS = new Set(['CANCELLED', 'VALIDATION_FAILED']);
 
 /** Options of {@link toErrorReply}. */
 export interface ErrorReplyOptions {
@@ -69,9 +75,13 @@ export interface ErrorReplyOptions {
  */
 export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
   if (isSvcError(err)) {
-    // Script failures were logged with file and line where they happened, a disk refusing writes
-    // once by the store, with its folder (not once per refused write).
-    if (err.status >= 500 && !LOGGED_WHERE_THEY_HAPPEN.has(err.code)) options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
+    if (SCRIPT_ANSWERS.has(err.code)) {
+      if (err.status >= 500) options.logger.info(`${options.where}: a script answered ${err.status}: ${err.message}`);
+    } else if (err.status >= 500 && !LOGGED_WHERE_THEY_HAPPEN.has(err.code)) {
+      // Script failures were logged with file and line where they happened, a disk refusing writes
+      // once by the store, with its folder (not once per refused write).
+      options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
+    }
     const body = err.toJSON();
     // A server-side failure's message may carry a cause's text (a file it could not write).
     if (err.status >= 500 && body.message !== undefined) body.message = withoutPaths(body.message);
