@@ -94,6 +94,13 @@ describe('svc in an express 5 application', () => {
     }
   });
 
+  it('GET /socket.io/socket.io.js answers the Socket.IO client on the host port too', async () => {
+    const res = await fetch(`${url}/socket.io/socket.io.js`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/javascript; charset=utf-8');
+    expect(await res.text()).toContain('Socket.IO');
+  });
+
   it('close() stops svc and leaves the host serving', async () => {
     const other = createServer((_req, res) => res.end('host'));
     const otherDir = await writeApp(APP);

@@ -19,6 +19,8 @@ export interface ClientOptions {
   cookies?: boolean;
   /** Headers for every request, the same object as `client.ajax.headers`. */
   headers?: Record<string, string>;
+  /** Send with XMLHttpRequest instead of fetch (what /svc.js does, as dpd.js did). Default false. */
+  xhr?: boolean;
 }
 
 /** 'add-follower' -> 'addfollower': the property name of a top-level resource. */
@@ -48,7 +50,7 @@ export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl
   const keepCookies = options.cookies ?? (globalThis as { document?: unknown }).document === undefined;
   const jar = keepCookies ? new CookieJar() : undefined;
   const ctx: AccessorContext = {
-    transport: new Transport({ baseUrl: base, headers: () => ajax.headers, ...(jar ? { jar } : {}) }),
+    transport: new Transport({ baseUrl: base, headers: () => ajax.headers, ...(jar ? { jar } : {}), ...(options.xhr === true ? { xhr: true } : {}) }),
     realtime: new RealtimeLink(base, jar),
   };
   const infos = new Map<string, ResourceInfo>();

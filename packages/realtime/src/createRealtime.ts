@@ -9,6 +9,7 @@ import { connectRedis } from './internal/redis.js';
 import type { RedisLink } from './internal/redis.js';
 import { isBindingRoom, normalisePath, sessionRoom, userRoom } from './internal/rooms.js';
 import { SocketCaps } from './internal/SocketCaps.js';
+import { serveClientFile } from './internal/serveClientFile.js';
 import { PEER_ENDED, PEER_MOVED, parseSessionEvent } from './internal/sessionEvents.js';
 import type { PeerEvents, SessionEvent } from './internal/sessionEvents.js';
 
@@ -112,6 +113,7 @@ class SocketIoRealtime implements SocketRealtime {
   private redis: RedisLink | undefined;
   private unsubscribe: (() => void) | undefined;
   private unsubscribeEnd: (() => void) | undefined;
+  private unserveClient: (() => void) | undefined;
   private readonly logger: Logger;
   /** Stored sessions with sockets in this process, for their idle expiry. */
   private readonly watches = new Map<string, Watch>();
@@ -153,6 +155,8 @@ class SocketIoRealtime implements SocketRealtime {
       },
       ...(this.redis ? { adapter: this.redis.adapter } : fastDeliveryAvailable() ? { adapter: fastAdapterFactory } : {}),
     });
+    // After Socket.IO, so that it is in front of Engine.IO's handler of every /socket.io/ URL.
+    this.unserveClient = serveClientFile(server.httpServer, this.options.path ?? '/socket.io');
     io.engine.on('connection', (conn: { request: IncomingMessage; once(event: 'close', fn: () => void): void }) => {
       const key = this.caps.opened(conn.request);
       conn.once('close', () => this.caps.closed(key));
@@ -238,6 +242,8 @@ class SocketIoRealtime implements SocketRealtime {
     this.unsubscribeEnd = undefined;
     for (const watch of this.watches.values()) clearTimeout(watch.timer);
     this.watches.clear();
+    this.unserveClient?.();
+    this.unserveClient = undefined;
     const io = this.ioServer;
     this.ioServer = undefined;
     if (io) {

@@ -41,7 +41,10 @@ export class RealtimeLink {
   connect(): Socket {
     if (this.socket) return this.socket;
     const options = { withCredentials: true, autoConnect: true, ...this.cookieHeaders() };
-    const socket = this.baseUrl === '' ? io(options) : io(this.baseUrl, options);
+    // The origin only: a path in the base URL ('https://h/api', a proxy's prefix) would be read
+    // by Socket.IO as a namespace, which the server does not have.
+    const origin = this.baseUrl === '' ? '' : originOf(this.baseUrl);
+    const socket = origin === '' ? io(options) : io(origin, options);
     socket.on('connect', () => {
       if (this.session !== undefined) socket.emit(SESSION_EVENT, this.session);
     });
@@ -110,5 +113,15 @@ export class RealtimeLink {
   private cookieHeaders(): { extraHeaders?: Record<string, string> } {
     const cookie = this.jar?.header();
     return cookie === undefined ? {} : { extraHeaders: { cookie } };
+  }
+}
+
+/** 'https://h:1/api' -> 'https://h:1'; what URL cannot read is used as it is. */
+function originOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return parsed.origin === 'null' ? url : parsed.origin;
+  } catch {
+    return url;
   }
 }

@@ -9,6 +9,11 @@ export interface TransportOptions {
   headers(): Record<string, string>;
   /** Set in Node, where nothing keeps cookies for us. */
   jar?: CookieJar;
+  /**
+   * Send with XMLHttpRequest instead of fetch (/svc.js, as dpd.js did): pages and test tools that
+   * wrap or stub XMLHttpRequest, as some written for Deployd do, see every call.
+   */
+  xhr?: boolean;
 }
 
 /** One HTTP call: path with its leading slash, query string without '?'. */
@@ -19,7 +24,7 @@ export interface CallRequest {
   body?: unknown;
 }
 
-/** Sends calls with fetch: JSON in and out, credentials included, errors as error objects. */
+/** Sends calls with fetch (or XMLHttpRequest): JSON in and out, credentials included, errors as error objects. */
 export class Transport {
   constructor(private readonly options: TransportOptions) {}
 
@@ -46,6 +51,7 @@ export class Transport {
     const cookie = this.options.jar?.header();
     if (cookie !== undefined) headers.cookie = cookie;
     const url = `${this.options.baseUrl}${call.path}${call.query ? `?${call.query}` : ''}`;
+    if (this.options.xhr === true) return sendXhr(call.method, url, headers, body);
     let res: Response;
     try {
       res = await fetch(url, { method: call.method, headers, body, credentials: 'include' });
@@ -55,9 +61,51 @@ export class Transport {
     this.options.jar?.store(res.headers.getSetCookie?.() ?? []);
     const text = await res.text();
     const value = parse(text, res.headers.get('content-type'));
-    if (res.status >= 400) throw toError(res, value);
+    if (res.status >= 400) throw toError(res.status, res.statusText, value);
     return value;
   }
+}
+
+/** What this file uses of XMLHttpRequest (typed here: the package is also compiled without the DOM types). */
+interface Xhr {
+  readonly readyState: number;
+  readonly status: number;
+  readonly statusText: string;
+  readonly responseText: string;
+  withCredentials: boolean;
+  onreadystatechange: (() => void) | null;
+  open(method: string, url: string, async: boolean): void;
+  setRequestHeader(name: string, value: string): void;
+  getResponseHeader(name: string): string | null;
+  send(body: string | null): void;
+}
+
+/** One call with XMLHttpRequest: the same answers as with fetch (credentials included). */
+function sendXhr(method: string, url: string, headers: Record<string, string>, body: string | undefined): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const Xhr = (globalThis as { XMLHttpRequest?: new () => Xhr }).XMLHttpRequest;
+    if (Xhr === undefined) {
+      reject({ status: 0, statusCode: 0, message: 'XMLHttpRequest is not available here' } satisfies SvcErrorBody);
+      return;
+    }
+    const req = new Xhr();
+    req.open(method, url, true);
+    req.withCredentials = true;
+    req.setRequestHeader('accept', 'application/json');
+    for (const [name, value] of Object.entries(headers)) req.setRequestHeader(name, value);
+    req.onreadystatechange = () => {
+      if (req.readyState !== 4) return;
+      // Status 0: no answer the page may read (network down, CORS refused, aborted).
+      if (req.status === 0) {
+        reject({ status: 0, statusCode: 0, message: `cannot reach ${url}` } satisfies SvcErrorBody);
+        return;
+      }
+      const value = parse(req.responseText, req.getResponseHeader('content-type'));
+      if (req.status >= 400) reject(toError(req.status, req.statusText, value));
+      else resolve(value);
+    };
+    req.send(body ?? null);
+  });
 }
 
 function parse(text: string, contentType: string | null): unknown {
@@ -72,11 +120,11 @@ function parse(text: string, contentType: string | null): unknown {
   return text;
 }
 
-function toError(res: Response, value: unknown): SvcErrorBody {
+function toError(resStatus: number, statusText: string, value: unknown): SvcErrorBody {
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
     const obj = value as Partial<SvcErrorBody>;
-    const status = typeof obj.status === 'number' ? obj.status : res.status;
+    const status = typeof obj.status === 'number' ? obj.status : resStatus;
     return { ...obj, status, statusCode: status } as SvcErrorBody;
   }
-  return { status: res.status, statusCode: res.status, message: typeof value === 'string' && value !== '' ? value : res.statusText };
+  return { status: resStatus, statusCode: resStatus, message: typeof value === 'string' && value !== '' ? value : statusText };
 }
