@@ -33,6 +33,9 @@ const files = {
     if (success) { this.logins = (this.logins || 0) + 1; this.password = 'nope'; this.username = 'renamed'; }
     emit('login-attempt', { success: success, known: !!this.id });
   `,
+  'resources/members/config.json': { type: 'UserCollection', properties: { note: { type: 'string' }, seen: { type: 'string' } } },
+  'resources/members/put.js': "this.seen = 'put ' + this.note;\n",
+  'resources/members/aftercommit.js': "emit('member-committed', { event: event, id: this.id, note: this.note });\n",
   'resources/guarded2/config.json': { type: 'Collection', properties: { name: { type: 'string' }, owner: { type: 'string' }, tag: { type: 'string' } } },
   'resources/guarded2/beforerequest.js': `
     if (event === 'DELETE' && !isRoot) cancel('no deletes here', 403);
@@ -205,6 +208,30 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
       { success: false, known: true },
       { success: false, known: false },
     ]);
+  });
+
+  it("another user's username/password in a PUT or POST with an id are dropped; the rest is saved, events run", async () => {
+    const target = await post('/members', { username: 'mia', password: 'pw' });
+    await post('/members', { username: 'max', password: 'pw' });
+    const max = t.client();
+    expect((await max('POST', '/members/login', { username: 'max', password: 'pw' })).status).toBe(200);
+    const mia = t.client();
+    expect((await mia('POST', '/members/login', { username: 'mia', password: 'pw' })).status).toBe(200);
+    const committed = () => realtime.messages.filter((m) => m.message === 'member-committed').map((m) => m.data);
+    const before = committed().length;
+    const put = await max('PUT', `/members/${target.id}`, { username: 'owned', password: 'owned', note: 'n1' });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body).toMatchObject({ id: target.id, username: 'mia', note: 'n1', seen: 'put n1' });
+    const viaPost = await max('POST', '/members', { id: target.id, password: 'owned2', note: 'n2' });
+    expect(viaPost.body).toMatchObject({ id: target.id, username: 'mia', note: 'n2', seen: 'put n2' });
+    expect(committed().slice(before)).toEqual([
+      { event: 'PUT', id: target.id, note: 'n1' },
+      { event: 'POST', id: target.id, note: 'n2' },
+    ]);
+    // The dropped passwords were neither stored nor ended mia's session.
+    expect((await t.request('POST', '/members/login', { username: 'mia', password: 'owned' })).status).toBe(401);
+    expect((await t.request('POST', '/members/login', { username: 'mia', password: 'owned2' })).status).toBe(401);
+    expect((await mia('GET', '/members/me')).body).toMatchObject({ id: target.id, username: 'mia' });
   });
 
   it('$limitRecursion in the request bounds the whole chain of internal calls', async () => {

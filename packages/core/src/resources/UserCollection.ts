@@ -21,8 +21,8 @@ const BAD_CREDENTIALS = 'bad credentials';
 
 /**
  * A Collection of users: `username` (unique, by a unique index) and `password` (bcrypt, never
- * answered, never filterable), plus /login, /logout and /me. A non-root request may change the
- * username or password only of the logged-in user's own object.
+ * answered, never filterable), plus /login, /logout and /me. A non-root update of
+ * another user's object has its `username` and `password` dropped; the rest is saved.
  */
 export class UserCollection extends Collection implements UserResource {
   override readonly type: string = 'UserCollection';
@@ -86,10 +86,16 @@ export class UserCollection extends Collection implements UserResource {
     return super.create(ctx, body);
   }
 
-  protected override update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
-    const changesCredentials = body.username !== undefined || body.password !== undefined;
+  protected override update(ctx: Context, id: string, given: Record<string, unknown>): Promise<Reply> {
+    let body = given;
+    const changesCredentials = Object.hasOwn(body, 'username') || Object.hasOwn(body, 'password');
     if (changesCredentials && !ctx.isRoot && ctx.me?.id !== id) {
-      throw new SvcError('FORBIDDEN', "only the user may change their own username or password");
+      // As in Deployd 1.2: another user's credentials are dropped and the rest is saved. ctx.body
+      // is replaced too, so that the dropped password never reaches the hash nor ends sessions.
+      // Self is only the logged-in user's id (not Deployd's `|| body.id`, true for any body id).
+      const { username: _username, password: _password, ...rest } = body;
+      body = rest;
+      ctx.body = rest;
     }
     if (body.password !== undefined && (typeof body.password !== 'string' || body.password === '')) {
       throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: { password: 'must be a non-empty string' } });
