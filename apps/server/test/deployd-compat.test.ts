@@ -36,6 +36,8 @@ const files = {
   'resources/members/config.json': { type: 'UserCollection', properties: { note: { type: 'string' }, seen: { type: 'string' } } },
   'resources/members/put.js': "this.seen = 'put ' + this.note;\n",
   'resources/members/aftercommit.js': "emit('member-committed', { event: event, id: this.id, note: this.note });\n",
+  'resources/resets/config.json': { type: 'Collection', properties: { target: { type: 'string' }, newName: { type: 'string' } } },
+  'resources/resets/post.js': "await svc.members.put(this.target, { username: this.newName, password: 'reset' });\n",
   'resources/guarded2/config.json': { type: 'Collection', properties: { name: { type: 'string' }, owner: { type: 'string' }, tag: { type: 'string' } } },
   'resources/guarded2/beforerequest.js': `
     if (event === 'DELETE' && !isRoot) cancel('no deletes here', 403);
@@ -232,6 +234,19 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     expect((await t.request('POST', '/members/login', { username: 'mia', password: 'owned' })).status).toBe(401);
     expect((await t.request('POST', '/members/login', { username: 'mia', password: 'owned2' })).status).toBe(401);
     expect((await mia('GET', '/members/me')).body).toMatchObject({ id: target.id, username: 'mia' });
+  });
+
+  it("svc.* from a script (an internal request) may change any user's username and password, as root", async () => {
+    const target = await post('/members', { username: 'ned', password: 'pw' });
+    const ned = t.client();
+    expect((await ned('POST', '/members/login', { username: 'ned', password: 'pw' })).status).toBe(200);
+    // An anonymous request whose script resets another user's credentials (they were dropped before).
+    const reset = await t.client()('POST', '/resets', { target: target.id, newName: 'ned2' });
+    expect(reset.status, JSON.stringify(reset.body)).toBe(200);
+    expect((await t.request('GET', `/members/${target.id}`)).body).toMatchObject({ username: 'ned2' });
+    expect((await t.request('POST', '/members/login', { username: 'ned2', password: 'reset' })).status).toBe(200);
+    // The changed credentials ended ned's session, as any change of them does.
+    expect((await ned('GET', '/members/me')).status).toBe(204);
   });
 
   it('$limitRecursion in the request bounds the whole chain of internal calls', async () => {

@@ -21,7 +21,7 @@ const BAD_CREDENTIALS = 'bad credentials';
 
 /**
  * A Collection of users: `username` (unique, by a unique index) and `password` (bcrypt, never
- * answered, never filterable), plus /login, /logout and /me. A non-root update of
+ * answered, never filterable), plus /login, /logout and /me. A non-root, non-internal update of
  * another user's object has its `username` and `password` dropped; the rest is saved.
  */
 export class UserCollection extends Collection implements UserResource {
@@ -89,7 +89,7 @@ export class UserCollection extends Collection implements UserResource {
   protected override update(ctx: Context, id: string, given: Record<string, unknown>): Promise<Reply> {
     let body = given;
     const changesCredentials = Object.hasOwn(body, 'username') || Object.hasOwn(body, 'password');
-    if (changesCredentials && !ctx.isRoot && ctx.me?.id !== id) {
+    if (changesCredentials && !ctx.isRoot && !ctx.internal && ctx.me?.id !== id) {
       // As in Deployd 1.2: another user's credentials are dropped and the rest is saved. ctx.body
       // is replaced too, so that the dropped password never reaches the hash nor ends sessions.
       // Self is only the logged-in user's id (not Deployd's `|| body.id`, true for any body id).
