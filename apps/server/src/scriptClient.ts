@@ -104,6 +104,7 @@ function toRequest(call: Call, base: string, args: unknown[], parent: Context): 
     case 'logout':
       return { method: 'POST', path: path(['logout']), parent };
     case 'me':
-      return { method: 'GET', path: path(['me']), parent };
+      // me(fn), me(query, fn), me(query): the arguments of get (a path segment is ignored).
+      return { method: 'GET', path: [base, 'me'].join('/').replace(/\/+/g, '/'), query: objects[0] ?? {}, parent };
   }
 }

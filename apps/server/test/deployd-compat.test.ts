@@ -33,9 +33,17 @@ const files = {
     if (success) { this.logins = (this.logins || 0) + 1; this.password = 'nope'; this.username = 'renamed'; }
     emit('login-attempt', { success: success, known: !!this.id });
   `,
-  'resources/members/config.json': { type: 'UserCollection', properties: { note: { type: 'string' }, seen: { type: 'string' } } },
+  'resources/members/config.json': { type: 'UserCollection', properties: { note: { type: 'string' }, seen: { type: 'string' }, secretNote: { type: 'string', private: true } } },
   'resources/members/put.js': "this.seen = 'put ' + this.note;\n",
   'resources/members/aftercommit.js': "emit('member-committed', { event: event, id: this.id, note: this.note });\n",
+  'resources/members/beforerequest.js': "if (event === 'GET' && query.deny) cancel('denied', 401);\n",
+  'resources/members/get.js': "hide('seen');\nif (query.cancelMe) cancel('no', 403);\nif (query.tag) this.note = 'got ' + query.tag;\n",
+  'resources/whoami/config.json': { type: 'Collection', properties: { mode: { type: 'string' }, result: { type: 'string' } } },
+  'resources/whoami/post.js': `
+    if (this.mode === 'fn') svc.members.me(function (u) { this.result = u ? u.username : 'none'; });
+    if (this.mode === 'query-fn') svc.members.me({ tag: 'q' }, function (u) { this.result = u ? u.note : 'none'; });
+    if (this.mode === 'promise') this.result = (await svc.members.me({ tag: 'p' })).note;
+  `,
   'resources/resets/config.json': { type: 'Collection', properties: { target: { type: 'string' }, newName: { type: 'string' } } },
   'resources/resets/post.js': "await svc.members.put(this.target, { username: this.newName, password: 'reset' });\n",
   'resources/guarded2/config.json': { type: 'Collection', properties: { name: { type: 'string' }, owner: { type: 'string' }, tag: { type: 'string' } } },
@@ -247,6 +255,36 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     expect((await t.request('POST', '/members/login', { username: 'ned2', password: 'reset' })).status).toBe(200);
     // The changed credentials ended ned's session, as any change of them does.
     expect((await ned('GET', '/members/me')).status).toBe(204);
+  });
+
+  it('svc.users.me takes the arguments of get; GET /users/me runs On BeforeRequest and On Get with the query', async () => {
+    const user = await post('/members', { username: 'uma', password: 'pw' });
+    const uma = t.client();
+    const login = await uma('POST', '/members/login', { username: 'uma', password: 'pw' });
+    await uma('PUT', `/members/${user.id}`, { note: 'x' });
+    await t.request('PUT', `/members/${user.id}`, { secretNote: 's' }, root);
+    const whoami = async (mode: string) => ((await uma('POST', '/whoami', { mode })).body as Obj).result;
+    expect(await whoami('fn')).toBe('uma');
+    expect(await whoami('query-fn')).toBe('got q');
+    expect(await whoami('promise')).toBe('got p');
+    // Over HTTP: the query reaches On Get, whose hide() applies; a cancel in either event is 204.
+    const me = await uma('GET', '/members/me?tag=h');
+    // The user's own private properties come back from /me (not from GET /members/<id>).
+    expect(me.body).toMatchObject({ id: user.id, username: 'uma', note: 'got h', secretNote: 's' });
+    expect((await uma('GET', `/members/${user.id}`)).body).not.toHaveProperty('secretNote');
+    expect(me.body).not.toHaveProperty('seen');
+    expect(me.body).not.toHaveProperty('password');
+    expect((await uma('GET', '/members/me?deny=1')).status).toBe(204);
+    expect((await uma('GET', '/members/me?cancelMe=1')).status).toBe(204);
+    expect((await t.client()('GET', '/members/me?tag=h')).status).toBe(204);
+    // A bearer token gets no sid cookie, whether it names a session or not.
+    const sid = (login.body as Obj).id;
+    const bearer = await fetch(`${t.url}/members/me`, { headers: { authorization: `Bearer ${sid}` } });
+    expect(bearer.status).toBe(200);
+    expect(bearer.headers.getSetCookie()).toEqual([]);
+    const unknown = await fetch(`${t.url}/members/me`, { headers: { authorization: 'Bearer nope' } });
+    expect(unknown.status).toBe(204);
+    expect(unknown.headers.getSetCookie()).toEqual([]);
   });
 
   it('$limitRecursion in the request bounds the whole chain of internal calls', async () => {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SvcError } from './errors.js';
-import { requestSessionId, serializeCookie } from './http/cookies.js';
+import { bearerSessionId, requestSessionId, serializeCookie } from './http/cookies.js';
 import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
 import { toErrorReply, writeReply } from './http/reply.js';
 import { serveStatic } from './http/staticFiles.js';
@@ -185,7 +185,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     if (record === null) {
       record = await sessions.create();
       isNew = true;
-      res.setHeader('set-cookie', sessionCookie(record.id, req));
+      // A client that sends its session as a bearer token keeps it there: no cookie beside it.
+      if (bearerSessionId(req.headers) === undefined) res.setHeader('set-cookie', sessionCookie(record.id, req));
     }
     const session = sessionOf(record, isNew);
     const query = parseQueryString(search);

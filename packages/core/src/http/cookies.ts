@@ -27,12 +27,14 @@ export function readCookie(header: string | undefined, name: string): string | u
  * in Deployd), else the `sid` cookie.
  */
 export function requestSessionId(headers: { cookie?: string | undefined; authorization?: string | undefined }): string | undefined {
+  return bearerSessionId(headers) ?? readCookie(headers.cookie, 'sid');
+}
+
+/** The session id of `Authorization: Bearer <id>`, if the request has one. */
+export function bearerSessionId(headers: { authorization?: string | undefined }): string | undefined {
   const auth = headers.authorization;
-  if (auth !== undefined && auth.length <= 512) {
-    const m = /^Bearer[ \t]+([^ \t]+)[ \t]*$/i.exec(auth);
-    if (m) return m[1];
-  }
-  return readCookie(headers.cookie, 'sid');
+  if (auth === undefined || auth.length > 512) return undefined;
+  return /^Bearer[ \t]+([^ \t]+)[ \t]*$/i.exec(auth)?.[1];
 }
 
 /** Options of a Set-Cookie header. */

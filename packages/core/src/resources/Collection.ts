@@ -89,8 +89,8 @@ export class Collection implements Resource {
     return this.storedIsShown() ? (this.store.findOneJsonNow(id) ?? undefined) : undefined;
   }
 
-  /** Root and event scripts (internal requests) see `private` properties; nobody else does. */
-  private seesPrivate(ctx: Context): boolean {
+  /** Root and event scripts (internal requests) see `private` properties; nobody else does (but a user at /me). */
+  protected seesPrivate(ctx: Context): boolean {
     return this.privateProps.size === 0 || ctx.isRoot || ctx.internal;
   }
 

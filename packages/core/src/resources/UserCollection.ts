@@ -1,4 +1,4 @@
-import { SvcError } from '../errors.js';
+import { SvcError, isSvcError } from '../errors.js';
 import { compileFilter } from '../query/compileQuery.js';
 import type { ClientShape, ResourceHost, UserResource } from '../resource.js';
 import type { Doc } from '../store/Store.js';
@@ -33,6 +33,8 @@ export class UserCollection extends Collection implements UserResource {
   private limiter: LoginLimits;
   private host: ResourceHost | undefined;
   private dummy: Promise<string> | undefined;
+  /** Requests of /me: a user's own private properties are answered to them (README). */
+  private readonly meRequests = new WeakSet<Context>();
 
   constructor(options: UserCollectionOptions) {
     const { password: _password, username: _username, ...rest } = options.properties;
@@ -181,9 +183,27 @@ export class UserCollection extends Collection implements UserResource {
     return { status: 204, headers: { 'set-cookie': host.sessionCookie(null, ctx) } };
   }
 
-  private me(ctx: Context): Promise<Reply> {
-    if (ctx.me === undefined || ctx.session.path?.toLowerCase() !== this.path.toLowerCase()) return Promise.resolve({ status: 204 });
-    return Promise.resolve({ status: 200, body: ctx.me });
+  protected override seesPrivate(ctx: Context): boolean {
+    return this.meRequests.has(ctx) || super.seesPrivate(ctx);
+  }
+
+  /**
+   * GET /<users>/me (Deployd 1.2): GET /<users>/<uid> of the logged-in user, with the request's
+   * query, On BeforeRequest and On Get (hide() applies), with the user's own private properties. No login, a cancel, an error() or a query
+   * that does not match answer 204, as in Deployd; a server error stays one.
+   */
+  private async me(ctx: Context): Promise<Reply> {
+    const uid = ctx.me?.id;
+    if (uid === undefined || ctx.session.path?.toLowerCase() !== this.path.toLowerCase()) return noUser();
+    ctx.parts = [uid];
+    this.meRequests.add(ctx);
+    try {
+      const reply = await super.handle(ctx);
+      return reply.status === 200 ? reply : noUser();
+    } catch (err) {
+      if (isSvcError(err) && err.status < 500) return noUser();
+      throw err;
+    }
   }
 
   private dummyHash(): Promise<string> {
@@ -195,6 +215,11 @@ export class UserCollection extends Collection implements UserResource {
     if (!this.host) throw new SvcError('INTERNAL', 'user collection used before init');
     return this.host;
   }
+}
+
+/** The answer of /me without a user (a new object each time: replies may be changed on the way out). */
+function noUser(): Reply {
+  return { status: 204 };
 }
 
 function clientAddress(ctx: Context): string {
