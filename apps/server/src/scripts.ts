@@ -319,7 +319,11 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
             label: `${name} ${EVENT_LABEL[event]}`,
             budget: budgetOf(input.ctx),
           });
-          throwIfCancelled(result);
+          const cancelled = cancelOf(result);
+          if (cancelled !== undefined) {
+            if (!input.answerCancel) throw cancelled;
+            return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, cancelled };
+          }
           const outcome: EventOutcome = { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected };
           if (event === 'beforerequest' && result.setResultCalled && isPlainObject(result.result)) outcome.query = result.result;
           return outcome;
@@ -373,10 +377,16 @@ function usesOf(script: Script): Uses {
 }
 
 function throwIfCancelled(result: RunResult): void {
+  const cancelled = cancelOf(result);
+  if (cancelled !== undefined) throw cancelled;
+}
+
+/** The error a run's cancel() or error() answers, if it called one. */
+function cancelOf(result: RunResult): SvcError | undefined {
   if (result.errors && Object.keys(result.errors).length > 0) {
-    throw new SvcError('VALIDATION_FAILED', result.cancelled?.message ?? 'validation failed', { errors: result.errors, status: result.cancelled?.status ?? 400 });
+    return new SvcError('VALIDATION_FAILED', result.cancelled?.message ?? 'validation failed', { errors: result.errors, status: result.cancelled?.status ?? 400 });
   }
-  if (result.cancelled) throw new SvcError('CANCELLED', result.cancelled.message, { status: result.cancelled.status });
+  return result.cancelled ? new SvcError('CANCELLED', result.cancelled.message, { status: result.cancelled.status }) : undefined;
 }
 
 /** A script's failure as the client sees it: 500, with the message in development only; always logged with file and line. */

@@ -44,6 +44,20 @@ const files = {
     if (this.mode === 'query-fn') svc.members.me({ tag: 'q' }, function (u) { this.result = u ? u.note : 'none'; });
     if (this.mode === 'promise') this.result = (await svc.members.me({ tag: 'p' })).note;
   `,
+  'resources/tries/config.json': { type: 'UserCollection', properties: { fails: { type: 'number' }, lastTry: { type: 'string' }, locked: { type: 'boolean' } } },
+  'resources/tries/login.js': `
+    this.$NOCASCADE = true;
+    this.stray = 'x';
+    if (!this.id) this.fails = 99;
+    if (this.id && !success) {
+      this.fails = (this.fails || 0) + 1;
+      this.username = 'hacked'; this.password = 'hacked'; this.id = 'other';
+      if (this.fails >= 2) cancel('locked out', 423);
+    }
+    if (success) { this.lastTry = 'ok'; if (this.locked) cancel('locked', 403); }
+  `,
+  'resources/tries/put.js': "this.lastTry = 'put ran';\n",
+  'resources/tries/aftercommit.js': "emit('tries-committed', { id: this.id });\n",
   'resources/resets/config.json': { type: 'Collection', properties: { target: { type: 'string' }, newName: { type: 'string' } } },
   'resources/resets/post.js': "await svc.members.put(this.target, { username: this.newName, password: 'reset' });\n",
   'resources/guarded2/config.json': { type: 'Collection', properties: { name: { type: 'string' }, owner: { type: 'string' }, tag: { type: 'string' } } },
@@ -285,6 +299,32 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     const unknown = await fetch(`${t.url}/members/me`, { headers: { authorization: 'Bearer nope' } });
     expect(unknown.status).toBe(204);
     expect(unknown.headers.getSetCookie()).toEqual([]);
+  });
+
+  it("On Login: a failed login stores what the script changed, even when it cancels; only declared properties, no other event", async () => {
+    const tina = await post('/tries', { username: 'tina', password: 'pw' });
+    const lou = await post('/tries', { username: 'lou', password: 'pw', locked: true });
+    const stored = async (id: string) => (await t.request('GET', `/tries/${id}`, undefined, root)).body as Obj;
+    const login = (username: string, password: string) => t.client()('POST', '/tries/login', { username, password });
+    expect(await login('tina', 'wrong')).toMatchObject({ status: 401, body: { message: 'bad credentials' } });
+    const once = await stored(tina.id);
+    expect(once).toMatchObject({ id: tina.id, username: 'tina', fails: 1 });
+    // Undeclared keys ($NOCASCADE was a 500 before), username, password and id are not written.
+    expect(once).not.toHaveProperty('stray');
+    expect(once).not.toHaveProperty('$NOCASCADE');
+    // A cancel on a failed login answers its message; the changes are stored all the same.
+    expect(await login('tina', 'wrong')).toMatchObject({ status: 423, body: { message: 'locked out' } });
+    expect((await stored(tina.id)).fails).toBe(2);
+    expect((await login('tina', 'pw')).status).toBe(200);
+    expect(await stored(tina.id)).toMatchObject({ username: 'tina', fails: 2, lastTry: 'ok' });
+    expect((await login('hacked', 'hacked')).status).toBe(401);
+    // A cancelled successful login stores nothing; an unknown username stores nothing.
+    expect(await login('lou', 'pw')).toMatchObject({ status: 403, body: { message: 'locked' } });
+    expect(await stored(lou.id)).not.toHaveProperty('lastTry');
+    expect((await login('nobody', 'pw')).status).toBe(401);
+    expect((await t.request('GET', `/tries${q({ fails: 99 })}`, undefined, root)).body).toEqual([]);
+    // No other event ran for these saves (On Put would set lastTry, On AfterCommit would emit).
+    expect(realtime.messages.filter((m) => m.message === 'tries-committed')).toHaveLength(2);
   });
 
   it('$limitRecursion in the request bounds the whole chain of internal calls', async () => {

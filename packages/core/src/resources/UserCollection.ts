@@ -1,11 +1,12 @@
+import { isDeepStrictEqual } from 'node:util';
 import { SvcError, isSvcError } from '../errors.js';
 import { compileFilter } from '../query/compileQuery.js';
 import type { ClientShape, ResourceHost, UserResource } from '../resource.js';
 import type { Doc } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { Collection } from './Collection.js';
-import { diffUpdate } from './updates.js';
 import type { CollectionOptions } from './Collection.js';
+import type { EventOutcome } from './events.js';
 import { LoginLimiter } from './loginLimiter.js';
 import type { LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
 import { DEFAULT_PASSWORD_COST, dummyHash, hashPassword, isLegacyHash, verifyPassword } from './passwords.js';
@@ -165,15 +166,27 @@ export class UserCollection extends Collection implements UserResource {
   /**
    * On Login (Deployd 1.2): every attempt that reached the password check, with the user as `this`
    * when the username matched ({} otherwise) and `success` telling whether the password was right.
-   * A cancel() refuses the login; on a successful one, changes to `this` are stored (not the
-   * username or password).
+   * A cancel() refuses the login with its own message. What the script changed on a known user is
+   * stored on a failed attempt (even a cancelled one, as Deployd does) and on a successful one that
+   * was not cancelled; only declared properties are written (never username, password or id),
+   * other keys are ignored, and no other event runs.
    */
   private async onLogin(ctx: Context, user: Doc | null, success: boolean): Promise<void> {
     const visible = user === null ? {} : this.withoutStoreOnly(user);
-    const outcome = await this.events.run('login', { ctx, object: { ...visible }, previous: visible, locals: { success, event: 'LOGIN' } });
-    if (!success || user === null) return;
-    const ops = diffUpdate(user, outcome.object, {}, [...outcome.protectedProps, ...this.storeOnly, 'username']);
-    if (ops.$set !== undefined || ops.$unset !== undefined) await this.writing(() => this.store.update({ id: user.id }, ops));
+    const outcome = await this.events.run('login', { ctx, object: { ...visible }, previous: visible, locals: { success, event: 'LOGIN' }, answerCancel: true });
+    if (user !== null && (!success || outcome.cancelled === undefined)) await this.storeLoginChanges(user, outcome);
+    if (outcome.cancelled !== undefined) throw outcome.cancelled;
+  }
+
+  private async storeLoginChanges(user: Doc, outcome: EventOutcome): Promise<void> {
+    const guarded = new Set([...outcome.protectedProps, 'username', 'password', 'id']);
+    const changes: Record<string, unknown> = {};
+    for (const name of Object.keys(this.properties)) {
+      if (guarded.has(name) || !Object.hasOwn(outcome.object, name)) continue;
+      const value = outcome.object[name];
+      if (value !== undefined && !isDeepStrictEqual(user[name], value)) changes[name] = value;
+    }
+    if (Object.keys(changes).length > 0) await this.writing(() => this.store.update({ id: user.id }, { $set: changes }));
   }
 
   private async logout(ctx: Context): Promise<Reply> {
@@ -189,8 +202,9 @@ export class UserCollection extends Collection implements UserResource {
 
   /**
    * GET /<users>/me (Deployd 1.2): GET /<users>/<uid> of the logged-in user, with the request's
-   * query, On BeforeRequest and On Get (hide() applies), with the user's own private properties. No login, a cancel, an error() or a query
-   * that does not match answer 204, as in Deployd; a server error stays one.
+   * query, On BeforeRequest and On Get (hide() applies), with the user's own private properties.
+   * No login, a cancel, an error() or a query that does not match answer 204, as in Deployd; a
+   * server error stays one.
    */
   private async me(ctx: Context): Promise<Reply> {
     const uid = ctx.me?.id;

@@ -18,6 +18,8 @@ export interface EventOutcome {
   protectedProps: readonly string[];
   /** On BeforeRequest: the request's query as the script left it. */
   query?: Record<string, unknown>;
+  /** With `answerCancel`: the error of a cancel() or error(), returned with `this` as it was left. */
+  cancelled?: Error;
 }
 
 /** Input of one event run. */
@@ -28,6 +30,11 @@ export interface EventInput {
   previous?: Record<string, unknown>;
   /** More variables of the event: `event` ('GET', 'POST', ...), `success` (On Login). */
   locals?: Record<string, unknown>;
+  /**
+   * A cancel() or error() is answered in the outcome's `cancelled` rather than thrown (a failed
+   * login stores what its On Login changed, even when it cancels).
+   */
+  answerCancel?: boolean;
 }
 
 /**
