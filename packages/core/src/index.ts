@@ -33,7 +33,7 @@ export { readCookie, requestSessionId } from './http/cookies.js';
 export type { CorsOptions } from './http/cors.js';
 export { servedFile } from './http/servedFile.js';
 export type { ServedFile } from './http/servedFile.js';
-export { DEFAULT_HTTP_LIMITS } from './http/svcHttpServer.js';
+export { clientAddress, DEFAULT_HTTP_LIMITS } from './http/svcHttpServer.js';
 export type { HttpLimits } from './http/svcHttpServer.js';
 export { createEmbeddedStore } from './store/embeddedStore.js';
 export type { EmbeddedStoreOptions } from './store/embeddedStore.js';

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { isIPv6 } from 'node:net';
+import { clientAddress } from '@svc/core';
 
 /**
  * Counts the open Socket.IO connections (engine.io sockets) of this process, in all and per client
@@ -48,8 +49,8 @@ export class SocketCaps {
 
 /** The peer address a connection counts under: IPv4 as is (also when IPv4-mapped), IPv6 by /64. */
 export function addressKey(req: IncomingMessage): string {
-  const address = req.socket.remoteAddress ?? 'unknown';
-  if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
+  // The same client as the HTTP server's per-address share counts (IPv4-mapped written as IPv4).
+  const address = clientAddress(req.socket.remoteAddress) ?? 'unknown';
   if (!isIPv6(address)) return address;
   return `${prefix64(address)}::/64`;
 }
