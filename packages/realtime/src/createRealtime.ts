@@ -314,15 +314,23 @@ class SocketIoRealtime implements SocketRealtime {
     const watch = this.watches.get(sid);
     if (watch) clearTimeout(watch.timer);
     this.watches.delete(sid);
-    const io = this.ioServer;
-    const members = io?.of('/').adapter.rooms.get(sessionRoom(sid));
-    if (!io || !members) return;
-    for (const socketId of [...members]) {
-      const socket = io.of('/').sockets.get(socketId);
-      if (!socket) continue;
+    for (const socket of this.socketsOf(sid)) {
       this.unbind(socket);
       socket.emit(SESSION_ENDED_EVENT);
     }
+  }
+
+  /** This process's sockets bound to session `sid`, as a list (binding them anew changes the room). */
+  private socketsOf(sid: string): Socket[] {
+    const io = this.ioServer;
+    const members = io?.of('/').adapter.rooms.get(sessionRoom(sid));
+    if (!io || !members) return [];
+    const sockets: Socket[] = [];
+    for (const socketId of members) {
+      const socket = io.of('/').sockets.get(socketId);
+      if (socket) sockets.push(socket);
+    }
+    return sockets;
   }
 
   private unbind(socket: SvcSocket): void {
@@ -414,12 +422,7 @@ class SocketIoRealtime implements SocketRealtime {
   }
 
   private moveLocally(from: string, to: string, uid: string, lastSeen: number): void {
-    const io = this.ioServer;
-    const members = io?.of('/').adapter.rooms.get(sessionRoom(from));
-    if (!io || !members) return;
-    for (const socketId of [...members]) {
-      const socket = io.of('/').sockets.get(socketId);
-      if (!socket) continue;
+    for (const socket of this.socketsOf(from)) {
       this.unbind(socket);
       this.join(socket, { id: to, uid, createdAt: lastSeen, lastSeen });
     }
