@@ -1,33 +1,18 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PACKAGES, PATH, REPO, packAll, run, tarballDependencies } from './packedPackages.js';
 
 // Issue 15 (2): every published package is packed the way a release publishes it (pnpm pack,
 // which turns workspace: ranges into versions), the tarballs are installed into an empty folder
 // with npm, and an app runs from them: what a user gets from the registry.
 
-const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/realtime', 'packages/client', 'packages/type-event', 'packages/type-email', 'packages/type-bucket', 'packages/type-importer', 'packages/type-fileupload', 'packages/dashboard', 'apps/server'];
-// The node running the tests first on PATH, so that npm and native modules use it.
-const PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
-
 const hasPnpm = spawnSync('pnpm', ['--version'], { env: { ...process.env, PATH } }).status === 0;
 if (!hasPnpm) {
   if (process.env.CI === 'true') throw new Error('CI=true but pnpm is not on PATH: the pack-and-install test cannot run');
   process.stderr.write('SKIPPED the pack-and-install test: no pnpm on PATH\n');
-}
-
-function run(command: string, args: string[], cwd: string): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, PATH, npm_config_update_notifier: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (code) => resolve({ code, out }));
-  });
 }
 
 describe.skipIf(!hasPnpm)('the packed packages install with npm and run an app', () => {
@@ -36,14 +21,8 @@ describe.skipIf(!hasPnpm)('the packed packages install with npm and run an app',
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'svc-pack-'));
-    await mkdir(join(dir, 'tarballs'));
-    for (const pkg of PACKAGES) {
-      const packed = await run('pnpm', ['pack', '--pack-destination', join(dir, 'tarballs')], join(REPO, pkg));
-      if (packed.code !== 0) throw new Error(`pnpm pack in ${pkg} failed:\n${packed.out}`);
-    }
-    tarballs = (await readdir(join(dir, 'tarballs'))).sort();
-    const deps: Record<string, string> = {};
-    for (const file of tarballs) deps[`@svc/${file.replace(/^svc-/, '').replace(/-\d+\.\d+\.\d+.*\.tgz$/, '')}`] = `file:./tarballs/${file}`;
+    tarballs = await packAll(join(dir, 'tarballs'));
+    const deps = tarballDependencies(tarballs, '.');
     // overrides: the packages' own ranges on each other (^0.1.0) resolve to these tarballs too.
     await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'packed-svc', private: true, type: 'module', dependencies: deps, overrides: deps }, null, 2));
     const installed = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], dir);

@@ -1,0 +1,351 @@
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { PATH, REPO, packAll, run, tarballDependencies } from '../apps/server/test/packedPackages.js';
+import { copyContext, dockerignore, parseDockerfile, stageEnv } from './deployFiles.js';
+import type { Stage } from './deployFiles.js';
+
+// Issue 23 (10): the deployment files in docs/deploy are run, not only read. Docker is absent
+// here, so the test does what the Dockerfile says, step by step, in folders (each stage's WORKDIR
+// mapped into a folder of its own), with the published packages packed into tarballs standing in
+// for the registry; then it runs the compose file's svc services (two processes, MongoDB, Redis)
+// behind nginx with docs/deploy/nginx.conf and a certificate of its own. What it changes from the
+// files is said where it does it: the registry (tarballs), the ports, the hosts of MongoDB and
+// Redis, the certificate paths, and the `node` user of the image (the test's own user here).
+
+const DEPLOY = join(REPO, 'docs', 'deploy');
+const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
+const redisUrl = process.env.SVC_TEST_REDIS_URL;
+const has = (command: string, args: string[]) => spawnSync(command, args, { env: { ...process.env, PATH } }).status === 0;
+const hasPnpm = has('pnpm', ['--version']);
+const hasNginx = has('nginx', ['-v']);
+const hasOpenssl = has('openssl', ['version']);
+const hasDocker = has('docker', ['info']);
+
+function skipped(what: string, why: string): void {
+  const message = `${what} SKIPPED: ${why}`;
+  if (process.env.CI === 'true') throw new Error(`${message}; under CI=true nothing may be skipped`);
+  process.stderr.write(`${message}\n`);
+}
+if (!hasPnpm) skipped('the Dockerfile steps', 'no pnpm on PATH to pack the packages');
+const composeRunnable = hasPnpm && hasNginx && hasOpenssl && mongoUrl !== undefined && redisUrl !== undefined;
+if (!composeRunnable) skipped('the compose services behind nginx', 'they need nginx, openssl, SVC_TEST_MONGODB_URL and SVC_TEST_REDIS_URL (.ci/run provides them)');
+if (hasDocker) process.stderr.write('docker answers here, but this test runs the steps without it (the same in CI)\n');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** What the image would run: the last stage's folder, environment, CMD, HEALTHCHECK and STOPSIGNAL. */
+interface Image {
+  workdir: string;
+  env: Record<string, string>;
+  cmd: string[];
+  healthcheck: string[];
+  stopSignal: NodeJS.Signals;
+}
+
+const me = userInfo();
+
+/** Runs the Dockerfile's stages in folders under `root`, with `context` as the build context. */
+async function buildImage(stages: Stage[], root: string, context: string): Promise<Image> {
+  const ignored = await dockerignore(join(context, '.dockerignore'));
+  const roots = new Map<string, string>();
+  let image: Image | undefined;
+  for (const [index, stage] of stages.entries()) {
+    const stageRoot = join(root, `stage-${index}`);
+    await mkdir(stageRoot, { recursive: true });
+    if (stage.name) roots.set(stage.name, stageRoot);
+    let workdir = stageRoot;
+    const env: Record<string, string> = {};
+    const built: Image = { workdir, env, cmd: [], healthcheck: [], stopSignal: 'SIGTERM' };
+    for (const step of stage.steps) {
+      switch (step.op) {
+        case 'WORKDIR':
+          workdir = built.workdir = join(stageRoot, step.args);
+          await mkdir(workdir, { recursive: true });
+          break;
+        case 'ENV':
+          Object.assign(env, stageEnv({ ...stage, steps: [step] }));
+          break;
+        case 'COPY': {
+          const parts = step.args.split(/\s+/);
+          const dest = join(workdir, parts.pop() as string);
+          for (const source of parts) {
+            if (step.flags.from) {
+              const fromRoot = roots.get(step.flags.from);
+              if (!fromRoot) throw new Error(`COPY --from=${step.flags.from}: no such stage`);
+              await cp(join(fromRoot, source), dest, { recursive: true });
+            } else if (source === '.') {
+              await copyContext(context, dest, ignored);
+            } else {
+              // package-lock.json*: the optional-file glob of the deps stage.
+              const pattern = new RegExp(`^${source.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+              for (const name of (await readdir(context)).filter((n) => pattern.test(n))) await cp(join(context, name), join(dest, name));
+            }
+          }
+          break;
+        }
+        case 'RUN': {
+          // The image's `node` user is this test's user here.
+          const command = step.args.replaceAll('node:node', `${me.uid}:${me.gid}`);
+          const done = await run('sh', ['-c', command], workdir, env);
+          if (done.code !== 0) throw new Error(`RUN ${command} failed:\n${done.out}`);
+          break;
+        }
+        case 'CMD':
+          built.cmd = step.exec ?? ['sh', '-c', step.args];
+          break;
+        case 'HEALTHCHECK':
+          built.healthcheck = step.exec ?? ['sh', '-c', step.args.replace(/^CMD\s+/, '')];
+          break;
+        case 'STOPSIGNAL':
+          built.stopSignal = step.args as NodeJS.Signals;
+          break;
+        default:
+          // USER, EXPOSE, VOLUME: what the container runtime does with them, nothing to run here.
+          break;
+      }
+    }
+    image = built;
+  }
+  if (!image) throw new Error('the Dockerfile has no stage');
+  return image;
+}
+
+/** Starts the image's CMD with `env` on top of the image's; resolves with the port it listens on. */
+function startImage(image: Image, env: Record<string, string>): Promise<{ child: ChildProcess; port: number; out: () => string }> {
+  const [command, ...args] = image.cmd;
+  const child = spawn(command === 'node' ? process.execPath : command, args, { cwd: image.workdir, env: { PATH, HOME: process.env.HOME ?? '/tmp', ...image.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start in 30 s:\n${out}`)), 30_000);
+    const read = (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on port (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, port: Number(m[1]), out: () => out });
+      }
+    };
+    child.stdout?.on('data', read);
+    child.stderr?.on('data', read);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the image's CMD exited with ${code}:\n${out}`));
+    });
+  });
+}
+
+function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.removeAllListeners('exit');
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+    child.kill(signal);
+  });
+}
+
+/** An HTTPS request through nginx (its own certificate: not checked). */
+function viaProxy(port: number, path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path, method: init.method ?? 'GET', headers: init.headers, rejectUnauthorized: false }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+}
+
+describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run without Docker', () => {
+  let dir: string;
+  let image: Image;
+  let stages: Stage[];
+  const rootKey = 'a'.repeat(8) + Math.random().toString(36).slice(2).padEnd(40, 'k');
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-deploy-'));
+    const tarballs = await packAll(join(dir, 'registry'));
+    // The build context: an app made by `svc create`, with the deploy files copied in as the docs say.
+    const app = join(dir, 'my-app');
+    const created = await run(process.execPath, ['--no-node-snapshot', join(REPO, 'apps/server/bin/svc.js'), 'create', app], dir);
+    if (created.code !== 0) throw new Error(`svc create failed:\n${created.out}`);
+    await cp(join(DEPLOY, 'Dockerfile'), join(app, 'Dockerfile'));
+    await cp(join(DEPLOY, '.dockerignore'), join(app, '.dockerignore'));
+    // The registry: the app's @svc/server range resolves to the packed tarballs.
+    const pkg = JSON.parse(await readFile(join(app, 'package.json'), 'utf8')) as Record<string, unknown>;
+    const deps = tarballDependencies(tarballs, join(dir, 'registry'));
+    pkg.dependencies = { '@svc/server': deps['@svc/server'] };
+    pkg.overrides = deps;
+    await writeFile(join(app, 'package.json'), JSON.stringify(pkg, null, 2));
+    // As compose.yaml says: behind nginx, app.json trusts one proxy hop.
+    const appJson = JSON.parse(await readFile(join(app, 'app.json'), 'utf8')) as Record<string, unknown>;
+    await writeFile(join(app, 'app.json'), JSON.stringify({ ...appJson, trustProxy: 1 }, null, 2));
+    // Files the image must not take from the context.
+    await mkdir(join(app, 'data'), { recursive: true });
+    await writeFile(join(app, 'data', 'stale.db'), 'not in the image');
+    stages = parseDockerfile(await readFile(join(app, 'Dockerfile'), 'utf8'));
+    image = await buildImage(stages, join(dir, 'image'), app);
+  }, 420_000);
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('builds on Node 24 images of one Debian release, runs as a user with no build tools in the runtime stage', () => {
+    expect(stages.map((s) => s.from)).toEqual(['node:24-bookworm', 'node:24-bookworm-slim']);
+    const runtime = stages[1];
+    expect(runtime.steps.find((s) => s.op === 'USER')?.args).toBe('node');
+    expect(runtime.steps.some((s) => s.op === 'COPY' && s.flags.from === stages[0].name)).toBe(true);
+    expect(image.env).toMatchObject({ NODE_ENV: 'production', SVC_ENV: 'production' });
+    expect(image.cmd.slice(0, 2)).toEqual(['node', '--no-node-snapshot']);
+  });
+
+  it("the image holds the app and its packages but not the context's data, keys or node_modules", async () => {
+    const files = await readdir(image.workdir);
+    expect(files).toEqual(expect.arrayContaining(['app.json', 'resources', 'public', 'node_modules', 'data', '.svc']));
+    expect(await readdir(join(image.workdir, 'data'))).toEqual([]);
+    expect(await readdir(join(image.workdir, 'node_modules', '@svc'))).toContain('server');
+  });
+
+  it("CMD serves the app in production with SVC_ROOT_KEYS, HEALTHCHECK passes, the stop signal ends it with 0", async () => {
+    const server = await startImage(image, { PORT: '0', SVC_ROOT_KEYS: rootKey });
+    try {
+      expect(server.out()).toMatch(/production/);
+      const base = `http://127.0.0.1:${server.port}`;
+      const made = await fetch(`${base}/todos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'in the image' }) });
+      expect(made.status).toBe(200);
+      // Root comes only from the key in the environment.
+      expect((await fetch(`${base}/dashboard/api/app`, { headers: { 'svc-ssh-key': 'wrong' } })).status).toBe(401);
+      expect((await fetch(`${base}/dashboard/api/app`, { headers: { 'svc-ssh-key': rootKey } })).status).toBe(200);
+      const [command, ...args] = image.healthcheck;
+      const health = await run(command === 'node' ? process.execPath : command, args, image.workdir, { ...image.env, PORT: String(server.port) });
+      expect(health.code, health.out).toBe(0);
+    } finally {
+      expect(await stop(server.child, image.stopSignal)).toBe(0);
+    }
+    // With nothing listening the health check fails (it is not a check that cannot fail).
+    const [command, ...args] = image.healthcheck;
+    expect((await run(command === 'node' ? process.execPath : command, args, image.workdir, { ...image.env, PORT: String(await freePort()) })).code).not.toBe(0);
+  }, 90_000);
+
+  describe.runIf(composeRunnable)('compose.yaml: two svc processes on MongoDB and Redis behind nginx.conf with TLS', () => {
+    const servers: { child: ChildProcess; port: number; out: () => string }[] = [];
+    let nginx: ChildProcess | undefined;
+    let httpsPort: number;
+    let httpPort: number;
+
+    beforeAll(async () => {
+      const compose = parseYaml(await readFile(join(DEPLOY, 'compose.yaml'), 'utf8')) as { services: Record<string, { build?: string; environment?: Record<string, string>; image?: string }> };
+      const svcServices = Object.entries(compose.services).filter(([, s]) => s.build === '.');
+      expect(svcServices.map(([name]) => name)).toEqual(['svc-1', 'svc-2']);
+      const db = `deploy_${process.pid}_${Date.now()}`;
+      for (const [, service] of svcServices) {
+        const env: Record<string, string> = {};
+        for (const [key, value] of Object.entries(service.environment ?? {})) {
+          // ${NAME:?message}: compose's required variable, from the test's .env.
+          const resolved = value.replace(/\$\{(\w+):\?[^}]*\}/g, (_m, name: string) => (name === 'SVC_ROOT_KEYS' ? rootKey : ''));
+          // The compose hosts (mongo, redis) are the test's services.
+          env[key] = resolved.replace(/^mongodb:\/\/mongo:27017\/.*$/, `${(mongoUrl as string).replace(/\/?$/, '/')}${db}`).replace(/^redis:\/\/redis:6379$/, redisUrl as string);
+        }
+        expect(Object.keys(env).sort()).toEqual(['SVC_DB', 'SVC_REDIS', 'SVC_ROOT_KEYS']);
+        servers.push(await startImage(image, { ...env, PORT: '0' }));
+      }
+      // nginx.conf with the lines marked "test:" pointed at this test's ports and certificate.
+      const conf = join(dir, 'nginx');
+      await mkdir(join(conf, 'logs'), { recursive: true });
+      const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-keyout', join(conf, 'privkey.pem'), '-out', join(conf, 'fullchain.pem')], { encoding: 'utf8' });
+      if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
+      httpsPort = await freePort();
+      httpPort = await freePort();
+      let upstream = 0;
+      const text = (await readFile(join(DEPLOY, 'nginx.conf'), 'utf8'))
+        .split('\n')
+        .map((line) => {
+          if (!line.includes('# test:')) return line;
+          const mark = /# test: (\w+)/.exec(line)?.[1];
+          if (mark === 'upstream') return `    server 127.0.0.1:${servers[upstream++].port};`;
+          if (mark === 'http') return `    listen 127.0.0.1:${httpPort};`;
+          if (mark === 'https') return `    listen 127.0.0.1:${httpsPort} ssl http2;`;
+          if (mark === 'cert') return `    ssl_certificate ${join(conf, 'fullchain.pem')};`;
+          if (mark === 'key') return `    ssl_certificate_key ${join(conf, 'privkey.pem')};`;
+          throw new Error(`unknown test mark in nginx.conf: ${line}`);
+        })
+        .join('\n')
+        .replace(/^worker_processes auto;/m, 'worker_processes 1;');
+      expect(upstream).toBe(2);
+      await writeFile(join(conf, 'nginx.conf'), text);
+      nginx = spawn('nginx', ['-p', conf, '-c', join(conf, 'nginx.conf'), '-g', `daemon off; pid ${join(conf, 'nginx.pid')}; error_log stderr;`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let nginxErr = '';
+      nginx.stderr?.on('data', (d: Buffer) => (nginxErr += d.toString()));
+      const end = Date.now() + 15_000;
+      for (;;) {
+        try {
+          await viaProxy(httpsPort, '/healthz');
+          break;
+        } catch (err) {
+          if (Date.now() > end || nginx.exitCode !== null) throw new Error(`nginx did not start: ${String(err)}\n${nginxErr}`, { cause: err });
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    }, 120_000);
+    afterAll(async () => {
+      if (nginx) await stop(nginx, 'SIGQUIT');
+      for (const server of servers) await stop(server.child, 'SIGTERM');
+    });
+
+    it('http redirects to https; https reaches svc; both processes share the store', async () => {
+      const plain = await fetch(`http://127.0.0.1:${httpPort}/todos`, { redirect: 'manual' });
+      expect(plain.status).toBe(301);
+      expect(plain.headers.get('location')).toMatch(/^https:\/\//);
+      const made = await viaProxy(httpsPort, '/todos', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'through nginx' }) });
+      expect(made.status, made.body).toBe(200);
+      const { id } = JSON.parse(made.body) as { id: string };
+      for (const server of servers) {
+        const res = await fetch(`http://127.0.0.1:${server.port}/todos/${id}`);
+        expect(res.status).toBe(200);
+      }
+    });
+
+    it('a WebSocket upgrade for realtime goes through nginx', async () => {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpsRequest({ host: '127.0.0.1', port: httpsPort, path: '/socket.io/?EIO=4&transport=websocket', rejectUnauthorized: false, headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+        req.on('upgrade', (res, socket) => {
+          socket.destroy();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('response', (res) => resolve(res.statusCode ?? 0));
+        req.on('error', reject);
+        req.end();
+      });
+      expect(status).toBe(101);
+    });
+
+    it('svc sees https and the client address nginx passes on (trustProxy 1), not the proxy itself', async () => {
+      const signup = await viaProxy(httpsPort, '/users', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'dep', password: 'a-long-password-1' }) });
+      expect(signup.status, signup.body).toBe(200);
+      const login = await viaProxy(httpsPort, '/users/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'dep', password: 'a-long-password-1' }) });
+      expect(login.status, login.body).toBe(200);
+      // The session cookie is Secure: svc knows the client used https (X-Forwarded-Proto from a trusted hop).
+      expect(String(login.headers['set-cookie'])).toMatch(/;\s*Secure/i);
+    });
+  });
+});
