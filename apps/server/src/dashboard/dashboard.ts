@@ -200,7 +200,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     for (const s of segments) {
       if (!SEGMENT.test(s)) throw new SvcError('BAD_REQUEST', `"${s}": ${NAME_RULE}`, { errors: { [field]: 'letters, digits, - and _ only' } });
     }
-    if (segments[0] === 'dashboard') throw new SvcError('BAD_REQUEST', 'dashboard is the dashboard\'s own path', { errors: { [field]: 'reserved' } });
+    if (segments[0]?.toLowerCase() === 'dashboard') throw new SvcError('BAD_REQUEST', 'dashboard is the dashboard\'s own path', { errors: { [field]: 'reserved' } });
     return segments.join('/');
   }
 
@@ -224,6 +224,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
     const dir = resourceDir(name);
     if (existsSync(dir)) throw new SvcError('CONFLICT', `a resource ${name} exists`, { errors: { name: 'taken' } });
+    // Paths are case-sensitive, but two differing in case only would not load (the router refuses them).
+    const sameButCase = options.current().resources.find((r) => r.path.toLowerCase() === `/${name}`.toLowerCase());
+    if (sameButCase) throw new SvcError('CONFLICT', `a resource ${sameButCase.path.slice(1)} exists (names differing in case only are not allowed)`, { errors: { name: 'taken' } });
     const config: ResourceConfig = { type };
     if (type === 'Collection' || type === 'UserCollection') config.properties = {};
     else {
