@@ -433,7 +433,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   function stream(ctx: Context): Reply | undefined {
     const res = ctx.res;
     const req = ctx.req;
-    if (!res || !req) return { status: 400, body: { status: 400, message: 'streams are HTTP only' } };
+    if (!res || !req) return { status: 400, body: new SvcError('BAD_REQUEST', 'streams are HTTP only').toJSON() };
     if (streams.size >= MAX_STREAMS) throw new SvcError('TOO_MANY_REQUESTS', `at most ${MAX_STREAMS} dashboards follow this server at once`);
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
     const send = (event: FeedEvent): void => {
