@@ -2,7 +2,7 @@
 // Containment benchmark (issue 10): do hostile event scripts hurt requests that run none?
 //
 //   node bench/containment.js [--rounds 5] [--duration 10] [--warmup 2] [--connections 50] [--loops 4] [--bombs 6]
-//                             [--floods 40] [--phases bombs,loops,fairness,budget] [--bin path/to/svc.js]
+//                             [--floods 40] [--recursers 8] [--phases bombs,loops,fairness,budget,recursion] [--bin path/to/svc.js]
 //
 // One svc server (production, embedded store, pinned to core 0; its script processes inherit the
 // pinning, so they compete for the server's core) with a collection without scripts (`items`)
@@ -20,6 +20,13 @@
 //             script's p99 (aim <= 2: a flood of slow scripts leaves a script process to others)
 //   budget    one GET whose On Get does 30 x (800 ms spin + await svc.items.get()): how long until
 //             it is answered, and with what (before: ~25 s of script CPU; now scripts.requestCpuMs)
+// Issue 22 (item 1), last:
+//   recursion a collection `rec` of 3 objects whose On Get reads its own collection
+//             (svc.rec.get(function (r, err) { this.more = r; ... })): how long anonymous
+//             GET /rec?$limitRecursion=9 takes (the first, with cold scripts, and the median of 5
+//             more) and whether the script's callback got Deployd's "Recursive call to GET /rec
+//             detected"; then plain GETs of one item quiet and while N
+//             clients (--recursers, default 8) repeat that GET: the same-round p99 ratio (aim <= 2)
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,9 +36,10 @@ import { parseArgs } from './lib/args.js';
 import { spawnNode, waitListening, stopAll, freePort, pinning, pinSelf } from './lib/procs.js';
 import { median } from './lib/stats.js';
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', loops: 'number', bombs: 'number', floods: 'number', phases: 'string', bin: 'string' });
-const phases = new Set((opts.phases ?? 'bombs,loops,fairness,budget').split(','));
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', loops: 'number', bombs: 'number', floods: 'number', recursers: 'number', phases: 'string', bin: 'string' });
+const phases = new Set((opts.phases ?? 'bombs,loops,fairness,budget,recursion').split(','));
 const floodClients = opts.floods ?? 40;
+const recurseClients = opts.recursers ?? 8;
 const rounds = opts.rounds ?? 5;
 const duration = opts.duration ?? 10;
 const warmup = opts.warmup ?? 2;
@@ -58,6 +66,9 @@ function writeApp() {
     'resources/slow/get.js': 'var t = Date.now(); while (Date.now() - t < 900) {}',
     'resources/spinloop/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
     'resources/spinloop/get.js': 'for (var i = 0; i < 30; i++) { var t = Date.now(); while (Date.now() - t < 800) {} await svc.items.get(); }',
+    'resources/rec/config.json': JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' } } }),
+    // The callback keeps its error argument, to show Deployd's "Recursive call ... detected" in the answer.
+    'resources/rec/get.js': 'svc.rec.get(function (r, err) { this.more = r; if (err) this.err = err; });',
   };
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(join(dir, path, '..'), { recursive: true });
@@ -142,6 +153,10 @@ async function main() {
   if (phases.has('loops')) Object.assign(summary, await loopPhase(base, url));
   if (phases.has('fairness')) summary.fairness = await fairnessPhase(base, await made('cheap'), await made('slow'));
   if (phases.has('budget')) summary.budget = await budgetPhase(base, await made('spinloop'));
+  if (phases.has('recursion')) {
+    for (let i = 0; i < 3; i++) await made('rec');
+    summary.recursion = await recursionPhase(base, url);
+  }
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
 }
 
@@ -260,6 +275,63 @@ async function budgetPhase(base, id) {
   const ms = Math.round(performance.now() - started);
   log(`budget: 30 x (800 ms spin + await svc.items.get()) answered ${res.status} after ${ms} ms: ${body.slice(0, 120)}`);
   return { status: res.status, ms, body: body.slice(0, 200) };
+}
+
+/** One anonymous GET /rec?$limitRecursion=9 (On Get reads rec itself), then item GETs quiet and while clients repeat it. */
+async function recursionPhase(base, url) {
+  const recUrl = `${base}/rec?$limitRecursion=9`;
+  const once = async () => {
+    const started = performance.now();
+    const res = await fetch(recUrl);
+    const body = await res.text();
+    return { status: res.status, ms: Math.round(performance.now() - started), body };
+  };
+  const first = await once();
+  const more = [];
+  for (let i = 0; i < 5; i++) more.push(await once());
+  const { status, body } = first;
+  const ms = first.ms;
+  const warmMs = median(more.map((r) => r.ms));
+  const deploydError = body.includes('Recursive call to GET /rec detected');
+  log(`recursion: GET /rec?$limitRecursion=9 answered ${status} after ${ms} ms (first), ${warmMs} ms (median of 5 more: ${more.map((r) => `${r.status}/${r.ms}`).join(' ')}), ${body.length} bytes; Deployd's error in the callback: ${deploydError}`);
+  const rows = { quiet: [], recursing: [] };
+  const ratios = [];
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? ['quiet', 'recursing'] : ['recursing', 'quiet'];
+    const got = {};
+    for (const variant of order) {
+      let stop = false;
+      const statuses = new Map();
+      const recursers =
+        variant === 'recursing'
+          ? Array.from({ length: recurseClients }, async () => {
+              while (!stop) {
+                const r = await fetch(recUrl);
+                await r.arrayBuffer();
+                statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+              }
+            })
+          : [];
+      if (variant === 'recursing') await new Promise((r) => setTimeout(r, 300));
+      if (warmup > 0) await measure(url, warmup);
+      const r = await measure(url, duration);
+      stop = true;
+      await Promise.all(recursers);
+      got[variant] = { ...r, recStatuses: Object.fromEntries(statuses) };
+      rows[variant].push(got[variant]);
+      log(`  recursion round ${round + 1} ${variant.padEnd(9)} items: ${Math.round(r.rps)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  non2xx ${r.non2xx}${variant === 'recursing' ? `  rec answers ${JSON.stringify(got[variant].recStatuses)}` : ''}`);
+    }
+    ratios.push(got.recursing.p99 / Math.max(got.quiet.p99, 1));
+  }
+  const summary = {
+    single: { status, firstMs: ms, warmMedianMs: warmMs, bytes: body.length, deploydError },
+    recurseClients,
+    quiet: { rps: median(rows.quiet.map((r) => r.rps)), p50: median(rows.quiet.map((r) => r.p50)), p99: median(rows.quiet.map((r) => r.p99)) },
+    recursing: { rps: median(rows.recursing.map((r) => r.rps)), p50: median(rows.recursing.map((r) => r.p50)), p99: median(rows.recursing.map((r) => r.p99)) },
+    p99Ratio: { median: median(ratios), perRound: ratios },
+  };
+  log(`recursion: item GET p99 while ${recurseClients} clients repeat GET /rec?$limitRecursion=9 / quiet = x${summary.p99Ratio.median.toFixed(2)} (median of same-round ratios; aim <= 2)`);
+  return summary;
 }
 
 try {

@@ -123,12 +123,12 @@ describe.skipIf(mountError !== undefined)('the data folder on a full disk', () =
     expect(first.refused.size).toBeGreaterThan(0);
     await expectExactly(p, first.acked, first.refused);
     expect([...first.statuses.keys()].sort()).toEqual([200, 507]);
-    expect([...first.bodies]).toEqual(['{"status":507,"message":"the data folder\'s disk is full"}']);
+    expect([...first.bodies]).toEqual(['{"status":507,"statusCode":507,"message":"the data folder\'s disk is full"}']);
     expect((await me(p)).status).toBe(200);
     const loginFull = await fetch(`${p.url}/users/login`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'ada', password: 'secret' }) });
     // Its line is small: it may still fit in the last page of the sessions' file; if not, a 507.
     expect([200, 507]).toContain(loginFull.status);
-    if (loginFull.status === 507) expect(await loginFull.text()).toBe('{"status":507,"message":"the data folder\'s disk is full"}');
+    if (loginFull.status === 507) expect(await loginFull.text()).toBe('{"status":507,"statusCode":507,"message":"the data folder\'s disk is full"}');
     // Logged once, with the folder, as a full disk.
     expect(p.stdout() + p.stderr()).toContain(data);
     expect((p.stdout() + p.stderr()).match(/is full/g)?.length).toBe(1);

@@ -252,7 +252,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       const readOnly = (request: InternalRequest): Promise<Reply> => {
         if (request.method === 'GET') return options.request(request);
         refused.push(`${request.method} ${request.path}`);
-        return Promise.resolve({ status: 403, body: { status: 403, message: `a trial run does not write (${request.method} ${request.path})` } });
+        return Promise.resolve({ status: 403, body: new SvcError('FORBIDDEN', `a trial run does not write (${request.method} ${request.path})`).toJSON() });
       };
       const api: HostApi = scriptClient(clientNames, input.parent, readOnly, clientLimits);
       api.emit = (...args: unknown[]) => {
@@ -384,7 +384,7 @@ function throwIfCancelled(result: RunResult): void {
 /** The error a run's cancel() or error() answers, if it called one. */
 function cancelOf(result: RunResult): SvcError | undefined {
   if (result.errors && Object.keys(result.errors).length > 0) {
-    return new SvcError('VALIDATION_FAILED', result.cancelled?.message ?? 'validation failed', { errors: result.errors, status: result.cancelled?.status ?? 400 });
+    return new SvcError('VALIDATION_FAILED', result.cancelled?.message, { errors: result.errors, status: result.cancelled?.status ?? 400 });
   }
   return result.cancelled ? new SvcError('CANCELLED', result.cancelled.message, { status: result.cancelled.status }) : undefined;
 }

@@ -144,7 +144,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
       // An app's own resource at /dashboard wins (Deployd apps may have one); the dashboard steps aside.
-      const shadowed = built.some((r) => r.path === '/dashboard' || r.path.startsWith('/dashboard/'));
+      // In any case (/Dashboard): two resources differing in case only are refused.
+      const shadowed = built.some((r) => r.path.toLowerCase() === '/dashboard' || r.path.toLowerCase().startsWith('/dashboard/'));
       if (shadowed && !dashboardShadowed && dashboard) logger.warn('resource dashboard: the app has its own /dashboard, so the administration dashboard is not served');
       dashboardShadowed = shadowed;
       return { resources: dashboard && !shadowed ? [...built, dashboard] : built, routes };

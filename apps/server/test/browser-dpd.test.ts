@@ -49,7 +49,10 @@ const APP = {
   'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string', required: true }, hdr: { type: 'string' } } },
   // What the request's x-app header was, to see _dpd.ajax.headers reach the server.
   'resources/todos/get.js': "if (ctx.headers['x-app']) this.hdr = ctx.headers['x-app'];\n",
-  'resources/users/config.json': { type: 'UserCollection', properties: {} },
+  'resources/users/config.json': { type: 'UserCollection', properties: { note: { type: 'string' } } },
+  // GET /users/me runs On BeforeRequest and On Get with the query (issue 22, item 5).
+  'resources/users/beforerequest.js': "if (event === 'GET' && query.deny) cancel('denied', 401);\n",
+  'resources/users/get.js': "if (query.tag) this.note = 'got ' + query.tag;\n",
   'public/index.html': BLANK_PAGE.replace('<body>', `<body>${PAGE_HEAD}`),
 };
 
@@ -143,6 +146,69 @@ describe.skipIf(!run)('/svc.js as dpd.js in chromium', () => {
         return (await dpd.users.me())?.username;
       });
       expect(me).toBe('alice');
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it('dpd.users.me takes the arguments of get: me(fn), me(query, fn), me(query) as a promise; the query reaches On BeforeRequest and On Get', async () => {
+    const { page } = await openPage(`${otherUrl}/`);
+    try {
+      const seen = await page.evaluate(async () => {
+        type Me = { username: string; note?: string } | null;
+        const users = dpd.users as unknown as {
+          login(c: object): Promise<unknown>;
+          logout(): Promise<unknown>;
+          me(...args: unknown[]): Promise<Me>;
+        };
+        // A callback never called (me(query, fn) once dropped fn) shows as 'no callback', not a test timeout.
+        const byCallback = (...query: unknown[]) =>
+          new Promise<{ result: Me | 'no callback'; error: unknown }>((resolve) => {
+            setTimeout(() => resolve({ result: 'no callback', error: null }), 5000);
+            void users.me(...query, (result: Me, error: unknown) => resolve({ result, error }));
+          });
+        const anonymous = await byCallback();
+        await users.login({ username: 'alice', password: 'pw' });
+        const fn = await byCallback();
+        const queryFn = await byCallback({ tag: 'q' });
+        const promise = await users.me({ tag: 'p' });
+        const denied = await byCallback({ deny: 1 });
+        await users.logout();
+        const after = await users.me();
+        return {
+          anonymous: anonymous.result,
+          fn: fn.result === 'no callback' ? fn.result : fn.result?.username,
+          queryFn: queryFn.result === 'no callback' ? queryFn.result : [queryFn.result?.username, queryFn.result?.note, queryFn.error ?? null],
+          promise: [promise?.username, promise?.note],
+          denied: denied.result,
+          after,
+        };
+      });
+      expect(seen).toEqual({ anonymous: null, fn: 'alice', queryFn: ['alice', 'got q', null], promise: ['alice', 'got p'], denied: null, after: null });
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it('a page sending Authorization: Bearer <session id> gets the user from /users/me and no sid cookie', async () => {
+    const login = await fetch(`${t.url}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password: 'pw' }) });
+    const { id } = (await login.json()) as { id: string };
+    // Same origin: the spec's CORS headers do not include Authorization (a page on another origin sends its cookie).
+    const { page } = await openPage(`${t.url}/`);
+    try {
+      const cookies: string[] = [];
+      page.on('response', (res) => {
+        if (res.url().includes('/users/me')) void res.allHeaders().then((h) => cookies.push(h['set-cookie'] ?? ''));
+      });
+      const name = await page.evaluate(async (sid) => {
+        _dpd.ajax.headers = { authorization: `Bearer ${sid}` };
+        const users = dpd.users as unknown as { me(query?: object): Promise<{ username: string } | null> };
+        return [(await users.me())?.username, (await users.me({ tag: 'b' }))?.username];
+      }, id);
+      expect(name).toEqual(['alice', 'alice']);
+      await until(() => cookies.length === 2);
+      expect(cookies).toEqual(['', '']);
+      expect((await page.context().cookies(t.url)).filter((c) => c.name === 'sid')).toEqual([]);
     } finally {
       await page.context().close();
     }

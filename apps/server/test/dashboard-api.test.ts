@@ -136,6 +136,23 @@ describe('dashboard API: who may use it', () => {
     expect(await readdir(join(dir, 'resources/todos'))).toEqual(['config.json']);
   });
 
+  it('paths are case-sensitive: /Dashboard/ is not the dashboard, /Todos not todos; names differing in case only are refused', async () => {
+    const { app, dir } = await start('production', { 'public/Dashboard/index.html': '<p>the app\'s own page</p>' });
+    // The app's public file, not the dashboard (nor its API, with or without a key).
+    const page = await fetch(`${app.url}/Dashboard/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe('<p>the app\'s own page</p>');
+    for (const path of ['/DASHBOARD/api/app', '/Dashboard/api/session']) expect((await api(app, 'GET', path, undefined, { 'svc-ssh-key': KEY })).status, path).toBe(404);
+    expect((await api(app, 'GET', '/Todos')).status).toBe(404);
+    expect((await api(app, 'GET', '/todos')).status).toBe(200);
+    for (const name of ['Todos', 'Dashboard', 'DASHBOARD/x']) {
+      const res = await api(app, 'POST', '/dashboard/api/resources', { name, type: 'Collection' }, { 'svc-ssh-key': KEY, 'sec-fetch-site': 'same-origin' });
+      expect(res.status, name).toBeGreaterThanOrEqual(400);
+      expect(res.status, name).toBeLessThan(500);
+    }
+    expect(await readdir(join(dir, 'resources'))).toEqual(['todos']);
+  });
+
   it('a name longer than 100 characters is refused with the limit, before the file system sees it (it was a 500 ENAMETOOLONG naming the server\'s folder)', async () => {
     const { app, dir } = await start('development');
     const long = 'a'.repeat(300);

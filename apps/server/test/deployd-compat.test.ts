@@ -44,6 +44,13 @@ const files = {
     if (this.mode === 'query-fn') svc.members.me({ tag: 'q' }, function (u) { this.result = u ? u.note : 'none'; });
     if (this.mode === 'promise') this.result = (await svc.members.me({ tag: 'p' })).note;
   `,
+  // Issue 22, 12c: a failed svc.* call's error carries statusCode beside status, as in Deployd.
+  'resources/lookups/config.json': { type: 'Collection', properties: { err: { type: 'object' }, caught: { type: 'object' }, invalid: { type: 'object' } } },
+  'resources/lookups/post.js': `
+    svc.items.get('0123456789abcdef', function (r, err) { this.err = err; });
+    try { await svc.items.get('0123456789abcdef'); } catch (e) { this.caught = e; }
+    try { await svc.members.post({ password: 'pw' }); } catch (e) { this.invalid = e; }
+  `,
   'resources/tries/config.json': { type: 'UserCollection', properties: { fails: { type: 'number' }, lastTry: { type: 'string' }, locked: { type: 'boolean' } } },
   'resources/tries/login.js': `
     this.$NOCASCADE = true;
@@ -109,6 +116,14 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
   }
   const q = (query: object) => `?${encodeURIComponent(JSON.stringify(query))}`;
 
+  it("a failed svc.* call's error has status and statusCode (Deployd's); a validation error no message", async () => {
+    const res = await t.request('POST', '/lookups', {});
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const notFound = { status: 404, statusCode: 404, message: 'not found' };
+    expect(res.body).toMatchObject({ err: notFound, caught: notFound, invalid: { status: 400, statusCode: 400, errors: { username: 'is required' } } });
+    expect((res.body as { invalid: object }).invalid).not.toHaveProperty('message');
+  });
+
   it('GET filters with an operator on id ($in, $ne, $nin)', async () => {
     const [a, b, c] = [await post('/items', { name: 'a' }), await post('/items', { name: 'b' }), await post('/items', { name: 'c' })];
     const names = (res: { body: unknown }) => (res.body as Obj[]).map((o) => o.name).sort();
@@ -154,7 +169,7 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
   it('a thrown string or plain object answers 400 (or its statusCode) with its message; engine errors stay 500', async () => {
     const expectRejected = async (kind: string, status: number, message: string) => {
       const res = await t.request('POST', '/rejects', { kind });
-      expect({ kind, status: res.status, body: res.body }).toEqual({ kind, status, body: { status, message } });
+      expect({ kind, status: res.status, body: res.body }).toEqual({ kind, status, body: { status, statusCode: status, message } });
     };
     await expectRejected('string', 400, 'fail');
     await expectRejected('object', 401, 'no way');

@@ -89,7 +89,7 @@ describe('svc migrate-deployd: EventResource and bare dpd', () => {
     expect(await del.json()).toEqual({ deleted: '8' });
     const get = await fetch(`${running.url}/tick`);
     expect(get.status).toBe(404);
-    expect(await get.json()).toEqual({ status: 404, message: 'resource not found' });
+    expect(await get.json()).toEqual({ status: 404, statusCode: 404, message: 'resource not found' });
     expect(logs.filter((line) => !line.startsWith('info '))).toEqual([]);
   });
 

@@ -62,7 +62,7 @@ describe.each(appStores())('GET by id answered at once (%s store)', (store) => {
 
   it('runs On Get and On BeforeRequest: a script on the way is never skipped', async () => {
     expect(await (await asAnon(`/seen/${ids.seen}`)).json()).toEqual({ id: ids.seen, title: 'a seen', seen: true });
-    expect(await shape(await asAnon(`/seen/${ids.secret}`))).toMatchObject({ status: 403, body: JSON.stringify({ status: 403, message: 'not for you' }) });
+    expect(await shape(await asAnon(`/seen/${ids.secret}`))).toMatchObject({ status: 403, body: JSON.stringify({ status: 403, statusCode: 403, message: 'not for you' }) });
     expect((await asAnon(`/guarded/${ids.guarded}`)).status).toBe(401);
     const login = t.client();
     await login('POST', '/users/login', { username: 'ann', password: 'pw-ann' });

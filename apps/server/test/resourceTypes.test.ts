@@ -95,7 +95,7 @@ describe('an out-of-tree resource type installed with a file: dependency', () =>
     const post = await get(r, '/hello/Ada', { method: 'POST' });
     expect(post.status).toBe(405);
     expect(post.headers.get('allow')).toBe('GET');
-    expect(post.body).toEqual({ status: 405, message: 'hello only greets on GET' });
+    expect(post.body).toEqual({ status: 405, statusCode: 405, message: 'hello only greets on GET' });
     expect(logs).toContain('info hello: greeting ready');
     await r.close();
     running.length = 0;

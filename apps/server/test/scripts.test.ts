@@ -124,9 +124,10 @@ describe.each(appStores())('event scripts (%s store)', (store) => {
   it('error() collects every error under errors and the script goes on; neither On Post nor On Put runs after it', async () => {
     const bad = await post('/todos', { title: 'two-errors' });
     expect(bad.status).toBe(400);
-    expect((bad.body as { errors: Record<string, string> }).errors).toEqual({ a: 'first', b: 'second' });
+    // Deployd's {errors, status} with statusCode: no "validation failed" message.
+    expect(bad.body).toEqual({ status: 400, statusCode: 400, errors: { a: 'first', b: 'second' } });
     const errIf = await post('/todos', { title: 'bad' });
-    expect(errIf.body).toMatchObject({ status: 400, errors: { title: 'is bad' } });
+    expect(errIf.body).toEqual({ status: 400, statusCode: 400, errors: { title: 'is bad' } });
     const errUnless = await post('/todos', { title: 'worse' });
     expect(errUnless.body).toMatchObject({ errors: { title: 'is worse' } });
     const before = realtime.messages.length;
@@ -134,10 +135,10 @@ describe.each(appStores())('event scripts (%s store)', (store) => {
   });
 
   it('cancel(), cancelIf() and cancelUnless() stop with their status (default 400)', async () => {
-    expect((await post('/todos', { title: 'cancel-me' })).body).toEqual({ status: 409, message: 'cancelled on post' });
-    expect((await post('/todos', { title: 'cancel-401' })).body).toEqual({ status: 401, message: 'not allowed' });
+    expect((await post('/todos', { title: 'cancel-me' })).body).toEqual({ status: 409, statusCode: 409, message: 'cancelled on post' });
+    expect((await post('/todos', { title: 'cancel-401' })).body).toEqual({ status: 401, statusCode: 401, message: 'not allowed' });
     const obj = (await post('/todos', { title: 'put-me' })).body as Obj;
-    expect((await h.request('PUT', `/todos/${obj.id}`, { title: 'no-put' })).body).toEqual({ status: 400, message: 'put refused' });
+    expect((await h.request('PUT', `/todos/${obj.id}`, { title: 'no-put' })).body).toEqual({ status: 400, statusCode: 400, message: 'put refused' });
     expect(((await h.request('GET', `/todos/${obj.id}`)).body as Obj).title).toBe('put-me');
   });
 
@@ -151,7 +152,7 @@ describe.each(appStores())('event scripts (%s store)', (store) => {
     const again = ((await h.request('GET', '/todos')).body as Obj[]).find((o) => o.id === made.id);
     expect(again).toMatchObject({ title: 'kept-props', log: ['validate', 'post'], added: 'by script', computed: 0 });
     const one = await h.request('GET', `/todos/${hidden.id}`);
-    expect(one.body).toEqual({ status: 400, message: 'not for you' });
+    expect(one.body).toEqual({ status: 400, statusCode: 400, message: 'not for you' });
   });
 
   it('On Get does not run on the result of a POST or PUT', async () => {
@@ -176,7 +177,7 @@ describe.each(appStores())('event scripts (%s store)', (store) => {
 
   it('On Delete runs and may cancel; console.log reaches the server log prefixed by resource and event', async () => {
     const keep = (await post('/todos', { title: 'keep' })).body as Obj;
-    expect((await h.request('DELETE', `/todos/${keep.id}`)).body).toEqual({ status: 403, message: 'cannot delete' });
+    expect((await h.request('DELETE', `/todos/${keep.id}`)).body).toEqual({ status: 403, statusCode: 403, message: 'cannot delete' });
     const gone = (await post('/todos', { title: 'gone' })).body as Obj;
     expect((await h.request('DELETE', `/todos/${gone.id}`)).status).toBe(204);
     expect(logger.lines.some((l) => l.includes('todos On Delete') && l.includes('deleting gone'))).toBe(true);

@@ -106,8 +106,8 @@ export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl
   }) as unknown as SvcClient<T>;
 }
 
-/** 'todos', '/todos/', 'A/b' -> '/todos', '/a/b'; '' and '/' -> '/'. */
+/** 'todos', '/todos/', 'A/b' -> '/todos', '/todos', '/A/b'; '' and '/' -> '/'. Case is kept: the server's paths are case-sensitive, as Deployd's were. */
 function normalisePath(name: string): string {
   const trimmed = name.replace(/^\/+|\/+$/g, '');
-  return trimmed === '' ? '/' : `/${trimmed.toLowerCase()}`;
+  return trimmed === '' ? '/' : `/${trimmed}`;
 }

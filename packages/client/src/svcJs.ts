@@ -47,7 +47,7 @@ export function createSvcJsRoute(options: SvcJsRouteOptions): ExtraRoute {
     handle(req, res) {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/json' });
-        res.end(JSON.stringify({ status: 405, message: 'svc.js answers GET only' }));
+        res.end(JSON.stringify({ status: 405, statusCode: 405, message: 'svc.js answers GET only' }));
         return;
       }
       const headers = { 'content-type': 'application/javascript; charset=utf-8', 'cache-control': 'no-cache', etag };

@@ -190,8 +190,9 @@ export interface UserCollectionAccessor<Item extends { id: string; username: str
   login(credentials: { username: string; password: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
   /** The result is always null. */
   logout(fn?: Callback<null>): SvcPromise<null>;
-  /** The current user, or null when nobody is logged in. */
+  /** The current user, or null when nobody is logged in; the query (`$fields`, ...) as in get. */
   me(fn?: Callback<Item | null>): SvcPromise<Item | null>;
+  me(query: Query<Item>, fn?: Callback<Item | null>): SvcPromise<Item | null>;
 }
 
 /** A resource without types: every call, untyped results. */
@@ -199,6 +200,7 @@ export interface LooseAccessor extends ResourceAccessor, Listening {
   login(credentials: { username: string; password: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
   logout(fn?: Callback<null>): SvcPromise<null>;
   me<R = unknown>(fn?: Callback<R | null>): SvcPromise<R | null>;
+  me<R = unknown>(query: Record<string, unknown>, fn?: Callback<R | null>): SvcPromise<R | null>;
   [method: string]: unknown;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The closed list of error codes svc answers with. Each maps to one HTTP status; docs/errors.md
- * lists them all. Only `status`, `message` and `errors` ever reach the wire.
+ * lists them all. Only `status`, `statusCode`, `message` and `errors` ever reach the wire.
  */
 export const errorStatus = {
   BAD_REQUEST: 400,
@@ -32,9 +32,13 @@ export const errorStatus = {
 /** A stable, machine-readable error code. */
 export type ErrorCode = keyof typeof errorStatus;
 
-/** The error object of the spec, exactly what a client receives. */
+/**
+ * The error object of the spec, exactly what a client receives. `statusCode` repeats `status`:
+ * Deployd's errors carried both (clients and scripts written for it read either).
+ */
 export interface ErrorBody {
   status: number;
+  statusCode: number;
   message?: string;
   errors?: Record<string, string>;
 }
@@ -68,11 +72,19 @@ export class SvcError extends Error {
 
   /** The JSON error object sent to clients. */
   toJSON(): ErrorBody {
-    const body: ErrorBody = { status: this.status };
-    if (this.message) body.message = this.message;
-    if (this.errors && Object.keys(this.errors).length > 0) body.errors = this.errors;
-    return body;
+    return errorBody(this);
   }
+}
+
+/**
+ * The JSON error object of an {@link SvcError}: every error body svc writes is made here, also
+ * for an SvcError of another copy of this package (a resource type's own), whose toJSON may be older.
+ */
+export function errorBody(err: Pick<SvcError, 'status' | 'message' | 'errors'>): ErrorBody {
+  const body: ErrorBody = { status: err.status, statusCode: err.status };
+  if (err.message) body.message = err.message;
+  if (err.errors && Object.keys(err.errors).length > 0) body.errors = err.errors;
+  return body;
 }
 
 /** True for an {@link SvcError}, also across package copies. */

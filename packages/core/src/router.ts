@@ -9,20 +9,31 @@ export interface RouteMatch {
   parts: string[];
 }
 
-/** Finds the resource owning a path: the longest resource path that is a prefix by whole segments. */
+/**
+ * Finds the resource owning a path: the longest resource path that is a prefix by whole segments.
+ * Paths match case-sensitively, as Deployd's router did: `/Apps/x.html` is public/Apps/x.html, not
+ * the collection `apps`, and `/USERS/me` reaches no resource at all (so no guard keyed on a path's
+ * spelling can be gone around by changing its case).
+ */
 export class Router {
   private readonly byExactPath = new Map<string, Resource>();
+  /** By case-folded path: resources differing in case only are refused (rooms and folders fold case). */
+  private readonly byFoldedPath = new Map<string, Resource>();
 
   constructor(resources: readonly Resource[]) {
     for (const resource of resources) {
       const path = normalise(resource.path);
-      if (this.byExactPath.has(path)) throw new Error(`two resources at ${path}`);
+      const folded = path.toLowerCase();
+      const other = this.byFoldedPath.get(folded);
+      if (other !== undefined) throw new Error(normalise(other.path) === path ? `two resources at ${path}` : `two resources at ${normalise(other.path)} and ${path} (paths differing in case only)`);
       this.byExactPath.set(path, resource);
+      this.byFoldedPath.set(folded, resource);
     }
   }
 
+  /** The resource at a stored path (a session's user collection), in any case: at most one can match. */
   byPath(path: string): Resource | undefined {
-    return this.byExactPath.get(normalise(path));
+    return this.byFoldedPath.get(normalise(path).toLowerCase());
   }
 
   /** The match, or undefined when no resource owns the path (or its encoding is malformed). */
@@ -30,7 +41,7 @@ export class Router {
     // Walk from the whole path towards its first segment: nested resources win over parents.
     let candidate = pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname;
     for (;;) {
-      const resource = this.byExactPath.get(candidate.toLowerCase());
+      const resource = this.byExactPath.get(candidate);
       if (resource !== undefined) {
         const rest = pathname.slice(candidate.length) || '/';
         const parts = splitParts(rest);
@@ -45,7 +56,7 @@ export class Router {
 
 function normalise(path: string): string {
   const withSlash = path.startsWith('/') ? path : `/${path}`;
-  return (withSlash.length > 1 && withSlash.endsWith('/') ? withSlash.slice(0, -1) : withSlash).toLowerCase();
+  return withSlash.length > 1 && withSlash.endsWith('/') ? withSlash.slice(0, -1) : withSlash;
 }
 
 function splitParts(rest: string): string[] | undefined {

@@ -29,19 +29,19 @@ describe('error answers name no file of the server', () => {
       expect(JSON.stringify(reply.body)).not.toContain('xxxx');
       expect(lines.join('\n')).toContain(path.slice(0, 40));
     }
-    expect(toErrorReply(err, { production: false, logger: capture().logger, where: 'x' }).body).toEqual({ status: 500, message: 'internal server error (ENAMETOOLONG)' });
+    expect(toErrorReply(err, { production: false, logger: capture().logger, where: 'x' }).body).toEqual({ status: 500, statusCode: 500, message: 'internal server error (ENAMETOOLONG)' });
   });
 
   it('other unexpected errors keep their message in development, without paths of this machine', () => {
     const reply = toErrorReply(new Error(`embedded store: ${join(process.cwd(), 'data', 'todos.db')} is corrupt`), { production: false, logger: capture().logger, where: 'GET /todos' });
-    expect(reply.body).toEqual({ status: 500, message: 'embedded store: … is corrupt' });
+    expect(reply.body).toEqual({ status: 500, statusCode: 500, message: 'embedded store: … is corrupt' });
   });
 
   it('a server-side SvcError carrying a cause\'s text loses its paths too; client errors are left as they are', () => {
     const logger = capture().logger;
     const unavailable = new SvcError('UNAVAILABLE', "storage provider unreachable: EACCES: permission denied, open '/var/lib/svc/spool/x'");
-    expect(toErrorReply(unavailable, { production: true, logger, where: 'PUT /files/x' }).body).toEqual({ status: 503, message: "storage provider unreachable: EACCES: permission denied, open '…'" });
-    expect(toErrorReply(new SvcError('NOT_FOUND', 'no resource at /usr/x'), { production: true, logger, where: 'GET /usr/x' }).body).toEqual({ status: 404, message: 'no resource at /usr/x' });
+    expect(toErrorReply(unavailable, { production: true, logger, where: 'PUT /files/x' }).body).toEqual({ status: 503, statusCode: 503, message: "storage provider unreachable: EACCES: permission denied, open '…'" });
+    expect(toErrorReply(new SvcError('NOT_FOUND', 'no resource at /usr/x'), { production: true, logger, where: 'GET /usr/x' }).body).toEqual({ status: 404, statusCode: 404, message: 'no resource at /usr/x' });
   });
 
   it('withoutPaths keeps resource paths and URLs, removes absolute paths of this machine', () => {
@@ -60,9 +60,9 @@ describe("a script's own answer is not a server error", () => {
   }
 
   it.each([
-    { name: "cancel('x', 501)", err: new SvcError('CANCELLED', 'not built yet', { status: 501 }), body: { status: 501, message: 'not built yet' } },
-    { name: "cancel('x', 503) (a path of this machine still left out)", err: new SvcError('CANCELLED', 'come back at /var/maintenance', { status: 503 }), body: { status: 503, message: 'come back at …' } },
-    { name: 'error() with a 500 cancel', err: new SvcError('VALIDATION_FAILED', 'bad', { status: 500, errors: { a: 'b' } }), body: { status: 500, message: 'bad', errors: { a: 'b' } } },
+    { name: "cancel('x', 501)", err: new SvcError('CANCELLED', 'not built yet', { status: 501 }), body: { status: 501, statusCode: 501, message: 'not built yet' } },
+    { name: "cancel('x', 503) (a path of this machine still left out)", err: new SvcError('CANCELLED', 'come back at /var/maintenance', { status: 503 }), body: { status: 503, statusCode: 503, message: 'come back at …' } },
+    { name: 'error() with a 500 cancel', err: new SvcError('VALIDATION_FAILED', 'bad', { status: 500, errors: { a: 'b' } }), body: { status: 500, statusCode: 500, message: 'bad', errors: { a: 'b' } } },
   ])('$name: answered as the script said, logged at info, not as an error', ({ err, body }) => {
     const { logger, lines } = levels();
     expect(toErrorReply(err, { production: true, logger, where: 'GET /x' })).toEqual({ status: body.status, body });
@@ -73,5 +73,25 @@ describe("a script's own answer is not a server error", () => {
     const { logger, lines } = levels();
     toErrorReply(new SvcError('UNAVAILABLE', 'down'), { production: true, logger, where: 'GET /x' });
     expect(lines).toEqual(['error GET /x: down']);
+  });
+});
+
+// Issue 22, item 12c: Deployd's error bodies carried statusCode beside status; its validation
+// errors were {errors, status}, without a message.
+describe('the error body: status and statusCode, message and errors only when there are some', () => {
+  const logger: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+  it.each([
+    { name: 'a cancel', err: new SvcError('CANCELLED', 'no', { status: 403 }), body: { status: 403, statusCode: 403, message: 'no' } },
+    { name: 'a validation error', err: new SvcError('VALIDATION_FAILED', undefined, { errors: { title: 'is required' } }), body: { status: 400, statusCode: 400, errors: { title: 'is required' } } },
+    { name: 'a 404', err: new SvcError('NOT_FOUND', 'not found'), body: { status: 404, statusCode: 404, message: 'not found' } },
+    { name: 'anything unexpected', err: new Error('boom'), body: { status: 500, statusCode: 500, message: 'internal server error' } },
+  ])('$name', ({ err, body }) => {
+    expect(toErrorReply(err, { production: true, logger, where: 'GET /x' }).body).toEqual(body);
+  });
+
+  it("an SvcError of another copy of @svc/core (a resource type's own, older toJSON) gets statusCode too", () => {
+    const foreign = Object.assign(new Error('hello only greets on GET'), { name: 'SvcError', code: 'METHOD_NOT_ALLOWED', status: 405, errors: undefined, headers: undefined, toJSON: () => ({ status: 405, message: 'hello only greets on GET' }) });
+    expect(toErrorReply(foreign, { production: true, logger, where: 'POST /hello' }).body).toEqual({ status: 405, statusCode: 405, message: 'hello only greets on GET' });
   });
 });

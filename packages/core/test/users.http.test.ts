@@ -100,7 +100,7 @@ describe.each(storeKinds())('users and sessions ($name store)', (kind) => {
       for (const body of [{ username: 'bob', password: 'nope' }, { username: 'nobody', password: 'secret' }]) {
         const res = await t.client().request('POST', '/users/login', { body });
         expect(res.status).toBe(401);
-        expect(res.body).toEqual({ status: 401, message: 'bad credentials' });
+        expect(res.body).toEqual({ status: 401, statusCode: 401, message: 'bad credentials' });
       }
     });
 
@@ -178,7 +178,7 @@ describe.each(storeKinds())('users and sessions ($name store)', (kind) => {
       await signUp('eve');
       const res = await t.client().request('POST', '/users', { body: { username: 'eve', password: 'x' } });
       expect(res.status).toBe(400);
-      expect(res.body).toMatchObject({ errors: { username: 'is already in use' } });
+      expect(res.body).toEqual({ status: 400, statusCode: 400, errors: { username: 'is already in use' } });
     });
 
     it('username and password are required on create', async () => {
@@ -253,7 +253,7 @@ describe.each(storeKinds())('users and sessions ($name store)', (kind) => {
     ])('%j is refused with 400 "username or password not specified"', async (body) => {
       const res = await t.client().request('POST', '/users/login', { body });
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ status: 400, message: 'username or password not specified' });
+      expect(res.body).toEqual({ status: 400, statusCode: 400, message: 'username or password not specified' });
     });
 
     it('a user brought over from Deployd logs in with the old hash, which is replaced by bcrypt', async () => {
@@ -365,14 +365,14 @@ describe.each(storeKinds())('login rate limit, expiry, root, CORS, forms ($name 
     const prod = await startTestServer(s2.store, [boom], { env: 'production' });
     const res = await prod.request('GET', '/boom');
     expect(res.status).toBe(500);
-    expect(res.body).toEqual({ status: 500, message: 'internal server error' });
+    expect(res.body).toEqual({ status: 500, statusCode: 500, message: 'internal server error' });
     await prod.close();
     await s2.dispose();
     const s3 = await kind.make();
     const dev = await startTestServer(s3.store, [boom], { env: 'development' });
     const devRes = await dev.request('GET', '/boom');
     // Development shows the message, without the server's paths (issue 21).
-    expect(devRes.body).toEqual({ status: 500, message: 'secret detail at …:12' });
+    expect(devRes.body).toEqual({ status: 500, statusCode: 500, message: 'secret detail at …:12' });
     await dev.close();
     await s3.dispose();
   });

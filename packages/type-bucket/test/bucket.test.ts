@@ -113,7 +113,7 @@ describe('Bucket: raw uploads, downloads and deletes against a real S3 server', 
   ])('$name: $status', async ({ method, path, status, message }) => {
     const res = await fetch(`${app.url}${path}`, { method, ...(method === 'POST' ? { body: 'x', headers: { 'content-type': 'text/plain' } } : {}) });
     expect(res.status).toBe(status);
-    expect(await res.json()).toEqual({ status, message });
+    expect(await res.json()).toEqual({ status, statusCode: status, message });
   });
 });
 
@@ -155,7 +155,7 @@ describe('Bucket: multipart/form-data uploads', () => {
   it('refuses a form with no file (400) and a malformed body (400)', async () => {
     const none = await fetch(`${app.url}/files`, { method: 'POST', body: form([]) });
     expect(none.status).toBe(400);
-    expect(await none.json()).toEqual({ status: 400, message: 'the form holds no file' });
+    expect(await none.json()).toEqual({ status: 400, statusCode: 400, message: 'the form holds no file' });
     const bad = await fetch(`${app.url}/files`, { method: 'POST', body: 'garbage', headers: { 'content-type': 'multipart/form-data' } });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { message: string }).message).toMatch(/^malformed multipart\/form-data/);

@@ -53,7 +53,7 @@ describe('Bucket event scripts: On Upload, On Get, On Delete', () => {
     const big = 'x'.repeat(101);
     const res = await fetch(`${app.url}/files/big.txt`, { method: 'POST', body: big, headers: { 'content-type': 'text/plain' } });
     expect(res.status).toBe(413);
-    expect(await res.json()).toEqual({ status: 413, message: 'file too big' });
+    expect(await res.json()).toEqual({ status: 413, statusCode: 413, message: 'file too big' });
     expect((await fetch(`${app.url}/files/big.txt`)).status).toBe(404);
   });
 
@@ -80,7 +80,7 @@ describe('Bucket event scripts: On Upload, On Get, On Delete', () => {
       pump();
     });
     expect(answer.status).toBe(413);
-    expect(JSON.parse(answer.body)).toEqual({ status: 413, message: 'file too big' });
+    expect(JSON.parse(answer.body)).toEqual({ status: 413, statusCode: 413, message: 'file too big' });
     expect(answer.connection).toBe('close');
     expect(sent).toBeLessThan(size);
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -96,7 +96,7 @@ describe('Bucket event scripts: On Upload, On Get, On Delete', () => {
     ]);
     const refused = await fetch(`${app.url}/files`, { method: 'POST', body: formOf({ 'fine.txt': 'a', 'secret.txt': 'b' }) });
     expect(refused.status).toBe(400);
-    expect(await refused.json()).toEqual({ status: 400, message: 'no secrets here' });
+    expect(await refused.json()).toEqual({ status: 400, statusCode: 400, message: 'no secrets here' });
     expect((await fetch(`${app.url}/files/fine.txt`)).status).toBe(404);
     expect((await fetch(`${app.url}/files/secret.txt`)).status).toBe(404);
   });
@@ -106,7 +106,7 @@ describe('Bucket event scripts: On Upload, On Get, On Delete', () => {
     app.realtime.messages.length = 0;
     const refused = await fetch(`${app.url}/files/private.txt`);
     expect(refused.status).toBe(401);
-    expect(await refused.json()).toEqual({ status: 401, message: 'not allowed' });
+    expect(await refused.json()).toEqual({ status: 401, statusCode: 401, message: 'not allowed' });
     expect(messages('get')).toEqual([{ url: '/private.txt', fileSize: 'undefined', fileName: 'undefined' }]);
     const root = await fetch(`${app.url}/files/private.txt`, { headers: { 'svc-ssh-key': 'any key is root in development' } });
     expect(root.status).toBe(200);

@@ -237,7 +237,7 @@ describe('Email resource: what a request may ask', () => {
     expect(server.mails[0]!.parsed.subject).toBe('From a script');
     expect(server.mails[0]!.parsed.text?.trimEnd()).toBe('Sent by a guest');
     const bad = await svc.request('POST', '/notify', { body: { to: 'bob@example.com\r\nBcc: x@example.com' } });
-    expect(bad.body).toEqual({ failed: { status: 400, message: 'the message is not valid', errors: { to: 'to must not contain line breaks' } } });
+    expect(bad.body).toEqual({ failed: { status: 400, statusCode: 400, message: 'the message is not valid', errors: { to: 'to must not contain line breaks' } } });
     expect((await svc.request('POST', '/email', { body: FULL })).status).toBe(403);
     expect(server.mails).toHaveLength(1);
   });

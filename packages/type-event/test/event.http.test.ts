@@ -61,12 +61,12 @@ describe('Event resource: On GET and On POST see the request', () => {
   it("the spec's /add-follower/<id>: body and parts reach On POST, cancel(401) when logged out", async () => {
     const out = await anon.request('POST', '/add-follower/u2', { body: { note: 'hi' } });
     expect(out.status).toBe(401);
-    expect(out.body).toEqual({ status: 401, message: 'log in first' });
+    expect(out.body).toEqual({ status: 401, statusCode: 401, message: 'log in first' });
     const { client, id } = await loggedIn('grace');
     expect((await client.request('POST', '/add-follower/u2', { body: { note: 'hi' } })).body).toEqual({ follower: 'grace', target: 'u2', note: 'hi' });
     const self = await client.request('POST', `/add-follower/${id}`, { body: {} });
     expect(self.status).toBe(400);
-    expect(self.body).toEqual({ status: 400, message: 'you cannot follow yourself' });
+    expect(self.body).toEqual({ status: 400, statusCode: 400, message: 'you cannot follow yourself' });
   });
 
   it('the svc client reads and writes other resources (callbacks and await)', async () => {
@@ -116,7 +116,7 @@ describe('Event resource: errors', () => {
   ])('cancel() in On GET answers its status: $path', async ({ path, status }) => {
     const res = await anon.request('GET', path);
     expect(res.status).toBe(status);
-    expect(res.body).toEqual({ status, message: 'refused by the script' });
+    expect(res.body).toEqual({ status, statusCode: status, message: 'refused by the script' });
   });
 
   it('error() in On POST answers 400 with every collected error', async () => {
@@ -136,7 +136,7 @@ describe('Event resource: errors', () => {
     for (const [method, path] of cases) {
       const res = await anon.request(method, path, method === 'GET' || method === 'DELETE' ? {} : { body: {} });
       expect(res.status, `${method} ${path}`).toBe(404);
-      expect(res.body).toEqual({ status: 404, message: 'resource not found' });
+      expect(res.body).toEqual({ status: 404, statusCode: 404, message: 'resource not found' });
     }
   });
 
@@ -144,7 +144,7 @@ describe('Event resource: errors', () => {
     const before = app.logs.length;
     const res = await anon.request('GET', '/guard?status=501');
     expect(res.status).toBe(501);
-    expect(res.body).toEqual({ status: 501, message: 'refused by the script' });
+    expect(res.body).toEqual({ status: 501, statusCode: 501, message: 'refused by the script' });
     const lines = app.logs.slice(before);
     expect(lines.filter((l) => l.startsWith('error '))).toEqual([]);
   });

@@ -200,7 +200,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     for (const s of segments) {
       if (!SEGMENT.test(s)) throw new SvcError('BAD_REQUEST', `"${s}": ${NAME_RULE}`, { errors: { [field]: 'letters, digits, - and _ only' } });
     }
-    if (segments[0] === 'dashboard') throw new SvcError('BAD_REQUEST', 'dashboard is the dashboard\'s own path', { errors: { [field]: 'reserved' } });
+    if (segments[0]?.toLowerCase() === 'dashboard') throw new SvcError('BAD_REQUEST', 'dashboard is the dashboard\'s own path', { errors: { [field]: 'reserved' } });
     return segments.join('/');
   }
 
@@ -224,6 +224,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
     const dir = resourceDir(name);
     if (existsSync(dir)) throw new SvcError('CONFLICT', `a resource ${name} exists`, { errors: { name: 'taken' } });
+    // Paths are case-sensitive, but two differing in case only would not load (the router refuses them).
+    const sameButCase = options.current().resources.find((r) => r.path.toLowerCase() === `/${name}`.toLowerCase());
+    if (sameButCase) throw new SvcError('CONFLICT', `a resource ${sameButCase.path.slice(1)} exists (names differing in case only are not allowed)`, { errors: { name: 'taken' } });
     const config: ResourceConfig = { type };
     if (type === 'Collection' || type === 'UserCollection') config.properties = {};
     else {
@@ -430,7 +433,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   function stream(ctx: Context): Reply | undefined {
     const res = ctx.res;
     const req = ctx.req;
-    if (!res || !req) return { status: 400, body: { status: 400, message: 'streams are HTTP only' } };
+    if (!res || !req) return { status: 400, body: new SvcError('BAD_REQUEST', 'streams are HTTP only').toJSON() };
     if (streams.size >= MAX_STREAMS) throw new SvcError('TOO_MANY_REQUESTS', `at most ${MAX_STREAMS} dashboards follow this server at once`);
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
     const send = (event: FeedEvent): void => {

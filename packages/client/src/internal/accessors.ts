@@ -87,7 +87,12 @@ export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceI
   if (info === undefined || info.kind === 'users') {
     out.login = (credentials, fn) => run(ctx, { method: 'POST', path: `${path}/login`, body: credentials }, callback(fn));
     out.logout = (fn) => run(ctx, { method: 'POST', path: `${path}/logout` }, callback(fn), toNull);
-    out.me = (fn) => run(ctx, { method: 'GET', path: `${path}/me` }, callback(fn));
+    // me(fn), me(query, fn), me(query): the arguments of get, as dpd.js's me (get('me', ...)); the
+    // query reaches On BeforeRequest and On Get. A path segment is ignored, as in scripts.
+    out.me = (...args) => {
+      const a = sortArgs(args);
+      return run(ctx, getCall(`${path}/me`, { ...a, segments: [] }), a.fn);
+    };
   }
   for (const [name, spec] of Object.entries(info?.methods ?? {})) {
     if (name in out) continue;

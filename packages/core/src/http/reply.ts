@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { isSvcError, SvcError } from '../errors.js';
+import { errorBody, isSvcError, SvcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Reply } from '../types.js';
 import { withoutPaths } from '../withoutPaths.js';
@@ -82,7 +82,7 @@ export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
       // once by the store, with its folder (not once per refused write).
       options.logger.error(`${options.where}: ${err.message}`, { code: err.code, cause: err.cause });
     }
-    const body = err.toJSON();
+    const body = errorBody(err);
     // A server-side failure's message may carry a cause's text (a file it could not write).
     if (err.status >= 500 && body.message !== undefined) body.message = withoutPaths(body.message);
     const reply: Reply = { status: err.status, body };
@@ -95,5 +95,5 @@ export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   const system = err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string' && typeof code === 'string';
   const message = options.production ? 'internal server error' : system ? `internal server error (${code})` : withoutPaths(err instanceof Error ? err.message : String(err));
-  return { status: 500, body: new SvcError('INTERNAL', message).toJSON() };
+  return { status: 500, body: errorBody(new SvcError('INTERNAL', message)) };
 }

@@ -265,7 +265,7 @@ export class Collection implements Resource {
       for (const key of outcome.protectedProps) delete object[key];
     }
     const missing = requiredErrors(object, this.properties);
-    if (missing) throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: missing });
+    if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
     await this.afterWrite(ctx, stored, undefined);
@@ -292,7 +292,7 @@ export class Collection implements Resource {
       object = outcome.object;
     }
     const missing = requiredErrors(object, this.properties);
-    if (missing) throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: missing });
+    if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
@@ -339,7 +339,7 @@ export class Collection implements Resource {
       return await write();
     } catch (err) {
       if (err instanceof DuplicateKeyError) {
-        throw new SvcError('VALIDATION_FAILED', `${err.field} is already in use`, { errors: { [err.field]: 'is already in use' }, cause: err });
+        throw new SvcError('VALIDATION_FAILED', undefined, { errors: { [err.field]: 'is already in use' }, cause: err });
       }
       throw err;
     }

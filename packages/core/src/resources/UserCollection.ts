@@ -84,7 +84,7 @@ export class UserCollection extends Collection implements UserResource {
       const username = body.username;
       const errors: Record<string, string> = typeof username === 'string' && username !== '' ? {} : { username: 'is required' };
       errors.password = 'is required';
-      throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors });
+      throw new SvcError('VALIDATION_FAILED', undefined, { errors });
     }
     return super.create(ctx, body);
   }
@@ -101,7 +101,7 @@ export class UserCollection extends Collection implements UserResource {
       ctx.body = rest;
     }
     if (body.password !== undefined && (typeof body.password !== 'string' || body.password === '')) {
-      throw new SvcError('VALIDATION_FAILED', 'validation failed', { errors: { password: 'must be a non-empty string' } });
+      throw new SvcError('VALIDATION_FAILED', undefined, { errors: { password: 'must be a non-empty string' } });
     }
     return super.update(ctx, id, body);
   }
