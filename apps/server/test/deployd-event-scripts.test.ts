@@ -36,6 +36,8 @@ const files = {
     if (this.name === 'uncaught') this.role = 'admin';
   `,
   'resources/accounts/aftercommit.js': "emit('account-committed', { event: event, id: this.id, role: this.role });\n",
+  'resources/people/config.json': { type: 'UserCollection', properties: { signup: { type: 'boolean' } } },
+  'resources/people/validate.js': 'this.signup = !this.id;\n',
   'resources/refs/config.json': { type: 'Collection', properties: { kind: { type: 'string' } } },
   'resources/refs/post.js': `
     if (this.kind === 'typeof') this.t = typeof coordinate;
@@ -89,6 +91,13 @@ describe.each(appStores())('Deployd 1.2 event scripts, issue 22 (%s store)', (st
     expect(realtime.messages.filter((m) => m.message === 'account-committed').at(-1)?.data).toEqual({ event: 'POST', id: made.id });
     const updated = await t.request('PUT', `/accounts/${made.id}`, { note: 'x' });
     expect(updated.body).toMatchObject({ sawCreate: false });
+  });
+
+  it('a sign-up has no id in a UserCollection\'s On Validate; an update has one', async () => {
+    const made = await post('/people', { username: `u${Date.now()}`, password: 'pw' });
+    expect(made.signup).toBe(true);
+    const updated = await t.request('PUT', `/people/${made.id}`, { signup: true }, root);
+    expect(updated.body).toMatchObject({ id: made.id, signup: false });
   });
 
   it('after protect(), this.p reads the stored value and assigning it throws a catchable TypeError; id is protected on update', async () => {
