@@ -611,7 +611,11 @@ export function isolateMain(
     if (fast) {
       // The names the locals declare decide which names the shared scope claims.
       let key = '';
-      for (let i = 0; i < locals.length; i++) key += (locals[i] as JobWire['L'][number]).k.join('\n') + '\n\n';
+      for (let i = 0; i < locals.length; i++) {
+        const k = (locals[i] as JobWire['L'][number]).k;
+        for (let n = 0; n < k.length; n++) key += `${k[n] as string}\n`;
+        key += '\n';
+      }
       let forScript = bound.get(scriptId);
       if (forScript === undefined) bound.set(scriptId, (forScript = new Map()));
       fn = forScript.get(key);
