@@ -107,6 +107,16 @@ describe('protect() (Deployd 1.2)', () => {
     expect(result.hidden).toEqual(['b']);
   });
 
+  test("Deployd's toggle: protect(p, false) and hide(p, false) undo", async () => {
+    const { exec } = setup();
+    const result = await exec("protect('owner'); protect('owner', false); this.owner = 'x'; hide('a'); hide('a', false); hide('b', true);", {
+      thisObj: { owner: 'eve' },
+      locals: { previous },
+    });
+    expect(result.thisObj.owner).toBe('x');
+    expect([result.protected, result.hidden]).toEqual([[], ['b']]);
+  });
+
   test('properties protected and hidden from the start of the run (an earlier event, id on update)', async () => {
     const { exec } = setup();
     const result = await exec(

@@ -166,9 +166,12 @@ export function makeScriptApi(
           if (!condition && run) addError(run, key, message);
         };
       case 'hide':
-        return (property: unknown) => {
+        // Deployd's second argument: hide(p, false) is unhide(p).
+        return (property: unknown, toggle?: unknown) => {
           const run = get();
-          if (run) addOnce((run.hidden ??= []), property);
+          if (!run) return;
+          if (toggle === false) remove(run.hidden, String(property));
+          else addOnce((run.hidden ??= []), property);
         };
       case 'unhide':
         return (property: unknown) => {
@@ -176,9 +179,12 @@ export function makeScriptApi(
           if (run) remove(run.hidden, String(property));
         };
       case 'protect':
-        return (property: unknown) => {
+        // Deployd's second argument: protect(p, false) is unprotect(p).
+        return (property: unknown, toggle?: unknown) => {
           const run = get();
-          if (run) protect(run, property);
+          if (!run) return;
+          if (toggle === false) unprotect(run, property);
+          else protect(run, property);
         };
       case 'unprotect':
         return (property: unknown) => {
