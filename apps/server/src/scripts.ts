@@ -196,7 +196,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         originalMethod: ctx.originalMethod,
         url: ctx.url,
         parts: ctx.parts,
-        query: ctx.query,
+        // No `query`: the script's ctx.query is its variable `query` (the runtime makes it so).
         body: ctx.body,
         headers: ctx.headers,
         session: { id: ctx.session.id, uid: ctx.session.uid },
@@ -314,6 +314,8 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           const compiled = scripts.get(event) as Compiled;
           const result = await runOne(compiled, {
             thisObj: input.object,
+            ...(input.hidden !== undefined && input.hidden.length > 0 ? { hidden: input.hidden } : {}),
+            ...(input.protectedProps !== undefined && input.protectedProps.length > 0 ? { protected: input.protectedProps } : {}),
             locals: locals(input.ctx, compiled.uses, { previous: input.previous ?? {}, ...input.locals }),
             host: host(input.ctx, compiled.uses),
             label: `${name} ${EVENT_LABEL[event]}`,

@@ -58,6 +58,14 @@ export interface RunInput {
   locals: Record<string, unknown>;
   /** Functions the script can call (emit, svc.<resource>.<method>, ...). */
   host?: HostApi;
+  /**
+   * Properties hidden and protected from the start of the run, by an earlier event of the same
+   * request (On Validate before On Put) or by the server (`id` on an update): the script sees them
+   * as if it had called hide()/protect() itself, and the result's `hidden`/`protected` are then
+   * the lists after the run (unhide()/unprotect() remove from them).
+   */
+  hidden?: readonly string[];
+  protected?: readonly string[];
   /** Prefix of this run's console lines, e.g. 'todos On Post'. */
   label?: string;
   /**
@@ -79,9 +87,9 @@ export interface RunResult {
   cancelled?: { message: string; status: number };
   /** Collected by error()/errorIf()/errorUnless(), keyed by property. Any error means the caller cancels the request. */
   errors?: Record<string, string>;
-  /** Properties passed to hide(), in call order, without duplicates. */
+  /** Properties passed to hide() and not to a later unhide(), in call order, without duplicates. */
   hidden: readonly string[];
-  /** Properties passed to protect(), in call order, without duplicates. */
+  /** Properties passed to protect() and not to a later unprotect(), in call order, without duplicates. */
   protected: readonly string[];
   /** The value given to setResult() (Event resource). */
   result?: unknown;

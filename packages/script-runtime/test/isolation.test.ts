@@ -18,8 +18,9 @@ describe('no scope is shared between runs', () => {
   test('implicit globals are not shared between different scripts either', async () => {
     const { exec } = setup();
     await exec('shared = 42;');
-    // Undeclared names read as undefined (so `typeof x === 'undefined'` works under `with`).
-    expect((await exec('this.x = shared; this.t = typeof shared;')).thisObj).toEqual({ t: 'undefined' });
+    // In another script the name is declared nowhere: typeof says so, and a read throws, as in JavaScript.
+    expect((await exec('this.t = typeof shared;')).thisObj).toEqual({ t: 'undefined' });
+    await expect(exec('this.x = shared;')).rejects.toThrow(/shared is not defined/);
   });
 
   test('two runs interleaved by async host calls keep their own globals', async () => {

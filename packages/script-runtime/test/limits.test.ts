@@ -132,7 +132,7 @@ describe('errors name the file and line', () => {
     const host = { ping: () => 1 };
     await expect(exec('await ping();\nthrow new Error("late");', { host })).rejects.toMatchObject({ message: 'late', line: 2 });
     await expect(exec('ping(function () {\n  undefinedFn();\n});', { host })).rejects.toMatchObject({
-      message: 'undefinedFn is not a function',
+      message: 'undefinedFn is not defined',
       line: 2,
     });
   });

@@ -253,13 +253,14 @@ export class Collection implements Resource {
     for (const [name, def] of Object.entries(this.properties)) {
       if (def.type === 'boolean' && values[name] === undefined) values[name] = false;
     }
-    // The id exists before the scripts run, so On Validate and On Post can use (and emit) it.
+    // As in Deployd 1.2, the id is given after On Validate (apps test `!this.id` there to tell a
+    // create from an update) and before On Post, which can use (and emit) it.
     const id = createId();
-    let object: Record<string, unknown> = { ...values, id };
+    let object: Record<string, unknown> = { ...values };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let outcome: EventOutcome | undefined;
     if (!skipEvents) {
-      outcome = await this.runWriteEvents(ctx, 'post', object, {});
+      outcome = await this.runWriteEvents(ctx, 'post', object, {}, id);
       object = outcome.object;
       // protect() on create keeps the client's value out of the new object.
       for (const key of outcome.protectedProps) delete object[key];
@@ -303,17 +304,22 @@ export class Collection implements Resource {
     return { status: 200, body: this.present(outcome ? hideFrom(updated, outcome.hidden) : updated) };
   }
 
-  /** On Validate, then On Post or On Put, unless a script cancelled or reported errors. */
-  private async runWriteEvents(ctx: Context, event: CollectionEvent, object: Record<string, unknown>, previous: Record<string, unknown>): Promise<EventOutcome> {
-    let hidden: string[] = [];
-    let protectedProps: string[] = [];
+  /**
+   * On Validate, then On Post or On Put, unless a script cancelled or reported errors. As in
+   * Deployd, the two share one object: what On Validate hid or protected still is in On Post/Put,
+   * and on an update `id` is protected from the start. `id` (create) is given before On Post.
+   */
+  private async runWriteEvents(ctx: Context, event: CollectionEvent, object: Record<string, unknown>, previous: Record<string, unknown>, id?: string): Promise<EventOutcome> {
+    let hidden: readonly string[] = [];
+    let protectedProps: readonly string[] = event === 'put' ? ['id'] : [];
     let current = object;
     for (const name of ['validate', event] as const) {
+      if (name === event && id !== undefined) current = { ...current, id };
       if (!this.events.has(name)) continue;
-      const outcome = await this.events.run(name, { ctx, object: current, previous });
+      const outcome = await this.events.run(name, { ctx, object: current, previous, hidden, protectedProps });
       current = outcome.object;
-      hidden = [...hidden, ...outcome.hidden];
-      protectedProps = [...protectedProps, ...outcome.protectedProps];
+      hidden = outcome.hidden;
+      protectedProps = outcome.protectedProps;
     }
     return { object: current, hidden, protectedProps };
   }

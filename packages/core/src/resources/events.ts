@@ -12,9 +12,9 @@ export type CollectionEvent = 'get' | 'validate' | 'post' | 'put' | 'delete' | '
 export interface EventOutcome {
   /** `this` after the script: changes are stored (validate/post/put) or answered (get). */
   object: Record<string, unknown>;
-  /** Properties hide() removed from the response. */
+  /** Properties hide() removed from the response (unhide() puts them back). */
   hidden: readonly string[];
-  /** Properties protect() keeps from being written. */
+  /** Properties protect() keeps from being written (unprotect() frees them). */
   protectedProps: readonly string[];
   /** On BeforeRequest: the request's query as the script left it. */
   query?: Record<string, unknown>;
@@ -28,6 +28,12 @@ export interface EventInput {
   object: Record<string, unknown>;
   /** The stored values before an update; `{}` on create. */
   previous?: Record<string, unknown>;
+  /**
+   * Properties hidden and protected from the start of the run (an earlier event of the request,
+   * `id` on an update); the outcome's lists are then the state after the run.
+   */
+  hidden?: readonly string[];
+  protectedProps?: readonly string[];
   /** More variables of the event: `event` ('GET', 'POST', ...), `success` (On Login). */
   locals?: Record<string, unknown>;
   /**

@@ -10,6 +10,12 @@ export interface SourceUsage {
   /** Properties of `this` the source reads or writes; undefined when it needs the whole object. */
   readonly thisProps: readonly string[] | undefined;
   /**
+   * Names the source may assign without declaring them (`x = 5`, `n++`, `for (k in o)`): a
+   * superset, as every other scan here. Only these can become implicit globals; reading any other
+   * name the run does not declare throws a ReferenceError, as in JavaScript. Undefined with eval.
+   */
+  readonly assigned: ReadonlySet<string> | undefined;
+  /**
    * The run may go on in microtasks after its body returned (it names promises, then/catch/
    * finally, async or await), so it can only be finished after they ran: one more crossing.
    */
@@ -22,19 +28,45 @@ const MEMBER = /^\s*\.\s*([A-Za-z_$][\w$]*)(?![\w$])/;
 const DEFERS = ['then', 'catch', 'finally', 'Promise', 'async', 'await'];
 
 /** Script API functions that read a variable on the script's behalf. */
-const IMPLIED: Record<string, readonly string[]> = { isMe: ['me'], changed: ['previous'], protect: ['previous'] };
+const IMPLIED: Record<string, readonly string[]> = {
+  isMe: ['me'],
+  changed: ['previous'],
+  protect: ['previous'],
+  unprotect: ['previous'],
+  // ctx.query is the variable `query`, and ctx.body the variable `body` (one object each).
+  ctx: ['query', 'body'],
+};
+
+const ID = '[A-Za-z_$][\\w$]*';
+/** `x =`, `x +=`, `x++`, ... (not `==`, `=>`, `<=`, `.x =`). */
+const ASSIGN_AFTER = new RegExp(`(?<![\\w$.])(${ID})\\s*(?:=(?![=>])|[-+*/%&|^]=|\\*\\*=|<<=|>>>?=|&&=|\\|\\|=|\\?\\?=|\\+\\+|--)`, 'g');
+/** `++x`, `--x`. */
+const ASSIGN_BEFORE = new RegExp(`(?:\\+\\+|--)\\s*(${ID})`, 'g');
+/** `for (k in o)`, `for (v of list)` without a declaration. */
+const FOR_TARGET = new RegExp(`\\bfor\\s*\\(\\s*(${ID})\\s+(?:in|of)\\b`, 'g');
+/** Destructuring assignments `[a, b] = ...`, `({ a, b: c } = ...)`: every name inside counts. */
+const DESTRUCTURE = /[[{]([\w$\s,:.]*)[\]}]\s*=(?![=>])/g;
 
 export function analyzeSource(source: string): SourceUsage {
   const names = new Set(source.match(IDENTIFIER) ?? []);
   // eval sees the whole scope and `this`, under names no scan can find.
-  if (names.has('eval')) return { names: undefined, thisProps: undefined, deferred: true };
+  if (names.has('eval')) return { names: undefined, thisProps: undefined, assigned: undefined, deferred: true };
   for (const [api, implied] of Object.entries(IMPLIED)) if (names.has(api)) for (const name of implied) names.add(name);
   return {
     names,
     // changed() and protect() read `this` by a name known only when they run.
     thisProps: names.has('changed') || names.has('protect') ? undefined : thisProperties(source),
+    assigned: assignedNames(source),
     deferred: DEFERS.some((name) => names.has(name)),
   };
+}
+
+/** Names the source may assign (see SourceUsage.assigned). */
+function assignedNames(source: string): ReadonlySet<string> {
+  const out = new Set<string>();
+  for (const pattern of [ASSIGN_AFTER, ASSIGN_BEFORE, FOR_TARGET]) for (const match of source.matchAll(pattern)) out.add(match[1] as string);
+  for (const match of source.matchAll(DESTRUCTURE)) for (const name of (match[1] as string).match(IDENTIFIER) ?? []) out.add(name);
+  return out;
 }
 
 /**

@@ -95,6 +95,7 @@ export function encodeJob(scriptId: number, jobId: number, inputs: JobInputs, us
   const tables: JobTables = { H: hosts.list.map((host) => hostKey(host)), B: labels.list, K: shapes.list, C: combos.list };
   const L = locals.list.map((v) => localsTable(v, usage.names));
   const packed: PackedJob = [scriptId, jobId, usage.deferred ? 1 : 0, JSON.stringify(tables), isEmptyLocals(L) ? 0 : L, items];
+  if (many?.some((input) => startOf(input) !== 0)) packed.push(many.map(startOf));
   return { json: JSON.stringify(packed), hosts: hosts.list };
 }
 
@@ -133,7 +134,16 @@ export function encodeRun(scriptId: number, jobId: number, input: RunInput, usag
   }
   const locals = localsTable(input.locals ?? NO_LOCALS, usage.names);
   const L = locals.k.length === 0 ? '0' : JSON.stringify([locals]);
-  return { json: `[${scriptId},${jobId},${usage.deferred ? 1 : 0},${last.text},${L},${JSON.stringify(item)}]`, hosts: [host] };
+  const start = startOf(input);
+  const S = start === 0 ? '' : `,${JSON.stringify([start])}`;
+  return { json: `[${scriptId},${jobId},${usage.deferred ? 1 : 0},${last.text},${L},${JSON.stringify(item)}${S}]`, hosts: [host] };
+}
+
+/** What a run starts with hidden and protected (PackedJob's 6): 0 for nothing, most runs. */
+function startOf(input: RunInput): 0 | [string[], string[]] {
+  const hidden = input.hidden ?? NONE;
+  const guarded = input.protected ?? NONE;
+  return hidden.length === 0 && guarded.length === 0 ? 0 : [hidden.map(String), guarded.map(String)];
 }
 
 /** Shapes.encode for one object: pushes its values onto `item`, returns its keys. */

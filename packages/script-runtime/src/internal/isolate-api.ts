@@ -16,8 +16,10 @@ export function makeScriptApi(
 ): ScriptApi {
   const names = new Set([
     'cancel', 'cancelIf', 'cancelUnless', 'error', 'errorIf', 'errorUnless',
-    'hide', 'protect', 'changed', 'isMe', 'setResult', 'console', 'hasErrors',
+    'hide', 'unhide', 'protect', 'unprotect', 'changed', 'isMe', 'setResult', 'console', 'hasErrors',
   ]);
+  /** The getters protect() puts on `this`, to tell them from a property the script defined. */
+  const guards = new WeakSet<object>();
 
   const text = (value: unknown): string => (value === undefined || value === null ? '' : String(value));
 
@@ -36,6 +38,56 @@ export function makeScriptApi(
   function addOnce(list: string[], property: unknown): void {
     const name = String(property);
     if (!list.includes(name)) list.push(name);
+  }
+
+  function remove(list: string[] | undefined, name: string): void {
+    const at = list === undefined ? -1 : list.indexOf(name);
+    if (at >= 0) (list as string[]).splice(at, 1);
+  }
+
+  /**
+   * Deployd's protect(): from now on `this[key]` reads `value` (the stored value) and assigning
+   * it throws a TypeError the script may catch. Configurable, so that unprotect() can put a plain
+   * property back; whatever the script does to it, the server never writes a protected property.
+   */
+  function guard(run: IsolateRun, key: string, value: unknown): void {
+    const get = () => value;
+    guards.add(get);
+    Object.defineProperty(run.thisObj, key, {
+      get,
+      set() {
+        throw new TypeError(`Cannot modify protected property '${key}'`);
+      },
+      enumerable: true,
+      configurable: true,
+    });
+  }
+
+  function protect(run: IsolateRun, property: unknown): void {
+    const key = String(property);
+    addOnce((run.protect ??= []), key);
+    const previous = peekVar(run, 'previous');
+    const stored = previous !== null && typeof previous === 'object' && Object.prototype.hasOwnProperty.call(previous, key);
+    guard(run, key, stored ? copy((previous as Record<string, unknown>)[key]) : undefined);
+  }
+
+  function unprotect(run: IsolateRun, property: unknown): void {
+    const key = String(property);
+    remove(run.protect, key);
+    const own = Object.getOwnPropertyDescriptor(run.thisObj, key);
+    if (own?.get === undefined || !guards.has(own.get)) return;
+    // As in Deployd: the value it read becomes a plain property again.
+    const value = own.get();
+    delete run.thisObj[key];
+    if (value !== undefined) Object.defineProperty(run.thisObj, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+
+  /** Runs after an earlier event keep its hide() and protect(): `this` holds the values to keep. */
+  function begin(run: IsolateRun, hidden: readonly string[], protect: readonly string[]): void {
+    if (hidden.length > 0) run.hidden = hidden.slice();
+    if (protect.length === 0) return;
+    run.protect = protect.slice();
+    for (const key of protect) guard(run, key, Object.prototype.hasOwnProperty.call(run.thisObj, key) ? run.thisObj[key] : undefined);
   }
 
   function deepEqual(a: unknown, b: unknown): boolean {
@@ -114,24 +166,30 @@ export function makeScriptApi(
           if (!condition && run) addError(run, key, message);
         };
       case 'hide':
-        return (property: unknown) => {
-          const run = get();
-          if (run) addOnce((run.hidden ??= []), property);
-        };
-      case 'protect':
-        return (property: unknown) => {
+        // Deployd's second argument: hide(p, false) is unhide(p).
+        return (property: unknown, toggle?: unknown) => {
           const run = get();
           if (!run) return;
-          addOnce((run.protect ??= []), property);
-          // From now on `this` reads the stored value (none on create), as in Deployd.
-          const key = String(property);
-          const previous = peekVar(run, 'previous');
-          if (previous !== null && typeof previous === 'object' && Object.prototype.hasOwnProperty.call(previous, key)) {
-            // defineProperty: a key "__proto__" stays an own property.
-            Object.defineProperty(run.thisObj, key, { value: copy((previous as Record<string, unknown>)[key]), enumerable: true, writable: true, configurable: true });
-          } else {
-            delete run.thisObj[key];
-          }
+          if (toggle === false) remove(run.hidden, String(property));
+          else addOnce((run.hidden ??= []), property);
+        };
+      case 'unhide':
+        return (property: unknown) => {
+          const run = get();
+          if (run) remove(run.hidden, String(property));
+        };
+      case 'protect':
+        // Deployd's second argument: protect(p, false) is unprotect(p).
+        return (property: unknown, toggle?: unknown) => {
+          const run = get();
+          if (!run) return;
+          if (toggle === false) unprotect(run, property);
+          else protect(run, property);
+        };
+      case 'unprotect':
+        return (property: unknown) => {
+          const run = get();
+          if (run) unprotect(run, property);
         };
       case 'hasErrors':
         return () => {
@@ -166,5 +224,5 @@ export function makeScriptApi(
     }
   }
 
-  return { names, create };
+  return { names, create, begin };
 }

@@ -27,8 +27,11 @@ export function isolateMain(
 ): IsolateBridge {
   const shared = new Int32Array(sab);
   const factories = new Map<number, ScriptFactory>();
-  /** Per script: its body bound to the shared scope, for runs that end synchronously. */
-  const bound = new Map<number, (this: Record<string, unknown>) => unknown>();
+  /**
+   * Per script and per list of the locals its jobs declare: its body bound to a shared scope, for
+   * runs that end synchronously (a server sends few different lists per event).
+   */
+  const bound = new Map<number, Map<string, (this: Record<string, unknown>) => unknown>>();
   const jobs = new Map<number, IsolateJob>();
   const queue: ((() => void) | undefined)[] = [];
   let head = 0;
@@ -122,10 +125,19 @@ export function isolateMain(
     const job = run.job;
     const node = job.trees[run.hi]?.get(name);
     if (node) return host.build(run, node);
-    if (job.locals[run.li]?.k.includes(name) !== true) return undefined;
-    const value = job.locals[run.li]?.v[name];
+    const table = job.locals[run.li];
+    if (table?.k.includes(name) !== true) return undefined;
+    const value = table.v[name];
     // A batch shares one locals table: each run gets a copy so one object's script can't alter the next's.
-    return job.localsShared[run.li] === true && value !== null && typeof value === 'object' ? copy(value) : value;
+    const out = job.localsShared[run.li] === true && value !== null && typeof value === 'object' ? copy(value) : value;
+    if (name === 'ctx' && out !== null && typeof out === 'object') {
+      // As in Deployd, ctx.query is the variable `query` and ctx.body the variable `body`: a
+      // change through either is one change (On BeforeRequest's query goes back to the request).
+      const ctx = out as Record<string, unknown>;
+      if (table.k.includes('query')) ctx.query = readVar(run, 'query');
+      if (table.k.includes('body')) ctx.body = readVar(run, 'body');
+    }
+    return out;
   }
 
   /** A variable's value for reading only (isMe, changed): the run's own, or the locals' uncopied. */
@@ -167,16 +179,19 @@ export function isolateMain(
       if (typeof key !== 'string') return false;
       const run = runOf(target);
       if ((run.vars !== undefined && key in run.vars) || declares(run, key)) return true;
-      // Unknown names are claimed too, so that implicit globals land in this run's scope.
-      return !(key in globalThis);
+      // A name the script may assign is claimed, so that it lands in this run's scope as an
+      // implicit global. Any other undeclared name is not: the lookup reaches the global object,
+      // where a read throws a ReferenceError and `typeof` answers 'undefined', as in JavaScript.
+      const assigned = run.job.assigned;
+      return (assigned === null || assigned.has(key)) && !(key in globalThis);
     },
     get(target, key) {
       if (typeof key !== 'string') return undefined; // Symbol.unscopables, looked up by `with`
       const run = runOf(target);
       if (run.vars !== undefined && key in run.vars) return run.vars[key];
       if (declares(run, key)) return readVar(run, key);
-      // `with` cannot tell a read from `typeof`: answering undefined keeps the common
-      // `typeof x === 'undefined'` check working, at the price of undeclared reads not throwing.
+      // An implicit global before its first assignment: `with` cannot tell a read from `typeof`,
+      // and `if (typeof x === 'undefined') x = ...` must work.
       return undefined;
     },
     set(target, key, value) {
@@ -191,18 +206,23 @@ export function isolateMain(
   };
   /** Per script: the identifiers its source mentions (null: unknown, it calls eval). */
   const scriptNames = new Map<number, string[] | null>();
+  /** Per script: the names it may assign without declaring them (null: any, it calls eval). */
+  const scriptAssigned = new Map<number, ReadonlySet<string> | null>();
 
   /**
    * The shared scope of a script's synchronous runs without a Proxy: one accessor per name the
    * source mentions (real globals excepted), reading and writing the variables of `current`. A
    * name the source does not mention cannot be looked up, so nothing else needs claiming, and an
-   * accessor costs one call where the Proxy's `has` and `get` traps cost two.
+   * accessor costs one call where the Proxy's `has` and `get` traps cost two. A name that is
+   * neither declared (`locals`: the names the job's locals tables declare) nor assigned by the
+   * script gets no accessor, so that reading it throws a ReferenceError (see scopeHandler.has).
    */
-  function scopeFor(names: readonly string[]): object {
+  function scopeFor(names: readonly string[], assigned: ReadonlySet<string>, locals: ReadonlySet<string>): object {
     const scope = Object.create(null) as Record<string, unknown>;
     for (const name of names) {
       const always = api.names.has(name) || DECLARED.has(name);
       if (name in globalThis && !always) continue;
+      if (!always && !locals.has(name) && !assigned.has(name)) continue;
       Object.defineProperty(scope, name, {
         get: () => {
           const run = current;
@@ -400,8 +420,16 @@ export function isolateMain(
         runFast(job, shape, base, combo);
         continue;
       }
-      start(newRun(job, shape, base, combo));
+      const run = newRun(job, shape, base, combo);
+      if (job.start !== undefined) begin(run);
+      start(run);
     }
+  }
+
+  /** What an earlier event of the request hid and protected holds from the start of this run. */
+  function begin(run: IsolateRun): void {
+    const state = run.job.start?.[run.index];
+    if (state !== undefined && state !== 0) api.begin(run, state[0], state[1]);
   }
 
   function newRun(job: IsolateJob, shape: readonly string[], base: number, combo: JobWire['C'][number]): IsolateRun {
@@ -448,6 +476,7 @@ export function isolateMain(
       run.vars = run.hidden = run.protect = run.errors = run.cancelled = run.result = run.error = undefined;
       run.resultSet = run.done = run.finished = false;
     }
+    if (job.start !== undefined) begin(run);
     enter(job.id);
     current = run;
     try {
@@ -576,14 +605,34 @@ export function isolateMain(
     // Runs that cannot go on after their body returned share one scope (see `current`); that
     // scope needs the names the source mentions (a source calling eval is deferred anyway).
     const names = scriptNames.get(scriptId);
-    const fast = !defer && names != null && tables.hostless;
-    let fn = fast ? bound.get(scriptId) : undefined;
-    if (fast && fn === undefined) bound.set(scriptId, (fn = factory(scopeFor(names as string[]))));
+    const assigned = scriptAssigned.get(scriptId) ?? null;
+    const fast = !defer && names != null && assigned !== null && tables.hostless;
+    let fn: ((this: Record<string, unknown>) => unknown) | undefined;
+    if (fast) {
+      // The names the locals declare decide which names the shared scope claims.
+      let key = '';
+      for (let i = 0; i < locals.length; i++) {
+        const k = (locals[i] as JobWire['L'][number]).k;
+        for (let n = 0; n < k.length; n++) key += `${k[n] as string}\n`;
+        key += '\n';
+      }
+      let forScript = bound.get(scriptId);
+      if (forScript === undefined) bound.set(scriptId, (forScript = new Map()));
+      fn = forScript.get(key);
+      if (fn === undefined) {
+        const declared = new Set<string>();
+        for (let i = 0; i < locals.length; i++) for (const name of (locals[i] as JobWire['L'][number]).k) declared.add(name);
+        if (forScript.size >= 16) forScript.clear();
+        forScript.set(key, (fn = factory(scopeFor(names as string[], assigned, declared))));
+      }
+    }
     const job: IsolateJob = {
       id: jobId,
       scriptId,
       factory,
       bound: fn,
+      assigned,
+      start: packed[6],
       defer,
       fast,
       items,
@@ -713,8 +762,10 @@ export function isolateMain(
   // Nothing a run does may be seen by another: every intrinsic and the global object are frozen
   // (see isolate-seal.ts). Scripts write implicit globals into their own scope instead.
   sealRealm();
-  const define = (id: number, factory: ScriptFactory, names: string): void => {
+  const define = (id: number, factory: ScriptFactory, names: string, assigned: string): void => {
     scriptNames.set(id, JSON.parse(names) as string[] | null);
+    const list = JSON.parse(assigned) as string[] | null;
+    scriptAssigned.set(id, list === null ? null : new Set(list));
     factories.set(id, factory);
     bound.delete(id);
   };

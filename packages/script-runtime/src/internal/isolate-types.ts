@@ -1,5 +1,5 @@
 /** Types of the code that runs inside the isolate (erased at compile time; nothing here runs). */
-import type { JobTables, JobWire } from './wire.js';
+import type { JobTables, JobWire, PackedJob } from './wire.js';
 
 /** A compiled script inside the isolate: called with a scope, returns the script body. */
 export type ScriptFactory = (scope: object) => (this: Record<string, unknown>) => unknown;
@@ -10,8 +10,11 @@ export type ScriptFactory = (scope: object) => (this: Record<string, unknown>) =
  * `resume` until 0), so that one call never runs much longer than a time budget.
  */
 export interface IsolateBridge {
-  /** `names`: JSON of the identifiers the source mentions, or null (SourceUsage.names). */
-  define(id: number, factory: ScriptFactory, names: string): void;
+  /**
+   * `names`: JSON of the identifiers the source mentions, or null (SourceUsage.names); `assigned`:
+   * JSON of the names it may assign without declaring them, or null (SourceUsage.assigned).
+   */
+  define(id: number, factory: ScriptFactory, names: string, assigned: string): void;
   /** Checks that the source parses on its own as a function body; returns the error message or ''. */
   check(source: string): string;
   /**
@@ -48,6 +51,10 @@ export interface IsolateJob {
   fast: boolean;
   /** For fast jobs: the script body bound to the shared scope. */
   bound: ((this: Record<string, unknown>) => unknown) | undefined;
+  /** Names the script may assign without declaring them (null: any, it calls eval). */
+  assigned: ReadonlySet<string> | null;
+  /** Per run index: what is hidden and protected from its start (PackedJob's 6). */
+  start: PackedJob[6];
   /** Items as sent: [combination, ...values] each (see JobWire). */
   items: unknown[];
   combos: JobWire['C'];
@@ -127,6 +134,8 @@ export interface IsolateRun {
 export interface ScriptApi {
   names: Set<string>;
   create(get: () => IsolateRun | undefined, name: string): unknown;
+  /** Starts a run with properties hidden and protected already (by an earlier event). */
+  begin(run: IsolateRun, hidden: readonly string[], protect: readonly string[]): void;
 }
 
 /** Signature of makeScriptApi (see isolate-api.ts). */

@@ -94,7 +94,8 @@ export class IsolateWorker {
     if (standalone) throw new ScriptSyntaxError(standalone, { filename: script.filename });
     const factory = compiled.runSync(live.context, { reference: true });
     const names = JSON.stringify(script.usage.names ? [...script.usage.names] : null);
-    live.refs.define.applySync(undefined, [script.id, factory.derefInto({ release: true }), names]);
+    const assigned = JSON.stringify(script.usage.assigned ? [...script.usage.assigned] : null);
+    live.refs.define.applySync(undefined, [script.id, factory.derefInto({ release: true }), names, assigned]);
     compiled.release();
     live.defined.add(script.id);
   }

@@ -47,9 +47,11 @@ export type JobTables = Pick<JobWire, 'H' | 'B' | 'K' | 'C'>;
 
 /**
  * A job as it crosses: [script id, job id, m, JSON of its JobTables, L (0 for the usual single
- * locals table without names), I]. See JobWire for each part.
+ * locals table without names), I, and, only when a run starts with properties hidden or
+ * protected already (RunInput.hidden/protected), per run index 0 or [hidden, protected]]. See
+ * JobWire for each part.
  */
-export type PackedJob = [number, number, number, string, JobWire['L'] | 0, unknown[]];
+export type PackedJob = [number, number, number, string, JobWire['L'] | 0, unknown[], ((0 | [string[], string[]])[] | undefined)?];
 
 /**
  * A finished job: [key lists, outcomes]. The outcomes are flat, one run after the other in input
