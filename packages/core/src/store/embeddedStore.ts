@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -16,6 +16,7 @@ import { lockDataFolder } from './internal/dataLock.js';
 import { repairTornTail } from './internal/tornTail.js';
 import { DiskState, diskErrorCode } from './internal/diskError.js';
 import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
+import { collectionOfDataFile, dataFileOfCollection } from './embeddedSnapshot.js';
 
 /** Options of {@link createEmbeddedStore}. */
 export interface EmbeddedStoreOptions {
@@ -98,10 +99,18 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
         const other = byFoldedName.get(folded);
         if (other !== undefined) throw new TypeError(`collection name ${name} differs from ${other} only in case`);
         byFoldedName.set(folded, name);
-        collection = new EmbeddedCollection(name, join(dir, `${name.replaceAll('/', '.')}.db`), warn, disk);
+        collection = new EmbeddedCollection(name, join(dir, dataFileOfCollection(name)), warn, disk);
         collections.set(name, collection);
       }
       return collection;
+    },
+    async listCollections(): Promise<string[]> {
+      const names = new Set(collections.keys());
+      for (const file of await readdir(dir)) {
+        const name = collectionOfDataFile(file);
+        if (name !== undefined) names.add(name);
+      }
+      return [...names].sort();
     },
     async close(): Promise<void> {
       if (closed) return;

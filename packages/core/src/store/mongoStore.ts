@@ -2,7 +2,7 @@ import { redactUrl } from '../redactUrl.js';
 import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
 import type { Collection, Document } from 'mongodb';
 import { SvcError } from '../errors.js';
-import { DuplicateKeyError, assertCollectionName } from './Store.js';
+import { DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
 import { renameId } from './internal/renameId.js';
 
@@ -113,6 +113,12 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
           if (err instanceof MongoServerError && typeof err.code === 'number' && RENAME_REFUSED.has(err.code)) return false;
           throw err;
         }
+      });
+    },
+    listCollections(): Promise<string[]> {
+      return guarded(timeoutMS, async () => {
+        const infos = await db.listCollections({}, { nameOnly: true }).toArray();
+        return infos.map((info) => info.name).filter(isCollectionName).sort();
       });
     },
     close: () => client.close(),
