@@ -96,7 +96,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const store: Store = feedStore(
     options.db
       ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
-      : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message) }),
+      : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true }),
     feed,
   );
   try {
