@@ -21,10 +21,13 @@ export const MAX_DEPTH = 100;
 const PAGE = 1000;
 /**
  * Objects written at once while importing into the embedded store (its group commit writes them
- * in one append, in call order). MongoDB gets one at a time, so that its natural order is the
- * file's.
+ * in one append, in call order). A store without that gets one at a time, or ordered batches
+ * (MongoDB's insertMany), so that its natural order is the file's.
  */
 const IMPORT_CONCURRENCY = 32;
+/** A batch sent to MongoDB at once: at most this many objects, or about this many bytes. */
+const BATCH_OBJECTS = 1000;
+const BATCH_BYTES = 4 * 1024 * 1024;
 
 /** Where an export reads: the embedded store's data folder (no lock taken), or an open store. */
 export type ExportSource = { kind: 'embedded'; dir: string } | { kind: 'store'; store: Store };
@@ -141,6 +144,8 @@ export async function exportToFile(source: ExportSource, file: string): Promise<
 /** One object of an export file. */
 interface ExportedObject {
   line: number;
+  /** Length of the line. */
+  bytes: number;
   collection: string;
   doc: Doc;
 }
@@ -200,7 +205,7 @@ export async function readExport(file: string, onObject: (o: ExportedObject) => 
     ids.set(doc.id, lineNo);
     summary.objects++;
     summary.collections[collection] = (summary.collections[collection] ?? 0) + 1;
-    await onObject({ line: lineNo, collection, doc });
+    await onObject({ line: lineNo, bytes: text.length, collection, doc });
   }
   if (!header) throw new Error(`${file}: empty: not an svc export`);
   if (!ended) throw new Error(`${file}: ends at line ${lineNo} without its end line: the export is cut short (it did not finish, or the file was truncated)`);
@@ -368,6 +373,7 @@ async function importStore(file: string, store: Store, expected: TransferSummary
   // Replaced: everything with --replace, else only the internal collections (guardReplace refused any other).
   for (const name of Object.keys(held.collections)) await store.collection(name).remove({});
   const written: { collection: string; id: string }[] = [];
+  // (Ids attempted, not only acknowledged: the target held none of them.)
   try {
     await writeAll(file, store, (collection, id) => written.push({ collection, id }));
   } catch (err) {
@@ -389,18 +395,46 @@ async function importStore(file: string, store: Store, expected: TransferSummary
   return { ...expected, ...(safetyFile ? { safetyFile } : {}) };
 }
 
-/** Reads the file again and inserts its objects in file order, up to IMPORT_CONCURRENCY at a time on the embedded store. */
-async function writeAll(file: string, store: Store, wrote?: (collection: string, id: string) => void): Promise<void> {
+/**
+ * Reads the file again and inserts its objects in file order: on the embedded store up to
+ * IMPORT_CONCURRENCY at a time; where the store inserts many in one round trip (MongoDB), in
+ * batches of consecutive objects of one collection. `attempted` is told each id before it is
+ * written (the target held none of them, so they can all be removed again).
+ */
+async function writeAll(file: string, store: Store, attempted?: (collection: string, id: string) => void): Promise<void> {
   const concurrency = store.kind === 'embedded' ? IMPORT_CONCURRENCY : 1;
   const inFlight = new Set<Promise<void>>();
   let failure: unknown;
-  await readExport(file, async ({ line, collection, doc }) => {
+  let batch: { collection: string; docs: Doc[]; first: number; last: number; bytes: number } | undefined;
+  const flush = async (): Promise<void> => {
+    if (!batch) return;
+    const b = batch;
+    batch = undefined;
+    for (const doc of b.docs) attempted?.(b.collection, doc.id);
+    const many = store.collection(b.collection).insertMany?.bind(store.collection(b.collection)) as (docs: Doc[]) => Promise<void>;
+    try {
+      await many(b.docs);
+    } catch (err) {
+      throw new Error(`${file}: lines ${b.first}-${b.last}: ${b.collection}: refused: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  await readExport(file, async ({ line, bytes, collection, doc }) => {
     if (failure !== undefined) throw failure as Error;
-    const p = store
-      .collection(collection)
+    const target = store.collection(collection);
+    if (target.insertMany) {
+      if (batch && batch.collection !== collection) await flush();
+      batch ??= { collection, docs: [], first: line, last: line, bytes: 0 };
+      batch.docs.push(doc);
+      batch.last = line;
+      batch.bytes += bytes;
+      if (batch.docs.length >= BATCH_OBJECTS || batch.bytes >= BATCH_BYTES) await flush();
+      return;
+    }
+    attempted?.(collection, doc.id);
+    const p = target
       .insert(doc)
       .then(
-        () => wrote?.(collection, doc.id),
+        () => undefined,
         (err: unknown) => {
           failure ??= new Error(`${file}: line ${line}: ${collection} ${JSON.stringify(doc.id)} was refused: ${(err as Error).message}`, { cause: err });
         },
@@ -409,6 +443,7 @@ async function writeAll(file: string, store: Store, wrote?: (collection: string,
     inFlight.add(p);
     if (inFlight.size >= concurrency) await Promise.race(inFlight);
   });
+  await flush();
   await Promise.all(inFlight);
   if (failure !== undefined) throw failure as Error;
 }

@@ -64,6 +64,11 @@ export interface StoreCollection {
   /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */
   insert(doc: Doc): Promise<Doc>;
   /**
+   * Optional: inserts objects in order in one round trip, for a store where one insert at a time
+   * is slow (a network database); stops at the first one refused (the ones before it stay).
+   */
+  insertMany?(docs: Doc[]): Promise<void>;
+  /**
    * Applies `ops` atomically to the first object matching `filter` and answers it as it is after
    * the update, or null when nothing matched. Rejects with {@link DuplicateKeyError} on a unique
    * index violation.

@@ -159,6 +159,19 @@ class MongoCollection implements StoreCollection {
     return guarded(this.#timeoutMs, () => this.#insert(doc));
   }
 
+  insertMany(docs: Doc[]): Promise<void> {
+    return guarded(this.#timeoutMs, async () => {
+      try {
+        await this.#coll.insertMany(
+          docs.map(({ id, ...rest }) => ({ _id: id, ...rest })),
+          { ordered: true },
+        );
+      } catch (err) {
+        throw await this.#translate(err);
+      }
+    });
+  }
+
   update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
     return guarded(this.#timeoutMs, () => this.#update(filter, ops));
   }
