@@ -43,6 +43,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   },
   realtime: { kind: 'object', keys: { maxSocketsPerAddress: int(0), maxSockets: int(0) } },
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
+  backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000) } },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */

@@ -43,6 +43,8 @@ export interface AppSettings {
   realtime?: { maxSocketsPerAddress?: number; maxSockets?: number };
   /** The embedded store: fsync each append before acknowledging it (default false; docs/deploying.md). */
   embeddedStore?: { fsync?: boolean };
+  /** Scheduled backups into <app>/backups (svc backup's format): every intervalMinutes, the newest `keep` kept (default 7). */
+  backups?: { intervalMinutes?: number; keep?: number };
   [key: string]: unknown;
 }
 
