@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { collectionOfDataFile, createEmbeddedStore, dataFileOfCollection, isCollectionName, lockDataFolder, snapshotEmbeddedStore } from '@svc/core';
 import type { Doc, Store } from '@svc/core';
@@ -312,6 +312,10 @@ export interface ImportSummary extends TransferSummary {
  * MongoDB the objects are inserted; when that fails midway, those inserted are removed again.
  */
 export async function importFile(file: string, target: ImportTarget, options: ImportOptions = {}): Promise<ImportSummary> {
+  const info = await stat(file).catch((err: NodeJS.ErrnoException) => {
+    throw new Error(err.code === 'ENOENT' ? `${file}: no such file` : `${file}: ${err.message}`, { cause: err });
+  });
+  if (info.isDirectory()) throw new Error(`${file} is a folder, not an export file`);
   const expected = await readExport(file, () => undefined);
   if (target.kind === 'embedded') return importEmbedded(file, target.dir, expected, options);
   return importStore(file, target.store, expected, options);

@@ -73,6 +73,8 @@ describe('svc export / svc import between stores', () => {
     // Through the command line: one line, exit code 1.
     const cli = await runSvc(['import', app, '--from', file]);
     expect(cli).toMatchObject({ code: 1, stderr: expect.stringMatching(/^svc: .*line 1: export format version 99 is newer/) as unknown });
+    await expect(importFile(join(dir, 'missing.jsonl'), { kind: 'embedded', dir: join(app, 'data') })).rejects.toThrow(/missing\.jsonl: no such file$/);
+    await expect(importFile(dir, { kind: 'embedded', dir: join(app, 'data') })).rejects.toThrow(/is a folder, not an export file/);
     // A line longer than the cap is refused without being read whole.
     await writeFile(file, `${header}\n{"collection":"todos","object":{"id":"a","x":"${'x'.repeat(18 * 1024 * 1024)}"}}\n${end(1)}\n`);
     await expect(importFile(file, { kind: 'embedded', dir: join(app, 'data') })).rejects.toThrow(/line 2 is longer than \d+ bytes/);
