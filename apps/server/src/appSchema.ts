@@ -42,6 +42,8 @@ export const APP_SCHEMA: Record<string, Rule> = {
     keys: { headersTimeoutMs: int(1), requestTimeoutMs: int(1), keepAliveTimeoutMs: int(1), maxConnections: int(1), maxConnectionsPerAddress: int(0) },
   },
   realtime: { kind: 'object', keys: { maxSocketsPerAddress: int(0), maxSockets: int(0) } },
+  embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
+  backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000) } },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */

@@ -10,6 +10,7 @@ import { writeTypes } from './typesCommand.js';
 import { importCommand } from './importCommand.js';
 import { coreVersion } from './installedTypes.js';
 import { migrateDeployd } from './migrateDeployd.js';
+import { exportCommand, fileTime, importFileCommand } from './transferCommands.js';
 
 const USAGE = `usage:
   svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]
@@ -18,6 +19,10 @@ const USAGE = `usage:
   svc showkey [app-dir]  print the app's root key
   svc types [app-dir] [--out <file>|-]  write TypeScript types for @svc/client (default <app>/svc-types.ts)
   svc import [app-dir] --resource <name> [--db <mongodb-url>]  run an Importer resource, with a progress bar
+  svc export [app-dir] [--out <file>|-] [--db <mongodb-url>]  every collection to a JSON lines file (default: standard output)
+  svc import [app-dir] --from <file> [--replace] [--db <mongodb-url>]  load an export into the app's store
+  svc backup [app-dir] [--out <file>] [--db <mongodb-url>]  an export of the store, also while the server runs
+  svc restore [app-dir] --from <file> [--db <mongodb-url>]  replace the store's objects with a backup's
   svc migrate-deployd <dir> [--out <dir>] [--dry-run]  turn a Deployd 1.2 app into an svc app (prints every change)
   svc help [command]     this text, or one command's
 environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags`;
@@ -34,7 +39,31 @@ const COMMANDS: Record<string, { usage: string; about: string; flags: readonly s
   keygen: { usage: 'svc keygen [app-dir]', about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key).", flags: [], max: 1 },
   showkey: { usage: 'svc showkey [app-dir]', about: "Prints the app's first root key.", flags: [], max: 1 },
   types: { usage: 'svc types [app-dir] [--out <file>|-]', about: 'Writes TypeScript types of the app for @svc/client (default <app>/svc-types.ts; - prints them).', flags: ['out'], max: 1 },
-  import: { usage: 'svc import [app-dir] --resource <name> [--db <mongodb-url>] [--env development|production]', about: 'Runs an Importer resource with a progress bar.', flags: ['resource', 'db', 'env'], max: 1 },
+  import: {
+    usage: 'svc import [app-dir] --resource <name> [--db <mongodb-url>] [--env development|production]\n       svc import [app-dir] --from <file> [--replace] [--db <mongodb-url>]',
+    about:
+      'With --resource: runs an Importer resource with a progress bar. With --from: loads a file written by svc export or svc backup into the app\'s store (the embedded one in <app>/data, or MongoDB with --db), all or nothing; a store that holds objects is refused unless --replace, which exports them to <app>/backups/ first. The server must be stopped.',
+    flags: ['resource', 'db', 'env', 'from', 'replace'],
+    max: 1,
+  },
+  export: {
+    usage: 'svc export [app-dir] [--out <file>|-] [--db <mongodb-url>]',
+    about: "Writes every collection of the app's store (the embedded one in <app>/data, or MongoDB with --db), users with their password hashes, as JSON lines (docs/deploying.md). Default: standard output. Works while the server runs.",
+    flags: ['out', 'db'],
+    max: 1,
+  },
+  backup: {
+    usage: 'svc backup [app-dir] [--out <file>] [--db <mongodb-url>]',
+    about: 'Takes a backup (the export format) of the running or stopped app: with the embedded store, each collection exactly as it was at one instant, holding every write acknowledged before the backup started. Default file: <app>/backups/backup-<time>.jsonl (mode 0600).',
+    flags: ['out', 'db'],
+    max: 1,
+  },
+  restore: {
+    usage: 'svc restore [app-dir] --from <file> [--db <mongodb-url>]',
+    about: "Replaces the objects of the app's store with those of a backup or export (svc import --from <file> --replace): what the store held is exported to <app>/backups/ first. The server must be stopped.",
+    flags: ['from', 'db'],
+    max: 1,
+  },
   'migrate-deployd': {
     usage: 'svc migrate-deployd <dir> [--out <dir>] [--dry-run]',
     about: 'Turns a Deployd 1.2 app into an svc app (in place, or a copy with --out), printing every change; --dry-run writes nothing.',
@@ -61,6 +90,8 @@ export async function main(argv: string[]): Promise<number> {
         env: { type: 'string', short: 'e' },
         help: { type: 'boolean', short: 'h' },
         'dry-run': { type: 'boolean' },
+        from: { type: 'string' },
+        replace: { type: 'boolean' },
         version: { type: 'boolean', short: 'v' },
       },
     });
@@ -122,9 +153,28 @@ async function run(command: string, arg: string | undefined, values: Record<stri
       else process.stdout.write(`wrote ${written.file}\n`);
       return 0;
     }
+    case 'export':
+    case 'backup': {
+      const appDir = await appFolder(arg ?? '.');
+      const out = str(values.out);
+      if (out === '') return usage('--out needs a file', command);
+      const file = out ?? (command === 'backup' ? join(appDir, 'backups', `backup-${fileTime()}.jsonl`) : '-');
+      const db = str(values.db) ?? process.env.SVC_DB;
+      return exportCommand({ appDir, file: file === '-' ? '-' : resolve(file), err: process.stderr, out: process.stdout, ...(db ? { db } : {}) });
+    }
+    case 'restore':
     case 'import': {
+      const from = str(values.from);
+      if (from !== undefined || command === 'restore') {
+        if (values.resource !== undefined || values.env !== undefined) return usage('--from loads an export; --resource runs an Importer: one or the other', command);
+        if (!from) return usage(`svc ${command} needs --from <file>`, command);
+        const db = str(values.db) ?? process.env.SVC_DB;
+        const appDir = await appFolder(arg ?? '.');
+        return importFileCommand({ appDir, file: resolve(from), replace: command === 'restore' || values.replace === true, err: process.stderr, out: process.stdout, ...(db ? { db } : {}) });
+      }
+      if (values.replace !== undefined) return usage('--replace goes with --from <file>', 'import');
       const resource = str(values.resource);
-      if (!resource) return usage('svc import needs --resource <name> (an Importer resource)', 'import');
+      if (!resource) return usage('svc import needs --from <file> (an export) or --resource <name> (an Importer resource)', 'import');
       const env = str(values.env) ?? process.env.SVC_ENV ?? 'development';
       if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`, 'import');
       const db = str(values.db) ?? process.env.SVC_DB;

@@ -11,8 +11,9 @@ const SERVER_PACKAGE = fileURLToPath(new URL('../package.json', import.meta.url)
  * installed packages. (Written here rather than kept in the template: npm drops .gitignore files
  * from published packages.)
  */
-const GITIGNORE = `# svc: the embedded store's data and the app's root keys (secrets) stay out of the repository
+const GITIGNORE = `# svc: the embedded store's data, its backups (they hold password hashes) and the app's root keys (secrets) stay out of the repository
 data/
+backups/
 .svc/
 node_modules/
 `;

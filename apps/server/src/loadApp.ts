@@ -41,6 +41,10 @@ export interface AppSettings {
   http?: HttpLimits;
   /** Socket.IO caps, per process: open sockets per client address (default 100) and in all (default 10000); 0: no cap. */
   realtime?: { maxSocketsPerAddress?: number; maxSockets?: number };
+  /** The embedded store: fsync each append before acknowledging it (default false; docs/deploying.md). */
+  embeddedStore?: { fsync?: boolean };
+  /** Scheduled backups into <app>/backups (svc backup's format): every intervalMinutes, the newest `keep` kept (default 7). */
+  backups?: { intervalMinutes?: number; keep?: number };
   [key: string]: unknown;
 }
 

@@ -16,6 +16,7 @@ import { createDashboard } from './dashboard/dashboard.js';
 import { resumeFolder, resumeObjects } from './dashboard/renameJournal.js';
 import { Feed, feedStore, teeLogger } from './dashboard/feed.js';
 import { writeTypes } from './typesCommand.js';
+import { scheduleBackups } from './scheduledBackups.js';
 import { dashboardAssetsDir } from '@svc/dashboard';
 import type { RedisLoginLimits } from './redisLoginLimits.js';
 
@@ -93,12 +94,11 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
   if (options.db) logger.info('connecting to MongoDB (--db)');
-  const store: Store = feedStore(
-    options.db
-      ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
-      : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message) }),
-    feed,
-  );
+  const rawStore: Store = options.db
+    ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
+    : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
+  const store: Store = feedStore(rawStore, feed);
+  let stopBackups: (() => Promise<void>) | undefined;
   try {
     if (interrupted) await resumeObjects(appDir, store, interrupted, logger);
     // Every process sharing the Redis counts login attempts together.
@@ -186,12 +186,25 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       );
     };
     const stopWatching = options.watch ? watchApp(appDir, reload, logger) : undefined;
+    const backups = app.settings.backups;
+    if (backups?.intervalMinutes !== undefined) {
+      // The embedded store is read from its files (as svc backup does), MongoDB through the store.
+      stopBackups = scheduleBackups({
+        dir: join(appDir, 'backups'),
+        source: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+        intervalMs: backups.intervalMinutes * 60_000,
+        keep: backups.keep ?? 7,
+        logger,
+      });
+      logger.info(`backups: every ${backups.intervalMinutes} min into ${join(appDir, 'backups')}, the newest ${backups.keep ?? 7} kept`);
+    }
     if (stopWatching) logger.info('development: watching resources/ and app.json; changes apply without a restart (a new type package still needs one)');
     return {
       server,
       attachRealtime: () => live.attach(server),
       close: async () => {
         stopWatching?.();
+        await stopBackups?.();
         dashboard?.closeStreams();
         await live.close();
         await server.close();
@@ -200,6 +213,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       },
     };
   } catch (err) {
+    await stopBackups?.();
     await live.close();
     await loginLimits?.close();
     await store.close();

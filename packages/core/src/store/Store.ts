@@ -64,6 +64,11 @@ export interface StoreCollection {
   /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */
   insert(doc: Doc): Promise<Doc>;
   /**
+   * Optional: inserts objects in order in one round trip, for a store where one insert at a time
+   * is slow (a network database); stops at the first one refused (the ones before it stay).
+   */
+  insertMany?(docs: Doc[]): Promise<void>;
+  /**
    * Applies `ops` atomically to the first object matching `filter` and answers it as it is after
    * the update, or null when nothing matched. Rejects with {@link DuplicateKeyError} on a unique
    * index violation.
@@ -86,6 +91,11 @@ export interface Store {
    * the store cannot; the caller then moves the objects itself. Nothing may write to `to` meanwhile.
    */
   renameCollection?(from: string, to: string): Promise<boolean>;
+  /**
+   * Optional: the names of the collections the store holds (any that was ever written to, empty or
+   * not), sorted; names that are not collection names (MongoDB's `system.*`) are left out.
+   */
+  listCollections?(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -94,6 +104,11 @@ export interface Store {
  * Adapters check them because the embedded store turns them into file names.
  */
 const COLLECTION_NAME = /^[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*$/;
+
+/** Whether `name` is a valid collection name (resource path segments). */
+export function isCollectionName(name: string): boolean {
+  return COLLECTION_NAME.test(name);
+}
 
 /** Throws a TypeError unless `name` is a valid collection name (resource path segments). */
 export function assertCollectionName(name: string): void {

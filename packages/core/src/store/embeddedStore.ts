@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -16,6 +16,7 @@ import { lockDataFolder } from './internal/dataLock.js';
 import { repairTornTail } from './internal/tornTail.js';
 import { DiskState, diskErrorCode } from './internal/diskError.js';
 import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
+import { collectionOfDataFile, dataFileOfCollection } from './embeddedSnapshot.js';
 
 /** Options of {@link createEmbeddedStore}. */
 export interface EmbeddedStoreOptions {
@@ -25,6 +26,12 @@ export interface EmbeddedStoreOptions {
   compactionIntervalMs?: number;
   /** Where repairs of data files are reported (a torn last line dropped); default console.warn. */
   warn?: (message: string) => void;
+  /**
+   * fsync every append before acknowledging it (one per group commit of inserts, one per update
+   * or removal): acknowledged writes then survive a power loss too. Default false: they survive a
+   * crash of the process, and the operating system writes them out within about 30 s.
+   */
+  fsync?: boolean;
 }
 
 type Raw = { _id: string } & Record<string, unknown>;
@@ -61,7 +68,8 @@ const MAX_PULL_ATTEMPTS = 1000;
  * Opens the embedded store: one append-only nedb datafile per collection, `<dir>/<name>.db`
  * (`a/b` is `a.b.db`; `.` cannot occur in a name, so the mapping is one-to-one). A write is
  * acknowledged once its line was appended to the file, so it survives a crash of the process
- * (not of the machine: appends are not fsynced). Collections written to are compacted
+ * (not of the machine, unless `fsync`: appends are left to the operating system to write out;
+ * docs/deploying.md, "Backups and durability"). Collections written to are compacted
  * periodically and on close.
  *
  * A full disk (or quota, ENOSPC/EDQUOT) fails the writes it refuses with 507 STORAGE_FULL and
@@ -98,10 +106,18 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
         const other = byFoldedName.get(folded);
         if (other !== undefined) throw new TypeError(`collection name ${name} differs from ${other} only in case`);
         byFoldedName.set(folded, name);
-        collection = new EmbeddedCollection(name, join(dir, `${name.replaceAll('/', '.')}.db`), warn, disk);
+        collection = new EmbeddedCollection(name, join(dir, dataFileOfCollection(name)), warn, disk, options.fsync === true);
         collections.set(name, collection);
       }
       return collection;
+    },
+    async listCollections(): Promise<string[]> {
+      const names = new Set(collections.keys());
+      for (const file of await readdir(dir)) {
+        const name = collectionOfDataFile(file);
+        if (name !== undefined) names.add(name);
+      }
+      return [...names].sort();
     },
     async close(): Promise<void> {
       if (closed) return;
@@ -145,7 +161,7 @@ class EmbeddedCollection implements StoreCollection {
   readonly #warn: (message: string) => void;
   readonly #disk: DiskState;
 
-  constructor(name: string, filename: string, warn: (message: string) => void, disk: DiskState) {
+  constructor(name: string, filename: string, warn: (message: string) => void, disk: DiskState, fsync: boolean) {
     this.name = name;
     this.#filename = filename;
     this.#warn = warn;
@@ -159,6 +175,7 @@ class EmbeddedCollection implements StoreCollection {
     // A write whose append failed leaves nothing behind, in memory as in the file.
     rollbackOnFailedAppend(this.#db);
     this.#closeFile = appendThroughOpenHandle(this.#db, {
+      fsync,
       keptOldFile: (err) => {
         // Loaded from the old file, which holds everything: only its compaction is put off.
         this.#dirty = true;

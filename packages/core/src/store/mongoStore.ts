@@ -2,7 +2,7 @@ import { redactUrl } from '../redactUrl.js';
 import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
 import type { Collection, Document } from 'mongodb';
 import { SvcError } from '../errors.js';
-import { DuplicateKeyError, assertCollectionName } from './Store.js';
+import { DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
 import { renameId } from './internal/renameId.js';
 
@@ -115,6 +115,12 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
         }
       });
     },
+    listCollections(): Promise<string[]> {
+      return guarded(timeoutMS, async () => {
+        const infos = await db.listCollections({}, { nameOnly: true }).toArray();
+        return infos.map((info) => info.name).filter(isCollectionName).sort();
+      });
+    },
     close: () => client.close(),
   };
 }
@@ -151,6 +157,19 @@ class MongoCollection implements StoreCollection {
 
   insert(doc: Doc): Promise<Doc> {
     return guarded(this.#timeoutMs, () => this.#insert(doc));
+  }
+
+  insertMany(docs: Doc[]): Promise<void> {
+    return guarded(this.#timeoutMs, async () => {
+      try {
+        await this.#coll.insertMany(
+          docs.map(({ id, ...rest }) => ({ _id: id, ...rest })),
+          { ordered: true },
+        );
+      } catch (err) {
+        throw await this.#translate(err);
+      }
+    });
   }
 
   update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {

@@ -53,6 +53,29 @@ describe('the data folder lock', () => {
   });
 });
 
+describe('a copied data folder', () => {
+  // Issue 23 (6): `cp -r data copy` while the server runs copies its lock too; opening the copy
+  // said "in use by process N" (the server, which writes the original) with no way out.
+  it('keeps the lock of the original: the refusal says it is a copy and how to take it over', async () => {
+    const original = await tempDir();
+    const copy = await tempDir();
+    const store = await createEmbeddedStore({ dir: original });
+    await store.collection('things').insert({ id: 'a' });
+    await writeFile(join(copy, '.lock'), await readFile(join(original, '.lock')));
+    const refused = await createEmbeddedStore({ dir: copy }).then(
+      () => undefined,
+      (err: unknown) => (err as Error).message,
+    );
+    expect(refused).toMatch(/looks like a copy of it/);
+    expect(refused).toContain(`rm ${JSON.stringify(join(copy, '.lock'))}`);
+    // Doing what it says opens the copy; the original is untouched.
+    await rm(join(copy, '.lock'));
+    const opened = await createEmbeddedStore({ dir: copy });
+    await opened.close();
+    await store.close();
+  });
+});
+
 describe('torn and corrupt data files', () => {
   const line = (id: string, n: number) => JSON.stringify({ _id: id, n });
 

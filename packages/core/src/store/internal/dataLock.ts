@@ -1,4 +1,4 @@
-import { open, readFile, readlink, rename, symlink, unlink } from 'node:fs/promises';
+import { open, readFile, readlink, realpath, rename, symlink, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { diskErrorCode } from './diskError.js';
@@ -8,6 +8,8 @@ interface LockInfo {
   pid: number;
   host: string;
   startedAt: string;
+  /** The folder the lock was taken for: a lock found in another folder came with a copy of it. */
+  dir?: string;
 }
 
 const LOCK_FILE = '.lock';
@@ -27,7 +29,9 @@ async function readLock(file: string): Promise<LockInfo | undefined> {
     // A lock taken on a full disk is a symlink whose target holds what the file would (see below).
     const text = await readlink(file).catch(() => readFile(file, 'utf8'));
     const info = JSON.parse(text) as Partial<LockInfo>;
-    if (typeof info.pid === 'number' && typeof info.host === 'string') return { pid: info.pid, host: info.host, startedAt: String(info.startedAt ?? '?') };
+    if (typeof info.pid === 'number' && typeof info.host === 'string') {
+      return { pid: info.pid, host: info.host, startedAt: String(info.startedAt ?? '?'), ...(typeof info.dir === 'string' ? { dir: info.dir } : {}) };
+    }
   } catch {
     // Missing, or half written by a process that died while writing it.
   }
@@ -42,8 +46,10 @@ async function readLock(file: string): Promise<LockInfo | undefined> {
  * taking over at once only one wins. Answers the release function.
  */
 export async function lockDataFolder(dir: string): Promise<() => Promise<void>> {
+  // The real path: the same folder reached through a symbolic link is not a copy.
+  dir = await realpath(dir).catch(() => dir);
   const file = join(dir, LOCK_FILE);
-  const me: LockInfo = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString() };
+  const me: LockInfo = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), dir };
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       const handle = await open(file, 'wx');
@@ -76,9 +82,17 @@ export async function lockDataFolder(dir: string): Promise<() => Promise<void>> 
       holder = await readLock(file);
     }
     if (holder && (holder.host !== me.host || alive(holder.pid))) {
-      const who = holder.pid === process.pid && holder.host === me.host ? 'this process (the store is already open)' : `process ${holder.pid} on ${holder.host}, since ${holder.startedAt}`;
+      const self = holder.pid === process.pid && holder.host === me.host;
+      const who = self ? 'this process (the store is already open)' : `process ${holder.pid} on ${holder.host}, since ${holder.startedAt}`;
+      // A folder copied (cp -r, a restored disk image) with its lock: the holder writes the
+      // original, not this copy. Said, with the way out, rather than guessed: a folder moved while
+      // its server runs looks the same.
+      const copied = holder.dir !== undefined && holder.dir !== dir;
+      const takeOver = `if no process writes this folder, take it over: rm ${JSON.stringify(file)}`;
       throw new Error(
-        `the data folder ${dir} is in use by ${who}; two processes must not write one data folder. Stop it, or use another folder${holder.host !== me.host ? ` (a lock of another host is never taken over: delete ${file} if that host is gone)` : ''}`,
+        copied
+          ? `the data folder ${dir} holds a lock taken by ${who} for another folder, ${holder.dir}: this folder looks like a copy of it (a copied data folder keeps the lock). ${takeOver}`
+          : `the data folder ${dir} is in use by ${who}; two processes must not write one data folder. Stop it, or use another folder${holder.host !== me.host ? ` (a lock of another host is never taken over: if this folder is a copy, or that host is gone, ${takeOver})` : ''}`,
       );
     }
     // Its holder is gone (or it was never written out): take it over.

@@ -9,4 +9,6 @@ export const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/mode
   getDotValue(doc: unknown, field: string): unknown;
   compareThings(a: unknown, b: unknown): number;
   serialize(doc: unknown): string;
+  /** One datafile line back to an object (`{$$date}` becomes a Date). */
+  deserialize(line: string): unknown;
 };
