@@ -41,6 +41,12 @@ export interface AppSettings {
   http?: HttpLimits;
   /** Socket.IO caps, per process: open sockets per client address (default 100) and in all (default 10000); 0: no cap. */
   realtime?: { maxSocketsPerAddress?: number; maxSockets?: number };
+  /**
+   * The reverse proxies in front of the server, whose X-Forwarded-For / Forwarded and
+   * X-Forwarded-Proto name the client: addresses and CIDR blocks ("loopback" for 127.0.0.0/8 and
+   * ::1), or a hop count. Default: none. See docs/deploying.md.
+   */
+  trustProxy?: string[] | number;
   [key: string]: unknown;
 }
 
