@@ -7,7 +7,7 @@ import { startApp } from '@svc/server';
 import { silentLogger } from '@svc/core';
 import { memoryLogger, runApp, writeApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
-import { nginxBinary, startNginx } from './helpers/nginx.js';
+import { caddyBinary, nginxBinary, startCaddy, startNginx } from './helpers/nginx.js';
 import type { NginxProxy } from './helpers/nginx.js';
 import { loginStatus, send } from './helpers/proxyClient.js';
 import { startSvc } from './cli.js';
@@ -19,6 +19,8 @@ import { startSvc } from './cli.js';
 
 const nginx = nginxBinary();
 if (nginx === undefined) process.stderr.write('SKIPPED the tests through nginx: no nginx binary (apt-get install nginx-light)\n');
+const caddy = caddyBinary();
+if (caddy === undefined) process.stderr.write('SKIPPED the development root test through Caddy: no caddy binary (apt-get install caddy)\n');
 
 /** nginx configurations people write, as `location /` directives beside `proxy_pass`. */
 const CONFIGS: Record<string, string[]> = {
@@ -77,6 +79,13 @@ describe.skipIf(nginx === undefined)('development root through nginx', () => {
     expect(lines.length).toBeLessThanOrEqual(4);
     expect(lines.join('\n')).toMatch(/must never be reachable by others/);
     expect(lines.join('\n')).toMatch(/HTTP\/1\.0/);
+  });
+
+  it.skipIf(caddy === undefined)("Caddy's default reverse_proxy: a remote key is not root", async () => {
+    const c = await startCaddy(dev.port);
+    stops.push(() => c.stop());
+    const session = await send({ port: c.port, path: '/dashboard/api/session', headers: { 'svc-ssh-key': 'x', connection: 'keep-alive' } });
+    expect(session.body).toMatchObject({ root: false });
   });
 
   it('a proxy named by trustProxy never gets development root, even with no header', async () => {

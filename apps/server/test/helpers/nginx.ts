@@ -118,3 +118,49 @@ async function waitForPort(port: number, child: ChildProcess, ms: number): Promi
   }
   return false;
 }
+
+/** The caddy binary, or undefined when there is none (not installed in CI: its tests skip). */
+export function caddyBinary(): string | undefined {
+  for (const path of ['/usr/bin/caddy', ...(process.env.PATH ?? '').split(':').filter(Boolean).map((d) => join(d, 'caddy'))]) {
+    try {
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Starts Caddy with its defaults (`reverse_proxy 127.0.0.1:<upstream>`, no admin endpoint, no
+ * automatic HTTPS), its state in a temp folder, on 127.0.0.1 on a free port. Stopped by its PID.
+ */
+export async function startCaddy(upstream: number): Promise<NginxProxy> {
+  const bin = caddyBinary();
+  if (bin === undefined) throw new Error('caddy is not installed');
+  const dir = await mkdtemp(join(tmpdir(), 'svc-caddy-'));
+  const port = await freePort();
+  await writeFile(join(dir, 'Caddyfile'), `{\n  admin off\n  auto_https off\n}\nhttp://127.0.0.1:${port} {\n  reverse_proxy 127.0.0.1:${upstream}\n}\n`);
+  const child = spawn(bin, ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, HOME: dir, XDG_CONFIG_HOME: dir, XDG_DATA_HOME: dir },
+  });
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  if (!(await waitForPort(port, child, 10_000))) {
+    await stop();
+    throw new Error(`caddy did not start:\n${err}`);
+  }
+  return { port, url: `http://127.0.0.1:${port}`, child, stderr: () => err, stop };
+}
