@@ -73,6 +73,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   // A rename of the dashboard that a crash interrupted: its folder first (the app is loaded with
   // it), its objects once the store is open.
   const interrupted = await resumeFolder(appDir);
+  if (options.env === undefined && env === 'production') logger.info('production (NODE_ENV=production; pass env to choose)');
   const app = await loadApp(appDir, logger);
   const types = new Map<string, ResourceType>();
   for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {

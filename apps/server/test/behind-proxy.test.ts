@@ -169,6 +169,22 @@ describe('client addresses without a proxy process', () => {
     }
   });
 
+  it('startApp without env follows NODE_ENV=production', async () => {
+    const dir = await writeApp({ 'app.json': {} });
+    stops.push(() => import('node:fs/promises').then((fs) => fs.rm(dir, { recursive: true, force: true })));
+    const before = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    const logger = memoryLogger();
+    try {
+      const started = await startApp({ appDir: dir, port: 0, host: '127.0.0.1', logger });
+      stops.push(() => started.close());
+      expect(started.server.env).toBe('production');
+      expect(logger.lines.join('\n')).toMatch(/production \(NODE_ENV=production/);
+    } finally {
+      process.env.NODE_ENV = before;
+    }
+  });
+
   it('NODE_ENV=production starts in production unless --env or SVC_ENV say otherwise, and says so', async () => {
     const dir = await writeApp({ 'app.json': {} });
     stops.push(() => import('node:fs/promises').then((fs) => fs.rm(dir, { recursive: true, force: true })));
