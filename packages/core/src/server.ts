@@ -170,7 +170,6 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const client = clientOf(req);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
@@ -197,6 +196,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       const text = match.resource.answerNow(match.parts);
       if (text !== undefined) return writeReply(res, { status: 200, body: text, headers: JSON_HEADERS });
     }
+    // Who sent it, once for the whole request (the fast path above needs no client).
+    const client = clientOf(req);
     let record = anonymous ?? (await sessions.load(sid));
     let isNew = false;
     if (record === null) {
