@@ -1,4 +1,4 @@
-import { isPlainObject } from '@svc/core';
+import { isPlainObject, ProxyTrust } from '@svc/core';
 
 /**
  * The schema of app.json, checked at start: a wrong type, a value out of range or an unknown
@@ -11,6 +11,7 @@ type Rule =
   | { kind: 'string' }
   | { kind: 'origins' }
   | { kind: 'publicCount' }
+  | { kind: 'trustProxy' }
   | { kind: 'object'; keys: Record<string, Rule> };
 
 const int = (min: number, max?: number): Rule => (max === undefined ? { kind: 'int', min } : { kind: 'int', min, max });
@@ -44,6 +45,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   realtime: { kind: 'object', keys: { maxSocketsPerAddress: int(0), maxSockets: int(0) } },
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000) } },
+  trustProxy: { kind: 'trustProxy' },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */
@@ -82,10 +84,24 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
         : '"*" or an array of origins such as "https://app.example.com" (scheme and host, no path)';
     case 'publicCount':
       return typeof v === 'boolean' || (Array.isArray(v) && v.every((s) => typeof s === 'string')) ? undefined : 'true, false or an array of collection names';
+    case 'trustProxy':
+      return trustProxyProblem(v);
     case 'object':
       if (!isPlainObject(v)) return `an object with ${Object.keys(rule.keys).join(', ')}`;
       checkObject(file, path, v, rule.keys);
       return undefined;
+  }
+}
+
+function trustProxyProblem(v: unknown): string | undefined {
+  const expected = 'a hop count (a whole number from 0 to 32) or a list of proxy addresses and CIDR blocks such as ["127.0.0.1", "10.0.0.0/8", "loopback"]';
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 && v <= 32 ? undefined : expected;
+  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) return expected;
+  try {
+    new ProxyTrust(v as string[]);
+    return undefined;
+  } catch (err) {
+    return `${expected} (${(err as Error).message})`;
   }
 }
 

@@ -175,7 +175,7 @@ async function run(command: string, arg: string | undefined, values: Record<stri
       if (values.replace !== undefined) return usage('--replace goes with --from <file>', 'import');
       const resource = str(values.resource);
       if (!resource) return usage('svc import needs --from <file> (an export) or --resource <name> (an Importer resource)', 'import');
-      const env = str(values.env) ?? process.env.SVC_ENV ?? 'development';
+      const { env } = envOf(values);
       if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`, 'import');
       const db = str(values.db) ?? process.env.SVC_DB;
       return importCommand({ appDir: await appFolder(arg ?? '.'), resource, env, progress: process.stderr, out: process.stdout, ...(db ? { db } : {}) });
@@ -256,7 +256,8 @@ function help(command: string | undefined): number {
 }
 
 async function serve(appDir: string, values: Record<string, string | boolean | undefined>): Promise<number> {
-  const env = str(values.env) ?? process.env.SVC_ENV ?? 'development';
+  const { env, given } = envOf(values);
+  const nodeEnv = process.env.NODE_ENV;
   if (env !== 'development' && env !== 'production') return usage(`--env must be development or production, not ${env}`, 'serve');
   const portText = str(values.port) ?? process.env.PORT ?? '2403';
   const port = Number(portText);
@@ -276,8 +277,14 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
     process.stderr.write(`svc: ${at}${(err as Error).message}\n`);
     return 1;
   }
-  if (env === 'development' && app.host === '127.0.0.1') {
-    logger.info('development mode: any svc-ssh-key from this machine is root; the server listens on 127.0.0.1 only (use --host to change)');
+  if (given === undefined && nodeEnv === 'production') logger.info('production (NODE_ENV=production; --env or SVC_ENV decide when given)');
+  else if (env === 'development' && nodeEnv === 'production') logger.warn(`development although NODE_ENV=production (${str(values.env) !== undefined ? '--env' : 'SVC_ENV'} decides)`);
+  if (env === 'development') {
+    logger.warn(
+      `development mode: any svc-ssh-key from this machine is root; a development server must never be reachable by others (no reverse proxy, port forward or tunnel in front of it); ${
+        app.host === '127.0.0.1' ? 'it listens on 127.0.0.1 only' : `it listens on ${app.host}: requests from other machines are not root, but use --env production anywhere others can reach`
+      }`,
+    );
   }
   process.stdout.write(`listening on port ${app.port}\n`);
   logger.info(`dashboard: ${app.url}/dashboard/${env === 'production' ? ' (asks for a root key: svc showkey)' : ''}`);
@@ -299,6 +306,16 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   return new Promise<number>(() => {});
+}
+
+/**
+ * --env, else SVC_ENV, else production when NODE_ENV=production (how most hosts say it: starting
+ * in development there, where any key is root, would be a trap), else development. `given` is
+ * what --env or SVC_ENV said.
+ */
+function envOf(values: Record<string, string | boolean | undefined>): { env: string; given: string | undefined } {
+  const given = str(values.env) ?? (process.env.SVC_ENV || undefined);
+  return { env: given ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development'), given };
 }
 
 function str(value: string | boolean | undefined): string | undefined {

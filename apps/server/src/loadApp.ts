@@ -45,6 +45,12 @@ export interface AppSettings {
   embeddedStore?: { fsync?: boolean };
   /** Scheduled backups into <app>/backups (svc backup's format): every intervalMinutes, the newest `keep` kept (default 7). */
   backups?: { intervalMinutes?: number; keep?: number };
+  /**
+   * The reverse proxies in front of the server, whose X-Forwarded-For / Forwarded and
+   * X-Forwarded-Proto name the client: addresses and CIDR blocks ("loopback" for 127.0.0.0/8 and
+   * ::1), or a hop count. Default: none. See docs/deploying.md.
+   */
+  trustProxy?: string[] | number;
   [key: string]: unknown;
 }
 

@@ -58,6 +58,7 @@ export interface RunningApp {
 /** What startApp and attachApp share: the app's server, built but not yet listening. */
 interface BuiltApp {
   server: SvcServer;
+  env: 'development' | 'production';
   /** Attaches realtime to the server's HTTP server. */
   attachRealtime(): Promise<void>;
   close(): Promise<void>;
@@ -65,13 +66,15 @@ interface BuiltApp {
 
 async function buildApp(options: StartOptions, httpServer?: Server): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
-  const env = options.env ?? 'development';
+  // As the CLI: NODE_ENV=production means production unless the caller says otherwise.
+  const env = options.env ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
   // Log lines and data changes, for the dashboards that follow this server live.
   const feed = new Feed();
   const logger = repeatLimitedLogger(teeLogger(options.logger ?? createConsoleLogger(), feed));
   // A rename of the dashboard that a crash interrupted: its folder first (the app is loaded with
   // it), its objects once the store is open.
   const interrupted = await resumeFolder(appDir);
+  if (options.env === undefined && env === 'production') logger.info('production (NODE_ENV=production; pass env to choose)');
   const app = await loadApp(appDir, logger);
   const types = new Map<string, ResourceType>();
   for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {
@@ -167,8 +170,15 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(loginLimits ? { loginLimits: loginLimits.factory } : {}),
       ...(httpServer ? { httpServer } : {}),
       ...(app.settings.http !== undefined ? { http: app.settings.http } : {}),
+      ...(app.settings.trustProxy !== undefined ? { trustProxy: app.settings.trustProxy } : {}),
     });
     bound.server = server;
+    const trust = app.settings.trustProxy;
+    if (trust !== undefined && trust !== 0 && !(Array.isArray(trust) && trust.length === 0)) {
+      logger.info(
+        `trustProxy: client addresses come from X-Forwarded-For / Forwarded sent by ${typeof trust === 'number' ? `the ${trust} nearest prox${trust === 1 ? 'y' : 'ies'}` : trust.join(', ')}${env === 'development' ? '; requests through them are never root in development' : ''}`,
+      );
+    }
     const reloadNow = async (): Promise<void> => {
       const started = performance.now();
       const next = await loadApp(appDir, logger);
@@ -182,7 +192,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       current = next;
       logger.info(
         `reloaded ${mounted.resources.filter((r) => r !== dashboard).length} resources in ${Math.round(performance.now() - started)} ms` +
-          (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey, http and scripts limits apply at the next start)' : ''),
+          (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey, http, trustProxy and scripts limits apply at the next start)' : ''),
       );
     };
     const stopWatching = options.watch ? watchApp(appDir, reload, logger) : undefined;
@@ -201,6 +211,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     if (stopWatching) logger.info('development: watching resources/ and app.json; changes apply without a restart (a new type package still needs one)');
     return {
       server,
+      env,
       attachRealtime: () => live.attach(server),
       close: async () => {
         stopWatching?.();
@@ -228,8 +239,7 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
   try {
     await built.attachRealtime();
     // Any root key works in development (from this machine only), so the development server stays on it.
-    const env = options.env ?? 'development';
-    const host = options.host ?? (env === 'production' ? '0.0.0.0' : '127.0.0.1');
+    const host = options.host ?? (built.env === 'production' ? '0.0.0.0' : '127.0.0.1');
     const port = await server.listen(options.port ?? 2403, host);
     return { server, port, host, url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`, close: built.close };
   } catch (err) {

@@ -34,6 +34,8 @@ export type { CorsOptions } from './http/cors.js';
 export { servedFile } from './http/servedFile.js';
 export type { ServedFile } from './http/servedFile.js';
 export { clientAddress, DEFAULT_HTTP_LIMITS } from './http/svcHttpServer.js';
+export { ProxyTrust } from './http/ProxyTrust.js';
+export type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 export type { HttpLimits } from './http/svcHttpServer.js';
 export { createEmbeddedStore } from './store/embeddedStore.js';
 export { snapshotEmbeddedStore, collectionOfDataFile, dataFileOfCollection } from './store/embeddedSnapshot.js';

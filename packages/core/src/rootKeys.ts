@@ -1,4 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { RequestClient } from './http/ProxyTrust.js';
 
 /**
  * The root check of the `svc-ssh-key` header. Development accepts any value from this machine (a
@@ -58,4 +60,51 @@ function originHost(origin: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Why a development request is not made root although it comes from this machine. */
+export interface DevelopmentRootRefusal {
+  /** One word per kind of reason (the server logs each kind once). */
+  kind: 'proxy' | 'http10' | 'connection' | 'port';
+  why: string;
+}
+
+/**
+ * Development gives root to any key, for a developer's own machine: a request from a loopback
+ * peer is taken to be the developer's. A reverse proxy on the same machine breaks that: it is a
+ * loopback peer too, and passes on what remote clients send. So a request that shows a proxy's
+ * hand is refused, whatever its key:
+ * - it came through a proxy (a forwarding header, or a peer that app.json trustProxy names);
+ * - HTTP/1.0: nginx's default towards its upstream (browsers, curl, node and fetch speak 1.1);
+ * - `Connection: close`, or `upgrade` without an Upgrade header: nginx's default on HTTP/1.1 and
+ *   its usual WebSocket settings (browsers and node keep connections alive);
+ * - a Host whose port is not the one the request came in on: nginx's `proxy_set_header Host $host`
+ *   (no port) and ports forwarded from elsewhere.
+ * A proxy that sends none of these (HTTP/1.1, keep-alive, Host set to svc's own address, no
+ * header of its own) cannot be told apart: a development server must never be reachable by others.
+ */
+export function developmentRootRefusal(req: IncomingMessage, client: RequestClient): DevelopmentRootRefusal | undefined {
+  if (client.proxied !== undefined) return { kind: 'proxy', why: `it came through a proxy (${client.proxied})` };
+  if (req.httpVersionMajor < 1 || (req.httpVersionMajor === 1 && req.httpVersionMinor < 1)) {
+    return { kind: 'http10', why: "it speaks HTTP/1.0, as nginx's proxy_pass does by default (browsers, curl and node speak HTTP/1.1)" };
+  }
+  const connection = String(req.headers.connection ?? '').toLowerCase();
+  const tokens = connection.split(',').map((t) => t.trim());
+  if (tokens.includes('close') || (tokens.includes('upgrade') && req.headers.upgrade === undefined)) {
+    return { kind: 'connection', why: `its Connection header is "${connection}", as nginx's proxy_pass sends by default` };
+  }
+  const port = hostPort(req.headers.host ?? '');
+  const local = req.socket.localPort;
+  if (local !== undefined && port !== local) {
+    return { kind: 'port', why: `its Host header (${req.headers.host ?? 'none'}) does not name port ${local}, where it came in (a proxy setting Host, or a forwarded port)` };
+  }
+  return undefined;
+}
+
+/** The port a Host header names (80 when it names none); undefined when it is not a Host. */
+function hostPort(host: string): number | undefined {
+  const afterName = host.startsWith('[') ? host.slice(host.indexOf(']') + 1) : host.slice(host.lastIndexOf(':') === -1 ? host.length : host.lastIndexOf(':'));
+  if (afterName === '') return 80;
+  const match = /^:(\d{1,5})$/.exec(afterName);
+  return match ? Number(match[1]) : undefined;
 }

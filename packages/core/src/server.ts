@@ -6,6 +6,8 @@ import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
 import { toErrorReply, writeReply } from './http/reply.js';
 import { serveStatic } from './http/staticFiles.js';
 import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js';
+import { ProxyTrust } from './http/ProxyTrust.js';
+import type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 import type { HttpLimits } from './http/svcHttpServer.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
@@ -18,7 +20,7 @@ import type { SessionManagerOptions, SessionRecord } from './sessions.js';
 import { SessionManager } from './sessions.js';
 import type { Store } from './store/Store.js';
 import type { Context, Reply, Session } from './types.js';
-import { RootKeys } from './rootKeys.js';
+import { developmentRootRefusal, RootKeys } from './rootKeys.js';
 import { corsHeaders, corsOrigins, type CorsOptions } from './http/cors.js';
 import { createRequestScope } from './requestScope.js';
 
@@ -58,6 +60,11 @@ export interface SvcServerOptions {
   httpServer?: Server;
   /** Timeouts and connection caps of svc's own server (not applied to a host's `httpServer`). */
   http?: HttpLimits;
+  /**
+   * The reverse proxies in front of svc (app.json `trustProxy`): their `X-Forwarded-For` /
+   * `Forwarded` and `X-Forwarded-Proto` name the client. Default: none (the socket's peer is the client).
+   */
+  trustProxy?: TrustProxySetting;
 }
 
 /** A session's user changed: login (uid set, maybe under a new session id) or logout. */
@@ -96,6 +103,12 @@ export interface SvcServer {
   readonly env: 'development' | 'production';
   /** Calls `listener` on every login and logout; answers a function that unsubscribes. */
   onSessionChange(listener: SessionChangeListener): () => void;
+  /**
+   * Who sent a request (address, whether through a proxy, whether over TLS): computed once per
+   * request and used by everything that counts or trusts clients (login limits, realtime caps,
+   * development root, secure cookies).
+   */
+  clientOf(req: IncomingMessage): RequestClient;
   /** Starts listening; answers the bound port. */
   listen(port: number, host?: string): Promise<number>;
   /**
@@ -130,6 +143,9 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   let extra = new Map((options.routes ?? []).map((r) => [r.path, r]));
   const sessions = new SessionManager(options.store.collection(SESSIONS_COLLECTION), options.sessions);
   const rootKeys = new RootKeys(options.rootKeys ?? []);
+  const proxies = new ProxyTrust(options.trustProxy);
+  const clientOf = (req: IncomingMessage): RequestClient => proxies.clientOf(req);
+  const refusedRoot = new Set<string>();
   await sessions.init();
   const sessionListeners = new Set<SessionChangeListener>();
   const host: ResourceHost = {
@@ -180,6 +196,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       const text = match.resource.answerNow(match.parts);
       if (text !== undefined) return writeReply(res, { status: 200, body: text, headers: JSON_HEADERS });
     }
+    // Who sent it, once for the whole request (the fast path above needs no client).
+    const client = clientOf(req);
     let record = anonymous ?? (await sessions.load(sid));
     let isNew = false;
     if (record === null) {
@@ -206,9 +224,9 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       headers: req.headers,
       session,
       me: undefined,
-      isRoot: isRootRequest(req),
+      isRoot: isRootRequest(req, client),
       internal: false,
-      scope: createRequestScope(req.socket.remoteAddress ?? '', recursionLimitOf(query), res),
+      scope: createRequestScope(client.address, recursionLimitOf(query), res),
       req,
       res,
     };
@@ -217,13 +235,25 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     if (reply) writeReply(res, reply);
   }
 
-  function isRootRequest(req: IncomingMessage): boolean {
+  function isRootRequest(req: IncomingMessage, client: RequestClient): boolean {
     const key = rootHeader(req);
-    return key !== undefined && rootKeys.isRoot(key, production, req.socket.remoteAddress ?? '', { host: req.headers.host, origin: req.headers.origin });
+    if (key === undefined || key === '') return false;
+    if (!production) {
+      const refusal = developmentRootRefusal(req, client);
+      if (refusal !== undefined) {
+        // Once per reason: a proxy in front of a development server sends every request this way.
+        if (!refusedRoot.has(refusal.kind)) {
+          refusedRoot.add(refusal.kind);
+          logger.warn(`development: a request with svc-ssh-key from ${client.address} is not root: ${refusal.why}. A development server must never be reachable by others; behind a proxy, run with --env production and a root key (svc keygen)`, { address: client.address });
+        }
+        return false;
+      }
+    }
+    return rootKeys.isRoot(key, production, client.peer, { host: req.headers.host, origin: req.headers.origin });
   }
 
   function sessionCookie(id: string | null, req: IncomingMessage | undefined): string {
-    const secure = options.crossSiteCookies === true || (req !== undefined && isHttps(req));
+    const secure = options.crossSiteCookies === true || (req !== undefined && clientOf(req).secure);
     return serializeCookie('sid', id ?? '', {
       httpOnly: true,
       secure,
@@ -234,7 +264,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: unknown) => {
-      writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url}` }));
+      writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url} from ${clientOf(req).address}` }));
     });
   };
 
@@ -286,7 +316,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   };
 
   const ownServer = options.httpServer === undefined;
-  const httpServer = options.httpServer ?? createSvcHttpServer(handler, { limits: httpLimits, logger });
+  const httpServer = options.httpServer ?? createSvcHttpServer(handler, { limits: httpLimits, logger, sharedPeer: (peer) => proxies.listsPeer(peer) });
   const sweeper = setInterval(() => {
     sessions.sweep().catch((err: unknown) => logger.warn('session sweep failed', { error: err }));
   }, SWEEP_MS);
@@ -311,6 +341,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     },
     env,
     request,
+    clientOf,
     onSessionChange(listener) {
       sessionListeners.add(listener);
       return () => sessionListeners.delete(listener);
@@ -365,9 +396,6 @@ function rootHeader(req: IncomingMessage): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function isHttps(req: IncomingMessage): boolean {
-  return (req.socket as { encrypted?: boolean }).encrypted === true || req.headers['x-forwarded-proto'] === 'https';
-}
 
 /** A query's `$limitRecursion`, when it is a whole number >= 0. */
 export function recursionLimitOf(query: Record<string, unknown> | undefined): number | undefined {

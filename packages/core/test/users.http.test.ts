@@ -52,9 +52,17 @@ describe.each(storeKinds())('users and sessions ($name store)', (kind) => {
       expect(again.headers.getSetCookie()).toEqual([]);
     });
 
-    it('the cookie is Secure behind HTTPS (x-forwarded-proto) and SameSite=None; Secure for cross-site apps', async () => {
-      const https = await t.client().request('GET', '/todos', { headers: { 'x-forwarded-proto': 'https' } });
-      expect(https.headers.getSetCookie()[0]).toMatch(/; HttpOnly; Secure; SameSite=Lax$/);
+    it('the cookie is Secure behind HTTPS (x-forwarded-proto from a trusted proxy) and SameSite=None; Secure for cross-site apps', async () => {
+      // Issue 23 (1): only a proxy that trustProxy names says how the client connected.
+      const untrusted = await t.client().request('GET', '/todos', { headers: { 'x-forwarded-proto': 'https' } });
+      expect(untrusted.headers.getSetCookie()[0]).toMatch(/; HttpOnly; SameSite=Lax$/);
+      const behindProxy = await startTestServer(store.store, [new Collection({ path: '/y', properties: {}, store: store.store.collection('y') })], { trustProxy: ['loopback'] });
+      try {
+        const https = await behindProxy.request('GET', '/y', { headers: { 'x-forwarded-proto': 'https' } });
+        expect(https.headers.getSetCookie()[0]).toMatch(/; HttpOnly; Secure; SameSite=Lax$/);
+      } finally {
+        behindProxy.server.httpServer.close();
+      }
       const cross = await startTestServer(store.store, [], { crossSiteCookies: true });
       try {
         const res = await cross.request('GET', '/nothing');

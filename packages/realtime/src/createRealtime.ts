@@ -142,7 +142,8 @@ class SocketIoRealtime implements SocketRealtime {
       cors: { origin: origins === '*' ? true : [...origins], credentials: true },
       // New handshakes only: the engine asks before it makes a socket.
       allowRequest: (req: IncomingMessage, callback: (err: string | null | undefined, success: boolean) => void) => {
-        const refusal = this.caps.refusal(req);
+        const client = server.clientOf(req).address;
+        const refusal = this.caps.refusal(client);
         if (refusal === undefined) return callback(null, true);
         callback(refusal, false);
         // An operator should hear of it, but a flood of refusals must not flood the log.
@@ -150,7 +151,7 @@ class SocketIoRealtime implements SocketRealtime {
         if (now - this.lastRefusalLog < REFUSAL_LOG_MS) return;
         this.lastRefusalLog = now;
         this.logger.warn(
-          `realtime: refused a socket from ${req.socket.remoteAddress ?? 'an unknown address'}: ${refusal} (app.json realtime.maxSocketsPerAddress and realtime.maxSockets; behind a reverse proxy every client has the proxy's address); further refusals in the next minute are not logged`,
+          `realtime: refused a socket from ${client || 'an unknown address'}: ${refusal} (app.json realtime.maxSocketsPerAddress and realtime.maxSockets; behind a reverse proxy, list it in app.json trustProxy so that clients count by their own address); further refusals in the next minute are not logged`,
         );
       },
       ...(this.redis ? { adapter: this.redis.adapter } : fastDeliveryAvailable() ? { adapter: fastAdapterFactory } : {}),
@@ -158,7 +159,8 @@ class SocketIoRealtime implements SocketRealtime {
     // After Socket.IO, so that it is in front of Engine.IO's handler of every /socket.io/ URL.
     this.unserveClient = serveClientFile(server.httpServer, this.options.path ?? '/socket.io');
     io.engine.on('connection', (conn: { request: IncomingMessage; once(event: 'close', fn: () => void): void }) => {
-      const key = this.caps.opened(conn.request);
+      // The request's client was computed at the handshake (remembered with the request).
+      const key = this.caps.opened(server.clientOf(conn.request).address);
       conn.once('close', () => this.caps.closed(key));
     });
     io.use((socket, next) => {

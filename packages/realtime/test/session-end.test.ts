@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IncomingMessage } from 'node:http';
+import { clientAddress } from '@svc/core';
 import { io as connectSocket } from 'socket.io-client';
 import type { Socket } from 'socket.io-client';
 import { SESSION_ENDED_EVENT, SESSION_EVENT } from '@svc/realtime';
@@ -229,7 +229,8 @@ describe('@svc/realtime: socket caps', () => {
 });
 
 describe('@svc/realtime: the address a socket counts under', () => {
-  const key = (remoteAddress: string) => addressKey({ socket: { remoteAddress } } as IncomingMessage);
+  // As the server's clientOf writes a peer address (IPv4-mapped as IPv4), then keyed.
+  const key = (remoteAddress: string) => addressKey(clientAddress(remoteAddress) ?? '');
 
   it('IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64', () => {
     expect(key('127.0.0.1')).toBe('127.0.0.1');

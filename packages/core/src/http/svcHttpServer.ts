@@ -26,7 +26,10 @@ export interface HttpLimits {
   maxConnections?: number;
   /**
    * Open connections from one client address, WebSockets included (default 256; 0: no such cap).
-   * Behind a reverse proxy every connection comes from the proxy: raise it or set 0 there.
+   * Counted by the socket's peer, before any request says who the client is: behind a reverse
+   * proxy every connection comes from the proxy, so peers that app.json `trustProxy` lists by
+   * address are not held to it (only to `maxConnections`; the proxy limits its own clients). With
+   * a hop count svc cannot tell the proxy by its address: raise this cap or set 0 there.
    */
   maxConnectionsPerAddress?: number;
 }
@@ -53,7 +56,10 @@ const LOGGED_ADDRESSES = 10_000;
  * when its first request arrives. Upgraded sockets (WebSocket) leave node's timeout handling
  * (node drops its listener; ws clears the timer) but stay counted by both caps.
  */
-export function createSvcHttpServer(handler: (req: IncomingMessage, res: ServerResponse) => void, options: { limits?: HttpLimits | undefined; logger: Logger }): Server {
+export function createSvcHttpServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  options: { limits?: HttpLimits | undefined; logger: Logger; sharedPeer?: (address: string) => boolean },
+): Server {
   const limits = resolveHttpLimits(options.limits);
   const awaitingFirstRequest = new WeakSet<Socket>();
   const server = createServer(
@@ -76,12 +82,13 @@ export function createSvcHttpServer(handler: (req: IncomingMessage, res: ServerR
   const refusals = refusalLog(options.logger);
   const perAddress = new Map<string, number>();
   const cap = limits.maxConnectionsPerAddress;
+  const sharedPeer = options.sharedPeer ?? (() => false);
   server.on('connection', (socket: Socket) => {
     const address = clientAddress(socket.remoteAddress);
     // Closed before it was handed over: nothing to count.
     if (address === undefined) return void socket.destroy();
     const open = (perAddress.get(address) ?? 0) + 1;
-    if (cap > 0 && open > cap) {
+    if (cap > 0 && open > cap && !sharedPeer(address)) {
       socket.destroy();
       refusals(address, `${cap} connections are open from it (app.json http.maxConnectionsPerAddress)`);
       return;

@@ -236,6 +236,7 @@ function noUser(): Reply {
   return { status: 204 };
 }
 
+/** Who is logging in: the request's client (behind trusted proxies, the one they name). */
 function clientAddress(ctx: Context): string {
-  return ctx.req?.socket.remoteAddress ?? 'internal';
+  return ctx.internal || ctx.req === undefined ? 'internal' : ctx.scope.client;
 }

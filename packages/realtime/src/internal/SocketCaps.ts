@@ -1,10 +1,8 @@
-import type { IncomingMessage } from 'node:http';
 import { isIPv6 } from 'node:net';
-import { clientAddress } from '@svc/core';
 
 /**
  * Counts the open Socket.IO connections (engine.io sockets) of this process, in all and per client
- * address, and refuses a new handshake beyond the caps. An IPv6 client counts by its /64: one
+ * address (the server's `clientOf`: behind trusted proxies, the client they name), and refuses a new handshake beyond the caps. An IPv6 client counts by its /64: one
  * host commonly holds a whole /64, as a household behind NAT holds one IPv4 address.
  *
  * A handshake is checked (allowRequest) and counted (the engine's connection event) in one turn
@@ -21,18 +19,17 @@ export class SocketCaps {
   ) {}
 
   /** Why a new handshake is refused, or undefined when it may go on. */
-  refusal(req: IncomingMessage): string | undefined {
+  refusal(address: string): string | undefined {
     if (this.maxTotal > 0 && this.total >= this.maxTotal) return `too many realtime connections on this server (limit ${this.maxTotal}); try again later`;
-    if (this.maxPerAddress > 0 && (this.perAddress.get(addressKey(req)) ?? 0) >= this.maxPerAddress) {
+    if (this.maxPerAddress > 0 && (this.perAddress.get(addressKey(address)) ?? 0) >= this.maxPerAddress) {
       return `too many realtime connections from this address (limit ${this.maxPerAddress}); close some and try again`;
     }
     return undefined;
   }
 
   /** Counts a connection just made; answers the key to give {@link closed} when it closes. */
-  opened(req: IncomingMessage): string {
-    // Taken now: the request's TCP socket may be gone by the time the connection closes.
-    const key = addressKey(req);
+  opened(address: string): string {
+    const key = addressKey(address);
     this.perAddress.set(key, (this.perAddress.get(key) ?? 0) + 1);
     this.total++;
     return key;
@@ -47,10 +44,9 @@ export class SocketCaps {
 
 }
 
-/** The peer address a connection counts under: IPv4 as is (also when IPv4-mapped), IPv6 by /64. */
-export function addressKey(req: IncomingMessage): string {
-  // The same client as the HTTP server's per-address share counts (IPv4-mapped written as IPv4).
-  const address = clientAddress(req.socket.remoteAddress) ?? 'unknown';
+/** The client address a connection counts under: IPv4 as is, IPv6 by /64. */
+export function addressKey(client: string): string {
+  const address = client === '' ? 'unknown' : client;
   if (!isIPv6(address)) return address;
   return `${prefix64(address)}::/64`;
 }
