@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { createScriptRuntime, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
-import type { HostApi, RunInput, RunResult, Script, ScriptRuntime } from '@svc/script-runtime';
+import type { HostApi, RunInput, RunResult, Script, ScriptModule, ScriptRuntime } from '@svc/script-runtime';
 import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { DEFAULT_RECURSION_CAP, scriptClient, scriptClientNames } from './scriptClient.js';
@@ -20,6 +20,8 @@ export interface ScriptFactoryOptions {
   logger: Logger;
   realtime: Realtime;
   request(input: InternalRequest): Promise<Reply>;
+  /** What scripts may require() (app.json scripts.modules, bundled and checked: loadScriptModules). */
+  modules?: readonly ScriptModule[];
 }
 
 /** The script factory, plus what the server binds once every resource exists. */
@@ -143,6 +145,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.isolates !== undefined ? { isolates: settings.isolates } : {}),
       ...(settings.queueLimit !== undefined ? { queueLimit: settings.queueLimit } : {}),
+      ...(options.modules !== undefined ? { modules: options.modules } : {}),
       log,
     }));
 

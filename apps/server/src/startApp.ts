@@ -6,6 +6,7 @@ import type { AnyResourceType, ExtraRoute, InternalRequest, Logger, Realtime, Re
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
+import { loadScriptModules } from './scriptModules.js';
 import { readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
@@ -72,6 +73,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   // it), its objects once the store is open.
   const interrupted = await resumeFolder(appDir);
   const app = await loadApp(appDir, logger);
+  // Before anything is opened: a module that cannot load stops the start.
+  const modules = await loadScriptModules(appDir, app.settings.scripts, logger);
   const types = new Map<string, ResourceType>();
   for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {
     if (type.name === 'Collection' || type.name === 'UserCollection') throw new Error(`resource type ${type.name} is built in and cannot be replaced`);
@@ -113,7 +116,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     if (env === 'production' && rootKeys.length === 0) {
       logger.warn('production without a root key: requests with svc-ssh-key are refused (no root access); create one with: svc keygen');
     }
-    const scripts = createScriptFactory({ app, env, logger, realtime, request });
+    const scripts = createScriptFactory({ app, env, logger, realtime, request, modules });
     let current = app;
     // Reloads never overlap, whoever asks (the development watcher, the dashboard).
     let reloading: Promise<void> = Promise.resolve();
@@ -178,6 +181,9 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         for (const resource of previous) resource.close?.().catch((err: unknown) => logger.warn(`closing the previous ${resource.path}: ${(err as Error).message}`));
       }, 5000).unref();
       const settingsChanged = JSON.stringify(next.settings) !== JSON.stringify(current.settings);
+      if (JSON.stringify(next.settings.scripts?.modules ?? []) !== JSON.stringify(app.settings.scripts?.modules ?? [])) {
+        logger.warn('app.json scripts.modules changed: scripts keep the modules of the start until svc is restarted');
+      }
       current = next;
       logger.info(
         `reloaded ${mounted.resources.filter((r) => r !== dashboard).length} resources in ${Math.round(performance.now() - started)} ms` +
