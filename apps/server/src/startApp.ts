@@ -6,7 +6,7 @@ import type { AnyResourceType, ExtraRoute, InternalRequest, Logger, Realtime, Re
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
-import { loadScriptModules } from './scriptModules.js';
+import { bundleModules, loadScriptModules } from './scriptModules.js';
 import { readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
@@ -117,6 +117,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       logger.warn('production without a root key: requests with svc-ssh-key are refused (no root access); create one with: svc keygen');
     }
     const scripts = createScriptFactory({ app, env, logger, realtime, request, modules });
+    let activeModules = modules;
     let current = app;
     // Reloads never overlap, whoever asks (the development watcher, the dashboard).
     let reloading: Promise<void> = Promise.resolve();
@@ -174,16 +175,24 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     const reloadNow = async (): Promise<void> => {
       const started = performance.now();
       const next = await loadApp(appDir, logger);
+      // Changed modules (app.json scripts.modules, or a package of another version) are checked
+      // like at start; when they do not load, the reload fails and the previous version serves.
+      const names = next.settings.scripts?.modules ?? [];
+      const bundled = names.length === 0 ? [] : await bundleModules(appDir, names);
+      if (bundled.length !== activeModules.length || bundled.some((m, i) => m.name !== activeModules[i]?.name || m.source !== activeModules[i]?.source)) {
+        activeModules = await loadScriptModules(appDir, { ...app.settings.scripts, modules: names }, logger);
+        scripts.useModules(activeModules);
+        if (names.length === 0) logger.info('event scripts may require no module any more');
+      }
       const mounted = await mount(next);
       const previous = await server.replaceResources(mounted.resources, mounted.routes);
       // Requests under way finish on the previous resources; close those that hold anything later.
       setTimeout(() => {
         for (const resource of previous) resource.close?.().catch((err: unknown) => logger.warn(`closing the previous ${resource.path}: ${(err as Error).message}`));
       }, 5000).unref();
-      const settingsChanged = JSON.stringify(next.settings) !== JSON.stringify(current.settings);
-      if (JSON.stringify(next.settings.scripts?.modules ?? []) !== JSON.stringify(app.settings.scripts?.modules ?? [])) {
-        logger.warn('app.json scripts.modules changed: scripts keep the modules of the start until svc is restarted');
-      }
+      // scripts.modules applies at once (above); the other settings at the next start.
+      const withoutModules = (settings: AppFolder['settings']): string => JSON.stringify({ ...settings, scripts: { ...settings.scripts, modules: undefined } });
+      const settingsChanged = withoutModules(next.settings) !== withoutModules(current.settings);
       current = next;
       logger.info(
         `reloaded ${mounted.resources.filter((r) => r !== dashboard).length} resources in ${Math.round(performance.now() - started)} ms` +

@@ -143,6 +143,46 @@ module.exports = { seen: seen, counter: { n: 0 } };`,
   });
 });
 
+async function until(check: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('development reload of app.json scripts.modules', { timeout: 60_000 }, () => {
+  it('a module added to the list is loaded without a restart; one that fails to load keeps the previous version serving', async () => {
+    const dir = await writeApp({
+      'app.json': { scripts: { modules: ['one'] } },
+      ...pkg('one', { 'index.js': `module.exports = 'one';` }),
+      ...pkg('two', { 'index.js': `module.exports = 'two';` }),
+      ...pkg('broken', { 'index.js': `throw new Error('broken module');` }),
+      'resources/things/config.json': COLLECTION,
+      'resources/things/post.js': `try { this.out = require('one') + '+' + require('two'); } catch (e) { this.out = e.message; }`,
+    });
+    let svc: SvcProcess | undefined;
+    try {
+      svc = await startSvc([dir]);
+      const url = svc.url;
+      const out = async (): Promise<unknown> => {
+        const res = await fetch(`${url}/things`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'x' }) });
+        return ((await res.json()) as { out?: unknown }).out;
+      };
+      expect(await out()).toBe("module 'two' is not allowed: add it to app.json scripts.modules");
+      await writeFile(join(dir, 'app.json'), JSON.stringify({ scripts: { modules: ['one', 'two'] } }));
+      await until(async () => (await out()) === 'one+two');
+      await writeFile(join(dir, 'app.json'), JSON.stringify({ scripts: { modules: ['one', 'two', 'broken'] } }));
+      const logs = (): string => (svc as SvcProcess).stdout() + (svc as SvcProcess).stderr();
+      await until(async () => /reload failed, still serving the previous version: .*module 'broken' cannot be loaded for event scripts: it threw: .*broken module/.test(logs()));
+      expect(await out()).toBe('one+two');
+    } finally {
+      await svc?.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('svc migrate-deployd: a Deployd app whose scripts require modules, with a Fileupload resource', { timeout: 60_000 }, () => {
   let root: string;
   let app: string;
