@@ -1,5 +1,6 @@
 import { fork } from 'node:child_process';
 import type { ChildMessage, ParentMessage } from './internal/pool-messages.js';
+import { MODULE_TIME_FACTOR } from './internal/isolate-worker.js';
 import { entryPoint } from './internal/script-pool.js';
 import type { ScriptModule } from './types.js';
 
@@ -48,7 +49,8 @@ export async function checkScriptModules(modules: readonly ScriptModule[], limit
   try {
     await new Promise<void>((resolve, reject) => {
       // Each module has the time limit on its own; a process that says nothing past all of them is stuck.
-      const timer = setTimeout(() => reject(new Error(`the modules of event scripts did not load within ${timeoutMs * modules.length + START_GRACE_MS} ms`)), timeoutMs * modules.length + START_GRACE_MS);
+      const limitMs = timeoutMs * MODULE_TIME_FACTOR * modules.length + START_GRACE_MS;
+      const timer = setTimeout(() => reject(new Error(`the modules of event scripts did not load within ${limitMs} ms`)), limitMs);
       proc.on('message', (message: ChildMessage) => {
         if (message.t !== 'checked') return;
         clearTimeout(timer);

@@ -24,7 +24,7 @@ export interface ScriptRuntimeOptions {
   queueLimit?: number;
   /**
    * Modules scripts may `require(name)`: each evaluated once per isolate, after the realm is
-   * sealed, its exports deep-frozen. Any other name throws in the script. Check them at start
+   * sealed (its top-level code within 5 x `timeoutMs`), its exports deep-frozen. Any other name throws in the script. Check them at start
    * with {@link checkScriptModules}: a module that throws or loops at load fails every run.
    */
   modules?: readonly ScriptModule[];

@@ -15,6 +15,13 @@ const MAIN_SOURCE = `${sealRealm.toString()}; return (${isolateMain.toString()})
 const BRIDGE = ['define', 'check', 'batch', 'deliver', 'resume', 'collect', 'drop', 'load'] as const;
 const BUILTINS = JSON.stringify(builtinModules);
 
+/**
+ * A module's top-level code may run this many times the script time limit: it runs once per
+ * isolate, often in a busy low-priority script process, and a bundle of a few hundred KB costs
+ * tens of ms of CPU by itself.
+ */
+export const MODULE_TIME_FACTOR = 5;
+
 /** A module that could not be loaded into an isolate: nothing can run there. */
 export class ModuleLoadError extends Error {}
 
@@ -25,7 +32,7 @@ export type FatalKind = 'timeout' | 'memory' | 'crash';
 export interface WorkerOptions {
   memoryLimitMb: number;
   timeoutMs: number;
-  /** Loaded into each new isolate before any script, each within `timeoutMs`. */
+  /** Loaded into each new isolate before any script, each within MODULE_TIME_FACTOR x `timeoutMs`. */
   modules: readonly ScriptModule[];
   /** Receives each console line of a script, already prefixed with its label. */
   log: (line: string) => void;
@@ -176,7 +183,7 @@ export class IsolateWorker {
    * module that throws, loops or exhausts the heap leaves no isolate behind and fails with why.
    */
   private loadModule(isolate: ivm.Isolate, context: ivm.Context, refs: Live['refs'], module: ScriptModule): void {
-    const timeout = this.options.timeoutMs;
+    const timeout = this.options.timeoutMs * MODULE_TIME_FACTOR;
     try {
       // The wrapper's line break keeps a trailing line comment of the source from eating it.
       const script = isolate.compileScriptSync(`(function (module, exports, require) {${module.source}\n})`, { filename: `module:${module.name}` });
@@ -186,7 +193,7 @@ export class IsolateWorker {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       const why = /timed out/i.test(message)
-        ? `its top-level code ran longer than the script time limit (${timeout} ms)`
+        ? `its top-level code ran longer than ${MODULE_TIME_FACTOR} times the script time limit (${timeout} ms)`
         : isolate.isDisposed || /memory/i.test(message)
           ? `it ran out of memory (the scripts' limit is ${this.options.memoryLimitMb} MB)`
           : `it threw: ${message}`;
