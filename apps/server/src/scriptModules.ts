@@ -70,32 +70,51 @@ function insideApp(root: string): Plugin {
   };
 }
 
+/**
+ * Bundles a module as `require(name)` answers it; a package that only has an ES module entry (no
+ * "require" export) answers its namespace object, as Node's require() of an ES module does.
+ */
 async function bundle(root: string, name: string): Promise<ScriptModule> {
-  let result;
   try {
-    result = await build({
-      stdin: { contents: `module.exports = require(${JSON.stringify(name)});`, resolveDir: root, sourcefile: `scripts.modules:${name}`, loader: 'js' },
-      absWorkingDir: root,
-      bundle: true,
-      write: false,
-      format: 'cjs',
-      // Browser builds of packages (their "browser" field) are the ones meant to run without Node.
-      platform: 'browser',
-      target: 'es2023',
-      external: [...builtinModules, 'node:*'],
-      define: { 'process.env.NODE_ENV': '"production"', global: 'globalThis' },
-      legalComments: 'none',
-      logLevel: 'silent',
-      plugins: [insideApp(root)],
-    });
+    try {
+      return await bundleAs(root, name, `module.exports = require(${JSON.stringify(name)});`);
+    } catch (err) {
+      if (!notFound(err, name)) throw err;
+      return await bundleAs(root, name, `import * as namespace from ${JSON.stringify(name)};\nmodule.exports = namespace;`);
+    }
   } catch (err) {
-    const errors = (err as { errors?: { text: string }[] }).errors ?? [];
-    const text = errors.map((e) => e.text).join('; ') || (err as Error).message;
-    if (errors.some((e) => /Could not resolve/.test(e.text)) && errors.length === 1 && errors[0]?.text.includes(`"${name}"`)) {
+    if (notFound(err, name)) {
       throw new Error(`app.json scripts.modules: module '${name}' is not installed in the app folder's node_modules (run npm install ${packageOf(name)} in the app folder)`, { cause: err });
     }
+    const errors = (err as { errors?: { text: string }[] }).errors ?? [];
+    const text = errors.map((e) => e.text).join('; ') || (err as Error).message;
     throw new Error(`app.json scripts.modules: module '${name}' cannot be bundled for event scripts: ${text}`, { cause: err });
   }
+}
+
+/** esbuild could not find the module itself (not one of its files). */
+function notFound(err: unknown, name: string): boolean {
+  const errors = (err as { errors?: { text: string }[] }).errors ?? [];
+  return errors.length === 1 && /Could not resolve/.test(errors[0]?.text ?? '') && (errors[0]?.text ?? '').includes(`"${name}"`);
+}
+
+/** esbuild's bundle of an entry (throws esbuild's failure as it is). */
+async function bundleAs(root: string, name: string, entry: string): Promise<ScriptModule> {
+  const result = await build({
+    stdin: { contents: entry, resolveDir: root, sourcefile: `scripts.modules:${name}`, loader: 'js' },
+    absWorkingDir: root,
+    bundle: true,
+    write: false,
+    format: 'cjs',
+    // Browser builds of packages (their "browser" field) are the ones meant to run without Node.
+    platform: 'browser',
+    target: 'es2023',
+    external: [...builtinModules, 'node:*'],
+    define: { 'process.env.NODE_ENV': '"production"', global: 'globalThis' },
+    legalComments: 'none',
+    logLevel: 'silent',
+    plugins: [insideApp(root)],
+  });
   return { name, source: result.outputFiles[0]?.text ?? '' };
 }
 

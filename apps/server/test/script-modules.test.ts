@@ -70,6 +70,21 @@ describe('require() in event scripts', () => {
     }
   });
 
+  it('a package with only an ES module entry answers its namespace, frozen', async () => {
+    const app = await runApp({
+      'app.json': { scripts: { modules: ['esm-only'] } },
+      'node_modules/esm-only/package.json': { name: 'esm-only', version: '1.0.0', type: 'module', exports: { '.': { import: './index.js' } } },
+      'node_modules/esm-only/index.js': `export function hi(n) { return 'hi ' + n; } export default 42;`,
+      'resources/things/config.json': COLLECTION,
+      'resources/things/post.js': `var m = require('esm-only'); this.out = m.hi(this.title) + ' ' + m.default + ' ' + (m.hi.leak || 'clean'); m.hi.leak = 'leaked';`,
+    });
+    try {
+      for (let i = 0; i < 2; i++) expect((await app.request('POST', '/things', { title: 'ada' })).body).toMatchObject({ out: 'hi ada 42 clean' });
+    } finally {
+      await app.close();
+    }
+  });
+
   it('a module sees no host: no process, no global require, a frozen realm; its exports are frozen for every run', async () => {
     const app = await runApp({
       'app.json': { scripts: { modules: ['probe'] } },

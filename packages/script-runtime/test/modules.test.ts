@@ -25,6 +25,17 @@ describe('require() of named modules', () => {
     expect((await exec(`this.fill = require('left-pad').config.fill; this.evil = require('left-pad').evil;`)).thisObj).toEqual({ fill: ' ' });
   });
 
+  test('prototypes of exported classes and what getters answer are frozen too', async () => {
+    const source = `class Point { constructor(x) { this.x = x; } twice() { return this.x * 2; } }
+var helper = function () { return 1; };
+Object.defineProperty(exports, 'helper', { get: function () { return helper; }, enumerable: true });
+exports.Point = Point;`;
+    const { exec } = setup({ isolates: 1, modules: [{ name: 'geo', source }] });
+    const first = await exec(`var m = require('geo'); m.Point.prototype.twice = function () { return 'hacked'; }; m.helper.evil = 1;
+      this.t = new m.Point(2).twice(); this.evil = m.helper.evil === undefined; this.frozen = Object.isFrozen(m.helper) && Object.isFrozen(m.Point.prototype);`);
+    expect(first.thisObj).toEqual({ t: 4, evil: true, frozen: true });
+  });
+
   test('Node built-ins are refused by name, with and without node:', async () => {
     const { exec } = setup({ isolates: 1, modules: [PAD] });
     for (const name of ['fs', 'node:fs', 'child_process', 'net']) {

@@ -718,7 +718,11 @@ export function isolateMain(
     throw new Error(`module '${id}' is not allowed: add it to app.json scripts.modules`);
   });
 
-  /** Freezes everything reachable from a value: properties (accessors' functions too) and prototypes. */
+  /**
+   * Freezes everything reachable from a value: properties, prototypes, accessors' functions and
+   * what their getters answer (an ES module's exports are getters of its bindings). A getter
+   * that throws hides nothing shared: what it would answer is made anew each time.
+   */
   function freezeAll(root: unknown): void {
     const seen = new WeakSet<object>();
     const stack: unknown[] = [root];
@@ -734,7 +738,16 @@ export function isolateMain(
         const desc = Object.getOwnPropertyDescriptor(obj, key);
         if (!desc) continue;
         if ('value' in desc) stack.push(desc.value);
-        else stack.push(desc.get, desc.set);
+        else {
+          stack.push(desc.get, desc.set);
+          if (desc.get) {
+            try {
+              stack.push(Reflect.apply(desc.get, obj, []));
+            } catch {
+              // Nothing to freeze.
+            }
+          }
+        }
       }
     }
   }
