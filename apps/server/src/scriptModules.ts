@@ -1,7 +1,6 @@
 import { realpath, readFile } from 'node:fs/promises';
 import { builtinModules, isBuiltin } from 'node:module';
 import { join, sep } from 'node:path';
-import { build } from 'esbuild';
 import type { Plugin } from 'esbuild';
 import type { Logger } from '@svc/core';
 import { checkScriptModules } from '@svc/script-runtime';
@@ -100,6 +99,8 @@ function notFound(err: unknown, name: string): boolean {
 
 /** esbuild's bundle of an entry (throws esbuild's failure as it is). */
 async function bundleAs(root: string, name: string, entry: string): Promise<ScriptModule> {
+  // Loaded only by apps that name modules: esbuild starts a service process of its own.
+  const { build } = await import('esbuild');
   const result = await build({
     stdin: { contents: entry, resolveDir: root, sourcefile: `scripts.modules:${name}`, loader: 'js' },
     absWorkingDir: root,
