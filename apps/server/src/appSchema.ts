@@ -1,4 +1,5 @@
 import { isPlainObject, ProxyTrust } from '@svc/core';
+import { moduleNameProblem } from './scriptModules.js';
 
 /**
  * The schema of app.json, checked at start: a wrong type, a value out of range or an unknown
@@ -12,6 +13,7 @@ type Rule =
   | { kind: 'origins' }
   | { kind: 'publicCount' }
   | { kind: 'trustProxy' }
+  | { kind: 'modules' }
   | { kind: 'object'; keys: Record<string, Rule> };
 
 const int = (min: number, max?: number): Rule => (max === undefined ? { kind: 'int', min } : { kind: 'int', min, max });
@@ -32,6 +34,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
       requestWallMs: int(1, 3_600_000),
       queueLimit: int(1, 1_000_000),
       recursionCap: int(0, 1000),
+      modules: { kind: 'modules' },
     },
   },
   databaseTimeoutMs: int(1),
@@ -86,6 +89,12 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
       return typeof v === 'boolean' || (Array.isArray(v) && v.every((s) => typeof s === 'string')) ? undefined : 'true, false or an array of collection names';
     case 'trustProxy':
       return trustProxyProblem(v);
+    case 'modules': {
+      if (!Array.isArray(v)) return 'an array of npm package names, such as ["moment", "lodash"]';
+      const problem = v.map(moduleNameProblem).find((p) => p !== undefined);
+      if (problem !== undefined) return `an array of npm package names (${problem})`;
+      return new Set(v).size === v.length ? undefined : 'an array of npm package names, each once';
+    }
     case 'object':
       if (!isPlainObject(v)) return `an object with ${Object.keys(rule.keys).join(', ')}`;
       checkObject(file, path, v, rule.keys);

@@ -28,6 +28,8 @@ export interface AppSettings {
     requestWallMs?: number;
     queueLimit?: number;
     recursionCap?: number;
+    /** npm packages of the app's node_modules that scripts may require() (bundled at start). */
+    modules?: string[];
   };
   /** MongoDB (--db): how long an operation may take before the request answers 503, ms. */
   databaseTimeoutMs?: number;

@@ -1,9 +1,11 @@
 import { realpath, stat } from 'node:fs/promises';
+import { isBuiltin } from 'node:module';
 import { extname, join, resolve } from 'node:path';
 import { readAppTree, readEntry } from './appTree.js';
 import type { AppTree } from './appTree.js';
 import { DEPLOYD_TYPE_NAMES } from './loadApp.js';
 import { outFolder, placeMigratedApp } from './placeMigratedApp.js';
+import { moduleNameProblem } from './scriptModules.js';
 
 /** Options of {@link migrateDeployd}. */
 export interface MigrateOptions {
@@ -182,6 +184,7 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
   for (const line of await typeHints(tree, options.dir)) module(line);
 
   const pkgFile = entries.get('package.json');
+  edits += await scriptModules(tree, options.dir, pkgFile?.kind === 'file' ? await readEntry(pkgFile, options.dir) : undefined, module, change);
   if (pkgFile?.kind === 'file') {
     const pkg = parsePackage(await readEntry(pkgFile, options.dir), join(options.dir, 'package.json'));
     let changed = false;
@@ -251,7 +254,12 @@ async function typeHints(tree: AppTree, label: string): Promise<string[]> {
     const type = configType(await readEntry(config, label));
     if (type === undefined) out.push(`${config.rel}: not valid JSON; svc will not load this resource until it is fixed`);
     else if (typeof type === 'string' && !SVC_TYPES.has(type) && !Object.hasOwn(DEPLOYD_TYPE_NAMES, type)) {
-      out.push(`${folder.rel}: type ${type}: ${TYPE_HINTS[type] ?? 'no equivalent among svc packages (install a type package that provides it)'}`);
+      out.push(
+        `${folder.rel}: type ${type}: ${
+          TYPE_HINTS[type] ??
+          `no equivalent among svc packages: svc does not start while /${folder.rel.slice('resources/'.length)} has this type (the app loses that resource and its events: install a type package that provides "${type}", or remove ${folder.rel}/ to serve the rest)`
+        }`,
+      );
     }
   }
   return out;
@@ -316,6 +324,84 @@ async function moveUploadFolders(tree: AppTree, label: string, change: (line: st
     moved.push({ directory, resource: name });
   }
   return moved;
+}
+
+/** `require('name')` with a literal name, in an event script. */
+const REQUIRE = /(?<![\w$.])require\s*\(\s*(['"])([^'"\n]+)\1\s*\)/g;
+
+/**
+ * The modules the event scripts require: those in the Deployd app's package.json go into app.json
+ * `scripts.modules` (svc bundles them from node_modules at start); for every other one the report
+ * says what the app loses. Answers the number of files changed (app.json: 0 or 1).
+ */
+async function scriptModules(tree: AppTree, label: string, pkgText: string | undefined, module: (line: string) => void, change: (line: string) => void): Promise<number> {
+  const required = new Map<string, string[]>();
+  const scripts = tree.entries.filter((entry) => entry.kind === 'file' && entry.rel.startsWith('resources/') && entry.rel.endsWith('.js'));
+  for (const file of scripts.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))) {
+    for (const match of (file.content ?? (await readEntry(file, label))).matchAll(REQUIRE)) {
+      const name = match[2] as string;
+      const files = required.get(name) ?? [];
+      if (!files.includes(file.rel)) files.push(file.rel);
+      required.set(name, files);
+    }
+  }
+  if (required.size === 0) return 0;
+  let deps: Record<string, unknown> = {};
+  try {
+    const pkg = pkgText === undefined ? undefined : (JSON.parse(pkgText) as unknown);
+    if (isRecord(pkg)) deps = { ...(isRecord(pkg.devDependencies) ? pkg.devDependencies : {}), ...(isRecord(pkg.dependencies) ? pkg.dependencies : {}) };
+  } catch {
+    // package.json's own problem is reported below, where it is rewritten.
+  }
+  const named: string[] = [];
+  for (const name of [...required.keys()].sort()) {
+    const where = `${(required.get(name) as string[]).join(', ')}: require('${name}')`;
+    const pkgName = name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : (name.split('/')[0] as string);
+    const loses = 'the script fails where it requires it (the request answers 500)';
+    if (name.startsWith('.') || name.startsWith('/')) module(`${where}: a file, not a package: svc scripts require packages only; ${loses} (copy the code into the script, or make it a package in node_modules and add it to app.json scripts.modules)`);
+    else if (isBuiltin(name)) module(`${where}: a Node built-in: no host access from svc scripts; ${loses} (do the work in a resource type or a separate service)`);
+    else if (pkgName === 'deployd' || pkgName.startsWith('dpd-')) module(`${where}: Deployd's own module: no equivalent in svc scripts; ${loses}`);
+    else if (moduleNameProblem(name) !== undefined) module(`${where}: not a package name svc can allow; ${loses}`);
+    else if (!Object.hasOwn(deps, pkgName)) module(`${where}: not in package.json, so not mapped; ${loses} (npm install ${pkgName} in the app folder, then add "${name}" to app.json scripts.modules)`);
+    else {
+      named.push(name);
+      module(`${where}: in package.json: added to app.json scripts.modules (svc bundles it from the app's node_modules at start: run npm install first)`);
+    }
+  }
+  if (named.length === 0) return 0;
+  let appFile = tree.entries.find((entry) => entry.rel === 'app.json');
+  let settings: Record<string, unknown> = {};
+  if (appFile?.kind === 'file') {
+    const text = appFile.content ?? (await readEntry(appFile, label));
+    const parsed = text.trim() === '' ? {} : parseJsonObject(text);
+    if (parsed === undefined) {
+      module(`app.json is not a JSON object: add ${JSON.stringify(named)} to its scripts.modules by hand`);
+      return 0;
+    }
+    settings = parsed;
+  } else if (appFile === undefined) {
+    const uid = process.getuid?.() ?? 0;
+    const gid = process.getgid?.() ?? 0;
+    appFile = { rel: 'app.json', kind: 'file', from: '', dev: 0, ino: 0, mode: 0o644, uid, gid };
+    tree.entries.push(appFile);
+  } else return 0;
+  const scriptSettings = isRecord(settings.scripts) ? settings.scripts : {};
+  const before = Array.isArray(scriptSettings.modules) ? scriptSettings.modules.filter((m): m is string => typeof m === 'string') : [];
+  const modules = [...new Set([...before, ...named])];
+  if (modules.length === before.length) return 0;
+  settings.scripts = { ...scriptSettings, modules };
+  appFile.content = `${JSON.stringify(settings, null, 2)}\n`;
+  change(`app.json: scripts.modules ${JSON.stringify(modules)} (the packages the event scripts require)`);
+  return 1;
+}
+
+function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return isRecord(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function escapeRegExp(text: string): string {

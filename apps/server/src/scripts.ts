@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { createScriptRuntime, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
-import type { HostApi, RunInput, RunResult, Script, ScriptRuntime } from '@svc/script-runtime';
+import type { HostApi, RunInput, RunResult, Script, ScriptModule, ScriptRuntime } from '@svc/script-runtime';
 import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { DEFAULT_RECURSION_CAP, scriptClient, scriptClientNames } from './scriptClient.js';
@@ -20,6 +20,8 @@ export interface ScriptFactoryOptions {
   logger: Logger;
   realtime: Realtime;
   request(input: InternalRequest): Promise<Reply>;
+  /** What scripts may require() (app.json scripts.modules, bundled and checked: loadScriptModules). */
+  modules?: readonly ScriptModule[];
 }
 
 /** The script factory, plus what the server binds once every resource exists. */
@@ -30,6 +32,12 @@ export interface AppScripts extends ScriptFactory {
   check(source: string, filename: string, event: string): ScriptProblem | undefined;
   /** Runs a script once on a sample object without writing anything (the dashboard's trial run). */
   trial(input: TrialInput): Promise<TrialOutcome>;
+  /**
+   * Scripts compiled from now on get these modules (a reload that changed app.json
+   * scripts.modules): they run in new script processes; those of scripts compiled before keep
+   * theirs until the requests under way could have finished. Answers false when nothing changed.
+   */
+  useModules(modules: readonly ScriptModule[]): boolean;
   close(): void;
 }
 
@@ -126,6 +134,11 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     return budget;
   }
   let runtime: ScriptRuntime | undefined;
+  let modules: readonly ScriptModule[] = options.modules ?? [];
+  /** The runtime each script was compiled by: after a change of modules, old scripts run in the old one. */
+  const owners = new WeakMap<Script, ScriptRuntime>();
+  /** Runtimes replaced by a change of modules, until their scripts' requests could have finished. */
+  const retired = new Set<ScriptRuntime>();
   let resources: readonly Resource[] = [];
   let clientNames: ReturnType<typeof scriptClientNames> = [];
   /** Console lines of trial runs, by their label: they go to the trial's answer, not the log. */
@@ -143,8 +156,16 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.isolates !== undefined ? { isolates: settings.isolates } : {}),
       ...(settings.queueLimit !== undefined ? { queueLimit: settings.queueLimit } : {}),
+      modules,
       log,
     }));
+  const compileScript = (text: string, filename: string): Script => {
+    const owner = getRuntime();
+    const script = owner.compile(text, filename);
+    owners.set(script, owner);
+    return script;
+  };
+  const runtimeOf = (script: Script): ScriptRuntime => owners.get(script) ?? getRuntime();
 
   /** Compiles the folder's scripts for the given events; broken ones become errors to answer. */
   function compile(folder: ResourceFolder, events: ReadonlySet<string>): Map<string, Compiled> {
@@ -153,7 +174,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       if (!events.has(file)) continue;
       const filename = `resources${folder.path}/${file}`;
       try {
-        const script = getRuntime().compile(file === 'beforerequest.js' && events === COLLECTION_EVENT_FILES ? withQueryResult(source) : source, filename);
+        const script = compileScript(file === 'beforerequest.js' && events === COLLECTION_EVENT_FILES ? withQueryResult(source) : source, filename);
         out.set(file.slice(0, -3), { script, uses: usesOf(script) });
       } catch (err) {
         if (!(err instanceof ScriptSyntaxError) || env === 'production') throw err;
@@ -208,7 +229,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   async function runOne({ script }: Compiled, input: RunInput): Promise<RunResult> {
     if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
     try {
-      return await getRuntime().run(script, input);
+      return await runtimeOf(script).run(script, input);
     } catch (err) {
       throw scriptFailure(err, env, logger);
     }
@@ -240,7 +261,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       try {
         // Isolates keep what they compiled: trying the same text again reuses it.
         const key = `${input.filename}\n${input.event}\n${input.source}`;
-        script = trialScripts.get(key) ?? getRuntime().compile(source(input.source, input.event), input.filename);
+        script = trialScripts.get(key) ?? compileScript(source(input.source, input.event), input.filename);
         trialScripts.delete(key);
         trialScripts.set(key, script);
         if (trialScripts.size > 64) trialScripts.delete(trialScripts.keys().next().value as string);
@@ -261,7 +282,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       const ctx = { ...input.parent, query: input.query ?? {}, me: input.me as Context['me'] };
       trialLogs.set(label, logs);
       try {
-        const result = await getRuntime().run(script, {
+        const result = await runtimeOf(script).run(script, {
           thisObj: input.object,
           locals: { ...locals(ctx, { ctx: true, svc: true, emit: true }, { previous: input.previous ?? {} }), isRoot: false, internal: false },
           host: api,
@@ -280,9 +301,26 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         setTimeout(() => trialLogs.delete(label), 1000).unref();
       }
     },
+    useModules(next) {
+      if (next.length === modules.length && next.every((m, i) => m.name === modules[i]?.name && m.source === modules[i]?.source)) return false;
+      modules = next;
+      const old = runtime;
+      runtime = undefined;
+      trialScripts.clear();
+      if (old) {
+        retired.add(old);
+        setTimeout(() => {
+          retired.delete(old);
+          old.dispose();
+        }, requestWallMs + 5000).unref();
+      }
+      return true;
+    },
     close() {
       runtime?.dispose();
       runtime = undefined;
+      for (const old of retired) old.dispose();
+      retired.clear();
     },
     forResource(folder, events): EventScripts {
       const scripts = compile(folder, events);
@@ -339,7 +377,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           let results: RunResult[];
           try {
             // The objects are this query's own copies: changes may go straight into them.
-            results = await getRuntime().runEach(script, { locals: shared, host: api, label, budget: budgetOf(ctx) }, objects, { inPlace: true });
+            results = await runtimeOf(script).runEach(script, { locals: shared, host: api, label, budget: budgetOf(ctx) }, objects, { inPlace: true });
           } catch (err) {
             throw scriptFailure(err, env, logger);
           }

@@ -6,6 +6,7 @@ import type { AnyResourceType, ExtraRoute, InternalRequest, Logger, Realtime, Re
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
+import { bundleModules, loadScriptModules } from './scriptModules.js';
 import { readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
@@ -76,6 +77,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const interrupted = await resumeFolder(appDir);
   if (options.env === undefined && env === 'production') logger.info('production (NODE_ENV=production; pass env to choose)');
   const app = await loadApp(appDir, logger);
+  // Before anything is opened: a module that cannot load stops the start.
+  const modules = await loadScriptModules(appDir, app.settings.scripts, logger);
   const types = new Map<string, ResourceType>();
   for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {
     if (type.name === 'Collection' || type.name === 'UserCollection') throw new Error(`resource type ${type.name} is built in and cannot be replaced`);
@@ -116,7 +119,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     if (env === 'production' && rootKeys.length === 0) {
       logger.warn('production without a root key: requests with svc-ssh-key are refused (no root access); create one with: svc keygen');
     }
-    const scripts = createScriptFactory({ app, env, logger, realtime, request });
+    const scripts = createScriptFactory({ app, env, logger, realtime, request, modules });
+    let activeModules = modules;
     let current = app;
     // Reloads never overlap, whoever asks (the development watcher, the dashboard).
     let reloading: Promise<void> = Promise.resolve();
@@ -182,13 +186,24 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     const reloadNow = async (): Promise<void> => {
       const started = performance.now();
       const next = await loadApp(appDir, logger);
+      // Changed modules (app.json scripts.modules, or a package of another version) are checked
+      // like at start; when they do not load, the reload fails and the previous version serves.
+      const names = next.settings.scripts?.modules ?? [];
+      const bundled = names.length === 0 ? [] : await bundleModules(appDir, names);
+      if (bundled.length !== activeModules.length || bundled.some((m, i) => m.name !== activeModules[i]?.name || m.source !== activeModules[i]?.source)) {
+        activeModules = await loadScriptModules(appDir, { ...app.settings.scripts, modules: names }, logger);
+        scripts.useModules(activeModules);
+        if (names.length === 0) logger.info('event scripts may require no module any more');
+      }
       const mounted = await mount(next);
       const previous = await server.replaceResources(mounted.resources, mounted.routes);
       // Requests under way finish on the previous resources; close those that hold anything later.
       setTimeout(() => {
         for (const resource of previous) resource.close?.().catch((err: unknown) => logger.warn(`closing the previous ${resource.path}: ${(err as Error).message}`));
       }, 5000).unref();
-      const settingsChanged = JSON.stringify(next.settings) !== JSON.stringify(current.settings);
+      // scripts.modules applies at once (above); the other settings at the next start.
+      const withoutModules = (settings: AppFolder['settings']): string => JSON.stringify({ ...settings, scripts: { ...settings.scripts, modules: undefined } });
+      const settingsChanged = withoutModules(next.settings) !== withoutModules(current.settings);
       current = next;
       logger.info(
         `reloaded ${mounted.resources.filter((r) => r !== dashboard).length} resources in ${Math.round(performance.now() - started)} ms` +

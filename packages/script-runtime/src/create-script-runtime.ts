@@ -7,6 +7,7 @@ import type { JobInputs } from './internal/codec.js';
 import { CompiledScript } from './internal/compiled-script.js';
 import { exceedsDepth, MAX_INPUT_DEPTH } from './internal/depth.js';
 import { ScriptPool } from './internal/script-pool.js';
+import { validateModules } from './check-script-modules.js';
 import { parseSyntaxMessage } from './internal/wrap-source.js';
 
 function positive(value: number | undefined, fallback: number, name: string): number {
@@ -78,6 +79,8 @@ function checkDepth(inputs: JobInputs, filename: string): void {
  * checks the syntax in this process (nothing runs here).
  */
 export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptRuntime {
+  const modules = options.modules ?? [];
+  validateModules(modules);
   const pool = new ScriptPool({
     size: Math.max(1, Math.floor(positive(options.isolates, availableParallelism(), 'isolates'))),
     // isolated-vm's minimum is 8 MB.
@@ -85,6 +88,7 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
     timeoutMs: positive(options.timeoutMs, 1000, 'timeoutMs'),
     queueLimit: Math.max(1, Math.floor(positive(options.queueLimit, 1000, 'queueLimit'))),
     log: options.log ?? ((line: string) => console.log(line)),
+    modules,
   });
   const syntax = new SyntaxChecker();
   const owner = {};

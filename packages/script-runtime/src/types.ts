@@ -22,6 +22,23 @@ export interface ScriptRuntimeOptions {
    * Past that, runs fail at once with ScriptBusyError (callers answer 503 with Retry-After).
    */
   queueLimit?: number;
+  /**
+   * Modules scripts may `require(name)`: each evaluated once per isolate, after the realm is
+   * sealed (its top-level code within 5 x `timeoutMs`), its exports deep-frozen. Any other name throws in the script. Check them at start
+   * with {@link checkScriptModules}: a module that throws or loops at load fails every run.
+   */
+  modules?: readonly ScriptModule[];
+}
+
+/**
+ * A module for `require()` in scripts: CommonJS source with every dependency bundled in (a
+ * `require` it still makes is answered like a script's: only other named modules).
+ */
+export interface ScriptModule {
+  /** The name scripts require it by, e.g. 'moment' or 'lodash/fp'. */
+  name: string;
+  /** The bundled source: runs with `module`, `exports` and `require` in scope. */
+  source: string;
 }
 
 /** A compiled event script, bound to the runtime that compiled it. */

@@ -24,6 +24,8 @@ export function isolateMain(
   sealRealm: () => void,
   sab: SharedArrayBuffer,
   budgetMs: number,
+  /** Node's built-in module names (node:module builtinModules): their require() is refused by name. */
+  builtins: readonly string[],
 ): IsolateBridge {
   const shared = new Int32Array(sab);
   const factories = new Map<number, ScriptFactory>();
@@ -60,7 +62,7 @@ export function isolateMain(
   const CANCEL = Object.freeze({ svcCancel: true });
   const RUN = Symbol('run');
   // Always declared so that `if (previous)` works in every event, given or not.
-  const DECLARED = new Set(['me', 'query', 'previous', 'internal', 'isRoot', 'ctx', 'url', 'parts', 'body', 'fileSize', 'fileName']);
+  const DECLARED = new Set(['me', 'query', 'previous', 'internal', 'isRoot', 'ctx', 'url', 'parts', 'body', 'fileSize', 'fileName', 'require']);
   const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor as FunctionConstructor;
   /** The run whose synchronous body executes now (shared scope); undefined between runs. */
   let current: IsolateRun | undefined;
@@ -115,6 +117,7 @@ export function isolateMain(
   const getCurrent = (): IsolateRun | undefined => current;
 
   function materialize(run: IsolateRun, name: string): unknown {
+    if (name === 'require') return requireModule;
     if (api.names.has(name)) {
       if (!run.job.fast) return api.create(() => run, name);
       let fn = currentApi.get(name);
@@ -750,6 +753,61 @@ export function isolateMain(
     host.forget(job);
   }
 
+  /**
+   * Modules for require(), by name: loaded before any script runs, their exports deep-frozen so
+   * that no run can change what another run gets (the state a module keeps in its own closures is
+   * still shared by the runs of this isolate: docs/event-scripts.md).
+   */
+  const modules = new Map<string, unknown>();
+  const builtinNames = new Set(builtins);
+  const requireModule = Object.freeze(function require(name: unknown): unknown {
+    const id = String(name);
+    if (modules.has(id)) return modules.get(id);
+    if (id.startsWith('node:') || builtinNames.has(id)) throw new Error(`module '${id}' is a Node built-in and cannot be used in event scripts`);
+    throw new Error(`module '${id}' is not allowed: add it to app.json scripts.modules`);
+  });
+
+  /**
+   * Freezes everything reachable from a value: properties, prototypes, accessors' functions and
+   * what their getters answer (an ES module's exports are getters of its bindings). A getter
+   * that throws hides nothing shared: what it would answer is made anew each time.
+   */
+  function freezeAll(root: unknown): void {
+    const seen = new WeakSet<object>();
+    const stack: unknown[] = [root];
+    while (stack.length > 0) {
+      const value = stack.pop();
+      if (value === null || (typeof value !== 'object' && typeof value !== 'function')) continue;
+      const obj = value as object;
+      if (seen.has(obj)) continue;
+      seen.add(obj);
+      Object.freeze(obj);
+      stack.push(Object.getPrototypeOf(obj));
+      for (const key of Reflect.ownKeys(obj)) {
+        const desc = Object.getOwnPropertyDescriptor(obj, key);
+        if (!desc) continue;
+        if ('value' in desc) stack.push(desc.value);
+        else {
+          stack.push(desc.get, desc.set);
+          if (desc.get) {
+            try {
+              stack.push(Reflect.apply(desc.get, obj, []));
+            } catch {
+              // Nothing to freeze.
+            }
+          }
+        }
+      }
+    }
+  }
+
+  function load(name: string, factory: (module: { exports: unknown }, exports: unknown, require: (name: string) => unknown) => void): void {
+    const module = { exports: {} as unknown };
+    factory.call(module.exports, module, module.exports, requireModule);
+    freezeAll(module.exports);
+    modules.set(name, module.exports);
+  }
+
   function check(source: string): string {
     try {
       new AsyncFunction(source);
@@ -769,5 +827,5 @@ export function isolateMain(
     factories.set(id, factory);
     bound.delete(id);
   };
-  return { define, check, batch, deliver, resume, collect, drop };
+  return { define, check, batch, deliver, resume, collect, drop, load };
 }

@@ -29,6 +29,8 @@ export interface IsolateBridge {
   collect(): string;
   /** Abandons a job (its run exceeded the CPU limit). */
   drop(jobId: number): void;
+  /** Runs a module's factory (before any script) and keeps its deep-frozen exports for require(). */
+  load(name: string, factory: (module: { exports: unknown }, exports: unknown, require: (name: string) => unknown) => void): void;
 }
 
 /** A job's JobTables as parsed, with what the isolate derives from them (kept per distinct text). */

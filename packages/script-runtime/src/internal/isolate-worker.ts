@@ -1,5 +1,7 @@
+import { builtinModules } from 'node:module';
 import ivm from 'isolated-vm';
 import { ScriptSyntaxError } from '../errors.js';
+import type { ScriptModule } from '../types.js';
 import type { CompiledScript } from './compiled-script.js';
 import { makeScriptApi } from './isolate-api.js';
 import { makeHostBridge } from './isolate-host.js';
@@ -9,8 +11,19 @@ import { sealRealm } from './isolate-seal.js';
 import type { CollectWire } from './wire.js';
 import { parseSyntaxMessage } from './wrap-source.js';
 
-const MAIN_SOURCE = `${sealRealm.toString()}; return (${isolateMain.toString()})(${makeScriptApi.toString()}, ${makeHostBridge.toString()}, ${makeOutcome.toString()}, sealRealm, $0, $1);`;
-const BRIDGE = ['define', 'check', 'batch', 'deliver', 'resume', 'collect', 'drop'] as const;
+const MAIN_SOURCE = `${sealRealm.toString()}; return (${isolateMain.toString()})(${makeScriptApi.toString()}, ${makeHostBridge.toString()}, ${makeOutcome.toString()}, sealRealm, $0, $1, $2);`;
+const BRIDGE = ['define', 'check', 'batch', 'deliver', 'resume', 'collect', 'drop', 'load'] as const;
+const BUILTINS = JSON.stringify(builtinModules);
+
+/**
+ * A module's top-level code may run this many times the script time limit: it runs once per
+ * isolate, often in a busy low-priority script process, and a bundle of a few hundred KB costs
+ * tens of ms of CPU by itself.
+ */
+export const MODULE_TIME_FACTOR = 5;
+
+/** A module that could not be loaded into an isolate: nothing can run there. */
+export class ModuleLoadError extends Error {}
 
 /** Why an isolate had to go: the whole script process is replaced after it. */
 export type FatalKind = 'timeout' | 'memory' | 'crash';
@@ -19,6 +32,8 @@ export type FatalKind = 'timeout' | 'memory' | 'crash';
 export interface WorkerOptions {
   memoryLimitMb: number;
   timeoutMs: number;
+  /** Loaded into each new isolate before any script, each within MODULE_TIME_FACTOR x `timeoutMs`. */
+  modules: readonly ScriptModule[];
   /** Receives each console line of a script, already prefixed with its label. */
   log: (line: string) => void;
   /** Runs a host function in the server process; resolves with the reply to deliver. */
@@ -150,12 +165,42 @@ export class IsolateWorker {
     const isolate = new ivm.Isolate({ memoryLimit: this.options.memoryLimitMb });
     const context = isolate.createContextSync();
     const budgetMs = Math.max(1, Math.floor(this.options.timeoutMs / 10));
-    const args = [new ivm.ExternalCopy(this.shared.buffer).copyInto({ release: true }), budgetMs];
+    const args = [new ivm.ExternalCopy(this.shared.buffer).copyInto({ release: true }), budgetMs, new ivm.ExternalCopy(JSON.parse(BUILTINS)).copyInto({ release: true })];
     const bridge = context.evalClosureSync(MAIN_SOURCE, args, { result: { reference: true } }) as ivm.Reference;
-    const refs = Object.fromEntries(BRIDGE.map((name) => [name, bridge.getSync(name, { reference: true })]));
+    const refs = Object.fromEntries(BRIDGE.map((name) => [name, bridge.getSync(name, { reference: true })])) as Live['refs'];
     bridge.release();
-    this.live = { isolate, context, refs: refs as Live['refs'], defined: new Set() };
+    for (const module of this.options.modules) this.loadModule(isolate, context, refs, module);
+    this.live = { isolate, context, refs, defined: new Set() };
     return this.live;
+  }
+
+  /** Loads the modules into a new isolate now (checkScriptModules); throws ModuleLoadError. */
+  load(): void {
+    this.ensureLive();
+  }
+
+  /**
+   * Runs a module's top-level code in the sealed realm, within the time limit of a script call: a
+   * module that throws, loops or exhausts the heap leaves no isolate behind and fails with why.
+   */
+  private loadModule(isolate: ivm.Isolate, context: ivm.Context, refs: Live['refs'], module: ScriptModule): void {
+    const timeout = this.options.timeoutMs * MODULE_TIME_FACTOR;
+    try {
+      // The wrapper's line break keeps a trailing line comment of the source from eating it.
+      const script = isolate.compileScriptSync(`(function (module, exports, require) {${module.source}\n})`, { filename: `module:${module.name}` });
+      const factory = script.runSync(context, { reference: true, timeout }) as ivm.Reference;
+      script.release();
+      refs.load.applySync(undefined, [module.name, factory.derefInto({ release: true })], { timeout });
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      const why = /timed out/i.test(message)
+        ? `its top-level code ran longer than ${MODULE_TIME_FACTOR} times the script time limit (${timeout} ms)`
+        : isolate.isDisposed || /memory/i.test(message)
+          ? `it ran out of memory (the scripts' limit is ${this.options.memoryLimitMb} MB)`
+          : `it threw: ${message}`;
+      if (!isolate.isDisposed) isolate.dispose();
+      throw new ModuleLoadError(`module '${module.name}' cannot be loaded for event scripts: ${why}`);
+    }
   }
 
   /** One call, then `resume` until the queue is empty and `collect` after microtasks. */

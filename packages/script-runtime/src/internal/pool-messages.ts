@@ -1,8 +1,11 @@
+import type { ScriptModule } from '../types.js';
 import type { FatalKind } from './isolate-worker.js';
 
 /** Server process -> script process. */
 export type ParentMessage =
-  | { t: 'init'; memoryLimitMb: number; timeoutMs: number }
+  | { t: 'init'; memoryLimitMb: number; timeoutMs: number; modules: readonly ScriptModule[] }
+  /** Load the modules into an isolate now and answer `checked` (checkScriptModules). */
+  | { t: 'check' }
   /** Scripts not sent to this process before ([id, filename, source]), then jobs [jobId, scriptId, JobWire JSON]. */
   | { t: 'jobs'; defs: [number, string, string][]; jobs: [number, number, string][] }
   /** Host call replies: [callId, reply]. */
@@ -33,4 +36,6 @@ export type ChildMessage =
    * The isolate failed and took `jobs` with it; the process goes on with a new isolate.
    * `culprit` -1: not known.
    */
-  | { t: 'fatal'; kind: FatalKind; culprit: number; detail: string; jobs: number[]; a: number };
+  | { t: 'fatal'; kind: FatalKind; culprit: number; detail: string; jobs: number[]; a: number }
+  /** The answer to `check`: '' when every module loaded, else why not. */
+  | { t: 'checked'; error: string };

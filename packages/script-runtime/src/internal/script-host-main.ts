@@ -9,6 +9,7 @@
  * on with a new isolate; a process that dies (fatal out-of-memory) is replaced by the pool.
  */
 import { CompiledScript } from './compiled-script.js';
+import type { ScriptModule } from '../types.js';
 import { IsolateWorker } from './isolate-worker.js';
 import type { FatalKind } from './isolate-worker.js';
 import type { ChildMessage, ParentMessage } from './pool-messages.js';
@@ -21,7 +22,7 @@ const scripts = new Map<number, CompiledScript>();
 const calls = new Map<number, (reply: { r?: unknown; e?: unknown; n?: unknown }) => void>();
 let nextCall = 1;
 let worker: IsolateWorker | undefined;
-let limits = { memoryLimitMb: 64, timeoutMs: 1000 };
+let limits: { memoryLimitMb: number; timeoutMs: number; modules: readonly ScriptModule[] } = { memoryLimitMb: 64, timeoutMs: 1000, modules: [] };
 /** Jobs given to the current worker and not finished: those a failed isolate takes with it. */
 const inflight = new Set<number>();
 
@@ -76,13 +77,12 @@ function onFatal(kind: FatalKind, culprit: number, detail: string): void {
   acked = received;
   inflight.clear();
   send?.(message);
-  worker = start(limits.memoryLimitMb, limits.timeoutMs);
+  worker = start();
 }
 
-function start(memoryLimitMb: number, timeoutMs: number): IsolateWorker {
+function start(): IsolateWorker {
   return new IsolateWorker({
-    memoryLimitMb,
-    timeoutMs,
+    ...limits,
     log: (line) => {
       outLog.push(line);
       schedule();
@@ -114,9 +114,19 @@ process.on('message', (raw: unknown) => {
   const message = raw as ParentMessage;
   switch (message.t) {
     case 'init':
-      limits = { memoryLimitMb: message.memoryLimitMb, timeoutMs: message.timeoutMs };
-      worker = start(limits.memoryLimitMb, limits.timeoutMs);
+      limits = { memoryLimitMb: message.memoryLimitMb, timeoutMs: message.timeoutMs, modules: message.modules };
+      worker = start();
       break;
+    case 'check': {
+      let error = '';
+      try {
+        worker?.load();
+      } catch (err) {
+        error = err instanceof Error ? err.message : String(err);
+      }
+      send?.({ t: 'checked', error } satisfies ChildMessage);
+      break;
+    }
     case 'jobs': {
       if (!worker) return;
       received++;

@@ -6,7 +6,7 @@ import type { BudgetFailure, RunBudget } from '../budget.js';
 import { CallbackError } from '../callback-error.js';
 import { ScriptBusyError, ScriptMemoryError, ScriptRestartedError, ScriptRuntimeError, ScriptTimeoutError } from '../errors.js';
 import type { ScriptError } from '../errors.js';
-import type { HostApi } from '../types.js';
+import type { HostApi, ScriptModule } from '../types.js';
 import { hostErrorToWire } from './codec.js';
 import type { CompiledScript } from './compiled-script.js';
 import type { FatalKind } from './isolate-worker.js';
@@ -22,6 +22,7 @@ export interface PoolOptions {
   /** Runs waiting for a script process at most; one client may hold half of them. */
   queueLimit: number;
   log: (line: string) => void;
+  modules: readonly ScriptModule[];
 }
 
 /** A job of one run or one batch, from submission until its outcome or failure. */
@@ -111,7 +112,7 @@ registerHooks({
 });`;
 
 /** How to start a script process: from the built files, or from the sources under vitest. */
-function entryPoint(): { file: string; execArgv: string[] } {
+export function entryPoint(): { file: string; execArgv: string[] } {
   const fromSource = import.meta.url.endsWith('.ts');
   const file = fileURLToPath(new URL(fromSource ? './script-host-main.ts' : './script-host-main.js', import.meta.url));
   const execArgv = ['--no-node-snapshot'];
@@ -514,13 +515,15 @@ export class ScriptPool {
     proc.on('message', (message: ChildMessage) => this.onMessage(child, message));
     proc.on('error', () => proc.kill('SIGKILL'));
     proc.on('exit', (code, signal) => this.onExit(slot, child, code, signal));
-    this.send(child, { t: 'init', memoryLimitMb: this.options.memoryLimitMb, timeoutMs: this.options.timeoutMs });
+    this.send(child, { t: 'init', memoryLimitMb: this.options.memoryLimitMb, timeoutMs: this.options.timeoutMs, modules: this.options.modules });
     // An idle pool does not keep the server process alive.
     proc.unref();
     (proc.channel as { unref?: () => void } | undefined)?.unref?.();
   }
 
   private onMessage(child: Child, message: ChildMessage): void {
+    // Only checkScriptModules asks for one.
+    if (message.t === 'checked') return;
     child.acked = message.a;
     // It spoke: it is not stuck, whatever it still owes.
     child.silentSince = child.acked >= child.sent ? undefined : Date.now();
