@@ -86,6 +86,11 @@ export interface Store {
    * the store cannot; the caller then moves the objects itself. Nothing may write to `to` meanwhile.
    */
   renameCollection?(from: string, to: string): Promise<boolean>;
+  /**
+   * Optional: resolves when the store can serve requests, rejects when it cannot (closed, or the
+   * database does not answer). Cheap: readiness checks call it (at most once a second).
+   */
+  ping?(): Promise<void>;
   close(): Promise<void>;
 }
 
