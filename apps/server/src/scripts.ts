@@ -31,6 +31,8 @@ export interface AppScripts extends ScriptFactory {
   /** Runs a script once on a sample object without writing anything (the dashboard's trial run). */
   trial(input: TrialInput): Promise<TrialOutcome>;
   close(): void;
+  /** Readiness: 'scripts' when scripts cannot run now, undefined when they can (or none ran yet). */
+  unready(): string | undefined;
 }
 
 /** Where and why a script does not compile or failed. */
@@ -279,6 +281,9 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         // Lines cross after the outcome at the latest in the same message: keep the entry a moment.
         setTimeout(() => trialLogs.delete(label), 1000).unref();
       }
+    },
+    unready() {
+      return runtime === undefined || runtime.ready() ? undefined : 'scripts';
     },
     close() {
       runtime?.dispose();
