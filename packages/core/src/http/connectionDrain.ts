@@ -37,7 +37,7 @@ export interface DrainOptions {
 export class ConnectionDrain {
   #draining = false;
   #drain: Promise<DrainOutcome> | undefined;
-  /** Connections of the server that are HTTP (upgraded ones leave: realtime ends those). */
+  /** Open connections of the server, upgraded ones (WebSockets) included: realtime ends those in `afterRequests`. */
   readonly #sockets = new Set<Socket>();
   /** Answers not yet finished. */
   readonly #pending = new Set<ServerResponse>();
@@ -50,22 +50,6 @@ export class ConnectionDrain {
         this.#sockets.delete(socket);
         this.#changed?.();
       });
-    });
-    // An upgraded socket (WebSocket) is no longer HTTP: realtime ends it. Watched only while
-    // someone else listens for upgrades, since node hands an upgrade to any listener there is.
-    const upgraded = (_req: unknown, socket: Socket): void => {
-      this.#sockets.delete(socket);
-    };
-    let watching = false;
-    server.on('newListener', (event: string | symbol) => {
-      if (event !== 'upgrade' || watching) return;
-      watching = true;
-      server.prependListener('upgrade', upgraded);
-    });
-    server.on('removeListener', (event: string | symbol, listener: unknown) => {
-      if (event !== 'upgrade' || listener === upgraded || !watching || server.listenerCount('upgrade') > 1) return;
-      watching = false;
-      server.off('upgrade', upgraded);
     });
   }
 
