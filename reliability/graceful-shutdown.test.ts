@@ -124,7 +124,7 @@ async function write(base: string, label: string, signalled: () => boolean, stop
 }
 
 /** SIGTERM (`signal`) to svc under load from `base`; answers what the writers saw and svc's exit code. */
-async function sigtermUnderLoad(p: { child: SvcProcess['child'] }, signal: () => void, base: string, label: string): Promise<{ outcome: Outcome; code: number | null }> {
+async function sigtermUnderLoad(p: { child: SvcProcess['child'] }, signal: () => void, base: string, label: string): Promise<{ outcome: Outcome; code: number | null; exitMs: number }> {
   let signalled = false;
   let exitedAt: number | undefined;
   const exited = new Promise<number | null>((resolve) =>
@@ -136,9 +136,10 @@ async function sigtermUnderLoad(p: { child: SvcProcess['child'] }, signal: () =>
   const writing = write(base, label, () => signalled, () => exitedAt !== undefined && Date.now() - exitedAt > AFTER_EXIT_MS);
   await new Promise((r) => setTimeout(r, LOAD_MS));
   signalled = true;
+  const signalledAt = Date.now();
   signal();
   const code = await exited;
-  return { outcome: await writing, code };
+  return { outcome: await writing, code, exitMs: Date.now() - signalledAt };
 }
 
 /** Every acknowledged id, read back from a restarted svc. */
@@ -162,12 +163,12 @@ describe('SIGTERM under load', () => {
     const p = await startGroup();
     const proxy = await startNginx((nginx as { bin: string }).bin, p.port);
     proxies.push(proxy);
-    const { outcome, code } = await sigtermUnderLoad(p, p.signal, proxy.url, 'nginx');
+    const { outcome, code, exitMs } = await sigtermUnderLoad(p, p.signal, proxy.url, 'nginx');
     const lines = proxy.errors().split('\n').filter((line) => /\[error\]/.test(line));
     const refusedLines = lines.filter((line) => /connect\(\) failed \(111: Connection refused\)/.test(line));
     // Anything else nginx says about the upstream (reset, closed prematurely, timed out) is a cut request.
     const cut = lines.filter((line) => !refusedLines.includes(line));
-    report('nginx', outcome, `; nginx: ${refusedLines.length} refused connects, ${cut.length} other upstream errors`);
+    report('nginx', outcome, `; nginx: ${refusedLines.length} refused connects, ${cut.length} other upstream errors; exit ${exitMs} ms after SIGTERM`);
     expect(code).toBe(0);
     expect(cut).toEqual([]);
     expect([...outcome.statuses.keys()].every((s) => s === 200 || s === 502)).toBe(true);
@@ -179,8 +180,8 @@ describe('SIGTERM under load', () => {
 
   it('directly: 0 requests cut (every failure is a refused connect), 0 acknowledged writes lost', async () => {
     const p = await start();
-    const { outcome, code } = await sigtermUnderLoad(p, () => p.child.kill('SIGTERM'), p.url, 'direct');
-    report('direct', outcome);
+    const { outcome, code, exitMs } = await sigtermUnderLoad(p, () => p.child.kill('SIGTERM'), p.url, 'direct');
+    report('direct', outcome, `; exit ${exitMs} ms after SIGTERM`);
     expect(code).toBe(0);
     expect([...outcome.statuses.keys()]).toEqual([200]);
     expect([...outcome.failures.keys()].filter((c) => c !== 'ECONNREFUSED')).toEqual([]);
