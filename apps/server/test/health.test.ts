@@ -1,7 +1,9 @@
 import { rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@svc/core';
-import { loadApp } from '@svc/server';
+import { attachApp, loadApp } from '@svc/server';
 import { appStores, runApp, writeApp } from './helpers/app.js';
 import { startSvc } from './cli.js';
 
@@ -36,7 +38,7 @@ describe('app.json health and drain settings', () => {
 
 describe.each(appStores())('health checks of an app (%s store)', (store) => {
   it('/healthz and /readyz answer ok with no session; every answer has an X-Request-Id', async () => {
-    const t = await runApp({ ...todos, 'resources/todos/post.js': 'this.n = 1;' }, { store });
+    const t = await runApp(todos, { store });
     try {
       for (const path of ['/healthz', '/readyz']) {
         const res = await fetch(t.url + path);
@@ -45,12 +47,35 @@ describe.each(appStores())('health checks of an app (%s store)', (store) => {
         expect(res.headers.get('set-cookie')).toBeNull();
         expect(res.headers.get('x-request-id')).toBeTruthy();
       }
-      // Scripts ran (their processes are up): still ready.
-      expect((await t.request('POST', '/todos', { title: 'a' })).status).toBe(200);
-      expect((await fetch(`${t.url}/readyz`)).status).toBe(200);
       for (const path of ['/todos', '/svc.js', '/dashboard/', '/nothing']) expect((await fetch(t.url + path)).headers.get('x-request-id')).toBeTruthy();
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('in a host application', () => {
+  it("leaves /healthz to the host unless app.json names svc's health paths", async () => {
+    for (const [appJson, readyPath, live, ready] of [
+      [{}, '/readyz', 404, 404],
+      [{ health: { readyPath: '/svc-ready' } }, '/svc-ready', 404, 200],
+    ] as const) {
+      const dir = await writeApp({ ...todos, 'app.json': appJson });
+      const host = createServer();
+      const svc = await attachApp(host, { appDir: dir, logger: silentLogger });
+      host.on('request', (req, res) => svc.middleware(req, res, () => res.writeHead(404).end('host')));
+      await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+      const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
+      try {
+        expect((await fetch(`${url}/healthz`)).status).toBe(live);
+        const res = await fetch(url + readyPath);
+        expect(res.status).toBe(ready);
+        expect(await res.text()).toBe(ready === 200 ? '{"status":"ok"}' : 'host');
+      } finally {
+        await svc.close();
+        await new Promise((resolve) => host.close(resolve));
+        await rm(dir, { recursive: true, force: true });
+      }
     }
   });
 });

@@ -8,7 +8,7 @@ import { serveStatic } from './http/staticFiles.js';
 import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js';
 import type { HttpLimits } from './http/svcHttpServer.js';
 import type { ConnectionDrain, DrainOutcome } from './http/connectionDrain.js';
-import { createHealth } from './http/health.js';
+import { createHealth, DEFAULT_HEALTH_PATHS } from './http/health.js';
 import type { HealthOptions } from './http/health.js';
 import { requestIdOf } from './http/requestId.js';
 import type { Logger } from './logger.js';
@@ -171,10 +171,12 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   for (const resource of options.resources) await resource.init?.(host);
   const ownServer = options.httpServer === undefined;
   let draining = false;
-  const health = createHealth(options.health, options.store, () => draining);
+  // In a host application the host's own routes may answer /healthz: svc serves only the paths it is given.
+  const healthOptions: HealthOptions = ownServer ? { ...options.health } : { livePath: false, readyPath: false, ...options.health };
+  const health = createHealth(healthOptions, options.store, () => draining);
   // An app's own resource at a health path keeps it (as a Deployd app's /dashboard does).
   const shadowed = (pathname: string): boolean => router.byPath(pathname) !== undefined;
-  for (const path of [options.health?.livePath ?? '/healthz', options.health?.readyPath ?? '/readyz']) {
+  for (const path of [healthOptions.livePath ?? DEFAULT_HEALTH_PATHS.livePath, healthOptions.readyPath ?? DEFAULT_HEALTH_PATHS.readyPath]) {
     if (path !== false && shadowed(path)) logger.warn(`health: the app has a resource at ${path}, so the health check is not served there (app.json "health" moves it)`);
   }
 

@@ -3,11 +3,15 @@ import type { Store } from '../store/Store.js';
 
 /** Health checks (app.json `"health"`): for balancers, orchestrators and uptime monitors. */
 export interface HealthOptions {
-  /** Liveness: answers 200 while the process answers at all (default '/healthz'); false: not served. */
+  /**
+   * Liveness: answers 200 while the process answers at all (default '/healthz' on svc's own
+   * server; none in a host application unless given); false: not served.
+   */
   livePath?: string | false;
   /**
    * Readiness: 200 when the store answers, the checks pass and the server is not shutting down,
-   * else 503 with a reason code (default '/readyz'); false: not served.
+   * else 503 with a reason code (default '/readyz' on svc's own server; none in a host
+   * application unless given); false: not served.
    */
   readyPath?: string | false;
   /**
