@@ -327,9 +327,9 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     );
   };
 
-  const own = options.httpServer === undefined ? createSvcHttpServer(handler, { limits: httpLimits, logger }) : undefined;
-  const drainer: ConnectionDrain | undefined = own?.drain;
-  const httpServer = options.httpServer ?? (own as NonNullable<typeof own>).server;
+  const { server: httpServer, drain: drainer }: { server: Server; drain: ConnectionDrain | undefined } = options.httpServer
+    ? { server: options.httpServer, drain: undefined }
+    : createSvcHttpServer(handler, { limits: httpLimits, logger });
   let drained: Promise<DrainOutcome> | undefined;
   function drain(drainOptions: ServerDrainOptions = {}): Promise<DrainOutcome> {
     draining = true;
