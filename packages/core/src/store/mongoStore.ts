@@ -119,7 +119,7 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
       });
     },
     async ping(): Promise<void> {
-      await guarded(PING_TIMEOUT_MS, () => db.command({ ping: 1 }, { timeoutMS: PING_TIMEOUT_MS }));
+      await guarded(PING_TIMEOUT_MS, () => db.command({ ping: 1 }));
     },
     close: () => client.close(),
   };
