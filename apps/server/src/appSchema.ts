@@ -14,6 +14,7 @@ type Rule =
   | { kind: 'publicCount' }
   | { kind: 'trustProxy' }
   | { kind: 'modules' }
+  | { kind: 'path' }
   | { kind: 'object'; keys: Record<string, Rule> };
 
 const int = (min: number, max?: number): Rule => (max === undefined ? { kind: 'int', min } : { kind: 'int', min, max });
@@ -43,8 +44,9 @@ export const APP_SCHEMA: Record<string, Rule> = {
   dashboard: { kind: 'boolean' },
   http: {
     kind: 'object',
-    keys: { headersTimeoutMs: int(1), requestTimeoutMs: int(1), keepAliveTimeoutMs: int(1), maxConnections: int(1), maxConnectionsPerAddress: int(0) },
+    keys: { headersTimeoutMs: int(1), requestTimeoutMs: int(1), keepAliveTimeoutMs: int(1), maxConnections: int(1), maxConnectionsPerAddress: int(0), drainMs: int(0, 600_000) },
   },
+  health: { kind: 'object', keys: { livePath: { kind: 'path' }, readyPath: { kind: 'path' } } },
   realtime: { kind: 'object', keys: { maxSocketsPerAddress: int(0), maxSockets: int(0) } },
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000) } },
@@ -85,6 +87,8 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
       return v === '*' || (Array.isArray(v) && v.every((s) => typeof s === 'string' && /^https?:\/\/[^/]+$/.test(s)))
         ? undefined
         : '"*" or an array of origins such as "https://app.example.com" (scheme and host, no path)';
+    case 'path':
+      return v === false || (typeof v === 'string' && /^\/[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/.test(v)) ? undefined : 'false or a path such as "/healthz"';
     case 'publicCount':
       return typeof v === 'boolean' || (Array.isArray(v) && v.every((s) => typeof s === 'string')) ? undefined : 'true, false or an array of collection names';
     case 'trustProxy':

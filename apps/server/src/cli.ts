@@ -288,15 +288,26 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   }
   process.stdout.write(`listening on port ${app.port}\n`);
   logger.info(`dashboard: ${app.url}/dashboard/${env === 'production' ? ' (asks for a root key: svc showkey)' : ''}`);
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const stop = (signal: string): void => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      // The same signal twice at once is one request (a terminal's Ctrl-C reaches this process
+      // directly and through bin/svc.js; systemd signals every process of the unit): only a
+      // signal sent again later cuts the drain short.
+      if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) return;
+      logger.warn(`${signal} again: exiting without waiting for the requests in flight`);
       process.exit(1);
     }
-    stopping = true;
-    logger.info(`${signal}: shutting down`);
-    app.close().then(
-      () => process.exit(0),
+    stoppingSince = Date.now();
+    // Production waits for idle keep-alive connections to end by themselves (a proxy may be about
+    // to reuse one); development closes them at once, so that Ctrl-C is quick.
+    const graceful = env === 'production';
+    logger.info(`${signal}: shutting down (readiness fails; requests in flight finish${graceful ? ', for up to http.drainMs' : ''}; ${signal} again to exit at once)`);
+    app.close({ graceful }).then(
+      (outcome) => {
+        if (outcome.cut > 0 || outcome.closed > 0) logger.warn(`shutdown: drain time over (app.json http.drainMs): ${outcome.cut} requests in flight and ${outcome.closed} connections closed`);
+        process.exit(0);
+      },
       (err: unknown) => {
         logger.error('shutdown failed', { error: err });
         process.exit(1);
@@ -317,6 +328,9 @@ function envOf(values: Record<string, string | boolean | undefined>): { env: str
   const given = str(values.env) ?? (process.env.SVC_ENV || undefined);
   return { env: given ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development'), given };
 }
+
+/** Signals this close together are the same one delivered twice. */
+const REPEATED_SIGNAL_MS = 1000;
 
 function str(value: string | boolean | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;

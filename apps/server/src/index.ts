@@ -1,5 +1,5 @@
 export { attachApp, startApp } from './startApp.js';
-export type { AttachedApp, AttachOptions, RunningApp, StartOptions } from './startApp.js';
+export type { AttachedApp, AttachOptions, CloseOptions, RunningApp, StartOptions } from './startApp.js';
 export { loadApp } from './loadApp.js';
 export type { AppFolder, AppSettings, ResourceFolder } from './loadApp.js';
 export { main } from './cli.js';

@@ -41,6 +41,8 @@ export interface AppSettings {
   dashboard?: boolean;
   /** Timeouts and connection caps of the server (defaults: DEFAULT_HTTP_LIMITS of @svc/core). */
   http?: HttpLimits;
+  /** Health check paths (defaults /healthz and /readyz; false: not served). */
+  health?: { livePath?: string | false; readyPath?: string | false };
   /** Socket.IO caps, per process: open sockets per client address (default 100) and in all (default 10000); 0: no cap. */
   realtime?: { maxSocketsPerAddress?: number; maxSockets?: number };
   /** The embedded store: fsync each append before acknowledging it (default false; docs/deploying.md). */

@@ -39,6 +39,8 @@ export interface AppScripts extends ScriptFactory {
    */
   useModules(modules: readonly ScriptModule[]): boolean;
   close(): void;
+  /** Readiness: 'scripts' when scripts cannot run now, undefined when they can (or none ran yet). */
+  unready(): string | undefined;
 }
 
 /** Where and why a script does not compile or failed. */
@@ -315,6 +317,9 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         }, requestWallMs + 5000).unref();
       }
       return true;
+    },
+    unready() {
+      return runtime === undefined || runtime.ready() ? undefined : 'scripts';
     },
     close() {
       runtime?.dispose();

@@ -2,7 +2,7 @@ import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
-import type { AnyResourceType, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceType, Store, SvcServer } from '@svc/core';
+import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
@@ -47,13 +47,24 @@ export interface StartOptions {
   dashboard?: boolean;
 }
 
+/** How a running app stops. */
+export interface CloseOptions {
+  /**
+   * Wait for requests in flight and let idle keep-alive connections end by their timeout (up to
+   * app.json `http.drainMs`), so that a proxy never has a request cut: what SIGTERM does in
+   * production. Default false: requests in flight finish, idle connections close at once.
+   */
+  graceful?: boolean;
+}
+
 /** A running app. */
 export interface RunningApp {
   server: SvcServer;
   port: number;
   host: string;
   url: string;
-  close(): Promise<void>;
+  /** Fails readiness, drains (see {@link CloseOptions}), then closes realtime, scripts and the store. */
+  close(options?: CloseOptions): Promise<DrainOutcome>;
 }
 
 /** What startApp and attachApp share: the app's server, built but not yet listening. */
@@ -62,7 +73,7 @@ interface BuiltApp {
   env: 'development' | 'production';
   /** Attaches realtime to the server's HTTP server. */
   attachRealtime(): Promise<void>;
-  close(): Promise<void>;
+  close(options?: CloseOptions): Promise<DrainOutcome>;
 }
 
 async function buildApp(options: StartOptions, httpServer?: Server): Promise<BuiltApp> {
@@ -175,6 +186,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(httpServer ? { httpServer } : {}),
       ...(app.settings.http !== undefined ? { http: app.settings.http } : {}),
       ...(app.settings.trustProxy !== undefined ? { trustProxy: app.settings.trustProxy } : {}),
+      health: { ...app.settings.health, checks: [() => scripts.unready()] },
     });
     bound.server = server;
     const trust = app.settings.trustProxy;
@@ -228,14 +240,17 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       server,
       env,
       attachRealtime: () => live.attach(server),
-      close: async () => {
+      close: async (closeOptions = {}) => {
         stopWatching?.();
         await stopBackups?.();
         dashboard?.closeStreams();
+        // Scripts of the requests in flight may still emit: realtime closes once they are answered.
+        const outcome = await server.drain({ closeIdle: closeOptions.graceful !== true, afterRequests: () => live.close() });
         await live.close();
         await server.close();
         await loginLimits?.close();
         scripts.close();
+        return outcome;
       },
     };
   } catch (err) {
@@ -276,7 +291,7 @@ export interface AttachedApp {
    */
   middleware: SvcServer['middleware'];
   /** Stops svc (realtime, scripts, store); the host's server keeps running. */
-  close(): Promise<void>;
+  close(): Promise<DrainOutcome>;
 }
 
 /**
@@ -297,5 +312,5 @@ export async function attachApp(httpServer: Server, options: AttachOptions): Pro
     await built.close();
     throw err;
   }
-  return { server: built.server, middleware: built.server.middleware, close: built.close };
+  return { server: built.server, middleware: built.server.middleware, close: () => built.close() };
 }

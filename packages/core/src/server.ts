@@ -9,6 +9,10 @@ import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js'
 import { ProxyTrust } from './http/ProxyTrust.js';
 import type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 import type { HttpLimits } from './http/svcHttpServer.js';
+import type { ConnectionDrain, DrainOutcome } from './http/connectionDrain.js';
+import { createHealth, DEFAULT_HEALTH_PATHS } from './http/health.js';
+import type { HealthOptions } from './http/health.js';
+import { requestIdOf } from './http/requestId.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
@@ -65,6 +69,18 @@ export interface SvcServerOptions {
    * `Forwarded` and `X-Forwarded-Proto` name the client. Default: none (the socket's peer is the client).
    */
   trustProxy?: TrustProxySetting;
+  /** Liveness and readiness paths and checks (default /healthz and /readyz). */
+  health?: HealthOptions;
+}
+
+/** Options of {@link SvcServer.drain}. */
+export interface ServerDrainOptions {
+  /** Default: app.json `http.drainMs` (10,000). */
+  drainMs?: number;
+  /** Close idle keep-alive connections at once (development) instead of letting them time out. */
+  closeIdle?: boolean;
+  /** Runs once the requests in flight are answered (realtime closes its sockets there). */
+  afterRequests?: () => Promise<void>;
 }
 
 /** A session's user changed: login (uid set, maybe under a new session id) or logout. */
@@ -119,7 +135,17 @@ export interface SvcServer {
   replaceResources(resources: readonly Resource[], routes?: readonly ExtraRoute[]): Promise<readonly Resource[]>;
   /** Routes a script's request through the same resources, with `internal` set. */
   request(input: InternalRequest): Promise<Reply>;
-  /** Stops accepting, drains open requests, closes resources and the store. */
+  /** True once a shutdown began: readiness answers 503 `draining`. */
+  readonly draining: boolean;
+  /**
+   * The first step of a shutdown: readiness fails, svc's own server stops accepting, requests in
+   * flight and those still arriving on open connections are answered with `Connection: close`,
+   * idle keep-alive connections end by their timeout; what is left at `drainMs` is closed.
+   * On a host application's server only readiness and `Connection: close` apply. Answers what
+   * was cut; later calls answer the same.
+   */
+  drain(options?: ServerDrainOptions): Promise<DrainOutcome>;
+  /** Drains (when not done yet), then closes resources and the store. */
   close(): Promise<void>;
 }
 
@@ -159,6 +185,16 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     },
   };
   for (const resource of options.resources) await resource.init?.(host);
+  const ownServer = options.httpServer === undefined;
+  let draining = false;
+  // In a host application the host's own routes may answer /healthz: svc serves only the paths it is given.
+  const healthOptions: HealthOptions = ownServer ? { ...options.health } : { livePath: false, readyPath: false, ...options.health };
+  const health = createHealth(healthOptions, options.store, () => draining);
+  // An app's own resource at a health path keeps it (as a Deployd app's /dashboard does).
+  const shadowed = (pathname: string): boolean => router.byPath(pathname) !== undefined;
+  for (const path of [healthOptions.livePath ?? DEFAULT_HEALTH_PATHS.livePath, healthOptions.readyPath ?? DEFAULT_HEALTH_PATHS.readyPath]) {
+    if (path !== false && shadowed(path)) logger.warn(`health: the app has a resource at ${path}, so the health check is not served there (app.json "health" moves it)`);
+  }
 
   const sessionOf = (record: SessionRecord, isNew: boolean): Session => ({ id: record.id, uid: record.uid, path: record.path, isNew });
 
@@ -174,6 +210,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
     const search = q === -1 ? '' : url.slice(q + 1);
+    // Before the session, CORS and any log line: balancers ask every few seconds.
+    if (health.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD') && !shadowed(pathname)) return health.answer(pathname, req, res);
     const cors = corsHeaders(req, allowedOrigins);
     if (cors) for (const [k, v] of cors) res.setHeader(k, v);
     if (req.method === 'OPTIONS') {
@@ -263,8 +301,12 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   }
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const id = requestIdOf(req.headers['x-request-id']);
+    res.setHeader('x-request-id', id);
+    // svc's own server marks its answers itself (ConnectionDrain); a host's server does not.
+    if (draining && !ownServer) res.setHeader('connection', 'close');
     handle(req, res).catch((err: unknown) => {
-      writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url} from ${clientOf(req).address}` }));
+      writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url} from ${clientOf(req).address} (request ${id})` }));
     });
   };
 
@@ -296,7 +338,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   }
 
   /** The requests svc answers in a host application: its routes and resources. */
-  const owns = (pathname: string): boolean => extra.has(pathname) || router.match(pathname) !== undefined;
+  const owns = (pathname: string): boolean => extra.has(pathname) || router.match(pathname) !== undefined || health.owns(pathname);
   const middleware = (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void): void => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -315,8 +357,17 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     );
   };
 
-  const ownServer = options.httpServer === undefined;
-  const httpServer = options.httpServer ?? createSvcHttpServer(handler, { limits: httpLimits, logger, sharedPeer: (peer) => proxies.listsPeer(peer) });
+  const { server: httpServer, drain: drainer }: { server: Server; drain: ConnectionDrain | undefined } = options.httpServer
+    ? { server: options.httpServer, drain: undefined }
+    : createSvcHttpServer(handler, { limits: httpLimits, logger, sharedPeer: (peer) => proxies.listsPeer(peer) });
+  let drained: Promise<DrainOutcome> | undefined;
+  function drain(drainOptions: ServerDrainOptions = {}): Promise<DrainOutcome> {
+    draining = true;
+    const afterRequests = drainOptions.afterRequests ?? (() => Promise.resolve());
+    return (drained ??= drainer
+      ? drainer.drain({ drainMs: drainOptions.drainMs ?? httpLimits?.drainMs ?? 0, closeIdle: drainOptions.closeIdle === true, afterRequests })
+      : afterRequests().then(() => ({ cut: 0, closed: 0 })));
+  }
   const sweeper = setInterval(() => {
     sessions.sweep().catch((err: unknown) => logger.warn('session sweep failed', { error: err }));
   }, SWEEP_MS);
@@ -342,6 +393,10 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     env,
     request,
     clientOf,
+    get draining() {
+      return draining;
+    },
+    drain,
     onSessionChange(listener) {
       sessionListeners.add(listener);
       return () => sessionListeners.delete(listener);
@@ -358,11 +413,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     },
     async close() {
       clearInterval(sweeper);
-      await new Promise<void>((done) => {
-        if (!ownServer || !httpServer.listening) return done();
-        httpServer.close(() => done());
-        httpServer.closeIdleConnections();
-      });
+      // Called without a drain first (tests, programs): idle connections close at once.
+      await drain({ closeIdle: true });
       for (const resource of resources) await resource.close?.();
       await options.store.close();
     },

@@ -140,6 +140,10 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       return decodeJob(await submit(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
     },
 
+    ready() {
+      return !disposed && pool.ready();
+    },
+
     processIds() {
       return pool.pids();
     },

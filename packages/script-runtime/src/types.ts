@@ -142,6 +142,11 @@ export interface ScriptRuntime {
   ): Promise<RunResult[]>;
   /** Disposes the isolates; in-flight runs reject and later calls throw. */
   dispose(): void;
+  /**
+   * False when scripts cannot run now: disposed, or a script process that keeps dying is held
+   * back from restarting. Cheap and runs nothing (readiness checks call it).
+   */
+  ready(): boolean;
   /** The process ids of the script processes (for tests that stop or kill one). */
   processIds(): number[];
 }

@@ -60,6 +60,7 @@ export function feedStore(store: Store, feed: Feed): Store {
     kind: store.kind,
     close: () => store.close(),
     ...(store.renameCollection ? { renameCollection: store.renameCollection.bind(store) } : {}),
+    ...(store.ping ? { ping: store.ping.bind(store) } : {}),
     collection(name: string): StoreCollection {
       let collection = wrapped.get(name);
       if (collection === undefined) {

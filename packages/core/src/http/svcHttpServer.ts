@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../logger.js';
 import { bodyUnread } from './readBody.js';
+import { ConnectionDrain } from './connectionDrain.js';
 
 /**
  * What one client may cost svc's own HTTP server (app.json `"http"`). Every timeout closes the
@@ -32,6 +33,12 @@ export interface HttpLimits {
    * a hop count svc cannot tell the proxy by its address: raise this cap or set 0 there.
    */
   maxConnectionsPerAddress?: number;
+  /**
+   * At shutdown (SIGTERM), how long requests in flight and open keep-alive connections get to
+   * finish before they are closed, ms (default 10,000; 0: closed at once). Above
+   * `keepAliveTimeoutMs` + 1 s, idle connections end by themselves, never under a proxy's request.
+   */
+  drainMs?: number;
 }
 
 /** The defaults of {@link HttpLimits}. */
@@ -41,7 +48,17 @@ export const DEFAULT_HTTP_LIMITS: Readonly<Required<HttpLimits>> = Object.freeze
   keepAliveTimeoutMs: 5_000,
   maxConnections: 10_000,
   maxConnectionsPerAddress: 256,
+  drainMs: 10_000,
 });
+
+/** Limits that may be 0. */
+const ZERO_ALLOWED: ReadonlySet<keyof HttpLimits> = new Set(['maxConnectionsPerAddress', 'drainMs']);
+
+/** svc's own HTTP server and how it shuts down without cutting requests. */
+export interface SvcHttpServer {
+  server: Server;
+  drain: ConnectionDrain;
+}
 
 /** Refusals from one address are logged once in this time, with how many there were. */
 const LOG_EVERY_MS = 60_000;
@@ -59,25 +76,25 @@ const LOGGED_ADDRESSES = 10_000;
 export function createSvcHttpServer(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   options: { limits?: HttpLimits | undefined; logger: Logger; sharedPeer?: (address: string) => boolean },
-): Server {
+): SvcHttpServer {
   const limits = resolveHttpLimits(options.limits);
   const awaitingFirstRequest = new WeakSet<Socket>();
-  const server = createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
-    },
-    (req, res) => {
-      // From here on node's timers apply: request (body), keep-alive idle, and headers again.
-      if (awaitingFirstRequest.delete(req.socket)) req.socket.setTimeout(0);
-      // An answer written past svc's writeReply (static files, extra routes) to a body nobody read:
-      // node would read and discard all of it on a kept connection; close it instead.
-      if (bodyUnread(req)) res.once('finish', () => closeIfBodyUnread(req));
-      handler(req, res);
-    },
-  );
+  const server = createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+  });
+  const drain = new ConnectionDrain(server);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    // From here on node's timers apply: request (body), keep-alive idle, and headers again.
+    if (awaitingFirstRequest.delete(req.socket)) req.socket.setTimeout(0);
+    // An answer written past svc's writeReply (static files, extra routes) to a body nobody read:
+    // node would read and discard all of it on a kept connection; close it instead.
+    if (bodyUnread(req)) res.once('finish', () => closeIfBodyUnread(req));
+    drain.track(res);
+    handler(req, res);
+  });
   server.maxConnections = limits.maxConnections;
   const refusals = refusalLog(options.logger);
   const perAddress = new Map<string, number>();
@@ -106,7 +123,7 @@ export function createSvcHttpServer(
   server.on('drop', (data) => {
     refusals(clientAddress(data?.remoteAddress) ?? 'unknown', `${limits.maxConnections} connections are open in all (app.json http.maxConnections)`);
   });
-  return server;
+  return { server, drain };
 }
 
 /** Checks the limits and fills in the defaults. */
@@ -115,7 +132,7 @@ export function resolveHttpLimits(given: HttpLimits | undefined): Required<HttpL
   for (const key of Object.keys(DEFAULT_HTTP_LIMITS) as (keyof HttpLimits)[]) {
     const value = given?.[key];
     if (value === undefined) continue;
-    const min = key === 'maxConnectionsPerAddress' ? 0 : 1;
+    const min = ZERO_ALLOWED.has(key) ? 0 : 1;
     if (!Number.isInteger(value) || value < min) throw new Error(`http.${key} must be a whole number >= ${min}, not ${String(value)}`);
     limits[key] = value;
   }

@@ -96,6 +96,11 @@ export interface Store {
    * not), sorted; names that are not collection names (MongoDB's `system.*`) are left out.
    */
   listCollections?(): Promise<string[]>;
+  /**
+   * Optional: resolves when the store can serve requests, rejects when it cannot (closed, or the
+   * database does not answer). Cheap: readiness checks call it (at most once a second).
+   */
+  ping?(): Promise<void>;
   close(): Promise<void>;
 }
 

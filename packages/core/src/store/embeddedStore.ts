@@ -119,6 +119,10 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
       }
       return [...names].sort();
     },
+    // Files in this process: open is reachable (a full disk still serves reads, and says so per write).
+    async ping(): Promise<void> {
+      if (closed) throw new Error('the store is closed');
+    },
     async close(): Promise<void> {
       if (closed) return;
       closed = true;

@@ -61,6 +61,9 @@ function guarded<T>(timeoutMs: number, operation: () => Promise<T>): Promise<T> 
 
 type Raw = { _id: string } & Document;
 
+/** A readiness ping waits this long at most: a slow database is as good as a dead one to a balancer. */
+const PING_TIMEOUT_MS = 1000;
+
 const NAMESPACE_NOT_FOUND = 26;
 /** Unauthorized, CommandNotFound, NamespaceExists, CommandNotSupported, NotImplemented (FerretDB). */
 const RENAME_REFUSED = new Set([13, 59, 48, 115, 238]);
@@ -120,6 +123,9 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
         const infos = await db.listCollections({}, { nameOnly: true }).toArray();
         return infos.map((info) => info.name).filter(isCollectionName).sort();
       });
+    },
+    async ping(): Promise<void> {
+      await guarded(PING_TIMEOUT_MS, () => db.command({ ping: 1 }));
     },
     close: () => client.close(),
   };

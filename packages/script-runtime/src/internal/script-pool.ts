@@ -175,6 +175,16 @@ export class ScriptPool {
     return this.children.flatMap((child) => (child?.alive && child.proc.pid !== undefined ? [child.proc.pid] : []));
   }
 
+  /**
+   * False when the pool cannot run scripts: disposed, or a process slot left empty because its
+   * processes kept dying (RESTART_BURST in a minute). Reads state only: no script runs, no message.
+   */
+  ready(): boolean {
+    if (this.disposed) return false;
+    const now = Date.now();
+    return this.children.every((child, slot) => child?.alive === true || (this.restarts[slot] as number[]).filter((t) => now - t < 60_000).length < RESTART_BURST);
+  }
+
   /** Queues a job; it is sent with the others of this event-loop turn. */
   submit(script: CompiledScript, id: number, json: string, hosts: HostApi[], budget?: RunBudget): Promise<JobOutput> {
     if (this.disposed) return Promise.reject(new Error('script runtime disposed'));
