@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createConsoleLogger } from '@svc/core';
 import { createApp } from './create.js';
-import { generateKey, keysFile, readKeys } from './keys.js';
+import { envRootKeys, generateKey, keysFile, readKeys, revokeKey } from './keys.js';
 import { startApp } from './startApp.js';
 import { writeTypes } from './typesCommand.js';
 import { importCommand } from './importCommand.js';
@@ -14,13 +14,13 @@ import { migrateDeployd } from './migrateDeployd.js';
 const USAGE = `usage:
   svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]
   svc create <dir>       scaffold a new app
-  svc keygen [app-dir]   add a root key to .svc/keys.json
+  svc keygen [app-dir] [--revoke <key>]  add a root key to .svc/keys.json, or remove one
   svc showkey [app-dir]  print the app's root key
   svc types [app-dir] [--out <file>|-]  write TypeScript types for @svc/client (default <app>/svc-types.ts)
   svc import [app-dir] --resource <name> [--db <mongodb-url>]  run an Importer resource, with a progress bar
   svc migrate-deployd <dir> [--out <dir>] [--dry-run]  turn a Deployd 1.2 app into an svc app (prints every change)
   svc help [command]     this text, or one command's
-environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags`;
+environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags; SVC_ROOT_KEYS adds root keys (comma-separated)`;
 
 /** Each command: its usage line, what it does, its flags and how many positionals it takes. */
 const COMMANDS: Record<string, { usage: string; about: string; flags: readonly string[]; max: number }> = {
@@ -31,7 +31,12 @@ const COMMANDS: Record<string, { usage: string; about: string; flags: readonly s
     max: 1,
   },
   create: { usage: 'svc create <dir>', about: 'Scaffolds a new app (collections, users with guards, a page, package.json, .gitignore) in an empty or new folder.', flags: [], max: 1 },
-  keygen: { usage: 'svc keygen [app-dir]', about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key).", flags: [], max: 1 },
+  keygen: {
+    usage: 'svc keygen [app-dir] [--revoke <key>]',
+    about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key); --revoke removes one (the whole key or its first 16 characters or more), refused by a running server from its next request.",
+    flags: ['revoke'],
+    max: 1,
+  },
   showkey: { usage: 'svc showkey [app-dir]', about: "Prints the app's first root key.", flags: [], max: 1 },
   types: { usage: 'svc types [app-dir] [--out <file>|-]', about: 'Writes TypeScript types of the app for @svc/client (default <app>/svc-types.ts; - prints them).', flags: ['out'], max: 1 },
   import: { usage: 'svc import [app-dir] --resource <name> [--db <mongodb-url>] [--env development|production]', about: 'Runs an Importer resource with a progress bar.', flags: ['resource', 'db', 'env'], max: 1 },
@@ -61,6 +66,7 @@ export async function main(argv: string[]): Promise<number> {
         env: { type: 'string', short: 'e' },
         help: { type: 'boolean', short: 'h' },
         'dry-run': { type: 'boolean' },
+        revoke: { type: 'string' },
         version: { type: 'boolean', short: 'v' },
       },
     });
@@ -103,6 +109,13 @@ async function run(command: string, arg: string | undefined, values: Record<stri
     }
     case 'keygen': {
       const dir = await appFolder(arg ?? '.');
+      const revoke = str(values.revoke);
+      if (revoke !== undefined) {
+        if (revoke.trim() === '') return usage('--revoke needs the key to remove', 'keygen');
+        const file = await revokeKey(dir, revoke.trim());
+        process.stdout.write(`revoked the key ${revoke.trim().slice(0, 16)}... in ${file}; a running server refuses it from its next request\n`);
+        return 0;
+      }
       const key = await generateKey(dir);
       process.stdout.write(`created a root key in ${keysFile(dir)}: ${key.slice(0, 16)}...\n`);
       return 0;
@@ -218,7 +231,8 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   const redis = str(values.redis) ?? process.env.SVC_REDIS;
   let app;
   try {
-    app = await startApp({ appDir, port, env, logger, watch: env === 'development' && process.env.SVC_WATCH !== '0', ...(host ? { host } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
+    const rootKeys = envRootKeys(process.env.SVC_ROOT_KEYS);
+    app = await startApp({ appDir, port, env, logger, rootKeys, watch: env === 'development' && process.env.SVC_WATCH !== '0', ...(host ? { host } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
   } catch (err) {
     // A script that does not parse (production refuses to start): file and line first.
     const where = err as { filename?: unknown; line?: unknown };
