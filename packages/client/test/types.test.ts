@@ -29,6 +29,9 @@ import type { Todos, Types, Users } from './svc-types.js';
 const svc = createClient<Types>('http://127.0.0.1:2403', { resources });
 export async function use(): Promise<void> {
   const todo: Todos = await svc.todos.post({ title: 'a', done: false, order: 1 });
+  // Only required properties are: done (a boolean, stored false) and the others may be left out.
+  const bare: Todos = await svc.todos.post({ title: 'b' });
+  const user: Users = await svc.users.post({ username: 'w', password: 'p' });
   const list: Todos[] = await svc.todos.get({ done: false, order: { $gt: 1 }, tags: 'x', $sort: { order: -1 }, $limit: 5 });
   const one: Todos = await svc.todos.get(todo.id);
   await svc.todos.put(todo.id, { order: { $inc: 1 }, tags: { $push: 'y' } });
@@ -44,7 +47,7 @@ export async function use(): Promise<void> {
   svc.todos.on<Todos>('create', (t) => void t.title);
   svc.on('message', (data: unknown) => void data);
   svc.socketReady(() => undefined);
-  void [list, one, gone, session, me];
+  void [list, one, gone, session, me, bare, user];
 }
 `;
 
@@ -58,6 +61,8 @@ const bad = [
   `export const f = () => svc.todoz.get();`,
   `export const g = () => svc.users.login({ username: 'u' });`,
   `export const h = () => svc.addfollower.notifyy();`,
+  `export const i = () => svc.todos.post({ done: true });`,
+  `export const j = () => svc.users.post({ username: 'u' });`,
 ];
 
 describe('svc types: the generated Types compile, wrong names do not (tsc)', () => {
