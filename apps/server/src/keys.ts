@@ -67,17 +67,19 @@ export interface LiveKeys {
  */
 export function liveKeys(appDir: string, options: { extra?: readonly string[]; logger: Logger }): LiveKeys {
   const extra = options.extra ?? [];
+  const own = join(appDir, '.svc', 'keys.json');
+  const deployd = join(appDir, '.dpd', 'keys.json');
   let signature: string | undefined;
   let keys: readonly string[] = extra;
   let reported: string | undefined;
   return {
     current() {
-      const file = keysFile(appDir);
-      let stats: BigIntStats | undefined;
-      try {
-        stats = lstatSync(file, { bigint: true });
-      } catch {
-        stats = undefined;
+      // keysFile's choice, without following a link: .svc/keys.json, else .dpd/keys.json.
+      let file = own;
+      let stats = lstatQuiet(own);
+      if (stats === undefined) {
+        const old = lstatQuiet(deployd);
+        if (old !== undefined) [file, stats] = [deployd, old];
       }
       const now = signatureOf(file, stats);
       if (now === signature && !changedRecently(stats)) return keys;
@@ -151,8 +153,9 @@ function readKeysFile(file: string): KeysRead {
 
 function lstatQuiet(file: string): BigIntStats | undefined {
   try {
-    return lstatSync(file, { bigint: true });
+    return lstatSync(file, { bigint: true, throwIfNoEntry: false });
   } catch {
+    // A folder that cannot be searched (EACCES): as good as no file.
     return undefined;
   }
 }
