@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createConsoleLogger } from '@svc/core';
 import { createApp } from './create.js';
@@ -104,7 +104,7 @@ async function run(command: string, arg: string | undefined, values: Record<stri
     case 'create': {
       if (!arg) return usage('svc create needs a folder', 'create');
       await createApp(resolve(arg));
-      process.stdout.write(`created ${arg}; run it with: svc ${arg}\n`);
+      process.stdout.write(`created ${arg}; run it with: ${svcCommand()} ${shellQuote(arg)}\n`);
       return 0;
     }
     case 'keygen': {
@@ -263,6 +263,24 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   return new Promise<number>(() => {});
+}
+
+/**
+ * svc as the user can run it again from where they are: `pnpm svc` in the svc repository (its
+ * package.json script), `node <path>/bin/svc.js` when started by path from a checkout (no svc on
+ * the PATH there), `npx svc` under npx, else `svc`.
+ */
+function svcCommand(): string {
+  if (process.env.npm_lifecycle_event === 'svc' && (process.env.npm_lifecycle_script ?? '').includes('apps/server/bin/svc.js')) return 'pnpm svc';
+  const bin = process.argv[1] ?? '';
+  if (bin !== '' && !bin.split(sep).includes('node_modules')) return `node ${shellQuote(relative(process.cwd(), bin) || bin)}`;
+  if (process.env.npm_command === 'exec') return 'npx svc';
+  return 'svc';
+}
+
+/** A word for a POSIX shell: as it is when plain, else in single quotes. */
+function shellQuote(word: string): string {
+  return /^[\w./@:+,=-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 function str(value: string | boolean | undefined): string | undefined {
