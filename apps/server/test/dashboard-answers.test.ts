@@ -8,12 +8,13 @@ import { startApp } from '../src/startApp.js';
 import type { RunningApp } from '../src/startApp.js';
 import { chromiumAvailable, launchChromium } from './browser-helpers.js';
 
-// Issue 23, item 9: a collection whose own script answers 401 (a login guard) made the dashboard
-// forget the root key and ask for it again; the answer belongs on the collection's page.
-const run = chromiumAvailable('dashboard: a resource\'s own 401');
+// Issue 23, item 9: what the app's collections answer shows in the grid as answered. A script's own
+// 401 (a login guard) made the dashboard forget the root key and ask for it again; a value a script
+// sets without a property declaring it was not shown at all.
+const run = chromiumAvailable('dashboard: what the collection answered');
 const KEY = 'beef'.repeat(16);
 
-describe.skipIf(!run)('dashboard in the browser: a resource\'s own 401', () => {
+describe.skipIf(!run)('dashboard in the browser: the grid shows what the collection answered', () => {
   let browser: Browser;
   let app: RunningApp;
   let dir: string;
@@ -25,6 +26,7 @@ describe.skipIf(!run)('dashboard in the browser: a resource\'s own 401', () => {
       'resources/private/config.json': JSON.stringify({ type: 'Collection', properties: { note: { type: 'string' } } }),
       'resources/private/put.js': "cancelUnless(me, 'log in to edit notes', 401);\n",
       'resources/open/config.json': JSON.stringify({ type: 'Collection', properties: { note: { type: 'string' } } }),
+      'resources/open/get.js': "this.shout = (this.note || '').toUpperCase() + '!';\n",
       '.svc/keys.json': JSON.stringify({ [KEY]: true }),
     };
     for (const [path, text] of Object.entries(files)) {
@@ -62,6 +64,23 @@ describe.skipIf(!run)('dashboard in the browser: a resource\'s own 401', () => {
     await page.click('.res:has-text("/open")');
     await page.waitForSelector('text=No objects yet. Add one, or POST to /open.');
     expect(await page.locator('[data-test=key-prompt]').count()).toBe(0);
+    await context.close();
+  });
+
+  it('shows a value a script sets without a declared property, in a column of its own (read only)', async () => {
+    const made = await fetch(`${app.url}/open`, { method: 'POST', headers: { 'content-type': 'application/json', 'svc-ssh-key': KEY }, body: JSON.stringify({ note: 'hello' }) });
+    const row = ((await made.json()) as { id: string }).id;
+    const context = await browser.newContext({ viewport: { width: 1360, height: 860 } });
+    const page = await context.newPage();
+    await page.goto(`${app.url}/dashboard/`);
+    await page.fill('[aria-label="root key"]', KEY);
+    await page.click('button:has-text("Open the dashboard")');
+    await page.click('.res:has-text("/open")');
+    await page.waitForSelector(`tr[data-id="${row}"] td[data-col=shout]:has-text("HELLO!")`);
+    expect(await page.locator('th:has-text("shout")').count()).toBe(1);
+    // Not editable: a double-click opens no editor.
+    await page.dblclick(`tr[data-id="${row}"] td[data-col=shout]`);
+    expect(await page.locator(`tr[data-id="${row}"] td[data-col=shout] input`).count()).toBe(0);
     await context.close();
   });
 });
