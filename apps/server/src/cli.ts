@@ -26,7 +26,7 @@ environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags; SVC_RO
 const COMMANDS: Record<string, { usage: string; about: string; flags: readonly string[]; max: number }> = {
   serve: {
     usage: 'svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]',
-    about: 'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key from this machine; production needs .svc/keys.json.',
+    about: 'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key from this machine; production needs a key of .svc/keys.json or SVC_ROOT_KEYS.',
     flags: ['port', 'host', 'db', 'redis', 'env'],
     max: 1,
   },
