@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
-import { lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from '@svc/core';
 
@@ -193,15 +194,51 @@ async function writeKeysFile(file: string, record: Record<string, boolean>): Pro
   }
 }
 
+/** How long a change of keys.json waits for another one to finish, and when a lock is stale. */
+const LOCK_WAIT_MS = 5000;
+const LOCK_STALE_MS = 30_000;
+
+/**
+ * Runs a read-change-write of keys.json alone: two at once (a keygen during a revoke) would
+ * otherwise write back a key the other just removed. The lock is a file created exclusively
+ * beside keys.json; one older than 30 s is left by a process that died and is taken over.
+ */
+async function withKeysLock<T>(file: string, change: () => Promise<T>): Promise<T> {
+  const lock = `${file}.lock`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      await (await open(lock, 'wx', 0o600)).close();
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      if (age > LOCK_STALE_MS) {
+        await unlink(lock).catch(() => undefined);
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`another svc keygen is changing ${file} (${lock}); try again`);
+      await sleep(50);
+    }
+  }
+  try {
+    return await change();
+  } finally {
+    await unlink(lock).catch(() => undefined);
+  }
+}
+
 /** Adds a new random root key and answers it. */
 export async function generateKey(appDir: string): Promise<string> {
   const file = join(appDir, '.svc', 'keys.json');
   await mkdir(join(appDir, '.svc'), { recursive: true });
-  const existing = recordFor(file);
-  const key = randomBytes(128).toString('hex');
-  existing[key] = true;
-  await writeKeysFile(file, existing);
-  return key;
+  return withKeysLock(file, async () => {
+    const existing = recordFor(file);
+    const key = randomBytes(128).toString('hex');
+    existing[key] = true;
+    await writeKeysFile(file, existing);
+    return key;
+  });
 }
 
 /**
@@ -212,13 +249,15 @@ export async function generateKey(appDir: string): Promise<string> {
 export async function revokeKey(appDir: string, given: string): Promise<string> {
   const file = keysFile(appDir);
   if ((await lstat(file).catch(() => undefined)) === undefined) throw new Error(`${file} does not exist: there is no key to revoke`);
-  const record = recordFor(file);
-  const keys = Object.keys(record);
-  let match = keys.filter((k) => k === given);
-  if (match.length === 0 && given.length >= 16) match = keys.filter((k) => k.startsWith(given));
-  if (match.length === 0) throw new Error(`no such key in ${file}${given.length < 16 ? ' (give the whole key, or its first 16 characters or more)' : ''}`);
-  if (match.length > 1) throw new Error(`${match.length} keys of ${file} begin so; give more of the key`);
-  delete record[match[0] as string];
-  await writeKeysFile(file, record);
-  return file;
+  return withKeysLock(file, async () => {
+    const record = recordFor(file);
+    const keys = Object.keys(record);
+    let match = keys.filter((k) => k === given);
+    if (match.length === 0 && given.length >= 16) match = keys.filter((k) => k.startsWith(given));
+    if (match.length === 0) throw new Error(`no such key in ${file}${given.length < 16 ? ' (give the whole key, or its first 16 characters or more)' : ''}`);
+    if (match.length > 1) throw new Error(`${match.length} keys of ${file} begin so; give more of the key`);
+    delete record[match[0] as string];
+    await writeKeysFile(file, record);
+    return file;
+  });
 }

@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, rename, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, stat, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startApp } from '@svc/server';
@@ -152,6 +152,29 @@ describe('svc keygen --revoke and SVC_ROOT_KEYS (command line)', () => {
     expect(unknown.stderr).toContain('no such key');
     // Too short a beginning matches nothing (a guess of a few characters revokes no key).
     expect((await runSvc(['keygen', dir, '--revoke', 'a'])).code).toBe(1);
+  });
+
+  it('keygen and --revoke at the same time never write back a revoked key: they take turns (a stale lock is taken over)', async () => {
+    const dir = await writeApp({ 'resources/todos/config.json': { type: 'Collection', properties: {} } });
+    running.push({ close: () => rm(dir, { recursive: true, force: true }) });
+    const file = join(dir, '.svc', 'keys.json');
+    for (let i = 0; i < 3; i++) expect((await runSvc(['keygen', dir])).code).toBe(0);
+    const [gone] = Object.keys(JSON.parse(await readFile(file, 'utf8')) as object) as [string];
+    const runs = await Promise.all([runSvc(['keygen', '--revoke', gone, dir]), runSvc(['keygen', dir]), runSvc(['keygen', dir])]);
+    expect(runs.map((r) => r.code)).toEqual([0, 0, 0]);
+    const keys = Object.keys(JSON.parse(await readFile(file, 'utf8')) as object);
+    expect(keys).toHaveLength(4);
+    expect(keys).not.toContain(gone);
+    // A lock held by another keygen: this one waits, then gives up naming it.
+    await writeFile(`${file}.lock`, '');
+    const held = await runSvc(['keygen', dir]);
+    expect(held.code).toBe(1);
+    expect(held.stderr).toContain('another svc keygen is changing');
+    // One left by a process that died long ago is taken over.
+    const old = new Date(Date.now() - 60_000);
+    await utimes(`${file}.lock`, old, old);
+    expect((await runSvc(['keygen', dir])).code).toBe(0);
+    expect(Object.keys(JSON.parse(await readFile(file, 'utf8')) as object)).toHaveLength(5);
   });
 
   it('SVC_ROOT_KEYS gives root in production with no keys.json; a weak one stops the start without printing it', async () => {
