@@ -217,7 +217,7 @@ async function withKeysLock<T>(file: string, change: () => Promise<T>): Promise<
         await unlink(lock).catch(() => undefined);
         continue;
       }
-      if (Date.now() > deadline) throw new Error(`another svc keygen is changing ${file} (${lock}); try again`);
+      if (Date.now() > deadline) throw new Error(`another svc keygen is changing ${file} (${lock}); try again`, { cause: err });
       await sleep(50);
     }
   }
