@@ -2,6 +2,7 @@ import { Collection, UserCollection, mountResource, validateSettings } from '@sv
 import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
+import { resolveEnvReferences } from './envReferences.js';
 import { COLLECTION_EVENT_FILES } from './scripts.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
@@ -60,12 +61,14 @@ async function buildCustom(folder: ResourceFolder, context: BuildContext): Promi
   if (type === undefined) throw new Error(`resource ${name}: type ${folder.config.type} is not installed; add its package`);
   const events = new Set(type.events ?? []);
   warnUnknown(folder, new Set(['type', ...Object.keys(type.settings ?? {})]), events, context.logger);
-  const settings = validateSettings<Record<string, unknown>>(name, type.settings, folder.config);
+  // folder.config keeps the references: the dashboard shows and saves those, never the values.
+  const config = resolveEnvReferences(name, folder.config, type.settings);
+  const settings = validateSettings<Record<string, unknown>>(name, type.settings, config);
   const impl = await type.create({
     path: folder.path,
     name,
     settings,
-    config: folder.config,
+    config,
     dir: folder.dir,
     appDir: context.app.dir,
     store: context.store,

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createConsoleLogger } from '@svc/core';
 import { createApp } from './create.js';
-import { generateKey, keysFile, readKeys } from './keys.js';
+import { envRootKeys, generateKey, keysFile, readKeys, revokeKey } from './keys.js';
 import { startApp } from './startApp.js';
 import { writeTypes } from './typesCommand.js';
 import { importCommand } from './importCommand.js';
@@ -15,7 +15,7 @@ import { exportCommand, fileTime, importFileCommand } from './transferCommands.j
 const USAGE = `usage:
   svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]
   svc create <dir>       scaffold a new app
-  svc keygen [app-dir]   add a root key to .svc/keys.json
+  svc keygen [app-dir] [--revoke <key>]  add a root key to .svc/keys.json, or remove one
   svc showkey [app-dir]  print the app's root key
   svc types [app-dir] [--out <file>|-]  write TypeScript types for @svc/client (default <app>/svc-types.ts)
   svc import [app-dir] --resource <name> [--db <mongodb-url>]  run an Importer resource, with a progress bar
@@ -25,18 +25,23 @@ const USAGE = `usage:
   svc restore [app-dir] --from <file> [--db <mongodb-url>]  replace the store's objects with a backup's
   svc migrate-deployd <dir> [--out <dir>] [--dry-run]  turn a Deployd 1.2 app into an svc app (prints every change)
   svc help [command]     this text, or one command's
-environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags`;
+environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags; SVC_ROOT_KEYS adds root keys (comma-separated)`;
 
 /** Each command: its usage line, what it does, its flags and how many positionals it takes. */
 const COMMANDS: Record<string, { usage: string; about: string; flags: readonly string[]; max: number }> = {
   serve: {
     usage: 'svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]',
-    about: 'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key from this machine; production needs .svc/keys.json.',
+    about: 'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key from this machine; production needs a key of .svc/keys.json or SVC_ROOT_KEYS.',
     flags: ['port', 'host', 'db', 'redis', 'env'],
     max: 1,
   },
   create: { usage: 'svc create <dir>', about: 'Scaffolds a new app (collections, users with guards, a page, package.json, .gitignore) in an empty or new folder.', flags: [], max: 1 },
-  keygen: { usage: 'svc keygen [app-dir]', about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key).", flags: [], max: 1 },
+  keygen: {
+    usage: 'svc keygen [app-dir] [--revoke <key>]',
+    about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key); --revoke removes one (the whole key or its first 16 characters or more), refused by a running server from its next request.",
+    flags: ['revoke'],
+    max: 1,
+  },
   showkey: { usage: 'svc showkey [app-dir]', about: "Prints the app's first root key.", flags: [], max: 1 },
   types: { usage: 'svc types [app-dir] [--out <file>|-]', about: 'Writes TypeScript types of the app for @svc/client (default <app>/svc-types.ts; - prints them).', flags: ['out'], max: 1 },
   import: {
@@ -92,6 +97,7 @@ export async function main(argv: string[]): Promise<number> {
         'dry-run': { type: 'boolean' },
         from: { type: 'string' },
         replace: { type: 'boolean' },
+        revoke: { type: 'string' },
         version: { type: 'boolean', short: 'v' },
       },
     });
@@ -129,11 +135,18 @@ async function run(command: string, arg: string | undefined, values: Record<stri
     case 'create': {
       if (!arg) return usage('svc create needs a folder', 'create');
       await createApp(resolve(arg));
-      process.stdout.write(`created ${arg}; run it with: svc ${arg}\n`);
+      process.stdout.write(`created ${arg}; run it with: ${svcCommand()} ${shellQuote(arg)}\n`);
       return 0;
     }
     case 'keygen': {
       const dir = await appFolder(arg ?? '.');
+      const revoke = str(values.revoke);
+      if (revoke !== undefined) {
+        if (revoke.trim() === '') return usage('--revoke needs the key to remove', 'keygen');
+        const file = await revokeKey(dir, revoke.trim());
+        process.stdout.write(`revoked the key ${revoke.trim().slice(0, 16)}... in ${file}; a running server refuses it from its next request\n`);
+        return 0;
+      }
       const key = await generateKey(dir);
       process.stdout.write(`created a root key in ${keysFile(dir)}: ${key.slice(0, 16)}...\n`);
       return 0;
@@ -269,7 +282,8 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   const redis = str(values.redis) ?? process.env.SVC_REDIS;
   let app;
   try {
-    app = await startApp({ appDir, port, env, logger, watch: env === 'development' && process.env.SVC_WATCH !== '0', ...(host ? { host } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
+    const rootKeys = envRootKeys(process.env.SVC_ROOT_KEYS);
+    app = await startApp({ appDir, port, env, logger, rootKeys, watch: env === 'development' && process.env.SVC_WATCH !== '0', ...(host ? { host } : {}), ...(db ? { db } : {}), ...(redis ? { redis } : {}) });
   } catch (err) {
     // A script that does not parse (production refuses to start): file and line first.
     const where = err as { filename?: unknown; line?: unknown };
@@ -331,6 +345,24 @@ function envOf(values: Record<string, string | boolean | undefined>): { env: str
 
 /** Signals this close together are the same one delivered twice. */
 const REPEATED_SIGNAL_MS = 1000;
+
+/**
+ * svc as the user can run it again from where they are: `pnpm svc` in the svc repository (its
+ * package.json script), `node <path>/bin/svc.js` when started by path from a checkout (no svc on
+ * the PATH there), `npx svc` under npx, else `svc`.
+ */
+function svcCommand(): string {
+  if (process.env.npm_lifecycle_event === 'svc' && (process.env.npm_lifecycle_script ?? '').includes('apps/server/bin/svc.js')) return 'pnpm svc';
+  const bin = process.argv[1] ?? '';
+  if (bin !== '' && !bin.split(sep).includes('node_modules')) return `node ${shellQuote(relative(process.cwd(), bin) || bin)}`;
+  if (process.env.npm_command === 'exec') return 'npx svc';
+  return 'svc';
+}
+
+/** A word for a POSIX shell: as it is when plain, else in single quotes. */
+function shellQuote(word: string): string {
+  return /^[\w./@:+,=-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+}
 
 function str(value: string | boolean | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { createConsoleLogger } from '@svc/core';
 import type { Logger } from '@svc/core';
-import { readKeys } from './keys.js';
+import { envRootKeys, readKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import { startApp } from './startApp.js';
 
@@ -64,11 +64,18 @@ export async function importCommand(options: ImportCommandOptions): Promise<numb
   }
   if (folder === undefined) return fail(options, `no resource ${name} in ${appDir}/resources`);
   if (folder.config.type !== 'Importer') return fail(options, `resource ${name} is a ${folder.config.type}, not an Importer`);
-  const [key] = await readKeys(appDir);
+  let key: string | undefined;
+  let extra: string[];
+  try {
+    extra = envRootKeys(process.env.SVC_ROOT_KEYS);
+    [key] = [...(await readKeys(appDir)), ...extra];
+  } catch (err) {
+    return fail(options, (err as Error).message);
+  }
   if (key === undefined && options.env === 'production') return fail(options, 'no root key; create one with: svc keygen');
   let app;
   try {
-    app = await startApp({ appDir, port: 0, host: '127.0.0.1', env: options.env, logger, ...(options.db ? { db: options.db } : {}) });
+    app = await startApp({ appDir, port: 0, host: '127.0.0.1', env: options.env, logger, rootKeys: extra, ...(options.db ? { db: options.db } : {}) });
   } catch (err) {
     return fail(options, (err as Error).message);
   }

@@ -35,7 +35,7 @@ export interface MigrateReport {
 const MODULES: Record<string, [pkg: string, note: string]> = {
   deployd: ['@svc/server', 'the svc command'],
   'dpd-event': ['@svc/type-event', 'type "Event"'],
-  'dpd-email': ['@svc/type-email', 'type "Email"; settings: see its README'],
+  'dpd-email': ['@svc/type-email', 'type "Email"; only event scripts and root send unless its config sets "allowClients": true (Deployd let any client send); settings: see its README'],
   'dpd-s3': ['@svc/type-bucket', 'type "Bucket", any S3-compatible storage; settings differ'],
   'dpd-importer': ['@svc/type-importer', 'type "Importer"'],
   'dpd-fileupload': ['@svc/type-fileupload', 'type "Fileupload"; files are served at /<resource>/[<subdir>/]<file>'],

@@ -7,7 +7,7 @@ import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
 import { bundleModules, loadScriptModules } from './scriptModules.js';
-import { readKeys } from './keys.js';
+import { MIN_KEY_LENGTH, liveKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
 import { createLiveRealtime, svcJsRoute } from './realtime.js';
@@ -45,6 +45,8 @@ export interface StartOptions {
   watch?: boolean;
   /** Serve the administration dashboard at /dashboard/ (root only). Default true; app.json `"dashboard": false` turns it off too. */
   dashboard?: boolean;
+  /** Root keys beside .svc/keys.json (the CLI passes SVC_ROOT_KEYS); they work while keys.json is unreadable too. */
+  rootKeys?: readonly string[];
 }
 
 /** How a running app stops. */
@@ -126,10 +128,14 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       if (!bound.server) return Promise.reject(new Error('internal request before the server started'));
       return bound.server.request(input);
     };
-    const rootKeys = await readKeys(appDir);
+    // keys.json is looked at again by every production root check: a removed key stops at once.
+    const keys = liveKeys(appDir, { extra: options.rootKeys ?? [], logger });
+    const rootKeys = keys.current();
     if (env === 'production' && rootKeys.length === 0) {
-      logger.warn('production without a root key: requests with svc-ssh-key are refused (no root access); create one with: svc keygen');
+      logger.warn('production without a root key: requests with svc-ssh-key are refused (no root access); create one with: svc keygen, or set SVC_ROOT_KEYS');
     }
+    const weak = rootKeys.filter((k) => k.length < MIN_KEY_LENGTH).length;
+    if (env === 'production' && weak > 0) logger.warn(`root keys: ${weak} of keys.json ${weak === 1 ? 'is' : 'are'} shorter than ${MIN_KEY_LENGTH} characters and could be guessed; replace with: svc keygen, then svc keygen --revoke <old key>`);
     const scripts = createScriptFactory({ app, env, logger, realtime, request, modules });
     let activeModules = modules;
     let current = app;
@@ -175,7 +181,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       env,
       logger,
       publicDir: join(appDir, 'public'),
-      rootKeys,
+      rootKeys: () => keys.current(),
       ...(app.settings.bodyLimit !== undefined ? { bodyLimit: app.settings.bodyLimit } : {}),
       ...(app.settings.sessionIdleSeconds !== undefined ? { sessions: { idleSeconds: app.settings.sessionIdleSeconds } } : {}),
       ...(app.settings.methodOverrideKey !== undefined ? { methodOverrideKey: app.settings.methodOverrideKey } : {}),

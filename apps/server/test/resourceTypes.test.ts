@@ -170,7 +170,7 @@ describe('the first-party type packages load the same way (svc.resourceTypes in 
     const r = await start();
     const ping = await get(r, '/ping', { method: 'PUT' });
     expect(ping.status).toBe(404);
-    const mail = await get(r, '/mail', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ from: 'a@example.com', to: 'b@example.com', text: 'x' }) });
+    const mail = await get(r, '/mail', { method: 'POST', headers: { 'content-type': 'application/json', 'svc-ssh-key': 'dev' }, body: JSON.stringify({ from: 'a@example.com', to: 'b@example.com', text: 'x' }) });
     expect(mail).toMatchObject({ status: 200, body: { sent: false } });
   });
 });

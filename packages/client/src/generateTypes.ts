@@ -9,6 +9,8 @@ export interface TypeSource {
   config: ResourceConfig;
   /** The client shape of a custom resource's type (its methods), when the type is installed. */
   client?: ClientShape;
+  /** Names the collection's event scripts assign on `this` without a property declaring them. */
+  scriptProperties?: readonly string[];
 }
 
 const TS_TYPES: Record<string, string> = {
@@ -55,6 +57,12 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
       const type = TS_TYPES[def.type] ?? 'unknown';
       const optional = def.required === true || def.type === 'boolean' ? '' : '?';
       lines.push(`  ${quoteKey(prop)}${optional}: ${type};`);
+    }
+    const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : [])]);
+    for (const prop of source.scriptProperties ?? []) {
+      if (declared.has(prop)) continue;
+      declared.add(prop);
+      lines.push('  /** Set by an event script; no property declares it. */', `  ${quoteKey(prop)}?: unknown;`);
     }
     lines.push('}', '');
     if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${typeName}>;`);

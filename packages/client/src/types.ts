@@ -120,8 +120,15 @@ export type Modifier<V> =
   | (V extends number ? { $inc: number } : never)
   | (V extends readonly (infer E)[] ? { $push: E } | { $pushAll: readonly E[] } | { $pull: E } | { $pullAll: readonly E[] } : never);
 
-/** The body of a create: every property but id (which the server assigns unless given). */
-export type CreateInput<Item> = Omit<Item, 'id'> & { id?: string };
+/** The keys of `Item` whose value is always a boolean (never absent from a stored object). */
+type BooleanKeys<Item> = { [K in keyof Item]-?: [Item[K]] extends [boolean] ? (boolean extends Item[K] ? K : never) : never }[keyof Item];
+
+/**
+ * The body of a create: the properties of `Item` but id (which the server assigns unless given),
+ * optional where `Item` has them optional, and booleans optional too: an object always has its
+ * booleans, but a create may leave them out (the server stores false).
+ */
+export type CreateInput<Item> = Omit<Item, 'id' | BooleanKeys<Item>> & Partial<Pick<Item, BooleanKeys<Item>>> & { id?: string };
 
 /** The body of an update: any properties, or modifiers. */
 export type UpdateInput<Item> = { [K in Exclude<keyof Item, 'id'>]?: Item[K] | Modifier<Item[K]> } & { id?: string };

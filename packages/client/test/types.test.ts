@@ -13,7 +13,12 @@ const tsc = join(root, 'node_modules/typescript/bin/tsc');
 
 /** An app's resources as `svc types` reads them. */
 const app: TypeSource[] = [
-  { path: '/todos', config: { type: 'Collection', properties: { title: { type: 'string', required: true }, done: { type: 'boolean' }, order: { type: 'number' }, tags: { type: 'array' }, meta: { type: 'object' }, due: { type: 'date' } } } },
+  {
+    path: '/todos',
+    config: { type: 'Collection', properties: { title: { type: 'string', required: true }, done: { type: 'boolean' }, order: { type: 'number' }, tags: { type: 'array' }, meta: { type: 'object' }, due: { type: 'date' } } },
+    // An On Get computing a field; `title` is declared already and stays a string.
+    scriptProperties: ['summary', 'title'],
+  },
   { path: '/users', config: { type: 'UserCollection', properties: { displayName: { type: 'string' } } } },
   { path: '/add-follower', config: { type: 'Event' }, client: { methods: { notify: { method: 'POST', func: 'notify' } } } },
   { path: '/a/b', config: { type: 'Collection', properties: { x: { type: 'number' } } } },
@@ -29,6 +34,10 @@ import type { Todos, Types, Users } from './svc-types.js';
 const svc = createClient<Types>('http://127.0.0.1:2403', { resources });
 export async function use(): Promise<void> {
   const todo: Todos = await svc.todos.post({ title: 'a', done: false, order: 1 });
+  // Only required properties are: done (a boolean, stored false) and the others may be left out.
+  const bare: Todos = await svc.todos.post({ title: 'b' });
+  const summary: unknown = bare.summary;
+  const user: Users = await svc.users.post({ username: 'w', password: 'p' });
   const list: Todos[] = await svc.todos.get({ done: false, order: { $gt: 1 }, tags: 'x', $sort: { order: -1 }, $limit: 5 });
   const one: Todos = await svc.todos.get(todo.id);
   await svc.todos.put(todo.id, { order: { $inc: 1 }, tags: { $push: 'y' } });
@@ -44,7 +53,7 @@ export async function use(): Promise<void> {
   svc.todos.on<Todos>('create', (t) => void t.title);
   svc.on('message', (data: unknown) => void data);
   svc.socketReady(() => undefined);
-  void [list, one, gone, session, me];
+  void [list, one, gone, session, me, bare, user, summary];
 }
 `;
 
@@ -58,6 +67,8 @@ const bad = [
   `export const f = () => svc.todoz.get();`,
   `export const g = () => svc.users.login({ username: 'u' });`,
   `export const h = () => svc.addfollower.notifyy();`,
+  `export const i = () => svc.todos.post({ done: true });`,
+  `export const j = () => svc.users.post({ username: 'u' });`,
 ];
 
 describe('svc types: the generated Types compile, wrong names do not (tsc)', () => {
@@ -120,7 +131,9 @@ describe('svc types: the generated Types compile, wrong names do not (tsc)', () 
 
   it('the generated text names properties, optional unless required or boolean, and the resources list', () => {
     const text = generateTypes(app);
-    expect(text).toContain('export interface Todos {\n  id: string;\n  title: string;\n  done: boolean;\n  order?: number;\n  tags?: unknown[];\n  meta?: Record<string, unknown>;\n  due?: string;\n}');
+    expect(text).toContain(
+      'export interface Todos {\n  id: string;\n  title: string;\n  done: boolean;\n  order?: number;\n  tags?: unknown[];\n  meta?: Record<string, unknown>;\n  due?: string;\n  /** Set by an event script; no property declares it. */\n  summary?: unknown;\n}',
+    );
     expect(text).toContain('export interface Users {\n  id: string;\n  username: string;\n  displayName?: string;\n}');
     expect(text).toContain('    addfollower: CustomDef<"notify">;');
     expect(text).toContain('    "a/b": CollectionDef<AB>;');

@@ -9,10 +9,17 @@ import type { RequestClient } from './http/ProxyTrust.js';
  * content nor the length of a key leaks through timing).
  */
 export class RootKeys {
-  private readonly digests: Buffer[];
+  private readonly source: () => readonly string[];
+  private seen: readonly string[] | undefined;
+  private digests: Buffer[] = [];
 
-  constructor(keys: readonly string[]) {
-    this.digests = keys.map(digest);
+  /**
+   * `keys` is a list, or a function asked at every production root check (the server's keys.json
+   * is read again when it changes, so that a removed key stops working at once); it answers the
+   * same array while nothing changed, and the digests are kept for it.
+   */
+  constructor(keys: readonly string[] | (() => readonly string[])) {
+    this.source = typeof keys === 'function' ? keys : () => keys;
   }
 
   /**
@@ -29,6 +36,11 @@ export class RootKeys {
       const host = request.host ?? '';
       if (!isLocalHostName(host)) return false;
       return request.origin === undefined || originHost(request.origin) === host.toLowerCase();
+    }
+    const keys = this.source();
+    if (keys !== this.seen) {
+      this.digests = keys.map(digest);
+      this.seen = keys;
     }
     const candidate = digest(header);
     let ok = false;

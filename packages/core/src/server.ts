@@ -46,8 +46,11 @@ export interface SvcServerOptions {
   bodyLimit?: number;
   logger?: Logger;
   sessions?: SessionManagerOptions;
-  /** Root keys accepted in production (`.svc/keys.json`). */
-  rootKeys?: readonly string[];
+  /**
+   * Root keys accepted in production (`.svc/keys.json`): a list, or a function asked at every
+   * production root check, answering the same array while the keys are unchanged.
+   */
+  rootKeys?: readonly string[] | (() => readonly string[]);
   /** Name of the method-override key in the query or JSON body; default `_method`. */
   methodOverrideKey?: string;
   cors?: CorsOptions;

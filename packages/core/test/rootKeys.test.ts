@@ -34,4 +34,15 @@ describe('root keys', () => {
     expect(keys.isRoot('k'.repeat(64), true, '10.0.0.5')).toBe(true);
     expect(keys.isRoot('k'.repeat(63), true, '127.0.0.1')).toBe(false);
   });
+
+  it('production asks a key source at every check: a key removed from it is refused at the next request', () => {
+    let current: readonly string[] = ['a'.repeat(64), 'b'.repeat(64)];
+    const keys = new RootKeys(() => current);
+    expect(keys.isRoot('a'.repeat(64), true, '10.0.0.5')).toBe(true);
+    current = ['b'.repeat(64)];
+    expect(keys.isRoot('a'.repeat(64), true, '10.0.0.5')).toBe(false);
+    expect(keys.isRoot('b'.repeat(64), true, '10.0.0.5')).toBe(true);
+    current = [];
+    expect(keys.isRoot('b'.repeat(64), true, '10.0.0.5')).toBe(false);
+  });
 });

@@ -23,6 +23,11 @@ export type EmailSettings = {
   defaultFromAddress?: string;
   /** Only internal requests (from event scripts) may send. */
   internalOnly: boolean;
+  /**
+   * Any client may send (Deployd's behaviour). Default false: event scripts and root only, so that
+   * an app does not relay mail for anyone who finds the route.
+   */
+  allowClients: boolean;
   /** In development, print the mail to the server log instead of sending it. */
   productionOnly: boolean;
 };
@@ -36,6 +41,7 @@ export const emailSettings: SettingsSchema = {
   password: { type: 'string', description: 'Mail account secret' },
   defaultFromAddress: { type: 'string', description: "Sender used when a request gives no from ('Name <address>' accepted)" },
   internalOnly: { type: 'boolean', default: false, description: 'Only requests from event scripts may send mail' },
+  allowClients: { type: 'boolean', default: false, description: 'Any client may send mail (unchecked: event scripts and root only)' },
   productionOnly: { type: 'boolean', default: false, description: 'In development, print mails to the server log instead of sending' },
 };
 
@@ -84,6 +90,9 @@ export function createEmailResource(options: EmailResourceOptions): ResourceImpl
       if (ctx.url !== '/') throw new SvcError('NOT_FOUND', `no route ${ctx.url} on ${name}; POST /${name} sends a mail`);
       if (ctx.method !== 'POST') throw new SvcError('METHOD_NOT_ALLOWED', `${ctx.method} is not supported; POST /${name} sends a mail`, { headers: { allow: 'POST' } });
       if (settings.internalOnly && !ctx.internal) throw new SvcError('FORBIDDEN', `${name} sends mail for event scripts only (internalOnly)`);
+      if (!settings.allowClients && !ctx.internal && !ctx.isRoot) {
+        throw new SvcError('FORBIDDEN', `${name} sends mail for event scripts and root only; its config's allowClients lets any client send`);
+      }
       const message = readMessage(ctx.body, defaultFrom);
       const result = logOnly ? logMail(logger, name, message) : await mailerFor().send(message);
       return { status: 200, body: result };

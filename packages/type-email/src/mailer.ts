@@ -76,14 +76,19 @@ export function createMailer(options: MailerOptions): Mailer {
 /**
  * Maps a nodemailer failure to the client's error: 503 when the mail server cannot be reached
  * (retry later), 502 when it answered but refused (login, sender, every recipient, the message).
+ * The answer names neither the mail server (`where`) nor its words, only its SMTP reply code: the
+ * server's log has both, in the error's cause.
  */
 export function mailError(err: unknown, where: string): SvcError {
   const e = err as { code?: unknown; responseCode?: unknown; response?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   const reason = typeof e.response === 'string' && e.response ? e.response : typeof e.message === 'string' ? e.message : String(err);
   if (UNREACHABLE.has(code)) {
-    return new SvcError('UNAVAILABLE', `mail server ${where} is not reachable: ${reason}`, { cause: err, headers: { 'retry-after': '60' } });
+    const cause = new Error(`mail server ${where} is not reachable: ${reason}`, { cause: err });
+    return new SvcError('UNAVAILABLE', 'the mail server is not reachable; try again later', { cause, headers: { 'retry-after': '60' } });
   }
   const what = code === 'EAUTH' || code === 'ENOAUTH' ? 'refused the login' : code === 'EENVELOPE' ? 'refused the sender or the recipients' : 'refused the message';
-  return new SvcError('UNAVAILABLE', `mail server ${where} ${what}: ${reason}`, { status: 502, cause: err });
+  const smtp = typeof e.responseCode === 'number' ? ` (SMTP ${e.responseCode})` : '';
+  const cause = new Error(`mail server ${where} ${what}: ${reason}`, { cause: err });
+  return new SvcError('UNAVAILABLE', `the mail server ${what}${smtp}`, { status: 502, cause });
 }

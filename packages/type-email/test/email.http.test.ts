@@ -21,7 +21,8 @@ async function smtp(options: SmtpServerOptions = {}): Promise<TestSmtpServer> {
 }
 
 async function app(config: Record<string, unknown>, env: 'development' | 'production' = 'development'): Promise<TestApp> {
-  const started = await startTestApp({ email: { config: { type: 'Email', ...config } } }, { types: [emailType], env });
+  // The sending cases speak as any client; who may send is tested on its own below.
+  const started = await startTestApp({ email: { config: { type: 'Email', allowClients: true, ...config } } }, { types: [emailType], env });
   open.push(started);
   return started;
 }
@@ -120,7 +121,7 @@ describe('Email resource: sending through a real SMTP server', () => {
     const bad = await app({ host: '127.0.0.1', port: server.port, username: 'mailer', password: 'wrong' });
     const res = await bad.request('POST', '/email', { body: FULL });
     expect(res.status).toBe(502);
-    expect((res.body as { message: string }).message).toMatch(/refused the login: 535/);
+    expect((res.body as { message: string }).message).toBe('the mail server refused the login (SMTP 535)');
     expect(server.mails).toHaveLength(1);
   });
 
@@ -155,7 +156,9 @@ describe('Email resource: sending through a real SMTP server', () => {
     const res = await svc.request('POST', '/email', { body: FULL });
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('60');
-    expect((res.body as { message: string }).message).toMatch(new RegExp(`mail server 127\\.0\\.0\\.1:${port} is not reachable`));
+    // The answer does not tell a client where the mail server is; the log does.
+    expect((res.body as { message: string }).message).toBe('the mail server is not reachable; try again later');
+    expect(svc.logs.some((l) => l.level === 'error' && (l.fields?.cause as Error | undefined)?.message.includes(`mail server 127.0.0.1:${port} is not reachable`))).toBe(true);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(svc.logs.some((l) => l.level === 'error' && l.message.includes('not reachable'))).toBe(true);
     expect((await svc.request('POST', '/email', { body: FULL })).status).toBe(503);
@@ -201,6 +204,38 @@ describe('Email resource: what a request may ask', () => {
     expect((await svc.request('PUT', '/email', { body: FULL })).status).toBe(405);
     expect((await svc.request('POST', '/email/send', { body: FULL })).status).toBe(404);
     expect(server.mails).toHaveLength(0);
+  });
+
+  // Issue 23, item 9: an anonymous POST in production sent mail, and its error named the SMTP server.
+  it('by default only event scripts and root send: an anonymous client gets 403, in production too, and learns nothing of the mail server', async () => {
+    const server = await smtp();
+    const notify = "svc.email.post({ to: body.to, text: 'hi' }, function (result, err) { setResult(err ? { failed: err } : result); });";
+    for (const env of ['development', 'production'] as const) {
+      const svc = await startTestApp(
+        {
+          email: { config: { type: 'Email', host: '127.0.0.1', port: server.port, defaultFromAddress: 'App <app@example.com>' } },
+          notify: { config: { type: 'Event' }, files: { 'post.js': notify } },
+        },
+        // A loaded machine sends slower than the default 1 s of a script run.
+        { types: [emailType, eventType], env, appJson: { scripts: { timeoutMs: 20_000 } } },
+      );
+      open.push(svc);
+      const before = server.mails.length;
+      const anonymous = await svc.request('POST', '/email', { body: FULL });
+      expect(anonymous.status).toBe(403);
+      expect(anonymous.text).not.toContain('127.0.0.1');
+      expect(anonymous.text).not.toContain(String(server.port));
+      expect((anonymous.body as { message: string }).message).toBe('email sends mail for event scripts and root only; its config\'s allowClients lets any client send');
+      expect(server.mails).toHaveLength(before);
+      const fromScript = await svc.request('POST', '/notify', { body: { to: 'bob@example.com' } });
+      expect(fromScript.body, env).toMatchObject({ sent: true });
+    }
+    expect(server.mails).toHaveLength(2);
+    // Development's root (any key from this machine) may send.
+    const dev = await startTestApp({ email: { config: { type: 'Email', host: '127.0.0.1', port: server.port } } }, { types: [emailType] });
+    open.push(dev);
+    expect((await dev.request('POST', '/email', { body: FULL, headers: { 'svc-ssh-key': 'any' } })).status).toBe(200);
+    expect(server.mails).toHaveLength(3);
   });
 
   it('internalOnly refuses requests that do not come from a script with 403', async () => {

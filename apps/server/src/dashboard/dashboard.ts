@@ -15,6 +15,7 @@ import { USER_GUARDS } from './guards.js';
 import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
 import type { RenameIntent } from './renameJournal.js';
 import { crashPoint } from '../crashPoint.js';
+import { resolveEnvReferences } from '../envReferences.js';
 
 /** What the dashboard needs from the running app. */
 export interface DashboardOptions {
@@ -524,9 +525,19 @@ export function createDashboard(options: DashboardOptions): Dashboard {
 /** The settings schema's complaints, by field, before anything is written. */
 function checkSettings(name: string, schema: SettingsSchema | undefined, config: ResourceConfig): void {
   const errors: Record<string, string> = {};
+  // Checked as the server will load it, `${env:NAME}` replaced; only the file is written, and no
+  // message quotes a value that came from the environment.
+  let resolved: ResourceConfig;
+  try {
+    resolved = resolveEnvReferences(name, config, schema);
+  } catch (err) {
+    const message = (err as Error).message;
+    const field = /^resource [^:]+: setting (\w+)/.exec(message)?.[1] ?? 'config';
+    throw new SvcError('VALIDATION_FAILED', 'some settings are not valid', { errors: { [field]: message.replace(/^resource [^:]+: setting \w+:? ?/, '') } });
+  }
   for (const [field, spec] of Object.entries(schema ?? {})) {
     try {
-      validateSettings(name, { [field]: spec }, config);
+      validateSettings(name, { [field]: spec }, resolved);
     } catch (err) {
       errors[field] = (err as Error).message.replace(/^resource [^:]+: setting \S+ /, '');
     }

@@ -35,7 +35,9 @@ export async function call<T = unknown>(method: string, path: string, body?: unk
   const data: unknown = type.includes('json') && text !== '' ? JSON.parse(text) : text;
   if (!res.ok) {
     const err = (data ?? {}) as { message?: string; errors?: Record<string, string> };
-    if (res.status === 401) unauthorized();
+    // Only the dashboard's own API judges the key: a 401 of the app's REST API is that resource's
+    // answer (a script's cancel(..., 401)), shown where it happened, and the key is kept.
+    if (res.status === 401 && path.startsWith('/dashboard/api/')) unauthorized();
     throw new ApiError(res.status, err.message ?? `${res.status} ${res.statusText}`, err.errors ?? {});
   }
   return data as T;

@@ -9,6 +9,8 @@ interface Column {
   required: boolean;
   /** A user's password: written, never read. */
   writeOnly?: boolean;
+  /** Not a property of the collection: a value a script set (shown, not editable, not sortable). */
+  undeclared?: boolean;
 }
 
 const PAGE_SIZES = [25, 50, 100];
@@ -25,6 +27,17 @@ export function columnsOf(resource: ResourceView): Column[] {
     return [...extra, ...cols.filter((c) => c.name !== 'password')];
   }
   return cols;
+}
+
+/**
+ * The columns after the collection's own: names the shown objects have that no property declares
+ * (set by a script, or stored before a property was removed), so that nothing answered is hidden.
+ */
+export function undeclaredColumns(columns: readonly Column[], rows: readonly Row[]): Column[] {
+  const known = new Set(['id', ...columns.map((c) => c.name)]);
+  const extra = new Set<string>();
+  for (const row of rows) for (const name of Object.keys(row)) if (!known.has(name)) extra.add(name);
+  return [...extra].map((name) => ({ name, type: 'undeclared', required: false, undeclared: true }));
 }
 
 /** A cell's text for a value of the column's type. */
@@ -63,8 +76,9 @@ export function parseCell(text: string, type: string): { value?: unknown; error?
  * of the server's validation (and of event scripts) appear on their cell.
  */
 export function DataGrid({ resource, subscribe }: { resource: ResourceView; subscribe(l: (e: FeedEvent) => void): () => void }) {
-  const columns = columnsOf(resource);
   const [rows, setRows] = useState<Row[]>([]);
+  const declared = columnsOf(resource);
+  const columns = [...declared, ...undeclaredColumns(declared, rows)];
   const [total, setTotal] = useState<number | undefined>();
   const [page, setPage] = useState(0);
   const [size, setSize] = useState(50);
@@ -195,7 +209,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
             <tr>
               <th class="id-col" onClick={() => toggleSort('id')}>id {sortMark(sort, 'id')}</th>
               {columns.map((c) => (
-                <th key={c.name} onClick={() => !c.writeOnly && toggleSort(c.name)} class={c.writeOnly ? 'nosort' : ''}>
+                <th key={c.name} onClick={() => !c.writeOnly && !c.undeclared && toggleSort(c.name)} class={c.writeOnly || c.undeclared ? 'nosort' : ''} title={c.undeclared ? 'not a property of this collection: set by a script' : undefined}>
                   {c.name} <span class="col-type">{c.type}{c.required ? ' *' : ''}</span> {sortMark(sort, c.name)}
                 </th>
               ))}
@@ -261,6 +275,13 @@ function Cell({ col, value, editing, error, startEdit, cancel, save }: { col: Co
       </td>
     );
   }
+  if (col.undeclared) {
+    return (
+      <td class="cell undeclared" data-col={col.name} title="set by a script; declare the property to edit it">
+        <span class="cell-text">{display(value)}</span>
+      </td>
+    );
+  }
   if (editing) return <CellEditor col={col} value={value} error={error} cancel={cancel} save={save} />;
   return (
     <td class={`cell ${error ? 'has-error' : ''} ${col.type}`} data-col={col.name} onDblClick={startEdit} onClick={error ? startEdit : undefined} title={error ?? 'double-click to edit'}>
@@ -308,6 +329,7 @@ function NewRow({ columns, resource, done }: { columns: Column[]; resource: Reso
     const body: Record<string, unknown> = {};
     const local: Record<string, string> = {};
     for (const col of columns) {
+      if (col.undeclared) continue;
       const text = values[col.name] ?? '';
       if (col.type === 'boolean') {
         if (text !== '') body[col.name] = text === 'true';
@@ -333,7 +355,7 @@ function NewRow({ columns, resource, done }: { columns: Column[]; resource: Reso
       <td class="id-col muted">new</td>
       {columns.map((col) => (
         <td key={col.name} class={`cell editing ${errors[col.name] ? 'has-error' : ''}`} data-col={col.name}>
-          {col.type === 'boolean' ? (
+          {col.undeclared ? null : col.type === 'boolean' ? (
             <input type="checkbox" checked={values[col.name] === 'true'} onChange={() => setValues({ ...values, [col.name]: values[col.name] === 'true' ? 'false' : 'true' })} aria-label={col.name} />
           ) : (
             <input

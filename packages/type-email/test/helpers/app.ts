@@ -30,9 +30,10 @@ export interface TestApp {
 /** Writes an app folder with the given resources to a temp dir and starts it on port 0. */
 export async function startTestApp(
   resources: Record<string, ResourceSpec>,
-  options: { types: readonly ResourceType[]; env?: 'development' | 'production' },
+  options: { types: readonly ResourceType[]; env?: 'development' | 'production'; appJson?: Record<string, unknown> },
 ): Promise<TestApp> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-type-test-'));
+  if (options.appJson) await writeFile(join(dir, 'app.json'), JSON.stringify(options.appJson));
   for (const [name, spec] of Object.entries(resources)) {
     const folder = join(dir, 'resources', name);
     await mkdir(folder, { recursive: true });
