@@ -63,17 +63,24 @@ describe('login limits', () => {
     expect(await login('127.0.0.3', 'shared1', 'pw-shared1')).toBe(200);
   });
 
-  it('across many addresses a username is only slowed down; a fresh address with the right password gets in at once', async () => {
+  it('across many addresses a username is only slowed down; a fresh address with the right password gets in ahead of the queue', async () => {
     // 12 addresses x 2 wrong attempts each: over the username's threshold, repeat offenders wait in line.
     const started = performance.now();
     const attackers = Array.from({ length: 12 }, (_, i) => `127.0.1.${i + 1}`);
-    await Promise.all(attackers.map(async (from) => [await login(from, 'slow', 'wrong'), await login(from, 'slow', 'wrong')]));
-    const attackTime = performance.now() - started;
-    // The second attempts beyond the threshold were spaced 200 ms apart.
-    expect(attackTime).toBeGreaterThan(1000);
-    const t0 = performance.now();
+    await Promise.all(attackers.map((from) => login(from, 'slow', 'wrong')));
+    const done: string[] = [];
+    const second = Promise.all(attackers.map(async (from) => {
+      await login(from, 'slow', 'wrong');
+      done.push(from);
+    }));
+    // While the repeat offenders wait their turns (200 ms apart), the owner logs in from a fresh
+    // address: answered before the queue has drained (an order, not a time: load cannot flip it).
     expect(await login('127.0.2.1', 'slow', 'pw-slow')).toBe(200);
-    expect(performance.now() - t0).toBeLessThan(1000);
+    const answeredBefore = done.length;
+    await second;
+    expect(answeredBefore).toBeLessThan(attackers.length);
+    // The second attempts beyond the threshold were spaced 200 ms apart (a lower bound: a slower machine only adds).
+    expect(performance.now() - started).toBeGreaterThan(1000);
   });
 
   it('one address is limited across usernames (10 x max a window)', async () => {

@@ -30,12 +30,12 @@ afterAll(async () => {
 const query = (q: object) => t.client().request('GET', `/posts?${encodeURIComponent(JSON.stringify(q))}`);
 
 describe('$regex on the embedded store runs in linear time', () => {
-  it('a catastrophic-backtracking pattern answers at once', async () => {
-    const started = performance.now();
+  // No clock here: with backtracking the 41-character title would take hours (x4 per two more
+  // characters from 7.4 s at 31), so the test's own timeout is the bound.
+  it('a catastrophic-backtracking pattern answers', async () => {
     const res = await query({ title: { $regex: '^(a+)+$' } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual([]);
-    expect(performance.now() - started).toBeLessThan(1000);
     const nested = await query({ title: { $regex: '^((a|aa)+)+$' } });
     expect(nested.body).toEqual([]);
   });
