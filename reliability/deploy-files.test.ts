@@ -2,11 +2,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { freePort, nginxBinary, runNginx } from '../apps/server/test/helpers/nginx.js';
+import type { NginxProxy } from '../apps/server/test/helpers/nginx.js';
 import { PATH, REPO, packAll, run, tarballDependencies } from '../apps/server/test/packedPackages.js';
 import { copyContext, dockerignore, parseDockerfile, stageEnv } from './deployFiles.js';
 import type { Stage } from './deployFiles.js';
@@ -24,7 +25,7 @@ const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
 const redisUrl = process.env.SVC_TEST_REDIS_URL;
 const has = (command: string, args: string[]) => spawnSync(command, args, { env: { ...process.env, PATH } }).status === 0;
 const hasPnpm = has('pnpm', ['--version']);
-const hasNginx = has('nginx', ['-v']);
+const hasNginx = nginxBinary() !== undefined;
 const hasOpenssl = has('openssl', ['version']);
 const hasDocker = has('docker', ['info']);
 
@@ -37,17 +38,6 @@ if (!hasPnpm) skipped('the Dockerfile steps', 'no pnpm on PATH to pack the packa
 const composeRunnable = hasPnpm && hasNginx && hasOpenssl && mongoUrl !== undefined && redisUrl !== undefined;
 if (!composeRunnable) skipped('the compose services behind nginx', 'they need nginx, openssl, SVC_TEST_MONGODB_URL and SVC_TEST_REDIS_URL (.ci/run provides them)');
 if (hasDocker) process.stderr.write('docker answers here, but this test runs the steps without it (the same in CI)\n');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** What the image would run: the last stage's folder, environment, CMD, HEALTHCHECK and STOPSIGNAL. */
 interface Image {
@@ -249,7 +239,7 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
 
   describe.runIf(composeRunnable)('compose.yaml: two svc processes on MongoDB and Redis behind nginx.conf with TLS', () => {
     const servers: { child: ChildProcess; port: number; out: () => string }[] = [];
-    let nginx: ChildProcess | undefined;
+    let nginx: NginxProxy | undefined;
     let httpsPort: number;
     let httpPort: number;
 
@@ -270,45 +260,36 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
         servers.push(await startImage(image, { ...env, PORT: '0' }));
       }
       // nginx.conf with the lines marked "test:" pointed at this test's ports and certificate.
-      const conf = join(dir, 'nginx');
-      await mkdir(join(conf, 'logs'), { recursive: true });
-      const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-keyout', join(conf, 'privkey.pem'), '-out', join(conf, 'fullchain.pem')], { encoding: 'utf8' });
+      const certs = join(dir, 'certs');
+      await mkdir(certs, { recursive: true });
+      const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-keyout', join(certs, 'privkey.pem'), '-out', join(certs, 'fullchain.pem')], { encoding: 'utf8' });
       if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
-      httpsPort = await freePort();
       httpPort = await freePort();
-      let upstream = 0;
-      const text = (await readFile(join(DEPLOY, 'nginx.conf'), 'utf8'))
-        .split('\n')
-        .map((line) => {
-          if (!line.includes('# test:')) return line;
-          const mark = /# test: (\w+)/.exec(line)?.[1];
-          if (mark === 'upstream') return `    server 127.0.0.1:${servers[upstream++].port};`;
-          if (mark === 'http') return `    listen 127.0.0.1:${httpPort};`;
-          if (mark === 'https') return `    listen 127.0.0.1:${httpsPort} ssl http2;`;
-          if (mark === 'cert') return `    ssl_certificate ${join(conf, 'fullchain.pem')};`;
-          if (mark === 'key') return `    ssl_certificate_key ${join(conf, 'privkey.pem')};`;
-          throw new Error(`unknown test mark in nginx.conf: ${line}`);
-        })
-        .join('\n')
-        .replace(/^worker_processes auto;/m, 'worker_processes 1;');
-      expect(upstream).toBe(2);
-      await writeFile(join(conf, 'nginx.conf'), text);
-      nginx = spawn('nginx', ['-p', conf, '-c', join(conf, 'nginx.conf'), '-g', `daemon off; pid ${join(conf, 'nginx.pid')}; error_log stderr;`], { stdio: ['ignore', 'ignore', 'pipe'] });
-      let nginxErr = '';
-      nginx.stderr?.on('data', (d: Buffer) => (nginxErr += d.toString()));
-      const end = Date.now() + 15_000;
-      for (;;) {
-        try {
-          await viaProxy(httpsPort, '/healthz');
-          break;
-        } catch (err) {
-          if (Date.now() > end || nginx.exitCode !== null) throw new Error(`nginx did not start: ${String(err)}\n${nginxErr}`, { cause: err });
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
+      const source = await readFile(join(DEPLOY, 'nginx.conf'), 'utf8');
+      nginx = await runNginx(({ dir: prefix, port }) => {
+        let upstream = 0;
+        const text = source
+          .split('\n')
+          .map((line) => {
+            if (!line.includes('# test:')) return line;
+            const mark = /# test: (\w+)/.exec(line)?.[1];
+            if (mark === 'upstream') return `    server 127.0.0.1:${servers[upstream++].port};`;
+            if (mark === 'http') return `    listen 127.0.0.1:${httpPort};`;
+            if (mark === 'https') return `    listen 127.0.0.1:${port} ssl http2;`;
+            if (mark === 'cert') return `    ssl_certificate ${join(certs, 'fullchain.pem')};`;
+            if (mark === 'key') return `    ssl_certificate_key ${join(certs, 'privkey.pem')};`;
+            throw new Error(`unknown test mark in nginx.conf: ${line}`);
+          })
+          .join('\n')
+          // One worker, and the pid file in the test's folder.
+          .replace(/^worker_processes auto;/m, `worker_processes 1;\npid ${prefix}/nginx.pid;${process.getuid?.() === 0 ? '\nuser root;' : ''}`);
+        expect(upstream).toBe(2);
+        return text;
+      });
+      httpsPort = nginx.port;
     }, 120_000);
     afterAll(async () => {
-      if (nginx) await stop(nginx, 'SIGQUIT');
+      await nginx?.stop();
       for (const server of servers) await stop(server.child, 'SIGTERM');
     });
 

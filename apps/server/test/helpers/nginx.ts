@@ -29,37 +29,43 @@ export interface NginxProxy {
   stop(): Promise<void>;
 }
 
+/** What a configuration is written for: the temp folder nginx runs in and the free port it listens on. */
+export interface NginxPlace {
+  dir: string;
+  port: number;
+}
+
 /**
- * Starts nginx as a child of the test (its own prefix and configuration in a temp folder, not
- * daemonised, listening on 127.0.0.1 on a free port) with `location / { proxy_pass
- * http://127.0.0.1:<upstream>; <directives> }`. Stopped by its PID.
+ * The lines every test configuration starts with: workers able to use the temp folder (the
+ * master runs as root in CI), one worker, the pid file and temp paths in the folder.
  */
-export async function startNginx(upstream: number, directives: readonly string[] = []): Promise<NginxProxy> {
+export function nginxPreamble(dir: string): string[] {
+  return [
+    ...(process.getuid?.() === 0 ? ['user root;'] : []),
+    'worker_processes 1;',
+    `pid ${dir}/nginx.pid;`,
+    'events { worker_connections 1024; }',
+  ];
+}
+
+/** The http-block lines that keep nginx's temp files in the folder, and no access log. */
+export function nginxHttpPreamble(dir: string): string[] {
+  return ['  access_log off;', ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`)];
+}
+
+/**
+ * Starts nginx as a child of the test with the configuration `config` writes for its folder and
+ * port (its own prefix in a temp folder, not daemonised, on 127.0.0.1). Stopped by its PID; a
+ * port taken in between is tried again with another.
+ */
+export async function runNginx(config: (place: NginxPlace) => string): Promise<NginxProxy> {
   const bin = nginxBinary();
   if (bin === undefined) throw new Error('nginx is not installed');
   const dir = await mkdtemp(join(tmpdir(), 'svc-nginx-'));
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const conf = [
-      // The master runs as root in CI: its workers too, so that they may use the temp folder.
-      ...(process.getuid?.() === 0 ? ['user root;'] : []),
-      'worker_processes 1;',
-      `pid ${dir}/nginx.pid;`,
-      'events { worker_connections 1024; }',
-      'http {',
-      '  access_log off;',
-      ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t};`),
-      '  server {',
-      `    listen 127.0.0.1:${port};`,
-      '    location / {',
-      `      proxy_pass http://127.0.0.1:${upstream};`,
-      ...directives.map((d) => `      ${d}`),
-      '    }',
-      '  }',
-      '}',
-    ].join('\n');
-    await writeFile(join(dir, 'nginx.conf'), conf);
-    const child = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off; error_log stderr;'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    await writeFile(join(dir, 'nginx.conf'), config({ dir, port }));
+    const child = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', 'stderr', '-g', 'daemon off; error_log stderr;'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -83,7 +89,6 @@ export async function startNginx(upstream: number, directives: readonly string[]
     }
     if (child.exitCode === null) child.kill('SIGKILL');
     await exited;
-    // The free port was taken in between: try another.
     if (attempt >= 3) {
       await rm(dir, { recursive: true, force: true });
       throw new Error(`nginx did not start:\n${err}`);
@@ -91,7 +96,29 @@ export async function startNginx(upstream: number, directives: readonly string[]
   }
 }
 
-function freePort(): Promise<number> {
+/**
+ * nginx in front of one upstream port: `location / { proxy_pass http://127.0.0.1:<upstream>;
+ * <directives> }`.
+ */
+export function startNginx(upstream: number, directives: readonly string[] = []): Promise<NginxProxy> {
+  return runNginx(({ dir, port }) =>
+    [
+      ...nginxPreamble(dir),
+      'http {',
+      ...nginxHttpPreamble(dir),
+      '  server {',
+      `    listen 127.0.0.1:${port};`,
+      '    location / {',
+      `      proxy_pass http://127.0.0.1:${upstream};`,
+      ...directives.map((d) => `      ${d}`),
+      '    }',
+      '  }',
+      '}',
+    ].join('\n'),
+  );
+}
+
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
