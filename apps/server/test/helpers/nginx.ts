@@ -76,15 +76,7 @@ export async function runNginx(config: (place: NginxPlace) => string): Promise<N
         url: `http://127.0.0.1:${port}`,
         child,
         stderr: () => err,
-        async stop() {
-          if (child.exitCode === null && child.signalCode === null) {
-            child.kill('SIGTERM');
-            const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-            await exited;
-            clearTimeout(timer);
-          }
-          await rm(dir, { recursive: true, force: true });
-        },
+        stop: () => stopProxy(child, exited, dir),
       };
     }
     if (child.exitCode === null) child.kill('SIGKILL');
@@ -176,18 +168,21 @@ export async function startCaddy(upstream: number): Promise<NginxProxy> {
   let err = '';
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    await rm(dir, { recursive: true, force: true });
-  };
+  const stop = (): Promise<void> => stopProxy(child, exited, dir);
   if (!(await waitForPort(port, child, 10_000))) {
     await stop();
     throw new Error(`caddy did not start:\n${err}`);
   }
   return { port, url: `http://127.0.0.1:${port}`, child, stderr: () => err, stop };
+}
+
+/** SIGTERM by PID (SIGKILL after 5 s), then the proxy's temp folder removed. */
+async function stopProxy(child: ChildProcess, exited: Promise<void>, dir: string): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  }
+  await rm(dir, { recursive: true, force: true });
 }
