@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runSvc, startSvc } from '../apps/server/test/cli.js';
 import type { SvcProcess } from '../apps/server/test/cli.js';
+import { objectsOf } from '../apps/server/test/helpers/exportFile.js';
 
 // Issue 23 (7): an app moves from the embedded store to MongoDB and back with svc export / svc
 // import, every collection with users' password hashes, so logins keep working.
@@ -39,17 +40,6 @@ async function call(url: string, method: string, body?: unknown, sid?: string): 
   const text = await res.text();
   const cookie = res.headers.getSetCookie().find((c) => c.startsWith('sid='));
   return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined, ...(cookie ? { sid: cookie.slice(4, cookie.indexOf(';')) } : {}) };
-}
-
-/** The objects of an export file, as {collection: {id: object}}, without the header's time. */
-async function objectsOf(file: string): Promise<Record<string, Record<string, unknown>>> {
-  const out: Record<string, Record<string, unknown>> = {};
-  const lines = (await readFile(file, 'utf8')).trim().split('\n');
-  for (const line of lines.slice(1, -1)) {
-    const { collection, object } = JSON.parse(line) as { collection: string; object: { id: string } };
-    (out[collection] ??= {})[object.id] = object;
-  }
-  return out;
 }
 
 async function newApp(name: string): Promise<string> {

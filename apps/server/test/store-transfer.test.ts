@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runSvc } from './cli.js';
 import { createMongoStore } from '@svc/core';
 import { importFile } from '../src/storeTransfer.js';
+import { objectsOf } from './helpers/exportFile.js';
 
 // Issue 23 (7): svc import refuses hostile files naming the line and writes nothing; an import
 // MongoDB refuses midway is taken back out. (The moves between stores through the command line:
@@ -18,17 +19,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-/** The objects of an export file, as {collection: {id: object}}, without the header's time. */
-async function objectsOf(file: string): Promise<Record<string, Record<string, unknown>>> {
-  const out: Record<string, Record<string, unknown>> = {};
-  const lines = (await readFile(file, 'utf8')).trim().split('\n');
-  for (const line of lines.slice(1, -1)) {
-    const { collection, object } = JSON.parse(line) as { collection: string; object: { id: string } };
-    (out[collection] ??= {})[object.id] = object;
-  }
-  return out;
-}
 
 async function newApp(name: string): Promise<string> {
   const app = join(dir, name);
