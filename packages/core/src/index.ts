@@ -1,7 +1,7 @@
 export { SvcError, isSvcError, errorStatus } from './errors.js';
 export type { ErrorBody, ErrorCode, SvcErrorOptions } from './errors.js';
 export { createServer, recursionLimitOf } from './server.js';
-export type { ExtraRoute, InternalRequest, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
+export type { ExtraRoute, InternalRequest, RequestObserver, RequestSample, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
 export { createRequestScope } from './requestScope.js';
 export type { RequestScope } from './requestScope.js';
 export type { Context, PropertyDef, PropertyType, Reply, ResourceConfig, Session } from './types.js';
