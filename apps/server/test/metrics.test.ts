@@ -52,9 +52,9 @@ function valueOf(samples: Sample[], name: string, labels: Record<string, string>
 }
 
 /** A request with a method fetch would refuse to send, on a raw path. */
-function raw(port: number, method: string, path: string): Promise<number> {
+function raw(port: number, method: string, path: string, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -217,6 +217,10 @@ describe('metrics in development and by default', () => {
     try {
       expect((await fetch(`${on.url}/metrics`)).status).toBe(403);
       expect((await fetch(`${on.url}/metrics`, { headers: { 'svc-ssh-key': 'any' } })).status).toBe(200);
+      // A development key never works through a proxy (nginx's proxy_pass sends Connection: close).
+      const onPort = Number(new URL(on.url).port);
+      expect(await raw(onPort, 'GET', '/metrics', { 'svc-ssh-key': 'any', connection: 'close' })).toBe(403);
+      expect(await raw(onPort, 'GET', '/metrics', { 'svc-ssh-key': 'any', 'x-forwarded-for': '203.0.113.9' })).toBe(403);
       expect(off.app.metricsUrl).toBeUndefined();
       expect((await fetch(`${off.url}/metrics`, { headers: { 'svc-ssh-key': 'any' } })).status).toBe(404);
       const disabled = await runApp({ 'app.json': { metrics: { enabled: false } } });
