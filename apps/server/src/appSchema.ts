@@ -15,6 +15,7 @@ type Rule =
   | { kind: 'trustProxy' }
   | { kind: 'modules' }
   | { kind: 'path' }
+  | { kind: 'urlPath' }
   | { kind: 'object'; keys: Record<string, Rule> };
 
 const int = (min: number, max?: number): Rule => (max === undefined ? { kind: 'int', min } : { kind: 'int', min, max });
@@ -51,6 +52,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000) } },
   trustProxy: { kind: 'trustProxy' },
+  metrics: { kind: 'object', keys: { enabled: { kind: 'boolean' }, path: { kind: 'urlPath' }, port: int(0, 65535), host: { kind: 'string' } } },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */
@@ -93,6 +95,8 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
       return typeof v === 'boolean' || (Array.isArray(v) && v.every((s) => typeof s === 'string')) ? undefined : 'true, false or an array of collection names';
     case 'trustProxy':
       return trustProxyProblem(v);
+    case 'urlPath':
+      return typeof v === 'string' && /^(\/(?!\.\.?(?:\/|$))[A-Za-z0-9._~-]+)+$/.test(v) ? undefined : 'a path such as "/metrics" (segments of letters, digits, . _ ~ -)';
     case 'modules': {
       if (!Array.isArray(v)) return 'an array of npm package names, such as ["moment", "lodash"]';
       const problem = v.map(moduleNameProblem).find((p) => p !== undefined);

@@ -55,6 +55,11 @@ export interface AppSettings {
    * ::1), or a hop count. Default: none. See docs/deploying.md.
    */
   trustProxy?: string[] | number;
+  /**
+   * Prometheus metrics (off unless present): at `path` (default /metrics) of the app's port for
+   * root requests, or on a port of their own (`port`, on `host`, default 127.0.0.1) without a key.
+   */
+  metrics?: { enabled?: boolean; path?: string; port?: number; host?: string };
   [key: string]: unknown;
 }
 

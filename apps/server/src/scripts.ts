@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { createScriptRuntime, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
-import type { HostApi, RunInput, RunResult, Script, ScriptModule, ScriptRuntime } from '@svc/script-runtime';
+import type { HostApi, RunInput, RunResult, Script, ScriptModule, ScriptRuntime, ScriptRuntimeStats } from '@svc/script-runtime';
 import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { DEFAULT_RECURSION_CAP, scriptClient, scriptClientNames } from './scriptClient.js';
@@ -38,6 +38,8 @@ export interface AppScripts extends ScriptFactory {
    * theirs until the requests under way could have finished. Answers false when nothing changed.
    */
   useModules(modules: readonly ScriptModule[]): boolean;
+  /** Runs since the start (replaced script processes included) and those waiting now, for metrics. */
+  stats(): ScriptRuntimeStats;
   close(): void;
   /** Readiness: 'scripts' when scripts cannot run now, undefined when they can (or none ran yet). */
   unready(): string | undefined;
@@ -141,6 +143,16 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   const owners = new WeakMap<Script, ScriptRuntime>();
   /** Runtimes replaced by a change of modules, until their scripts' requests could have finished. */
   const retired = new Set<ScriptRuntime>();
+  /** What runtimes disposed of since the start had counted: counters must not go down. */
+  const past: ScriptRuntimeStats = { runs: 0, timeouts: 0, busy: 0, queued: 0 };
+  const addStats = (into: ScriptRuntimeStats, r: ScriptRuntime): ScriptRuntimeStats => {
+    const s = r.stats();
+    into.runs += s.runs;
+    into.timeouts += s.timeouts;
+    into.busy += s.busy;
+    into.queued += s.queued;
+    return into;
+  };
   let resources: readonly Resource[] = [];
   let clientNames: ReturnType<typeof scriptClientNames> = [];
   /** Console lines of trial runs, by their label: they go to the trial's answer, not the log. */
@@ -313,6 +325,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         retired.add(old);
         setTimeout(() => {
           retired.delete(old);
+          addStats(past, old).queued = 0;
           old.dispose();
         }, requestWallMs + 5000).unref();
       }
@@ -320,6 +333,11 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     },
     unready() {
       return runtime === undefined || runtime.ready() ? undefined : 'scripts';
+    },
+    stats() {
+      const total = { ...past };
+      for (const r of [...(runtime ? [runtime] : []), ...retired]) addStats(total, r);
+      return total;
     },
     close() {
       runtime?.dispose();

@@ -20,6 +20,7 @@ import { writeTypes } from './typesCommand.js';
 import { scheduleBackups } from './scheduledBackups.js';
 import { dashboardAssetsDir } from '@svc/dashboard';
 import type { RedisLoginLimits } from './redisLoginLimits.js';
+import { AppMetrics, closeMetrics, listenMetrics, metricsRoute } from './metrics.js';
 
 /** Options of {@link startApp}. */
 export interface StartOptions {
@@ -65,6 +66,8 @@ export interface RunningApp {
   port: number;
   host: string;
   url: string;
+  /** Where Prometheus scrapes, when app.json `metrics` is on (on its own port or the app's). */
+  metricsUrl?: string;
   /** Fails readiness, drains (see {@link CloseOptions}), then closes realtime, scripts and the store. */
   close(options?: CloseOptions): Promise<DrainOutcome>;
 }
@@ -75,6 +78,10 @@ interface BuiltApp {
   env: 'development' | 'production';
   /** Attaches realtime to the server's HTTP server. */
   attachRealtime(): Promise<void>;
+  /** Opens the metrics' own port, when app.json metrics.port is set (closed by close()). */
+  startMetrics(): Promise<void>;
+  /** The metrics' own port and path, when they have one. */
+  metrics?: { port: number; host: string; path: string } | { path: string };
   close(options?: CloseOptions): Promise<DrainOutcome>;
 }
 
@@ -137,6 +144,11 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     const weak = rootKeys.filter((k) => k.length < MIN_KEY_LENGTH).length;
     if (env === 'production' && weak > 0) logger.warn(`root keys: ${weak} of keys.json ${weak === 1 ? 'is' : 'are'} shorter than ${MIN_KEY_LENGTH} characters and could be guessed; replace with: svc keygen, then svc keygen --revoke <old key>`);
     const scripts = createScriptFactory({ app, env, logger, realtime, request, modules });
+    const metricsSettings = app.settings.metrics;
+    const metrics = metricsSettings === undefined || metricsSettings.enabled === false ? undefined : new AppMetrics({ scripts: () => scripts.stats(), sockets: () => socketsOf(realtime), store: rawStore }, logger);
+    const metricsPath = metricsSettings?.path ?? '/metrics';
+    // No key is asked on the metrics' own port: it stays on this machine unless app.json says otherwise.
+    const metricsPort = metrics && metricsSettings?.port !== undefined ? { path: metricsPath, port: metricsSettings.port, host: metricsSettings.host ?? '127.0.0.1' } : undefined;
     let activeModules = modules;
     let current = app;
     // Reloads never overlap, whoever asks (the development watcher, the dashboard).
@@ -167,6 +179,11 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request });
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
+      if (metrics && !metricsPort) {
+        // An app's own resource at the path wins, as over the dashboard.
+        if (built.some((r) => r.path.toLowerCase() === metricsPath.toLowerCase())) logger.warn(`metrics: the app has a resource at ${metricsPath}, so the metrics are not served there (set app.json metrics.path)`);
+        else routes.push(metricsRoute(metrics, metricsPath, () => bound.server, logger));
+      }
       // An app's own resource at /dashboard wins (Deployd apps may have one); the dashboard steps aside.
       // In any case (/Dashboard): two resources differing in case only are refused.
       const shadowed = built.some((r) => r.path.toLowerCase() === '/dashboard' || r.path.toLowerCase().startsWith('/dashboard/'));
@@ -188,13 +205,28 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       cors: { origins },
       crossSiteCookies: app.settings.cors?.crossSiteCookies === true,
       routes,
-      ...(loginLimits ? { loginLimits: loginLimits.factory } : {}),
+      ...(metrics ? { loginLimits: metrics.countLoginLimits(loginLimits?.factory), observe: metrics.observe } : loginLimits ? { loginLimits: loginLimits.factory } : {}),
       ...(httpServer ? { httpServer } : {}),
       ...(app.settings.http !== undefined ? { http: app.settings.http } : {}),
       ...(app.settings.trustProxy !== undefined ? { trustProxy: app.settings.trustProxy } : {}),
       health: { ...app.settings.health, checks: [() => scripts.unready()] },
     });
     bound.server = server;
+    let metricsListener: Server | undefined;
+    const startMetrics = async (): Promise<void> => {
+      if (!metrics) return;
+      if (!metricsPort) return logger.info(`metrics: ${metricsPath} on the app's port, for root requests (svc-ssh-key)`);
+      try {
+        const listening = await listenMetrics(metrics, metricsPort, logger);
+        metricsListener = listening.server;
+        metricsPort.port = listening.port;
+      } catch (err) {
+        throw new Error(`metrics: cannot listen on ${metricsPort.host}:${metricsPort.port} (app.json metrics.port): ${(err as Error).message}`, { cause: err });
+      }
+      const local = metricsPort.host === '127.0.0.1' || metricsPort.host === '::1' || metricsPort.host === 'localhost';
+      if (local) logger.info(`metrics: http://${metricsPort.host}:${metricsPort.port}${metricsPath} (this machine only)`);
+      else logger.warn(`metrics: served without a key on ${metricsPort.host}:${metricsPort.port}${metricsPath}: anyone who can reach that address reads them; keep it on a private network or firewall it`);
+    };
     const trust = app.settings.trustProxy;
     if (trust !== undefined && trust !== 0 && !(Array.isArray(trust) && trust.length === 0)) {
       logger.info(
@@ -245,8 +277,11 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     return {
       server,
       env,
+      ...(metricsPort ? { metrics: metricsPort } : metrics ? { metrics: { path: metricsPath } } : {}),
       attachRealtime: () => live.attach(server),
+      startMetrics,
       close: async (closeOptions = {}) => {
+        if (metricsListener) await closeMetrics(metricsListener);
         stopWatching?.();
         await stopBackups?.();
         dashboard?.closeStreams();
@@ -274,10 +309,14 @@ export async function startApp(options: StartOptions): Promise<RunningApp> {
   const { server } = built;
   try {
     await built.attachRealtime();
+    await built.startMetrics();
     // Any root key works in development (from this machine only), so the development server stays on it.
     const host = options.host ?? (built.env === 'production' ? '0.0.0.0' : '127.0.0.1');
     const port = await server.listen(options.port ?? 2403, host);
-    return { server, port, host, url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`, close: built.close };
+    const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+    const metrics = built.metrics;
+    const metricsUrl = metrics === undefined ? undefined : 'port' in metrics ? `http://${metrics.host === '0.0.0.0' ? '127.0.0.1' : metrics.host}:${metrics.port}${metrics.path}` : `${url}${metrics.path}`;
+    return { server, port, host, url, ...(metricsUrl !== undefined ? { metricsUrl } : {}), close: built.close };
   } catch (err) {
     await built.close();
     throw err;
@@ -314,9 +353,16 @@ export async function attachApp(httpServer: Server, options: AttachOptions): Pro
   const built = await buildApp(options, httpServer);
   try {
     await built.attachRealtime();
+    await built.startMetrics();
   } catch (err) {
     await built.close();
     throw err;
   }
   return { server: built.server, middleware: built.server.middleware, close: () => built.close() };
+}
+
+/** The realtime sockets open in this process, when the transport is Socket.IO's. */
+function socketsOf(realtime: Realtime): number | undefined {
+  const io = (realtime as { io?: { of(name: string): { sockets: { size: number } } } }).io;
+  return io?.of('/').sockets.size;
 }

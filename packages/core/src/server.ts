@@ -74,6 +74,8 @@ export interface SvcServerOptions {
   trustProxy?: TrustProxySetting;
   /** Liveness and readiness paths and checks (default /healthz and /readyz). */
   health?: HealthOptions;
+  /** Called once per request of the handler when its answer is done (metrics); keep it cheap. */
+  observe?: RequestObserver;
 }
 
 /** Options of {@link SvcServer.drain}. */
@@ -85,6 +87,27 @@ export interface ServerDrainOptions {
   /** Runs once the requests in flight are answered (realtime closes its sockets there). */
   afterRequests?: () => Promise<void>;
 }
+
+/**
+ * One answered request, for metrics. Every field comes from a bounded set, whatever the client
+ * sends: a label made of the raw URL would let anyone grow the series without end.
+ */
+export interface RequestSample {
+  /**
+   * Who answered: the resource's path ('/todos'), an extra route's path ('/svc.js'), 'public' (a
+   * file of publicDir), 'none' (nothing there, or refused before routing) or 'other' (a CORS preflight).
+   */
+  resource: string;
+  /** GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, or 'other'. */
+  method: string;
+  /** The status sent; 0 when the connection closed before the answer was complete. */
+  status: number;
+  /** From the request's arrival in the handler to its answer's end (or the connection's close). */
+  seconds: number;
+}
+
+/** Receives a {@link RequestSample} per request. */
+export type RequestObserver = (sample: RequestSample) => void;
 
 /** A session's user changed: login (uid set, maybe under a new session id) or logout. */
 export interface SessionChange {
@@ -128,6 +151,11 @@ export interface SvcServer {
    * development root, secure cookies).
    */
   clientOf(req: IncomingMessage): RequestClient;
+  /**
+   * Whether a request carries a valid root key (svc-ssh-key), by the same rules as the resources'
+   * `isRoot` (in development: only from this machine, never through a proxy). For extra routes.
+   */
+  isRootRequest(req: IncomingMessage): boolean;
   /** Starts listening; answers the bound port. */
   listen(port: number, host?: string): Promise<number>;
   /**
@@ -208,7 +236,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     return (await users.findUser(session.uid)) ?? undefined;
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, seen: { resource: string }): Promise<void> {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
@@ -218,17 +246,24 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const cors = corsHeaders(req, allowedOrigins);
     if (cors) for (const [k, v] of cors) res.setHeader(k, v);
     if (req.method === 'OPTIONS') {
+      seen.resource = 'other';
       res.statusCode = 204;
       res.end();
       return;
     }
     const route = extra.get(pathname);
-    if (route) return route.handle(req, res);
+    if (route) {
+      seen.resource = route.path;
+      return route.handle(req, res);
+    }
     const match = router.match(pathname);
     if (match === undefined) {
+      seen.resource = 'public';
       if (options.publicDir && (await serveStatic(options.publicDir, pathname, req, res))) return;
+      seen.resource = 'none';
       throw new SvcError('NOT_FOUND', `no resource at ${pathname}`);
     }
+    seen.resource = match.resource.path;
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
     const anonymous = sessions.anonymous(sid);
@@ -303,14 +338,27 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     });
   }
 
+  const observe = options.observe;
+  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown, id: string): void => {
+    writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url} from ${clientOf(req).address} (request ${id})` }));
+  };
+  const unobserved = { resource: 'none' };
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const id = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', id);
     // svc's own server marks its answers itself (ConnectionDrain); a host's server does not.
     if (draining && !ownServer) res.setHeader('connection', 'close');
-    handle(req, res).catch((err: unknown) => {
-      writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url} from ${clientOf(req).address} (request ${id})` }));
+    if (observe === undefined) {
+      handle(req, res, unobserved).catch((err: unknown) => failed(req, res, err, id));
+      return;
+    }
+    const started = performance.now();
+    const seen = { resource: 'none' };
+    // 'close' follows 'finish', and comes alone when the client left first: one sample either way.
+    res.once('close', () => {
+      observe({ resource: seen.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - started) / 1000 });
     });
+    handle(req, res, seen).catch((err: unknown) => failed(req, res, err, id));
   };
 
   async function request(input: InternalRequest): Promise<Reply> {
@@ -400,6 +448,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       return draining;
     },
     drain,
+    isRootRequest: (req) => isRootRequest(req, clientOf(req)),
     onSessionChange(listener) {
       sessionListeners.add(listener);
       return () => sessionListeners.delete(listener);
@@ -444,6 +493,13 @@ function overrideOf(query: Record<string, unknown>, body: unknown, key: string):
 function hasBody(req: IncomingMessage): boolean {
   const declared = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (declared !== undefined && declared !== '0');
+}
+
+const METHOD_LABELS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
+
+/** A request's method as a metrics label: one of a fixed few. */
+function methodLabel(method: string | undefined): string {
+  return method !== undefined && METHOD_LABELS.has(method) ? method : 'other';
 }
 
 function rootHeader(req: IncomingMessage): string | undefined {

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import ivm from 'isolated-vm';
-import { ScriptInputError, ScriptSyntaxError } from './errors.js';
-import type { RunInput, RunResult, Script, ScriptRuntime, ScriptRuntimeOptions } from './types.js';
+import { ScriptBusyError, ScriptInputError, ScriptSyntaxError, ScriptTimeoutError } from './errors.js';
+import type { RunInput, RunResult, Script, ScriptRuntime, ScriptRuntimeOptions, ScriptRuntimeStats } from './types.js';
 import { decodeJob, encodeJob, encodeRun, isInputList } from './internal/codec.js';
 import type { JobInputs } from './internal/codec.js';
 import { CompiledScript } from './internal/compiled-script.js';
@@ -95,6 +95,14 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
   let nextScriptId = 1;
   let nextJobId = 1;
   let disposed = false;
+  const counts: Omit<ScriptRuntimeStats, 'queued'> = { runs: 0, timeouts: 0, busy: 0 };
+
+  /** Counts the job's failure kinds; the error goes on to the caller. */
+  function counted(err: unknown): never {
+    if (err instanceof ScriptTimeoutError) counts.timeouts++;
+    else if (err instanceof ScriptBusyError) counts.busy++;
+    throw err;
+  }
 
   function own(script: Script): CompiledScript {
     if (disposed) throw new Error('script runtime disposed');
@@ -124,20 +132,35 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
 
     async run(script, input) {
       const compiled = own(script);
-      const [result] = decodeJob(await submit(compiled, [input]), [input.thisObj], compiled);
-      return result as RunResult;
+      counts.runs++;
+      try {
+        const [result] = decodeJob(await submit(compiled, [input]), [input.thisObj], compiled);
+        return result as RunResult;
+      } catch (err) {
+        return counted(err);
+      }
     },
 
     async runBatch(script, inputs, options = {}) {
       const compiled = own(script);
       if (inputs.length === 0) return [];
-      return decodeJob(await submit(compiled, inputs), inputs.map((input) => input.thisObj), compiled, options.inPlace === true);
+      counts.runs++;
+      try {
+        return decodeJob(await submit(compiled, inputs), inputs.map((input) => input.thisObj), compiled, options.inPlace === true);
+      } catch (err) {
+        return counted(err);
+      }
     },
 
     async runEach(script, shared, objects, options = {}) {
       const compiled = own(script);
       if (objects.length === 0) return [];
-      return decodeJob(await submit(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
+      counts.runs++;
+      try {
+        return decodeJob(await submit(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
+      } catch (err) {
+        return counted(err);
+      }
     },
 
     ready() {
@@ -146,6 +169,10 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
 
     processIds() {
       return pool.pids();
+    },
+
+    stats() {
+      return { ...counts, queued: pool.queued };
     },
 
     dispose() {

@@ -149,4 +149,18 @@ export interface ScriptRuntime {
   ready(): boolean;
   /** The process ids of the script processes (for tests that stop or kill one). */
   processIds(): number[];
+  /** Counts since the runtime was made, and the runs waiting now (for metrics). */
+  stats(): ScriptRuntimeStats;
+}
+
+/** What a {@link ScriptRuntime} has done: counts since it was made, and what waits now. */
+export interface ScriptRuntimeStats {
+  /** Jobs sent to the pool: one per run(), runBatch() or runEach() call. */
+  runs: number;
+  /** Jobs that failed with ScriptTimeoutError (the CPU time limit, or the request's budget). */
+  timeouts: number;
+  /** Jobs refused at once with ScriptBusyError (the queue was full). */
+  busy: number;
+  /** Jobs waiting for a script process now. */
+  queued: number;
 }

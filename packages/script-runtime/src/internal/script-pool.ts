@@ -170,6 +170,11 @@ export class ScriptPool {
     this.restarts = Array.from({ length: options.size }, () => []);
   }
 
+  /** Jobs waiting for a process now. */
+  get queued(): number {
+    return this.waiting;
+  }
+
   /** The process ids of the script processes running now (tests stop or kill them). */
   pids(): number[] {
     return this.children.flatMap((child) => (child?.alive && child.proc.pid !== undefined ? [child.proc.pid] : []));
