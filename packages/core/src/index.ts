@@ -52,6 +52,7 @@ export type {
   ResourceType,
   ResourceTypeContext,
   ResourceTypeDefinition,
+  ScheduledJobs,
   ScriptOutcome,
   ScriptRunInput,
   SettingSpec,
