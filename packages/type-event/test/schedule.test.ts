@@ -201,6 +201,29 @@ describe('an Event resource with a schedule, in a running app', () => {
     expect(lines.filter((l) => l.fields?.resource !== undefined)).toHaveLength(seen);
   });
 
+  it('a development reload stops the previous version\'s timers: each time runs once, by the new script after the swap', async () => {
+    const dir = await writeApp({
+      ...MARKS,
+      'resources/tick/config.json': { type: 'Event', schedule: '* * * * * *' },
+      'resources/tick/schedule.js': "await svc.marks.post({ planned: schedule.time, tag: 'v1' });\n",
+    });
+    dirs.push(dir);
+    const { logger, lines } = recordingLogger();
+    const app = await startApp({ appDir: dir, port: 0, env: 'development', logger, resourceTypes: [eventType], dashboard: false, watch: true });
+    apps.push(app);
+    const marks = async (tag?: string): Promise<Record<string, unknown>[]> =>
+      ((await (await fetch(`${app.url}/marks`, { headers: { 'svc-ssh-key': 'dev' } })).json()) as Record<string, unknown>[]).filter((m) => tag === undefined || m.tag === tag);
+    await until(async () => (await marks('v1')).length >= 1, 'a run of v1');
+    await writeFile(join(dir, 'resources/tick/schedule.js'), "await svc.marks.post({ planned: schedule.time, tag: 'v2' });\n");
+    await until(async () => (await marks('v2')).length >= 1 && lines.some((l) => l.message.startsWith('reloaded ')), 'a run of v2 after the reload');
+    await sleep(300);
+    const v1 = (await marks('v1')).length;
+    await sleep(1500);
+    expect(await marks('v1')).toHaveLength(v1);
+    const all = await marks();
+    expect(new Set(all.map((m) => m.planned)).size).toBe(all.length);
+  });
+
   it.each([
     { name: 'a bad cron', config: { schedule: '*/5 * * *' }, error: /resource nightly: schedule "\*\/5 \* \* \*" \(time zone UTC\) is not valid/ },
     { name: 'a bad time zone', config: { schedule: '0 3 * * *', timezone: 'Nowhere/Else' }, error: /resource nightly: schedule "0 3 \* \* \*" \(time zone Nowhere\/Else\) is not valid/ },
