@@ -29,15 +29,21 @@ export interface Schedule {
  * comes (0 0 30 2 *), throws an Error naming the resource.
  */
 export function parseSchedule(resource: string, pattern: string, timezone = 'UTC'): Schedule {
+  // Worded "setting <name> ..." so that the dashboard shows the error beside the field.
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: timezone });
+  } catch {
+    throw new Error(`resource ${resource}: setting timezone "${timezone}" is not a time zone (an IANA name such as UTC or Europe/Paris)`);
+  }
   let cron: Cron;
   let first: Date | null;
   try {
     cron = new Cron(pattern, { timezone, paused: true, mode: '5-or-6-parts' });
     first = cron.nextRun();
   } catch (err) {
-    throw new Error(`resource ${resource}: schedule "${pattern}" (time zone ${timezone}) is not valid: ${(err as Error).message}`, { cause: err });
+    throw new Error(`resource ${resource}: setting schedule "${pattern}" is not a valid cron schedule (${(err as Error).message})`, { cause: err });
   }
-  if (first === null) throw new Error(`resource ${resource}: schedule "${pattern}" never runs (no such date ahead)`);
+  if (first === null) throw new Error(`resource ${resource}: setting schedule "${pattern}" never runs (no such date ahead)`);
   return {
     pattern,
     timezone,

@@ -61,11 +61,11 @@ describe('parseSchedule', () => {
   });
 
   it.each([
-    { pattern: '61 * * * *', timezone: 'UTC', error: /resource job: schedule "61 \* \* \* \*" \(time zone UTC\) is not valid/ },
-    { pattern: 'every day', timezone: 'UTC', error: /resource job: schedule "every day"/ },
-    { pattern: '* * * * * * *', timezone: 'UTC', error: /resource job: schedule/ },
-    { pattern: '0 9 * * *', timezone: 'Mars/Olympus', error: /resource job: schedule "0 9 \* \* \*" \(time zone Mars\/Olympus\) is not valid/ },
-    { pattern: '0 0 30 2 *', timezone: 'UTC', error: /resource job: schedule "0 0 30 2 \*" never runs/ },
+    { pattern: '61 * * * *', timezone: 'UTC', error: /resource job: setting schedule "61 \* \* \* \*" is not a valid cron schedule \(.*minute.*\)/ },
+    { pattern: 'every day', timezone: 'UTC', error: /resource job: setting schedule "every day" is not a valid cron schedule/ },
+    { pattern: '* * * * * * *', timezone: 'UTC', error: /resource job: setting schedule "\* \* \* \* \* \* \*" is not a valid cron schedule/ },
+    { pattern: '0 9 * * *', timezone: 'Mars/Olympus', error: /resource job: setting timezone "Mars\/Olympus" is not a time zone/ },
+    { pattern: '0 0 30 2 *', timezone: 'UTC', error: /resource job: setting schedule "0 0 30 2 \*" never runs/ },
   ])('refuses $pattern ($timezone)', ({ pattern, timezone, error }) => {
     expect(() => parseSchedule('job', pattern, timezone)).toThrow(error);
   });
@@ -224,9 +224,69 @@ describe('an Event resource with a schedule, in a running app', () => {
     expect(new Set(all.map((m) => m.planned)).size).toBe(all.length);
   });
 
+  it('a run obeys the script budgets: a script that never ends is stopped and logged, and later times run', async () => {
+    const dir = await writeApp({
+      ...MARKS,
+      'app.json': { scripts: { requestCpuMs: 200, requestWallMs: 1000 } },
+      'resources/spin/config.json': { type: 'Event', schedule: '* * * * * *' },
+      // The first run spins forever.
+      'resources/spin/schedule.js': "await svc.marks.post({ planned: schedule.time, tag: 'spin' });\nif ((await svc.marks.get({ tag: 'spin' })).length === 1) { while (true) {} }\n",
+    });
+    dirs.push(dir);
+    const { logger, lines } = recordingLogger();
+    const app = await startApp({ appDir: dir, port: 0, env: 'production', logger, resourceTypes: [eventType], dashboard: false });
+    apps.push(app);
+    await until(() => lines.some((l) => l.fields?.resource === 'spin' && l.fields.outcome === 'failed'), 'a stopped run');
+    const failedAt = lines.findIndex((l) => l.fields?.resource === 'spin' && l.fields.outcome === 'failed');
+    expect(lines[failedAt]!.fields?.error).toMatch(/time|budget|CPU/i);
+    await until(() => lines.slice(failedAt).some((l) => l.fields?.resource === 'spin' && l.fields.outcome === 'ok'), 'a run after the stopped one');
+  });
+
+  it('no request runs schedule.js, whatever its method', async () => {
+    const dir = await writeApp({
+      ...MARKS,
+      'resources/job/config.json': { type: 'Event', schedule: '0 0 1 1 *' },
+      'resources/job/schedule.js': "await svc.marks.post({ planned: 'by request', tag: 'job' });\n",
+    });
+    dirs.push(dir);
+    const app = await startApp({ appDir: dir, port: 0, env: 'development', logger: recordingLogger().logger, resourceTypes: [eventType], dashboard: false });
+    apps.push(app);
+    const statuses: number[] = [];
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'SCHEDULE']) {
+      for (const path of ['/job', '/job/schedule', '/job/schedule.js', '/job?_method=SCHEDULE']) {
+        statuses.push((await fetch(`${app.url}${path}`, { method, headers: { 'svc-ssh-key': 'dev' } }).catch(() => ({ status: 0 }))).status);
+      }
+    }
+    expect(statuses.every((s) => s === 404 || s === 400 || s === 0)).toBe(true);
+    expect(await (await fetch(`${app.url}/marks`)).json()).toEqual([]);
+  });
+
+  it('the dashboard shows schedule and timezone as settings of an Event, and refuses a bad cron on the field', async () => {
+    const dir = await writeApp({ 'app.json': {} });
+    dirs.push(dir);
+    const app = await startApp({ appDir: dir, port: 0, env: 'development', logger: recordingLogger().logger, resourceTypes: [eventType] });
+    apps.push(app);
+    const api = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${app.url}/dashboard/api${path}`, {
+        method,
+        headers: { 'svc-ssh-key': 'dev', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const described = await api('GET', '/app');
+    const event = (described.body.types as { name: string; settings: Record<string, unknown>; events: string[] }[]).find((t) => t.name === 'Event');
+    expect(Object.keys(event!.settings)).toEqual(['schedule', 'timezone']);
+    expect(event!.events).toContain('schedule.js');
+    const bad = await api('POST', '/resources', { name: 'nightly', type: 'Event', settings: { schedule: '61 * * * *' } });
+    expect(bad).toMatchObject({ status: 400, body: { errors: { schedule: expect.stringContaining('is not a valid cron schedule') as unknown } } });
+    const ok = await api('POST', '/resources', { name: 'nightly', type: 'Event', settings: { schedule: '0 3 * * *' } });
+    expect(ok.status).toBe(201);
+  });
+
   it.each([
-    { name: 'a bad cron', config: { schedule: '*/5 * * *' }, error: /resource nightly: schedule "\*\/5 \* \* \*" \(time zone UTC\) is not valid/ },
-    { name: 'a bad time zone', config: { schedule: '0 3 * * *', timezone: 'Nowhere/Else' }, error: /resource nightly: schedule "0 3 \* \* \*" \(time zone Nowhere\/Else\) is not valid/ },
+    { name: 'a bad cron', config: { schedule: '*/5 * * *' }, error: /resource nightly: setting schedule "\*\/5 \* \* \*" is not a valid cron schedule/ },
+    { name: 'a bad time zone', config: { schedule: '0 3 * * *', timezone: 'Nowhere/Else' }, error: /resource nightly: setting timezone "Nowhere\/Else" is not a time zone/ },
     { name: 'a schedule that is not a string', config: { schedule: 5 }, error: /resource nightly: setting schedule must be a string/ },
   ])('refuses to start with $name, naming the resource', async ({ config, error }) => {
     const dir = await writeApp({ 'resources/nightly/config.json': { type: 'Event', ...config }, 'resources/nightly/schedule.js': '' });
