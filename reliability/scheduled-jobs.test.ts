@@ -1,4 +1,7 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from '@svc/core';
@@ -101,5 +104,85 @@ describe.skipIf(missing !== '')('a schedule shared by two processes of one app',
       const times = await plannedTimes(a!);
       return times.length > new Set(times).size;
     }, 'a planned time run by both processes');
+  });
+});
+
+const hasRedisServer = await new Promise<boolean>((resolve) => {
+  const probe = spawn('redis-server', ['--version'], { stdio: 'ignore' });
+  probe.on('error', () => resolve(false));
+  probe.on('exit', (code) => resolve(code === 0));
+});
+if (!hasRedisServer) {
+  if (process.env.CI === 'true') throw new Error('CI=true but redis-server is missing: the scheduled jobs outage test cannot run');
+  process.stderr.write('SKIPPED the scheduled jobs Redis outage test: it needs redis-server\n');
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const answers = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = createConnection(port, '127.0.0.1');
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      resolve(d.toString().startsWith('+PONG'));
+      socket.destroy();
+    });
+    socket.on('error', () => resolve(false));
+  });
+
+// A Redis of its own on a free port (the shared one must not be stopped).
+describe.runIf(hasRedisServer)('a schedule while its Redis is down', () => {
+  let redis: ChildProcess | undefined;
+  let app: RunningApp | undefined;
+  let dir: string | undefined;
+  afterEach(async () => {
+    await app?.close();
+    redis?.kill('SIGKILL');
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('skips the times it cannot claim (none runs twice), says so once, and runs again once Redis is back', async () => {
+    const port = await freePort();
+    const startRedis = async () => {
+      redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      await until(() => answers(port), 'redis-server answering');
+    };
+    await startRedis();
+    dir = await mkdtemp(join(tmpdir(), 'svc-schedule-outage-'));
+    const files: Record<string, object | string> = {
+      'resources/marks/config.json': { type: 'Collection', properties: { planned: { type: 'string' } } },
+      'resources/tick/config.json': { type: 'Event', schedule: '* * * * * *' },
+      'resources/tick/schedule.js': 'await svc.marks.post({ planned: schedule.time });\n',
+    };
+    for (const [path, content] of Object.entries(files)) {
+      await mkdir(dirname(join(dir, path)), { recursive: true });
+      await writeFile(join(dir, path), typeof content === 'string' ? content : JSON.stringify(content));
+    }
+    const { logger, lines } = recorder();
+    app = await startApp({ appDir: dir, port: 0, env: 'production', redis: `redis://127.0.0.1:${port}`, logger, resourceTypes: [eventType], dashboard: false });
+    const count = async () => ((await (await fetch(`${app!.url}/marks`)).json()) as unknown[]).length;
+    await until(async () => (await count()) >= 1, 'a run with Redis up');
+
+    redis?.kill('SIGKILL');
+    await until(async () => !(await answers(port)), 'redis-server stopped');
+    await until(async () => lines.some((l) => l.message.startsWith('scheduled jobs: redis at')), 'the outage logged');
+    // Runs under way when Redis went have ended; none starts while it is down.
+    await new Promise((r) => setTimeout(r, 1200));
+    const during = await count();
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await count()).toBe(during);
+    expect(lines.filter((l) => l.message.startsWith('scheduled jobs: redis at'))).toHaveLength(1);
+
+    await startRedis();
+    await until(async () => (await count()) > during, 'a run once Redis is back');
   });
 });

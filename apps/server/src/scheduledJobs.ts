@@ -61,14 +61,25 @@ export function createJobHost(options: JobHostOptions): JobHost {
       const made = createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: (retries: number) => Math.min(100 * (retries + 1), 3000) } });
       made.on('error', () => undefined);
       made.on('ready', () => (reported = false));
+      try {
+        await withTimeout(made.connect());
+      } catch (err) {
+        // A client still trying to connect would retry for ever: the next claim makes another.
+        try {
+          made.destroy();
+        } catch {
+          // Not open.
+        }
+        throw err;
+      }
+      if (closed) {
+        made.destroy();
+        throw new Error('scheduled jobs are stopped');
+      }
       client = made;
-      await withTimeout(made.connect());
       return made;
     })().catch((err: unknown) => {
-      // Tried again at the next claim.
       connecting = undefined;
-      if (client?.isOpen) client.destroy();
-      client = undefined;
       throw err;
     }));
 
