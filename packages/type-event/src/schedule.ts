@@ -126,7 +126,10 @@ export function startSchedule(options: ScheduleOptions): ScheduleHandle {
       logger.warn(`schedule ${resource} ${planned.toISOString()}: skipped, the previous run is still going`, fields(planned, { outcome: 'skipped', reason: 'overlap' }));
       return;
     }
-    running = attempt(planned).finally(() => (running = undefined));
+    running = attempt(planned)
+      // A claim that throws (a host's own ScheduledJobs) is a failed time, not a crash.
+      .catch((err: unknown) => logger.error(`schedule ${resource} ${planned.toISOString()}: ${(err as Error).message}`, fields(planned, { outcome: 'failed', error: (err as Error).message })))
+      .finally(() => (running = undefined));
   };
   const attempt = async (planned: Date): Promise<void> => {
     // Another process has this time: it runs it.
