@@ -1,5 +1,5 @@
 import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
-import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, Store } from '@svc/core';
+import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
 import { resolveEnvReferences } from './envReferences.js';
@@ -35,6 +35,8 @@ export interface BuildContext {
   realtime: Realtime;
   /** Internal requests (bound to the server once it exists). */
   request(input: InternalRequest): Promise<Reply>;
+  /** Scheduled jobs of this version of the resources. */
+  jobs?: ScheduledJobs;
 }
 
 /** Creates the resources of an app from their config.json. */
@@ -77,6 +79,7 @@ async function buildCustom(folder: ResourceFolder, context: BuildContext): Promi
     scripts: context.scripts.forResource(folder, events),
     realtime: context.realtime,
     request: context.request,
+    ...(context.jobs ? { jobs: context.jobs } : {}),
   });
   return mountResource(type, folder.path, impl);
 }

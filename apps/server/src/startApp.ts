@@ -18,6 +18,9 @@ import { resumeFolder, resumeObjects } from './dashboard/renameJournal.js';
 import { Feed, feedStore, teeLogger } from './dashboard/feed.js';
 import { writeTypes } from './typesCommand.js';
 import { scheduleBackups } from './scheduledBackups.js';
+import { createJobHost } from './scheduledJobs.js';
+import type { JobMount } from './scheduledJobs.js';
+import { DEFAULT_REQUEST_WALL_MS } from './scripts.js';
 import { dashboardAssetsDir } from '@svc/dashboard';
 import type { RedisLoginLimits } from './redisLoginLimits.js';
 import { AppMetrics, closeMetrics, listenMetrics, metricsRoute } from './metrics.js';
@@ -125,6 +128,9 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
   const store: Store = feedStore(rawStore, feed);
   let stopBackups: (() => Promise<void>) | undefined;
+  // Scheduled jobs (the Event type's schedule): once across processes with Redis.
+  const jobHost = createJobHost({ redis: options.redis, shared: options.db !== undefined, runWallMs: app.settings.scripts?.requestWallMs ?? DEFAULT_REQUEST_WALL_MS, logger });
+  let activeJobs: JobMount | undefined;
   try {
     if (interrupted) await resumeObjects(appDir, store, interrupted, logger);
     // Every process sharing the Redis counts login attempts together.
@@ -175,8 +181,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
           });
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
-    const mount = async (folder: AppFolder): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
-      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request });
+    const mount = async (folder: AppFolder, jobs: JobMount): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
+      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, jobs: jobs.jobs });
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
       if (metrics && !metricsPort) {
@@ -191,7 +197,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       dashboardShadowed = shadowed;
       return { resources: dashboard && !shadowed ? [...built, dashboard] : built, routes };
     };
-    const { resources, routes } = await mount(app);
+    activeJobs = jobHost.mount();
+    const { resources, routes } = await mount(app, activeJobs);
     const server = await createServer({
       store,
       resources,
@@ -227,6 +234,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       if (local) logger.info(`metrics: http://${metricsPort.host}:${metricsPort.port}${metricsPath} (this machine only)`);
       else logger.warn(`metrics: served without a key on ${metricsPort.host}:${metricsPort.port}${metricsPath}: anyone who can reach that address reads them; keep it on a private network or firewall it`);
     };
+    jobHost.started();
     const trust = app.settings.trustProxy;
     if (trust !== undefined && trust !== 0 && !(Array.isArray(trust) && trust.length === 0)) {
       logger.info(
@@ -245,8 +253,19 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         scripts.useModules(activeModules);
         if (names.length === 0) logger.info('event scripts may require no module any more');
       }
-      const mounted = await mount(next);
-      const previous = await server.replaceResources(mounted.resources, mounted.routes);
+      // The new version's jobs start with its resources; the previous version's stop at the swap.
+      const nextJobs = jobHost.mount();
+      let previous: readonly Resource[];
+      let mounted: Awaited<ReturnType<typeof mount>>;
+      try {
+        mounted = await mount(next, nextJobs);
+        previous = await server.replaceResources(mounted.resources, mounted.routes);
+      } catch (err) {
+        nextJobs.stop();
+        throw err;
+      }
+      activeJobs?.stop();
+      activeJobs = nextJobs;
       // Requests under way finish on the previous resources; close those that hold anything later.
       setTimeout(() => {
         for (const resource of previous) resource.close?.().catch((err: unknown) => logger.warn(`closing the previous ${resource.path}: ${(err as Error).message}`));
@@ -283,6 +302,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       close: async (closeOptions = {}) => {
         if (metricsListener) await closeMetrics(metricsListener);
         stopWatching?.();
+        // Timers first; a run under way ends before its resource closes (server.close below).
+        activeJobs?.stop();
         await stopBackups?.();
         dashboard?.closeStreams();
         // Scripts of the requests in flight may still emit: realtime closes once they are answered.
@@ -290,11 +311,13 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         await live.close();
         await server.close();
         await loginLimits?.close();
+        await jobHost.close();
         scripts.close();
         return outcome;
       },
     };
   } catch (err) {
+    await jobHost.close();
     await stopBackups?.();
     await live.close();
     await loginLimits?.close();

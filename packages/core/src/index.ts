@@ -55,6 +55,7 @@ export type {
   ResourceType,
   ResourceTypeContext,
   ResourceTypeDefinition,
+  ScheduledJobs,
   ScriptOutcome,
   ScriptRunInput,
   SettingSpec,

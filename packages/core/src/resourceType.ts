@@ -50,6 +50,33 @@ export interface EventScripts {
   run(event: string, ctx: Context, input?: ScriptRunInput): Promise<ScriptOutcome>;
 }
 
+/**
+ * What the server offers resources that run jobs on a schedule (the Event type's `schedule`): a
+ * way to make each run once across the app's processes, and the moment to stop.
+ */
+export interface ScheduledJobs {
+  /**
+   * Who shares the claims: 'redis' every process of the app on the same Redis (--redis); 'process'
+   * this process only, the app's only one (the embedded store); 'each' this process only while
+   * other processes may serve the same app (--db without --redis): each of them runs the jobs.
+   */
+  readonly scope: 'redis' | 'process' | 'each';
+  /** Wall time a request's scripts may take (app.json scripts.requestWallMs): a run lasts no longer. */
+  readonly runWallMs: number;
+  /** Resolves once the server answers internal requests: no run starts before. */
+  readonly ready: Promise<void>;
+  /** Aborted when these resources are replaced (a reload) or the app stops: timers stop then. */
+  readonly signal: AbortSignal;
+  /**
+   * True for the first caller, among those sharing the claims, to claim `key`; the claim lasts
+   * `ttlMs` or until released. False too when the claim cannot be checked (Redis unreachable): a
+   * run is better skipped than made twice.
+   */
+  claim(key: string, ttlMs: number): Promise<boolean>;
+  /** Ends a claim this process holds (nothing when it holds none). */
+  release(key: string): Promise<void>;
+}
+
 /** What a resource type's `create` receives for one resource. */
 export interface ResourceTypeContext<S> {
   /** '/mail', '/a/b'. */
@@ -72,6 +99,8 @@ export interface ResourceTypeContext<S> {
   realtime: Realtime;
   /** Sends an internal request through the app's resources (as scripts do). */
   request(input: InternalRequest): Promise<Reply>;
+  /** Scheduled jobs (absent when the host runs none: contexts made by hand, other hosts). */
+  jobs?: ScheduledJobs;
 }
 
 /** What a resource type creates for one resource: a request handler and optional hooks. */

@@ -4,6 +4,8 @@
  */
 import { eventType } from './eventType.js';
 
-export { eventType, createEventResource, eventLocals, resultReply, EVENT_FILES, STRING_RESULT_TYPE } from './eventType.js';
-export type { EventLocals, EventName, EventSettings } from './eventType.js';
+export { eventType, createEvent, createEventResource, eventLocals, resultReply, runScheduled, scheduledContext, EVENT_FILES, STRING_RESULT_TYPE } from './eventType.js';
+export type { EventLocals, EventName, EventSettings, ScheduleLocal } from './eventType.js';
+export { parseSchedule, startSchedule, CLAIM_TTL_MS, MAX_TIMER_MS } from './schedule.js';
+export type { RunOutcome, Schedule, ScheduleHandle, ScheduleOptions } from './schedule.js';
 export default eventType;

@@ -89,7 +89,7 @@ describe('resultReply', () => {
 });
 
 describe('eventType', () => {
-  it('is a checked resource type named Event that loads get.js, post.js, put.js and delete.js', () => {
-    expect(eventType).toMatchObject({ kind: 'svc.resourceType', name: 'Event', core: '^0.1.0', events: ['get.js', 'post.js', 'put.js', 'delete.js'] });
+  it('is a checked resource type named Event that loads get.js, post.js, put.js, delete.js and schedule.js', () => {
+    expect(eventType).toMatchObject({ kind: 'svc.resourceType', name: 'Event', core: '^0.1.0', events: ['get.js', 'post.js', 'put.js', 'delete.js', 'schedule.js'] });
   });
 });

@@ -17,6 +17,7 @@ export const SCRIPT_API: readonly ApiName[] = [
   { name: 'ctx', kind: 'variable', doc: 'The request: method, url, parts, query, body, headers, session.' },
   { name: 'event', kind: 'variable', doc: 'On BeforeRequest: the event the request will run (get, post, put, delete).' },
   { name: 'success', kind: 'variable', doc: 'On Login: whether the username and password matched.' },
+  { name: 'schedule', kind: 'variable', doc: 'On Schedule: {time, pattern, timezone} of this run; time is its planned time (ISO 8601, UTC).' },
   { name: 'isMe', kind: 'function', signature: 'isMe(id)', doc: 'true when a user is signed in and me.id === id.' },
   { name: 'cancel', kind: 'function', signature: 'cancel(message, [status])', doc: 'Stops the script and refuses the request with message (status 400 unless given).' },
   { name: 'cancelIf', kind: 'function', signature: 'cancelIf(condition, message, [status])', doc: 'cancel() when condition is truthy.' },
@@ -48,4 +49,5 @@ export const EVENT_DOCS: Record<string, { label: string; doc: string }> = {
   'beforerequest.js': { label: 'On BeforeRequest', doc: 'Runs first for every request (event names it); may change query.' },
   'aftercommit.js': { label: 'On AfterCommit', doc: 'Runs after a write was stored: emit(), notify; errors are logged, the write stands.' },
   'login.js': { label: 'On Login', doc: 'Runs on every login attempt (success says how it went); cancel() refuses it.' },
+  'schedule.js': { label: 'On Schedule', doc: 'Event resources with a "schedule" setting: runs at those times as root, with no request (me undefined, isRoot true); schedule.time is the planned time.' },
 };
