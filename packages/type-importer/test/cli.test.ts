@@ -62,7 +62,7 @@ describe.runIf(enabled)('svc import: the command line', () => {
   });
 
   it.each([
-    { name: 'no --resource', args: ['import', '<dir>'], code: 2, message: 'svc import needs --resource <name>' },
+    { name: 'no --resource', args: ['import', '<dir>'], code: 2, message: 'svc import needs --from <file> (an export) or --resource <name>' },
     { name: 'an unknown resource', args: ['import', '<dir>', '--resource', 'nope'], code: 1, message: 'svc import: no resource nope in' },
   ])('$name: exit $code', async ({ args, code, message }) => {
     const run = await svc(args.map((a) => (a === '<dir>' ? dir : a)));
