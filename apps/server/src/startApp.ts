@@ -154,6 +154,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             reload,
             current: () => current,
             typesText: async () => (await writeTypes(appDir, '-', logger)).text,
+            backupSource: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
           });
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.

@@ -15,6 +15,8 @@ import { USER_GUARDS } from './guards.js';
 import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
 import type { RenameIntent } from './renameJournal.js';
 import { crashPoint } from '../crashPoint.js';
+import type { ExportSource } from '../storeTransfer.js';
+import { createBackupsApi } from './dashboardBackups.js';
 
 /** What the dashboard needs from the running app. */
 export interface DashboardOptions {
@@ -32,6 +34,8 @@ export interface DashboardOptions {
   current(): AppFolder;
   /** The text `svc types` writes. */
   typesText(): Promise<string>;
+  /** What the Backups page's backups read (as svc backup): the embedded store's files, or MongoDB. */
+  backupSource: ExportSource;
 }
 
 /** The dashboard resource, plus what the app's shutdown must end (open live streams). */
@@ -96,6 +100,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return run;
   };
 
+  const backups = createBackupsApi({ dir: join(options.appDir, 'backups'), source: options.backupSource });
   const resourceDir = (name: string): string => join(options.appDir, 'resources', ...name.split('/'));
 
   /** The built files, read once, with their gzip form and an ETag. */
@@ -470,6 +475,11 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       return { status: 200, body: await options.typesText(), headers: { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="svc-types.ts"' } };
     }
     if (what === 'stream' && method === 'GET') return stream(ctx);
+    if (what === 'backups') {
+      if (rest.length === 0 && method === 'GET') return { status: 200, body: { store: options.backupSource.kind === 'embedded' ? 'embedded' : options.backupSource.store.kind, backups: await backups.list() } };
+      if (rest.length === 0 && method === 'POST') return { status: 201, body: await backups.take() };
+      if (rest.length === 1 && (method === 'GET' || method === 'HEAD')) return backups.download(ctx, rest[0] as string);
+    }
     if (what === 'check' && method === 'POST') return check(body);
     if (what === 'try' && method === 'POST') return trial(ctx, body);
     if (what === 'resources') {
