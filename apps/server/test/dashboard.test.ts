@@ -355,6 +355,26 @@ describe.skipIf(!run)('dashboard in the browser: deleting rows, renaming and del
     expect(existsSync(join(dir, 'resources/journal'))).toBe(false);
     expect(existsSync(join(dir, '.svc/trash'))).toBe(true);
   });
+  it('the Backups page takes a backup, lists it, downloads it and shows how to restore it', async () => {
+    const page = await (await browser.newContext({ viewport: { width: 1360, height: 860 }, acceptDownloads: true })).newPage();
+    await throttle(page);
+    page.setDefaultTimeout(10_000);
+    await page.goto(`${app.url}/dashboard/`);
+    await page.click('[data-test=nav-backups]');
+    await page.waitForSelector('[data-test=backups-page] p:has-text("No backups yet")');
+    await page.click('[data-test=take-backup]');
+    await page.waitForSelector('[data-test=backup-list] tr[data-backup]');
+    const name = (await page.getAttribute('[data-test=backup-list] tr[data-backup]', 'data-backup')) as string;
+    expect(name).toMatch(/^backup-.*\.jsonl$/);
+    expect(existsSync(join(dir, 'backups', name))).toBe(true);
+    await shot(page, '15-backups');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click(`tr[data-backup="${name}"] button:has-text("Download")`)]);
+    expect(download.suggestedFilename()).toBe(name);
+    const saved = await download.path();
+    expect((await readFile(saved, 'utf8')).split('\n')[0]).toContain('"format":"svc-export"');
+    await page.click(`tr[data-backup="${name}"] button:has-text("Restore")`);
+    expect(await page.textContent('[data-test=restore-help] pre')).toBe(`svc restore . --from backups/${name}`);
+  });
 });
 
 describe.skipIf(!run)('dashboard in the browser (production)', () => {

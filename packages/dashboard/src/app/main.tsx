@@ -126,7 +126,7 @@ function App() {
         </nav>
         <div class="side-head"><span>App</span></div>
         <nav>
-          <a class={`res ${route.page === 'backups' ? 'active' : ''}`} href="#/backups" data-test="nav-backups">
+          <a class={`app-link ${route.page === 'backups' ? 'active' : ''}`} href="#/backups" data-test="nav-backups">
             <span class="type-icon" aria-hidden="true">⟲</span>
             <span class="res-name">Backups</span>
           </a>
