@@ -2,7 +2,7 @@ import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
-import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceType, Store, SvcServer } from '@svc/core';
+import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
@@ -74,6 +74,11 @@ interface BuiltApp {
   /** Attaches realtime to the server's HTTP server. */
   attachRealtime(): Promise<void>;
   close(options?: CloseOptions): Promise<DrainOutcome>;
+}
+
+/** The files of the resource at /<name> when it keeps files (a Bucket), as mounted now. */
+function bucketFiles(resources: readonly Resource[], name: string): ResourceFiles | undefined {
+  return resources.find((r) => r.path === `/${name.replace(/^\/+|\/+$/g, '')}`)?.files;
 }
 
 async function buildApp(options: StartOptions, httpServer?: Server): Promise<BuiltApp> {
@@ -233,8 +238,15 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         intervalMs: backups.intervalMinutes * 60_000,
         keep: backups.keep ?? 7,
         logger,
+        ...(backups.bucket !== undefined ? { bucket: { name: backups.bucket, files: () => bucketFiles(server.resources, backups.bucket as string) } } : {}),
       });
-      logger.info(`backups: every ${backups.intervalMinutes} min into ${join(appDir, 'backups')}, the newest ${backups.keep ?? 7} kept`);
+      logger.info(`backups: every ${backups.intervalMinutes} min into ${join(appDir, 'backups')}${backups.bucket !== undefined ? ` and the bucket ${backups.bucket}` : ''}, the newest ${backups.keep ?? 7} kept`);
+      if (backups.bucket !== undefined && !bucketFiles(server.resources, backups.bucket)) logger.warn(`app.json backups.bucket: ${backups.bucket} is not a Bucket resource of this app; backups stay local only`);
+      // A Bucket serves GET /<name>/<file> to anyone its get.js lets through; backups hold password hashes.
+      const bucketFolder = backups.bucket !== undefined ? app.resources.find((r) => r.path === `/${(backups.bucket as string).replace(/^\/+|\/+$/g, '')}`) : undefined;
+      if (bucketFolder && !bucketFolder.scripts.has('get.js')) {
+        logger.warn(`app.json backups.bucket: ${backups.bucket} has no get.js, so anyone can download the backups stored there (GET ${bucketFolder.path}/backups/<file>); add resources${bucketFolder.path}/get.js refusing them, e.g. cancelUnless(isRoot, 'not allowed', 403)`);
+      }
     }
     if (stopWatching) logger.info('development: watching resources/ and app.json; changes apply without a restart (a new type package still needs one)');
     return {
