@@ -4,6 +4,7 @@ import type { Logger, ResourceFiles } from '@svc/core';
 import { exportToFile } from './storeTransfer.js';
 import type { ExportSource } from './storeTransfer.js';
 import { fileTime } from './transferCommands.js';
+import type { Exclusive } from './storeGate.js';
 
 /** Options of {@link scheduleBackups}. */
 export interface ScheduledBackupOptions {
@@ -20,6 +21,8 @@ export interface ScheduledBackupOptions {
    * resources may have been reloaded since); undefined: there is no such Bucket now.
    */
   bucket?: { name: string; files(): ResourceFiles | undefined };
+  /** Shared with the dashboard's backups and restores: one at a time. */
+  exclusive?: Exclusive;
 }
 
 /** Names of scheduled backups: their time sorts them. */
@@ -72,7 +75,7 @@ export function scheduleBackups(options: ScheduledBackupOptions): () => Promise<
   };
   const timer = setInterval(() => {
     if (running) return;
-    running = run().finally(() => (running = undefined));
+    running = (options.exclusive ? options.exclusive(run) : run()).finally(() => (running = undefined));
   }, options.intervalMs);
   timer.unref();
   return async () => {

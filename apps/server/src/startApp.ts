@@ -18,6 +18,7 @@ import { resumeFolder, resumeObjects } from './dashboard/renameJournal.js';
 import { Feed, feedStore, teeLogger } from './dashboard/feed.js';
 import { writeTypes } from './typesCommand.js';
 import { scheduleBackups } from './scheduledBackups.js';
+import { createExclusive, gateStore } from './storeGate.js';
 import { dashboardAssetsDir } from '@svc/dashboard';
 import type { RedisLoginLimits } from './redisLoginLimits.js';
 
@@ -119,7 +120,10 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const rawStore: Store = options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
     : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
-  const store: Store = feedStore(rawStore, feed);
+  // Closed (503) while the dashboard restores a backup; the restore itself writes to rawStore.
+  const gate = gateStore(feedStore(rawStore, feed));
+  const store: Store = gate.store;
+  const exclusive = createExclusive();
   let stopBackups: (() => Promise<void>) | undefined;
   try {
     if (interrupted) await resumeObjects(appDir, store, interrupted, logger);
@@ -160,6 +164,10 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             current: () => current,
             typesText: async () => (await writeTypes(appDir, '-', logger)).text,
             backupSource: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+            exclusive,
+            rawStore,
+            gate,
+            logger,
           });
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
@@ -238,6 +246,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         intervalMs: backups.intervalMinutes * 60_000,
         keep: backups.keep ?? 7,
         logger,
+        exclusive,
         ...(backups.bucket !== undefined ? { bucket: { name: backups.bucket, files: () => bucketFiles(server.resources, backups.bucket as string) } } : {}),
       });
       logger.info(`backups: every ${backups.intervalMinutes} min into ${join(appDir, 'backups')}${backups.bucket !== undefined ? ` and the bucket ${backups.bucket}` : ''}, the newest ${backups.keep ?? 7} kept`);

@@ -355,7 +355,10 @@ describe.skipIf(!run)('dashboard in the browser: deleting rows, renaming and del
     expect(existsSync(join(dir, 'resources/journal'))).toBe(false);
     expect(existsSync(join(dir, '.svc/trash'))).toBe(true);
   });
-  it('the Backups page takes a backup, lists it, downloads it and shows how to restore it', async () => {
+  it('the Backups page takes a backup, lists it, downloads it and restores it', async () => {
+    expect((await rest(app, 'POST', '/dashboard/api/resources', { name: 'kept', type: 'Collection' }, { 'svc-ssh-key': 'dev' })).status).toBe(201);
+    const first = await rest(app, 'POST', '/kept', {});
+    expect(first.status).toBe(200);
     const page = await (await browser.newContext({ viewport: { width: 1360, height: 860 }, acceptDownloads: true })).newPage();
     await throttle(page);
     page.setDefaultTimeout(10_000);
@@ -372,8 +375,15 @@ describe.skipIf(!run)('dashboard in the browser: deleting rows, renaming and del
     expect(download.suggestedFilename()).toBe(name);
     const saved = await download.path();
     expect((await readFile(saved, 'utf8')).split('\n')[0]).toContain('"format":"svc-export"');
+    // Restored on the running server: an object written after the backup is gone, saved in before-restore-*.
+    const extra = await rest(app, 'POST', '/kept', {});
+    expect(extra.status).toBe(200);
     await page.click(`tr[data-backup="${name}"] button:has-text("Restore")`);
-    expect(await page.textContent('[data-test=restore-help] pre')).toBe(`svc restore . --from backups/${name}`);
+    await page.click('[data-test=confirm-restore]');
+    await page.waitForSelector('[data-test=backup-message]:has-text("Restored")');
+    expect((await rest(app, 'GET', `/kept/${String(extra.body.id)}`)).status).toBe(404);
+    expect((await rest(app, 'GET', '/kept')).body).toEqual([{ id: first.body.id }]);
+    await page.waitForSelector('[data-test=backup-list] tr[data-backup^="before-restore-"]');
   });
 });
 

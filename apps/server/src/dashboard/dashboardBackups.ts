@@ -2,9 +2,10 @@ import { constants } from 'node:fs';
 import { lstat, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SvcError } from '@svc/core';
-import type { Context } from '@svc/core';
-import { exportToFile } from '../storeTransfer.js';
-import type { ExportSource } from '../storeTransfer.js';
+import type { Context, Logger, Store } from '@svc/core';
+import { exportToFile, readExport } from '../storeTransfer.js';
+import type { ExportSource, TransferSummary } from '../storeTransfer.js';
+import type { Exclusive, StoreGate } from '../storeGate.js';
 import { fileTime } from '../transferCommands.js';
 
 /**
@@ -13,7 +14,7 @@ import { fileTime } from '../transferCommands.js';
  * two fall in the same second). Only these names are listed and downloaded: no path, no dot
  * segment, nothing else of the folder.
  */
-export const BACKUP_FILE = /^(?:backup|scheduled|before-import)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ(?:-\d{1,3})?\.jsonl$/;
+export const BACKUP_FILE = /^(?:backup|scheduled|before-import|before-restore)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ(?:-\d{1,3})?\.jsonl$/;
 
 /** One backup as the dashboard lists it. */
 export interface BackupView {
@@ -29,12 +30,54 @@ export interface BackupsApiOptions {
   dir: string;
   /** What a backup reads: the embedded store's files, or the MongoDB store. */
   source: ExportSource;
+  /** One backup or restore at a time in this process (the scheduled backups go through it too). */
+  exclusive: Exclusive;
+  /** For a restore while serving (the embedded store only): the store without the gate, and the gate. */
+  restore?: { raw: Store; gate: StoreGate; logger: Logger };
+}
+
+/** The anonymous-id key's object in `_sessions` (core's sessions.ts): kept by a restore. */
+const ANONYMOUS_KEY_ID = 'svc:anonymous-session-key';
+/** Requests under way get this long to end before a restore begins. */
+const RESTORE_WAIT_MS = 30_000;
+const INSERT_CONCURRENCY = 32;
+
+/**
+ * Makes the store hold exactly the app objects of an export file: every collection emptied, then
+ * the file's objects inserted, then counted. `_sessions` (the sessions and the anonymous-id key)
+ * is left alone: what the file holds of it is skipped.
+ */
+async function replaceContents(raw: Store, file: string, expected: TransferSummary): Promise<void> {
+  if (!raw.listCollections) throw new Error(`the ${raw.kind} store cannot list its collections`);
+  const names = new Set([...(await raw.listCollections()), ...Object.keys(expected.collections)]);
+  names.delete('_sessions');
+  for (const name of names) await raw.collection(name).remove({});
+  const inFlight = new Set<Promise<unknown>>();
+  let failure: unknown;
+  await readExport(file, async ({ line, collection, doc }) => {
+    if (collection === '_sessions') return;
+    if (failure !== undefined) throw failure as Error;
+    const p = raw
+      .collection(collection)
+      .insert(doc)
+      .catch((err: unknown) => {
+        failure ??= new Error(`line ${line}: ${collection} ${JSON.stringify(doc.id)} was refused: ${(err as Error).message}`, { cause: err });
+      })
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+    if (inFlight.size >= INSERT_CONCURRENCY) await Promise.race(inFlight);
+  });
+  await Promise.all(inFlight);
+  if (failure !== undefined) throw failure as Error;
+  for (const name of names) {
+    const n = await raw.collection(name).count({});
+    if (n !== (expected.collections[name] ?? 0)) throw new Error(`${name} holds ${n} objects where the backup has ${expected.collections[name] ?? 0}`);
+  }
 }
 
 /**
- * The dashboard's Backups page: list, take (the online snapshot svc backup takes), download.
- * Restoring stays svc restore with the server stopped (see docs/deploying.md, "Backups and
- * durability"): the page shows the command.
+ * The dashboard's Backups page: list, take (the online snapshot svc backup takes), download,
+ * and restore while serving (the embedded store; on MongoDB, svc restore with the server stopped).
  */
 export function createBackupsApi(options: BackupsApiOptions) {
   let taking: Promise<unknown> | undefined;
@@ -61,7 +104,7 @@ export function createBackupsApi(options: BackupsApiOptions) {
   /** One at a time: a second click while one is written is answered 409. */
   async function take(): Promise<BackupView & { objects: number }> {
     if (taking) throw new SvcError('CONFLICT', 'a backup is being taken; try again when it is written');
-    const run = (async () => {
+    const run = options.exclusive(async () => {
       const time = fileTime();
       const names = new Set((await readdir(options.dir).catch(() => [] as string[])));
       let name = `backup-${time}.jsonl`;
@@ -72,7 +115,7 @@ export function createBackupsApi(options: BackupsApiOptions) {
       const summary = await exportToFile(options.source, join(options.dir, name));
       const info = await lstat(join(options.dir, name));
       return { name, size: info.size, time: info.mtime.toISOString(), objects: summary.objects };
-    })();
+    });
     taking = run;
     try {
       return await run;
@@ -123,5 +166,59 @@ export function createBackupsApi(options: BackupsApiOptions) {
     return undefined;
   }
 
-  return { list, take, download };
+  /**
+   * Restores a backup while the server runs (the embedded store: this process is its only
+   * writer). The file is checked whole first. Then the store is closed to requests (503 with
+   * Retry-After) once those under way are done, what it holds is saved as
+   * before-restore-<time>.jsonl, and its app objects are replaced by the backup's. A failure puts
+   * the saved objects back. Every logged-in session ends (users sign in again); the anonymous-id
+   * key stays.
+   */
+  async function restore(name: string): Promise<{ name: string; objects: number; safetyFile: string; sessionsEnded: number }> {
+    if (!BACKUP_FILE.test(name)) throw new SvcError('NOT_FOUND', 'no such backup');
+    const live = options.restore;
+    if (!live || options.source.kind !== 'embedded') {
+      throw new SvcError('CONFLICT', `a restore on ${options.source.kind === 'store' ? 'MongoDB' : 'this server'} is run with svc restore, the server stopped (other processes may write to the database)`);
+    }
+    const file = join(options.dir, name);
+    const info = await lstat(file).catch(() => undefined);
+    if (!info?.isFile()) throw new SvcError('NOT_FOUND', 'no such backup');
+    let expected: TransferSummary;
+    try {
+      expected = await readExport(file, () => undefined);
+    } catch (err) {
+      throw new SvcError('BAD_REQUEST', `${name} cannot be restored: ${(err as Error).message.replace(`${file}: `, '')}`);
+    }
+    const { raw, gate, logger } = live;
+    return options.exclusive(async () => {
+      await gate.close('the store is being restored from a backup', RESTORE_WAIT_MS);
+      let stuck = false;
+      try {
+        const safetyName = `before-restore-${fileTime()}.jsonl`;
+        const safetyFile = join(options.dir, safetyName);
+        logger.info(`restore: saving what the store holds to ${safetyFile}`);
+        const saved = await exportToFile(options.source, safetyFile);
+        try {
+          await replaceContents(raw, file, expected);
+        } catch (err) {
+          logger.error(`restore: restoring ${name} failed (${(err as Error).message}); putting back what the store held`);
+          try {
+            await replaceContents(raw, safetyFile, saved);
+          } catch (back) {
+            stuck = true;
+            logger.error(`restore: putting back ${safetyFile} failed too (${(back as Error).message}); the store stays closed: stop the server and run svc restore --from backups/${safetyName}`);
+            throw new SvcError('INTERNAL', `restoring ${name} failed, and so did putting back what the store held; the store stays closed: stop the server and run svc restore --from backups/${safetyName}`, { cause: back });
+          }
+          throw new SvcError('INTERNAL', `restoring ${name} failed (${(err as Error).message}); the store holds what it held before`, { cause: err });
+        }
+        const ended = await raw.collection('_sessions').remove({ id: { $ne: ANONYMOUS_KEY_ID } });
+        logger.info(`restore: the store holds the ${expected.objects} objects of ${name}; ${ended} sessions ended; what it held before is in ${safetyFile}`);
+        return { name, objects: expected.objects, safetyFile: safetyName, sessionsEnded: ended };
+      } finally {
+        if (!stuck) gate.open();
+      }
+    });
+  }
+
+  return { list, take, download, restore };
 }

@@ -33,7 +33,7 @@ async function download(name: string): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-/** The backups in <app>/backups: take one now, download one; restoring is svc restore, shown here. */
+/** The backups in <app>/backups: take one now, download one, restore one (on MongoDB: the svc restore command). */
 export function BackupsPage() {
   const [list, setList] = useState<BackupList | undefined>();
   const [busy, setBusy] = useState(false);
@@ -96,14 +96,45 @@ export function BackupsPage() {
           </tbody>
         </table>
       )}
-      {restoring && (
+      {restoring && list?.store === 'embedded' && <RestoreDialog name={restoring} close={() => setRestoring(undefined)} done={(text) => { setRestoring(undefined); setMessage(text); void load(); }} />}
+      {restoring && list && list.store !== 'embedded' && (
         <div class="card" data-test="restore-help">
           <h3>Restore {restoring}</h3>
-          <p>A restore replaces every object of the store, so it runs with the server stopped. In the app folder, stop the server, then:</p>
+          <p>On MongoDB other processes may write to the database, so a restore runs with every server of the app stopped. In the app folder:</p>
           <pre class="code">{`svc restore . --from backups/${restoring}${db}`}</pre>
-          <p class="muted small">It checks the whole file first, saves what the store holds now as <code>backups/before-import-&lt;time&gt;.jsonl</code>, then replaces it. Start the server again afterwards. Sessions are those of the backup.</p>
+          <p class="muted small">It checks the whole file first, saves what the store holds now as <code>backups/before-import-&lt;time&gt;.jsonl</code>, then replaces it.</p>
         </div>
       )}
+    </div>
+  );
+}
+
+/** Asks before a restore on the running server, and says what it does. */
+function RestoreDialog({ name, close, done }: { name: string; close(): void; done(message: string): void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  const run = async () => {
+    setBusy(true);
+    try {
+      const r = await call<{ objects: number; safetyFile: string; sessionsEnded: number }>('POST', `/dashboard/api/backups/${encodeURIComponent(name)}/restore`, { confirm: name });
+      done(`Restored ${name}: the store holds its ${r.objects} objects. What it held before is in ${r.safetyFile}. ${r.sessionsEnded} signed-in sessions ended.`);
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="modal-back" onClick={busy ? undefined : close}>
+      <div class="card modal" data-test="restore-dialog" onClick={(e) => e.stopPropagation()}>
+        <h2>Restore {name}?</h2>
+        <p>Every object of the store is replaced by those of this backup. What the store holds now is saved first as a <code>before-restore-…</code> backup, and put back if the restore fails.</p>
+        <p class="muted small">While it runs, the app answers its requests with 503 (Retry-After). Afterwards every signed-in user signs in again.</p>
+        {error && <p class="field-error">{error}</p>}
+        <div class="row end">
+          <button type="button" class="btn ghost" onClick={close} disabled={busy}>Cancel</button>
+          <button type="button" class="btn primary danger" onClick={() => void run()} disabled={busy} data-test="confirm-restore">{busy ? 'Restoring…' : 'Restore'}</button>
+        </div>
+      </div>
     </div>
   );
 }
