@@ -180,6 +180,8 @@ describe('dashboard Backups API', () => {
     const cookie = (login.headers.get('set-cookie') as string).split(';')[0] as string;
     expect(((await (await fetch(`${app.url}/users/me`, { headers: { cookie } })).json()) as { username: string }).username).toBe('alice');
 
+    const endedSeen: string[] = [];
+    app.server.sessions.onEnd((ids) => void endedSeen.push(...ids));
     const acked: string[] = [];
     const statuses = new Map<number, number>();
     let retryAfterMissing = 0;
@@ -228,6 +230,8 @@ describe('dashboard Backups API', () => {
     expect((await post('/users/login', { username: 'bob', password: 'another secret' })).status).toBe(401);
     const me = await fetch(`${app.url}/users/me`, { headers: { cookie } });
     expect(me.status).not.toBe(200);
+    // Realtime (a session listener) was told: it closes the sockets of those sessions.
+    expect(endedSeen).toContain(cookie.slice(cookie.indexOf('=') + 1));
     expect((await post('/users/login', { username: 'alice', password: 'a long secret' })).status).toBe(200);
   });
 
@@ -269,5 +273,32 @@ describe('dashboard Backups API', () => {
     await symlink(join(dir, 'backups', clash), join(dir, 'backups', 'backup-2026-02-03T00-00-00Z.jsonl'));
     expect((await restore('backup-2026-02-03T00-00-00Z.jsonl')).status).toBe(404);
     expect((await restore('..%2f.svc%2fkeys.json')).status).toBe(404);
+  });
+
+  it.runIf(process.env.SVC_TEST_MONGODB_URL)('on MongoDB: takes a backup through the store; a restore is refused (409) for svc restore', async () => {
+    const url = `${(process.env.SVC_TEST_MONGODB_URL ?? '').replace(/\/$/, '')}/svc_dash_backups_${Date.now()}_${process.pid}`;
+    const dir = await mkdtemp(join(tmpdir(), 'svc-dash-backups-mongo-'));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    await mkdir(join(dir, 'resources/todos'), { recursive: true });
+    await mkdir(join(dir, '.svc'), { recursive: true });
+    await writeFile(join(dir, 'resources/todos/config.json'), JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' } } }));
+    await writeFile(join(dir, '.svc/keys.json'), JSON.stringify({ [KEY]: true }));
+    const app = await startApp({ appDir: dir, port: 0, env: 'production', host: '127.0.0.1', logger: silentLogger, db: url });
+    cleanup.push(async () => {
+      const { MongoClient } = await import('mongodb');
+      const client = await MongoClient.connect(url);
+      await client.db().dropDatabase().catch(() => undefined);
+      await client.close();
+    });
+    cleanup.push(() => app.close().then(() => undefined));
+    expect((await fetch(`${app.url}/todos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"title":"x"}' })).status).toBe(200);
+    const taken = await fetch(`${app.url}/dashboard/api/backups`, { method: 'POST', headers: ROOT });
+    expect(taken.status).toBe(201);
+    const made = (await taken.json()) as { name: string; objects: number };
+    expect(made.objects).toBeGreaterThanOrEqual(1);
+    expect(((await (await fetch(`${app.url}/dashboard/api/backups`, { headers: ROOT })).json()) as { store: string }).store).toBe('mongodb');
+    const restore = await fetch(`${app.url}/dashboard/api/backups/${made.name}/restore`, { method: 'POST', headers: { ...ROOT, 'content-type': 'application/json' }, body: JSON.stringify({ confirm: made.name }) });
+    expect(restore.status).toBe(409);
+    expect(((await restore.json()) as { message: string }).message).toContain('svc restore');
   });
 });

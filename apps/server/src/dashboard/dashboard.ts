@@ -43,6 +43,8 @@ export interface DashboardOptions {
   rawStore: Store;
   gate: StoreGate;
   logger: Logger;
+  /** Tells the server's session listeners (realtime) that a restore ended these sessions. */
+  sessionsEnded(ids: string[]): Promise<void>;
 }
 
 /** The dashboard resource, plus what the app's shutdown must end (open live streams). */
@@ -111,7 +113,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     dir: join(options.appDir, 'backups'),
     source: options.backupSource,
     exclusive: options.exclusive,
-    restore: { raw: options.rawStore, gate: options.gate, logger: options.logger },
+    restore: { raw: options.rawStore, gate: options.gate, logger: options.logger, sessionsEnded: options.sessionsEnded },
   });
   const resourceDir = (name: string): string => join(options.appDir, 'resources', ...name.split('/'));
 

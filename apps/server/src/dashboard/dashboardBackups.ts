@@ -33,7 +33,7 @@ export interface BackupsApiOptions {
   /** One backup or restore at a time in this process (the scheduled backups go through it too). */
   exclusive: Exclusive;
   /** For a restore while serving (the embedded store only): the store without the gate, and the gate. */
-  restore?: { raw: Store; gate: StoreGate; logger: Logger };
+  restore?: { raw: Store; gate: StoreGate; logger: Logger; sessionsEnded(ids: string[]): Promise<void> };
 }
 
 /** The anonymous-id key's object in `_sessions` (core's sessions.ts): kept by a restore. */
@@ -193,6 +193,7 @@ export function createBackupsApi(options: BackupsApiOptions) {
     return options.exclusive(async () => {
       await gate.close('the store is being restored from a backup', RESTORE_WAIT_MS);
       let stuck = false;
+      let endedIds: string[] = [];
       try {
         const safetyName = `before-restore-${fileTime()}.jsonl`;
         const safetyFile = join(options.dir, safetyName);
@@ -211,11 +212,15 @@ export function createBackupsApi(options: BackupsApiOptions) {
           }
           throw new SvcError('INTERNAL', `restoring ${name} failed (${(err as Error).message}); the store holds what it held before`, { cause: err });
         }
-        const ended = await raw.collection('_sessions').remove({ id: { $ne: ANONYMOUS_KEY_ID } });
-        logger.info(`restore: the store holds the ${expected.objects} objects of ${name}; ${ended} sessions ended; what it held before is in ${safetyFile}`);
-        return { name, objects: expected.objects, safetyFile: safetyName, sessionsEnded: ended };
+        const sessions = raw.collection('_sessions');
+        endedIds = (await sessions.find({ id: { $ne: ANONYMOUS_KEY_ID } }, { fields: { id: 1 } })).map((d) => d.id);
+        await sessions.remove({ id: { $ne: ANONYMOUS_KEY_ID } });
+        logger.info(`restore: the store holds the ${expected.objects} objects of ${name}; ${endedIds.length} sessions ended; what it held before is in ${safetyFile}`);
+        return { name, objects: expected.objects, safetyFile: safetyName, sessionsEnded: endedIds.length };
       } finally {
         if (!stuck) gate.open();
+        // Once open: the listeners (realtime closing the sockets of those sessions) may use the store.
+        if (endedIds.length > 0) await live.sessionsEnded(endedIds).catch((err: unknown) => logger.warn(`restore: telling that the sessions ended failed (${(err as Error).message})`));
       }
     });
   }
