@@ -50,7 +50,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   health: { kind: 'object', keys: { livePath: { kind: 'path' }, readyPath: { kind: 'path' } } },
   realtime: { kind: 'object', keys: { maxSocketsPerAddress: int(0), maxSockets: int(0) } },
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
-  backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000) } },
+  backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000), bucket: { kind: 'string' } } },
   trustProxy: { kind: 'trustProxy' },
   metrics: { kind: 'object', keys: { enabled: { kind: 'boolean' }, path: { kind: 'urlPath' }, port: int(0, 65535), host: { kind: 'string' } } },
 };

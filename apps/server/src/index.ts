@@ -4,3 +4,5 @@ export { loadApp } from './loadApp.js';
 export type { AppFolder, AppSettings, ResourceFolder } from './loadApp.js';
 export { main } from './cli.js';
 export { loadInstalledTypes } from './installedTypes.js';
+export { scheduleBackups } from './scheduledBackups.js';
+export type { ScheduledBackupOptions } from './scheduledBackups.js';

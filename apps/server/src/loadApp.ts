@@ -47,8 +47,11 @@ export interface AppSettings {
   realtime?: { maxSocketsPerAddress?: number; maxSockets?: number };
   /** The embedded store: fsync each append before acknowledging it (default false; docs/deploying.md). */
   embeddedStore?: { fsync?: boolean };
-  /** Scheduled backups into <app>/backups (svc backup's format): every intervalMinutes, the newest `keep` kept (default 7). */
-  backups?: { intervalMinutes?: number; keep?: number };
+  /**
+   * Scheduled backups into <app>/backups (svc backup's format): every intervalMinutes, the newest
+   * `keep` kept (default 7); each also stored as backups/<file> in the Bucket resource `bucket`.
+   */
+  backups?: { intervalMinutes?: number; keep?: number; bucket?: string };
   /**
    * The reverse proxies in front of the server, whose X-Forwarded-For / Forwarded and
    * X-Forwarded-Proto name the client: addresses and CIDR blocks ("loopback" for 127.0.0.0/8 and

@@ -2,7 +2,7 @@ import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
-import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceType, Store, SvcServer } from '@svc/core';
+import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
@@ -21,6 +21,7 @@ import { scheduleBackups } from './scheduledBackups.js';
 import { createJobHost } from './scheduledJobs.js';
 import type { JobMount } from './scheduledJobs.js';
 import { DEFAULT_REQUEST_WALL_MS } from './scripts.js';
+import { createExclusive, gateStore } from './storeGate.js';
 import { dashboardAssetsDir } from '@svc/dashboard';
 import type { RedisLoginLimits } from './redisLoginLimits.js';
 import { AppMetrics, closeMetrics, listenMetrics, metricsRoute } from './metrics.js';
@@ -88,6 +89,11 @@ interface BuiltApp {
   close(options?: CloseOptions): Promise<DrainOutcome>;
 }
 
+/** The files of the resource at /<name> when it keeps files (a Bucket), as mounted now. */
+function bucketFiles(resources: readonly Resource[], name: string): ResourceFiles | undefined {
+  return resources.find((r) => r.path === `/${name.replace(/^\/+|\/+$/g, '')}`)?.files;
+}
+
 async function buildApp(options: StartOptions, httpServer?: Server): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
   // As the CLI: NODE_ENV=production means production unless the caller says otherwise.
@@ -126,7 +132,10 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const rawStore: Store = options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
     : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
-  const store: Store = feedStore(rawStore, feed);
+  // Closed (503) while the dashboard restores a backup; the restore itself writes to rawStore.
+  const gate = gateStore(feedStore(rawStore, feed));
+  const store: Store = gate.store;
+  const exclusive = createExclusive();
   let stopBackups: (() => Promise<void>) | undefined;
   // Scheduled jobs (the Event type's schedule): once across processes with Redis.
   const jobHost = createJobHost({ redis: options.redis, shared: options.db !== undefined, runWallMs: app.settings.scripts?.requestWallMs ?? DEFAULT_REQUEST_WALL_MS, logger });
@@ -178,6 +187,12 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             reload,
             current: () => current,
             typesText: async () => (await writeTypes(appDir, '-', logger)).text,
+            backupSource: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+            exclusive,
+            rawStore,
+            gate,
+            logger,
+            sessionsEnded: async (ids) => bound.server?.sessions.endedElsewhere(ids),
           });
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
@@ -289,8 +304,16 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         intervalMs: backups.intervalMinutes * 60_000,
         keep: backups.keep ?? 7,
         logger,
+        exclusive,
+        ...(backups.bucket !== undefined ? { bucket: { name: backups.bucket, files: () => bucketFiles(server.resources, backups.bucket as string) } } : {}),
       });
-      logger.info(`backups: every ${backups.intervalMinutes} min into ${join(appDir, 'backups')}, the newest ${backups.keep ?? 7} kept`);
+      logger.info(`backups: every ${backups.intervalMinutes} min into ${join(appDir, 'backups')}${backups.bucket !== undefined ? ` and the bucket ${backups.bucket}` : ''}, the newest ${backups.keep ?? 7} kept`);
+      if (backups.bucket !== undefined && !bucketFiles(server.resources, backups.bucket)) logger.warn(`app.json backups.bucket: ${backups.bucket} is not a Bucket resource of this app; backups stay local only`);
+      // A Bucket serves GET /<name>/<file> to anyone its get.js lets through; backups hold password hashes.
+      const bucketFolder = backups.bucket !== undefined ? app.resources.find((r) => r.path === `/${(backups.bucket as string).replace(/^\/+|\/+$/g, '')}`) : undefined;
+      if (bucketFolder && !bucketFolder.scripts.has('get.js')) {
+        logger.warn(`app.json backups.bucket: ${backups.bucket} has no get.js, so anyone can download the backups stored there (GET ${bucketFolder.path}/backups/<file>); add resources${bucketFolder.path}/get.js refusing them, e.g. cancelUnless(isRoot, 'not allowed', 403)`);
+      }
     }
     if (stopWatching) logger.info('development: watching resources/ and app.json; changes apply without a restart (a new type package still needs one)');
     return {

@@ -8,7 +8,7 @@ export type { DrainOutcome } from './http/connectionDrain.js';
 export { createRequestScope } from './requestScope.js';
 export type { RequestScope } from './requestScope.js';
 export type { Context, PropertyDef, PropertyType, Reply, ResourceConfig, Session } from './types.js';
-export type { ClientShape, Resource, ResourceHost, UserResource } from './resource.js';
+export type { ClientShape, Resource, ResourceFiles, ResourceHost, UserResource } from './resource.js';
 export { isUserResource } from './resource.js';
 export { Collection } from './resources/Collection.js';
 export { deepEqual } from './resources/updates.js';

@@ -52,6 +52,17 @@ export interface Resource {
   init?(host: ResourceHost): Promise<void>;
   /** Runs at shutdown. */
   close?(): Promise<void>;
+  /** Optional: the files it keeps (a Bucket's), for svc's own use: app.json backups.bucket. */
+  readonly files?: ResourceFiles;
+}
+
+/** Files a resource keeps under keys ('backups/x.jsonl'), as svc itself uses them. */
+export interface ResourceFiles {
+  /** Stores the local file under `key` (replacing an object there). */
+  put(key: string, file: string): Promise<void>;
+  /** The keys starting with `prefix`. */
+  list(prefix: string): Promise<string[]>;
+  remove(key: string): Promise<void>;
 }
 
 /** A resource whose objects are users: the session's `me` comes from it. */

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SvcError } from './errors.js';
 import type { Logger } from './logger.js';
-import type { ClientShape, Resource, ResourceHost } from './resource.js';
+import type { ClientShape, Resource, ResourceFiles, ResourceHost } from './resource.js';
 import type { Store } from './store/Store.js';
 import type { Context, Reply, ResourceConfig } from './types.js';
 import type { Realtime } from './realtime.js';
@@ -110,6 +110,8 @@ export interface ResourceImplementation {
   rawBody?: boolean;
   init?(host: ResourceHost): Promise<void>;
   close?(): Promise<void>;
+  /** See Resource.files. */
+  files?: ResourceFiles;
 }
 
 /** A resource type: the public contract of every type package. */
@@ -223,6 +225,7 @@ export function mountResource(type: ResourceType<never> | ResourceType, path: st
     ...(impl.rawBody ? { rawBody: true } : {}),
     ...(impl.init ? { init: (host: ResourceHost) => (impl.init as (h: ResourceHost) => Promise<void>)(host) } : {}),
     ...(impl.close ? { close: () => (impl.close as () => Promise<void>)() } : {}),
+    ...(impl.files ? { files: impl.files } : {}),
   };
   return resource;
 }

@@ -224,6 +224,14 @@ export class SessionManager {
     return record;
   }
 
+  /**
+   * Tells the listeners that these stored sessions ended by other means: a restore of the store
+   * removed them (realtime then closes their sockets).
+   */
+  async endedElsewhere(ids: readonly string[]): Promise<void> {
+    await this.ended(ids.filter((id) => id !== SECRET_ID));
+  }
+
   /** Destroys a session (logout). */
   async destroy(id: string): Promise<void> {
     if (id === SECRET_ID) return;

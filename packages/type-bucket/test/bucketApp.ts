@@ -25,6 +25,8 @@ export interface BucketAppOptions {
   scripts?: Record<string, string>;
   /** Where the app logs; silent by default. */
   logger?: Logger;
+  /** app.json's settings. */
+  appJson?: Record<string, unknown>;
 }
 
 /** Writes an app folder whose /files resource is a Bucket on `s3`, and starts it. */
@@ -35,6 +37,7 @@ export async function startBucketApp(s3: TestS3, options: BucketAppOptions = {})
   const config = { type: 'Bucket', bucket: s3.bucket, key: s3.key, secret: s3.secret, endpoint: s3.endpoint, ...options.config };
   await writeFile(join(resource, 'config.json'), JSON.stringify(config));
   for (const [file, source] of Object.entries(options.scripts ?? {})) await writeFile(join(resource, file), source);
+  if (options.appJson) await writeFile(join(dir, 'app.json'), JSON.stringify(options.appJson));
   const realtime = new RecordingRealtime();
   try {
     const app = await startApp({ appDir: dir, port: 0, logger: options.logger ?? silentLogger, resourceTypes: [bucketType], realtime });

@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { isLocalHostName, isPlainObject, isSvcError, SvcError, validateSettings, withoutPaths } from '@svc/core';
-import type { Context, Reply, Resource, ResourceConfig, ResourceType, SettingsSchema, Store } from '@svc/core';
+import type { Context, Logger, Reply, Resource, ResourceConfig, ResourceType, SettingsSchema, Store } from '@svc/core';
 import type { AppFolder } from '../loadApp.js';
 import type { AppScripts } from '../scripts.js';
 import { COLLECTION_EVENT_FILES } from '../scripts.js';
@@ -16,6 +16,9 @@ import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readInte
 import type { RenameIntent } from './renameJournal.js';
 import { crashPoint } from '../crashPoint.js';
 import { resolveEnvReferences } from '../envReferences.js';
+import type { ExportSource } from '../storeTransfer.js';
+import type { Exclusive, StoreGate } from '../storeGate.js';
+import { BACKUP_FILE, createBackupsApi } from './dashboardBackups.js';
 
 /** What the dashboard needs from the running app. */
 export interface DashboardOptions {
@@ -33,6 +36,16 @@ export interface DashboardOptions {
   current(): AppFolder;
   /** The text `svc types` writes. */
   typesText(): Promise<string>;
+  /** What the Backups page's backups read (as svc backup): the embedded store's files, or MongoDB. */
+  backupSource: ExportSource;
+  /** One backup or restore at a time (shared with the scheduled backups). */
+  exclusive: Exclusive;
+  /** The store without its gate, and the gate closed while a backup is restored. */
+  rawStore: Store;
+  gate: StoreGate;
+  logger: Logger;
+  /** Tells the server's session listeners (realtime) that a restore ended these sessions. */
+  sessionsEnded(ids: string[]): Promise<void>;
 }
 
 /** The dashboard resource, plus what the app's shutdown must end (open live streams). */
@@ -97,6 +110,12 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return run;
   };
 
+  const backups = createBackupsApi({
+    dir: join(options.appDir, 'backups'),
+    source: options.backupSource,
+    exclusive: options.exclusive,
+    restore: { raw: options.rawStore, gate: options.gate, logger: options.logger, sessionsEnded: options.sessionsEnded },
+  });
   const resourceDir = (name: string): string => join(options.appDir, 'resources', ...name.split('/'));
 
   /** The built files, read once, with their gzip form and an ETag. */
@@ -471,6 +490,19 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       return { status: 200, body: await options.typesText(), headers: { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="svc-types.ts"' } };
     }
     if (what === 'stream' && method === 'GET') return stream(ctx);
+    if (what === 'backups') {
+      if (rest.length === 0 && method === 'GET') return { status: 200, body: { store: options.backupSource.kind === 'embedded' ? 'embedded' : options.backupSource.store.kind, backups: await backups.list() } };
+      if (rest.length === 0 && method === 'POST') return { status: 201, body: await backups.take() };
+      if (rest.length === 1 && (method === 'GET' || method === 'HEAD')) return backups.download(ctx, rest[0] as string);
+      if (rest.length === 2 && rest[1] === 'restore' && method === 'POST') {
+        if (!BACKUP_FILE.test(rest[0] as string)) throw new SvcError('NOT_FOUND', 'no such backup');
+        // Named twice (the path and the body): a stray request restores nothing.
+        if (body.confirm !== rest[0]) throw new SvcError('BAD_REQUEST', 'a restore needs {"confirm": "<the backup\'s name>"}', { errors: { confirm: 'the backup\'s name' } });
+        const done = await backups.restore(rest[0] as string);
+        options.feed.emit({ kind: 'reload', time: new Date().toISOString() });
+        return { status: 200, body: done };
+      }
+    }
     if (what === 'check' && method === 'POST') return check(body);
     if (what === 'try' && method === 'POST') return trial(ctx, body);
     if (what === 'resources') {

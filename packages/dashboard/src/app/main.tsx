@@ -8,6 +8,7 @@ import { PropertiesEditor } from './properties.tsx';
 import { ConfigPage } from './config.tsx';
 import { EventsPage } from './events.tsx';
 import { ApiPage } from './apiPage.tsx';
+import { BackupsPage } from './backups.tsx';
 
 interface Session {
   env: string;
@@ -20,7 +21,7 @@ type LogLine = Extract<FeedEvent, { kind: 'log' }>;
 /** #/r/<name>/<tab> -> {name, tab}; anything else is the home page. */
 function parseRoute(hash: string): { name?: string; tab?: string; page?: string } {
   const path = decodeURIComponent(hash.replace(/^#\/?/, ''));
-  if (path === 'new') return { page: 'new' };
+  if (path === 'new' || path === 'backups') return { page: path };
   const match = /^r\/(.+?)(?:\/(data|properties|events|config|api))?$/.exec(path);
   if (!match) return {};
   return { name: match[1] as string, tab: match[2] ?? '' };
@@ -123,10 +124,19 @@ function App() {
             </a>
           ))}
         </nav>
+        <div class="side-head"><span>App</span></div>
+        <nav>
+          <a class={`app-link ${route.page === 'backups' ? 'active' : ''}`} href="#/backups" data-test="nav-backups">
+            <span class="type-icon" aria-hidden="true">⟲</span>
+            <span class="res-name">Backups</span>
+          </a>
+        </nav>
       </aside>
       <main class="main">
         {route.page === 'new' ? (
           <NewResource app={app} onCreated={(next, name) => { setApp(next); go(`#/r/${name}`); }} />
+        ) : route.page === 'backups' ? (
+          <BackupsPage />
         ) : resource ? (
           <ResourcePage key={resource.name} app={app} resource={resource} tab={route.tab ?? ''} setApp={setApp} subscribe={subscribe} env={session.env} />
         ) : route.name ? (

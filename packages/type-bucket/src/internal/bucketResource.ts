@@ -1,11 +1,12 @@
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SvcError, isSvcError, servedFile } from '@svc/core';
-import type { Context, Reply, ResourceImplementation, ResourceTypeContext } from '@svc/core';
+import type { Context, Reply, ResourceFiles, ResourceImplementation, ResourceTypeContext } from '@svc/core';
 import type { BucketSettings } from '../bucketType.js';
 import { receiveForm } from './formUpload.js';
 import { ProviderError } from './providerError.js';
@@ -159,8 +160,32 @@ export function createBucketResource(context: ResourceTypeContext<BucketSettings
     return { status: 200 };
   }
 
+  /** For svc itself (app.json backups.bucket): no event script runs, keys are checked as uploads' are. */
+  const files: ResourceFiles = {
+    async put(key, file) {
+      const { size } = await stat(file);
+      await put({ key: checkedKey(key), fileName: key, size, body: () => createReadStream(file) });
+    },
+    async list(prefix) {
+      const keys: string[] = [];
+      let token: string | undefined;
+      // Bounded: 1,000 pages of 1,000 keys.
+      for (let page = 0; page < 1000; page++) {
+        const answer = await send((s3) => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) })));
+        for (const o of answer.Contents ?? []) if (o.Key !== undefined) keys.push(o.Key);
+        if (!answer.IsTruncated || !answer.NextContinuationToken) break;
+        token = answer.NextContinuationToken;
+      }
+      return keys;
+    },
+    async remove(key) {
+      await send((s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: checkedKey(key) })));
+    },
+  };
+
   return {
     rawBody: true,
+    files,
     async handle(ctx) {
       try {
         switch (ctx.method) {
