@@ -13,7 +13,7 @@ import type { ConnectionDrain, DrainOutcome } from './http/connectionDrain.js';
 import { createHealth, DEFAULT_HEALTH_PATHS } from './http/health.js';
 import type { HealthOptions } from './http/health.js';
 import { requestIdOf } from './http/requestId.js';
-import type { Logger } from './logger.js';
+import type { AccessEntry, Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
 import type { Resource, ResourceHost } from './resource.js';
@@ -71,6 +71,17 @@ export interface SvcServerOptions {
   trustProxy?: TrustProxySetting;
   /** Liveness and readiness paths and checks (default /healthz and /readyz). */
   health?: HealthOptions;
+  /**
+   * The access log: one `logger.access` line per answered request (app.json `log`). Default on
+   * when the logger writes access lines, health checks left out; `false` turns it off.
+   */
+  accessLog?: false | AccessLogOptions;
+}
+
+/** Options of the access log ({@link SvcServerOptions.accessLog}). */
+export interface AccessLogOptions {
+  /** Log the health checks too (balancers ask every few seconds). Default false. */
+  health?: boolean;
 }
 
 /** Options of {@link SvcServer.drain}. */
@@ -149,6 +160,13 @@ export interface SvcServer {
   close(): Promise<void>;
 }
 
+/** What the access line learns while the request is handled. */
+interface RequestNote {
+  uid: string | undefined;
+}
+
+/** A longer path is cut in the access log (a request line may be 16 kB). */
+const MAX_LOGGED_PATH = 1024;
 const SESSIONS_COLLECTION = '_sessions';
 const NO_BODY = { kind: 'none', value: undefined } as const;
 const SWEEP_MS = 60 * 60 * 1000;
@@ -205,7 +223,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     return (await users.findUser(session.uid)) ?? undefined;
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, note: RequestNote | undefined): Promise<void> {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
@@ -245,6 +263,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       if (bearerSessionId(req.headers) === undefined) res.setHeader('set-cookie', sessionCookie(record.id, req));
     }
     const session = sessionOf(record, isNew);
+    if (note !== undefined) note.uid = session.uid;
     const query = parseQueryString(search);
     const parsed = match.resource.rawBody || !hasBody(req) ? NO_BODY : await readBody(req, bodyLimit);
     let method = req.method ?? 'GET';
@@ -300,13 +319,44 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     });
   }
 
+  // Decided once: a logger without access lines (tests, programs) costs nothing per request.
+  const writeAccess = options.accessLog === false ? undefined : logger.access?.bind(logger);
+  const logHealth = options.accessLog !== false && options.accessLog?.health === true;
+
+  /** Writes the request's access line once its answer is over (sent, or its connection gone). */
+  function followAnswer(req: IncomingMessage, res: ServerResponse, id: string, write: (entry: AccessEntry) => void): RequestNote {
+    const started = performance.now();
+    const socket = req.socket;
+    const sentBefore = socket.bytesWritten;
+    const note: RequestNote = { uid: undefined };
+    res.once('close', () => {
+      const path = pathOf(req.url ?? '/');
+      if (!logHealth && health.owns(path)) return;
+      write({
+        time: new Date().toISOString(),
+        id,
+        method: req.method ?? 'GET',
+        path: path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}...` : path,
+        status: res.headersSent ? res.statusCode : 0,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        uid: note.uid,
+        client: clientOf(req).address,
+        bytes: socket.bytesWritten - sentBefore,
+        aborted: !res.writableFinished,
+      });
+    });
+    return note;
+  }
+
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const id = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', id);
+    const note = writeAccess === undefined ? undefined : followAnswer(req, res, id, writeAccess);
     // svc's own server marks its answers itself (ConnectionDrain); a host's server does not.
     if (draining && !ownServer) res.setHeader('connection', 'close');
-    handle(req, res).catch((err: unknown) => {
-      writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url} from ${clientOf(req).address} (request ${id})` }));
+    handle(req, res, note).catch((err: unknown) => {
+      // The path only: a query string may carry tokens (the access line has the same id).
+      writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${pathOf(req.url ?? '/')} from ${clientOf(req).address} (request ${id})` }));
     });
   };
 
@@ -441,6 +491,11 @@ function overrideOf(query: Record<string, unknown>, body: unknown, key: string):
 function hasBody(req: IncomingMessage): boolean {
   const declared = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (declared !== undefined && declared !== '0');
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
 }
 
 function rootHeader(req: IncomingMessage): string | undefined {
