@@ -51,6 +51,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000) } },
   trustProxy: { kind: 'trustProxy' },
+  log: { kind: 'object', keys: { access: { kind: 'boolean' }, health: { kind: 'boolean' } } },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */

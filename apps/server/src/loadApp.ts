@@ -55,6 +55,8 @@ export interface AppSettings {
    * ::1), or a hop count. Default: none. See docs/deploying.md.
    */
   trustProxy?: string[] | number;
+  /** The access log: on unless `access: false`; health checks only with `health: true`. */
+  log?: { access?: boolean; health?: boolean };
   [key: string]: unknown;
 }
 
