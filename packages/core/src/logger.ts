@@ -105,10 +105,23 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
   let dropped = 0;
   let unreported = 0;
 
-  const emit = (line: string): void => {
+  // Access lines wait for the end of the event loop turn and go out together: one write (one
+  // system call) for all the requests answered in that turn instead of one each.
+  let batch = '';
+  let batchLines = 0;
+  let scheduled = false;
+
+  const flush = (): void => {
+    scheduled = false;
+    exitFlushes.delete(flush);
+    if (batchLines === 0) return;
+    const text = batch;
+    const lines = batchLines;
+    batch = '';
+    batchLines = 0;
     if (stream.writableLength > maxBacklog) {
-      dropped++;
-      unreported++;
+      dropped += lines;
+      unreported += lines;
       return;
     }
     if (unreported > 0) {
@@ -116,7 +129,21 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
       unreported = 0;
       stream.write(json ? `${JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg: message })}\n` : `${new Date().toISOString()} warn ${message}\n`);
     }
-    stream.write(line);
+    stream.write(text);
+  };
+
+  /** Queues a line; `now` writes it (and any queued before it, in order) at once. */
+  const emit = (line: string, now: boolean): void => {
+    batch += line;
+    batchLines++;
+    if (now || batch.length > MAX_BATCH) return flush();
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+      // A process that exits before then (a fatal error) still writes what is queued.
+      exitFlushes.add(flush);
+      hookExit();
+    }
   };
 
   const write = (level: LogLevel, message: string, fields?: Record<string, unknown>): void => {
@@ -125,10 +152,10 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
     const msg = redactText(message);
     const hasFields = fields !== undefined && Object.keys(fields).length > 0;
     if (json) {
-      emit(`${safeJson(hasFields ? { time, level, msg, ...withoutReserved(fields) } : { time, level, msg })}\n`);
+      emit(`${safeJson(hasFields ? { time, level, msg, ...withoutReserved(fields) } : { time, level, msg })}\n`, true);
       return;
     }
-    emit(`${time} ${level} ${msg.replace(CONTROL, escapeControl)}${hasFields ? ` ${safeJson(fields)}` : ''}\n`);
+    emit(`${time} ${level} ${msg.replace(CONTROL, escapeControl)}${hasFields ? ` ${safeJson(fields)}` : ''}\n`, true);
   };
 
   return {
@@ -140,16 +167,29 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
       // Built by hand, no replacer: every request writes one, and its fields are known.
       if (json) {
         const { time, ...rest } = entry;
-        emit(`${JSON.stringify({ time, level: 'info', msg: `${entry.method} ${entry.path} ${entry.status}`, type: 'access', ...rest })}\n`);
+        emit(`${JSON.stringify({ time, level: 'info', msg: `${entry.method} ${entry.path} ${entry.status}`, type: 'access', ...rest })}\n`, false);
         return;
       }
       const path = entry.path.replace(CONTROL, escapeControl);
-      emit(`${entry.time} info ${entry.method} ${path} ${entry.status} ${entry.ms}ms ${entry.bytes}B id=${entry.id} client=${entry.client}${entry.uid === undefined ? '' : ` uid=${entry.uid}`}${entry.aborted ? ' aborted' : ''}\n`);
+      emit(`${entry.time} info ${entry.method} ${path} ${entry.status} ${entry.ms}ms ${entry.bytes}B id=${entry.id} client=${entry.client}${entry.uid === undefined ? '' : ` uid=${entry.uid}`}${entry.aborted ? ' aborted' : ''}\n`, false);
     },
     get dropped() {
       return dropped;
     },
   };
+}
+
+/** Queued access lines past this many characters are written at once. */
+const MAX_BATCH = 64 * 1024;
+/** Every console logger's flush, run when the process exits. */
+const exitFlushes = new Set<() => void>();
+let exitHooked = false;
+function hookExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  process.once('exit', () => {
+    for (const flush of exitFlushes) flush();
+  });
 }
 
 /** A logger that drops everything (tests). */

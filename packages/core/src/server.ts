@@ -329,7 +329,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const socket = req.socket;
     const sentBefore = socket.bytesWritten;
     const note: RequestNote = { uid: undefined };
-    res.once('close', () => {
+    // 'close' comes once per answer, sent or cut: `on` spares the wrapper `once` makes.
+    res.on('close', () => {
       const path = pathOf(req.url ?? '/');
       if (!logHealth && health.owns(path)) return;
       write({

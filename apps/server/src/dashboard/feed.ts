@@ -36,10 +36,11 @@ export class Feed {
 
   /** An answered request: kept, and sent to the dashboards following. */
   access(entry: AccessEntry): void {
-    const { uid, ...rest } = entry;
-    const event: AccessLogEntry = uid === undefined ? { kind: 'access', level: 'info', ...rest } : { kind: 'access', level: 'info', ...rest, uid };
+    // One literal of a fixed shape: built for every request.
+    const event: AccessLogEntry = { kind: 'access', time: entry.time, level: 'info', id: entry.id, method: entry.method, path: entry.path, status: entry.status, ms: entry.ms, client: entry.client, bytes: entry.bytes, aborted: entry.aborted };
+    if (entry.uid !== undefined) event.uid = entry.uid;
     this.logs.push(event);
-    for (const listener of this.listeners) listener(event);
+    if (this.listeners.size > 0) for (const listener of this.listeners) listener(event);
   }
 
   subscribe(listener: (event: FeedEvent) => void): () => void {

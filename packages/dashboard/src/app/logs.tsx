@@ -6,6 +6,8 @@ import type { LogEntry, LogFilter } from '../logFilter.ts';
 
 /** Entries the page holds at once, the server's own bound. */
 const MAX_SHOWN = 2000;
+/** Live entries are added this often at most (one render per batch). */
+const BATCH_MS = 200;
 
 interface Form {
   kind: string;
@@ -85,14 +87,31 @@ export function LogsPage({ subscribe }: { subscribe(l: (e: FeedEvent) => void): 
 
   useEffect(() => {
     if (!live || filter === undefined) return;
-    return subscribe((event) => {
+    // A busy server answers thousands of requests a second: the page renders them in batches.
+    let pending: LogEntry[] = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const flush = (): void => {
+      timer = undefined;
+      const batch = pending;
+      pending = [];
+      setEntries((list) => {
+        const added = batch.filter((e) => !holds(list, e));
+        if (added.length === 0) return list;
+        const next = [...list, ...added];
+        return next.length > MAX_SHOWN ? next.slice(-MAX_SHOWN) : next;
+      });
+    };
+    const unsubscribe = subscribe((event) => {
       if (event.kind !== 'log' && event.kind !== 'access') return;
       if (!matchesLogFilter(event, filter)) return;
-      setEntries((list) => {
-        if (holds(list, event)) return list;
-        return list.length >= MAX_SHOWN ? [...list.slice(-(MAX_SHOWN - 1)), event] : [...list, event];
-      });
+      pending.push(event);
+      if (pending.length > MAX_SHOWN) pending = pending.slice(-MAX_SHOWN);
+      timer ??= setTimeout(flush, BATCH_MS);
     });
+    return () => {
+      unsubscribe();
+      if (timer !== undefined) clearTimeout(timer);
+    };
   }, [live, filter, subscribe]);
 
   const field = (name: keyof Form, props: Record<string, unknown> = {}) => (
