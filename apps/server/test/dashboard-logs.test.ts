@@ -76,6 +76,10 @@ describe('GET /dashboard/api/logs', () => {
     const user = (await (await fetch(`${app.url}/users`, { method: 'POST', headers: base, body: JSON.stringify({ username: 'ann', password: 'pw-ann-2' }) })).json()) as { id: string };
     const login = await fetch(`${app.url}/users/login`, { method: 'POST', headers: base, body: JSON.stringify({ username: 'ann', password: 'pw-ann-2' }) });
     const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    // A line is written when its answer is over, which may be after the client has it: `before`
+    // is taken once the login's line is there, in a later millisecond.
+    const loginLine = await accessLine(app, login.headers.get('x-request-id'));
+    for (let i = 0; i < 100 && new Date().toISOString() <= loginLine.time; i++) await new Promise((r) => setTimeout(r, 2));
     const before = new Date().toISOString();
     const mine = await fetch(`${app.url}/todos?secret=QUERYSECRET`, { headers: { cookie } });
     const missing = await fetch(`${app.url}/nothing/here`);
