@@ -11,7 +11,8 @@
 //   build      turbo --filter values built before the run (unless --no-build)
 //   missing()  a reason string when the variant cannot run on this checkout, else undefined
 //   command(ctx) -> { args, env? }: node arguments; ctx = { port, appDir, responseFile, response }
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -56,6 +57,21 @@ export const variants = {
     build: ['@svc/server...'],
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
     command: svcCommand,
+  },
+  // The same app with the access log turned off (app.json log.access: false): what the access
+  // line costs per request (`node bench/pair.js --a svc --b svc-no-access`). Its app.json is
+  // written into the temporary copy, so bench/app stays as it is.
+  'svc-no-access': {
+    title: 'svc, access log off',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    build: ['@svc/server...'],
+    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
+    command: (ctx) => {
+      writeFileSync(join(ctx.appDir, 'app.json'), JSON.stringify({ log: { access: false } }));
+      return svcCommand(ctx);
+    },
   },
   // The same app with a trivial On Get script (bench/app-scripts/resources/todos/get.js:
   // `this.seen = true;`), run by @svc/script-runtime (isolated-vm). Its responses carry

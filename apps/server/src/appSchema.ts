@@ -53,6 +53,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000), bucket: { kind: 'string' } } },
   trustProxy: { kind: 'trustProxy' },
   metrics: { kind: 'object', keys: { enabled: { kind: 'boolean' }, path: { kind: 'urlPath' }, port: int(0, 65535), host: { kind: 'string' } } },
+  log: { kind: 'object', keys: { access: { kind: 'boolean' }, health: { kind: 'boolean' } } },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */

@@ -2,7 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createConsoleLogger } from '@svc/core';
+import { createConsoleLogger, LOG_FORMATS } from '@svc/core';
+import type { LogFormat } from '@svc/core';
 import { createApp } from './create.js';
 import { envRootKeys, generateKey, keysFile, readKeys, revokeKey } from './keys.js';
 import { startApp } from './startApp.js';
@@ -13,7 +14,7 @@ import { migrateDeployd } from './migrateDeployd.js';
 import { exportCommand, fileTime, importFileCommand } from './transferCommands.js';
 
 const USAGE = `usage:
-  svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]
+  svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production] [--log-format text|json]
   svc create <dir>       scaffold a new app
   svc keygen [app-dir] [--revoke <key>]  add a root key to .svc/keys.json, or remove one
   svc showkey [app-dir]  print the app's root key
@@ -25,14 +26,15 @@ const USAGE = `usage:
   svc restore [app-dir] --from <file> [--db <mongodb-url>]  replace the store's objects with a backup's
   svc migrate-deployd <dir> [--out <dir>] [--dry-run]  turn a Deployd 1.2 app into an svc app (prints every change)
   svc help [command]     this text, or one command's
-environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST mirror the flags; SVC_ROOT_KEYS adds root keys (comma-separated)`;
+environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST, SVC_LOG_FORMAT mirror the flags; SVC_ROOT_KEYS adds root keys (comma-separated)`;
 
 /** Each command: its usage line, what it does, its flags and how many positionals it takes. */
 const COMMANDS: Record<string, { usage: string; about: string; flags: readonly string[]; max: number }> = {
   serve: {
-    usage: 'svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production]',
-    about: 'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key from this machine; production needs a key of .svc/keys.json or SVC_ROOT_KEYS.',
-    flags: ['port', 'host', 'db', 'redis', 'env'],
+    usage: 'svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production] [--log-format text|json]',
+    about:
+      'Serves the app folder (default: the current folder). Development listens on 127.0.0.1 and takes any root key from this machine; production needs a key of .svc/keys.json or SVC_ROOT_KEYS. The log (stderr) has a line per answered request; --log-format json writes one JSON object per line.',
+    flags: ['port', 'host', 'db', 'redis', 'env', 'log-format'],
     max: 1,
   },
   create: { usage: 'svc create <dir>', about: 'Scaffolds a new app (collections, users with guards, a page, package.json, .gitignore) in an empty or new folder.', flags: [], max: 1 },
@@ -95,6 +97,7 @@ export async function main(argv: string[]): Promise<number> {
         env: { type: 'string', short: 'e' },
         help: { type: 'boolean', short: 'h' },
         'dry-run': { type: 'boolean' },
+        'log-format': { type: 'string' },
         from: { type: 'string' },
         replace: { type: 'boolean' },
         revoke: { type: 'string' },
@@ -275,8 +278,10 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
   const portText = str(values.port) ?? process.env.PORT ?? '2403';
   const port = Number(portText);
   if (!/^\d+$/.test(portText) || !Number.isInteger(port) || port < 0 || port > 65535) return usage(`--port must be a port number, not ${portText}`, 'serve');
+  const format = str(values['log-format']) ?? (process.env.SVC_LOG_FORMAT || 'text');
+  if (!(LOG_FORMATS as readonly string[]).includes(format)) return usage(`--log-format must be ${LOG_FORMATS.join(' or ')}, not ${format}`, 'serve');
   appDir = await appFolder(appDir);
-  const logger = createConsoleLogger();
+  const logger = createConsoleLogger({ format: format as LogFormat });
   const host = str(values.host) ?? process.env.SVC_HOST;
   const db = str(values.db) ?? process.env.SVC_DB;
   const redis = str(values.redis) ?? process.env.SVC_REDIS;

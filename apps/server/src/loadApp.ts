@@ -63,6 +63,8 @@ export interface AppSettings {
    * root requests, or on a port of their own (`port`, on `host`, default 127.0.0.1) without a key.
    */
   metrics?: { enabled?: boolean; path?: string; port?: number; host?: string };
+  /** The access log: on unless `access: false`; health checks only with `health: true`. */
+  log?: { access?: boolean; health?: boolean };
   [key: string]: unknown;
 }
 

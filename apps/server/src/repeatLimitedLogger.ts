@@ -16,5 +16,7 @@ export function repeatLimitedLogger(logger: Logger): Logger {
       fields = undefined;
     };
   };
-  return { info: level('info'), warn: level('warn'), error: level('error') };
+  // Access lines differ per request and are bounded by the logger's backlog: never limited here.
+  const access = logger.access?.bind(logger);
+  return { info: level('info'), warn: level('warn'), error: level('error'), ...(access ? { access } : {}) };
 }

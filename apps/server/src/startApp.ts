@@ -232,6 +232,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(app.settings.http !== undefined ? { http: app.settings.http } : {}),
       ...(app.settings.trustProxy !== undefined ? { trustProxy: app.settings.trustProxy } : {}),
       health: { ...app.settings.health, checks: [() => scripts.unready()] },
+      accessLog: app.settings.log?.access === false ? false : { health: app.settings.log?.health === true },
     });
     bound.server = server;
     let metricsListener: Server | undefined;
@@ -291,7 +292,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       current = next;
       logger.info(
         `reloaded ${mounted.resources.filter((r) => r !== dashboard).length} resources in ${Math.round(performance.now() - started)} ms` +
-          (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey, http, trustProxy and scripts limits apply at the next start)' : ''),
+          (settingsChanged ? ' (app.json: bodyLimit, cors, sessions, methodOverrideKey, http, trustProxy, log and scripts limits apply at the next start)' : ''),
       );
     };
     const stopWatching = options.watch ? watchApp(appDir, reload, logger) : undefined;

@@ -1,7 +1,7 @@
 export { SvcError, isSvcError, errorStatus } from './errors.js';
 export type { ErrorBody, ErrorCode, SvcErrorOptions } from './errors.js';
 export { createServer, recursionLimitOf } from './server.js';
-export type { ExtraRoute, InternalRequest, RequestObserver, RequestSample, ServerDrainOptions, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
+export type { AccessLogOptions, ExtraRoute, InternalRequest, RequestObserver, RequestSample, ServerDrainOptions, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
 export { DEFAULT_HEALTH_PATHS } from './http/health.js';
 export type { HealthOptions } from './http/health.js';
 export type { DrainOutcome } from './http/connectionDrain.js';
@@ -22,8 +22,8 @@ export { DuplicateKeyError, isCollectionName, assertCollectionName } from './sto
 export type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './store/Store.js';
 export { SessionManager } from './sessions.js';
 export type { SessionEndListener, SessionManagerOptions, SessionRecord } from './sessions.js';
-export { createConsoleLogger, silentLogger } from './logger.js';
-export type { Logger } from './logger.js';
+export { createConsoleLogger, DEFAULT_LOG_BACKLOG, LOG_FORMATS, redactText, silentLogger } from './logger.js';
+export type { AccessEntry, ConsoleLogger, ConsoleLoggerOptions, LogFormat, Logger, LogLevel, LogStream } from './logger.js';
 export { createId } from './ids.js';
 export { isLocalHostName } from './rootKeys.js';
 export { redactUrl } from './redactUrl.js';
@@ -31,7 +31,7 @@ export { withoutPaths } from './withoutPaths.js';
 export { isPlainObject, parseQueryString } from './query/parseQueryString.js';
 export { compileQuery } from './query/compileQuery.js';
 export type { CompiledQuery } from './query/compileQuery.js';
-export { CORS_ALLOWED_HEADERS } from './http/cors.js';
+export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from './http/cors.js';
 export { readCookie, requestSessionId } from './http/cookies.js';
 export type { CorsOptions } from './http/cors.js';
 export { servedFile } from './http/servedFile.js';

@@ -13,7 +13,7 @@ import type { ConnectionDrain, DrainOutcome } from './http/connectionDrain.js';
 import { createHealth, DEFAULT_HEALTH_PATHS } from './http/health.js';
 import type { HealthOptions } from './http/health.js';
 import { requestIdOf } from './http/requestId.js';
-import type { Logger } from './logger.js';
+import type { AccessEntry, Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
 import type { Resource, ResourceHost } from './resource.js';
@@ -76,6 +76,17 @@ export interface SvcServerOptions {
   health?: HealthOptions;
   /** Called once per request of the handler when its answer is done (metrics); keep it cheap. */
   observe?: RequestObserver;
+  /**
+   * The access log: one `logger.access` line per answered request (app.json `log`). Default on
+   * when the logger writes access lines, health checks left out; `false` turns it off.
+   */
+  accessLog?: false | AccessLogOptions;
+}
+
+/** Options of the access log ({@link SvcServerOptions.accessLog}). */
+export interface AccessLogOptions {
+  /** Log the health checks too (balancers ask every few seconds). Default false. */
+  health?: boolean;
 }
 
 /** Options of {@link SvcServer.drain}. */
@@ -180,6 +191,15 @@ export interface SvcServer {
   close(): Promise<void>;
 }
 
+/** What the access line learns while the request is handled. */
+/** What handle() learns of a request for its access line and metrics: who answered, whose session. */
+interface RequestNote {
+  resource: string;
+  uid: string | undefined;
+}
+
+/** A longer path is cut in the access log (a request line may be 16 kB). */
+const MAX_LOGGED_PATH = 1024;
 const SESSIONS_COLLECTION = '_sessions';
 const NO_BODY = { kind: 'none', value: undefined } as const;
 const SWEEP_MS = 60 * 60 * 1000;
@@ -236,7 +256,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     return (await users.findUser(session.uid)) ?? undefined;
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, seen: { resource: string }): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, note: RequestNote): Promise<void> {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
@@ -246,24 +266,24 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const cors = corsHeaders(req, allowedOrigins);
     if (cors) for (const [k, v] of cors) res.setHeader(k, v);
     if (req.method === 'OPTIONS') {
-      seen.resource = 'other';
+      note.resource = 'other';
       res.statusCode = 204;
       res.end();
       return;
     }
     const route = extra.get(pathname);
     if (route) {
-      seen.resource = route.path;
+      note.resource = route.path;
       return route.handle(req, res);
     }
     const match = router.match(pathname);
     if (match === undefined) {
-      seen.resource = 'public';
+      note.resource = 'public';
       if (options.publicDir && (await serveStatic(options.publicDir, pathname, req, res))) return;
-      seen.resource = 'none';
+      note.resource = 'none';
       throw new SvcError('NOT_FOUND', `no resource at ${pathname}`);
     }
-    seen.resource = match.resource.path;
+    note.resource = match.resource.path;
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
     const anonymous = sessions.anonymous(sid);
@@ -283,6 +303,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       if (bearerSessionId(req.headers) === undefined) res.setHeader('set-cookie', sessionCookie(record.id, req));
     }
     const session = sessionOf(record, isNew);
+    note.uid = session.uid;
     const query = parseQueryString(search);
     const parsed = match.resource.rawBody || !hasBody(req) ? NO_BODY : await readBody(req, bodyLimit);
     let method = req.method ?? 'GET';
@@ -340,25 +361,58 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
 
   const observe = options.observe;
   const failed = (req: IncomingMessage, res: ServerResponse, err: unknown, id: string): void => {
-    writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${req.url} from ${clientOf(req).address} (request ${id})` }));
+    // The path only: a query string may carry tokens (the access line has the same id).
+    writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${pathOf(req.url ?? '/')} from ${clientOf(req).address} (request ${id})` }));
   };
-  const unobserved = { resource: 'none' };
+  // What handle() notes for nobody (no access log, no metrics): written, never read.
+  const unnoted: RequestNote = { resource: 'none', uid: undefined };
+  // Decided once: a logger without access lines (tests, programs) costs nothing per request.
+  const writeAccess = options.accessLog === false ? undefined : logger.access?.bind(logger);
+  const logHealth = options.accessLog !== false && options.accessLog?.health === true;
+
+  /** Writes the request's access line once its answer is over (sent, or its connection gone). */
+  function followAnswer(req: IncomingMessage, res: ServerResponse, id: string, write: (entry: AccessEntry) => void, note: RequestNote): void {
+    const started = performance.now();
+    const socket = req.socket;
+    const sentBefore = socket.bytesWritten;
+    // 'close' comes once per answer, sent or cut: `on` spares the wrapper `once` makes.
+    res.on('close', () => {
+      const path = pathOf(req.url ?? '/');
+      if (!logHealth && health.owns(path)) return;
+      write({
+        time: new Date().toISOString(),
+        id,
+        method: req.method ?? 'GET',
+        path: path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}...` : path,
+        status: res.headersSent ? res.statusCode : 0,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        uid: note.uid,
+        client: clientOf(req).address,
+        bytes: socket.bytesWritten - sentBefore,
+        aborted: !res.writableFinished,
+      });
+    });
+  }
+
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const id = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', id);
     // svc's own server marks its answers itself (ConnectionDrain); a host's server does not.
     if (draining && !ownServer) res.setHeader('connection', 'close');
-    if (observe === undefined) {
-      handle(req, res, unobserved).catch((err: unknown) => failed(req, res, err, id));
+    if (writeAccess === undefined && observe === undefined) {
+      handle(req, res, unnoted).catch((err: unknown) => failed(req, res, err, id));
       return;
     }
-    const started = performance.now();
-    const seen = { resource: 'none' };
-    // 'close' follows 'finish', and comes alone when the client left first: one sample either way.
-    res.once('close', () => {
-      observe({ resource: seen.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - started) / 1000 });
-    });
-    handle(req, res, seen).catch((err: unknown) => failed(req, res, err, id));
+    const note: RequestNote = { resource: 'none', uid: undefined };
+    if (writeAccess !== undefined) followAnswer(req, res, id, writeAccess, note);
+    if (observe !== undefined) {
+      const started = performance.now();
+      // 'close' follows 'finish', and comes alone when the client left first: one sample either way.
+      res.once('close', () => {
+        observe({ resource: note.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - started) / 1000 });
+      });
+    }
+    handle(req, res, note).catch((err: unknown) => failed(req, res, err, id));
   };
 
   async function request(input: InternalRequest): Promise<Reply> {
@@ -500,6 +554,11 @@ const METHOD_LABELS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 
 /** A request's method as a metrics label: one of a fixed few. */
 function methodLabel(method: string | undefined): string {
   return method !== undefined && METHOD_LABELS.has(method) ? method : 'other';
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
 }
 
 function rootHeader(req: IncomingMessage): string | undefined {

@@ -11,3 +11,6 @@ export const dashboardAssetsDir: string = ((): string => {
   const built = fileURLToPath(new URL('./app/', import.meta.url));
   return existsSync(`${built}app.js`) ? built : fileURLToPath(new URL('../dist/app/', import.meta.url));
 })();
+
+export { matchesLogFilter, parseLogFilter } from './logFilter.js';
+export type { AccessLogEntry, LogEntry, LogFilter, ServerLogEntry } from './logFilter.js';

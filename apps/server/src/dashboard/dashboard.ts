@@ -11,6 +11,8 @@ import type { AppScripts } from '../scripts.js';
 import { COLLECTION_EVENT_FILES } from '../scripts.js';
 import type { Feed, FeedEvent } from './feed.js';
 import { BUILT_IN_TYPES, describeApp, eventFilesOf } from './describe.js';
+import { parseLogFilter } from '@svc/dashboard';
+import type { LogFilter } from '@svc/dashboard';
 import { USER_GUARDS } from './guards.js';
 import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
 import type { RenameIntent } from './renameJournal.js';
@@ -75,6 +77,8 @@ const MAX_STREAMS = 16;
 /** A stream whose client reads slower than this many bytes behind is closed. */
 const MAX_STREAM_BACKLOG = 1 << 20;
 const HEARTBEAT_MS = 20_000;
+/** The most log entries one GET /dashboard/api/logs answers (the whole ring by default). */
+const MAX_LOG_ANSWER = 2000;
 const MIME: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -475,6 +479,21 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return undefined;
   }
 
+  /** The kept log entries passing the query's filter (see parseLogFilter), the newest `limit`. */
+  function logs(ctx: Context): Reply {
+    let filter: LogFilter;
+    try {
+      filter = parseLogFilter(ctx.query);
+    } catch (err) {
+      throw new SvcError('BAD_REQUEST', (err as Error).message);
+    }
+    const limitText = ctx.query.limit;
+    const limit = limitText === undefined ? MAX_LOG_ANSWER : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LOG_ANSWER) throw new SvcError('BAD_REQUEST', `limit must be a whole number from 1 to ${MAX_LOG_ANSWER}`);
+    const ring = options.feed.logs;
+    return { status: 200, body: { entries: ring.find(filter, limit), kept: ring.size, capacity: ring.maxEntries } };
+  }
+
   async function api(ctx: Context, path: string[]): Promise<Reply | undefined> {
     checkCaller(ctx);
     const [what, ...rest] = path;
@@ -503,6 +522,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         return { status: 200, body: done };
       }
     }
+    if (what === 'logs' && method === 'GET' && rest.length === 0) return logs(ctx);
     if (what === 'check' && method === 'POST') return check(body);
     if (what === 'try' && method === 'POST') return trial(ctx, body);
     if (what === 'resources') {

@@ -1,30 +1,46 @@
-import type { Doc, Filter, Logger, Store, StoreCollection, UpdateOps } from '@svc/core';
+import { redactText } from '@svc/core';
+import type { AccessEntry, Doc, Filter, Logger, Store, StoreCollection, UpdateOps } from '@svc/core';
+import type { AccessLogEntry, LogEntry, ServerLogEntry } from '@svc/dashboard';
+import { LogRing } from './logRing.js';
 
-/** One thing the dashboard shows live: a log line or a change of a collection's objects. */
-export type FeedEvent =
-  | { kind: 'log'; time: string; level: 'info' | 'warn' | 'error'; message: string }
-  | { kind: 'change'; collection: string; op: 'insert' | 'update' | 'remove'; id?: string }
-  | { kind: 'reload'; time: string };
+/** One thing the dashboard shows live: a log line, an answered request or a change of a collection's objects. */
+export type FeedEvent = LogEntry | { kind: 'change'; collection: string; op: 'insert' | 'update' | 'remove'; id?: string } | { kind: 'reload'; time: string };
 
-/** How many log lines a dashboard that opens now still sees. */
+/** How many server log lines a dashboard that opens now still sees in its log panel. */
 const RECENT_LOGS = 200;
 
 /**
  * What happens in this process, for the dashboards watching it: log lines (the server's own,
- * script console lines and script errors) and changes of stored objects, wherever they came from.
- * Emitting costs nothing while no dashboard listens.
+ * script console lines and script errors), answered requests and changes of stored objects,
+ * wherever they came from. The last log entries are kept (bounded: {@link LogRing}) for the Logs
+ * page; live events cost nothing while no dashboard listens.
  */
 export class Feed {
   private readonly listeners = new Set<(event: FeedEvent) => void>();
-  private readonly recent: FeedEvent[] = [];
+  private readonly recent: ServerLogEntry[] = [];
+  /** The server's last log entries, requests included, for GET /dashboard/api/logs. */
+  readonly logs: LogRing;
+
+  constructor(options: { maxEntries?: number; maxBytes?: number } = {}) {
+    this.logs = new LogRing(options);
+  }
 
   get listening(): boolean {
     return this.listeners.size > 0;
   }
 
-  /** The last log lines, oldest first. */
-  recentLogs(): readonly FeedEvent[] {
+  /** The last server log lines (no requests), oldest first. */
+  recentLogs(): readonly ServerLogEntry[] {
     return this.recent;
+  }
+
+  /** An answered request: kept, and sent to the dashboards following. */
+  access(entry: AccessEntry): void {
+    // One literal of a fixed shape: built for every request.
+    const event: AccessLogEntry = { kind: 'access', time: entry.time, level: 'info', id: entry.id, method: entry.method, path: entry.path, status: entry.status, ms: entry.ms, client: entry.client, bytes: entry.bytes, aborted: entry.aborted };
+    if (entry.uid !== undefined) event.uid = entry.uid;
+    this.logs.push(event);
+    if (this.listeners.size > 0) for (const listener of this.listeners) listener(event);
   }
 
   subscribe(listener: (event: FeedEvent) => void): () => void {
@@ -36,18 +52,28 @@ export class Feed {
     if (event.kind === 'log') {
       this.recent.push(event);
       if (this.recent.length > RECENT_LOGS) this.recent.shift();
+      this.logs.push(event);
     }
     for (const listener of this.listeners) listener(event);
   }
 }
 
-/** A logger that also hands every line to the feed. */
+/** A logger that also hands every line and every access line to the feed. */
 export function teeLogger(logger: Logger, feed: Feed): Logger {
   const tee = (level: 'info' | 'warn' | 'error') => (message: string, fields?: Record<string, unknown>) => {
     logger[level](message, fields);
-    feed.emit({ kind: 'log', time: new Date().toISOString(), level, message });
+    feed.emit({ kind: 'log', time: new Date().toISOString(), level, message: redactText(message) });
   };
-  return { info: tee('info'), warn: tee('warn'), error: tee('error') };
+  const access = logger.access?.bind(logger);
+  return {
+    info: tee('info'),
+    warn: tee('warn'),
+    error: tee('error'),
+    access(entry) {
+      access?.(entry);
+      feed.access(entry);
+    },
+  };
 }
 
 /**

@@ -1,4 +1,5 @@
 /** The dashboard's calls: the app's REST API and /dashboard/api, as root. */
+import type { LogEntry } from '../logFilter.ts';
 
 const KEY_STORAGE = 'svc-dashboard-key';
 
@@ -107,8 +108,9 @@ export interface AppView {
   types: TypeView[];
 }
 
+/** A log line, an answered request, a change of stored objects, or a reload of the app. */
 export type FeedEvent =
-  | { kind: 'log'; time: string; level: 'info' | 'warn' | 'error'; message: string }
+  | LogEntry
   | { kind: 'change'; collection: string; op: 'insert' | 'update' | 'remove'; id?: string }
   | { kind: 'reload'; time: string };
 

@@ -9,6 +9,7 @@ import { ConfigPage } from './config.tsx';
 import { EventsPage } from './events.tsx';
 import { ApiPage } from './apiPage.tsx';
 import { BackupsPage } from './backups.tsx';
+import { LogsPage } from './logs.tsx';
 
 interface Session {
   env: string;
@@ -21,7 +22,7 @@ type LogLine = Extract<FeedEvent, { kind: 'log' }>;
 /** #/r/<name>/<tab> -> {name, tab}; anything else is the home page. */
 function parseRoute(hash: string): { name?: string; tab?: string; page?: string } {
   const path = decodeURIComponent(hash.replace(/^#\/?/, ''));
-  if (path === 'new' || path === 'backups') return { page: path };
+  if (path === 'new' || path === 'backups' || path === 'logs') return { page: path };
   const match = /^r\/(.+?)(?:\/(data|properties|events|config|api))?$/.exec(path);
   if (!match) return {};
   return { name: match[1] as string, tab: match[2] ?? '' };
@@ -104,6 +105,7 @@ function App() {
         <span class={`env env-${session.env}`}>{session.env}</span>
         <span class={`live ${live ? 'on' : ''}`} title={live ? 'following the server live' : 'reconnecting'}>{live ? 'live' : 'offline'}</span>
         <span class="grow" />
+        <a class={`btn ghost ${route.page === 'logs' ? 'active' : ''}`} href="#/logs" data-test="logs-link">Logs</a>
         <a class="btn ghost" href="/dashboard/api/types" onClick={(e) => { e.preventDefault(); void downloadTypes(); }}>Download svc-types.ts</a>
         {session.env === 'production' && (
           <button class="btn ghost" onClick={() => { rootKey.clear(); location.reload(); }}>Lock</button>
@@ -133,7 +135,9 @@ function App() {
         </nav>
       </aside>
       <main class="main">
-        {route.page === 'new' ? (
+        {route.page === 'logs' ? (
+          <LogsPage subscribe={subscribe} />
+        ) : route.page === 'new' ? (
           <NewResource app={app} onCreated={(next, name) => { setApp(next); go(`#/r/${name}`); }} />
         ) : route.page === 'backups' ? (
           <BackupsPage />
