@@ -22,7 +22,7 @@ describe.skipIf(!hasPnpm)('the packed packages install with npm and run an app',
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'svc-pack-'));
     tarballs = await packAll(join(dir, 'tarballs'));
-    const deps = tarballDependencies(tarballs, '.');
+    const deps = tarballDependencies(tarballs, './tarballs');
     // overrides: the packages' own ranges on each other (^0.1.0) resolve to these tarballs too.
     await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'packed-svc', private: true, type: 'module', dependencies: deps, overrides: deps }, null, 2));
     const installed = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], dir);
