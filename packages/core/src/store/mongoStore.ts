@@ -76,7 +76,8 @@ const RENAME_REFUSED = new Set([13, 59, 48, 115, 238]);
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
   // The embedded store drops undefined properties (JSON); without this the driver stores null.
   const timeoutMS = options.timeoutMs ?? 5000;
-  const client = new MongoClient(options.url, { ignoreUndefined: true, serverSelectionTimeoutMS: timeoutMS, timeoutMS });
+  // The time limit goes with each read as maxTimeMS (MongoCollection): the driver ignores its own `timeoutMS`.
+  const client = new MongoClient(options.url, { ignoreUndefined: true, serverSelectionTimeoutMS: timeoutMS });
   try {
     await client.connect();
   } catch (err) {
@@ -158,7 +159,7 @@ class MongoCollection implements StoreCollection {
   }
 
   count(filter: Filter): Promise<number> {
-    return guarded(this.#timeoutMs, () => this.#coll.countDocuments(toMongoFilter(filter)));
+    return guarded(this.#timeoutMs, () => this.#coll.countDocuments(toMongoFilter(filter), { maxTimeMS: this.#timeoutMs }));
   }
 
   insert(doc: Doc): Promise<Doc> {
@@ -191,7 +192,7 @@ class MongoCollection implements StoreCollection {
   }
 
   async #find(filter: Filter, options: FindOptions): Promise<Doc[]> {
-    let cursor = this.#coll.find(toMongoFilter(filter));
+    let cursor = this.#coll.find(toMongoFilter(filter)).maxTimeMS(this.#timeoutMs);
     if (options.fields) cursor = cursor.project(renameId(options.fields));
     if (options.sort) cursor = cursor.sort(renameId(options.sort));
     if (options.skip) cursor = cursor.skip(options.skip);
@@ -201,7 +202,7 @@ class MongoCollection implements StoreCollection {
 
   async #findOne(filter: Filter, options: Pick<FindOptions, 'fields'>): Promise<Doc | null> {
     const projection = options.fields ? renameId(options.fields) : undefined;
-    const raw = await this.#coll.findOne(toMongoFilter(filter), projection ? { projection } : {});
+    const raw = await this.#coll.findOne(toMongoFilter(filter), projection ? { projection, maxTimeMS: this.#timeoutMs } : { maxTimeMS: this.#timeoutMs });
     return raw ? toDoc(raw) : null;
   }
 
@@ -219,7 +220,7 @@ class MongoCollection implements StoreCollection {
     const update = toMongoUpdate(ops);
     if (!update) return this.#findOne(filter, {});
     try {
-      const raw = await this.#coll.findOneAndUpdate(toMongoFilter(filter), update, { returnDocument: 'after' });
+      const raw = await this.#coll.findOneAndUpdate(toMongoFilter(filter), update, { returnDocument: 'after', maxTimeMS: this.#timeoutMs });
       return raw ? toDoc(raw) : null;
     } catch (err) {
       throw await this.#translate(err);
