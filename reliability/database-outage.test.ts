@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runApp } from '../apps/server/test/helpers/app.js';
 import type { AppHandle } from '../apps/server/test/helpers/app.js';
+import { freePort } from './localServices.js';
 
 // Issue 11 (7): with MongoDB down, requests got 500 for 6 s and then waited without bound; a
 // frozen database held them for as long as it was frozen. This test runs its own FerretDB (the
@@ -19,17 +20,6 @@ if (!available) {
   const message = 'database outage tests SKIPPED: set SVC_TEST_FERRETDB_BIN to a FerretDB binary (.ci/run does)';
   if (process.env.CI === 'true') throw new Error(`${message}; under CI=true nothing may be skipped`);
   process.stderr.write(`${message}\n`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 let dataDir: string;

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,33 +8,19 @@ import { createClient } from '@svc/client';
 import type { SvcClient } from '@svc/client';
 import { startSvc } from '../apps/server/test/cli.js';
 import type { SvcProcess } from '../apps/server/test/cli.js';
+import { freePort, hasRedisServer, redisAnswers } from './localServices.js';
 
 // Redis (the realtime scale-out adapter) stopped and started under a running svc (issue 11): HTTP
 // keeps being served while it is down, and realtime messages flow again once it is back. The test
 // runs a redis-server of its own on a free port (the shared one must not be stopped).
 
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
-const hasRedis = await new Promise<boolean>((resolve) => {
-  const probe = spawn('redis-server', ['--version'], { stdio: 'ignore' });
-  probe.on('error', () => resolve(false));
-  probe.on('exit', (code) => resolve(code === 0));
-});
+const hasRedis = hasRedisServer;
 const runnable = hasRedis && mongoUrl !== undefined;
 if (!runnable) {
   const message = 'redis outage test SKIPPED: it needs redis-server and SVC_TEST_MONGODB_URL (two svc processes share one database; .ci/run provides both)';
   if (process.env.CI === 'true') throw new Error(`${message}; under CI=true nothing may be skipped`);
   process.stderr.write(`${message}\n`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
@@ -45,17 +30,6 @@ async function until(check: () => boolean | Promise<boolean>, ms = 15_000): Prom
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-
-const answers = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = createConnection(port, '127.0.0.1');
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d) => {
-      resolve(d.toString().startsWith('+PONG'));
-      socket.destroy();
-    });
-    socket.on('error', () => resolve(false));
-  });
 
 describe.runIf(runnable)('Redis stopped and started under a running svc', () => {
   let dir: string;
@@ -68,7 +42,7 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
 
   async function startRedis(): Promise<void> {
     redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await until(() => answers(port));
+    await until(() => redisAnswers(port));
   }
 
   beforeAll(async () => {
@@ -108,7 +82,7 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
     await until(() => got.includes('before'));
 
     redis?.kill('SIGKILL');
-    await until(async () => !(await answers(port)));
+    await until(async () => !(await redisAnswers(port)));
     for (let i = 0; i < 10; i++) {
       const started = performance.now();
       const res = await post(`during ${i}`);
@@ -160,7 +134,7 @@ describe.runIf(runnable)('Redis stopped and started under a running svc', () => 
     const cookie = onB.headers.getSetCookie().find((c) => c.startsWith('sid='))!.split(';')[0]!;
 
     redis?.kill('SIGKILL');
-    await until(async () => !(await answers(port)));
+    await until(async () => !(await redisAnswers(port)));
     // Ends cy's other sessions (the client's on A): A cannot be told now.
     const changed = await fetch(`${svc.url}/users/${uid}`, { method: 'PUT', headers: { ...json, cookie }, body: JSON.stringify({ password: 'new' }) });
     expect(changed.status).toBe(200);

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from '@svc/core';
@@ -9,6 +8,7 @@ import { startApp } from '@svc/server';
 import type { RunningApp } from '@svc/server';
 import eventType from '@svc/type-event';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort, hasRedisServer, redisAnswers } from './localServices.js';
 
 // Issue 23 item 11: a scheduled Event runs once per planned time across the app's processes when
 // they share a Redis (--redis), and in each process when they share only the database.
@@ -107,37 +107,10 @@ describe.skipIf(missing !== '')('a schedule shared by two processes of one app',
   });
 });
 
-const hasRedisServer = await new Promise<boolean>((resolve) => {
-  const probe = spawn('redis-server', ['--version'], { stdio: 'ignore' });
-  probe.on('error', () => resolve(false));
-  probe.on('exit', (code) => resolve(code === 0));
-});
 if (!hasRedisServer) {
   if (process.env.CI === 'true') throw new Error('CI=true but redis-server is missing: the scheduled jobs outage test cannot run');
   process.stderr.write('SKIPPED the scheduled jobs Redis outage test: it needs redis-server\n');
 }
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const answers = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = createConnection(port, '127.0.0.1');
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d) => {
-      resolve(d.toString().startsWith('+PONG'));
-      socket.destroy();
-    });
-    socket.on('error', () => resolve(false));
-  });
 
 // A Redis of its own on a free port (the shared one must not be stopped).
 describe.runIf(hasRedisServer)('a schedule while its Redis is down', () => {
@@ -154,7 +127,7 @@ describe.runIf(hasRedisServer)('a schedule while its Redis is down', () => {
     const port = await freePort();
     const startRedis = async () => {
       redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-      await until(() => answers(port), 'redis-server answering');
+      await until(() => redisAnswers(port), 'redis-server answering');
     };
     await startRedis();
     dir = await mkdtemp(join(tmpdir(), 'svc-schedule-outage-'));
@@ -173,7 +146,7 @@ describe.runIf(hasRedisServer)('a schedule while its Redis is down', () => {
     await until(async () => (await count()) >= 1, 'a run with Redis up');
 
     redis?.kill('SIGKILL');
-    await until(async () => !(await answers(port)), 'redis-server stopped');
+    await until(async () => !(await redisAnswers(port)), 'redis-server stopped');
     await until(async () => lines.some((l) => l.message.startsWith('scheduled jobs: redis at')), 'the outage logged');
     // Runs under way when Redis went have ended; none starts while it is down.
     await new Promise((r) => setTimeout(r, 1200));
