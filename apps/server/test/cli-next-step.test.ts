@@ -20,12 +20,21 @@ afterEach(async () => {
 /** Runs a shell command line in the repository until it prints its port; answers whether it did. */
 function listens(line: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const child = spawn('sh', ['-c', `exec ${line} --port 0`], { cwd: repo, env: { ...process.env, SVC_WATCH: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A group of its own: the line may start svc's launcher, which runs the server in a child;
+    // the whole group is stopped, so no server outlives the test.
+    const child = spawn('sh', ['-c', `exec ${line} --port 0`], { cwd: repo, env: { ...process.env, SVC_WATCH: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const stop = () => {
+      try {
+        process.kill(-(child.pid as number), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
     let out = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const timer = setTimeout(stop, 20_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
-      if (/listening on port \d+/.test(out)) child.kill('SIGKILL');
+      if (/listening on port \d+/.test(out)) stop();
     });
     child.on('exit', () => {
       clearTimeout(timer);
