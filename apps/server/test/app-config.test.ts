@@ -1,24 +1,12 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '@svc/core';
-import { loadApp } from '@svc/server';
-import { runApp, writeApp } from './helpers/app.js';
+import { loadOutcome, runApp, writeApp } from './helpers/app.js';
 import { runSvc } from './cli.js';
 
 // Issue 15 (8): app.json and config.json are checked at start, naming the file and the key.
 
-async function loadError(files: Record<string, string | object>): Promise<string> {
-  const dir = await writeApp({ 'resources/todos/config.json': { type: 'Collection', properties: {} }, ...files });
-  try {
-    await loadApp(dir, silentLogger);
-    return 'loaded';
-  } catch (err) {
-    return (err as Error).message.replace(dir, '<app>');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+const loadError = loadOutcome;
 
 describe('app.json and config.json validation', () => {
   it('a valid app.json with every key loads', async () => {

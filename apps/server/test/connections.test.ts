@@ -1,11 +1,8 @@
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
-import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '@svc/core';
 import type { Logger } from '@svc/core';
-import { loadApp } from '@svc/server';
-import { runApp, writeApp } from './helpers/app.js';
+import { loadOutcome, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 
 // Issue 21 (8): app.json "http" sets the server's timeouts and connection caps; a Socket.IO
@@ -103,17 +100,7 @@ describe('app.json http', () => {
   });
 
   it('app.json http keys are checked at start', async () => {
-    const loadError = async (settings: object): Promise<string> => {
-      const dir = await writeApp({ 'app.json': settings });
-      try {
-        await loadApp(dir, silentLogger);
-        return 'loaded';
-      } catch (err) {
-        return (err as Error).message.replace(dir, '<app>');
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    };
+    const loadError = (settings: object): Promise<string> => loadOutcome({ 'app.json': settings });
     expect(await loadError({ http: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000, maxConnections: 5000, maxConnectionsPerAddress: 0 } })).toBe('loaded');
     expect(await loadError({ http: { headerTimeoutMs: 10 } })).toMatch(/unknown key "http.headerTimeoutMs" \(did you mean "http.headersTimeoutMs"\?\)/);
     expect(await loadError({ http: { maxConnections: 0 } })).toMatch(/"http.maxConnections" must be a whole number >= 1, not 0/);

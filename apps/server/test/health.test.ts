@@ -3,8 +3,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '@svc/core';
-import { attachApp, loadApp } from '@svc/server';
-import { appStores, runApp, writeApp } from './helpers/app.js';
+import { attachApp } from '@svc/server';
+import { appStores, loadOutcome, runApp, writeApp } from './helpers/app.js';
 import { startSvc } from './cli.js';
 
 // Issue 23 (2, 3, 4): health checks of a whole app (on each store), app.json's health paths and
@@ -12,17 +12,7 @@ import { startSvc } from './cli.js';
 
 const todos = { 'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string' } } } };
 
-async function loadError(appJson: object): Promise<string> {
-  const dir = await writeApp({ ...todos, 'app.json': appJson });
-  try {
-    await loadApp(dir, silentLogger);
-    return 'loaded';
-  } catch (err) {
-    return (err as Error).message.replace(dir, '<app>');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+const loadError = (appJson: object): Promise<string> => loadOutcome({ ...todos, 'app.json': appJson });
 
 describe('app.json health and drain settings', () => {
   it('accepts paths, false and a drain time; names a wrong one', async () => {

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { silentLogger } from '@svc/core';
 import type { Logger, Realtime, ResourceType } from '@svc/core';
-import { startApp } from '@svc/server';
+import { loadApp, startApp } from '@svc/server';
 import type { RunningApp } from '@svc/server';
 
 /** An app folder written from a map of relative path -> content (objects become JSON). */
@@ -101,4 +101,20 @@ export function memoryLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
   const push = (level: string) => (m: string, f?: Record<string, unknown>) => lines.push(`${level} ${m}${f ? ` ${JSON.stringify(f)}` : ''}`);
   return { lines, info: push('info'), warn: push('warn'), error: push('error') };
+}
+
+/**
+ * Loads an app folder made of `files` (plus a todos collection) and answers 'loaded', or the
+ * start error with the folder written as `<app>`; the folder is removed either way.
+ */
+export async function loadOutcome(files: Record<string, string | object>): Promise<string> {
+  const dir = await writeApp({ 'resources/todos/config.json': { type: 'Collection', properties: {} }, ...files });
+  try {
+    await loadApp(dir, silentLogger);
+    return 'loaded';
+  } catch (err) {
+    return (err as Error).message.replace(dir, '<app>');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
