@@ -40,7 +40,7 @@ export { clientAddress, DEFAULT_HTTP_LIMITS } from './http/svcHttpServer.js';
 export { ProxyTrust } from './http/ProxyTrust.js';
 export type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 export type { HttpLimits } from './http/svcHttpServer.js';
-export { createEmbeddedStore } from './store/embeddedStore.js';
+export { createEmbeddedStore, matchesFilter } from './store/embeddedStore.js';
 export { snapshotEmbeddedStore, collectionOfDataFile, dataFileOfCollection } from './store/embeddedSnapshot.js';
 export type { EmbeddedSnapshot, SnapshotCollection } from './store/embeddedSnapshot.js';
 export { lockDataFolder } from './store/internal/dataLock.js';

@@ -14,6 +14,8 @@ export interface ResourceHost {
   sessionChanged(sessionId: string, uid: string | undefined, previousSessionId?: string): void;
   /** Login limits shared by the server's processes (Redis); absent: each UserCollection counts in memory. */
   readonly loginLimits?: LoginLimitsFactory | undefined;
+  /** The app's resource at a path ('/users'), as the server currently serves it (relations, live queries). */
+  resourceAt?(path: string): Resource | undefined;
 }
 
 /** The methods a resource offers the client library (svc.<r>.get, .login, ...). */

@@ -234,6 +234,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     sessionChanged(sessionId, uid, previousSessionId) {
       for (const listener of sessionListeners) listener({ sessionId, uid, previousSessionId });
     },
+    resourceAt: (path) => router.byPath(path),
   };
   for (const resource of options.resources) await resource.init?.(host);
   const ownServer = options.httpServer === undefined;

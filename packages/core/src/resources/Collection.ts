@@ -113,6 +113,20 @@ export class Collection implements Resource {
     return this.seesPrivate(ctx) ? this.properties : this.publicProperties;
   }
 
+  /** The properties ctx's caller may filter, sort and group by (aggregates, filters across relations). */
+  queryableFor(ctx: Context): Record<string, PropertyDef> {
+    return this.queryable(ctx);
+  }
+
+  /**
+   * The store filter that limits what ctx's caller may list or read: the access rules' part of
+   * every query made for that caller ({} when nothing limits it). Aggregates and live queries
+   * combine it with their own filter.
+   */
+  accessFilter(_ctx: Context, _action: 'list' | 'read'): Filter {
+    return {};
+  }
+
   /**
    * On BeforeRequest (Deployd 1.2): before any other event of a GET, POST, PUT or DELETE, with
    * `event` the method; it may cancel, change `query`, and (POST, PUT) change the body as `this`.
@@ -181,8 +195,44 @@ export class Collection implements Resource {
       return { status: 200, body: await this.store.findJson(compiled.filter, options), headers: { 'content-type': JSON_TYPE } };
     }
     const docs = await this.store.find(compiled.filter, compiled.options);
-    const body = scripted ? await this.afterGetList(ctx, docs) : docs.map((d) => this.present(d));
-    return { status: 200, body };
+    return { status: 200, body: await this.shown(ctx, docs, skipEvents) };
+  }
+
+  /**
+   * The one read path for a caller: what GET /<c>?query answers to ctx's caller, as objects.
+   * REST lists, `$expand` and anything else that reads on a caller's behalf go through it, so
+   * what applies to a GET (private properties, On Get, access rules) applies to them all.
+   */
+  async readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]> {
+    const compiled = compileQuery(query, this.queryable(ctx));
+    const docs = await this.store.find(compiled.filter, compiled.options);
+    return this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot);
+  }
+
+  /**
+   * Objects already read (a live query's changed object, an emitted one), shown to ctx's caller
+   * exactly as a GET by that caller would show them, in order; null where the caller may not see
+   * one (On Get cancelled it, or the access rules hide it).
+   */
+  async showTo(ctx: Context, docs: readonly Doc[]): Promise<(Record<string, unknown> | null)[]> {
+    const copies = docs.map((d) => ({ ...d }));
+    if (!this.events.has('get')) return copies.map((d) => this.visibleOf(ctx, this.present(d)));
+    const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? copies : copies.map((d) => this.withoutStoreOnly(d)));
+    return outcomes.map((outcome) => (outcome === null ? null : this.visibleOf(ctx, this.present(applyHidden(outcome)))));
+  }
+
+  /** A list's objects as the caller sees them: On Get (unless skipped), present(), no private properties. */
+  private async shown(ctx: Context, docs: Doc[], skipEvents: boolean): Promise<Record<string, unknown>[]> {
+    if (skipEvents || !this.events.has('get')) return docs.map((d) => this.visibleOf(ctx, this.present(d)));
+    return (await this.afterGetList(ctx, docs)).map((d) => this.visibleOf(ctx, d));
+  }
+
+  /** An object without what the caller may not read (private properties). */
+  private visibleOf(ctx: Context, object: Record<string, unknown>): Record<string, unknown> {
+    if (this.seesPrivate(ctx)) return object;
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(object)) if (!this.privateProps.has(key)) out[key] = object[key];
+    return out;
   }
 
   private async count(ctx: Context): Promise<Reply> {

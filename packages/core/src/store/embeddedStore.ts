@@ -913,6 +913,15 @@ function walkIndex(root: TreeNode, field: string, direction: 1 | -1, query: Quer
 }
 
 /**
+ * Whether an object matches a store filter, with the embedded store's meaning of every operator
+ * (access rules on objects in hand, live queries). MongoDB agrees on what svc's query language
+ * accepts; the store tests run the same queries on both.
+ */
+export function matchesFilter(object: Record<string, unknown>, filter: Filter): boolean {
+  return nedbModel.match(object, toNedbFilter(filter));
+}
+
+/**
  * How an object is tested against a query: nedb's matcher, or for the common query made only of
  * equalities on top-level properties with a string, number or boolean (`{"done": false}`), a
  * direct test with nedb's meaning (an array property matches when an element is equal).
