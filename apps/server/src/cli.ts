@@ -37,7 +37,7 @@ const COMMANDS: Record<string, { usage: string; about: string; flags: readonly s
     flags: ['port', 'host', 'db', 'redis', 'env', 'log-format'],
     max: 1,
   },
-  create: { usage: 'svc create <dir>', about: 'Scaffolds a new app (collections, users with guards, a page, package.json, .gitignore) in an empty or new folder.', flags: [], max: 1 },
+  create: { usage: 'svc create <dir>', about: 'Scaffolds a new app (a collection and users with access rules, a page, package.json, .gitignore) in an empty or new folder.', flags: [], max: 1 },
   keygen: {
     usage: 'svc keygen [app-dir] [--revoke <key>]',
     about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key); --revoke removes one (the whole key or its first 16 characters or more), refused by a running server from its next request.",

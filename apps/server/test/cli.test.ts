@@ -24,6 +24,9 @@ async function start(args: string[], env: Record<string, string> = {}): Promise<
   return p;
 }
 
+/** Root in development (any key from this machine): the durability tests write past the scaffolded rules. */
+const ROOT = { 'svc-ssh-key': 'development' };
+
 async function json(url: string, init: RequestInit = {}): Promise<{ status: number; body: unknown }> {
   const res = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init.headers } });
   const text = await res.text();
@@ -43,7 +46,11 @@ describe('svc command line', () => {
     expect(p.stderr()).toContain('listens on 127.0.0.1 only');
     const page = await fetch(`${p.url}/`);
     expect(page.headers.get('content-type')).toContain('text/html');
-    const made = await json(`${p.url}/todos`, { method: 'POST', body: JSON.stringify({ title: 'persist me' }) });
+    // The scaffolded rules: sign-up is open; a todo is made by a logged-in user, as its owner.
+    const user = (await json(`${p.url}/users`, { method: 'POST', body: JSON.stringify({ username: 'ann', password: 'pw-ann-1' }) })).body as { id: string };
+    const login = await fetch(`${p.url}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ann', password: 'pw-ann-1' }) });
+    const cookie = (login.headers.getSetCookie().find((c) => c.startsWith('sid=')) ?? '').split(';')[0] as string;
+    const made = await json(`${p.url}/todos`, { method: 'POST', headers: { cookie }, body: JSON.stringify({ title: 'persist me', owner: user.id }) });
     expect(made.status).toBe(200);
     expect(await p.stop('SIGTERM')).toBe(0);
     expect(p.stderr()).toContain('shutting down');
@@ -61,7 +68,7 @@ describe('svc command line', () => {
     expect(second.code).not.toBe(0);
     expect(second.stderr).toMatch(new RegExp(`data folder .* is in use by process ${first.child.pid}`));
     const ids: string[] = [];
-    for (let i = 0; i < 50; i++) ids.push(((await json(`${first.url}/todos`, { method: 'POST', body: JSON.stringify({ title: `t${i}` }) })).body as { id: string }).id);
+    for (let i = 0; i < 50; i++) ids.push(((await json(`${first.url}/todos`, { method: 'POST', headers: ROOT, body: JSON.stringify({ title: `t${i}` }) })).body as { id: string }).id);
     expect(await first.stop('SIGTERM')).toBe(0);
     const again = await start([app]);
     const list = (await json(`${again.url}/todos`)).body as { id: string }[];
@@ -74,7 +81,7 @@ describe('svc command line', () => {
     let p = await start([app]);
     const ids: string[] = [];
     for (let i = 0; i < 200; i++) {
-      const res = await json(`${p.url}/todos`, { method: 'POST', body: JSON.stringify({ title: `t${i}` }) });
+      const res = await json(`${p.url}/todos`, { method: 'POST', headers: ROOT, body: JSON.stringify({ title: `t${i}` }) });
       ids.push((res.body as { id: string }).id);
     }
     await p.stop('SIGKILL');
@@ -232,7 +239,7 @@ describe('svc command line', () => {
     await runSvc(['create', app]);
     const url = `${(process.env.SVC_TEST_MONGODB_URL ?? '').replace(/\/$/, '')}/svc_cli_${Date.now()}`;
     const p = await start([app, '--db', url]);
-    const made = await json(`${p.url}/todos`, { method: 'POST', body: JSON.stringify({ title: 'in mongo' }) });
+    const made = await json(`${p.url}/todos`, { method: 'POST', headers: ROOT, body: JSON.stringify({ title: 'in mongo' }) });
     expect((await json(`${p.url}/todos/${(made.body as { id: string }).id}`)).body).toEqual(made.body);
     expect(existsSync(join(app, 'data'))).toBe(false);
   });

@@ -173,7 +173,7 @@ describe('dashboard API: who may use it', () => {
     // 100 characters work all the way: created, renamed, deleted to .svc/trash.
     const name = 'b'.repeat(100);
     expect((await api(app, 'POST', '/dashboard/api/resources', { name, type: 'Collection' })).status).toBe(201);
-    expect((await api(app, 'POST', `/${name}`, {}, {})).status).toBe(200);
+    expect((await api(app, 'POST', `/${name}`, {})).status).toBe(200);
     expect((await api(app, 'POST', `/dashboard/api/resources/${name}/rename`, { to: `c/${'d'.repeat(98)}` })).body.moved).toBe(1);
     expect((await api(app, 'DELETE', `/dashboard/api/resources/c/${'d'.repeat(98)}`)).status).toBe(200);
     expect(await readdir(join(dir, 'resources'))).toEqual(['c', 'todos']);
@@ -255,14 +255,14 @@ describe('dashboard API: changes are written to the app folder and served at onc
     const { app, dir } = await start('development');
     const created = await api(app, 'POST', '/dashboard/api/resources', { name: 'books', type: 'Collection' });
     expect(created.status).toBe(201);
-    expect(JSON.parse(await readFile(join(dir, 'resources/books/config.json'), 'utf8'))).toEqual({ type: 'Collection', properties: {} });
+    expect(JSON.parse(await readFile(join(dir, 'resources/books/config.json'), 'utf8'))).toEqual({ type: 'Collection', properties: {}, rules: { create: { '@me.id': { $exists: true } } } });
     const props = { title: { type: 'string', required: true }, pages: { type: 'number' } };
     expect((await api(app, 'PUT', '/dashboard/api/resources/books', { config: { type: 'Collection', properties: props } })).status).toBe(200);
     // Served at once: validation of the new properties.
-    const bad = await api(app, 'POST', '/books', { pages: 3 }, {});
+    const bad = await api(app, 'POST', '/books', { pages: 3 });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toHaveProperty('title');
-    const book = await api(app, 'POST', '/books', { title: 'Dune', pages: 412 }, {});
+    const book = await api(app, 'POST', '/books', { title: 'Dune', pages: 412 });
     expect(book.status).toBe(200);
 
     const renamed = await api(app, 'POST', '/dashboard/api/resources/books/rename', { to: 'library/books' });

@@ -14,6 +14,7 @@ import { BUILT_IN_TYPES, describeApp, eventFilesOf } from './describe.js';
 import { parseLogFilter } from '@svc/dashboard';
 import type { LogFilter } from '@svc/dashboard';
 import { USER_GUARDS } from './guards.js';
+import { newCollectionConfig } from '../defaultRules.js';
 import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
 import type { RenameIntent } from './renameJournal.js';
 import { crashPoint } from '../crashPoint.js';
@@ -251,8 +252,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     // Paths are case-sensitive, but two differing in case only would not load (the router refuses them).
     const sameButCase = options.current().resources.find((r) => r.path.toLowerCase() === `/${name}`.toLowerCase());
     if (sameButCase) throw new SvcError('CONFLICT', `a resource ${sameButCase.path.slice(1)} exists (names differing in case only are not allowed)`, { errors: { name: 'taken' } });
-    const config: ResourceConfig = { type };
-    if (type === 'Collection' || type === 'UserCollection') config.properties = {};
+    let config: ResourceConfig = { type };
+    // A new collection starts with write rules (defaultRules.ts): create needs a login, owners change their own.
+    if (type === 'Collection' || type === 'UserCollection') config = newCollectionConfig(type, body.owner);
     else {
       // Defaults, then what the form gave (the settings a type requires).
       const schema = typeOf(type)?.settings ?? {};

@@ -228,6 +228,8 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [message, setMessage] = useState<string | undefined>();
   const [settings, setSettings] = useState<Record<string, string>>({});
+  // The owner convention (docs/access-rules.md): objects belong to the user who creates them.
+  const [owner, setOwner] = useState('owner');
   // The settings a type cannot start without are asked for here; the rest on its Config page.
   const needed = Object.entries(app.types.find((t) => t.name === type)?.settings ?? {}).filter(([, spec]) => spec.required && spec.default === undefined);
   const submit = async (e: Event) => {
@@ -235,7 +237,7 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
     try {
       const given: Record<string, unknown> = {};
       for (const [field, spec] of needed) given[field] = spec.type === 'number' ? Number(settings[field]) : settings[field];
-      const next = await call<AppView>('POST', '/dashboard/api/resources', { name, type, ...(needed.length > 0 ? { settings: given } : {}) });
+      const next = await call<AppView>('POST', '/dashboard/api/resources', { name, type, ...(needed.length > 0 ? { settings: given } : {}), ...(type === 'Collection' ? { owner: owner.trim() } : {}) });
       onCreated(next, name.replace(/^\/+|\/+$/g, ''));
     } catch (err) {
       setErrors(err instanceof ApiError ? err.errors : {});
@@ -266,7 +268,20 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
             {errors[field] && <p class="field-error">{errors[field]}</p>}
           </div>
         ))}
-        {message && !errors.name && !needed.some(([f]) => errors[f]) && <p class="field-error">{message}</p>}
+        {type === 'Collection' && (
+          <div class="field">
+            <label for="new-owner">Owner property</label>
+            <input id="new-owner" class="mono" value={owner} placeholder="none" onInput={(e) => setOwner((e.target as HTMLInputElement).value)} />
+            <p class="muted small">
+              {owner.trim() === ''
+                ? 'No owner: creating needs a login; anyone may change or delete (the Rules tab changes that).'
+                : `Creating needs a login, with ${owner.trim()} set to the creator's id; only the owner (or root) changes or deletes.`}
+            </p>
+            {errors.owner && <p class="field-error">{errors.owner}</p>}
+          </div>
+        )}
+        {type === 'UserCollection' && <p class="muted small">Anyone may sign up; a user changes or deletes only themself (the Rules tab changes that).</p>}
+        {message && !errors.name && !errors.owner && !needed.some(([f]) => errors[f]) && <p class="field-error">{message}</p>}
         <p class="muted small">A type from a package you add to the app's package.json appears here after a restart of the server.</p>
         <button class="btn primary" type="submit" disabled={name.trim() === ''}>Create</button>
       </form>
