@@ -106,14 +106,6 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
 
 async function buildUserCollection(folder: ResourceFolder, context: BuildContext): Promise<UserCollection> {
   warnUnknown(folder, USER_KEYS, COLLECTION_EVENT_FILES, context.logger);
-  const unguarded = ['put.js', 'delete.js'].filter((file) => !folder.scripts.has(file));
-  if (context.env === 'production' && unguarded.length > 0) {
-    // Deployd's model, kept for the apps written for it: without scripts, any caller may change
-    // or delete any user of this collection.
-    context.logger.warn(
-      `resource ${folder.path.slice(1)}: a UserCollection without ${unguarded.join(' and ')} lets anyone ${unguarded.length === 2 ? 'change or delete' : unguarded[0] === 'put.js' ? 'change' : 'delete'} any user; add a guard such as cancelUnless(isRoot || isMe(this.id), 'forbidden', 403) (svc create writes one)`,
-    );
-  }
   const settings = context.app.settings;
   const cost = folder.config.passwordCost ?? settings.passwordCost;
   return new UserCollection({

@@ -60,17 +60,14 @@ describe('the users of an app made by svc create', () => {
 });
 
 describe('a UserCollection without guards', () => {
-  it('warns at a production start; with guards there is no warning', async () => {
+  it('is listed at a production start (access rules warning); with rules it is not', async () => {
     const logger = memoryLogger();
     const open = await runApp({ 'resources/people/config.json': { type: 'UserCollection' } }, { env: 'production', logger });
     await open.close();
-    expect(logger.lines.join('\n')).toMatch(/warn resource people: a UserCollection without put\.js and delete\.js lets anyone change or delete any user/);
+    expect(logger.lines.join('\n')).toMatch(/warn access rules: anyone may write to people \(create, update, delete\)/);
     const quiet = memoryLogger();
-    const guarded = await runApp(
-      { 'resources/people/config.json': { type: 'UserCollection' }, 'resources/people/put.js': 'cancelUnless(isRoot || isMe(this.id), "no", 403);', 'resources/people/delete.js': 'cancelUnless(isRoot || isMe(this.id), "no", 403);' },
-      { env: 'production', logger: quiet },
-    );
-    await guarded.close();
-    expect(quiet.lines.join('\n')).not.toMatch(/lets anyone/);
+    const ruled = await runApp({ 'resources/people/config.json': { type: 'UserCollection', rules: { create: true, update: { id: '@me.id' }, delete: { id: '@me.id' } } } }, { env: 'production', logger: quiet });
+    await ruled.close();
+    expect(quiet.lines.join('\n')).not.toMatch(/anyone may write/);
   });
 });
