@@ -194,6 +194,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             gate,
             logger,
             sessionsEnded: async (ids) => bound.server?.sessions.endedElsewhere(ids),
+            resources: () => bound.server?.resources ?? [],
           });
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.

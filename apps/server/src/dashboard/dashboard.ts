@@ -15,6 +15,7 @@ import { parseLogFilter } from '@svc/dashboard';
 import type { LogFilter } from '@svc/dashboard';
 import { USER_GUARDS } from './guards.js';
 import { newCollectionConfig } from '../defaultRules.js';
+import { tryAccess } from './tryAccess.js';
 import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
 import type { RenameIntent } from './renameJournal.js';
 import { crashPoint } from '../crashPoint.js';
@@ -49,6 +50,8 @@ export interface DashboardOptions {
   logger: Logger;
   /** Tells the server's session listeners (realtime) that a restore ended these sessions. */
   sessionsEnded(ids: string[]): Promise<void>;
+  /** The resources served now (the Rules tab's "try as this user" asks the live collection). */
+  resources(): readonly Resource[];
 }
 
 /** The dashboard resource, plus what the app's shutdown must end (open live streams). */
@@ -529,7 +532,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     if (what === 'try' && method === 'POST') return trial(ctx, body);
     if (what === 'resources') {
       if (rest.length === 0 && method === 'POST') return create(body);
-      // resources/<name...>[/events/<file>][/rename]
+      // resources/<name...>[/events/<file>][/rename][/explain]
       const eventsAt = rest.indexOf('events');
       if (eventsAt > 0 && rest.length === eventsAt + 2) {
         const name = checkName(rest.slice(0, eventsAt).join('/'));
@@ -538,6 +541,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         if (method === 'PUT') return saveEvent(name, file, body);
       }
       if (rest.length > 1 && rest[rest.length - 1] === 'rename' && method === 'POST') return renameResource(checkName(rest.slice(0, -1).join('/')), body);
+      if (rest.length > 1 && rest[rest.length - 1] === 'explain' && method === 'POST') {
+        return { status: 200, body: await tryAccess({ resources: options.resources, store: options.store }, { name: checkName(rest.slice(0, -1).join('/')), body }) };
+      }
       if (rest.length > 0) {
         const name = checkName(rest.join('/'));
         if (method === 'PUT') return saveConfig(name, body);

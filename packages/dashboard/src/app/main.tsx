@@ -5,6 +5,7 @@ import { ApiError, call, follow, rootKey, whenUnauthorized } from './api.ts';
 import type { AppView, FeedEvent, ResourceView } from './api.ts';
 import { DataGrid } from './data.tsx';
 import { PropertiesEditor } from './properties.tsx';
+import { RulesPage } from './rules.tsx';
 import { ConfigPage } from './config.tsx';
 import { EventsPage } from './events.tsx';
 import { ApiPage } from './apiPage.tsx';
@@ -23,7 +24,7 @@ type LogLine = Extract<FeedEvent, { kind: 'log' }>;
 function parseRoute(hash: string): { name?: string; tab?: string; page?: string } {
   const path = decodeURIComponent(hash.replace(/^#\/?/, ''));
   if (path === 'new' || path === 'backups' || path === 'logs') return { page: path };
-  const match = /^r\/(.+?)(?:\/(data|properties|events|config|api))?$/.exec(path);
+  const match = /^r\/(.+?)(?:\/(data|properties|rules|events|config|api))?$/.exec(path);
   if (!match) return {};
   return { name: match[1] as string, tab: match[2] ?? '' };
 }
@@ -291,7 +292,7 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
 
 function ResourcePage({ app, resource, tab, setApp, subscribe, env }: { app: AppView; resource: ResourceView; tab: string; setApp(a: AppView): void; subscribe(l: (e: FeedEvent) => void): () => void; env: string }) {
   const collection = isCollection(resource);
-  const tabs = collection ? ['data', 'properties', 'events', 'api'] : ['config', 'events', 'api'];
+  const tabs = collection ? ['data', 'properties', 'rules', 'events', 'api'] : ['config', 'events', 'api'];
   const current = tabs.includes(tab) ? tab : (tabs[0] as string);
   const [renaming, setRenaming] = useState(false);
   const type = app.types.find((t) => t.name === resource.type);
@@ -317,6 +318,7 @@ function ResourcePage({ app, resource, tab, setApp, subscribe, env }: { app: App
       <div class="tab-body">
         {current === 'data' && <DataGrid resource={resource} subscribe={subscribe} />}
         {current === 'properties' && <PropertiesEditor resource={resource} setApp={setApp} />}
+        {current === 'rules' && <RulesPage app={app} resource={resource} setApp={setApp} />}
         {current === 'config' && <ConfigPage resource={resource} type={type} setApp={setApp} />}
         {current === 'events' && <EventsPage app={app} resource={resource} setApp={setApp} />}
         {current === 'api' && <ApiPage resource={resource} type={type} env={env} />}
