@@ -1,0 +1,122 @@
+#!/usr/bin/env node
+// Issue 24: a rule costs far less than the script it replaces. GET /todos/<id> by its owner, on
+//   rule    bench/app-owner-rule:   config.json "read": {"owner": "@me.id"} (no script)
+//   script  bench/app-owner-script: the same check in On Get (get.js:
+//           `if (!me || this.owner !== me.id) cancel('not found', 404);`)
+// Both are svc in production on the embedded store, with a users collection; the harness signs a
+// user up, logs in (the measured requests carry that session's cookie) and seeds 1,000 todos owned
+// by that user. Then paired windows as pair.js (alternating, ABBA order, each server alone on the
+// server core at full load): per window each server's req/s and CPU µs per request; the answer is
+// the median of the per-window ratios (aim of the issue: rule >= 3x the script's req/s).
+//
+//   node bench/owner-rule.js [--windows 9] [--duration 3] [--connections 50] [--no-build]
+//
+// Only loopback; every process started is stopped by PID at the end, on error and on signals.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from './lib/args.js';
+import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
+import { runLoad } from './lib/load.js';
+import { closeAgent, request, seed } from './lib/http.js';
+import { max, median, min } from './lib/stats.js';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const svcBin = join(repoRoot, 'apps/server/bin/svc.js');
+const opts = parseArgs(process.argv.slice(2), { windows: 'number', duration: 'number', connections: 'number', build: 'boolean' });
+const windows = Math.max(1, Math.floor(opts.windows ?? 9));
+const duration = opts.duration ?? 3;
+const connections = Math.max(1, Math.floor(opts.connections ?? 50));
+const SEED = 1000;
+const VARIANTS = [
+  { id: 'rule', app: 'bench/app-owner-rule', title: 'owner rule (config.json)' },
+  { id: 'script', app: 'bench/app-owner-script', title: 'the same check in On Get' },
+];
+const log = (m) => process.stderr.write(`${m}\n`);
+const pin = pinning();
+if (pin) pinSelf(pin.load);
+const tmpRoot = mkdtempSync(join(tmpdir(), 'svc-owner-rule-'));
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    stopAll().finally(() => {
+      rmSync(tmpRoot, { recursive: true, force: true });
+      process.exit(sig === 'SIGINT' ? 130 : 143);
+    });
+  });
+}
+
+const json = (res) => JSON.parse(res.body.toString('utf8'));
+
+/** Starts one variant, signs its user up and in, seeds todos owned by that user. */
+async function start(variant) {
+  const appDir = join(tmpRoot, variant.id);
+  cpSync(join(repoRoot, variant.app), appDir, { recursive: true });
+  const port = await freePort();
+  const child = spawnNode(['--no-node-snapshot', svcBin, appDir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repoRoot });
+  await waitListening(child);
+  const headers = { 'content-type': 'application/json' };
+  const credentials = JSON.stringify({ username: 'owner', password: 'bench-owner-pw' });
+  const user = await request(port, { method: 'POST', path: '/users', headers, body: credentials });
+  if (user.status !== 200) throw new Error(`${variant.id}: sign-up answered ${user.status}: ${user.body}`);
+  const login = await request(port, { method: 'POST', path: '/users/login', headers, body: credentials });
+  if (login.status !== 200) throw new Error(`${variant.id}: login answered ${login.status}: ${login.body}`);
+  const cookie = login.cookies.join('; ');
+  const uid = json(user).id;
+  const ids = await seed(port, { count: SEED, path: '/todos', body: (i) => JSON.stringify({ title: `todo ${i}`, done: i % 2 === 0, n: i, owner: uid }) }, cookie);
+  const target = ids[Math.floor(ids.length / 2)];
+  // The owner gets it; a visitor does not (the rule, or the script, is in the way).
+  const mine = await request(port, { path: `/todos/${target}`, headers: { cookie } });
+  if (mine.status !== 200 || json(mine).id !== target) throw new Error(`${variant.id}: the owner's GET answered ${mine.status}: ${mine.body}`);
+  const visitor = await request(port, { path: `/todos/${target}` });
+  if (visitor.status !== 404) throw new Error(`${variant.id}: a visitor's GET answered ${visitor.status}, not 404: the check is not on`);
+  return { ...variant, child, port, cookie, path: `/todos/${target}` };
+}
+
+const loadOf = (srv, warmup) => ({
+  url: `http://127.0.0.1:${srv.port}${srv.path}`,
+  method: 'GET',
+  headers: { cookie: srv.cookie },
+  connections,
+  warmup,
+  duration,
+  serverPid: srv.child.pid,
+  serverCore: pin?.server,
+});
+
+if (opts.build !== false) execFileSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@svc/server...'], { cwd: repoRoot, stdio: 'inherit' });
+const servers = [];
+try {
+  for (const variant of VARIANTS) servers.push(await start(variant));
+  log(`GET /todos/<id> by its owner: rule vs On Get, ${windows} windows of ${duration} s, ${connections} connections, alternating (ABBA), server core ${pin?.server ?? '-'}`);
+  const rps = [[], []];
+  const cpu = [[], []];
+  const rpsRatios = [];
+  const cpuRatios = [];
+  for (let w = 0; w < windows; w++) {
+    const warmup = w === 0 ? 2 : 0.5;
+    const order = w % 2 === 0 ? [0, 1] : [1, 0];
+    const results = [];
+    for (const i of order) results[i] = await runLoad(loadOf(servers[i], warmup), pin?.load);
+    for (const r of results) if (r.non2xx || r.errors) throw new Error(`errors under load: ${JSON.stringify(r.statusCodes)} ${r.errors}`);
+    const [rule, script] = results;
+    rps[0].push(rule.rps);
+    rps[1].push(script.rps);
+    cpu[0].push(rule.cpuUsPerRequest);
+    cpu[1].push(script.cpuUsPerRequest);
+    rpsRatios.push(rule.rps / script.rps);
+    cpuRatios.push(script.cpuUsPerRequest / rule.cpuUsPerRequest);
+    log(`window ${w + 1}/${windows}: rule ${Math.round(rule.rps)} req/s (${rule.cpuUsPerRequest.toFixed(1)} µs/req), script ${Math.round(script.rps)} req/s (${script.cpuUsPerRequest.toFixed(1)} µs/req), rule/script ${(rule.rps / script.rps).toFixed(2)}x`);
+  }
+  process.stdout.write(
+    `GET /todos/<id> by its owner (${SEED} todos, ${windows} paired windows of ${duration} s): ` +
+      `req/s rule ${Math.round(median(rps[0]))}, script ${Math.round(median(rps[1]))} (medians); rule/script ${median(rpsRatios).toFixed(2)}x (min ${min(rpsRatios).toFixed(2)}, max ${max(rpsRatios).toFixed(2)}); ` +
+      `CPU µs/req rule ${median(cpu[0]).toFixed(1)}, script ${median(cpu[1]).toFixed(1)}; script/rule CPU ${median(cpuRatios).toFixed(2)}x\n`,
+  );
+} finally {
+  for (const srv of servers) await stop(srv.child);
+  await stopAll();
+  closeAgent();
+  rmSync(tmpRoot, { recursive: true, force: true });
+}
