@@ -362,7 +362,7 @@ describe.skipIf(!run)('dashboard in the browser: deleting rows, renaming and del
   });
   it('the Backups page takes a backup, lists it, downloads it and restores it', async () => {
     expect((await rest(app, 'POST', '/dashboard/api/resources', { name: 'kept', type: 'Collection' }, { 'svc-ssh-key': 'dev' })).status).toBe(201);
-    const first = await rest(app, 'POST', '/kept', {});
+    const first = await rest(app, 'POST', '/kept', {}, ROOT);
     expect(first.status).toBe(200);
     const page = await (await browser.newContext({ viewport: { width: 1360, height: 860 }, acceptDownloads: true })).newPage();
     await throttle(page);
@@ -381,7 +381,7 @@ describe.skipIf(!run)('dashboard in the browser: deleting rows, renaming and del
     const saved = await download.path();
     expect((await readFile(saved, 'utf8')).split('\n')[0]).toContain('"format":"svc-export"');
     // Restored on the running server: an object written after the backup is gone, saved in before-restore-*.
-    const extra = await rest(app, 'POST', '/kept', {});
+    const extra = await rest(app, 'POST', '/kept', {}, ROOT);
     expect(extra.status).toBe(200);
     await page.click(`tr[data-backup="${name}"] button:has-text("Restore")`);
     await page.click('[data-test=confirm-restore]');
