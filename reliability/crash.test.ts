@@ -41,7 +41,8 @@ describe('crashes during writes', () => {
         for (let i = 0; !stop; i++) {
           attempted++;
           try {
-            const res = await fetch(`${p.url}/todos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: `r${round} w${w} #${i}` }) });
+            // Root (development, this machine): the scaffolded create rule needs a login; this tests the store.
+            const res = await fetch(`${p.url}/todos`, { method: 'POST', headers: { 'content-type': 'application/json', 'svc-ssh-key': 'development' }, body: JSON.stringify({ title: `r${round} w${w} #${i}` }) });
             if (res.status === 200) acked.add(((await res.json()) as { id: string }).id);
           } catch {
             return; // the server is gone: this write was never acknowledged

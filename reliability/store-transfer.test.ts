@@ -58,7 +58,9 @@ describe('svc export / svc import between stores (command line)', () => {
     expect(user.status).toBe(200);
     const login = await call(`${server.url}/users/login`, 'POST', { username: 'ada@example.com', password: 'correct horse 1' });
     expect(login.status).toBe(200);
-    for (let i = 0; i < 25; i++) expect((await call(`${server.url}/todos`, 'POST', { title: `todo ${i}`, done: i % 2 === 0 }, login.sid)).status).toBe(200);
+    // The scaffolded rules: a logged-in user creates todos as their owner.
+    const owner = (user.body as { id: string }).id;
+    for (let i = 0; i < 25; i++) expect((await call(`${server.url}/todos`, 'POST', { title: `todo ${i}`, done: i % 2 === 0, owner }, login.sid)).status).toBe(200);
     // Exported while the server runs (it reads the files, it does not lock them).
     const first = join(dir, 'first.jsonl');
     const exported = await runSvc(['export', app, '--out', first]);
@@ -120,7 +122,8 @@ describe('svc export / svc import between stores (command line)', () => {
     const header = JSON.stringify({ format: 'svc-export', version: 1, store: 'embedded', exportedAt: 'then' });
     await writeFile(file, `${header}\n${JSON.stringify({ collection: 'todos', object: { id: 'new', title: 'new one', due: { $date: '2026-01-02T03:04:05.000Z' } } })}\n{"end":true,"objects":1}\n`);
     const server = await start([app]);
-    expect((await call(`${server.url}/todos`, 'POST', { title: 'old one' })).status).toBe(200);
+    // Root (development, this machine): the scaffolded create rule needs a login, and a user would be one more object.
+    expect((await fetch(`${server.url}/todos`, { method: 'POST', headers: { 'content-type': 'application/json', 'svc-ssh-key': 'development' }, body: JSON.stringify({ title: 'old one' }) })).status).toBe(200);
     // While the server runs, its data folder is refused: stop it first.
     const busy = await runSvc(['import', app, '--from', file]);
     expect(busy.code).toBe(1);
