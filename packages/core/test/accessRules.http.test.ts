@@ -37,6 +37,7 @@ function posts(store: TestStore): Collection {
       team: { type: 'string' },
       salary: { type: 'number', read: { '@me.role': 'hr' }, write: false },
       notes: { type: 'string', read: { owner: '@me.id' } },
+      draftNote: { type: 'string', read: { published: { $ne: true } } },
       score: { type: 'number' },
     },
     store: store.store.collection('posts'),
@@ -89,7 +90,7 @@ describe.each(storeKinds())('access rules ($name store)', (kind) => {
       return res.body as Obj;
     };
     aliceDraft = await make(alice, { title: 'a-draft', owner: ids.alice, notes: 'a-notes', score: 1 });
-    alicePublished = await make(alice, { title: 'a-pub', owner: ids.alice, published: true, notes: 'a-pub-notes', score: 2 });
+    alicePublished = await make(alice, { title: 'a-pub', owner: ids.alice, published: true, notes: 'a-pub-notes', score: 2, draftNote: 'dn' });
     bobDraft = await make(bob, { title: 'b-draft', owner: ids.bob, notes: 'b-notes', team: 'red', score: 3 });
     // Root bypasses the rules: an object without owner, and one with a salary.
     ownerless = (await t.request('POST', '/posts', { body: { title: 'orphan', salary: 100, score: 4 }, headers: ROOT })).body as Obj;
@@ -236,6 +237,23 @@ describe.each(storeKinds())('access rules ($name store)', (kind) => {
       const listed = (await bob.request('GET', '/posts')).body as Obj[];
       expect(listed.find((p) => p.id === bobDraft.id)?.notes).toBe('b-notes');
       expect(listed.find((p) => p.id === alicePublished.id)).not.toHaveProperty('notes');
+    });
+
+    it('per-object rules are evaluated on the stored object: $fields cannot flip them', async () => {
+      // draftNote is readable on unpublished objects only; leaving `published` out of the answer
+      // must not make {"published": {"$ne": true}} hold.
+      for (const fields of [{ draftNote: 1 }, { published: 0 }, { draftNote: 1, title: 1 }]) {
+        for (const url of [`/posts/${alicePublished.id}${q({ $fields: fields })}`, `/posts${q({ id: alicePublished.id, $fields: fields })}`, `/posts${q({ $fields: fields })}`]) {
+          const res = await alice.request('GET', url);
+          expect(res.status, url).toBe(200);
+          expect(res.text, url).not.toContain('"dn"');
+        }
+      }
+      // The owner's unpublished draft shows it (the rule does hold there).
+      await t.request('PUT', `/posts/${aliceDraft.id}`, { body: { draftNote: 'dd' }, headers: ROOT });
+      expect((await alice.request('GET', `/posts/${aliceDraft.id}${q({ $fields: { draftNote: 1 } })}`)).body).toEqual({ id: aliceDraft.id, draftNote: 'dd' });
+      const projected = (await alice.request('GET', `/posts/${alicePublished.id}${q({ $fields: { title: 1, notes: 1 } })}`)).body as Obj;
+      expect(projected).toEqual({ id: alicePublished.id, title: 'a-pub', notes: 'a-pub-notes' });
     });
 
     it('write answers leave out what the caller may not read', async () => {

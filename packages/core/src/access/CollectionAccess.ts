@@ -100,12 +100,16 @@ export class CollectionAccess {
     return plan === undefined ? new Set() : new Set([...plan.dropped, ...plan.perObject.keys()]);
   }
 
-  /** An object without the properties ctx's caller may not read (rules evaluated on the object as answered). */
-  visible(object: Record<string, unknown>, plan: ReadPlan | undefined): Record<string, unknown> {
+  /**
+   * An answered object without the properties the caller may not read. Rules that depend on the
+   * object are evaluated on `stored`, the object as stored (never on the answer, which `$fields`
+   * or On Get may have changed); with `stored` null only the others apply.
+   */
+  visible(object: Record<string, unknown>, plan: ReadPlan | undefined, stored: Record<string, unknown> | null): Record<string, unknown> {
     if (plan === undefined) return object;
     const hidden = new Set<string>();
     for (const name of plan.dropped) if (Object.hasOwn(object, name)) hidden.add(name);
-    for (const [name, rule] of plan.perObject) if (Object.hasOwn(object, name) && !ruleAllows(rule, object)) hidden.add(name);
+    if (stored !== null) for (const [name, rule] of plan.perObject) if (Object.hasOwn(object, name) && !ruleAllows(rule, stored)) hidden.add(name);
     if (hidden.size === 0) return object;
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(object)) if (!hidden.has(key)) out[key] = object[key];

@@ -9,7 +9,7 @@ import type { QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
-import type { Doc, Filter, StoreCollection } from '../store/Store.js';
+import type { Doc, Filter, FindOptions, StoreCollection } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
@@ -91,8 +91,10 @@ export class Collection implements Resource {
       await this.beforeRequest(ctx);
     }
     const reply = await this.dispatch(ctx);
+    // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
+    // (Rules that depend on the object were applied where the stored object was in hand.)
     const plan = this.access.readPlan(ctx);
-    return this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.visibleWith(ctx, object, plan));
+    return this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
   }
 
   /**
@@ -217,25 +219,27 @@ export class Collection implements Resource {
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
     }
     const id = this.idOf(ctx, false);
-    const compiled = compileQuery(ctx.query, this.properties, this.refusals(ctx));
+    const plan = this.access.readPlan(ctx);
+    const compiled = compileQuery(ctx.query, this.properties, this.refusals(ctx, plan));
     const skipEvents = compiled.skipEvents && ctx.isRoot;
+    const { options, projectAfter } = readOptions(compiled.options, plan);
     if (id !== undefined) {
       compiled.filter.id = id;
       // An object the read rule hides is not found (404): no telling whether it exists.
-      const doc = await this.store.findOne(andFilters(compiled.filter, this.access.filter(ctx, 'read')), compiled.options);
+      const doc = await this.store.findOne(andFilters(compiled.filter, this.access.filter(ctx, 'read')), options);
       if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
       const shown = skipEvents || !this.events.has('get') ? this.present(doc) : await this.afterGetOne(ctx, doc);
-      return { status: 200, body: shown };
+      return { status: 200, body: this.finish(ctx, shown, doc, plan, projectAfter) };
     }
     const scripted = !skipEvents && this.events.has('get');
     compiled.filter = andFilters(compiled.filter, this.access.filter(ctx, 'list'));
     if (!scripted && this.store.findJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
-      const { fields: _fields, ...options } = compiled.options;
-      return { status: 200, body: await this.store.findJson(compiled.filter, options), headers: { 'content-type': JSON_TYPE } };
+      const { fields: _fields, ...rest } = compiled.options;
+      return { status: 200, body: await this.store.findJson(compiled.filter, rest), headers: { 'content-type': JSON_TYPE } };
     }
-    const docs = await this.store.find(compiled.filter, compiled.options);
-    return { status: 200, body: await this.shown(ctx, docs, skipEvents) };
+    const docs = await this.store.find(compiled.filter, options);
+    return { status: 200, body: (await this.shown(ctx, docs, skipEvents)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter)) };
   }
 
   /**
@@ -246,47 +250,51 @@ export class Collection implements Resource {
   async readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]> {
     const plan = this.access.readPlan(ctx);
     const compiled = compileQuery(query, this.properties, this.refusals(ctx, plan));
-    const docs = await this.store.find(andFilters(compiled.filter, this.access.filter(ctx, 'list')), compiled.options);
-    return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map((d) => this.visibleWith(ctx, d, plan));
+    const { options, projectAfter } = readOptions(compiled.options, plan);
+    const docs = await this.store.find(andFilters(compiled.filter, this.access.filter(ctx, 'list')), options);
+    return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter));
   }
 
   /**
    * Objects already read (a live query's changed object, an emitted one), shown to ctx's caller
    * exactly as a GET by that caller would show them, in order; null where the caller may not see
-   * one (On Get cancelled it, or the access rules hide it).
+   * one (On Get cancelled it, or the read rule hides it).
    */
   async showTo(ctx: Context, docs: readonly Doc[]): Promise<(Record<string, unknown> | null)[]> {
     // The read rule, evaluated on each object as stored: what it hides is null, as a GET would 404.
-    const copies = docs.map((d) => (this.access.allows(ctx, 'read', d) ? { ...d } : null));
+    const allowed = docs.map((d) => this.access.allows(ctx, 'read', d));
+    const readable = docs.filter((_d, i) => allowed[i]).map((d) => ({ ...d }));
     const plan = this.access.readPlan(ctx);
-    const readable = copies.filter((d): d is Doc => d !== null);
-    let shown: (Record<string, unknown> | null)[];
-    if (!this.events.has('get')) shown = readable.map((d) => this.present(d));
-    else {
-      const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? readable : readable.map((d) => this.withoutStoreOnly(d)));
-      shown = outcomes.map((outcome) => (outcome === null ? null : this.present(applyHidden(outcome))));
-    }
+    const shown = new Map<Doc, Record<string, unknown>>();
+    for (const [doc, object] of await this.shown(ctx, readable, false)) shown.set(doc, this.finish(ctx, object, doc, plan, undefined));
     let next = 0;
-    return copies.map((d) => {
-      if (d === null) return null;
-      const object = shown[next++];
-      return object === null || object === undefined ? null : this.visibleWith(ctx, object, plan);
+    return docs.map((_d, i) => (allowed[i] ? (shown.get(readable[next++] as Doc) ?? null) : null));
+  }
+
+  /** A list's objects, each with what On Get (unless skipped) and present() made of it; those On Get cancelled are left out. */
+  private async shown(ctx: Context, docs: Doc[], skipEvents: boolean): Promise<[Doc, Record<string, unknown>][]> {
+    if (skipEvents || !this.events.has('get')) return docs.map((d) => [d, this.present(d)]);
+    const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? docs : docs.map((d) => this.withoutStoreOnly(d)));
+    const out: [Doc, Record<string, unknown>][] = [];
+    outcomes.forEach((outcome, i) => {
+      if (outcome !== null) out.push([docs[i] as Doc, this.present(applyHidden(outcome))]);
     });
-  }
-
-  /** A list's objects after On Get (unless skipped) and present(); `handle` or `readAs` then drops what the caller may not read. */
-  private async shown(ctx: Context, docs: Doc[], skipEvents: boolean): Promise<Record<string, unknown>[]> {
-    if (skipEvents || !this.events.has('get')) return docs.map((d) => this.present(d));
-    return this.afterGetList(ctx, docs);
-  }
-
-  /** An object without what the caller may not read: private properties, and what property read rules hide. */
-  private visibleWith(ctx: Context, object: Record<string, unknown>, plan: ReadPlan | undefined): Record<string, unknown> {
-    const shown = this.access.visible(object, plan);
-    if (this.seesPrivate(ctx)) return shown;
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(shown)) if (!this.privateProps.has(key)) out[key] = shown[key];
     return out;
+  }
+
+  /**
+   * An answered object without what the caller may not read: private properties and what property
+   * read rules hide, those evaluated on the object as stored (`stored`; null: only the rules that
+   * do not depend on the object), then the `$fields` projection deferred until after them.
+   */
+  private finish(ctx: Context, object: Record<string, unknown>, stored: Doc | null, plan: ReadPlan | undefined, projectAfter: Record<string, 0 | 1> | undefined): Record<string, unknown> {
+    const shown = this.access.visible(object, plan, stored);
+    let out = shown;
+    if (!this.seesPrivate(ctx)) {
+      out = {};
+      for (const key of Object.keys(shown)) if (!this.privateProps.has(key)) out[key] = shown[key];
+    }
+    return projectAfter === undefined ? out : project(out, projectAfter);
   }
 
   private async count(ctx: Context): Promise<Reply> {
@@ -299,13 +307,6 @@ export class Collection implements Resource {
     if (!this.events.has('get')) return this.present(doc);
     const outcome = await this.events.run('get', { ctx, object: this.withoutStoreOnly(doc) });
     return this.present(applyHidden(outcome));
-  }
-
-  private async afterGetList(ctx: Context, docs: Doc[]): Promise<Record<string, unknown>[]> {
-    const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? docs : docs.map((d) => this.withoutStoreOnly(d)));
-    const out: Record<string, unknown>[] = [];
-    for (const outcome of outcomes) if (outcome !== null) out.push(this.present(applyHidden(outcome)));
-    return out;
   }
 
   /**
@@ -379,7 +380,7 @@ export class Collection implements Resource {
     const stored = await this.writing(() => this.store.insert(doc));
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
-    return { status: 200, body: this.present(outcome ? hideFrom(stored, outcome.hidden) : stored) };
+    return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored, this.access.readPlan(ctx), undefined) };
   }
 
   /** Updates one object: only given properties change; modifiers apply atomically in the store. */
@@ -417,7 +418,7 @@ export class Collection implements Resource {
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
-    return { status: 200, body: this.present(outcome ? hideFrom(updated, outcome.hidden) : updated) };
+    return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated, this.access.readPlan(ctx), undefined) };
   }
 
   /**
@@ -574,6 +575,32 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
     if (key === 'id' || key === '_method') continue;
     if (key.startsWith('$') && key !== '$or' && key !== '$and' && key !== '$nor') continue;
     out[key] = query[key];
+  }
+  return out;
+}
+
+/**
+ * The store options of a read, and the `$fields` projection to apply after property read rules
+ * that depend on the object (they are evaluated on the whole stored object, so a projection
+ * cannot change their outcome). A dotted `$fields` key then selects its whole top-level property.
+ */
+function readOptions(options: FindOptions, plan: ReadPlan | undefined): { options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
+  if (plan === undefined || plan.perObject.size === 0 || options.fields === undefined) return { options, projectAfter: undefined };
+  const { fields, ...rest } = options;
+  return { options: rest, projectAfter: fields };
+}
+
+/**
+ * `$fields` applied to an object in hand: top-level properties (a dotted key selects or keeps its
+ * whole property: what the caller may read anyway); `id` kept unless excluded.
+ */
+function project(object: Record<string, unknown>, fields: Record<string, 0 | 1>): Record<string, unknown> {
+  const including = Object.keys(fields).some((k) => k !== 'id' && fields[k] === 1);
+  const included = new Set(Object.keys(fields).filter((k) => fields[k] === 1).map((k) => k.split('.')[0] as string));
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(object)) {
+    const keep = key === 'id' ? fields.id !== 0 : including ? included.has(key) : fields[key] !== 0;
+    if (keep) out[key] = object[key];
   }
   return out;
 }
