@@ -13,7 +13,6 @@ import type { Feed, FeedEvent } from './feed.js';
 import { BUILT_IN_TYPES, describeApp, eventFilesOf } from './describe.js';
 import { parseLogFilter } from '@svc/dashboard';
 import type { LogFilter } from '@svc/dashboard';
-import { USER_GUARDS } from './guards.js';
 import { newCollectionConfig } from '../defaultRules.js';
 import { tryAccess } from './tryAccess.js';
 import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
@@ -270,8 +269,6 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       await finishPending();
       await mkdir(dir, { recursive: true });
       await writeAtomic(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-      // A new user collection starts guarded, as `svc create` writes it.
-      if (type === 'UserCollection') for (const [file, text] of Object.entries(USER_GUARDS)) await writeFile(join(dir, file), text);
       await reloadOrUndo(() => rm(dir, { recursive: true, force: true }));
     });
     return { status: 201, body: describeApp(options.current(), options.types, options.env) };

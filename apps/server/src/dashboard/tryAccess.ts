@@ -1,27 +1,5 @@
-import { createRequestScope, isPlainObject, isUserResource, SvcError } from '@svc/core';
+import { Collection, createRequestScope, isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { Context, Doc, Resource, Store, UserResource } from '@svc/core';
-
-/** One action's answer: allowed or not, and the rule that decided (as written in config.json). */
-export interface ActionAccess {
-  allowed: boolean;
-  rule: string;
-}
-
-/** What `Collection.explainAccess(ctx, doc)` answers (issue 24). */
-export interface AccessExplanation {
-  list: ActionAccess;
-  read: ActionAccess;
-  update: ActionAccess;
-  delete: ActionAccess;
-  properties: Record<string, { read: boolean; write: boolean }>;
-}
-
-/** A collection that can explain its rules for a caller and an object. */
-interface Explaining extends Resource {
-  explainAccess(ctx: Context, doc: Doc): Promise<AccessExplanation> | AccessExplanation;
-}
-
-const explains = (resource: Resource): resource is Explaining => typeof (resource as Partial<Explaining>).explainAccess === 'function';
 
 /** What "try as this user on this object" needs from the running app. */
 export interface TryAccessHost {
@@ -40,25 +18,22 @@ interface TryAccessInput {
 /**
  * "Try as this user on this object": the collection's rules for that user (a Context made as a
  * request of theirs would be: not root, not internal) and that stored object, as
- * `explainAccess` decides them. Decides nothing itself.
+ * `Collection.explainAccess` decides them. Decides nothing itself.
  */
 export async function tryAccess(host: TryAccessHost, { name, body }: TryAccessInput): Promise<Record<string, unknown>> {
   const resources = host.resources();
   const collection = resources.find((r) => r.path === `/${name}`);
-  if (!collection || (collection.type !== 'Collection' && collection.type !== 'UserCollection')) throw new SvcError('NOT_FOUND', `no collection ${name}`);
+  if (!(collection instanceof Collection)) throw new SvcError('NOT_FOUND', `no collection ${name}`);
   const objectId = body.object;
   if (typeof objectId !== 'string' || objectId === '') throw new SvcError('BAD_REQUEST', 'the object\'s id is required', { errors: { object: 'an id' } });
   const userText = body.user;
   if (userText !== undefined && userText !== null && typeof userText !== 'string') throw new SvcError('BAD_REQUEST', 'user is an id or a username', { errors: { user: 'an id or a username' } });
   const usersName = body.users;
   if (usersName !== undefined && typeof usersName !== 'string') throw new SvcError('BAD_REQUEST', 'users is the name of a user collection', { errors: { users: 'a user collection' } });
-  if (!explains(collection)) {
-    throw new SvcError('INTERNAL', 'this server has no access rules yet (Collection.explainAccess, issue 24): nothing to explain', { status: 501 });
-  }
   const doc = await host.store.collection(name).findOne({ id: objectId });
   if (doc === null) throw new SvcError('NOT_FOUND', `no object ${objectId} in ${name}`, { errors: { object: 'not found' } });
   const me = userText === undefined || userText === null || userText === '' ? undefined : await findUser(resources, userText, usersName);
-  const access = await collection.explainAccess(contextFor(me, objectId), doc);
+  const access = collection.explainAccess(contextFor(me, objectId), doc);
   return { user: me ? { id: me.user.id, username: me.user.username, users: me.users.path.slice(1) } : null, object: objectId, access };
 }
 

@@ -234,6 +234,9 @@ function TryAs({ app, resource }: { app: AppView; resource: ResourceView }) {
               ))}
             </tbody>
           </table>
+          {!answer.access.read.allowed && (
+            <p class="muted small" data-test="hidden-note">The read rule hides this object from this user: a GET answers 404, and an update or delete finds nothing, whatever their own rules say.</p>
+          )}
           {Object.keys(answer.access.properties).length > 0 && (
             <table class="grid props-table">
               <thead><tr><th>Property</th><th>Read</th><th>Write</th></tr></thead>
