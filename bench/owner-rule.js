@@ -3,11 +3,13 @@
 //   rule    bench/app-owner-rule:   config.json "read": {"owner": "@me.id"} (no script)
 //   script  bench/app-owner-script: the same check in On Get (get.js:
 //           `if (!me || this.owner !== me.id) cancel('not found', 404);`)
-// Both are svc in production on the embedded store, with a users collection; the harness signs a
+//   open    bench/app-owner-open:   no check at all (the floor: what the same request costs without one)
+// All are svc in production on the embedded store, with a users collection; the harness signs a
 // user up, logs in (the measured requests carry that session's cookie) and seeds 1,000 todos owned
-// by that user. Then paired windows as pair.js (alternating, ABBA order, each server alone on the
-// server core at full load): per window each server's req/s and CPU µs per request; the answer is
-// the median of the per-window ratios (aim of the issue: rule >= 3x the script's req/s).
+// by that user. Then windows as pair.js (each server alone on the server core at full load, one
+// right after the other, the order rotated every window): per window each server's req/s and CPU
+// µs per request; the answers are medians of the per-window ratios (aim of the issue: rule >= 3x
+// the script's req/s).
 //
 //   node bench/owner-rule.js [--windows 9] [--duration 3] [--connections 50] [--no-build]
 //
@@ -31,8 +33,9 @@ const duration = opts.duration ?? 3;
 const connections = Math.max(1, Math.floor(opts.connections ?? 50));
 const SEED = 1000;
 const VARIANTS = [
-  { id: 'rule', app: 'bench/app-owner-rule', title: 'owner rule (config.json)' },
-  { id: 'script', app: 'bench/app-owner-script', title: 'the same check in On Get' },
+  { id: 'rule', app: 'bench/app-owner-rule', title: 'owner rule (config.json)', checks: true },
+  { id: 'script', app: 'bench/app-owner-script', title: 'the same check in On Get', checks: true },
+  { id: 'open', app: 'bench/app-owner-open', title: 'no check', checks: false },
 ];
 const log = (m) => process.stderr.write(`${m}\n`);
 const pin = pinning();
@@ -70,7 +73,7 @@ async function start(variant) {
   const mine = await request(port, { path: `/todos/${target}`, headers: { cookie } });
   if (mine.status !== 200 || json(mine).id !== target) throw new Error(`${variant.id}: the owner's GET answered ${mine.status}: ${mine.body}`);
   const visitor = await request(port, { path: `/todos/${target}` });
-  if (visitor.status !== 404) throw new Error(`${variant.id}: a visitor's GET answered ${visitor.status}, not 404: the check is not on`);
+  if (visitor.status !== (variant.checks ? 404 : 200)) throw new Error(`${variant.id}: a visitor's GET answered ${visitor.status}: the check is ${variant.checks ? 'not on' : 'on'}`);
   return { ...variant, child, port, cookie, path: `/todos/${target}` };
 }
 
@@ -89,30 +92,35 @@ if (opts.build !== false) execFileSync('pnpm', ['exec', 'turbo', 'run', 'build',
 const servers = [];
 try {
   for (const variant of VARIANTS) servers.push(await start(variant));
-  log(`GET /todos/<id> by its owner: rule vs On Get, ${windows} windows of ${duration} s, ${connections} connections, alternating (ABBA), server core ${pin?.server ?? '-'}`);
-  const rps = [[], []];
-  const cpu = [[], []];
-  const rpsRatios = [];
-  const cpuRatios = [];
+  log(`GET /todos/<id> by its owner: ${VARIANTS.map((v) => v.id).join(' / ')}, ${windows} windows of ${duration} s, ${connections} connections, order rotated every window, server core ${pin?.server ?? '-'}`);
+  const rps = VARIANTS.map(() => []);
+  const cpu = VARIANTS.map(() => []);
+  const ratios = { rps: [], cpu: [], ruleCost: [], scriptCost: [] };
   for (let w = 0; w < windows; w++) {
     const warmup = w === 0 ? 2 : 0.5;
-    const order = w % 2 === 0 ? [0, 1] : [1, 0];
     const results = [];
-    for (const i of order) results[i] = await runLoad(loadOf(servers[i], warmup), pin?.load);
+    for (let k = 0; k < servers.length; k++) {
+      const i = (k + w) % servers.length;
+      results[i] = await runLoad(loadOf(servers[i], warmup), pin?.load);
+    }
     for (const r of results) if (r.non2xx || r.errors) throw new Error(`errors under load: ${JSON.stringify(r.statusCodes)} ${r.errors}`);
-    const [rule, script] = results;
-    rps[0].push(rule.rps);
-    rps[1].push(script.rps);
-    cpu[0].push(rule.cpuUsPerRequest);
-    cpu[1].push(script.cpuUsPerRequest);
-    rpsRatios.push(rule.rps / script.rps);
-    cpuRatios.push(script.cpuUsPerRequest / rule.cpuUsPerRequest);
-    log(`window ${w + 1}/${windows}: rule ${Math.round(rule.rps)} req/s (${rule.cpuUsPerRequest.toFixed(1)} µs/req), script ${Math.round(script.rps)} req/s (${script.cpuUsPerRequest.toFixed(1)} µs/req), rule/script ${(rule.rps / script.rps).toFixed(2)}x`);
+    results.forEach((r, i) => {
+      rps[i].push(r.rps);
+      cpu[i].push(r.cpuUsPerRequest);
+    });
+    const [rule, script, open] = results;
+    ratios.rps.push(rule.rps / script.rps);
+    ratios.cpu.push(script.cpuUsPerRequest / rule.cpuUsPerRequest);
+    ratios.ruleCost.push(rule.cpuUsPerRequest - open.cpuUsPerRequest);
+    ratios.scriptCost.push(script.cpuUsPerRequest - open.cpuUsPerRequest);
+    log(`window ${w + 1}/${windows}: ${results.map((r, i) => `${VARIANTS[i].id} ${Math.round(r.rps)} req/s (${r.cpuUsPerRequest.toFixed(1)} µs/req)`).join(', ')}; rule/script ${(rule.rps / script.rps).toFixed(2)}x`);
   }
+  const f = (xs) => `${median(xs).toFixed(2)}x (min ${min(xs).toFixed(2)}, max ${max(xs).toFixed(2)})`;
   process.stdout.write(
-    `GET /todos/<id> by its owner (${SEED} todos, ${windows} paired windows of ${duration} s): ` +
-      `req/s rule ${Math.round(median(rps[0]))}, script ${Math.round(median(rps[1]))} (medians); rule/script ${median(rpsRatios).toFixed(2)}x (min ${min(rpsRatios).toFixed(2)}, max ${max(rpsRatios).toFixed(2)}); ` +
-      `CPU µs/req rule ${median(cpu[0]).toFixed(1)}, script ${median(cpu[1]).toFixed(1)}; script/rule CPU ${median(cpuRatios).toFixed(2)}x\n`,
+    `GET /todos/<id> by its owner (${SEED} todos, ${windows} windows of ${duration} s): ` +
+      `req/s ${VARIANTS.map((v, i) => `${v.id} ${Math.round(median(rps[i]))}`).join(', ')}; CPU µs/req ${VARIANTS.map((v, i) => `${v.id} ${median(cpu[i]).toFixed(1)}`).join(', ')} (medians). ` +
+      `rule/script req/s ${f(ratios.rps)}; script/rule CPU µs per request ${f(ratios.cpu)}; ` +
+      `what the check adds to the open request, CPU µs: rule ${median(ratios.ruleCost).toFixed(1)}, script ${median(ratios.scriptCost).toFixed(1)}\n`,
   );
 } finally {
   for (const srv of servers) await stop(srv.child);

@@ -324,13 +324,17 @@ class EmbeddedCollection implements StoreCollection {
     const db = this.#loaded ? this.#db : await this.#open();
     const query = toNedbFilter(filter);
     const project = projector(options.fields);
-    const id = byIdOnly(query);
+    const id = typeof query._id === 'string' ? query._id : undefined;
     if (id !== undefined) {
-      // A lookup by id alone: the _id index, in the executor like any read (so in order with writes).
+      // A lookup by id: the _id index, in the executor like any read (so in order with writes).
+      // Other conditions beside the id (an access rule's, a write's precondition) are tested on
+      // that one object: nedb's own planner may pick another index first, and scan every object
+      // of an owner who has them all (118 µs instead of 5 at 1,000 objects).
+      const rest = byIdOnly(query) === undefined ? matcherOf(query) : undefined;
       // nedb's executor chains on what a task answers: it must be a promise.
       return this.#executor.pushAsync(() => {
-        const found = withId(db, id);
-        return Promise.resolve(found.length > 0 ? project(found[0] as Raw) : null);
+        const found = withId(db, id)[0];
+        return Promise.resolve(found !== undefined && (rest === undefined || rest(found)) ? project(found) : null);
       });
     }
     return (await new Cursor(db, query, (raws) => (raws.length === 1 ? project(raws[0] as Raw) : null)).limit(1)) as Doc | null;

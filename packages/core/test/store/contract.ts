@@ -75,6 +75,27 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.find({ title: 'nope' })).toEqual([]);
     });
 
+    test('findOne by id with more conditions answers the object only when they all hold', async ({ coll }) => {
+      await seed(coll);
+      const ann = people[0] as Doc;
+      expect(await coll.findOne({ id: 'a1', age: 31 })).toEqual(ann);
+      expect(await coll.findOne({ age: 31, id: 'a1' })).toEqual(ann);
+      expect(await coll.findOne({ id: 'a1', age: 25 })).toBeNull();
+      expect(await coll.findOne({ id: 'a1', age: { $gt: 30 }, name: { $in: ['Ann', 'x'] } })).toEqual(ann);
+      expect(await coll.findOne({ id: 'a1', $or: [{ age: 1 }, { name: 'Ann' }] })).toEqual(ann);
+      expect(await coll.findOne({ id: 'a1', $or: [{ age: 1 }, { name: 'bob' }] })).toBeNull();
+      expect(await coll.findOne({ id: 'a1', tags: 'y' })).toEqual(ann);
+      expect(await coll.findOne({ id: 'a1', 'address.city': 'Oslo' })).toEqual(ann);
+      expect(await coll.findOne({ id: 'a1', 'address.city': 'Bergen' })).toBeNull();
+      expect(await coll.findOne({ id: 'a1', nick: { $exists: true } })).toBeNull();
+      expect(await coll.findOne({ id: 'nope', age: 31 })).toBeNull();
+      expect(await coll.findOne({ id: 'a1', age: 31 }, { fields: { name: 1 } })).toEqual({ id: 'a1', name: 'Ann' });
+      // What it answers is a copy: changing it changes nothing stored.
+      const found = (await coll.findOne({ id: 'a1', age: 31 })) as Doc;
+      found.name = 'changed';
+      expect(await coll.findOne({ id: 'a1' })).toEqual(ann);
+    });
+
     test('objects carry id and never _id', async ({ coll }) => {
       await seed(coll);
       const all = [
