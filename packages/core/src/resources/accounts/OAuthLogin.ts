@@ -134,7 +134,6 @@ export class OAuthLogin {
     }
     if (!this.settings.signup) throw new SvcError('FORBIDDEN', 'sign-up through a provider is off for this collection');
     const body: Record<string, unknown> = { ...mapped(provider.map, profile.claims, this.host.properties), username: email, [emailProperty]: email };
-    if (Object.hasOwn(this.host.properties, verifiedProperty)) body[verifiedProperty] = true;
     let created: Doc;
     try {
       created = await this.host.createUser(ctx, body);
@@ -145,6 +144,8 @@ export class OAuthLogin {
       if (raced !== null) return raced;
       throw err;
     }
+    // Set past the scripts: an app protects its verified flag from clients, and this is no client.
+    if (Object.hasOwn(this.host.properties, verifiedProperty)) await this.host.updateUser({ id: created.id }, { $set: { [verifiedProperty]: true } });
     return this.link(identityKey, provider, created.id);
   }
 
