@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '@svc/client';
+import type { LoginAnswer, UserCollectionDef } from '@svc/client';
 import { appStores, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 import { totpNow } from './helpers/totp.js';
@@ -175,6 +177,29 @@ for (const store of appStores()) {
       for (let i = 0; i < 7; i++) statuses.push((await h.client()('POST', '/users/mfa/verify', { mfaToken: token, code: wrong })).status);
       expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 429]);
       expect((await h.client()('POST', '/users/mfa/verify', { mfaToken: token, code: right })).status).toBe(429);
+    });
+
+    it('@svc/client: login answers the step, mfa.verify completes it, me follows', async () => {
+      const username = `client-${store}`;
+      await h.request('POST', '/users', { username, password: 'pw' });
+      const svc = createClient<{ resources: { users: UserCollectionDef<{ id: string; username: string }, LoginAnswer> } }>(h.url, { resources: [{ path: '/users', kind: 'users' }] });
+      try {
+        expect(await svc.users.login({ username, password: 'pw' })).toMatchObject({ uid: expect.any(String) });
+        const { secret, uri } = await svc.users.mfa.enroll();
+        expect(uri).toContain(secret);
+        expect((await svc.users.mfa.confirm({ code: totpNow(secret) })).recoveryCodes).toHaveLength(10);
+        expect(await svc.users.mfa.status()).toEqual({ enabled: true, required: false, recoveryCodesLeft: 10 });
+        await svc.users.logout();
+        const step = await svc.users.login({ username, password: 'pw' });
+        expect(step).toEqual({ mfaRequired: true, mfaToken: expect.any(String) });
+        expect(await svc.users.me()).toBeNull();
+        if (!('mfaRequired' in step)) throw new Error('expected the second step');
+        await expect(svc.users.mfa.verify({ mfaToken: step.mfaToken, code: totpNow(secret, 1) === '000000' ? '111111' : '000000' })).rejects.toMatchObject({ status: 401 });
+        expect(await svc.users.mfa.verify({ mfaToken: step.mfaToken, code: totpNow(secret, 1) })).toMatchObject({ path: '/users' });
+        expect(await svc.users.me()).toMatchObject({ username });
+      } finally {
+        svc.close();
+      }
     });
 
     it('auth.mfa.required: a user without MFA enrols as the second step of the login', async () => {

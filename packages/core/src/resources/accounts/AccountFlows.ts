@@ -22,6 +22,7 @@ export class AccountFlows {
     private readonly records: AuthRecords,
     private readonly mfa: MfaFlow,
     private readonly oauth: OAuthLogin | undefined,
+    private readonly mfaOn: boolean,
   ) {}
 
   /** The flows of a collection whose config.json has `auth.oauth` or `auth.mfa`; undefined otherwise. */
@@ -41,13 +42,16 @@ export class AccountFlows {
     };
     const mfa = new MfaFlow(host, auth.mfa, options.path.slice(1));
     late.mfa = mfa;
-    return new AccountFlows(records, mfa, auth.oauth === undefined ? undefined : new OAuthLogin(host, auth.oauth));
+    return new AccountFlows(records, mfa, auth.oauth === undefined ? undefined : new OAuthLogin(host, auth.oauth), auth.mfa !== undefined);
   }
 
   /** The answer of an account route (/oauth/..., /mfa/...), or undefined for any other request. */
   route(ctx: Context): Promise<Reply> | undefined {
     const head = ctx.parts[0];
-    if (head === 'mfa') return this.mfa.handle(ctx);
+    if (head === 'mfa') {
+      if (!this.mfaOn) throw new SvcError('NOT_FOUND', 'two-factor authentication is not on for this collection (auth.mfa)');
+      return this.mfa.handle(ctx);
+    }
     if (head === 'oauth') {
       if (this.oauth === undefined) throw new SvcError('NOT_FOUND', 'no OAuth providers are configured');
       return this.oauth.handle(ctx);

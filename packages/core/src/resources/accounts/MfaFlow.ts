@@ -59,6 +59,8 @@ export class MfaFlow {
 
   /** Whether a user who passed the first factor must pass a second; if so, the token of that step. */
   async secondStep(user: Doc): Promise<LoginResult | undefined> {
+    // Without auth.mfa there is no way to give a code: nothing is asked.
+    if (this.settings === undefined) return undefined;
     const enabled = mfaOf(user).enabled === true;
     if (!enabled && this.settings?.required !== true) return undefined;
     const mfaToken = randomBytes(32).toString('base64url');
