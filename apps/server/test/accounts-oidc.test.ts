@@ -169,6 +169,14 @@ for (const store of appStores()) {
       expect((await elsewhere.get(callback)).status).toBe(400);
       expect(await me(elsewhere)).toBeUndefined();
       expect((await b.get(callback.replace('/oauth/op/', '/oauth/evil/'))).status).toBe(400);
+      // The state lives in the browser's cookie, signed: a changed cookie is no login state.
+      const host = new URL(h.url).host;
+      const sealed = b.cookie(host, 'svc_oauth') as string;
+      const [body, mac] = decodeURIComponent(sealed).split('.') as [string, string];
+      const changed = { ...(JSON.parse(Buffer.from(body, 'base64url').toString()) as object), linkUid: 'someone-else' };
+      b.setCookie(host, 'svc_oauth', `${Buffer.from(JSON.stringify(changed)).toString('base64url')}.${mac}`);
+      expect((await b.get(callback)).status).toBe(400);
+      b.setCookie(host, 'svc_oauth', sealed);
       // The real browser still completes it, once.
       expect((await b.get(callback)).status).toBe(200);
       expect((await b.get(callback)).status).toBe(400);

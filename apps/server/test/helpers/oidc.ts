@@ -220,6 +220,12 @@ export class TestBrowser {
     this.jars.delete(host);
   }
 
+  setCookie(host: string, name: string, value: string): void {
+    const jar = this.jars.get(host) ?? new Map<string, string>();
+    jar.set(name, value);
+    this.jars.set(host, jar);
+  }
+
   cookie(host: string, name: string): string | undefined {
     return this.jars.get(host)?.get(name);
   }

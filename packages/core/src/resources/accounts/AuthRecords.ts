@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { DuplicateKeyError } from '../../store/Store.js';
 import type { Doc, StoreCollection } from '../../store/Store.js';
 
@@ -14,6 +14,7 @@ const SWEEP_EVERY_MS = 60_000;
  */
 export class AuthRecords {
   private lastSweep = 0;
+  private key: Promise<Buffer> | undefined;
 
   constructor(
     private readonly store: StoreCollection,
@@ -47,6 +48,7 @@ export class AuthRecords {
    * the claim lives: `ttlMs`, long enough for what it guards to expire, or Infinity).
    */
   async claim(kind: string, key: string, ttlMs: number, data: Record<string, unknown> = {}): Promise<boolean> {
+    this.sweepSometimes();
     try {
       await this.store.insert({ id: this.idOf(kind, key), ...data, expiresAt: ttlMs === Infinity ? Number.MAX_SAFE_INTEGER : Date.now() + ttlMs });
       return true;
@@ -63,6 +65,37 @@ export class AuthRecords {
   /** Removes records by a filter on their data (a deleted user's identities). */
   async removeWhere(filter: Record<string, unknown>): Promise<void> {
     await this.store.remove(filter);
+  }
+
+  /**
+   * The key that signs what svc hands the browser to keep (the OAuth login state), made by the
+   * first process that needs it and shared by all through the store.
+   */
+  signingKey(): Promise<Buffer> {
+    this.key ??= this.loadKey().catch((err: unknown) => {
+      this.key = undefined;
+      throw err;
+    });
+    return this.key;
+  }
+
+  private async loadKey(): Promise<Buffer> {
+    const id = 'key:signing';
+    const read = async () => {
+      const doc = await this.store.findOne({ id });
+      return typeof doc?.key === 'string' && /^[0-9a-f]{64}$/.test(doc.key) ? Buffer.from(doc.key, 'hex') : undefined;
+    };
+    const found = await read();
+    if (found) return found;
+    try {
+      await this.store.insert({ id, key: randomBytes(32).toString('hex'), expiresAt: Number.MAX_SAFE_INTEGER });
+    } catch (err) {
+      // Another process made it first (the id is unique): use theirs.
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+    const made = await read();
+    if (!made) throw new Error('auth: could not store the signing key');
+    return made;
   }
 
   private sweepSometimes(): void {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { SvcError, isSvcError } from '../../errors.js';
 import { readCookie, serializeCookie } from '../../http/cookies.js';
 import { DuplicateKeyError } from '../../store/Store.js';
@@ -16,8 +16,9 @@ const BINDING_COOKIE = 'svc_oauth';
 const FOREVER = Infinity;
 
 /**
- * Login with OAuth2 / OpenID Connect providers: authorization code with PKCE (S256), `state` and
- * `nonce` in a single-use record bound to the browser by a cookie, the ID token verified (JWKS
+ * Login with OAuth2 / OpenID Connect providers: authorization code with PKCE (S256), `state`,
+ * `nonce` and verifier in a signed cookie of the browser that started (nothing is stored before
+ * the provider answers, so starts cost no storage) used once, the ID token verified (JWKS
  * signature, iss, aud, exp, nonce), redirects only to allow-listed URLs. An identity is
  * (provider, subject); a new user, or a link to an existing one, only through an email that the
  * provider says is verified and, for an existing account, that the account verified too (no
@@ -50,19 +51,19 @@ export class OAuthLogin {
     const link = ctx.query.link === 'true' || ctx.query.link === true;
     const linkUid = link ? this.loggedInUid(ctx) : undefined;
     if (link && linkUid === undefined) throw new SvcError('UNAUTHORIZED', 'log in first to link a provider');
-    const state = random();
-    const nonce = random();
-    const verifier = random();
-    const binding = random();
-    const callback = `${this.baseUrl(ctx)}${this.host.path}/oauth/${client.settings.name}/callback`;
-    const authorize = await client.authorizationUrl({ state, nonce, challenge: s256(verifier), callback });
-    await this.host.records.put(
-      'oauth-state',
-      state,
-      { provider: client.settings.name, binding: s256(binding), nonce, verifier, callback, ...(redirect ? { redirect } : {}), ...(linkUid ? { linkUid } : {}) },
-      STATE_TTL_MS,
-    );
-    return { status: 302, headers: { location: authorize, 'set-cookie': this.bindingCookie(ctx, client, binding), 'cache-control': 'no-store' } };
+    const login: LoginState = {
+      state: random(),
+      provider: client.settings.name,
+      nonce: random(),
+      verifier: random(),
+      callback: `${this.baseUrl(ctx)}${this.host.path}/oauth/${client.settings.name}/callback`,
+      expiresAt: Date.now() + STATE_TTL_MS,
+      ...(redirect ? { redirect } : {}),
+      ...(linkUid ? { linkUid } : {}),
+    };
+    const authorize = await client.authorizationUrl({ state: login.state, nonce: login.nonce, challenge: s256(login.verifier), callback: login.callback });
+    const cookie = await this.sealed(login);
+    return { status: 302, headers: { location: authorize, 'set-cookie': this.bindingCookie(ctx, client, cookie), 'cache-control': 'no-store' } };
   }
 
   /** The provider sends the browser back: check everything, then log in (or answer the MFA step). */
@@ -70,22 +71,20 @@ export class OAuthLogin {
     const params = ctx.method === 'POST' ? formOf(ctx.body) : ctx.query;
     const state = params.state;
     if (typeof state !== 'string' || state.length === 0 || state.length > 200) throw new SvcError('BAD_REQUEST', 'state is missing');
-    const record = await this.host.records.get('oauth-state', state);
-    // Bound to this browser, this provider, and used once (the claim is atomic on both stores).
-    const binding = readCookie(ctx.headers.cookie, BINDING_COOKIE);
-    if (record === undefined || record.provider !== client.settings.name || binding === undefined || !sameText(s256(binding), String(record.binding))) {
+    // Bound to this browser (its cookie), this provider, and used once (the claim is atomic on both stores).
+    const record = await this.opened(readCookie(ctx.headers.cookie, BINDING_COOKIE));
+    if (record === undefined || record.provider !== client.settings.name || record.expiresAt <= Date.now() || !sameText(record.state, state)) {
       throw new SvcError('BAD_REQUEST', 'invalid or expired login state; start the login again');
     }
     if (!(await this.host.records.claim('oauth-state-used', state, STATE_TTL_MS))) throw new SvcError('BAD_REQUEST', 'invalid or expired login state; start the login again');
-    await this.host.records.remove('oauth-state', state);
-    const redirect = typeof record.redirect === 'string' ? record.redirect : undefined;
+    const redirect = record.redirect;
     const clearBinding = this.bindingCookie(ctx, client, null);
     try {
       if (typeof params.error === 'string') throw new SvcError('UNAUTHORIZED', `the provider refused the login (${params.error.slice(0, 60).replace(/[^\w.-]/g, '')})`);
       const code = params.code;
       if (typeof code !== 'string' || code.length === 0 || code.length > 4096) throw new SvcError('BAD_REQUEST', 'code is missing');
-      const profile = await client.profile({ code, verifier: String(record.verifier), nonce: String(record.nonce), callback: String(record.callback) });
-      const answer = await this.logIn(ctx, client, profile, typeof record.linkUid === 'string' ? record.linkUid : undefined);
+      const profile = await client.profile({ code, verifier: record.verifier, nonce: record.nonce, callback: record.callback });
+      const answer = await this.logIn(ctx, client, profile, record.linkUid);
       return withCookie(redirect === undefined ? answer : redirectWith(redirect, answer), clearBinding);
     } catch (err) {
       if (redirect === undefined || !isSvcError(err) || err.status >= 500) throw err;
@@ -160,6 +159,24 @@ export class OAuthLogin {
     return user;
   }
 
+  /** The login state as the cookie's value: JSON, then its HMAC-SHA256 under svc's signing key. */
+  private async sealed(login: LoginState): Promise<string> {
+    const body = Buffer.from(JSON.stringify(login)).toString('base64url');
+    return `${body}.${createHmac('sha256', await this.host.records.signingKey()).update(body).digest('base64url')}`;
+  }
+
+  /** The login state of a cookie whose signature holds, else undefined. */
+  private async opened(cookie: string | undefined): Promise<LoginState | undefined> {
+    if (cookie === undefined || cookie.length > 4096) return undefined;
+    const dot = cookie.indexOf('.');
+    if (dot <= 0) return undefined;
+    const body = cookie.slice(0, dot);
+    const mac = createHmac('sha256', await this.host.records.signingKey()).update(body).digest('base64url');
+    if (!sameText(mac, cookie.slice(dot + 1))) return undefined;
+    const login = JSON.parse(Buffer.from(body, 'base64url').toString()) as LoginState;
+    return typeof login.state === 'string' && typeof login.expiresAt === 'number' ? login : undefined;
+  }
+
   /** Exact match against auth.oauth.redirects: no prefix, no normalisation, no other host. */
   private checkedRedirect(value: unknown): string | undefined {
     if (value === undefined) return undefined;
@@ -190,6 +207,18 @@ export class OAuthLogin {
       sameSite: crossSitePost ? 'None' : 'Lax',
     });
   }
+}
+
+/** What a login started with, kept by the browser in the signed `svc_oauth` cookie. */
+interface LoginState {
+  state: string;
+  provider: string;
+  nonce: string;
+  verifier: string;
+  callback: string;
+  expiresAt: number;
+  redirect?: string;
+  linkUid?: string;
 }
 
 function random(): string {
