@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appStores, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
-import { TestBrowser, startOp, startTokenProxy } from './helpers/oidc.js';
+import { TestBrowser, startGitHubApi, startOp, startTokenProxy } from './helpers/oidc.js';
 import type { IdTokenTamper, TestOp } from './helpers/oidc.js';
 import { totpNow } from './helpers/totp.js';
 
@@ -20,11 +20,13 @@ for (const store of appStores()) {
     let op: TestOp;
     let op2: TestOp;
     let proxy: Awaited<ReturnType<typeof startTokenProxy>>;
+    let github: Awaited<ReturnType<typeof startGitHubApi>>;
 
     beforeAll(async () => {
       op = await startOp();
       op2 = await startOp();
       proxy = await startTokenProxy(op, SECRET);
+      github = await startGitHubApi(op);
       process.env.SVC_TEST_OIDC_SECRET = SECRET;
       const client = { clientId: 'svc-app', clientSecret: '${env:SVC_TEST_OIDC_SECRET}' };
       h = await runApp(
@@ -42,6 +44,16 @@ for (const store of appStores()) {
                   op: { issuer: op.issuer, ...client, map: { displayName: 'name' } },
                   evil: { issuer: op.issuer, tokenEndpoint: proxy.url, ...client },
                   other: { issuer: op2.issuer, ...client },
+                  // The GitHub preset's flow (OAuth2, then the user API) against the test provider.
+                  github: {
+                    ...client,
+                    authorizationEndpoint: `${op.issuer}/auth`,
+                    tokenEndpoint: `${op.issuer}/token`,
+                    apiBase: github.url,
+                    scopes: ['openid', 'email', 'profile'],
+                    tokenAuth: 'client_secret_basic',
+                    map: { displayName: 'name' },
+                  },
                 },
               },
             },
@@ -52,7 +64,7 @@ for (const store of appStores()) {
         },
         { store },
       );
-      op.setClient({ clientId: 'svc-app', clientSecret: SECRET, redirectUris: [`${h.url}/users/oauth/op/callback`, `${h.url}/users/oauth/evil/callback`] });
+      op.setClient({ clientId: 'svc-app', clientSecret: SECRET, redirectUris: [`${h.url}/users/oauth/op/callback`, `${h.url}/users/oauth/evil/callback`, `${h.url}/users/oauth/github/callback`] });
       op2.setClient({ clientId: 'svc-app', clientSecret: SECRET, redirectUris: [`${h.url}/users/oauth/other/callback`] });
       const people = [
         { sub: 'alice-sub', email: 'Alice@Example.com', email_verified: true, name: 'Alice' },
@@ -75,6 +87,7 @@ for (const store of appStores()) {
     afterAll(async () => {
       await h?.close();
       await proxy?.close();
+      await github?.close();
       await op?.close();
       await op2?.close();
     });
@@ -86,11 +99,12 @@ for (const store of appStores()) {
       // Each login is a fresh one at the provider (no provider session from an earlier one).
       b.forget(new URL(at.issuer).host);
       const start = await b.get(`${h.url}/users/oauth/${provider}${query}`);
-      expect(start.status).toBe(302);
+      expect({ status: start.status, body: start.status === 302 ? '' : await start.text() }).toEqual({ status: 302, body: '' });
       const location = start.headers.get('location') as string;
       const authorize = new URL(location);
       expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
-      expect(authorize.searchParams.get('nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      // GitHub has no OpenID Connect, hence no nonce.
+      if (provider !== 'github') expect(authorize.searchParams.get('nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
       return b.followUntil(location, `${h.url}/users/oauth/${provider}/callback`);
     }
 
@@ -326,8 +340,26 @@ for (const store of appStores()) {
       expect(next.body.uid).not.toBe(first.body.uid);
     });
 
+    it('GitHub: the user API names the person, and only a verified primary email counts', async () => {
+      op.accounts.set('gh-ok', { sub: 'gh-ok', email: 'octo@example.com', email_verified: true, name: 'Octo' });
+      op.accounts.set('gh-unverified', { sub: 'gh-unverified', email: 'octo-unverified@example.com', email_verified: false });
+      const ok = await login('github', 'gh-ok');
+      expect(ok.status).toBe(200);
+      expect(await me(ok.browser)).toMatchObject({ username: 'octo@example.com', displayName: 'Octo', verified: true });
+      expect((await login('github', 'gh-ok')).body.uid).toBe(ok.body.uid);
+      // A verified secondary email is not the person's address of record: nothing is created.
+      const refused = await login('github', 'gh-unverified');
+      expect(refused.status).toBe(403);
+      // GitHub's id 'alice-sub' is not op's 'alice-sub'.
+      op.accounts.set('alice-sub', { sub: 'alice-sub', email: 'alice-gh@example.com', email_verified: true });
+      const gh = await login('github', 'alice-sub');
+      op.accounts.set('alice-sub', { sub: 'alice-sub', email: 'Alice@Example.com', email_verified: true, name: 'Alice' });
+      const viaOp = await login('op', 'alice-sub');
+      expect(gh.body.uid).not.toBe(viaOp.body.uid);
+    });
+
     it('lists the providers; an unknown provider is a 404', async () => {
-      expect((await h.request('GET', '/users/oauth')).body).toEqual({ providers: ['op', 'evil', 'other'] });
+      expect((await h.request('GET', '/users/oauth')).body).toEqual({ providers: ['op', 'evil', 'other', 'github'] });
       expect((await h.request('GET', '/users/oauth/nope')).status).toBe(404);
       expect((await h.request('GET', '/users/oauth/__proto__')).status).toBe(404);
     });

@@ -230,3 +230,30 @@ export class TestBrowser {
     return this.jars.get(host)?.get(name);
   }
 }
+
+/**
+ * GitHub's user API (GET /user, GET /user/emails) in front of the test provider: the access token
+ * is checked by the provider's own userinfo endpoint, and the person's email is listed as primary,
+ * verified as the provider's account says, beside a verified secondary one.
+ */
+export async function startGitHubApi(op: TestOp): Promise<{ url: string; close(): Promise<void> }> {
+  const { server, url } = await listen((req, res) => {
+    void (async () => {
+      const info = await fetch(`${op.issuer}/me`, { headers: { authorization: String(req.headers.authorization ?? '') } });
+      if (!info.ok) {
+        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Bad credentials' }));
+        return;
+      }
+      const claims = (await info.json()) as TestAccount;
+      const body =
+        req.url === '/user/emails'
+          ? [
+              { email: `secondary-${claims.sub}@example.com`, primary: false, verified: true },
+              ...(claims.email ? [{ email: claims.email, primary: true, verified: claims.email_verified === true }] : []),
+            ]
+          : { id: claims.sub, login: claims.sub, name: claims.name ?? null };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    })().catch((err: unknown) => res.writeHead(500).end(String(err)));
+  });
+  return { url, close: () => stop(server) };
+}
