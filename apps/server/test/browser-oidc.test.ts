@@ -68,10 +68,10 @@ describe.runIf(chromiumAvailable('browser OIDC login'))('provider login in chrom
       const popup = context.waitForEvent('page');
       await page.click('#popup');
       await popup;
-      await page.waitForFunction(() => (window as { answer?: unknown }).answer !== undefined, undefined, { timeout: 20_000 });
-      const answer = (await page.evaluate(() => (window as { answer?: unknown }).answer)) as Record<string, unknown>;
+      await page.waitForFunction(() => (globalThis as { answer?: unknown }).answer !== undefined, undefined, { timeout: 20_000 });
+      const answer = (await page.evaluate(() => (globalThis as { answer?: unknown }).answer)) as Record<string, unknown>;
       expect(answer).toEqual({ id: expect.any(String), uid: expect.any(String), path: '/users' });
-      const me = await page.evaluate(() => (window as unknown as { svc: { users: { me(): Promise<unknown> } } }).svc.users.me());
+      const me = await page.evaluate(() => (globalThis as unknown as { svc: { users: { me(): Promise<unknown> } } }).svc.users.me());
       expect(me).toMatchObject({ id: answer.uid, username: 'pat@example.com', displayName: 'Pat' });
       expect(context.pages()).toHaveLength(1);
     } finally {
@@ -85,11 +85,11 @@ describe.runIf(chromiumAvailable('browser OIDC login'))('provider login in chrom
       const page = await context.newPage();
       await page.goto(`${site}/index.html`);
       await Promise.all([page.waitForURL(`${site}/done.html**`, { timeout: 20_000 }), page.click('#redirect')]);
-      await page.waitForFunction(() => (window as { answer?: unknown }).answer !== undefined);
-      const answer = (await page.evaluate(() => (window as { answer?: unknown }).answer)) as Record<string, unknown>;
+      await page.waitForFunction(() => (globalThis as { answer?: unknown }).answer !== undefined);
+      const answer = (await page.evaluate(() => (globalThis as { answer?: unknown }).answer)) as Record<string, unknown>;
       expect(answer).toMatchObject({ uid: expect.any(String), path: '/users' });
       expect(page.url()).toBe(`${site}/done.html`);
-      const me = await page.evaluate(() => (window as unknown as { svc: { users: { me(): Promise<unknown> } } }).svc.users.me());
+      const me = await page.evaluate(() => (globalThis as unknown as { svc: { users: { me(): Promise<unknown> } } }).svc.users.me());
       expect(me).toMatchObject({ username: 'pat@example.com' });
     } finally {
       await context.close();
