@@ -5,8 +5,11 @@ import type { SortedArgs } from './calls.js';
 
 /** How often a popup login looks whether the provider sent the window back. */
 const POPUP_POLL_MS = 250;
+const POPUP_NAME = 'svc-login';
 
 interface BrowserWindow {
+  name?: string;
+  opener?: unknown;
   location: { href: string; hash: string; assign(url: string): void };
   open(url: string, target: string, features: string): PopupWindow | null;
   history?: { replaceState(data: unknown, unused: string, url: string): void };
@@ -48,7 +51,7 @@ export function accountCalls(ctx: AccessorContext, path: string, run: typeof run
         win.location.assign(url);
         return;
       }
-      const popup = win.open(url, 'svc-login', 'width=520,height=680');
+      const popup = win.open(url, POPUP_NAME, 'width=520,height=680');
       if (popup === null) {
         reject(failure('the login window was blocked'));
         return;
@@ -78,6 +81,8 @@ export function accountCalls(ctx: AccessorContext, path: string, run: typeof run
   /** After a redirect login: the answer in the page's fragment (removed from the address bar), or null. */
   const providerLoginResult = (hash?: string): LoginAnswer | null => {
     const win = (globalThis as { window?: BrowserWindow }).window;
+    // The page loaded in a login popup leaves the answer to the window that opened it.
+    if (hash === undefined && win?.name === POPUP_NAME && win.opener !== null && win.opener !== undefined) return null;
     const answer = parseFragment(hash ?? win?.location.hash ?? '');
     if (answer === null) return null;
     if (hash === undefined && win?.history !== undefined) win.history.replaceState(null, '', win.location.href.split('#')[0] ?? '');
