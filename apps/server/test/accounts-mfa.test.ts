@@ -168,15 +168,26 @@ for (const store of appStores()) {
       expect((await h.client()('POST', '/users/mfa/verify', { mfaToken: 'A'.repeat(43), code: '123456' })).status).toBe(401);
     });
 
-    it('wrong codes go through the login limiter (429 past loginRateLimit.max)', async () => {
+    it('a login token takes 5 wrong codes, then the password must be given again', async () => {
       const { username, secret } = await enrolledUser();
       const token = await firstStep(username);
       const right = totpNow(secret, 1);
       const wrong = right === '000000' ? '111111' : '000000';
+      const answers: unknown[] = [];
+      for (let i = 0; i < 5; i++) answers.push((await h.client()('POST', '/users/mfa/verify', { mfaToken: token, code: wrong })).body);
+      expect(answers.map((a) => (a as { message: string }).message)).toEqual(Array(5).fill('invalid code'));
+      expect((await h.client()('POST', '/users/mfa/verify', { mfaToken: token, code: right })).body).toMatchObject({ status: 401, message: 'invalid or expired mfaToken' });
+      expect((await h.client()('POST', '/users/mfa/verify', { mfaToken: await firstStep(username), code: right })).status).toBe(200);
+    });
+
+    it('wrong codes go through the login limiter (429 past loginRateLimit.max)', async () => {
+      const { username, secret } = await enrolledUser();
+      const right = totpNow(secret, 1);
+      const wrong = right === '000000' ? '111111' : '000000';
       const statuses: number[] = [];
-      for (let i = 0; i < 7; i++) statuses.push((await h.client()('POST', '/users/mfa/verify', { mfaToken: token, code: wrong })).status);
+      for (let i = 0; i < 7; i++) statuses.push((await h.client()('POST', '/users/mfa/verify', { mfaToken: await firstStep(username), code: wrong })).status);
       expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 429]);
-      expect((await h.client()('POST', '/users/mfa/verify', { mfaToken: token, code: right })).status).toBe(429);
+      expect((await h.client()('POST', '/users/mfa/verify', { mfaToken: await firstStep(username), code: right })).status).toBe(429);
     });
 
     it('@svc/client: login answers the step, mfa.verify completes it, me follows', async () => {

@@ -58,6 +58,7 @@ export class UserCollection extends Collection implements UserResource {
       attempt: (ctx, key) => this.attempt(ctx, key),
       findById: (id) => this.store.findOne({ id }),
       findOne: (filter) => this.store.findOne(filter),
+      find: (filter) => this.store.find(filter),
       updateUser: (filter, ops) => this.writing(() => this.store.update(filter, ops)),
       createUser: (ctx, body) => this.createPasswordless(ctx, body),
       onLogin: (ctx, user) => this.onLogin(ctx, user, true),

@@ -15,6 +15,7 @@ export interface AccountHost {
   attempt(ctx: Context, key: string): Promise<LoginAttempt>;
   findById(id: string): Promise<Doc | null>;
   findOne(filter: Record<string, unknown>): Promise<Doc | null>;
+  find(filter: Record<string, unknown>): Promise<Doc[]>;
   /** Sets store-only fields (`_mfa`, `_identities`) of a user; answers the user after, or null. */
   updateUser(filter: Record<string, unknown>, ops: { $set?: Record<string, unknown>; $unset?: Record<string, true>; $pull?: Record<string, unknown[]>; $addToSet?: Record<string, unknown[]> }): Promise<Doc | null>;
   /** Creates a user through POST's path (scripts, validation), without a password. */

@@ -58,6 +58,13 @@ export class AuthRecords {
     }
   }
 
+  /** Adds one event under `key` (a wrong code for a login token) and answers how many there are now. */
+  async note(kind: string, key: string, ttlMs: number): Promise<number> {
+    const of = this.idOf(kind, key);
+    await this.store.insert({ id: `${of}:${randomBytes(8).toString('hex')}`, of, expiresAt: Date.now() + ttlMs });
+    return this.store.count({ of });
+  }
+
   async remove(kind: string, key: string): Promise<void> {
     await this.store.remove({ id: this.idOf(kind, key) });
   }

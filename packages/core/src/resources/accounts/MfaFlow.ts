@@ -12,6 +12,8 @@ const LOGIN_TOKEN_TTL_MS = 5 * 60_000;
 /** A used time step stays claimed past the ±1 step window in which its code is accepted. */
 const STEP_CLAIM_TTL_MS = 4 * TOTP_PERIOD_SECONDS * 1000;
 const RECOVERY_CODES = 10;
+/** Wrong codes one login token may take: then the password must be given again. */
+const WRONG_CODES_PER_TOKEN = 5;
 const BAD_CODE = 'invalid code';
 
 /** A user's TOTP state, stored beside the user and never answered (store-only `_mfa`). */
@@ -116,7 +118,11 @@ export class MfaFlow {
     const uid = String(record.uid);
     const attempt = await this.host.attempt(ctx, `mfa:${uid}`);
     const user = await this.host.findById(uid);
-    if (user === null || !(await this.useCode(user, code))) throw new SvcError('BAD_CREDENTIALS', BAD_CODE);
+    if (user === null || !(await this.useCode(user, code))) {
+      // Codes are few (10^6): a token (a known password) gets a few tries, the limiter the rest.
+      if ((await this.host.records.note('mfa-wrong', token, LOGIN_TOKEN_TTL_MS)) >= WRONG_CODES_PER_TOKEN) await this.host.records.remove('mfa-login', token);
+      throw new SvcError('BAD_CREDENTIALS', BAD_CODE);
+    }
     await attempt.succeeded();
     return this.completeLogin(ctx, token, user);
   }
