@@ -74,6 +74,12 @@ describe.runIf(chromiumAvailable('browser OIDC login'))('provider login in chrom
       const me = await page.evaluate(() => (globalThis as unknown as { svc: { users: { me(): Promise<unknown> } } }).svc.users.me());
       expect(me).toMatchObject({ id: answer.uid, username: 'pat@example.com', displayName: 'Pat' });
       expect(context.pages()).toHaveLength(1);
+      // The dashboard's grid shows how each user signs in.
+      const dashboard = await context.newPage();
+      await dashboard.goto(`${h.url}/dashboard/`);
+      await dashboard.click('.res:has-text("/users")');
+      await dashboard.waitForSelector(`tr[data-id="${answer.uid as string}"] td[data-col=sign-in]:has-text("op")`);
+      expect(await dashboard.locator(`tr[data-id="${answer.uid as string}"] td[data-col=sign-in]`).textContent()).toBe('op');
     } finally {
       await context.close();
     }
