@@ -45,6 +45,8 @@ for (const store of appStores()) {
                   op: { issuer: op.issuer, ...client, map: { displayName: 'name' } },
                   evil: { issuer: op.issuer, tokenEndpoint: proxy.url, ...client },
                   other: { issuer: op2.issuer, ...client },
+                  // Apple's preset (the answer POSTed to the callback) against the test provider.
+                  apple: { preset: 'apple', issuer: op.issuer, ...client, tokenAuth: 'client_secret_basic' },
                   // The GitHub preset's flow (OAuth2, then the user API) against the test provider.
                   github: {
                     ...client,
@@ -65,7 +67,7 @@ for (const store of appStores()) {
         },
         { store },
       );
-      op.setClient({ clientId: 'svc-app', clientSecret: SECRET, redirectUris: [`${h.url}/users/oauth/op/callback`, `${h.url}/users/oauth/evil/callback`, `${h.url}/users/oauth/github/callback`] });
+      op.setClient({ clientId: 'svc-app', clientSecret: SECRET, redirectUris: [`${h.url}/users/oauth/op/callback`, `${h.url}/users/oauth/evil/callback`, `${h.url}/users/oauth/github/callback`, `${h.url}/users/oauth/apple/callback`] });
       op2.setClient({ clientId: 'svc-app', clientSecret: SECRET, redirectUris: [`${h.url}/users/oauth/other/callback`] });
       const people = [
         { sub: 'alice-sub', email: 'Alice@Example.com', email_verified: true, name: 'Alice' },
@@ -366,8 +368,36 @@ for (const store of appStores()) {
       expect(gh.body.uid).not.toBe(viaOp.body.uid);
     });
 
+    it('Apple: the provider POSTs the answer (form_post) and the login completes; a GET callback is refused', async () => {
+      const b = new TestBrowser();
+      op.next = 'apple-sub';
+      const start = await b.get(`${h.url}/users/oauth/apple`);
+      expect(start.headers.getSetCookie().join()).toMatch(/svc_oauth=.*SameSite=None/);
+      const authorize = new URL(start.headers.get('location') as string);
+      expect(authorize.searchParams.get('response_mode')).toBe('form_post');
+      // The provider's last answer is a page whose form posts code and state to the callback.
+      let url = authorize.toString();
+      let page = '';
+      for (let hops = 0; hops < 10 && page === ''; hops++) {
+        const res = await b.get(url);
+        const location = res.headers.get('location');
+        if (location !== null) url = new URL(location, url).toString();
+        else page = await res.text();
+      }
+      const fields = Object.fromEntries([...page.matchAll(/<input type="hidden" name="(\w+)" value="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+      expect(page).toContain(`${h.url}/users/oauth/apple/callback`);
+      expect((await b.get(`${h.url}/users/oauth/apple/callback?${new URLSearchParams(fields as Record<string, string>).toString()}`)).status).toBe(404);
+      const posted = await b.get(`${h.url}/users/oauth/apple/callback`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields as Record<string, string>).toString(),
+      });
+      expect(posted.status).toBe(200);
+      expect(await me(b)).toMatchObject({ username: 'apple@example.com' });
+    });
+
     it('lists the providers; an unknown provider is a 404', async () => {
-      expect((await h.request('GET', '/users/oauth')).body).toEqual({ providers: ['op', 'evil', 'other', 'github'] });
+      expect((await h.request('GET', '/users/oauth')).body).toEqual({ providers: ['op', 'evil', 'other', 'apple', 'github'] });
       expect((await h.request('GET', '/users/oauth/nope')).status).toBe(404);
       expect((await h.request('GET', '/users/oauth/__proto__')).status).toBe(404);
     });

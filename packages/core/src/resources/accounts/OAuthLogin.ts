@@ -34,14 +34,15 @@ export class OAuthLogin {
     for (const [name, provider] of settings.providers) this.clients.set(name, new ProviderClient(provider));
   }
 
-  /** GET /<users>/oauth (the providers), GET /<users>/oauth/<p>, GET|POST /<users>/oauth/<p>/callback. */
+  /** GET /<users>/oauth (the providers), GET /<users>/oauth/<p>, GET (POST for form_post) /<users>/oauth/<p>/callback. */
   handle(ctx: Context): Promise<Reply> {
     const [, name, step, ...rest] = ctx.parts;
     if (name === undefined && ctx.method === 'GET') return Promise.resolve({ status: 200, body: { providers: [...this.settings.providers.keys()] } });
     const client = name === undefined ? undefined : this.clients.get(name);
     if (client === undefined || rest.length > 0) throw new SvcError('NOT_FOUND', 'no such provider');
     if (step === undefined && ctx.method === 'GET') return this.start(ctx, client);
-    if (step === 'callback' && (ctx.method === 'GET' || (ctx.method === 'POST' && client.settings.responseMode === 'form_post'))) return this.callback(ctx, client);
+    // The answer comes the one way the provider was asked to send it.
+    if (step === 'callback' && ctx.method === (client.settings.responseMode === 'form_post' ? 'POST' : 'GET')) return this.callback(ctx, client);
     throw new SvcError('NOT_FOUND', 'not found');
   }
 
