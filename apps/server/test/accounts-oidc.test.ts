@@ -211,9 +211,22 @@ for (const store of appStores()) {
       const state = callback.searchParams.get('state') as string;
       const code = callback.searchParams.get('code') as string;
       const base = `${h.url}/users/oauth/op/callback`;
-      for (const query of [`state[$ne]=x&code=${code}`, `state[]=${state}&code=${code}`, `state=${state}&code[$gt]=`, `state=${state}&code[]=${code}`]) {
+      const json = (q: object) => encodeURIComponent(JSON.stringify(q));
+      // Repeated keys make arrays and the JSON query form makes objects: neither is a state or a code.
+      for (const query of [
+        `state=${state}&state=${state}&code=${code}`,
+        `state=${state}&code=${code}&code=${code}`,
+        json({ state: { $ne: '' }, code }),
+        json({ state, code: { $gt: '' } }),
+        json({ state: [state], code }),
+      ]) {
         expect((await b.get(`${base}?${query}`)).status).toBe(400);
       }
+      for (const query of [`redirect=${encodeURIComponent(AFTER)}&redirect=${encodeURIComponent(AFTER)}`, json({ redirect: { $ne: '' } }), json({ redirect: [AFTER] })]) {
+        expect((await b.get(`${h.url}/users/oauth/op?${query}`)).status).toBe(400);
+      }
+      // None of it used the state: the real callback still completes.
+      expect((await b.get(callback.toString())).status).toBe(200);
     });
 
     it('PKCE: a code from another login (code injection) is refused by the provider', async () => {
@@ -305,6 +318,13 @@ for (const store of appStores()) {
       // An unverified claim of alice's email at the other provider gets nothing.
       const claim = await login('other', 'bob-sub');
       expect(claim.status).toBe(403);
+    });
+
+    it('provider logins count in the login limiter: the 11th refused login of one identity is a 429', async () => {
+      op.accounts.set('limited-sub', { sub: 'limited-sub', email: 'limited@example.com', email_verified: false });
+      const statuses: number[] = [];
+      for (let i = 0; i < 11; i++) statuses.push((await login('op', 'limited-sub')).status);
+      expect(statuses).toEqual([...Array(10).fill(403), 429]);
     });
 
     it('On Login runs for provider logins and may refuse them', async () => {

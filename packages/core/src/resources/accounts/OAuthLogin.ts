@@ -70,8 +70,10 @@ export class OAuthLogin {
   /** The provider sends the browser back: check everything, then log in (or answer the MFA step). */
   private async callback(ctx: Context, client: ProviderClient): Promise<Reply> {
     const params = ctx.method === 'POST' ? formOf(ctx.body) : ctx.query;
-    const state = params.state;
+    const { state, code, error } = params;
+    // Strings only, checked before the state is spent: an array or object here is a forgery.
     if (typeof state !== 'string' || state.length === 0 || state.length > 200) throw new SvcError('BAD_REQUEST', 'state is missing');
+    if (error !== undefined ? typeof error !== 'string' : typeof code !== 'string' || code.length === 0 || code.length > 4096) throw new SvcError('BAD_REQUEST', 'code is missing');
     // Bound to this browser (its cookie), this provider, and used once (the claim is atomic on both stores).
     const record = await this.opened(readCookie(ctx.headers.cookie, BINDING_COOKIE));
     if (record === undefined || record.provider !== client.settings.name || record.expiresAt <= Date.now() || !sameText(record.state, state)) {
@@ -81,9 +83,7 @@ export class OAuthLogin {
     const redirect = record.redirect;
     const clearBinding = this.bindingCookie(ctx, client, null);
     try {
-      if (typeof params.error === 'string') throw new SvcError('UNAUTHORIZED', `the provider refused the login (${params.error.slice(0, 60).replace(/[^\w.-]/g, '')})`);
-      const code = params.code;
-      if (typeof code !== 'string' || code.length === 0 || code.length > 4096) throw new SvcError('BAD_REQUEST', 'code is missing');
+      if (typeof error === 'string' || typeof code !== 'string') throw new SvcError('UNAUTHORIZED', `the provider refused the login (${String(error).slice(0, 60).replace(/[^\w.-]/g, '')})`);
       const profile = await client.profile({ code, verifier: record.verifier, nonce: record.nonce, callback: record.callback });
       const answer = await this.logIn(ctx, client, profile, record.linkUid);
       return withCookie(redirect === undefined ? answer : redirectWith(redirect, answer), clearBinding);
