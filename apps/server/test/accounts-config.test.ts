@@ -25,6 +25,9 @@ describe('auth settings of a UserCollection', () => {
     [{ oauth: { redirects: ['javascript:alert(1)'] } }, /must be an http\(s\) URL/],
     [{ oauth: { providers: { 'Bad Name': client } } }, /provider name "Bad Name"/],
     [{ mfa: { required: 'yes' } }, /auth\.mfa\.required must be true or false/],
+    [{ mfa: { requried: true } }, /auth\.mfa: unknown setting "requried"/],
+    [{ oauth: { redirect: ['https://a.example/'] } }, /auth\.oauth: unknown setting "redirect"/],
+    [{ oauth: { providers: { google: { ...client, clientSecrett: 'x' } } } }, /auth\.oauth\.providers\.google: unknown setting "clientSecrett"/],
     [{ oauth: { providers: { google: { ...client, clientSecret: '${env:SVC_TEST_MISSING_OIDC_SECRET}' } } } }, /refers to \$\{env:SVC_TEST_MISSING_OIDC_SECRET\}, which is not set/],
     ['on', /resource users: auth must be an object/],
   ])('%j is refused at start', async (auth, message) => {

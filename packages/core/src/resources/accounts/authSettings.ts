@@ -74,13 +74,17 @@ export function parseAuthSettings(resource: string, raw: unknown, declared: Read
   };
 }
 
+const MFA_KEYS = ['required', 'issuer'];
+const OAUTH_KEYS = ['providers', 'redirects', 'baseUrl', 'emailProperty', 'verifiedProperty', 'signup'];
+const PROVIDER_KEYS = ['preset', 'issuer', 'tenant', 'clientId', 'clientSecret', 'scopes', 'map', 'params', 'tokenAuth', 'authorizationEndpoint', 'tokenEndpoint', 'jwksUri', 'apiBase'];
+
 function parseMfa(raw: unknown, where: string): MfaSettings {
-  const mfa = object(raw, where);
+  const mfa = object(raw, where, MFA_KEYS);
   return { required: optionalBoolean(mfa.required, `${where}.required`) ?? false, issuer: optionalString(mfa.issuer, `${where}.issuer`) };
 }
 
 function parseOAuth(raw: unknown, where: string, declared: ReadonlySet<string>): OAuthSettings {
-  const oauth = object(raw, where);
+  const oauth = object(raw, where, OAUTH_KEYS);
   const redirects = stringList(oauth.redirects ?? [], `${where}.redirects`);
   for (const url of redirects) absoluteUrl(url, `${where}.redirects`);
   const baseUrl = optionalString(oauth.baseUrl, `${where}.baseUrl`);
@@ -101,7 +105,7 @@ function parseOAuth(raw: unknown, where: string, declared: ReadonlySet<string>):
 }
 
 function parseProvider(name: string, raw: unknown, where: string): OAuthProviderSettings {
-  const p = object(raw, where);
+  const p = object(raw, where, PROVIDER_KEYS);
   const presetName = optionalString(p.preset, `${where}.preset`) ?? (Object.hasOwn(PROVIDER_PRESETS, name) ? name : undefined);
   let preset: ProviderPreset | undefined;
   if (presetName !== undefined) {
@@ -135,8 +139,11 @@ function parseProvider(name: string, raw: unknown, where: string): OAuthProvider
   return { name, kind, issuer, ...endpoints, clientId, clientSecret, scopes, tokenAuth, responseMode, map, params };
 }
 
-function object(value: unknown, where: string): Raw {
+/** An object; with `keys`, one whose every key is known (a misspelt security setting must not pass unnoticed). */
+function object(value: unknown, where: string, keys?: readonly string[]): Raw {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where} must be an object`);
+  const unknown = keys === undefined ? [] : Object.keys(value).filter((key) => !keys.includes(key));
+  if (unknown.length > 0) throw new Error(`${where}: unknown setting ${unknown.map((key) => `"${key.slice(0, 40)}"`).join(', ')} (known: ${(keys ?? []).join(', ')})`);
   return value as Raw;
 }
 
