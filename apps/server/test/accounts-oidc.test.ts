@@ -362,6 +362,16 @@ for (const store of appStores()) {
       expect(new URLSearchParams(location.hash.slice(1)).get('svc_oauth_error')).toMatch(/verified email/);
     });
 
+    it('a login the person refused at the provider comes back as an error, and its state is spent', async () => {
+      const b = new TestBrowser();
+      const callback = new URL(await toCallback(b, 'op', 'bob-sub', `?redirect=${encodeURIComponent(AFTER)}`));
+      const denied = `${callback.origin}${callback.pathname}?error=access_denied&state=${callback.searchParams.get('state') as string}`;
+      const res = await b.get(denied);
+      expect(new URLSearchParams(new URL(res.headers.get('location') as string).hash.slice(1)).get('svc_oauth_error')).toBe('the provider refused the login (access_denied)');
+      expect(await me(b)).toBeUndefined();
+      expect((await b.get(callback.toString())).status).toBe(400);
+    });
+
     it('a deleted user takes its identities along', async () => {
       const first = await login('op', 'bob-sub');
       expect((await h.request('DELETE', `/users/${first.body.uid as string}`, undefined, ROOT)).status).toBe(204);
