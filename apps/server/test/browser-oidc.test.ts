@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { chromiumAvailable, launchChromium } from './browser-helpers.js';
@@ -80,6 +81,7 @@ describe.runIf(chromiumAvailable('browser OIDC login'))('provider login in chrom
       await dashboard.click('.res:has-text("/users")');
       await dashboard.waitForSelector(`tr[data-id="${answer.uid as string}"] td[data-col=sign-in]:has-text("op")`);
       expect(await dashboard.locator(`tr[data-id="${answer.uid as string}"] td[data-col=sign-in]`).textContent()).toBe('op');
+      await dashboard.screenshot({ path: fileURLToPath(new URL('../test-output/accounts/dashboard-sign-in.png', import.meta.url)) });
     } finally {
       await context.close();
     }
