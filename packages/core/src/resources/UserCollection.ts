@@ -99,8 +99,8 @@ export class UserCollection extends Collection implements UserResource {
 
   protected override present(doc: Record<string, unknown>): Record<string, unknown> {
     if (!Object.hasOwn(doc, 'password') && !ACCOUNT_FIELDS.some((field) => Object.hasOwn(doc, field))) return doc;
-    const rest = { ...doc };
-    for (const field of this.storeOnly) delete rest[field];
+    // Destructured, not deleted: objects keep their fast shape for the JSON answer (ACCOUNT_FIELDS).
+    const { password: _password, _mfa, _mfaRecovery, _identities, ...rest } = doc;
     return rest;
   }
 
