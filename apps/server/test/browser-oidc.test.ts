@@ -82,6 +82,8 @@ describe.runIf(chromiumAvailable('browser OIDC login'))('provider login in chrom
       await dashboard.waitForSelector(`tr[data-id="${answer.uid as string}"] td[data-col=sign-in]:has-text("op")`);
       expect(await dashboard.locator(`tr[data-id="${answer.uid as string}"] td[data-col=sign-in]`).textContent()).toBe('op');
       await dashboard.screenshot({ path: fileURLToPath(new URL('../test-output/accounts/dashboard-sign-in.png', import.meta.url)) });
+      await dashboard.click('.tab:has-text("API")');
+      await dashboard.waitForSelector('[data-test=api-page] :text("/users/oauth/<provider>/callback")');
     } finally {
       await context.close();
     }
