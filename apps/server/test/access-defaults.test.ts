@@ -66,6 +66,33 @@ describe('the rules of a collection made in the dashboard', () => {
     expect(await configOf(h, 'members')).toMatchObject({ type: 'UserCollection', properties: {}, rules: { create: true, update: { id: '@me.id' }, delete: { id: '@me.id' } } });
   });
 
+  it('served at once: sign-up open, create needs a login as the owner, only the owner changes and deletes', async () => {
+    const h = await start({ 'resources/todos/config.json': { type: 'Collection' } });
+    expect((await dashboard(h, { name: 'members', type: 'UserCollection' })).status).toBe(201);
+    expect((await dashboard(h, { name: 'posts', type: 'Collection', owner: 'author' })).status).toBe(201);
+    const member = async (username: string): Promise<{ id: string; as: AppHandle['request'] }> => {
+      const made = await h.client()('POST', '/members', { username, password: `pw-${username}-1` });
+      expect(made.status).toBe(200);
+      const as = h.client();
+      expect((await as('POST', '/members/login', { username, password: `pw-${username}-1` })).status).toBe(200);
+      return { id: (made.body as { id: string }).id, as };
+    };
+    const ann = await member('ann');
+    const bob = await member('bob');
+    expect((await h.client()('POST', '/posts', { author: ann.id })).status).toBe(403);
+    expect((await bob.as('POST', '/posts', { author: ann.id })).status).toBe(403);
+    const post = await ann.as('POST', '/posts', { author: ann.id });
+    expect(post.status).toBe(200);
+    const id = (post.body as { id: string }).id;
+    expect((await bob.as('PUT', `/posts/${id}`, { author: bob.id })).status).toBe(403);
+    expect((await bob.as('DELETE', `/posts/${id}`)).status).toBe(403);
+    expect((await ann.as('PUT', `/posts/${id}`, {})).status).toBe(200);
+    expect((await ann.as('DELETE', `/posts/${id}`)).status).toBe(204);
+    expect((await bob.as('PUT', `/members/${ann.id}`, {})).status).toBe(403);
+    expect((await h.client()('DELETE', `/members/${ann.id}`)).status).toBe(403);
+    expect((await ann.as('DELETE', `/members/${ann.id}`)).status).toBe(204);
+  });
+
   it('a bad owner name is refused on the owner field, and nothing is written', async () => {
     const h = await start({ 'resources/todos/config.json': { type: 'Collection' } });
     for (const owner of ['id', '$where', 'a.b', '9x', 'has space', 12, { $ne: 1 }, ['owner']]) {

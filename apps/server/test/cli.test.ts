@@ -52,6 +52,9 @@ describe('svc command line', () => {
     const cookie = (login.headers.getSetCookie().find((c) => c.startsWith('sid=')) ?? '').split(';')[0] as string;
     const made = await json(`${p.url}/todos`, { method: 'POST', headers: { cookie }, body: JSON.stringify({ title: 'persist me', owner: user.id }) });
     expect(made.status).toBe(200);
+    // Nobody creates without a login, nor in another user's name.
+    expect((await json(`${p.url}/todos`, { method: 'POST', body: JSON.stringify({ title: 'anonymous' }) })).status).toBe(403);
+    expect((await json(`${p.url}/todos`, { method: 'POST', headers: { cookie }, body: JSON.stringify({ title: 'forged', owner: 'someone-else' }) })).status).toBe(403);
     expect(await p.stop('SIGTERM')).toBe(0);
     expect(p.stderr()).toContain('shutting down');
     p = await start([app]);
