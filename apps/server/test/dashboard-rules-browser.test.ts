@@ -63,6 +63,12 @@ describe.skipIf(!run)('dashboard Rules tab in the browser', () => {
   it('shows the saved rules, saves a change to config.json, and shows the server\'s refusal of a bad rule', async () => {
     expect(await page.inputValue('[aria-label="update query"]')).toBe('{"owner":"@me.id"}');
     expect(await page.inputValue('[aria-label="secret read query"]')).toBe('{"owner":"@me.id"}');
+    // Every write has a rule: nothing for the production warning to list.
+    expect(await page.locator('[data-test=open-writes]').count()).toBe(0);
+    await page.goto(`${app.url}/dashboard/#/r/users/rules`);
+    await page.waitForSelector('[data-test=open-writes]:has-text("Anyone may create, update, delete")');
+    await page.goto(`${app.url}/dashboard/#/r/posts/rules`);
+    await page.waitForSelector('[aria-label="update query"]');
     // Drafts: published or mine.
     await page.selectOption('[aria-label="read kind"]', 'query');
     await page.fill('[aria-label="read query"]', '{"$or": [{"title": {"$exists": true}}, {"owner": "@me.id"}]}');

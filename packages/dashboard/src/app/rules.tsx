@@ -116,8 +116,15 @@ export function RulesPage({ app, resource, setApp }: { app: AppView; resource: R
     setBusy(false);
   };
 
+  // What the server's production start lists (openWriteRules.ts): write actions without a rule.
+  const openWrites = (['create', 'update', 'delete'] as const).filter((action) => rulesOf()[action] === undefined);
   return (
     <div class="rules" data-test="rules">
+      {openWrites.length > 0 && (
+        <div class="notice warn" data-test="open-writes">
+          Anyone may {openWrites.join(', ')} (no rule, as in Deployd): a production start lists this collection. Choose a rule, or <code>anyone (true)</code> to say it is open on purpose.
+        </div>
+      )}
       <h2 class="section">Who may do what</h2>
       <table class="grid props-table" data-test="action-rules">
         <thead><tr><th>Action</th><th>Rule</th><th>What it decides</th></tr></thead>
