@@ -190,6 +190,7 @@ interface Explanation {
 
 /** "Try as this user on this object": the server makes a request of that user and says what the rules allow. */
 function TryAs({ app, resource }: { app: AppView; resource: ResourceView }) {
+  const savedRules = (typeof resource.config.rules === 'object' && resource.config.rules !== null ? resource.config.rules : {}) as Record<string, unknown>;
   const userCollections = app.resources.filter((r) => r.type === 'UserCollection').map((r) => r.name);
   const [user, setUser] = useState('');
   const [users, setUsers] = useState(userCollections[0] ?? '');
@@ -236,7 +237,11 @@ function TryAs({ app, resource }: { app: AppView; resource: ResourceView }) {
                 <tr key={action} data-explained={action}>
                   <td class="mono">{action}</td>
                   <td>{mark(answer.access[action].allowed)}</td>
-                  <td class="mono small">{answer.access[action].rule}</td>
+                  <td class="mono small">
+                    {answer.access[action].rule}
+                    {/* The saved rule's text beside its name (the answer is for the saved rules). */}
+                    {answer.access[action].rule === `rules.${action}` && savedRules[action] !== undefined && <span class="muted">: {JSON.stringify(savedRules[action])}</span>}
+                  </td>
                 </tr>
               ))}
             </tbody>
