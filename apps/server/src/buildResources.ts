@@ -1,9 +1,12 @@
-import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
+import { Collection, UserCollection, mountResource, readAccountSettings, sendsMail, validateSettings } from '@svc/core';
 import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
 import { resolveEnvReferences } from './envReferences.js';
 import { COLLECTION_EVENT_FILES } from './scripts.js';
+import { createAccountMailer } from './accountMail.js';
+import { memoryRateCounter } from './rateCounter.js';
+import type { RateCounter } from './rateCounter.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
 export interface ScriptFactory {
@@ -20,7 +23,7 @@ const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
 const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
-const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost']);
+const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost', 'auth']);
 const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => file !== 'login.js'));
 
 /** What building one resource needs. */
@@ -37,7 +40,12 @@ export interface BuildContext {
   request(input: InternalRequest): Promise<Reply>;
   /** Scheduled jobs of this version of the resources. */
   jobs?: ScheduledJobs;
+  /** Counters of the account mail limits (shared through Redis with --redis). */
+  rateCounter?: RateCounter;
 }
+
+/** Without a counter given: one per process, kept across reloads. */
+const processCounter = memoryRateCounter();
 
 /** Creates the resources of an app from their config.json. */
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
@@ -116,8 +124,12 @@ async function buildUserCollection(folder: ResourceFolder, context: BuildContext
   }
   const settings = context.app.settings;
   const cost = folder.config.passwordCost ?? settings.passwordCost;
+  // config.json auth: the mail-based flows (verification, reset, codes) and how mail goes out.
+  const policy = readAccountSettings(folder.path.slice(1), folder.config.auth);
+  const mailer = sendsMail(policy) ? await createAccountMailer({ folder, app: context.app, env: context.env, logger: context.logger, counter: context.rateCounter ?? processCounter }) : undefined;
   return new UserCollection({
     ...(await collectionOptions(folder, context)),
+    ...(mailer ? { accounts: { policy, mailer, tokens: context.store.collection('_accounts') } } : {}),
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });

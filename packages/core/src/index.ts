@@ -14,7 +14,7 @@ export { Collection } from './resources/Collection.js';
 export { deepEqual } from './resources/updates.js';
 export type { CollectionOptions } from './resources/Collection.js';
 export { UserCollection } from './resources/UserCollection.js';
-export type { UserCollectionOptions } from './resources/UserCollection.js';
+export type { UserAccountOptions, UserCollectionOptions } from './resources/UserCollection.js';
 export { LoginLimiter, loginLimitSettings } from './resources/loginLimiter.js';
 export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, LoginLimitSettings } from './resources/loginLimiter.js';
 export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome } from './resources/events.js';
@@ -64,3 +64,7 @@ export type {
 } from './resourceType.js';
 export { RecordingRealtime } from './realtime.js';
 export type { Realtime, RecordedMessage } from './realtime.js';
+export { readAccountSettings, sendsMail } from './resources/accounts/accountSettings.js';
+export type { AccountPolicy, AccountSettings } from './resources/accounts/accountSettings.js';
+export type { AccountMail, AccountMailer, AccountMailKind } from './resources/accounts/AccountMailer.js';
+export { isEmailAddress } from './resources/accounts/accountInput.js';

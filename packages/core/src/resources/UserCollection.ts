@@ -10,12 +10,28 @@ import type { EventOutcome } from './events.js';
 import { LoginLimiter } from './loginLimiter.js';
 import type { LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
 import { DEFAULT_PASSWORD_COST, dummyHash, hashPassword, isLegacyHash, verifyPassword } from './passwords.js';
+import { Accounts } from './accounts/Accounts.js';
+import type { CredentialCheck } from './accounts/Accounts.js';
+import type { AccountMailer } from './accounts/AccountMailer.js';
+import type { AccountPolicy } from './accounts/accountSettings.js';
+import { isEmailAddress } from './accounts/accountInput.js';
+import type { StoreCollection } from '../store/Store.js';
 
 /** Options of a {@link UserCollection}. */
 export interface UserCollectionOptions extends CollectionOptions {
   /** bcrypt cost; default 10. */
   passwordCost?: number;
   loginRateLimit?: LoginLimiterOptions;
+  /** Mail-based account flows (config.json `auth`): docs/accounts.md. */
+  accounts?: UserAccountOptions;
+}
+
+/** What the mail-based account flows of a UserCollection need. */
+export interface UserAccountOptions {
+  policy: AccountPolicy;
+  mailer: AccountMailer;
+  /** Where tokens and codes are kept (the store's `_accounts`). */
+  tokens: StoreCollection;
 }
 
 const BAD_CREDENTIALS = 'bad credentials';
@@ -36,20 +52,42 @@ export class UserCollection extends Collection implements UserResource {
   private dummy: Promise<string> | undefined;
   /** Requests of /me: a user's own private properties are answered to them (README). */
   private readonly meRequests = new WeakSet<Context>();
+  /** Password reset, email verification, one-time codes (config.json `auth`); undefined when off. */
+  private readonly accounts: Accounts | undefined;
 
   constructor(options: UserCollectionOptions) {
     const { password: _password, username: _username, ...rest } = options.properties;
     const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true }, ...rest };
+    if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean' };
     super({ ...options, properties });
     this.cost = options.passwordCost ?? DEFAULT_PASSWORD_COST;
     this.limitOptions = options.loginRateLimit;
     this.limiter = new LoginLimiter(options.loginRateLimit);
+    this.accounts = options.accounts && this.accountsOf(options.accounts);
+  }
+
+  private accountsOf(options: UserAccountOptions): Accounts {
+    return new Accounts(
+      {
+        path: this.path,
+        store: this.store,
+        tokens: options.tokens,
+        logger: () => this.logger,
+        sessions: () => this.requireHost().sessions,
+        hashPassword: (password) => hashPassword(password, this.cost),
+        setFields: (uid, fields) => this.writing(() => this.store.update({ id: uid }, { $set: fields })),
+        login: (ctx, name, check) => this.authenticate(ctx, name, check),
+      },
+      options.policy,
+      options.mailer,
+    );
   }
 
   override async init(host?: ResourceHost): Promise<void> {
     this.host = host;
     if (host?.loginLimits) this.limiter = host.loginLimits(this.limitOptions);
     await super.init(host);
+    await this.accounts?.init();
   }
 
   override handle(ctx: Context): Promise<Reply> {
@@ -57,6 +95,7 @@ export class UserCollection extends Collection implements UserResource {
     if (func === 'login' && ctx.method === 'POST') return this.login(ctx);
     if (func === 'logout' && ctx.method === 'POST') return this.logout(ctx);
     if (func === 'me' && ctx.method === 'GET') return this.me(ctx);
+    if (this.accounts?.answers(func)) return this.accounts.handle(ctx, func);
     return super.handle(ctx);
   }
 
@@ -86,24 +125,57 @@ export class UserCollection extends Collection implements UserResource {
       errors.password = 'is required';
       throw new SvcError('VALIDATION_FAILED', undefined, { errors });
     }
-    return super.create(ctx, body);
+    return super.create(ctx, this.withoutAccountFields(ctx, body));
   }
 
-  protected override update(ctx: Context, id: string, given: Record<string, unknown>): Promise<Reply> {
-    let body = given;
-    const changesCredentials = Object.hasOwn(body, 'username') || Object.hasOwn(body, 'password');
+  protected override async update(ctx: Context, id: string, given: Record<string, unknown>): Promise<Reply> {
+    let body = this.withoutAccountFields(ctx, given);
+    // With mail-based flows the address is a credential too: whoever sets it can reset the password.
+    const credentials = this.accounts ? ['username', 'password', 'email'] : ['username', 'password'];
+    const changesCredentials = credentials.some((name) => Object.hasOwn(body, name));
     if (changesCredentials && !ctx.isRoot && !ctx.internal && ctx.me?.id !== id) {
       // As in Deployd 1.2: another user's credentials are dropped and the rest is saved. ctx.body
       // is replaced too, so that the dropped password never reaches the hash nor ends sessions.
       // Self is only the logged-in user's id (not Deployd's `|| body.id`, true for any body id).
-      const { username: _username, password: _password, ...rest } = body;
+      body = Object.fromEntries(Object.entries(body).filter(([name]) => !credentials.includes(name)));
+      ctx.body = body;
+    }
+    const newEmail = await this.heldEmailChange(ctx, id, body);
+    if (newEmail !== undefined) {
+      const { email: _email, ...rest } = body;
       body = rest;
       ctx.body = rest;
     }
     if (body.password !== undefined && (typeof body.password !== 'string' || body.password === '')) {
       throw new SvcError('VALIDATION_FAILED', undefined, { errors: { password: 'must be a non-empty string' } });
     }
-    return super.update(ctx, id, body);
+    const reply = await super.update(ctx, id, body);
+    if (newEmail !== undefined && this.accounts) await this.accounts.emailChangeAsked(ctx, newEmail.user, newEmail.email);
+    return reply;
+  }
+
+  /**
+   * `verified` is the server's to set: a client's value is dropped (root and event scripts may
+   * set it). A new copy when something is dropped, so that the caller's body stays as sent.
+   */
+  private withoutAccountFields(ctx: Context, body: Record<string, unknown>): Record<string, unknown> {
+    if (!this.accounts?.policy.verification.enabled || ctx.isRoot || ctx.internal || !Object.hasOwn(body, 'verified')) return body;
+    const { verified: _verified, ...rest } = body;
+    ctx.body = rest;
+    return rest;
+  }
+
+  /**
+   * A user's own change of address, with verification on: held back (the old address stays) and
+   * confirmed by mail. Root and event scripts change it at once. Answers the change held, if any.
+   */
+  private async heldEmailChange(ctx: Context, id: string, body: Record<string, unknown>): Promise<{ user: Doc; email: string } | undefined> {
+    if (!this.accounts?.policy.verification.enabled || ctx.isRoot || ctx.internal || !Object.hasOwn(body, 'email')) return undefined;
+    const email = body.email;
+    if (!isEmailAddress(email)) throw new SvcError('VALIDATION_FAILED', undefined, { errors: { email: 'is not an email address' } });
+    const user = await this.store.findOne({ id });
+    if (user === null || user.email === email) return undefined;
+    return { user, email };
   }
 
   /** The password hash is computed here, after the scripts, and stored beside the object. */
@@ -114,6 +186,7 @@ export class UserCollection extends Collection implements UserResource {
 
   /** A changed username or password ends the user's other sessions. */
   protected override async afterWrite(ctx: Context, stored: Doc, previous: Doc | undefined): Promise<void> {
+    if (previous === undefined && this.accounts) await this.accounts.signedUp(ctx, stored);
     if (previous === undefined || !this.host) return;
     const body = ctx.body as Record<string, unknown> | undefined;
     const changed = body?.password !== undefined || stored.username !== previous.username;
@@ -136,22 +209,35 @@ export class UserCollection extends Collection implements UserResource {
     if (typeof username !== 'string' || typeof password !== 'string' || username === '' || password === '') {
       throw new SvcError('BAD_REQUEST', 'username or password not specified');
     }
-    // Counted before the password check, so that parallel attempts cannot all pass (see LoginLimiter).
-    const attempt = await this.limiter.attempt(clientAddress(ctx), `${this.path}\n${username}`);
+    return this.authenticate(ctx, username, async () => {
+      const user = await this.store.findOne({ username });
+      const stored = typeof user?.password === 'string' ? user.password : undefined;
+      // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
+      const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
+      if (ok && user !== null && stored !== undefined && isLegacyHash(stored)) {
+        await this.store.update({ id: user.id }, { $set: { password: await hashPassword(password, this.cost) } });
+      }
+      return { user, ok };
+    });
+  }
+
+  /**
+   * The one login path of every method (password, mailed code, magic link): the login limits
+   * count the attempt before `check` runs, On Login sees it, a required verification is checked
+   * once the credential was right, and a new session is made.
+   */
+  private async authenticate(ctx: Context, name: string, check: () => Promise<CredentialCheck>): Promise<Reply> {
+    // Counted before the credential check, so that parallel attempts cannot all pass (see LoginLimiter).
+    const attempt = await this.limiter.attempt(clientAddress(ctx), `${this.path}\n${name}`);
     if (attempt.retryAfter > 0) {
       throw new SvcError('TOO_MANY_REQUESTS', 'too many login attempts; try again later', { headers: { 'retry-after': String(attempt.retryAfter) } });
     }
     if (attempt.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, attempt.delayMs));
-    const user = await this.store.findOne({ username });
-    const stored = typeof user?.password === 'string' ? user.password : undefined;
-    // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
-    const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
+    const { user, ok } = await check();
     if (this.events.has('login')) await this.onLogin(ctx, user, ok && user !== null);
     if (!ok || user === null) throw new SvcError('BAD_CREDENTIALS', BAD_CREDENTIALS);
     await attempt.succeeded();
-    if (stored !== undefined && isLegacyHash(stored)) {
-      await this.store.update({ id: user.id }, { $set: { password: await hashPassword(password, this.cost) } });
-    }
+    if (this.accounts?.policy.verification.required && user.verified !== true) throw new SvcError('FORBIDDEN', 'the email address is not verified yet');
     const host = this.requireHost();
     const previousId = ctx.session.id;
     const session = await host.sessions.login(previousId, user.id, this.path);
