@@ -1,4 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { createClient } from '@svc/client';
+import type { SessionInfo, UserCollectionDef } from '@svc/client';
 import { appStores, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 import { codeIn, startSmtp, tokenIn } from './helpers/smtp.js';
@@ -322,5 +324,46 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     }
     expect(known).toEqual([202, 202, 429]);
     expect(unknown).toEqual(known);
+  });
+
+  it('requestVerification mails a new link to an unverified address only; same answer for all', async () => {
+    const user = fresh();
+    await app.request('POST', '/users', user);
+    const first = tokenIn(await smtp.next(user.email));
+    expect((await app.request('POST', '/users/requestVerification', { email: user.email })).body).toEqual({ requested: true });
+    const second = tokenIn(await smtp.next(user.email));
+    expect(second).not.toBe(first);
+    expect((await app.request('POST', '/users/confirmVerification', { token: second })).status).toBe(200);
+    // Verified now: asking again answers the same, and no mail comes.
+    expect((await app.request('POST', '/users/requestVerification', { email: user.email })).body).toEqual({ requested: true });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(smtp.pending(user.email)).toHaveLength(0);
+  });
+
+  it('@svc/client: the account calls, typed', async () => {
+    interface User {
+      id: string;
+      username: string;
+      email?: string;
+      verified: boolean;
+    }
+    const svc = createClient<{ resources: { users: UserCollectionDef<User> } }>(app.url, { resources: [{ path: '/users', kind: 'users' }] });
+    try {
+      const user = fresh();
+      await svc.users.post({ ...user });
+      await svc.users.confirmVerification({ token: tokenIn(await smtp.next(user.email)) });
+      expect(await svc.users.requestPasswordReset({ email: user.email })).toEqual({ requested: true });
+      expect(await svc.users.confirmPasswordReset({ token: tokenIn(await smtp.next(user.email)), password: 'by client' })).toBeNull();
+      await expect(svc.users.confirmPasswordReset({ token: FORGED, password: 'x' })).rejects.toMatchObject({ status: 400 });
+      expect(await svc.users.requestCode({ email: user.email, language: 'en' })).toEqual({ requested: true });
+      const session = await svc.users.loginWithCode({ email: user.email, code: codeIn(await smtp.next(user.email)) });
+      expectTypeOf(session).toEqualTypeOf<SessionInfo>();
+      expect(await svc.users.me()).toMatchObject({ username: user.username, verified: true });
+      await svc.users.requestVerification({ email: user.email });
+      // @ts-expect-error: a token is a string
+      expectTypeOf(svc.users.confirmVerification).toBeCallableWith({ token: 1 });
+    } finally {
+      svc.close();
+    }
   });
 });

@@ -3,6 +3,7 @@ export type { ClientOptions } from './createClient.js';
 export { SvcPromise } from './SvcPromise.js';
 export type {
   AccessorOf,
+  AccountCalls,
   BodyArgs,
   Callback,
   ClientCore,
@@ -19,6 +20,8 @@ export type {
   Listener,
   Listening,
   LooseAccessor,
+  MailRequest,
+  MailRequested,
   MethodArgs,
   Modifier,
   PropertyQuery,

@@ -193,7 +193,8 @@ export interface CollectionAccessor<Item extends { id: string }, Create = Create
 
 /** svc.<users>: a collection plus login, logout and me. */
 export interface UserCollectionAccessor<Item extends { id: string; username: string }>
-  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }> {
+  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }>,
+    AccountCalls {
   login(credentials: { username: string; password: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
   /** The result is always null. */
   logout(fn?: Callback<null>): SvcPromise<null>;
@@ -202,8 +203,36 @@ export interface UserCollectionAccessor<Item extends { id: string; username: str
   me(query: Query<Item>, fn?: Callback<Item | null>): SvcPromise<Item | null>;
 }
 
+/** A request for an account mail: the same answer whether or not a user has the address. */
+export interface MailRequest {
+  email: string;
+  /** The mail's language ('de', 'pt-BR'); default: Accept-Language, then the app's default templates. */
+  language?: string;
+}
+
+/** What a request for an account mail answers (whatever became of it). */
+export interface MailRequested {
+  requested: true;
+}
+
+/** The mail-based account calls of a user collection (docs/accounts.md). */
+export interface AccountCalls {
+  /** Mails a single-use reset link to the address, when a user has it. */
+  requestPasswordReset(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Sets a new password with the mailed token; every session of the user ends. Resolves null (204). */
+  confirmPasswordReset(reset: { token: string; password: string }, fn?: Callback<null>): SvcPromise<null>;
+  /** Mails a new verification link to an address not verified yet. */
+  requestVerification(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Confirms an address (the sign-up's, or a new one asked for by a PUT of `email`). */
+  confirmVerification(confirmation: { token: string }, fn?: Callback<{ verified: true; email: string }>): SvcPromise<{ verified: true; email: string }>;
+  /** Mails a one-time sign-in code and magic link. */
+  requestCode(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Logs in with the mailed code, or with the magic link's token. */
+  loginWithCode(credentials: { email: string; code: string } | { token: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
+}
+
 /** A resource without types: every call, untyped results. */
-export interface LooseAccessor extends ResourceAccessor, Listening {
+export interface LooseAccessor extends ResourceAccessor, Listening, AccountCalls {
   login(credentials: { username: string; password: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
   logout(fn?: Callback<null>): SvcPromise<null>;
   me<R = unknown>(fn?: Callback<R | null>): SvcPromise<R | null>;
