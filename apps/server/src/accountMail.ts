@@ -99,7 +99,13 @@ function smtpSettings(mail: AccountMailSettings, options: AccountMailerOptions, 
   }
   const fromText = mail.from ?? settings.defaultFromAddress;
   if (fromText === undefined) throw new Error(`${where}.from is required (the Email resource has no defaultFromAddress)`);
-  const from = checkEmailSettings(label, { ...settings, defaultFromAddress: fromText });
+  let from: Mailbox | undefined;
+  try {
+    from = checkEmailSettings(label, { ...settings, defaultFromAddress: fromText });
+  } catch (err) {
+    // The Email type's message names its own setting; here it is auth.mail.from (or the resource's).
+    throw new Error(`${mail.from !== undefined ? `${where}.from` : `${where}.resource's defaultFromAddress`} must be one address ('Name <address>' or 'address')`, { cause: err });
+  }
   if (from === undefined) throw new Error(`${where}.from is required`);
   return { smtp: settings, from, logOnly: settings.productionOnly && options.env !== 'production' };
 }
