@@ -68,12 +68,14 @@ describe('account mail through the app', () => {
     [{ reset: {}, mail: { smtp: { host: 'x', password: '${env:SVC_TEST_NO_SUCH_VAR}' }, from: 'a@example.com' } }, 'refers to ${env:SVC_TEST_NO_SUCH_VAR}, which is not set'],
     [{ reset: {}, mail: { smtp: { host: 'x' }, from: 'a@example.com', limits: { perRecipient: 0 } } }, 'resource users: auth.mail.limits.perRecipient must be a whole number from 1 to 1000000'],
     [{ reset: {}, mail: { smtp: { host: 'x' }, from: 'evil\r\nBcc: x@example.com' } }, "resource users: auth.mail.from must be one address ('Name <address>' or 'address')"],
+    [{ reset: {}, mail: { smtp: { host: 'x' }, from: 'a@example.com' } }, 'NO_EMAIL'],
     [{ codes: { length: 3 }, mail: { smtp: { host: 'x' }, from: 'a@example.com' } }, 'resource users: auth.codes.length must be a whole number from 6 to 10'],
   ])('auth %j stops the start: %s', async (auth, message) => {
     const dir = await writeApp({
       'resources/todos/config.json': { type: 'Collection', properties: {} },
-      'resources/users/config.json': { type: 'UserCollection', properties: { email: { type: 'string' } }, auth },
+      'resources/users/config.json': { type: 'UserCollection', properties: message === 'NO_EMAIL' ? { mail: { type: 'string' } } : { email: { type: 'string' } }, auth },
     });
+    if (message === 'NO_EMAIL') message = 'resource users: auth.verification, auth.reset and auth.codes need an "email" property of type string';
     try {
       await expect(startApp({ appDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger, resourceTypes: [emailType] })).rejects.toThrow(message);
     } finally {

@@ -49,6 +49,8 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
         'resources/members/mail/code.subject.txt': 'Dein Code {{code}}\r\nBcc: evil@example.com',
         'resources/members/mail/de/code.txt': 'Hallo {{username}}, dein code is {{code}} ({{link}})',
         'resources/members/mail/code.html': '<p>{{username}} {{code}}</p>',
+        'resources/pings/config.json': { type: 'Collection', properties: { to: { type: 'string' } } },
+        'resources/pings/post.js': "emit('users', { id: this.to }, 'dm', this.to); emit('marker', this.to);",
         'resources/staff/config.json': usersConfig(smtp.port, { mail: { smtp: { host: '127.0.0.1', port: smtp.port }, from: 'b@example.com', limits: { perRecipient: 2, perClient: 1000 } } }),
       },
       { store },
@@ -362,6 +364,33 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
       await svc.users.requestVerification({ email: user.email });
       // @ts-expect-error: a token is a string
       expectTypeOf(svc.users.confirmVerification).toBeCallableWith({ token: 1 });
+    } finally {
+      svc.close();
+    }
+  });
+
+  it("after a reset the user's realtime sockets leave: user-targeted messages stop reaching them", async () => {
+    const user = fresh();
+    const id = await signUp(app.request, user);
+    const svc = createClient<{ resources: { users: UserCollectionDef<{ id: string; username: string }> } }>(app.url, { resources: [{ path: '/users', kind: 'users' }, { path: '/pings', kind: 'collection' }] });
+    try {
+      await new Promise<void>((resolve) => svc.socketReady(resolve));
+      await svc.users.login({ username: user.username, password: user.password });
+      const dms: unknown[] = [];
+      const markers: unknown[] = [];
+      svc.on('dm', (d) => dms.push(d));
+      svc.on('marker', (d) => markers.push(d));
+      await app.request('POST', '/pings', { to: id });
+      await expect.poll(() => markers.length).toBe(1);
+      expect(dms).toEqual([id]);
+
+      await app.request('POST', '/users/requestPasswordReset', { email: user.email });
+      expect((await app.request('POST', '/users/confirmPasswordReset', { token: tokenIn(await smtp.next(user.email)), password: 'after reset' })).status).toBe(204);
+      // The marker is sent after the dm on the same socket: once it is here, a dm would be too.
+      await app.request('POST', '/pings', { to: id });
+      await expect.poll(() => markers.length).toBe(2);
+      expect(dms).toEqual([id]);
+      expect(await svc.users.me()).toBeNull();
     } finally {
       svc.close();
     }

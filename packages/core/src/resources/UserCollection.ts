@@ -58,6 +58,9 @@ export class UserCollection extends Collection implements UserResource {
   constructor(options: UserCollectionOptions) {
     const { password: _password, username: _username, ...rest } = options.properties;
     const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true }, ...rest };
+    if (options.accounts && properties.email?.type !== 'string') {
+      throw new Error(`resource ${options.path.slice(1)}: auth.verification, auth.reset and auth.codes need an "email" property of type string (unique, so that an address names one user)`);
+    }
     if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean' };
     super({ ...options, properties });
     this.cost = options.passwordCost ?? DEFAULT_PASSWORD_COST;
@@ -87,6 +90,9 @@ export class UserCollection extends Collection implements UserResource {
     this.host = host;
     if (host?.loginLimits) this.limiter = host.loginLimits(this.limitOptions);
     await super.init(host);
+    // Every mail request looks users up by address.
+    const email = this.properties.email;
+    if (this.accounts && email && !email.unique && !email.index) await this.store.ensureIndex({ field: 'email' });
     await this.accounts?.init();
   }
 

@@ -120,10 +120,15 @@ export class Accounts {
     return { kind, to: email, language, values: { ...values, token, link: linkOf(policy.url, token), expiresMinutes: minutes(policy.expiresMs) } };
   }
 
-  /** The mail goes out after the answer: how long the mail server takes tells nothing. */
+  /**
+   * The mail is rendered and sent after the answer (on a later turn of the event loop): neither
+   * the rendering nor how long the mail server takes shows in the answer's time.
+   */
   private sendLater(mail: AccountMail): void {
-    this.mailer.send(mail).catch((err: unknown) => {
-      this.users.logger()?.warn(`${this.users.path.slice(1)}: the ${mail.kind} mail could not be sent: ${err instanceof Error ? err.message : String(err)}`, { error: err });
+    setImmediate(() => {
+      this.mailer.send(mail).catch((err: unknown) => {
+        this.users.logger()?.warn(`${this.users.path.slice(1)}: the ${mail.kind} mail could not be sent: ${err instanceof Error ? err.message : String(err)}`, { error: err });
+      });
     });
   }
 
