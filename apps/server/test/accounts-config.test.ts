@@ -53,7 +53,7 @@ describe('account mail through the app', () => {
     try {
       await app.request('POST', '/users', { username: 'bo', password: 'pw', email: 'bo@example.com' });
       await app.request('POST', '/users/requestPasswordReset', { email: 'bo@example.com' });
-      await expect.poll(() => logger.lines.some((l) => l.includes('not sending the reset mail in development'))).toBe(true);
+      await expect.poll(() => logger.lines.some((l) => l.includes('not sending the reset mail in development')), { timeout: 10_000 }).toBe(true);
       expect(smtp.pending('bo@example.com')).toHaveLength(0);
     } finally {
       await app.close();

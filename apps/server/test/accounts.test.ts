@@ -381,14 +381,14 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
       svc.on('dm', (d) => dms.push(d));
       svc.on('marker', (d) => markers.push(d));
       await app.request('POST', '/pings', { to: id });
-      await expect.poll(() => markers.length).toBe(1);
+      await expect.poll(() => markers.length, { timeout: 10_000 }).toBe(1);
       expect(dms).toEqual([id]);
 
       await app.request('POST', '/users/requestPasswordReset', { email: user.email });
       expect((await app.request('POST', '/users/confirmPasswordReset', { token: tokenIn(await smtp.next(user.email)), password: 'after reset' })).status).toBe(204);
       // The marker is sent after the dm on the same socket: once it is here, a dm would be too.
       await app.request('POST', '/pings', { to: id });
-      await expect.poll(() => markers.length).toBe(2);
+      await expect.poll(() => markers.length, { timeout: 10_000 }).toBe(2);
       expect(dms).toEqual([id]);
       expect(await svc.users.me()).toBeNull();
     } finally {
