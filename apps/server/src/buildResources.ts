@@ -3,7 +3,7 @@ import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRe
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
 import { resolveEnvReferences } from './envReferences.js';
-import { COLLECTION_EVENT_FILES } from './scripts.js';
+import { COLLECTION_EVENT_FILES, USER_ONLY_EVENT_FILES } from './scripts.js';
 import { createAccountMailer } from './accountMail.js';
 import { memoryRateCounter } from './rateCounter.js';
 import type { RateCounter } from './rateCounter.js';
@@ -24,7 +24,7 @@ const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
 const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost', 'auth']);
-const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => file !== 'login.js'));
+const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => !USER_ONLY_EVENT_FILES.has(file)));
 
 /** What building one resource needs. */
 export interface BuildContext {

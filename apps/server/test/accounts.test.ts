@@ -49,6 +49,7 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
         'resources/members/mail/code.subject.txt': 'Dein Code {{code}}\r\nBcc: evil@example.com',
         'resources/members/mail/de/code.txt': 'Hallo {{username}}, dein code is {{code}} ({{link}})',
         'resources/members/mail/code.html': '<p>{{username}} {{code}}</p>',
+        'resources/users/beforereset.js': "if (this.name === 'no-reset' && event === 'RESET') cancel('resets are off for this user', 403);",
         'resources/pings/config.json': { type: 'Collection', properties: { to: { type: 'string' } } },
         'resources/pings/post.js': "emit('users', { id: this.to }, 'dm', this.to); emit('marker', this.to);",
         'resources/staff/config.json': usersConfig(smtp.port, { mail: { smtp: { host: '127.0.0.1', port: smtp.port }, from: 'b@example.com', limits: { perRecipient: 2, perClient: 1000 } } }),
@@ -394,5 +395,17 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     } finally {
       svc.close();
     }
+  });
+
+  it('On BeforeReset runs with the user as this; its cancel() refuses the reset and leaves the token usable', async () => {
+    const user = fresh();
+    const id = await signUp(app.request, user);
+    await app.request('PUT', `/users/${id}`, { name: 'no-reset' }, { 'svc-ssh-key': 'any' });
+    await app.request('POST', '/users/requestPasswordReset', { email: user.email });
+    const token = tokenIn(await smtp.next(user.email));
+    expect(await app.request('POST', '/users/confirmPasswordReset', { token, password: 'refused' })).toMatchObject({ status: 403, body: { message: 'resets are off for this user' } });
+    expect((await app.client()('POST', '/users/login', { username: user.username, password: user.password })).status).toBe(200);
+    await app.request('PUT', `/users/${id}`, { name: 'ok' }, { 'svc-ssh-key': 'any' });
+    expect((await app.request('POST', '/users/confirmPasswordReset', { token, password: 'allowed' })).status).toBe(204);
   });
 });

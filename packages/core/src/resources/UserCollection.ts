@@ -80,6 +80,11 @@ export class UserCollection extends Collection implements UserResource {
         hashPassword: (password) => hashPassword(password, this.cost),
         setFields: (uid, fields) => this.writing(() => this.store.update({ id: uid }, { $set: fields })),
         login: (ctx, name, check) => this.authenticate(ctx, name, check),
+        beforeReset: async (ctx, user) => {
+          if (!this.events.has('beforereset')) return;
+          const visible = this.withoutStoreOnly(user);
+          await this.events.run('beforereset', { ctx, object: { ...visible }, previous: visible, locals: { event: 'RESET' } });
+        },
       },
       options.policy,
       options.mailer,

@@ -30,6 +30,8 @@ export interface AccountUsers {
    * required, the new session) with a credential checked by `check`; `name` is what the limits count.
    */
   login(ctx: Context, name: string, check: () => Promise<CredentialCheck>): Promise<Reply>;
+  /** On BeforeReset with the user as `this`: a cancel() refuses the reset (thrown). */
+  beforeReset(ctx: Context, user: Doc): Promise<void>;
 }
 
 /** The requests the mail-based flows answer: POST /<users>/<name>. */
@@ -76,7 +78,7 @@ export class Accounts {
       case 'requestPasswordReset':
         return this.requestMail(ctx, body, 'reset');
       case 'confirmPasswordReset':
-        return this.confirmReset(body);
+        return this.confirmReset(ctx, body);
       case 'requestVerification':
         return this.requestMail(ctx, body, 'verification');
       case 'confirmVerification':
@@ -132,11 +134,23 @@ export class Accounts {
     });
   }
 
+  /** The unused record of a token of `kind` bound to a user, or a 400 (unknown, expired, used, another kind). */
+  private async found(kind: TokenRecord['kind'], token: string): Promise<TokenRecord & { uid: string }> {
+    const record = await this.tokens.find(kind, token);
+    if (record === null || record.uid === undefined) throw new SvcError('BAD_REQUEST', INVALID_TOKEN);
+    return record as TokenRecord & { uid: string };
+  }
+
+  /** Uses a record up, or answers 400 when another use of it won. */
+  private async claim(record: TokenRecord): Promise<void> {
+    if (!(await this.tokens.claim(record))) throw new SvcError('BAD_REQUEST', INVALID_TOKEN);
+  }
+
   /** Uses a token of `kind` up, or answers 400 (unknown, expired, used, another kind, lost a race). */
   private async use(kind: TokenRecord['kind'], token: string): Promise<TokenRecord & { uid: string }> {
-    const record = await this.tokens.find(kind, token);
-    if (record === null || record.uid === undefined || !(await this.tokens.claim(record))) throw new SvcError('BAD_REQUEST', INVALID_TOKEN);
-    return record as TokenRecord & { uid: string };
+    const record = await this.found(kind, token);
+    await this.claim(record);
+    return record;
   }
 
   /**
@@ -144,12 +158,15 @@ export class Accounts {
    * session of the user ended (all processes share the store; realtime sockets leave them).
    * A reset proves the address too: the user becomes verified when it is still theirs.
    */
-  private async confirmReset(body: Record<string, unknown>): Promise<Reply> {
+  private async confirmReset(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
     const token = tokenField(body);
     const password = passwordField(body);
-    const record = await this.use('reset', token);
+    const record = await this.found('reset', token);
     const user = await this.users.store.findOne({ id: record.uid });
     if (user === null) throw new SvcError('BAD_REQUEST', INVALID_TOKEN);
+    // Before the claim: a reset the app refuses leaves the token as it was.
+    await this.users.beforeReset(ctx, user);
+    await this.claim(record);
     const fields: Record<string, unknown> = { password: await this.users.hashPassword(password) };
     if (this.policy.verification.enabled && user.email === record.email) fields.verified = true;
     await this.users.setFields(user.id, fields);
