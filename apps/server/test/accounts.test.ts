@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { createClient } from '@svc/client';
 import type { SessionInfo, UserCollectionDef } from '@svc/client';
-import { appStores, runApp } from './helpers/app.js';
+import { appStores, memoryLogger, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 import { codeIn, startSmtp, tokenIn } from './helpers/smtp.js';
 import type { TestSmtp } from './helpers/smtp.js';
@@ -32,6 +32,7 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
   let smtp: TestSmtp;
   let app: AppHandle;
   let n = 0;
+  const serverLog = memoryLogger();
   /** A fresh address and username per test. */
   const fresh = () => {
     n++;
@@ -54,10 +55,13 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
         'resources/pings/post.js': "emit('users', { id: this.to }, 'dm', this.to); emit('marker', this.to);",
         'resources/staff/config.json': usersConfig(smtp.port, { mail: { smtp: { host: '127.0.0.1', port: smtp.port }, from: 'b@example.com', limits: { perRecipient: 2, perClient: 1000 } } }),
       },
-      { store },
+      { store, logger: serverLog },
     );
+    // The first script run starts the script process: done here, not inside a test's request.
+    await app.request('POST', '/pings', { to: 'warm-up' });
   }, 60_000);
   afterAll(async () => {
+    if (process.env.SVC_TEST_PRINT_LOG) process.stderr.write(serverLog.lines.join('\n'));
     await app?.close();
     await smtp?.close();
   });
@@ -255,6 +259,10 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     expect((await otherClient('PUT', `/users/${id}`, { email: takeover })).status).toBe(200);
     expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ email: owner.email });
 
+    // A reset link mailed to the old address before the change.
+    await app.request('POST', '/users/requestPasswordReset', { email: owner.email });
+    const oldReset = tokenIn(await smtp.next(owner.email));
+
     // The owner's change is held; the mail goes to the new address.
     const next = `next-${n}@example.com`;
     const put = await ownerClient('PUT', `/users/${id}`, { email: next, name: 'renamed' });
@@ -265,10 +273,25 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ email: owner.email });
     expect((await app.request('POST', '/users/confirmVerification', { token })).body).toEqual({ verified: true, email: next });
     expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ email: next, verified: true });
-    // A reset mail now goes to the new address only.
+    // The old address's reset link is void now; a reset mail goes to the new address only.
+    expect((await app.request('POST', '/users/confirmPasswordReset', { token: oldReset, password: 'takeover' })).status).toBe(400);
     await app.request('POST', '/users/requestPasswordReset', { email: owner.email });
     await app.request('POST', '/users/requestPasswordReset', { email: next });
     await smtp.next(next);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(smtp.pending(owner.email)).toHaveLength(0);
+  });
+
+  it('an email change over the mail limits is refused before anything is saved', async () => {
+    const user = fresh();
+    const id = await signUp(app.request, user, '/staff');
+    const client = app.client();
+    await client('POST', '/staff/login', { username: user.username, password: user.password });
+    const next = `limited-${n}-${store}@example.com`;
+    for (let i = 0; i < 2; i++) await app.request('POST', '/staff/requestPasswordReset', { email: next });
+    const put = await client('PUT', `/staff/${id}`, { email: next, name: 'changed' });
+    expect(put.status).toBe(429);
+    expect((await app.request('GET', `/staff/${id}`)).body).not.toHaveProperty('name', 'changed');
   });
 
   it('a verification token made before the address changed is void', async () => {
@@ -316,17 +339,24 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
 
   it('mails are limited per recipient, with the same answer whether the address is known or not', async () => {
     const user = fresh();
+    // The sign-up's verification mail counts one for the address; one request counts one for the ghost.
     await app.request('POST', '/staff', user);
     await smtp.next(user.email);
     const ghost = `ghost-staff-${n}-${store}@example.com`;
+    expect((await app.request('POST', '/staff/requestVerification', { email: ghost })).status).toBe(202);
     const known = [];
     const unknown = [];
     for (let i = 0; i < 3; i++) {
       known.push((await app.request('POST', '/staff/requestPasswordReset', { email: user.email })).status);
       unknown.push((await app.request('POST', '/staff/requestPasswordReset', { email: ghost })).status);
     }
-    expect(known).toEqual([202, 202, 429]);
+    expect(known).toEqual([202, 429, 429]);
     expect(unknown).toEqual(known);
+    // A sign-up's verification mail counts too: over the limit the user is made, without the mail.
+    const late = { ...fresh(), email: ghost };
+    expect((await app.request('POST', '/staff', late)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(smtp.pending(ghost)).toHaveLength(0);
   });
 
   it('requestVerification mails a new link to an unverified address only; same answer for all', async () => {

@@ -186,6 +186,7 @@ export class UserCollection extends Collection implements UserResource {
     if (!isEmailAddress(email)) throw new SvcError('VALIDATION_FAILED', undefined, { errors: { email: 'is not an email address' } });
     const user = await this.store.findOne({ id });
     if (user === null || user.email === email) return undefined;
+    await this.accounts.countMail(ctx, email);
     return { user, email };
   }
 

@@ -98,8 +98,7 @@ export class Accounts {
    */
   private async requestMail(ctx: Context, body: Record<string, unknown>, kind: AccountMail['kind']): Promise<Reply> {
     const email = emailField(body);
-    const retryAfter = await this.mailer.limit(clientOf(ctx), email);
-    if (retryAfter > 0) throw new SvcError('TOO_MANY_REQUESTS', 'too many mails asked; try again later', { headers: { 'retry-after': String(retryAfter) } });
+    await this.countMail(ctx, email);
     const found = await this.users.store.findOne({ email });
     const user = found === null || (kind === 'verification' && found.verified === true) ? null : found;
     const language = languageOf(body, headerOf(ctx, 'accept-language'));
@@ -170,12 +169,13 @@ export class Accounts {
     const password = passwordField(body);
     const record = await this.found('reset', token);
     const user = await this.users.store.findOne({ id: record.uid });
-    if (user === null) throw new SvcError('BAD_REQUEST', INVALID_TOKEN);
+    // A link sent to an address the user no longer has is void (the old mailbox may be someone else's now).
+    if (user === null || user.email !== record.email) throw new SvcError('BAD_REQUEST', INVALID_TOKEN);
     // Before the claim: a reset the app refuses leaves the token as it was.
     await this.users.beforeReset(ctx, user);
     await this.claim(record);
     const fields: Record<string, unknown> = { password: await this.users.hashPassword(password) };
-    if (this.policy.verification.enabled && user.email === record.email) fields.verified = true;
+    if (this.policy.verification.enabled) fields.verified = true;
     await this.users.setFields(user.id, fields);
     await this.tokens.voidUser('reset', user.id);
     await this.users.sessions().endUserSessions(user.id);
@@ -232,19 +232,35 @@ export class Accounts {
     return (await this.users.setFields(user.id, { verified: true })) ?? user;
   }
 
-  /** Sign-up: the verification mail to the new user's address (when it has one). */
+  /**
+   * Counts a mail asked for `email` by ctx's client; a 429 when either is over its limit. Asked
+   * before the address is looked up, so the answer does not depend on whether a user has it.
+   */
+  async countMail(ctx: Context, email: string): Promise<void> {
+    const retryAfter = await this.mailer.limit(clientOf(ctx), email);
+    if (retryAfter > 0) throw new SvcError('TOO_MANY_REQUESTS', 'too many mails asked; try again later', { headers: { 'retry-after': String(retryAfter) } });
+  }
+
+  /**
+   * Sign-up: the verification mail to the new user's address (when it has one). Counted by the
+   * mail limits; over them the user is still created, without the mail (requestVerification
+   * sends one later), so that sign-ups cannot flood an address.
+   */
   async signedUp(ctx: Context, user: Doc): Promise<void> {
     if (!this.policy.verification.enabled || !isEmailAddress(user.email)) return;
+    if ((await this.mailer.limit(clientOf(ctx), user.email)) > 0) {
+      this.users.logger()?.warn(`${this.users.path.slice(1)}: no verification mail for a new user: the mail limits for the address or the client are reached`);
+      return;
+    }
     this.sendLater(ctx, await this.prepare('verification', user, user.email, languageOf({}, headerOf(ctx, 'accept-language'))));
   }
 
   /**
    * A user asked for a new address: it is mailed a verification token and replaces the old one
-   * only once confirmed (see confirmVerification). Counted by the mail limits like any request.
+   * only once confirmed (see confirmVerification). The caller counted the mail (countMail) before
+   * the update, so that a refused mail leaves the object unchanged.
    */
   async emailChangeAsked(ctx: Context, user: Doc, email: string): Promise<void> {
-    const retryAfter = await this.mailer.limit(clientOf(ctx), email);
-    if (retryAfter > 0) throw new SvcError('TOO_MANY_REQUESTS', 'too many mails asked; try again later', { headers: { 'retry-after': String(retryAfter) } });
     const token = await this.tokens.issue('verification', { uid: user.id, email, from: typeof user.email === 'string' ? user.email : '' }, this.policy.verification.expiresMs);
     const values = { email, username: typeof user.username === 'string' ? user.username : '', collection: this.users.path.slice(1), token, link: linkOf(this.policy.verification.url, token), expiresMinutes: minutes(this.policy.verification.expiresMs) };
     this.sendLater(ctx, { kind: 'verification', to: email, language: languageOf({}, headerOf(ctx, 'accept-language')), values });
