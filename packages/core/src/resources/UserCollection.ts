@@ -10,7 +10,7 @@ import type { EventOutcome } from './events.js';
 import { LoginLimiter } from './loginLimiter.js';
 import type { LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
 import { DEFAULT_PASSWORD_COST, dummyHash, hashPassword, isLegacyHash, verifyPassword } from './passwords.js';
-import { Accounts } from './accounts/Accounts.js';
+import { Accounts, isAccountRoute } from './accounts/Accounts.js';
 import type { CredentialCheck } from './accounts/Accounts.js';
 import type { AccountMailer } from './accounts/AccountMailer.js';
 import type { AccountPolicy } from './accounts/accountSettings.js';
@@ -107,6 +107,7 @@ export class UserCollection extends Collection implements UserResource {
     if (func === 'logout' && ctx.method === 'POST') return this.logout(ctx);
     if (func === 'me' && ctx.method === 'GET') return this.me(ctx);
     if (this.accounts?.answers(func)) return this.accounts.handle(ctx, func);
+    if (isAccountRoute(func)) return Promise.reject(new SvcError('NOT_FOUND', `${func} is not turned on for ${this.path.slice(1)} (config.json auth: docs/accounts.md)`));
     return super.handle(ctx);
   }
 

@@ -39,6 +39,11 @@ export interface AccountUsers {
 export const ACCOUNT_ROUTES = ['requestPasswordReset', 'confirmPasswordReset', 'requestVerification', 'confirmVerification', 'requestCode', 'loginWithCode'] as const;
 export type AccountRoute = (typeof ACCOUNT_ROUTES)[number];
 
+/** Whether a path segment names an account call (never an object id: ids are hex). */
+export function isAccountRoute(name: string | undefined): name is AccountRoute {
+  return (ACCOUNT_ROUTES as readonly (string | undefined)[]).includes(name);
+}
+
 const INVALID_TOKEN = 'the token is invalid or has expired';
 /** The same answer for every request for a mail, whatever became of it. */
 const MAIL_REQUESTED: Reply = { status: 202, body: { requested: true } };
