@@ -124,3 +124,50 @@ describe.skipIf(!redisUrl)('account mail limits shared over Redis by two app pro
     expect(statuses).toEqual([202, 202, 202, 429]);
   });
 });
+
+const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
+if (!mongoUrl || !redisUrl) process.stderr.write('SKIPPED the two-process reset test (one MongoDB, one Redis): set SVC_TEST_MONGODB_URL and SVC_TEST_REDIS_URL\n');
+
+describe.skipIf(!mongoUrl || !redisUrl)('a reset through one process ends the sessions held through another (one MongoDB, Redis)', () => {
+  const apps: RunningApp[] = [];
+  const dirs: string[] = [];
+  let smtp: TestSmtp;
+  const dbName = `svc_accounts_${process.pid}_${Date.now()}`;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    for (let i = 0; i < 2; i++) {
+      const dir = await writeApp({
+        'app.json': { passwordCost: 4 },
+        'resources/users/config.json': {
+          type: 'UserCollection',
+          properties: { email: { type: 'string', unique: true } },
+          auth: { reset: {}, mail: { smtp: { host: '127.0.0.1', port: smtp.port }, from: 'a@example.com' } },
+        },
+      });
+      dirs.push(dir);
+      apps.push(await startApp({ appDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger, db: `${mongoUrl!.replace(/\/$/, '')}/${dbName}`, redis: redisUrl! }));
+    }
+  }, 60_000);
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    await smtp?.close();
+    const { MongoClient } = await import('mongodb');
+    const client = new MongoClient(mongoUrl!);
+    await client.db(dbName).dropDatabase().catch(() => undefined);
+    await client.close();
+  });
+
+  it('logged in on A (cookie), reset on B: A answers /me with no user', async () => {
+    const [a, b] = apps as [RunningApp, RunningApp];
+    const json = { 'content-type': 'application/json' };
+    expect((await fetch(`${a.url}/users`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'ann', password: 'pw', email: 'ann@example.com' }) })).status).toBe(200);
+    const login = await fetch(`${a.url}/users/login`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'ann', password: 'pw' }) });
+    const cookie = (login.headers.getSetCookie()[0] ?? '').split(';')[0] as string;
+    expect(await (await fetch(`${a.url}/users/me`, { headers: { cookie } })).json()).toMatchObject({ username: 'ann' });
+    await fetch(`${b.url}/users/requestPasswordReset`, { method: 'POST', headers: json, body: JSON.stringify({ email: 'ann@example.com' }) });
+    const token = tokenIn(await smtp.next('ann@example.com'));
+    expect((await fetch(`${b.url}/users/confirmPasswordReset`, { method: 'POST', headers: json, body: JSON.stringify({ token, password: 'new' }) })).status).toBe(204);
+    expect((await fetch(`${a.url}/users/me`, { headers: { cookie } })).status).toBe(204);
+  });
+});
