@@ -40,6 +40,27 @@ describe('account mail through the app', () => {
     }
   });
 
+  it('without a unique index on email, a change to an address another user has is not confirmed', async () => {
+    const app = await runApp({
+      'app.json': { passwordCost: 4 },
+      'resources/users/config.json': { type: 'UserCollection', properties: { email: { type: 'string' } }, auth: { verification: {}, mail: { smtp: { host: '127.0.0.1', port: smtp.port }, from: 'a@example.com' } } },
+    });
+    try {
+      await app.request('POST', '/users', { username: 'cy', password: 'pw', email: 'cy@example.com' });
+      await smtp.next('cy@example.com');
+      const dee = app.client();
+      const id = ((await dee('POST', '/users', { username: 'dee', password: 'pw', email: 'dee@example.com' })).body as { id: string }).id;
+      await smtp.next('dee@example.com');
+      await dee('POST', '/users/login', { username: 'dee', password: 'pw' });
+      await dee('PUT', `/users/${id}`, { email: 'cy@example.com' });
+      const token = tokenIn(await smtp.next('cy@example.com'));
+      expect(await app.request('POST', '/users/confirmVerification', { token })).toMatchObject({ status: 400, body: { errors: { email: 'is already in use' } } });
+      expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ email: 'dee@example.com' });
+    } finally {
+      await app.close();
+    }
+  });
+
   it("an Email resource's productionOnly: in development the mail is logged, not sent", async () => {
     const logger = memoryLogger();
     const app = await runApp(

@@ -196,6 +196,10 @@ export class Accounts {
     const record = await this.use('verification', token);
     const user = await this.users.store.findOne({ id: record.uid });
     if (user === null || (record.from !== undefined && (typeof user.email === 'string' ? user.email : '') !== record.from)) throw new SvcError('BAD_REQUEST', INVALID_TOKEN);
+    // Without a unique index on email, this is where an address stays one user's.
+    if ((await this.users.store.findOne({ email: record.email, id: { $ne: user.id } }, { fields: { id: 1 } })) !== null) {
+      throw new SvcError('VALIDATION_FAILED', undefined, { errors: { email: 'is already in use' } });
+    }
     const updated = await this.users.setFields(user.id, { email: record.email, verified: true });
     if (updated === null) throw new SvcError('BAD_REQUEST', INVALID_TOKEN);
     return { status: 200, body: { verified: true, email: record.email } };
