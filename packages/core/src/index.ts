@@ -15,6 +15,9 @@ export { deepEqual } from './resources/updates.js';
 export type { CollectionOptions } from './resources/Collection.js';
 export { UserCollection } from './resources/UserCollection.js';
 export type { UserAccountOptions, UserCollectionOptions } from './resources/UserCollection.js';
+export { readAccountSettings, sendsMail } from './resources/accounts/accountSettings.js';
+export type { AccountPolicy, AccountSettings } from './resources/accounts/accountSettings.js';
+export type { AccountMail, AccountMailer, AccountMailKind } from './resources/accounts/AccountMailer.js';
 export { LoginLimiter, loginLimitSettings } from './resources/loginLimiter.js';
 export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, LoginLimitSettings } from './resources/loginLimiter.js';
 export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome } from './resources/events.js';
@@ -64,7 +67,3 @@ export type {
 } from './resourceType.js';
 export { RecordingRealtime } from './realtime.js';
 export type { Realtime, RecordedMessage } from './realtime.js';
-export { readAccountSettings, sendsMail } from './resources/accounts/accountSettings.js';
-export type { AccountPolicy, AccountSettings } from './resources/accounts/accountSettings.js';
-export type { AccountMail, AccountMailer, AccountMailKind } from './resources/accounts/AccountMailer.js';
-export { isEmailAddress } from './resources/accounts/accountInput.js';
