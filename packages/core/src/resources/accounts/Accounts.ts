@@ -45,8 +45,10 @@ export function isAccountRoute(name: string | undefined): name is AccountRoute {
 }
 
 const INVALID_TOKEN = 'the token is invalid or has expired';
-/** The same answer for every request for a mail, whatever became of it. */
-const MAIL_REQUESTED: Reply = { status: 202, body: { requested: true } };
+/** The same answer for every request for a mail, whatever became of it (a new object each time: replies may be changed on the way out). */
+function mailRequested(): Reply {
+  return { status: 202, body: { requested: true } };
+}
 
 /**
  * Password reset, email verification and one-time codes / magic links of one UserCollection, by
@@ -109,7 +111,7 @@ export class Accounts {
     const language = languageOf(body, headerOf(ctx, 'accept-language'));
     const mail = await this.prepare(kind, user, email, language);
     if (user !== null) this.sendLater(ctx, mail);
-    return { ...MAIL_REQUESTED };
+    return mailRequested();
   }
 
   /** Makes the token (or code) of a mail and the mail itself. */
