@@ -438,4 +438,15 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     await app.request('PUT', `/users/${id}`, { name: 'ok' }, { 'svc-ssh-key': 'any' });
     expect((await app.request('POST', '/users/confirmPasswordReset', { token, password: 'allowed' })).status).toBe(204);
   });
+
+  it('wrong codes sent at once: the code allows maxAttempts guesses in all, then the right one fails too', async () => {
+    const user = fresh();
+    await signUp(app.request, user);
+    await app.request('POST', '/users/requestCode', { email: user.email });
+    const code = codeIn(await smtp.next(user.email));
+    const wrong = Array.from({ length: 12 }, (_, i) => String((Number(code) + 1 + i) % 1_000_000).padStart(6, '0'));
+    const statuses = await Promise.all(wrong.map((guess) => app.client()('POST', '/users/loginWithCode', { email: user.email, code: guess }).then((r) => r.status)));
+    expect(statuses.every((s) => s === 401)).toBe(true);
+    expect((await app.client()('POST', '/users/loginWithCode', { email: user.email, code })).status).toBe(401);
+  });
 });

@@ -66,9 +66,18 @@ describe.each(storeKinds())('account tokens ($name store)', (kind) => {
     if (first !== second) expect(tokens.codeMatches(record!, first)).toBe(false);
     for (let i = 0; i < 3; i++) {
       record = await tokens.findCode('e@example.com');
-      if (record) await tokens.wrongGuess(record, 3);
+      expect(record !== null && (await tokens.takeAttempt(record, 3))).toBe(true);
+      await tokens.wrongGuess(record!, 3);
     }
     expect(await tokens.findCode('e@example.com')).toBeNull();
+  });
+
+  it('30 guesses at once at one code: exactly maxAttempts of them get an attempt, then the code is gone', async () => {
+    await tokens.issueCode('u8', 'h@example.com', 6, 60_000);
+    const record = await tokens.findCode('h@example.com');
+    const taken = await Promise.all(Array.from({ length: 30 }, () => tokens.takeAttempt(record!, 5)));
+    expect(taken.filter(Boolean)).toHaveLength(5);
+    expect(await tokens.findCode('h@example.com')).toBeNull();
   });
 
   it('voidUser removes the unused tokens of a kind for one user only', async () => {

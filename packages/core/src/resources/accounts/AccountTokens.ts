@@ -18,8 +18,6 @@ export interface TokenRecord extends Doc {
   from?: string;
   /** Codes: the hash of the code (the record's id is per address, not per code). */
   codeHash?: string;
-  /** Codes: wrong guesses so far. */
-  attempts?: number;
   /** Random per issue: the single-use claim is made on it. */
   nonce: string;
   expiresAt: number;
@@ -94,7 +92,6 @@ export class AccountTokens {
       path: this.path,
       email,
       codeHash: sha256(`${nonce}\n${code}`),
-      attempts: 0,
       nonce,
       expiresAt: Date.now() + ttlMs,
       ...(uid !== undefined ? { uid } : {}),
@@ -122,14 +119,27 @@ export class AccountTokens {
   }
 
   /**
-   * Counts a wrong guess; the record is removed once `max` guesses were wrong. The count may
-   * miss a few of many parallel guesses on a store without atomic updates: the login limits
-   * bound those too.
+   * Takes one of a code's `max` attempts, right or wrong: true when one was left. Each attempt
+   * is an insert of a slot record with its own id (`a:<nonce>:<k>`), so however many guesses
+   * arrive at once, on any store (a counter's $inc is not atomic on FerretDB), at most `max`
+   * get a slot. With none left the code is removed.
    */
+  async takeAttempt(record: TokenRecord, max: number): Promise<boolean> {
+    for (let k = 0; k < max; k++) {
+      try {
+        await this.store.insert({ id: `a:${record.nonce}:${k}`, kind: 'attempt', expiresAt: record.expiresAt });
+        return true;
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+    }
+    await this.store.remove({ id: record.id, nonce: record.nonce });
+    return false;
+  }
+
+  /** A wrong code: the code is removed when that was its last attempt (`k` counted from 0). */
   async wrongGuess(record: TokenRecord, max: number): Promise<void> {
-    const updated = await this.store.update({ id: record.id, nonce: record.nonce }, { $inc: { attempts: 1 } });
-    const attempts = typeof updated?.attempts === 'number' ? updated.attempts : max;
-    if (attempts >= max) await this.store.remove({ id: record.id, nonce: record.nonce });
+    if ((await this.store.findOne({ id: `a:${record.nonce}:${max - 1}` }, { fields: { id: 1 } })) !== null) await this.store.remove({ id: record.id, nonce: record.nonce });
   }
 
   /**

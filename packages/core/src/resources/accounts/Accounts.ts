@@ -228,6 +228,8 @@ export class Accounts {
       const record = await this.tokens.findCode(email);
       if (record === null) return { user: null, ok: false };
       const user = record.uid === undefined ? null : await this.users.store.findOne({ id: record.uid });
+      // Every guess, right or wrong, takes one of the code's attempts first.
+      if (!(await this.tokens.takeAttempt(record, this.policy.codes.maxAttempts))) return { user, ok: false };
       if (!this.tokens.codeMatches(record, code)) {
         await this.tokens.wrongGuess(record, this.policy.codes.maxAttempts);
         return { user, ok: false };
