@@ -113,6 +113,11 @@ export class AccountTokens {
     return record !== null && record.kind === 'code' && record.expiresAt > Date.now() ? record : null;
   }
 
+  /** Removes the code of an address (its sign-in link was used instead). */
+  async removeCode(email: string): Promise<void> {
+    await this.store.remove({ id: this.codeId(email) });
+  }
+
   /** Whether `code` is the record's code (compared as hashes, so in constant time over the code). */
   codeMatches(record: TokenRecord, code: string): boolean {
     return record.codeHash === sha256(`${record.nonce}\n${code}`);

@@ -219,7 +219,7 @@ export class Accounts {
         if (record === null || record.uid === undefined) return { user: null, ok: false };
         const user = await this.users.store.findOne({ id: record.uid });
         const ok = user !== null && user.email === record.email && (await this.tokens.claim(record));
-        return { user: ok && user !== null ? await this.provedAddress(user) : user, ok };
+        return { user: ok && user !== null ? await this.signedInByMail(user) : user, ok };
       });
     }
     const email = emailField(body);
@@ -235,12 +235,17 @@ export class Accounts {
         return { user, ok: false };
       }
       const ok = user !== null && user.email === record.email && (await this.tokens.claim(record));
-      return { user: ok && user !== null ? await this.provedAddress(user) : user, ok };
+      return { user: ok && user !== null ? await this.signedInByMail(user) : user, ok };
     });
   }
 
-  /** A code or link login proves the address: the user is verified from then on. */
-  private async provedAddress(user: Doc): Promise<Doc> {
+  /**
+   * A code or link sign-in: the code and the links of the same mails are void now (one sign-in
+   * per mail), and the address is proved: the user is verified from then on.
+   */
+  private async signedInByMail(user: Doc): Promise<Doc> {
+    await this.tokens.voidUser('login', user.id);
+    if (typeof user.email === 'string') await this.tokens.removeCode(user.email);
     if (!this.policy.verification.enabled || user.verified === true) return user;
     return (await this.users.setFields(user.id, { verified: true })) ?? user;
   }
