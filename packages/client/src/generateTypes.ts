@@ -58,7 +58,10 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
       const optional = def.required === true || def.type === 'boolean' ? '' : '?';
       lines.push(`  ${quoteKey(prop)}${optional}: ${type};`);
     }
-    const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : [])]);
+    // auth.verification adds `verified`, set by the server only (docs/accounts.md).
+    const verifies = kind === 'users' && isObject(source.config.auth) && source.config.auth.verification !== undefined && !Object.hasOwn(source.config.properties ?? {}, 'verified');
+    if (verifies) lines.push('  /** Whether the user confirmed their email address (set by the server). */', '  verified: boolean;');
+    const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : []), ...(verifies ? ['verified'] : [])]);
     for (const prop of source.scriptProperties ?? []) {
       if (declared.has(prop)) continue;
       declared.add(prop);
@@ -108,4 +111,8 @@ function uniqueName(base: string, taken: Set<string>): string {
 
 function quoteKey(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

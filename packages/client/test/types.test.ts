@@ -151,3 +151,14 @@ describe('svc types: the generated Types compile, wrong names do not (tsc)', () 
     expect(text).toContain('"path": "/add-follower"');
   });
 });
+
+describe('svc types and auth.verification (issue 27)', () => {
+  it('a user collection with auth.verification gets verified: boolean, set by the server', () => {
+    const text = generateTypes([
+      { path: '/members', config: { type: 'UserCollection', properties: { email: { type: 'string' } }, auth: { verification: {}, reset: {} } } },
+      { path: '/staff', config: { type: 'UserCollection', properties: { email: { type: 'string' } }, auth: { reset: {} } } },
+    ]);
+    expect(text).toContain('export interface Members {\n  id: string;\n  username: string;\n  email?: string;\n  /** Whether the user confirmed their email address (set by the server). */\n  verified: boolean;\n}');
+    expect(text).toContain('export interface Staff {\n  id: string;\n  username: string;\n  email?: string;\n}');
+  });
+});
