@@ -34,9 +34,24 @@ export class CollectionAccess {
     return ctx.isRoot || ctx.internal;
   }
 
-  /** Whether nothing in the rules can change what this action answers (no rule, no property read rule). */
-  showsStored(action: 'list' | 'read'): boolean {
-    return this.rules.isOpen(action) && !this.rules.hasPropertyReadRules;
+  /**
+   * Whether stored objects' own JSON texts may answer ctx's caller: no property read rule changes
+   * an object for them. (A `list` rule is part of the store query; a `read` rule is tested on the
+   * text's object, see {@link allowsText}.)
+   */
+  answersAsStored(ctx: Context): boolean {
+    return this.bypasses(ctx) || !this.rules.hasPropertyReadRules;
+  }
+
+  /** Whether GET by id answers anyone the stored object as it is, with no rule to test (the synchronous path). */
+  get readIsOpen(): boolean {
+    return this.rules.isOpen('read') && !this.rules.hasPropertyReadRules;
+  }
+
+  /** Whether ctx's caller may read the object whose stored JSON text this is (GET by id answered as stored). */
+  allowsText(ctx: Context, text: string): boolean {
+    if (this.bypasses(ctx) || this.rules.isOpen('read')) return true;
+    return this.rules.allows('read', this.variables(ctx), JSON.parse(text) as Record<string, unknown>);
   }
 
   /** The request variables of ctx (and of the write under way). */

@@ -103,7 +103,7 @@ export class Collection implements Resource {
    * Not found, a write under way or anything else: undefined, and `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
-    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
+    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.readIsOpen) return undefined;
     const id = parts[0] as string;
     if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get')) return undefined;
     return this.storedIsShown() ? (this.store.findOneJsonNow(id) ?? undefined) : undefined;
@@ -119,8 +119,8 @@ export class Collection implements Resource {
    * data, not text), objects answered as they are (no store-only fields such as a password hash,
    * no present() of a subclass) and no private properties to leave out.
    */
-  private answersStoredJson(ctx: Context, action: 'list' | 'read'): boolean {
-    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
+  private answersStoredJson(ctx: Context): boolean {
+    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && this.access.answersAsStored(ctx);
   }
 
   /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
@@ -212,10 +212,11 @@ export class Collection implements Resource {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     if (ctx.parts[0] === 'count') return this.count(ctx);
     const only = ctx.parts[0];
-    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
-      // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store).
+    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx)) {
+      // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store),
+      // its read rule tested on that very text (one snapshot: no write can come in between).
       const text = await this.store.findOneJson(only);
-      if (text === null) throw new SvcError('NOT_FOUND', 'not found');
+      if (text === null || !this.access.allowsText(ctx, text)) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
     }
     const id = this.idOf(ctx, false);
@@ -233,7 +234,7 @@ export class Collection implements Resource {
     }
     const scripted = !skipEvents && this.events.has('get');
     compiled.filter = andFilters(compiled.filter, this.access.filter(ctx, 'list'));
-    if (!scripted && this.store.findJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
+    if (!scripted && this.store.findJson && this.answersStoredJson(ctx) && compiled.options.fields === undefined) {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
       const { fields: _fields, ...rest } = compiled.options;
       return { status: 200, body: await this.store.findJson(compiled.filter, rest), headers: { 'content-type': JSON_TYPE } };
