@@ -38,6 +38,7 @@ export interface CollectionOptions {
 }
 
 const NO_MATCH = 'No object exists that matches that query';
+const NOTHING_REFUSED: QueryRefusals = {};
 const JSON_TYPE = 'application/json; charset=utf-8';
 const NO_EVENTS: CollectionEventRunner = {
   has: () => false,
@@ -134,8 +135,10 @@ export class Collection implements Resource {
    * hash). Naming one is refused with 400, so that no answer depends on its value.
    */
   private refusals(ctx: Context, plan: ReadPlan | undefined = this.access.readPlan(ctx)): QueryRefusals {
+    const seesPrivate = this.seesPrivate(ctx);
+    if (plan === undefined && (ctx.internal || this.storeOnly.size === 0) && (seesPrivate || this.privateProps.size === 0)) return NOTHING_REFUSED;
     const hidden = new Set<string>(ctx.internal ? [] : this.storeOnly);
-    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) hidden.add(name);
+    if (!seesPrivate) for (const name of this.privateProps) hidden.add(name);
     if (plan === undefined) return { unqueryable: hidden, unprojectable: hidden };
     return { unqueryable: new Set([...hidden, ...this.access.unqueryable(plan)]), unprojectable: new Set([...hidden, ...plan.dropped]) };
   }
