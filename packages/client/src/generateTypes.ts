@@ -24,7 +24,8 @@ const TS_TYPES: Record<string, string> = {
 
 /**
  * Writes the TypeScript module `svc types` saves: one interface per collection (properties and
- * their types; required ones and booleans, which are always stored, are not optional), the
+ * their types; required ones and booleans, which are always stored, are not optional unless an
+ * access rule or `private` may leave them out of answers), the
  * `Types` for `createClient<Types>()`, and the `resources` list for its options.
  */
 export function generateTypes(sources: readonly TypeSource[], options: { header?: string } = {}): string {
@@ -55,7 +56,10 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
     for (const [prop, def] of Object.entries(source.config.properties ?? {})) {
       if (prop === 'id' || (kind === 'users' && (prop === 'username' || prop === 'password'))) continue;
       const type = TS_TYPES[def.type] ?? 'unknown';
-      const optional = def.required === true || def.type === 'boolean' ? '' : '?';
+      // A property that access rules (or `private`) may leave out of an answer is optional too.
+      const mayBeHidden = def.private === true || (def.read !== undefined && def.read !== true);
+      const optional = (def.required === true || def.type === 'boolean') && !mayBeHidden ? '' : '?';
+      if (mayBeHidden) lines.push('  /** Left out of answers to callers its read rule (or `private`) does not allow. */');
       lines.push(`  ${quoteKey(prop)}${optional}: ${type};`);
     }
     const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : [])]);
