@@ -35,17 +35,20 @@ export class CollectionAccess {
   }
 
   /**
-   * Whether stored objects' own JSON texts may answer ctx's caller: no property read rule changes
-   * an object for them. (A `list` rule is part of the store query; a `read` rule is tested on the
-   * text's object, see {@link allowsText}.)
+   * Whether stored objects' own JSON texts may answer ctx's caller (undefined: an anonymous
+   * visitor): no property read rule changes an object for them. (A `list` rule is part of the store
+   * query; a `read` rule is tested on the text's object, see {@link allowsText}.)
    */
-  answersAsStored(ctx: Context): boolean {
-    return this.bypasses(ctx) || !this.rules.hasPropertyReadRules;
+  answersAsStored(ctx: Context | undefined): boolean {
+    return (ctx !== undefined && this.bypasses(ctx)) || !this.rules.hasPropertyReadRules;
   }
 
-  /** Whether GET by id answers anyone the stored object as it is, with no rule to test (the synchronous path). */
-  get readIsOpen(): boolean {
-    return this.rules.isOpen('read') && !this.rules.hasPropertyReadRules;
+  /** {@link allowsText} for an anonymous visitor's plain GET by id (no context: the synchronous path). */
+  anonymousAllowsText(id: string, text: string): boolean {
+    if (this.rules.isOpen('read')) return true;
+    // The query a GET by id has (scripts see `query.id` too).
+    const vars: RuleVariables = { me: null, root: false, query: { id }, now: Date.now() };
+    return this.rules.allows('read', vars, JSON.parse(text) as Record<string, unknown>);
   }
 
   /** Whether ctx's caller may read the object whose stored JSON text this is (GET by id answered as stored). */

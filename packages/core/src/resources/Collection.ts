@@ -101,13 +101,15 @@ export class Collection implements Resource {
   /**
    * GET /<c>/<id> from an anonymous, non-root visitor, with no query and no script on the way (no
    * On BeforeRequest, no On Get): the stored object's own JSON text, without a context or a promise.
-   * Not found, a write under way or anything else: undefined, and `handle` answers.
+   * A read rule is tested on that text as for an anonymous caller. Not found, hidden by the rule,
+   * a write under way or anything else: undefined, and `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
-    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.readIsOpen) return undefined;
+    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.answersAsStored(undefined)) return undefined;
     const id = parts[0] as string;
-    if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get')) return undefined;
-    return this.storedIsShown() ? (this.store.findOneJsonNow(id) ?? undefined) : undefined;
+    if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get') || !this.storedIsShown()) return undefined;
+    const text = this.store.findOneJsonNow(id) ?? undefined;
+    return text !== undefined && this.access.anonymousAllowsText(id, text) ? text : undefined;
   }
 
   /** Root and event scripts (internal requests) see `private` properties; nobody else does (but a user at /me). */
@@ -218,6 +220,7 @@ export class Collection implements Resource {
     if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx)) {
       // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store),
       // its read rule tested on that very text (one snapshot: no write can come in between).
+      ctx.query.id = only;
       const text = await this.store.findOneJson(only);
       if (text === null || !this.access.allowsText(ctx, text)) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
