@@ -60,7 +60,7 @@ export class Collection implements Resource {
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
 
-  /** `private` properties: read, filtered and sorted by root, scripts and (their own) /me only. */
+  /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
   /** The access rules: the one place that decides what a caller may list, read and write. */
   protected readonly access: CollectionAccess;
