@@ -35,12 +35,12 @@ export class CollectionAccess {
   }
 
   /**
-   * Whether stored objects' own JSON texts may answer ctx's caller (undefined: an anonymous
-   * visitor): no property read rule changes an object for them. (A `list` rule is part of the store
-   * query; a `read` rule is tested on the text's object, see {@link allowsText}.)
+   * Whether stored objects' own JSON texts may answer this action: no property read rule changes
+   * an object. (A `list` rule is part of the store query; a `read` rule is tested on the text's
+   * object: {@link allowsText}, {@link anonymousAllowsText}.)
    */
-  answersAsStored(ctx: Context | undefined): boolean {
-    return (ctx !== undefined && this.bypasses(ctx)) || !this.rules.hasPropertyReadRules;
+  showsStored(_action: 'list' | 'read'): boolean {
+    return !this.rules.hasPropertyReadRules;
   }
 
   /** {@link allowsText} for an anonymous visitor's plain GET by id (no context: the synchronous path). */

@@ -105,7 +105,7 @@ export class Collection implements Resource {
    * a write under way or anything else: undefined, and `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
-    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.answersAsStored(undefined)) return undefined;
+    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
     const id = parts[0] as string;
     if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get') || !this.storedIsShown()) return undefined;
     const text = this.store.findOneJsonNow(id) ?? undefined;
@@ -122,8 +122,8 @@ export class Collection implements Resource {
    * data, not text), objects answered as they are (no store-only fields such as a password hash,
    * no present() of a subclass) and no private properties to leave out.
    */
-  private answersStoredJson(ctx: Context): boolean {
-    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && this.access.answersAsStored(ctx);
+  private answersStoredJson(ctx: Context, action: 'list' | 'read'): boolean {
+    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
   }
 
   /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
@@ -217,7 +217,7 @@ export class Collection implements Resource {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     if (ctx.parts[0] === 'count') return this.count(ctx);
     const only = ctx.parts[0];
-    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx)) {
+    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
       // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store),
       // its read rule tested on that very text (one snapshot: no write can come in between).
       ctx.query.id = only;
@@ -240,7 +240,7 @@ export class Collection implements Resource {
     }
     const scripted = !skipEvents && this.events.has('get');
     compiled.filter = andFilters(compiled.filter, this.access.filter(ctx, 'list'));
-    if (!scripted && this.store.findJson && this.answersStoredJson(ctx) && compiled.options.fields === undefined) {
+    if (!scripted && this.store.findJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
       const { fields: _fields, ...rest } = compiled.options;
       return { status: 200, body: await this.store.findJson(compiled.filter, rest), headers: { 'content-type': JSON_TYPE } };
