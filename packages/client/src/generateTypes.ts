@@ -56,11 +56,8 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
     for (const [prop, def] of Object.entries(source.config.properties ?? {})) {
       if (prop === 'id' || (kind === 'users' && (prop === 'username' || prop === 'password'))) continue;
       const type = TS_TYPES[def.type] ?? 'unknown';
-      // A property that access rules (or `private`) may leave out of an answer is optional too.
-      const mayBeHidden = def.private === true || (def.read !== undefined && def.read !== true);
-      const optional = (def.required === true || def.type === 'boolean') && !mayBeHidden ? '' : '?';
-      if (mayBeHidden) lines.push('  /** Left out of answers to callers its read rule (or `private`) does not allow. */');
-      lines.push(`  ${quoteKey(prop)}${optional}: ${type};`);
+      const optional = def.required === true || def.type === 'boolean' ? '' : '?';
+      lines.push(...(mayBeHidden(def) ? [HIDDEN_NOTE, `  ${quoteKey(prop)}?: ${type};`] : [`  ${quoteKey(prop)}${optional}: ${type};`]));
     }
     const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : [])]);
     for (const prop of source.scriptProperties ?? []) {
@@ -102,4 +99,11 @@ function uniqueName(base: string, taken: Set<string>): string {
 
 function quoteKey(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+}
+
+const HIDDEN_NOTE = '  /** Left out of answers to callers its read rule (or `private`) does not allow. */';
+
+/** Whether access rules (or `private`) may leave the property out of an answer: then it is optional, even required or boolean. */
+function mayBeHidden(def: { private?: boolean; read?: unknown }): boolean {
+  return def.private === true || (def.read !== undefined && def.read !== true);
 }
