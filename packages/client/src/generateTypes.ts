@@ -66,7 +66,9 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
       lines.push('  /** Set by an event script; no property declares it. */', `  ${quoteKey(prop)}?: unknown;`);
     }
     lines.push('}', '');
-    if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${typeName}>;`);
+    // With two-factor a login may answer the second step instead of the session.
+    const login = kind === 'users' && hasMfa(source.config) ? ', LoginAnswer' : '';
+    if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${typeName}${login}>;`);
     infos.push({ path: source.path, kind });
   }
   lines.push('/** The app\'s resources, for `createClient<Types>(url, { resources })`. */', 'export interface Types {', '  resources: {', ...entries, '  };', '}', '');
@@ -76,8 +78,16 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
 
 function usedImports(sources: readonly TypeSource[]): string[] {
   const names = new Set<string>(['ResourceList']);
-  for (const s of sources) names.add(s.config.type === 'UserCollection' ? 'UserCollectionDef' : s.config.type === 'Collection' ? 'CollectionDef' : 'CustomDef');
+  for (const s of sources) {
+    names.add(s.config.type === 'UserCollection' ? 'UserCollectionDef' : s.config.type === 'Collection' ? 'CollectionDef' : 'CustomDef');
+    if (s.config.type === 'UserCollection' && hasMfa(s.config)) names.add('LoginAnswer');
+  }
   return [...names].sort();
+}
+
+function hasMfa(config: ResourceConfig): boolean {
+  const auth = config.auth;
+  return typeof auth === 'object' && auth !== null && (auth as Record<string, unknown>).mfa !== undefined;
 }
 
 /** 'add-follower/x_y' -> 'AddFollowerXY'. */
