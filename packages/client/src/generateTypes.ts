@@ -24,7 +24,8 @@ const TS_TYPES: Record<string, string> = {
 
 /**
  * Writes the TypeScript module `svc types` saves: one interface per collection (properties and
- * their types; required ones and booleans, which are always stored, are not optional), the
+ * their types; required ones and booleans, which are always stored, are not optional unless an
+ * access rule or `private` may leave them out of answers), the
  * `Types` for `createClient<Types>()`, and the `resources` list for its options.
  */
 export function generateTypes(sources: readonly TypeSource[], options: { header?: string } = {}): string {
@@ -56,9 +57,12 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
       if (prop === 'id' || (kind === 'users' && (prop === 'username' || prop === 'password'))) continue;
       const type = TS_TYPES[def.type] ?? 'unknown';
       const optional = def.required === true || def.type === 'boolean' ? '' : '?';
-      lines.push(`  ${quoteKey(prop)}${optional}: ${type};`);
+      lines.push(...(mayBeHidden(def) ? [HIDDEN_NOTE, `  ${quoteKey(prop)}?: ${type};`] : [`  ${quoteKey(prop)}${optional}: ${type};`]));
     }
-    const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : [])]);
+    // auth.verification adds `verified`, set by the server only (docs/accounts.md).
+    const verifies = kind === 'users' && isObject(source.config.auth) && source.config.auth.verification !== undefined && !Object.hasOwn(source.config.properties ?? {}, 'verified');
+    if (verifies) lines.push('  /** Whether the user confirmed their email address (set by the server). */', '  verified: boolean;');
+    const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : []), ...(verifies ? ['verified'] : [])]);
     for (const prop of source.scriptProperties ?? []) {
       if (declared.has(prop)) continue;
       declared.add(prop);
@@ -108,4 +112,15 @@ function uniqueName(base: string, taken: Set<string>): string {
 
 function quoteKey(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+}
+
+const HIDDEN_NOTE = '  /** Left out of answers to callers its read rule (or `private`) does not allow. */';
+
+/** Whether access rules (or `private`) may leave the property out of an answer: then it is optional, even required or boolean. */
+function mayBeHidden(def: { private?: boolean; read?: unknown }): boolean {
+  return def.private === true || (def.read !== undefined && def.read !== true);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

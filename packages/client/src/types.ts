@@ -243,7 +243,8 @@ export interface CollectionAccessor<Item extends { id: string }, Create = Create
 /** svc.<users>: a collection plus login, logout and me. */
 export interface UserCollectionAccessor<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo>
   extends CollectionAccessor<Item, CreateInput<Item> & { password: string }>,
-    AccountCalls {
+    AccountCalls,
+    MailAccountCalls<Login> {
   /** The session; with two-factor (`auth.mfa`), {@link MfaStep} when the user must give a code. */
   login(credentials: { username: string; password: string }, fn?: Callback<Login>): SvcPromise<Login>;
   /** The result is always null. */
@@ -253,8 +254,36 @@ export interface UserCollectionAccessor<Item extends { id: string; username: str
   me(query: Query<Item>, fn?: Callback<Item | null>): SvcPromise<Item | null>;
 }
 
+/** A request for an account mail: the same answer whether or not a user has the address. */
+export interface MailRequest {
+  email: string;
+  /** The mail's language ('de', 'pt-BR'); default: Accept-Language, then the app's default templates. */
+  language?: string;
+}
+
+/** What a request for an account mail answers (whatever became of it). */
+export interface MailRequested {
+  requested: true;
+}
+
+/** The mail-based account calls of a user collection (docs/accounts.md). */
+export interface MailAccountCalls<Login extends LoginAnswer = SessionInfo> {
+  /** Mails a single-use reset link to the address, when a user has it. */
+  requestPasswordReset(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Sets a new password with the mailed token; every session of the user ends. Resolves null (204). */
+  confirmPasswordReset(reset: { token: string; password: string }, fn?: Callback<null>): SvcPromise<null>;
+  /** Mails a new verification link to an address not verified yet. */
+  requestVerification(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Confirms an address (the sign-up's, or a new one asked for by a PUT of `email`). */
+  confirmVerification(confirmation: { token: string }, fn?: Callback<{ verified: true; email: string }>): SvcPromise<{ verified: true; email: string }>;
+  /** Mails a one-time sign-in code and magic link. */
+  requestCode(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Logs in with the mailed code, or with the magic link's token. */
+  loginWithCode(credentials: { email: string; code: string } | { token: string }, fn?: Callback<Login>): SvcPromise<Login>;
+}
+
 /** A resource without types: every call, untyped results. */
-export interface LooseAccessor extends ResourceAccessor, Listening {
+export interface LooseAccessor extends ResourceAccessor, Listening, MailAccountCalls<LoginAnswer> {
   login(credentials: { username: string; password: string }, fn?: Callback<LoginAnswer>): SvcPromise<LoginAnswer>;
   loginWithProvider: AccountCalls['loginWithProvider'];
   providerLoginResult: AccountCalls['providerLoginResult'];

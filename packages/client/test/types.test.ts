@@ -150,4 +150,29 @@ describe('svc types: the generated Types compile, wrong names do not (tsc)', () 
     expect(text).toContain('    "a/b": CollectionDef<AB>;');
     expect(text).toContain('"path": "/add-follower"');
   });
+
+  it('a property an access rule or `private` may leave out of answers is optional, even required or boolean (issue 24)', () => {
+    const text = generateTypes([
+      {
+        path: '/posts',
+        config: {
+          type: 'Collection',
+          properties: { title: { type: 'string', required: true, read: true }, salary: { type: 'number', required: true, read: { '@me.role': 'hr' } }, flag: { type: 'boolean', read: false }, notes: { type: 'string', required: true, private: true } },
+        },
+      },
+    ]);
+    const hidden = '  /** Left out of answers to callers its read rule (or `private`) does not allow. */\n';
+    expect(text).toContain(`export interface Posts {\n  id: string;\n  title: string;\n${hidden}  salary?: number;\n${hidden}  flag?: boolean;\n${hidden}  notes?: string;\n}`);
+  });
+});
+
+describe('svc types and auth.verification (issue 27)', () => {
+  it('a user collection with auth.verification gets verified: boolean, set by the server', () => {
+    const text = generateTypes([
+      { path: '/members', config: { type: 'UserCollection', properties: { email: { type: 'string' } }, auth: { verification: {}, reset: {} } } },
+      { path: '/staff', config: { type: 'UserCollection', properties: { email: { type: 'string' } }, auth: { reset: {} } } },
+    ]);
+    expect(text).toContain('export interface Members {\n  id: string;\n  username: string;\n  email?: string;\n  /** Whether the user confirmed their email address (set by the server). */\n  verified: boolean;\n}');
+    expect(text).toContain('export interface Staff {\n  id: string;\n  username: string;\n  email?: string;\n}');
+  });
 });

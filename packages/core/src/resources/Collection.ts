@@ -38,6 +38,7 @@ export interface CollectionOptions {
 }
 
 const NO_MATCH = 'No object exists that matches that query';
+const NOTHING_REFUSED: QueryRefusals = {};
 const JSON_TYPE = 'application/json; charset=utf-8';
 const NO_EVENTS: CollectionEventRunner = {
   has: () => false,
@@ -100,13 +101,15 @@ export class Collection implements Resource {
   /**
    * GET /<c>/<id> from an anonymous, non-root visitor, with no query and no script on the way (no
    * On BeforeRequest, no On Get): the stored object's own JSON text, without a context or a promise.
-   * Not found, a write under way or anything else: undefined, and `handle` answers.
+   * A read rule is tested on that text as for an anonymous caller. Not found, hidden by the rule,
+   * a write under way or anything else: undefined, and `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
     if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
     const id = parts[0] as string;
-    if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get')) return undefined;
-    return this.storedIsShown() ? (this.store.findOneJsonNow(id) ?? undefined) : undefined;
+    if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get') || !this.storedIsShown()) return undefined;
+    const text = this.store.findOneJsonNow(id) ?? undefined;
+    return text !== undefined && this.access.anonymousAllowsText(id, text) ? text : undefined;
   }
 
   /** Root and event scripts (internal requests) see `private` properties; nobody else does (but a user at /me). */
@@ -134,8 +137,10 @@ export class Collection implements Resource {
    * hash). Naming one is refused with 400, so that no answer depends on its value.
    */
   private refusals(ctx: Context, plan: ReadPlan | undefined = this.access.readPlan(ctx)): QueryRefusals {
+    const seesPrivate = this.seesPrivate(ctx);
+    if (plan === undefined && (ctx.internal || this.storeOnly.size === 0) && (seesPrivate || this.privateProps.size === 0)) return NOTHING_REFUSED;
     const hidden = new Set<string>(ctx.internal ? [] : this.storeOnly);
-    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) hidden.add(name);
+    if (!seesPrivate) for (const name of this.privateProps) hidden.add(name);
     if (plan === undefined) return { unqueryable: hidden, unprojectable: hidden };
     return { unqueryable: new Set([...hidden, ...this.access.unqueryable(plan)]), unprojectable: new Set([...hidden, ...plan.dropped]) };
   }
@@ -213,9 +218,11 @@ export class Collection implements Resource {
     if (ctx.parts[0] === 'count') return this.count(ctx);
     const only = ctx.parts[0];
     if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
-      // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store).
+      // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store),
+      // its read rule tested on that very text (one snapshot: no write can come in between).
+      ctx.query.id = only;
       const text = await this.store.findOneJson(only);
-      if (text === null) throw new SvcError('NOT_FOUND', 'not found');
+      if (text === null || !this.access.allowsText(ctx, text)) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
     }
     const id = this.idOf(ctx, false);
