@@ -1,5 +1,5 @@
 import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
-import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
+import type { RelationSettings, CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
 import { resolveEnvReferences } from './envReferences.js';
@@ -13,8 +13,8 @@ export interface ScriptFactory {
   forCollection(folder: ResourceFolder): CollectionEventRunner | undefined;
 }
 
-const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', '$renameFrom']);
+const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', '$renameFrom', 'collection', 'many', 'onDelete']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
@@ -42,6 +42,7 @@ export interface BuildContext {
 /** Creates the resources of an app from their config.json. */
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
   const out: Resource[] = [];
+  checkRelationTargets(context.app);
   for (const folder of context.app.resources) out.push(await buildResource(folder, context));
   return out;
 }
@@ -100,6 +101,7 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
     properties,
     store,
     publicCount: publicCountFor(folder, context.app),
+    relations: relationLimits(context.app),
     ...(events ? { events } : {}),
   };
 }
@@ -133,7 +135,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     const def = value as Record<string, unknown> | null;
     const type = def?.type;
     if (typeof type !== 'string' || !PROPERTY_TYPES.has(type as PropertyType)) {
-      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array or date`);
+      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array, date or relation`);
     }
     const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k) && !DEPLOYD_PROPERTY_KEYS.has(k));
     if (unknown.length > 0) logger.warn(`resource ${folder.path.slice(1)}: property ${name}: ignoring ${unknown.join(', ')}`);
@@ -143,6 +145,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
       unique: (def as Record<string, unknown>).unique === true,
       index: (def as Record<string, unknown>).index === true,
       ...((def as Record<string, unknown>).private === true ? { private: true } : {}),
+      ...(type === 'relation' ? relationOf(folder, name, def as Record<string, unknown>) : {}),
     };
   }
   return out;
@@ -161,4 +164,49 @@ function publicCountFor(folder: ResourceFolder, app: AppFolder): boolean {
   const setting = app.settings.publicCount;
   if (setting === true) return true;
   return Array.isArray(setting) && setting.includes(folder.path.slice(1));
+}
+
+/** The settings of a `relation` property; a wrong one stops the start, naming the file and the property. */
+function relationOf(folder: ResourceFolder, name: string, def: Record<string, unknown>): Pick<PropertyDef, 'collection' | 'many' | 'onDelete'> {
+  const where = `resources/${folder.path.slice(1)}/config.json: property ${name}`;
+  const collection = def.collection;
+  if (typeof collection !== 'string' || collection.replace(/^\//, '') === '') throw new Error(`${where}: a relation needs "collection", the name of the collection its ids point into`);
+  const onDelete = def.onDelete ?? 'restrict';
+  if (onDelete !== 'restrict' && onDelete !== 'setNull' && onDelete !== 'cascade') throw new Error(`${where}: "onDelete" must be "restrict", "setNull" or "cascade"`);
+  if (def.many !== undefined && typeof def.many !== 'boolean') throw new Error(`${where}: "many" must be true or false`);
+  return { collection: `/${collection.replace(/^\//, '')}`, many: def.many === true, onDelete };
+}
+
+/** Every relation points at a Collection or UserCollection of the app (checked before anything is built). */
+function checkRelationTargets(app: AppFolder): void {
+  const collections = new Set(app.resources.filter((f) => f.config.type === 'Collection' || f.config.type === 'UserCollection').map((f) => f.path));
+  for (const folder of app.resources) {
+    if (!collections.has(folder.path)) continue;
+    const properties = folder.config.properties;
+    if (typeof properties !== 'object' || properties === null) continue;
+    for (const [name, def] of Object.entries(properties as unknown as Record<string, Record<string, unknown> | null>)) {
+      if (def?.type !== 'relation' || typeof def.collection !== 'string') continue;
+      const target = `/${def.collection.replace(/^\//, '')}`;
+      if (!collections.has(target)) {
+        throw new Error(`resources/${folder.path.slice(1)}/config.json: property ${name} is a relation to "${def.collection}", which is no Collection or UserCollection of this app`);
+      }
+    }
+  }
+}
+
+/** app.json `relations` and `aggregate`: the limits of expand, filters across relations and aggregates. */
+function relationLimits(app: AppFolder): Partial<RelationSettings> {
+  const relations = app.settings.relations ?? {};
+  const aggregate = app.settings.aggregate ?? {};
+  const out: Partial<RelationSettings> = {};
+  const take = (key: keyof RelationSettings, value: unknown): void => {
+    if (typeof value === 'number') out[key] = value;
+  };
+  take('expandDepth', relations.expandDepth);
+  take('maxExpanded', relations.maxExpanded);
+  take('maxFilterIds', relations.maxFilterIds);
+  take('maxGroups', aggregate.maxGroups);
+  take('maxScanned', aggregate.maxScanned);
+  take('aggregateTimeoutMs', aggregate.timeoutMs);
+  return out;
 }

@@ -3,7 +3,10 @@ import type { RequestScope } from './requestScope.js';
 import type { Doc } from './store/Store.js';
 
 /** The property types a Collection knows. `date` is Deployd's, accepted for old apps. */
-export type PropertyType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'date';
+export type PropertyType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'date' | 'relation';
+
+/** What deleting an object does to the objects whose relation points at it. */
+export type OnDelete = 'restrict' | 'setNull' | 'cascade';
 
 /** One property of a Collection's config.json. */
 export interface PropertyDef {
@@ -18,6 +21,12 @@ export interface PropertyDef {
    * answers to other requests leave it out and their queries cannot test it. Writable as usual.
    */
   private?: boolean;
+  /** `relation`: the path of the collection the ids point into ('/users'). */
+  collection?: string;
+  /** `relation`: an array of ids rather than one id. */
+  many?: boolean;
+  /** `relation`: what deleting the pointed-at object does (default restrict). */
+  onDelete?: OnDelete;
 }
 
 /** A resource's config.json: its type plus type-specific settings. */

@@ -9,6 +9,9 @@ import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
+import { Relations } from '../relations/Relations.js';
+import { relationSettings } from '../relations/relationSettings.js';
+import type { RelationSettings } from '../relations/relationSettings.js';
 import { applyHidden, applyModifiersLocally, diffUpdate, hideFrom } from './updates.js';
 
 /** Options of a {@link Collection}. */
@@ -21,6 +24,8 @@ export interface CollectionOptions {
   events?: CollectionEventRunner;
   /** Whether non-root requests may GET /<c>/count (On Get scripts may hide objects a count reveals). */
   publicCount?: boolean;
+  /** Limits of `$expand`, filters across relations and aggregates (app.json `relations`, `aggregate`). */
+  relations?: Partial<RelationSettings>;
 }
 
 const NO_MATCH = 'No object exists that matches that query';
@@ -44,6 +49,8 @@ export class Collection implements Resource {
   private readonly publicCount: boolean;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
+  /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
+  readonly relations: Relations;
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -57,11 +64,15 @@ export class Collection implements Resource {
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
+    this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
+    // Counts (as /count): On Get may hide objects that a count would reveal.
+    this.relations.countsOpenTo = (ctx) => ctx.isRoot || ctx.internal || this.publicCount || !this.events.has('get');
   }
 
   /** Creates the indexes that `unique` and `index` properties ask for. */
   async init(host?: ResourceHost): Promise<void> {
     this.logger = host?.logger;
+    if (host !== undefined) this.relations.attach(host);
     for (const [field, def] of Object.entries(this.properties)) {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
       else if (def.index) await this.store.ensureIndex({ field });
@@ -73,8 +84,10 @@ export class Collection implements Resource {
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
     }
+    const related = method === 'GET' ? await this.relations.takeQuery(ctx) : undefined;
     const reply = await this.dispatch(ctx);
-    return this.seesPrivate(ctx) ? reply : withoutPrivate(reply, this.privateProps);
+    const visible = this.seesPrivate(ctx) ? reply : withoutPrivate(reply, this.privateProps);
+    return related === undefined ? visible : this.relations.finish(ctx, related, visible);
   }
 
   /**
@@ -171,6 +184,7 @@ export class Collection implements Resource {
   private async handleGet(ctx: Context): Promise<Reply> {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     if (ctx.parts[0] === 'count') return this.count(ctx);
+    if (ctx.parts[0] === 'aggregate') return this.relations.aggregate(ctx);
     const only = ctx.parts[0];
     if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx)) {
       // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store).
@@ -317,6 +331,7 @@ export class Collection implements Resource {
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
     await this.afterWrite(ctx, stored, undefined);
@@ -344,6 +359,7 @@ export class Collection implements Resource {
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, previous);
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
@@ -412,7 +428,8 @@ export class Collection implements Resource {
     }
     const filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.queryable(ctx)), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
-    if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
+    const referenced = this.relations.isReferenced();
+    if (!referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
       await this.afterDelete([id]);
       return { status: 204 };
@@ -420,10 +437,12 @@ export class Collection implements Resource {
     const doc = await this.store.findOne(filter);
     if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
     const object = this.withoutStoreOnly(doc);
-    if (this.events.has('delete')) await this.events.run('delete', { ctx, object });
+    if (!skipEvents && this.events.has('delete')) await this.events.run('delete', { ctx, object });
+    const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
     if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete([id]);
-    await this.afterCommit(ctx, object, undefined);
+    if (!skipEvents) await this.afterCommit(ctx, object, undefined);
     return { status: 204 };
   }
 
@@ -436,10 +455,14 @@ export class Collection implements Resource {
     const filter = compileFilter(ctx.query, this.queryable(ctx));
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
-      if (this.tracksDeletes) {
+      const referenced = this.relations.isReferenced();
+      if (this.tracksDeletes || referenced) {
         // Removed by id, so that exactly the objects read are the ones told deleted.
         const ids = (await this.store.find(filter, { fields: { id: 1 } })).map((d) => d.id);
-        if (ids.length === 0 || (await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
+        if (ids.length === 0) throw new SvcError('NOT_FOUND', 'not found');
+        const plan = referenced ? await this.relations.beforeRemove(ids) : undefined;
+        if ((await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
+        if (plan !== undefined) await this.relations.afterRemove(plan);
         await this.afterDelete(ids);
         return { status: 204 };
       }
@@ -461,7 +484,9 @@ export class Collection implements Resource {
       }
     }
     if (deleted.length === 0) throw firstError;
+    const plan = this.relations.isReferenced() ? await this.relations.beforeRemove(deleted.map((d) => d.id)) : undefined;
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
+    if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
     return { status: 204 };
