@@ -232,7 +232,7 @@ export class Relations {
       const { [JSON_TYPE]: _type, ...headers } = reply.headers ?? {};
       out = { ...reply, body, headers };
     }
-    if (asked.total && Array.isArray(out.body)) {
+    if (asked.total && (Array.isArray(out.body) || (typeof out.body === 'string' && out.body.startsWith('[')))) {
       out = { ...out, headers: { ...out.headers, 'x-total-count': String(await this.total(ctx)) } };
     }
     return out;
