@@ -187,6 +187,18 @@ describe.each(appStores())('relations (%s store)', (store) => {
       expect((await t.request('GET', q('/posts', { $expand: 5 }))).status).toBe(400);
     });
 
+    it('@svc/client passes $expand and $total as they are', async () => {
+      const { createClient } = await import('@svc/client');
+      const svc = createClient(t.url, { resources: [{ path: '/posts', kind: 'collection' }] });
+      try {
+        const list = (await svc('posts').get({ title: 'one', $expand: ['author', 'comments_via_post'] })) as Obj[];
+        expect((list[0]?.author as Obj).name).toBe('ann');
+        expect((list[0]?.comments_via_post as Obj[]).length).toBe(2);
+      } finally {
+        svc.close();
+      }
+    });
+
     it('an event script gets expanded objects through svc.<c>.get', async () => {
       const digest = await post('/digests', { of: post1.id });
       expect(digest).toMatchObject({ by: 'ann', count: 2 });

@@ -37,6 +37,11 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
   ];
   const entries: string[] = [];
   const infos: ResourceInfo[] = [];
+  const typeNames = new Map<string, string>();
+  for (const source of sorted) {
+    if (source.config.type === 'Collection' || source.config.type === 'UserCollection') typeNames.set(source.path, uniqueName(pascal(source.path.replace(/^\/+/, '')), taken));
+  }
+  const relations = relationTypes(sorted, typeNames);
   for (const source of sorted) {
     const name = source.path.replace(/^\/+/, '');
     const key = propertyName(source.path) ?? name;
@@ -49,12 +54,13 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
       infos.push(source.client?.methods ? { path: source.path, kind, methods: source.client.methods } : { path: source.path, kind });
       continue;
     }
-    const typeName = uniqueName(pascal(name), taken);
+    const typeName = typeNames.get(source.path) as string;
     lines.push(`/** An object of ${source.path} (${source.config.type}). */`, `export interface ${typeName} {`, '  id: string;');
     if (kind === 'users') lines.push('  username: string;');
     for (const [prop, def] of Object.entries(source.config.properties ?? {})) {
       if (prop === 'id' || (kind === 'users' && (prop === 'username' || prop === 'password'))) continue;
-      const type = TS_TYPES[def.type] ?? 'unknown';
+      const type = def.type === 'relation' ? (def.many === true ? 'string[]' : 'string | null') : (TS_TYPES[def.type] ?? 'unknown');
+      if (def.type === 'relation') lines.push(`  /** Id${def.many === true ? 's' : ''} of ${relationPath(def.collection)}; \`$expand\` puts the object${def.many === true ? 's' : ''} in place. */`);
       const optional = def.required === true || def.type === 'boolean' ? '' : '?';
       lines.push(`  ${quoteKey(prop)}${optional}: ${type};`);
     }
@@ -65,7 +71,12 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
       lines.push('  /** Set by an event script; no property declares it. */', `  ${quoteKey(prop)}?: unknown;`);
     }
     lines.push('}', '');
-    if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${typeName}>;`);
+    const related = relations.get(source.path);
+    if (related !== undefined && related.length > 0) {
+      lines.push(`/** What each relation of ${source.path} expands to (\`$expand\`). */`, `export interface ${typeName}Relations {`, ...related, '}', '');
+    }
+    const params = related !== undefined && related.length > 0 ? `${typeName}, ${typeName}Relations` : typeName;
+    if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${params}>;`);
     infos.push({ path: source.path, kind });
   }
   lines.push('/** The app\'s resources, for `createClient<Types>(url, { resources })`. */', 'export interface Types {', '  resources: {', ...entries, '  };', '}', '');
@@ -98,4 +109,35 @@ function uniqueName(base: string, taken: Set<string>): string {
 
 function quoteKey(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+}
+
+/** '/users' from a relation's `collection` ('users' or '/users'). */
+function relationPath(collection: string | undefined): string {
+  return `/${String(collection).replace(/^\/+/, '')}`;
+}
+
+/**
+ * Per collection, the members of its `Relations` interface: each relation (the object or null;
+ * many: an array) and each back-relation `<collection>_via_<property>` (an array).
+ */
+function relationTypes(sources: readonly TypeSource[], typeNames: ReadonlyMap<string, string>): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const add = (path: string, line: string): void => {
+    let list = out.get(path);
+    if (list === undefined) out.set(path, (list = []));
+    list.push(line);
+  };
+  for (const source of sources) {
+    if (!typeNames.has(source.path)) continue;
+    for (const [prop, def] of Object.entries(source.config.properties ?? {})) {
+      if (def.type !== 'relation') continue;
+      const target = relationPath(def.collection);
+      const targetType = typeNames.get(target);
+      if (targetType === undefined) continue;
+      add(source.path, `  ${quoteKey(prop)}: ${def.many === true ? `${targetType}[]` : `${targetType} | null`};`);
+      const back = `${source.path.slice(1).replaceAll('/', '_')}_via_${prop}`;
+      add(target, `  ${quoteKey(back)}: ${typeNames.get(source.path) as string}[];`);
+    }
+  }
+  return out;
 }
