@@ -51,6 +51,8 @@ export class Collection implements Resource {
   protected logger: Logger | undefined;
   /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
   readonly relations: Relations;
+  /** Requests whose answer `$expand` completes. */
+  private readonly expanding = new WeakSet<Context>();
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -85,6 +87,8 @@ export class Collection implements Resource {
       await this.beforeRequest(ctx);
     }
     const related = method === 'GET' ? await this.relations.takeQuery(ctx) : undefined;
+    // Expanding needs objects: the stored JSON texts would only be parsed again.
+    if (related?.expand !== undefined) this.expanding.add(ctx);
     const reply = await this.dispatch(ctx);
     const visible = this.seesPrivate(ctx) ? reply : withoutPrivate(reply, this.privateProps);
     return related === undefined ? visible : this.relations.finish(ctx, related, visible);
@@ -113,7 +117,7 @@ export class Collection implements Resource {
    * no present() of a subclass) and no private properties to leave out.
    */
   private answersStoredJson(ctx: Context): boolean {
-    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx);
+    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && !this.expanding.has(ctx);
   }
 
   /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
