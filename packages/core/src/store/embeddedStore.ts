@@ -6,7 +6,8 @@ import nedb from '@seald-io/nedb';
 import { RE2JS } from 're2js';
 import { SvcError } from '../errors.js';
 import { DuplicateKeyError, assertCollectionName } from './Store.js';
-import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
+import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps, AggregateRow, AggregateSpec } from './Store.js';
+import { groupRows } from './internal/groupRows.js';
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
 import { hashIdIndex } from './internal/hashIdIndex.js';
@@ -255,6 +256,15 @@ class EmbeddedCollection implements StoreCollection {
     let out = '[';
     for (let i = 0; i < raws.length; i++) out += (i === 0 ? '' : ',') + jsonOf(raws[i] as Raw);
     return `${out}]`;
+  }
+
+  /**
+   * Groups the cached objects the filter matches (found through the indexes it can use) in the
+   * process, reading only the grouped and measured properties, without copying the objects.
+   */
+  async aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
+    const started = Date.now();
+    return groupRows(await this.#matching(filter, {}), spec, { started, idKey: '_id' });
   }
 
   /** The matching objects as nedb caches them, ordered and paged. */
