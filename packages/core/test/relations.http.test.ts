@@ -28,6 +28,58 @@ function counted(inner: StoreCollection, reads: { n: number }): StoreCollection 
   });
 }
 
+/** A real store collection without its own aggregation (as a third-party store may be). */
+function withoutAggregate(inner: StoreCollection): StoreCollection {
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      if (key === 'aggregate') return undefined;
+      const value: unknown = Reflect.get(target, key, receiver);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+describe.each(storeKinds())('aggregates in the store and by reading ($name store)', (kind) => {
+  let store: TestStore;
+  let t: TestServer;
+  const q = (path: string, query: object): string => `${path}?${encodeURIComponent(JSON.stringify(query))}`;
+  const properties = { kind: { type: 'string', index: true }, n: { type: 'number' }, tag: { type: 'string' } } as const;
+
+  beforeAll(async () => {
+    store = await kind.make();
+    t = await startTestServer(store.store, [
+      new Collection({ path: '/own', properties, store: store.store.collection('items') }),
+      new Collection({ path: '/read', properties, store: withoutAggregate(store.store.collection('items')) }),
+    ]);
+    for (let i = 0; i < 30; i++) await t.request('POST', '/own', { body: { kind: `k${i % 3}`, n: i, ...(i % 2 === 0 ? { tag: i % 4 === 0 ? 'x' : 'y' } : {}) } });
+  });
+  afterAll(async () => {
+    await t.close();
+    await store.dispose();
+  });
+
+  it('the store\'s own aggregation and grouping by reading answer the same', async () => {
+    const query = { $group: ['kind', 'tag'], $count: true, $sum: 'n', $avg: 'n', $min: 'n', $max: ['n', 'tag'], n: { $gte: 2 } };
+    const own = await t.request('GET', q('/own/aggregate', query));
+    const read = await t.request('GET', q('/read/aggregate', query));
+    expect(own.status).toBe(200);
+    expect(read.body).toEqual(own.body);
+    const rows = own.body as { group: { kind: string; tag: string | null }; count: number; sum: { n: number } }[];
+    expect(rows.map((r) => [r.group.kind, r.group.tag])).toEqual([
+      ['k0', null], ['k0', 'x'], ['k0', 'y'], ['k1', null], ['k1', 'x'], ['k1', 'y'], ['k2', null], ['k2', 'x'], ['k2', 'y'],
+    ]);
+    expect(rows.reduce((sum, r) => sum + r.count, 0)).toBe(28);
+    expect(rows.reduce((sum, r) => sum + r.sum.n, 0)).toBe((29 * 30) / 2 - 1);
+    const byKind = (await t.request('GET', q('/own/aggregate', { $group: 'kind', $avg: ['n'] }))).body;
+    expect(byKind).toEqual([
+      { group: { kind: 'k0' }, avg: { n: 13.5 } },
+      { group: { kind: 'k1' }, avg: { n: 14.5 } },
+      { group: { kind: 'k2' }, avg: { n: 15.5 } },
+    ]);
+    expect((await t.request('GET', q('/read/aggregate', { $group: 'kind', $avg: ['n'] }))).body).toEqual(byKind);
+  });
+});
+
 describe.each(storeKinds())('expand is batched ($name store)', (kind) => {
   let store: TestStore;
   let t: TestServer;

@@ -159,6 +159,17 @@ export class Relations {
 
   // ---- reads ----
 
+  /** Whether a GET's query asks for anything of relations (checked without a promise: most do not). */
+  asked(query: Record<string, unknown>): boolean {
+    if (query.$expand !== undefined || query.$total !== undefined) return true;
+    if (this.forward.size === 0) return false;
+    for (const key of Object.keys(query)) {
+      const dot = key.indexOf('.');
+      if (dot > 0 && this.forward.has(key.slice(0, dot))) return true;
+    }
+    return false;
+  }
+
   /**
    * Takes `$expand`, `$total` and filters across a relation (`{"author.name": "ann"}`) out of a
    * GET's query; the last become `{author: {$in: [ids the caller may read and that match]}}`.

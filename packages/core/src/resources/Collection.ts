@@ -86,7 +86,7 @@ export class Collection implements Resource {
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
     }
-    const related = method === 'GET' ? await this.relations.takeQuery(ctx) : undefined;
+    const related = method === 'GET' && this.relations.asked(ctx.query) ? await this.relations.takeQuery(ctx) : undefined;
     // Expanding needs objects: the stored JSON texts would only be parsed again.
     if (related?.expand !== undefined) this.expanding.add(ctx);
     const reply = await this.dispatch(ctx);

@@ -4,6 +4,7 @@ import type { Collection, Document } from 'mongodb';
 import { SvcError } from '../errors.js';
 import { AggregateTimeoutError, DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
 import { compareRows } from './internal/compareRows.js';
+import { groupRows } from './internal/groupRows.js';
 import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
 import { renameId } from './internal/renameId.js';
 
@@ -200,9 +201,18 @@ class MongoCollection implements StoreCollection {
         return raw.map((r) => aggregateRow(r, spec)).sort(compareRows);
       } catch (err) {
         if (err instanceof MongoServerError && err.code === MAX_TIME_EXPIRED) throw new AggregateTimeoutError({ cause: err });
+        // FerretDB v1 has no $avg/$min/$max accumulators: the measured properties are read and grouped here.
+        if (err instanceof MongoServerError && err.code === NOT_IMPLEMENTED) return this.#aggregateByReading(filter, spec);
         throw err;
       }
     });
+  }
+
+  async #aggregateByReading(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
+    const started = Date.now();
+    const fields: Record<string, 1> = { id: 1 };
+    for (const name of [...spec.group, ...spec.sum, ...spec.avg, ...spec.min, ...spec.max]) fields[name] = 1;
+    return groupRows(await this.#find(filter, { fields }), spec, { started, idKey: 'id' });
   }
 
   async #find(filter: Filter, options: FindOptions): Promise<Doc[]> {
@@ -334,6 +344,7 @@ function toMongoUpdate(ops: UpdateOps): Document | undefined {
  * flag as `s`, and MongoDB refuses flags given both in the pattern and in `$options`).
  */
 const MAX_TIME_EXPIRED = 50;
+const NOT_IMPLEMENTED = 238;
 
 /** A stored property as an aggregation expression. */
 const fieldPath = (name: string): string => (name === 'id' ? '$_id' : `$${name}`);
