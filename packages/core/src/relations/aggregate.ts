@@ -1,6 +1,6 @@
 import { SvcError } from '../errors.js';
 import { compileFilter } from '../query/compileQuery.js';
-import { AggregateTimeoutError } from '../store/Store.js';
+import { AggregateScanError, AggregateTimeoutError } from '../store/Store.js';
 import type { AggregateRow, AggregateSpec, Filter, StoreCollection } from '../store/Store.js';
 import { groupRows } from '../store/internal/groupRows.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
@@ -26,13 +26,12 @@ export async function aggregate(relations: Relations, ctx: Context): Promise<Rep
   for (const key of Object.keys(ctx.query)) if (!AGGREGATE_COMMANDS.has(key)) rest[key] = ctx.query[key];
   const filter = andFilters(compileFilter(rest, queryable), relations.owner.accessFilter(ctx, 'list'));
   const store = relations.store;
-  const scanned = await store.count(filter);
   const { maxScanned, maxGroups } = relations.settings;
-  if (scanned > maxScanned) throw new SvcError('PAYLOAD_TOO_LARGE', `the aggregate would read ${scanned} objects, more than ${maxScanned}; narrow the query (app.json aggregate.maxScanned)`);
   let rows: AggregateRow[];
   try {
     rows = store.aggregate ? await store.aggregate(filter, spec) : await aggregateByReading(store, filter, spec);
   } catch (err) {
+    if (err instanceof AggregateScanError) throw new SvcError('PAYLOAD_TOO_LARGE', `the aggregate would read ${err.scanned} objects, more than ${maxScanned}; narrow the query (app.json aggregate.maxScanned)`, { cause: err });
     if (err instanceof AggregateTimeoutError) throw new SvcError('PAYLOAD_TOO_LARGE', `the aggregate took longer than ${spec.timeoutMs} ms; narrow the query (app.json aggregate.timeoutMs)`, { cause: err });
     throw err;
   }
@@ -52,6 +51,7 @@ function specOf(query: Record<string, unknown>, queryable: Record<string, Proper
     max: namesOf('$max', query.$max, queryable),
     limit: relations.settings.maxGroups + 1,
     timeoutMs: relations.settings.aggregateTimeoutMs,
+    maxScanned: relations.settings.maxScanned,
   };
   for (const name of [...spec.sum, ...spec.avg]) {
     if (queryable[name]?.type !== 'number') throw new SvcError('INVALID_QUERY', `$sum/$avg: ${name} is not a number property`);
@@ -82,6 +82,8 @@ function namesOf(command: string, value: unknown, queryable: Record<string, Prop
  */
 export async function aggregateByReading(store: StoreCollection, filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
   const started = Date.now();
+  const scanned = await store.count(filter);
+  if (scanned > spec.maxScanned) throw new AggregateScanError(scanned);
   const fields: Record<string, 1> = { id: 1 };
   for (const name of [...spec.group, ...spec.sum, ...spec.avg, ...spec.min, ...spec.max]) fields[name] = 1;
   const docs = await store.find(filter, { fields });

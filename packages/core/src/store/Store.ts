@@ -97,6 +97,8 @@ export interface AggregateSpec {
   limit: number;
   /** How long the store may take, in ms. */
   timeoutMs: number;
+  /** More matching objects than this: {@link AggregateScanError}, before any is grouped. */
+  maxScanned: number;
 }
 
 /** One group: the grouped properties' values (null when missing) and the measures asked for. */
@@ -107,6 +109,16 @@ export interface AggregateRow {
   avg?: Record<string, number | null>;
   min?: Record<string, unknown>;
   max?: Record<string, unknown>;
+}
+
+/** An aggregate would read more objects than its limit. */
+export class AggregateScanError extends Error {
+  readonly scanned: number;
+  constructor(scanned: number) {
+    super(`the aggregate would read ${scanned} objects`);
+    this.name = 'AggregateScanError';
+    this.scanned = scanned;
+  }
 }
 
 /** A store-side aggregate ran longer than its time limit. */

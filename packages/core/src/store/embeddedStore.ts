@@ -5,7 +5,7 @@ import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
 import { RE2JS } from 're2js';
 import { SvcError } from '../errors.js';
-import { DuplicateKeyError, assertCollectionName } from './Store.js';
+import { DuplicateKeyError, assertCollectionName, AggregateScanError } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps, AggregateRow, AggregateSpec } from './Store.js';
 import { groupRows } from './internal/groupRows.js';
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
@@ -264,7 +264,9 @@ class EmbeddedCollection implements StoreCollection {
    */
   async aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
     const started = Date.now();
-    return groupRows(await this.#matching(filter, {}), spec, { started, idKey: '_id' });
+    const raws = await this.#matching(filter, {});
+    if (raws.length > spec.maxScanned) throw new AggregateScanError(raws.length);
+    return groupRows(raws, spec, { started, idKey: '_id' });
   }
 
   /** The matching objects as nedb caches them, ordered and paged. */

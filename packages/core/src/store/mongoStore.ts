@@ -2,7 +2,7 @@ import { redactUrl } from '../redactUrl.js';
 import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
 import type { Collection, Document } from 'mongodb';
 import { SvcError } from '../errors.js';
-import { AggregateTimeoutError, DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
+import { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
 import { compareRows } from './internal/compareRows.js';
 import { groupRows } from './internal/groupRows.js';
 import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
@@ -197,6 +197,9 @@ class MongoCollection implements StoreCollection {
   aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
     return guarded(spec.timeoutMs, async () => {
       try {
+        // Counted in the server first: a pipeline over too many objects is refused before it runs.
+        const scanned = await this.#coll.countDocuments(toMongoFilter(filter), { maxTimeMS: spec.timeoutMs });
+        if (scanned > spec.maxScanned) throw new AggregateScanError(scanned);
         const raw = await this.#coll.aggregate(aggregatePipeline(filter, spec), { maxTimeMS: spec.timeoutMs }).toArray();
         return raw.map((r) => aggregateRow(r, spec)).sort(compareRows);
       } catch (err) {
