@@ -61,12 +61,16 @@ describe.each(appStores())('relations attacks (%s store)', (store) => {
     await t?.close();
   });
 
-  it('expanded objects never carry private properties, whatever $fields asks', async () => {
-    for (const expand of [['author'], { author: { $fields: { salary: 1 } } }, { author: { $fields: { name: 0 } } }]) {
+  it('expanded objects never carry private properties; asking for one in $fields is refused as in a direct read', async () => {
+    for (const expand of [['author'], { author: { $fields: { name: 0 } } }]) {
       const list = (await t.request('GET', q('/posts', { $expand: expand }))).body as Obj[];
       expect(list.length).toBe(3);
       for (const post of list) if (post.author !== null) expect(post.author).not.toHaveProperty('salary');
     }
+    const direct = await t.request('GET', q('/users', { $fields: { salary: 1 } }));
+    const expanded = await t.request('GET', q('/posts', { $expand: { author: { $fields: { salary: 1 } } } }));
+    expect(direct.status).toBe(400);
+    expect(expanded.body).toEqual(direct.body);
   });
 
   it('an object On Get hides is null when expanded, as a direct read of it is a 404', async () => {
@@ -83,10 +87,11 @@ describe.each(appStores())('relations attacks (%s store)', (store) => {
     expect(priv.status).toBe(400);
     expect((priv.body as { message: string }).message).toBe((none.body as { message: string }).message.replace('nothing', 'reviewer'));
     expect((await t.request('GET', q('/users', { $expand: ['notes_via_owner'] }))).status).toBe(400);
-    const all = ((await t.request('GET', '/posts')).body as Obj[]).map((p) => p.title).sort();
-    // Ignored like a filter on any private property: probing tells nothing.
-    expect(((await t.request('GET', q('/posts', { 'reviewer.name': 'boss' }))).body as Obj[]).map((p) => p.title).sort()).toEqual(all);
-    expect(((await t.request('GET', q('/posts', { 'reviewer.id': boss.id }))).body as Obj[]).map((p) => p.title).sort()).toEqual(all);
+    // Refused like a filter on any private property (the same answer as for `reviewer` itself).
+    const direct = await t.request('GET', q('/posts', { reviewer: boss.id }));
+    expect(direct.status).toBe(400);
+    expect((await t.request('GET', q('/posts', { 'reviewer.name': 'boss' }))).body).toEqual(direct.body);
+    expect((await t.request('GET', q('/posts', { 'reviewer.id': boss.id }))).body).toEqual(direct.body);
     // Root reads them all.
     const asRoot = ((await t.request('GET', q('/posts', { title: 'a1', $expand: ['reviewer'] }), undefined, root)).body as Obj[])[0];
     expect((asRoot?.reviewer as Obj).salary).toBe(900);
@@ -105,12 +110,11 @@ describe.each(appStores())('relations attacks (%s store)', (store) => {
     expect(((await t.request('GET', q('/posts', { $or: [{ 'author.salary': 900 }] }))).body as Obj[]).length).toBe(3);
   });
 
-  it('a private property does not order expanded objects', async () => {
-    const order = async (direction: 1 | -1): Promise<unknown[]> => {
-      const users = (await t.request('GET', q('/users', { name: 'ann', $expand: { posts_via_author: { $sort: { score: direction } } } }))).body as Obj[];
-      return (users[0]?.posts_via_author as Obj[]).map((p) => p.title);
-    };
-    expect(await order(1)).toEqual(await order(-1));
+  it('a private property cannot order expanded objects (refused, as a direct sort on it is)', async () => {
+    const direct = await t.request('GET', q('/posts', { $sort: { score: 1 } }));
+    expect(direct.status).toBe(400);
+    const expanded = await t.request('GET', q('/users', { name: 'ann', $expand: { posts_via_author: { $sort: { score: 1 } } } }));
+    expect(expanded.body).toEqual(direct.body);
   });
 
   it('aggregates: private properties cannot be grouped, measured or filtered; a collection with On Get is root-only', async () => {
@@ -118,8 +122,9 @@ describe.each(appStores())('relations attacks (%s store)', (store) => {
       const res = await t.request('GET', q('/posts/aggregate', query));
       expect(res.status).toBe(400);
     }
-    // A filter on a private property is ignored: it cannot probe scores by counting.
-    expect((await t.request('GET', q('/posts/aggregate', { score: { $gt: 4 } }))).body).toEqual([{ group: {}, count: 3 }]);
+    // A filter on a private property is refused: it cannot probe scores by counting.
+    expect((await t.request('GET', q('/posts/aggregate', { score: { $gt: 4 } }))).status).toBe(400);
+    expect((await t.request('GET', q('/posts', { score: { $gt: 4 }, $total: true }))).status).toBe(400);
     expect((await t.request('GET', q('/posts/aggregate', { score: { $gt: 4 } }), undefined, root)).body).toEqual([{ group: {}, count: 2 }]);
     // On Get hides a user: a count by role would reveal it, so only root may count users.
     expect((await t.request('GET', q('/users/aggregate', { $group: 'role' }))).status).toBe(403);
@@ -140,5 +145,120 @@ describe.each(appStores())('relations attacks (%s store)', (store) => {
     expect((await t.request('GET', q('/posts', { $expand: wide }))).status).toBe(400);
     expect((await t.request('GET', q('/posts', { $expand: ['author.__proto__'] }))).status).toBe(400);
     expect((await t.request('GET', q('/posts/count', { $expand: ['author'] }), undefined, root)).status).toBe(400);
+  });
+});
+
+// The same attacks once access rules (issue 24) decide who reads what: every expanded object,
+// every filter across a relation and every aggregate sees only what the caller's own direct
+// reads would, because they all go through the related collection's readAs/accessFilter/queryableFor.
+const ruleFiles = {
+  'resources/users/config.json': {
+    type: 'UserCollection',
+    properties: { name: { type: 'string' }, role: { type: 'string' }, salary: { type: 'number', read: { '@me.role': 'hr' } } },
+  },
+  'resources/docs/config.json': {
+    type: 'Collection',
+    properties: { title: { type: 'string' }, owner: { type: 'relation', collection: 'users' }, words: { type: 'number' } },
+    rules: { list: { owner: '@me.id' }, read: { owner: '@me.id' } },
+  },
+  'resources/comments/config.json': {
+    type: 'Collection',
+    properties: { text: { type: 'string' }, doc: { type: 'relation', collection: 'docs', onDelete: 'cascade' }, author: { type: 'relation', collection: 'users' } },
+  },
+};
+
+describe.each(appStores())('relations attacks under access rules (%s store)', (store) => {
+  let t: AppHandle;
+  const root = { 'svc-ssh-key': 'any' };
+  let ann: Obj;
+  let bob: Obj;
+  let annDoc: Obj;
+  let bobDoc: Obj;
+  let asAnn: AppHandle['request'];
+  let asBob: AppHandle['request'];
+  let asHr: AppHandle['request'];
+
+  const make = async (path: string, body: object): Promise<Obj> => {
+    const res = await t.request('POST', path, body, root);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body as Obj;
+  };
+  const login = async (username: string): Promise<AppHandle['request']> => {
+    const request = t.client();
+    expect((await request('POST', '/users/login', { username, password: 'pw-123456' })).status).toBe(200);
+    return request;
+  };
+
+  beforeAll(async () => {
+    t = await runApp(ruleFiles, { store });
+    ann = await make('/users', { username: 'ann', password: 'pw-123456', name: 'ann', role: 'staff', salary: 100 });
+    bob = await make('/users', { username: 'bob', password: 'pw-123456', name: 'bob', role: 'staff', salary: 200 });
+    await make('/users', { username: 'hr', password: 'pw-123456', name: 'hr', role: 'hr', salary: 300 });
+    annDoc = await make('/docs', { title: 'ann secret plan', owner: ann.id, words: 10 });
+    await make('/docs', { title: 'ann other plan', owner: ann.id, words: 20 });
+    bobDoc = await make('/docs', { title: 'bob notes', owner: bob.id, words: 5 });
+    await make('/comments', { text: 'on ann', doc: annDoc.id, author: bob.id });
+    await make('/comments', { text: 'on bob', doc: bobDoc.id, author: ann.id });
+    asAnn = await login('ann');
+    asBob = await login('bob');
+    asHr = await login('hr');
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('an expanded object the read rules hide is null; back-relations hold only what the rules let through', async () => {
+    const comments = (await asBob('GET', q('/comments', { $expand: ['doc'], $sort: { text: 1 } }))).body as Obj[];
+    expect(comments.map((c) => [c.text, c.doc === null ? null : (c.doc as Obj).title])).toEqual([
+      ['on ann', null],
+      ['on bob', 'bob notes'],
+    ]);
+    const users = (await asBob('GET', q('/users', { $expand: ['docs_via_owner'], $sort: { name: 1 } }))).body as Obj[];
+    expect(users.map((u) => [u.name, (u.docs_via_owner as Obj[]).map((d) => d.title)])).toEqual([
+      ['ann', []],
+      ['bob', ['bob notes']],
+      ['hr', []],
+    ]);
+    const own = (await asAnn('GET', q(`/users/${ann.id}`, { $expand: ['docs_via_owner'] }))).body as Obj;
+    expect((own.docs_via_owner as Obj[]).map((d) => d.title).sort()).toEqual(['ann other plan', 'ann secret plan']);
+  });
+
+  it('a property read rule applies to expanded objects: salary only for hr', async () => {
+    const forBob = (await asBob('GET', q('/comments', { $expand: ['author'] }))).body as Obj[];
+    for (const c of forBob) expect(c.author).not.toHaveProperty('salary');
+    const forHr = (await asHr('GET', q('/comments', { $expand: ['author'], $sort: { text: 1 } }))).body as Obj[];
+    expect(forHr.map((c) => (c.author as Obj).salary)).toEqual([200, 100]);
+    expect((await asBob('GET', q('/comments', { $expand: { author: { $fields: { salary: 1 } } } }))).status).toBe(400);
+  });
+
+  it('a filter across a relation matches only related objects the caller may read, and no property it may not', async () => {
+    expect((await asBob('GET', q('/comments', { 'doc.title': 'ann secret plan' }))).body).toEqual([]);
+    expect((await asBob('GET', q('/comments', { 'doc.title': { $regex: '^ann' } }))).body).toEqual([]);
+    expect(((await asAnn('GET', q('/comments', { 'doc.title': 'ann secret plan' }))).body as Obj[]).map((c) => c.text)).toEqual(['on ann']);
+    const salary = await asBob('GET', q('/comments', { 'author.salary': { $gt: 150 } }));
+    expect(salary.status).toBe(400);
+    expect((salary.body as { message: string }).message).toBe('author.salary: users has no property salary you may filter by');
+    expect(((await asHr('GET', q('/comments', { 'author.salary': { $gt: 150 } }))).body as Obj[]).map((c) => c.text)).toEqual(['on ann']);
+  });
+
+  it('aggregates and $total count only the objects the list rule lets through, and measure no property the caller may not read', async () => {
+    expect((await asBob('GET', q('/docs/aggregate', { $group: 'owner', $sum: 'words' }))).body).toEqual([{ group: { owner: bob.id }, sum: { words: 5 } }]);
+    expect((await asBob('GET', q('/docs/aggregate', {}))).body).toEqual([{ group: {}, count: 1 }]);
+    expect((await asAnn('GET', q('/docs/aggregate', {}))).body).toEqual([{ group: {}, count: 2 }]);
+    const total = await asBob('GET', q('/docs', { $total: true, $limit: 0 }));
+    expect(total.headers.get('x-total-count')).toBe('1');
+    expect((await t.request('GET', q('/docs/aggregate', {}))).body).toEqual([{ group: {}, count: 0 }]);
+    expect((await asBob('GET', q('/users/aggregate', { $sum: 'salary' }))).status).toBe(400);
+    expect((await asBob('GET', q('/users/aggregate', { $group: 'salary' }))).status).toBe(400);
+    expect((await asBob('GET', q('/users/aggregate', { salary: { $gt: 150 } }))).status).toBe(400);
+    expect((await asHr('GET', q('/users/aggregate', { $sum: 'salary' }))).body).toEqual([{ group: {}, sum: { salary: 600 } }]);
+  });
+
+  it('a write may not point at an object the writer may not read (the answer of a missing one)', async () => {
+    const hidden = await asBob('POST', '/comments', { text: 'x', doc: annDoc.id });
+    const missing = await asBob('POST', '/comments', { text: 'x', doc: '0123456789abcdef' });
+    expect(hidden.status).toBe(400);
+    expect(hidden.body).toEqual(missing.body);
+    expect((await asAnn('POST', '/comments', { text: 'mine', doc: annDoc.id })).status).toBe(200);
   });
 });

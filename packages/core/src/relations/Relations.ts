@@ -1,5 +1,6 @@
 import { SvcError } from '../errors.js';
 import { compileFilter } from '../query/compileQuery.js';
+import type { QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ResourceHost } from '../resource.js';
 import type { Filter, StoreCollection } from '../store/Store.js';
@@ -252,8 +253,15 @@ export class Relations {
   /** How many objects the list's query matches for the caller, before `$skip` and `$limit`. */
   private async total(ctx: Context): Promise<number> {
     if (!this.countsOpenTo(ctx)) throw new SvcError('FORBIDDEN', '$total is available to root only on a collection with an On Get script; open it with "publicCount" in app.json');
-    const filter = compileFilter(withoutCommands(ctx.query), this.owner.queryableFor(ctx));
+    const filter = compileFilter(withoutCommands(ctx.query), this.owner.properties, this.refusals(ctx));
     return this.store.count(andFilters(filter, this.owner.accessFilter(ctx, 'list')));
+  }
+
+  /** What ctx's caller may not filter by, as the query compiler refuses it (400): what `queryableFor` leaves out. */
+  refusals(ctx: Context): QueryRefusals {
+    const queryable = this.owner.queryableFor(ctx);
+    const unqueryable = new Set(Object.keys(this.owner.properties).filter((name) => !Object.hasOwn(queryable, name)));
+    return { unqueryable, unprojectable: unqueryable };
   }
 
   /** Set by the owner: whether counts (`$total`, aggregates) may answer ctx's caller. */

@@ -24,7 +24,7 @@ export async function aggregate(relations: Relations, ctx: Context): Promise<Rep
   const spec = specOf(ctx.query, queryable, relations);
   const rest: Record<string, unknown> = {};
   for (const key of Object.keys(ctx.query)) if (!AGGREGATE_COMMANDS.has(key)) rest[key] = ctx.query[key];
-  const filter = andFilters(compileFilter(rest, queryable), relations.owner.accessFilter(ctx, 'list'));
+  const filter = andFilters(compileFilter(rest, relations.owner.properties, relations.refusals(ctx)), relations.owner.accessFilter(ctx, 'list'));
   const store = relations.store;
   const { maxScanned, maxGroups } = relations.settings;
   let rows: AggregateRow[];
@@ -35,8 +35,21 @@ export async function aggregate(relations: Relations, ctx: Context): Promise<Rep
     if (err instanceof AggregateTimeoutError) throw new SvcError('PAYLOAD_TOO_LARGE', `the aggregate took longer than ${spec.timeoutMs} ms; narrow the query (app.json aggregate.timeoutMs)`, { cause: err });
     throw err;
   }
+  // Without groups there is one answer, also over no object (count 0), as SQL's would be.
+  if (spec.group.length === 0 && rows.length === 0) rows = [emptyRow(spec)];
   if (rows.length > maxGroups) throw new SvcError('PAYLOAD_TOO_LARGE', `the aggregate has more than ${maxGroups} groups; group by fewer or narrow the query (app.json aggregate.maxGroups)`);
   return { status: 200, body: rows };
+}
+
+function emptyRow(spec: AggregateSpec): AggregateRow {
+  const row: AggregateRow = { group: {} };
+  if (spec.count) row.count = 0;
+  const each = <T>(names: string[], value: T): Record<string, T> => Object.fromEntries(names.map((name) => [name, value]));
+  if (spec.sum.length > 0) row.sum = each(spec.sum, 0);
+  if (spec.avg.length > 0) row.avg = each(spec.avg, null);
+  if (spec.min.length > 0) row.min = each(spec.min, null);
+  if (spec.max.length > 0) row.max = each(spec.max, null);
+  return row;
 }
 
 function specOf(query: Record<string, unknown>, queryable: Record<string, PropertyDef>, relations: Relations): AggregateSpec {

@@ -264,9 +264,16 @@ class EmbeddedCollection implements StoreCollection {
    */
   async aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
     const started = Date.now();
-    const raws = await this.#matching(filter, {});
+    // Groups need no order: every object comes from the id hash, not from a walk of the insertion-order tree.
+    const raws = isEmpty(toNedbFilter(filter)) ? await this.#inAnyOrder() : await this.#matching(filter, {});
     if (raws.length > spec.maxScanned) throw new AggregateScanError(raws.length);
     return groupRows(raws, spec, { started, idKey: '_id' });
+  }
+
+  /** Every object as nedb caches them, in no particular order. */
+  async #inAnyOrder(): Promise<Raw[]> {
+    const db = await this.#open();
+    return this.#executor.pushAsync(() => Promise.resolve(db.getAllData() as unknown as Raw[]));
   }
 
   /** The matching objects as nedb caches them, ordered and paged. */
@@ -930,7 +937,9 @@ function walkIndex(root: TreeNode, field: string, direction: 1 | -1, query: Quer
  * accepts; the store tests run the same queries on both.
  */
 export function matchesFilter(object: Record<string, unknown>, filter: Filter): boolean {
-  return nedbModel.match(object, toNedbFilter(filter));
+  // The filter names the identifier `_id` once translated, as the embedded store keeps it.
+  const raw = Object.hasOwn(object, 'id') ? { ...object, _id: object.id } : object;
+  return nedbModel.match(raw, toNedbFilter(filter));
 }
 
 /**
