@@ -276,6 +276,15 @@ describe.each(appStores())('relations (%s store)', (store) => {
       expect((await t.request('GET', q('/tags/aggregate', { label: 'many' }))).body).toEqual([{ group: {}, count: 55 }]);
       const expanded = await t.request('GET', q('/tags', { $expand: 'posts_via_tags' }));
       expect(expanded.status).toBe(200);
+      // One relation reading more than relations.maxExpanded (40 here) objects at one level: 413.
+      const many = ((await t.request('GET', q('/tags', { label: 'many' }))).body as Obj[]).map((o) => o.id);
+      const wide = await post('/posts', { title: 'wide', author: users.bob?.id, tags: many.slice(0, 41) });
+      const tooWide = await t.request('GET', `/posts/${wide.id}?$expand=tags`);
+      expect(tooWide.status).toBe(413);
+      expect((tooWide.body as { message: string }).message).toContain('more than 40 objects');
+      expect((await t.request('PUT', `/posts/${wide.id}`, { tags: many.slice(0, 40) })).status).toBe(200);
+      expect(((await t.request('GET', `/posts/${wide.id}?$expand=tags`)).body as Obj).tags).toHaveLength(40);
+      expect((await t.request('DELETE', `/posts/${wide.id}`)).status).toBe(204);
       await t.request('DELETE', q('/tags', { id: { $in: ((await t.request('GET', q('/tags', { label: 'many' }))).body as Obj[]).map((o) => o.id) } }), undefined, root);
     });
   });
