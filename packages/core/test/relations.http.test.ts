@@ -126,6 +126,19 @@ describe.each(storeKinds())('expand is batched ($name store)', (kind) => {
     expect({ userReads: userReads.n, commentReads: commentReads.n }).toEqual({ userReads: 2, commentReads: 1 });
   });
 
+  it('writes racing a cascading delete leave no comment pointing at the deleted post', async () => {
+    for (let round = 0; round < 5; round++) {
+      const post = (await t.request('POST', '/posts', { body: { title: `racing ${round}` } })).body as Obj;
+      const writes = Array.from({ length: 30 }, (_, i) => t.request('POST', '/comments', { body: { text: `r${round}-${i}`, post: post.id } }));
+      const removal = t.request('DELETE', `/posts/${post.id}`);
+      const statuses = (await Promise.all(writes)).map((r) => r.status);
+      expect((await removal).status).toBe(204);
+      // Each write either was refused (the post was gone when it checked) or is gone with the post.
+      expect(statuses.every((s) => s === 200 || s === 400)).toBe(true);
+      expect((await t.request('GET', q('/comments', { post: post.id }))).body).toEqual([]);
+    }
+  });
+
   it('$total is a header, exposed to CORS clients; the body stays an array', async () => {
     const res = await t.request('GET', q('/posts', { $total: true, $limit: 5 }), { headers: { origin: 'http://localhost:3000' } });
     expect((res.body as Obj[]).length).toBe(5);

@@ -3,7 +3,7 @@ import { compileFilter } from '../query/compileQuery.js';
 import type { QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ResourceHost } from '../resource.js';
-import type { Filter, StoreCollection } from '../store/Store.js';
+import type { Doc, Filter, StoreCollection } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { aggregate } from './aggregate.js';
 import { planDelete, runDelete, sweepAfterDelete } from './onDelete.js';
@@ -78,15 +78,6 @@ export class Relations {
     registry.set(this.owner.path, this);
   }
 
-  /** Checked once every resource is attached (relations may point at collections built later). */
-  checkTargets(): void {
-    for (const [name, def] of this.forward) {
-      if (this.relationsAt(def.collection ?? '') === undefined) {
-        throw new Error(`resource ${this.owner.path.slice(1)}: property ${name} is a relation to ${String(def.collection)}, which is no collection of this app`);
-      }
-    }
-  }
-
   /** The relations of the collection at `path`, when the server serves one there. */
   relationsAt(path: string): Relations | undefined {
     const found = this.host === undefined ? undefined : registries.get(this.host)?.get(path);
@@ -132,6 +123,35 @@ export class Relations {
       if (added.some((id) => !seen.has(id))) (errors ??= {})[name] = 'points to an object that does not exist';
     }
     if (errors !== undefined) throw new SvcError('VALIDATION_FAILED', undefined, { errors });
+  }
+
+  /**
+   * After a write is stored: the ids it added still name objects (a DELETE of one may have run
+   * between the check and the write). If one vanished, the write's relation is undone (the new
+   * object removed, an update's relation put back) and the answer is the same 400 as for a missing
+   * id. With the sweep a DELETE makes after its removal, no interleaving leaves a dangling reference:
+   * a write stored before the removal is found by the sweep, one stored after it finds the id gone.
+   */
+  async confirmWrite(stored: Doc, previous: Doc | undefined): Promise<void> {
+    let errors: Record<string, string> | undefined;
+    const undo: Record<string, unknown> = {};
+    for (const [name, def] of this.forward) {
+      const before = new Set(previous === undefined ? [] : (idsOf(previous[name]) ?? []));
+      const added = [...new Set((idsOf(stored[name]) ?? []).filter((id) => !before.has(id)))];
+      const target = added.length === 0 ? undefined : this.relationsAt(def.collection ?? '');
+      if (target === undefined) continue;
+      const present = await target.store.find({ id: { $in: added } }, { fields: { id: 1 } });
+      if (present.length === added.length) continue;
+      (errors ??= {})[name] = 'points to an object that does not exist';
+      undo[name] = previous?.[name] ?? null;
+    }
+    if (errors === undefined) return;
+    if (previous === undefined) {
+      await this.store.remove({ id: stored.id });
+    } else {
+      await this.store.update({ id: stored.id }, { $set: undo });
+    }
+    throw new SvcError('VALIDATION_FAILED', undefined, { errors });
   }
 
   // ---- deletes ----

@@ -87,8 +87,17 @@ export async function sweepAfterDelete(plan: DeletePlan): Promise<void> {
       }
       const late = (await referrer.from.store.find(pointingAt(referrer, removed, undefined), { fields: { id: 1 } })).map((d) => d.id);
       if (late.length === 0) continue;
-      const nested = await planDelete(referrer.from, late).catch(() => undefined);
-      if (nested !== undefined) await runDelete(nested);
+      let nested: DeletePlan;
+      try {
+        nested = await planDelete(referrer.from, late);
+      } catch (err) {
+        // Something restricts removing the late objects: their reference is cleared instead, so
+        // that neither they nor what holds them point at nothing.
+        if (!(err instanceof SvcError) || (err.code !== 'CONFLICT' && err.code !== 'PAYLOAD_TOO_LARGE')) throw err;
+        await clearReferences(referrer, removed, undefined);
+        continue;
+      }
+      await runDelete(nested);
       await referrer.from.store.remove({ id: { $in: late } });
       await referrer.from.onRemoved(late);
     }

@@ -397,6 +397,7 @@ export class Collection implements Resource {
     if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
+    if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
     return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored, this.access.readPlan(ctx), undefined) };
@@ -436,6 +437,7 @@ export class Collection implements Resource {
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const updated = await this.writing(() => this.store.update(filter, ops));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
     return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated, this.access.readPlan(ctx), undefined) };
