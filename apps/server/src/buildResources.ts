@@ -1,4 +1,4 @@
-import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
+import { Collection, UserCollection, mountResource, parseAuthSettings, validateSettings } from '@svc/core';
 import type { RelationSettings, CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -21,7 +21,7 @@ const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
 const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount', 'rules']);
-const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost']);
+const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost', 'auth']);
 const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => file !== 'login.js'));
 
 /** What building one resource needs. */
@@ -123,8 +123,13 @@ async function buildUserCollection(folder: ResourceFolder, context: BuildContext
   }
   const settings = context.app.settings;
   const cost = folder.config.passwordCost ?? settings.passwordCost;
+  const options = await collectionOptions(folder, context);
+  const name = folder.path.slice(1);
+  // Secrets (client secrets) come from the environment: ${env:NAME} in config.json.
+  const auth = parseAuthSettings(name, resolveEnvReferences(name, { type: folder.config.type, auth: folder.config.auth }, undefined).auth, new Set(Object.keys(options.properties)));
   return new UserCollection({
-    ...(await collectionOptions(folder, context)),
+    ...options,
+    ...(folder.config.auth !== undefined ? { auth, authStore: context.store.collection('_auth') } : {}),
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });

@@ -3,6 +3,11 @@ export type { ClientOptions } from './createClient.js';
 export { SvcPromise } from './SvcPromise.js';
 export type {
   AccessorOf,
+  AccountCalls,
+  LoginAnswer,
+  MfaCalls,
+  MfaStep,
+  ProviderLoginOptions,
   BodyArgs,
   Callback,
   ClientCore,

@@ -1,5 +1,6 @@
 import { SvcPromise } from '../SvcPromise.js';
 import type { ResourceInfo } from '../types.js';
+import { accountCalls } from './accountCalls.js';
 import { bodyCall, delCall, execCall, getCall, methodCall, sortArgs } from './calls.js';
 import type { SortedArgs } from './calls.js';
 import type { RealtimeLink } from './realtimeLink.js';
@@ -44,7 +45,8 @@ export function run(ctx: AccessorContext, call: CallRequest, fn: SortedArgs['fn'
 async function afterSessionCall(ctx: AccessorContext, call: CallRequest, value: unknown): Promise<void> {
   if (call.method !== 'POST') return;
   if (call.path.endsWith('/logout')) return ctx.realtime.bind(null);
-  if (!call.path.endsWith('/login')) return;
+  // A two-factor login ends at mfa/verify (or mfa/confirm, when it enrolled): the session starts there.
+  if (!call.path.endsWith('/login') && !call.path.endsWith('/mfa/verify') && !call.path.endsWith('/mfa/confirm')) return;
   const session = value as { id?: unknown; uid?: unknown } | null;
   if (typeof session?.id === 'string' && typeof session.uid === 'string') await ctx.realtime.bind(session.id);
 }
@@ -93,6 +95,7 @@ export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceI
       const a = sortArgs(args);
       return run(ctx, getCall(`${path}/me`, { ...a, segments: [] }), a.fn);
     };
+    Object.assign(out, accountCalls(ctx, path, run));
   }
   for (const [name, spec] of Object.entries(info?.methods ?? {})) {
     if (name in out) continue;

@@ -3,20 +3,26 @@ import { RuleError } from '../access/parseRule.js';
 import { SvcError, isSvcError } from '../errors.js';
 import { compileFilter } from '../query/compileQuery.js';
 import type { ClientShape, ResourceHost, UserResource } from '../resource.js';
-import type { Doc } from '../store/Store.js';
+import type { Doc, StoreCollection } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { Collection } from './Collection.js';
 import type { CollectionOptions } from './Collection.js';
 import type { EventOutcome } from './events.js';
 import { LoginLimiter } from './loginLimiter.js';
-import type { LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
+import type { LoginAttempt, LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
 import { DEFAULT_PASSWORD_COST, dummyHash, hashPassword, isLegacyHash, verifyPassword } from './passwords.js';
+import { AccountFlows, ACCOUNT_FIELDS } from './accounts/AccountFlows.js';
+import type { AuthSettings } from './accounts/authSettings.js';
 
 /** Options of a {@link UserCollection}. */
 export interface UserCollectionOptions extends CollectionOptions {
   /** bcrypt cost; default 10. */
   passwordCost?: number;
   loginRateLimit?: LoginLimiterOptions;
+  /** `auth` of config.json: OAuth/OIDC providers and MFA (see docs/accounts.md). */
+  auth?: AuthSettings;
+  /** svc's own `_auth` collection (OAuth states, identities, used codes); needed by `auth`. */
+  authStore?: StoreCollection;
 }
 
 const BAD_CREDENTIALS = 'bad credentials';
@@ -29,7 +35,7 @@ const BAD_CREDENTIALS = 'bad credentials';
 export class UserCollection extends Collection implements UserResource {
   override readonly type: string = 'UserCollection';
   override readonly client: ClientShape = { collection: true, users: true };
-  protected override readonly storeOnly: ReadonlySet<string> = new Set(['password']);
+  protected override readonly storeOnly: ReadonlySet<string> = new Set(['password', ...ACCOUNT_FIELDS]);
   private readonly cost: number;
   private readonly limitOptions: LoginLimiterOptions | undefined;
   private limiter: LoginLimits;
@@ -37,6 +43,10 @@ export class UserCollection extends Collection implements UserResource {
   private dummy: Promise<string> | undefined;
   /** Requests of /me: a user's own private properties are answered to them (README). */
   private readonly meRequests = new WeakSet<Context>();
+  /** Users created by a provider login: they have no password. */
+  private readonly passwordless = new WeakSet<Context>();
+  /** OAuth/OIDC and MFA, when config.json's `auth` asks for them. */
+  private readonly accounts: AccountFlows | undefined;
 
   constructor(options: UserCollectionOptions) {
     const { password, username: _username, ...rest } = options.properties;
@@ -44,8 +54,22 @@ export class UserCollection extends Collection implements UserResource {
       // The hash is never answered and only its owner (or root) changes it: no rule may open it.
       throw new RuleError(`${options.configFile ?? `resources${options.path}/config.json`}: properties.password: the password takes no read or write rule (it is never readable)`);
     }
+    for (const field of ACCOUNT_FIELDS) delete rest[field];
     const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true }, ...rest };
     super({ ...options, properties });
+    this.accounts = AccountFlows.create(options, {
+      path: this.path,
+      properties: this.properties,
+      attempt: (ctx, key) => this.attempt(ctx, key),
+      findById: (id) => this.store.findOne({ id }),
+      findOne: (filter) => this.store.findOne(filter),
+      find: (filter) => this.store.find(filter),
+      updateUser: (filter, ops) => this.writing(() => this.store.update(filter, ops)),
+      createUser: (ctx, body) => this.createPasswordless(ctx, body),
+      onLogin: (ctx, user) => this.onLogin(ctx, user, true),
+      startSession: (ctx, user) => this.startSession(ctx, user),
+      secureCookies: (ctx) => this.requireHost().sessionCookie('', ctx).includes('; Secure'),
+    });
     this.cost = options.passwordCost ?? DEFAULT_PASSWORD_COST;
     this.limitOptions = options.loginRateLimit;
     this.limiter = new LoginLimiter(options.loginRateLimit);
@@ -62,6 +86,8 @@ export class UserCollection extends Collection implements UserResource {
     if (func === 'login' && ctx.method === 'POST') return this.login(ctx);
     if (func === 'logout' && ctx.method === 'POST') return this.logout(ctx);
     if (func === 'me' && ctx.method === 'GET') return this.me(ctx);
+    const flow = this.accounts?.route(ctx);
+    if (flow !== undefined) return flow;
     return super.handle(ctx);
   }
 
@@ -77,14 +103,15 @@ export class UserCollection extends Collection implements UserResource {
   }
 
   protected override present(doc: Record<string, unknown>): Record<string, unknown> {
-    if (!Object.hasOwn(doc, 'password')) return doc;
-    const { password: _password, ...rest } = doc;
+    if (!Object.hasOwn(doc, 'password') && !ACCOUNT_FIELDS.some((field) => Object.hasOwn(doc, field))) return doc;
+    // Destructured, not deleted: objects keep their fast shape for the JSON answer (ACCOUNT_FIELDS).
+    const { password: _password, _mfa, _mfaRecovery, _identities, ...rest } = doc;
     return rest;
   }
 
   protected override async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
     const password = body.password;
-    if (typeof password !== 'string' || password === '') {
+    if ((typeof password !== 'string' || password === '') && !this.passwordless.has(ctx)) {
       // Both credentials are reported at once, as Deployd does.
       const username = body.username;
       const errors: Record<string, string> = typeof username === 'string' && username !== '' ? {} : { username: 'is required' };
@@ -131,8 +158,30 @@ export class UserCollection extends Collection implements UserResource {
 
   /** A deleted user's sessions end with it (their sockets no longer get that user's messages). */
   protected override async afterDelete(ids: readonly string[]): Promise<void> {
+    await this.accounts?.forgetUsers(ids);
     if (!this.host) return;
     for (const id of ids) await this.host.sessions.endUserSessions(id);
+  }
+
+  /** One login attempt for `key` (a username, an MFA step): refused with 429 over the limits. */
+  private async attempt(ctx: Context, key: string): Promise<LoginAttempt> {
+    const attempt = await this.limiter.attempt(clientAddress(ctx), `${this.path}\n${key}`);
+    if (attempt.retryAfter > 0) {
+      throw new SvcError('TOO_MANY_REQUESTS', 'too many login attempts; try again later', { headers: { 'retry-after': String(attempt.retryAfter) } });
+    }
+    if (attempt.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, attempt.delayMs));
+    return attempt;
+  }
+
+  /** A user made by a provider login: POST's path (scripts, validation), without a password. */
+  async createPasswordless(ctx: Context, body: Record<string, unknown>): Promise<Doc> {
+    const inner: Context = { ...ctx, method: 'POST', parts: [], url: '/', query: {}, body, bodyKind: 'json', me: undefined };
+    this.passwordless.add(inner);
+    const reply = await this.create(inner, body);
+    const id = (reply.body as { id?: unknown } | undefined)?.id;
+    const user = typeof id === 'string' ? await this.store.findOne({ id }) : null;
+    if (user === null) throw new SvcError('INTERNAL', 'the new user was not stored');
+    return user;
   }
 
   private async login(ctx: Context): Promise<Reply> {
@@ -142,21 +191,24 @@ export class UserCollection extends Collection implements UserResource {
       throw new SvcError('BAD_REQUEST', 'username or password not specified');
     }
     // Counted before the password check, so that parallel attempts cannot all pass (see LoginLimiter).
-    const attempt = await this.limiter.attempt(clientAddress(ctx), `${this.path}\n${username}`);
-    if (attempt.retryAfter > 0) {
-      throw new SvcError('TOO_MANY_REQUESTS', 'too many login attempts; try again later', { headers: { 'retry-after': String(attempt.retryAfter) } });
-    }
-    if (attempt.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, attempt.delayMs));
+    const attempt = await this.attempt(ctx, username);
     const user = await this.store.findOne({ username });
     const stored = typeof user?.password === 'string' ? user.password : undefined;
     // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
     const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
-    if (this.events.has('login')) await this.onLogin(ctx, user, ok && user !== null);
+    await this.onLogin(ctx, user, ok && user !== null);
     if (!ok || user === null) throw new SvcError('BAD_CREDENTIALS', BAD_CREDENTIALS);
     await attempt.succeeded();
     if (stored !== undefined && isLegacyHash(stored)) {
       await this.store.update({ id: user.id }, { $set: { password: await hashPassword(password, this.cost) } });
     }
+    const second = await this.accounts?.secondStep(user);
+    if (second !== undefined) return second;
+    return this.startSession(ctx, user);
+  }
+
+  /** Binds the request's session to the user: what every login method ends with. */
+  async startSession(ctx: Context, user: Doc): Promise<Reply> {
     const host = this.requireHost();
     const previousId = ctx.session.id;
     const session = await host.sessions.login(previousId, user.id, this.path);
@@ -176,7 +228,8 @@ export class UserCollection extends Collection implements UserResource {
    * was not cancelled; only declared properties are written (never username, password or id),
    * other keys are ignored, and no other event runs.
    */
-  private async onLogin(ctx: Context, user: Doc | null, success: boolean): Promise<void> {
+  async onLogin(ctx: Context, user: Doc | null, success: boolean): Promise<void> {
+    if (!this.events.has('login')) return;
     const visible = user === null ? {} : this.withoutStoreOnly(user);
     const outcome = await this.events.run('login', { ctx, object: { ...visible }, previous: visible, locals: { success, event: 'LOGIN' }, answerCancel: true });
     if (user !== null && (!success || outcome.cancelled === undefined)) await this.storeLoginChanges(user, outcome);
