@@ -75,6 +75,25 @@ describe('relation properties at start', () => {
   });
 });
 
+describe('app.json relations.expandDepth', () => {
+  it('raises the levels $expand may go, up to the hard cap of 4', async () => {
+    expect(await startOutcome({ 'app.json': { relations: { expandDepth: 5 } } })).toContain('relations.expandDepth');
+    const t = await runApp({ ...relationFiles, 'app.json': { relations: { expandDepth: 3 } } });
+    try {
+      const ann = (await t.request('POST', '/users', { username: 'ann', password: 'pw-123456', name: 'ann' })).body as Obj;
+      const p = (await t.request('POST', '/posts', { title: 'p', author: ann.id })).body as Obj;
+      await t.request('POST', '/comments', { text: 'c', post: p.id, author: ann.id });
+      const three = await t.request('GET', q(`/posts/${p.id}`, { $expand: ['comments_via_post.author.posts_via_author'] }));
+      expect(three.status).toBe(200);
+      const comment = (three.body as { comments_via_post: Obj[] }).comments_via_post[0] as Obj;
+      expect(((comment.author as Obj).posts_via_author as Obj[]).map((x) => x.title)).toEqual(['p']);
+      expect((await t.request('GET', q(`/posts/${p.id}`, { $expand: ['comments_via_post.author.posts_via_author.author'] }))).status).toBe(400);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe.each(appStores())('relations (%s store)', (store) => {
   let t: AppHandle;
   const root = { 'svc-ssh-key': 'any' };
