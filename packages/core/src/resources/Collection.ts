@@ -14,6 +14,9 @@ import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
+import { Relations } from '../relations/Relations.js';
+import { relationSettings } from '../relations/relationSettings.js';
+import type { RelationSettings } from '../relations/relationSettings.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 
 /** Options of a {@link Collection}. */
@@ -35,6 +38,8 @@ export interface CollectionOptions {
   configFile?: string;
   /** The properties of the app's user collections, to type-check `@me.*`; undefined: unchecked. */
   meProperties?: Record<string, PropertyDef>;
+  /** Limits of `$expand`, filters across relations and aggregates (app.json `relations`, `aggregate`). */
+  relations?: Partial<RelationSettings>;
 }
 
 const NO_MATCH = 'No object exists that matches that query';
@@ -59,6 +64,10 @@ export class Collection implements Resource {
   private readonly publicCount: boolean;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
+  /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
+  readonly relations: Relations;
+  /** Requests whose answer `$expand` completes. */
+  private readonly expanding = new WeakSet<Context>();
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -75,11 +84,15 @@ export class Collection implements Resource {
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
+    this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
+    // Counts (as /count): On Get may hide objects that a count would reveal.
+    this.relations.countsOpenTo = (ctx) => ctx.isRoot || ctx.internal || this.publicCount || !this.events.has('get');
   }
 
   /** Creates the indexes that `unique` and `index` properties ask for. */
   async init(host?: ResourceHost): Promise<void> {
     this.logger = host?.logger;
+    if (host !== undefined) this.relations.attach(host);
     for (const [field, def] of Object.entries(this.properties)) {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
       else if (def.index) await this.store.ensureIndex({ field });
@@ -91,11 +104,15 @@ export class Collection implements Resource {
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
     }
+    const related = method === 'GET' && this.relations.asked(ctx.query) ? await this.relations.takeQuery(ctx) : undefined;
+    // Expanding needs objects: the stored JSON texts would only be parsed again.
+    if (related?.expand !== undefined) this.expanding.add(ctx);
     const reply = await this.dispatch(ctx);
     // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
     // (Rules that depend on the object were applied where the stored object was in hand.)
     const plan = this.access.readPlan(ctx);
-    return this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
+    const visible = this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
+    return related === undefined ? visible : this.relations.finish(ctx, related, visible);
   }
 
   /**
@@ -123,7 +140,7 @@ export class Collection implements Resource {
    * no present() of a subclass) and no private properties to leave out.
    */
   private answersStoredJson(ctx: Context, action: 'list' | 'read'): boolean {
-    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
+    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action)) && !this.expanding.has(ctx);
   }
 
   /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
@@ -216,6 +233,7 @@ export class Collection implements Resource {
   private async handleGet(ctx: Context): Promise<Reply> {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     if (ctx.parts[0] === 'count') return this.count(ctx);
+    if (ctx.parts[0] === 'aggregate') return this.relations.aggregate(ctx);
     const only = ctx.parts[0];
     if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
       // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store),
@@ -383,8 +401,10 @@ export class Collection implements Resource {
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
+    if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
     return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored, this.access.readPlan(ctx), undefined) };
@@ -418,11 +438,13 @@ export class Collection implements Resource {
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, previous);
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const updated = await this.writing(() => this.store.update(filter, ops));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
     return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated, this.access.readPlan(ctx), undefined) };
@@ -486,8 +508,9 @@ export class Collection implements Resource {
     }
     let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx)), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
+    const referenced = this.relations.isReferenced();
     const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
-    if (!guarded && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
+    if (!guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
       await this.afterDelete([id]);
       return { status: 204 };
@@ -499,9 +522,11 @@ export class Collection implements Resource {
     filter = andFilters(filter, this.access.filter(ctx, 'delete'));
     const object = this.withoutStoreOnly(doc);
     if (this.events.has('delete') && !skipEvents) await this.events.run('delete', { ctx, object });
+    const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
     if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete([id]);
-    await this.afterCommit(ctx, object, undefined);
+    if (!skipEvents) await this.afterCommit(ctx, object, undefined);
     return { status: 204 };
   }
 
@@ -519,10 +544,14 @@ export class Collection implements Resource {
     }
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
-      if (this.tracksDeletes) {
+      const referenced = this.relations.isReferenced();
+      if (this.tracksDeletes || referenced) {
         // Removed by id, so that exactly the objects read are the ones told deleted.
         const ids = (await this.store.find(filter, { fields: { id: 1 } })).map((d) => d.id);
-        if (ids.length === 0 || (await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
+        if (ids.length === 0) throw new SvcError('NOT_FOUND', 'not found');
+        const plan = referenced ? await this.relations.beforeRemove(ids) : undefined;
+        if ((await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
+        if (plan !== undefined) await this.relations.afterRemove(plan);
         await this.afterDelete(ids);
         return { status: 204 };
       }
@@ -544,7 +573,9 @@ export class Collection implements Resource {
       }
     }
     if (deleted.length === 0) throw firstError;
+    const plan = this.relations.isReferenced() ? await this.relations.beforeRemove(deleted.map((d) => d.id)) : undefined;
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
+    if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
     return { status: 204 };
