@@ -405,12 +405,17 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
             throw scriptFailure(err, env, logger);
           }
           // cancel() (or error()) inside a list leaves that object out, silently.
-          return results.map((r) => (r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected }));
+          return results.map((r) =>
+            r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected, changes: { assigned: r.assigned ?? NONE, deleted: r.deleted ?? NONE } },
+          );
         },
       };
     },
   };
 }
+
+/** The changes of a run that assigned or deleted nothing. */
+const NONE: readonly string[] = Object.freeze([]);
 
 function problemOf(err: ScriptError): ScriptProblem {
   return { message: err.message, ...(err.line !== undefined ? { line: err.line } : {}), ...(err.column !== undefined ? { column: err.column } : {}) };

@@ -10,6 +10,7 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
 import { applyHidden, applyModifiersLocally, diffUpdate, hideFrom } from './updates.js';
+import { listJson } from './storedJson.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -193,6 +194,12 @@ export class Collection implements Resource {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
       const { fields: _fields, ...options } = compiled.options;
       return { status: 200, body: await this.store.findJson(compiled.filter, options), headers: { 'content-type': JSON_TYPE } };
+    }
+    if (scripted && this.store.findWithJson && this.answersStoredJson(ctx) && compiled.options.fields === undefined) {
+      // On Get patches the stored texts: only objects it changed beyond new properties are serialised.
+      const { fields: _fields, ...options } = compiled.options;
+      const { docs, texts } = await this.store.findWithJson(compiled.filter, options);
+      return { status: 200, body: listJson(texts, await this.events.runGetBatch(ctx, docs)), headers: { 'content-type': JSON_TYPE } };
     }
     const docs = await this.store.find(compiled.filter, compiled.options);
     return { status: 200, body: await this.shown(ctx, docs, skipEvents) };

@@ -50,6 +50,12 @@ export interface StoreCollection {
    */
   findJson?(filter: Filter, options?: Omit<FindOptions, 'fields'>): Promise<string>;
   /**
+   * Optional: what `find(filter, options)` answers (no projection), each object beside its JSON
+   * text (`texts[i]` is `JSON.stringify(docs[i])`), so that a list whose objects a script changes
+   * a little can be answered by patching the texts (On Get) instead of serialising every object.
+   */
+  findWithJson?(filter: Filter, options?: Omit<FindOptions, 'fields'>): Promise<{ docs: Doc[]; texts: string[] }>;
+  /**
    * Optional: the JSON text of the object with this id (what `findOne({id})` answers, serialised),
    * or null, for a store that keeps each object's serialisation.
    */

@@ -257,6 +257,19 @@ class EmbeddedCollection implements StoreCollection {
     return `${out}]`;
   }
 
+  /** What `find` answers, each object with its kept JSON text (see findJson). */
+  async findWithJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<{ docs: Doc[]; texts: string[] }> {
+    const raws = await this.#matching(filter, options);
+    const docs: Doc[] = new Array<Doc>(raws.length);
+    const texts: string[] = new Array<string>(raws.length);
+    for (let i = 0; i < raws.length; i++) {
+      const raw = raws[i] as Raw;
+      docs[i] = copyDoc(raw);
+      texts[i] = jsonOf(raw);
+    }
+    return { docs, texts };
+  }
+
   /** The matching objects as nedb caches them, ordered and paged. */
   async #matching(filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<Raw[]> {
     const db = await this.#open();
