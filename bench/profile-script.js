@@ -33,7 +33,7 @@ function perProcess(pid) {
   return out;
 }
 
-const opts = parseArgs(process.argv.slice(2), { variant: 'string', scenario: 'string', duration: 'number', out: 'string', children: 'boolean', 'no-prof': 'boolean', node: 'string', v8: 'string', log: 'string' });
+const opts = parseArgs(process.argv.slice(2), { variant: 'string', scenario: 'string', duration: 'number', out: 'string', children: 'boolean', 'no-prof': 'boolean', node: 'string', v8: 'string', log: 'string', connections: 'number' });
 const scenario = scenarios.find((s) => s.id === (opts.scenario ?? 'get-one-script'));
 const variant = variants[opts.variant ?? 'svc-get'];
 if (!scenario || !variant) throw new Error('unknown scenario or variant');
@@ -62,7 +62,7 @@ try {
       method: scenario.method,
       headers: { ...(scenario.headers ?? {}), ...(cookie ? { cookie } : {}) },
       body: scenario.body,
-      connections: 50,
+      connections: opts.connections ?? 50,
       warmup: 2,
       duration: opts.duration ?? 8,
       serverPid: child.pid,

@@ -10,7 +10,7 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
 import { applyHidden, applyModifiersLocally, diffUpdate, hideFrom } from './updates.js';
-import { listJson } from './storedJson.js';
+import { listJson, objectJson } from './storedJson.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -178,6 +178,13 @@ export class Collection implements Resource {
       const text = await this.store.findOneJson(only);
       if (text === null) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
+    }
+    if (only !== undefined && only !== '' && this.store.findOneWithJsonNow && !hasKeys(ctx.query) && this.events.has('get') && this.answersStoredJson(ctx)) {
+      // GET /<c>/<id> with On Get: the object at once, and its stored text patched with the run's
+      // changes. idOf sets query.id, which the script sees, as on the usual path.
+      const found = this.store.findOneWithJsonNow(this.idOf(ctx, false) as string);
+      if (found === null) throw new SvcError('NOT_FOUND', 'not found');
+      if (found !== undefined) return { status: 200, body: objectJson(found.text, await this.events.run('get', { ctx, object: found.doc })), headers: { 'content-type': JSON_TYPE } };
     }
     const id = this.idOf(ctx, false);
     const compiled = compileQuery(ctx.query, this.queryable(ctx));

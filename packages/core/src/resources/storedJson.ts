@@ -25,6 +25,11 @@ export function listJson(texts: readonly string[], outcomes: readonly (EventOutc
   return `${out}]`;
 }
 
+/** The JSON text of one object after On Get (GET by id), from its stored text: see listJson. */
+export function objectJson(text: string, outcome: EventOutcome): string {
+  return new Patcher().patched(text, outcome) ?? JSON.stringify(applyHidden(outcome));
+}
+
 /**
  * The stored text with the run's new properties appended, when that is exactly what
  * JSON.stringify would write for the outcome: nothing deleted or hidden, and every property the

@@ -65,6 +65,12 @@ export interface StoreCollection {
    * written that it would have to wait for); undefined when it cannot.
    */
   findOneJsonNow?(id: string): string | null | undefined;
+  /**
+   * Optional: the object with this id (a copy, as findOne answers it) and its JSON text, or null,
+   * when the store can tell at once (see findOneJsonNow); undefined when it cannot. GET by id with
+   * On Get runs the script on the object and answers the text patched (see findWithJson).
+   */
+  findOneWithJsonNow?(id: string): { doc: Doc; text: string } | null | undefined;
   /** Counts matching objects without loading them. */
   count(filter: Filter): Promise<number>;
   /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */

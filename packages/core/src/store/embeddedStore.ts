@@ -363,6 +363,14 @@ class EmbeddedCollection implements StoreCollection {
     return found.length > 0 ? jsonOf(found[0] as Raw) : null;
   }
 
+  findOneWithJsonNow(id: string): { doc: Doc; text: string } | null | undefined {
+    if (!this.#loaded || this.#writing !== 0) return undefined;
+    const found = withId(this.#db, id);
+    if (found.length === 0) return null;
+    const raw = found[0] as Raw;
+    return { doc: copyDoc(raw), text: jsonOf(raw) };
+  }
+
   async #findOneJsonQueued(id: string): Promise<string | null> {
     const db = await this.#open();
     return this.#executor.pushAsync(() => {
