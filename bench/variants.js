@@ -85,6 +85,18 @@ export const variants = {
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
     command: svcCommand,
   },
+  'svc-get-no-access': {
+    title: 'svc + trivial On Get, access log off',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app-scripts',
+    build: ['@svc/server...'],
+    missing: () => undefined,
+    command: (ctx) => {
+      writeFileSync(join(ctx.appDir, 'app.json'), JSON.stringify({ log: { access: false } }));
+      return svcCommand(ctx);
+    },
+  },
   // The same apps run by another checkout's build (BENCH_OTHER=/path/to/checkout, built), for a
   // before/after pair of two commits: `BENCH_OTHER=/tmp/base node bench/pair.js --scenario
   // get-all-script --a svc-get --b svc-get-other --together`.
