@@ -85,4 +85,34 @@ export const variants = {
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
     command: svcCommand,
   },
+  'svc-get-no-access': {
+    title: 'svc + trivial On Get, access log off',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app-scripts',
+    build: ['@svc/server...'],
+    missing: () => undefined,
+    command: (ctx) => {
+      writeFileSync(join(ctx.appDir, 'app.json'), JSON.stringify({ log: { access: false } }));
+      return svcCommand(ctx);
+    },
+  },
+  // The same apps run by another checkout's build (BENCH_OTHER=/path/to/checkout, built), for a
+  // before/after pair of two commits: `BENCH_OTHER=/tmp/base node bench/pair.js --scenario
+  // get-all-script --a svc-get --b svc-get-other --together`.
+  'svc-get-other': otherCheckout('bench/app-scripts', 'svc + trivial On Get, built from $BENCH_OTHER'),
+  'svc-other': otherCheckout('bench/app', 'svc, built from $BENCH_OTHER'),
 };
+
+function otherCheckout(app, title) {
+  const bin = () => (process.env.BENCH_OTHER ? join(process.env.BENCH_OTHER, 'apps/server/bin/svc.js') : '');
+  return {
+    title,
+    tag: 'svc',
+    stateful: true,
+    app,
+    build: [],
+    missing: () => (bin() && existsSync(bin()) ? undefined : 'BENCH_OTHER does not name a built checkout'),
+    command: (ctx) => ({ ...svcCommand(ctx), args: ['--no-node-snapshot', bin(), ctx.appDir, '--port', String(ctx.port), '--env', 'production'] }),
+  };
+}

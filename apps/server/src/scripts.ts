@@ -372,25 +372,29 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       const scripts = compile(folder, COLLECTION_EVENT_FILES);
       if (scripts.size === 0) return undefined;
       const name = folder.path.slice(1);
+      // Made once: every run of every request used to build its label and inputs by spreading.
+      const labels = new Map([...scripts.keys()].map((event) => [event, `${name} ${EVENT_LABEL[event] ?? event}`]));
       return {
         has: (event) => scripts.has(event),
         async run(event: CollectionEvent, input): Promise<EventOutcome> {
           const compiled = scripts.get(event) as Compiled;
-          const result = await runOne(compiled, {
+          const extra = input.locals === undefined ? { previous: input.previous ?? {} } : { previous: input.previous ?? {}, ...input.locals };
+          const runInput: RunInput = {
             thisObj: input.object,
-            ...(input.hidden !== undefined && input.hidden.length > 0 ? { hidden: input.hidden } : {}),
-            ...(input.protectedProps !== undefined && input.protectedProps.length > 0 ? { protected: input.protectedProps } : {}),
-            locals: locals(input.ctx, compiled.uses, { previous: input.previous ?? {}, ...input.locals }),
+            locals: locals(input.ctx, compiled.uses, extra),
             host: host(input.ctx, compiled.uses),
-            label: `${name} ${EVENT_LABEL[event]}`,
+            label: labels.get(event) as string,
             budget: budgetOf(input.ctx),
-          });
+          };
+          if (input.hidden !== undefined && input.hidden.length > 0) runInput.hidden = input.hidden;
+          if (input.protectedProps !== undefined && input.protectedProps.length > 0) runInput.protected = input.protectedProps;
+          const result = await runOne(compiled, runInput);
           const cancelled = cancelOf(result);
           if (cancelled !== undefined) {
             if (!input.answerCancel) throw cancelled;
             return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, cancelled };
           }
-          const outcome: EventOutcome = { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected };
+          const outcome: EventOutcome = { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, changes: changesOf(result) };
           if (event === 'beforerequest' && result.setResultCalled && isPlainObject(result.result)) outcome.query = result.result;
           return outcome;
         },
@@ -408,11 +412,22 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
             throw scriptFailure(err, env, logger);
           }
           // cancel() (or error()) inside a list leaves that object out, silently.
-          return results.map((r) => (r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected }));
+          return results.map((r) =>
+            r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected, changes: changesOf(r) },
+          );
         },
       };
     },
   };
+}
+
+/** The changes of a run that assigned or deleted nothing. */
+const NONE: readonly string[] = Object.freeze([]);
+const NO_CHANGES = Object.freeze({ assigned: NONE, deleted: NONE });
+
+/** What a run assigned and deleted (EventOutcome.changes: GET answers patch the stored text with it). */
+function changesOf(result: RunResult): NonNullable<EventOutcome['changes']> {
+  return result.assigned === undefined && result.deleted === undefined ? NO_CHANGES : { assigned: result.assigned ?? NONE, deleted: result.deleted ?? NONE };
 }
 
 function problemOf(err: ScriptError): ScriptProblem {

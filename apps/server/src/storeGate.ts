@@ -49,9 +49,11 @@ export function gateStore(inner: Store): StoreGate {
       remove: (filter) => through(() => c.remove(filter)),
       ensureIndex: (spec) => through(() => c.ensureIndex(spec)),
       ...(c.findJson ? { findJson: (filter, options) => through(() => (c.findJson as NonNullable<StoreCollection['findJson']>).call(c, filter, options)) } : {}),
+      ...(c.findWithJson ? { findWithJson: (filter, options) => through(() => (c.findWithJson as NonNullable<StoreCollection['findWithJson']>).call(c, filter, options)) } : {}),
       ...(c.findOneJson ? { findOneJson: (id: string) => through(() => (c.findOneJson as NonNullable<StoreCollection['findOneJson']>).call(c, id)) } : {}),
       // At once or not at all: while closed, undefined sends the request the usual way (a 503).
       ...(c.findOneJsonNow ? { findOneJsonNow: (id: string) => (reason !== undefined ? undefined : (c.findOneJsonNow as NonNullable<StoreCollection['findOneJsonNow']>).call(c, id)) } : {}),
+      ...(c.findOneWithJsonNow ? { findOneWithJsonNow: (id: string) => (reason !== undefined ? undefined : (c.findOneWithJsonNow as NonNullable<StoreCollection['findOneWithJsonNow']>).call(c, id)) } : {}),
       ...(c.insertMany ? { insertMany: (docs) => through(() => (c.insertMany as NonNullable<StoreCollection['insertMany']>).call(c, docs)) } : {}),
     };
     collections.set(name, out);

@@ -100,6 +100,13 @@ export interface RunResult {
    * `inPlace`, the input object changed). The input is never changed otherwise.
    */
   thisObj: Record<string, unknown>;
+  /**
+   * The properties of `this` the script assigned (their values are in `thisObj`) and deleted;
+   * absent when it did neither. Nothing else of `thisObj` differs from the input, so a caller
+   * holding the input's serialisation may patch it instead of serialising `thisObj` again.
+   */
+  assigned?: readonly string[];
+  deleted?: readonly string[];
   /** Set by cancel()/cancelIf()/cancelUnless(); status defaults to 400. */
   cancelled?: { message: string; status: number };
   /** Collected by error()/errorIf()/errorUnless(), keyed by property. Any error means the caller cancels the request. */

@@ -59,6 +59,8 @@ describe('runBatch', () => {
       thisObj: { id: 't4', title: 'todo 4', done: true, owner: 'u1', secret: 'x', n: 4, bad: false, label: 'done: todo 4', n2: 8 },
       hidden: [],
       protected: [],
+      // What the run changed, for callers that patch the input's serialisation (issue 21).
+      assigned: ['label', 'n2'],
     });
   });
 });

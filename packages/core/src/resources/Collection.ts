@@ -18,6 +18,7 @@ import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
+import { listJson, objectJson } from './storedJson.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -243,6 +244,14 @@ export class Collection implements Resource {
       if (text === null || !this.access.allowsText(ctx, text)) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
     }
+    if (only !== undefined && only !== '' && this.store.findOneWithJsonNow && !hasKeys(ctx.query) && this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
+      // GET /<c>/<id> with On Get: the object at once, and its stored text patched with the run's
+      // changes. idOf sets query.id, which the script sees, as on the usual path. The read rule is
+      // tested on that very text, before the script runs (an object it hides is not found).
+      const found = this.store.findOneWithJsonNow(this.idOf(ctx, false) as string);
+      if (found === null || (found !== undefined && !this.access.allowsText(ctx, found.text))) throw new SvcError('NOT_FOUND', 'not found');
+      if (found !== undefined) return { status: 200, body: objectJson(found.text, await this.events.run('get', { ctx, object: found.doc })), headers: { 'content-type': JSON_TYPE } };
+    }
     const id = this.idOf(ctx, false);
     const plan = this.access.readPlan(ctx);
     const compiled = compileQuery(ctx.query, this.properties, this.refusals(ctx, plan));
@@ -262,6 +271,12 @@ export class Collection implements Resource {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
       const { fields: _fields, ...rest } = compiled.options;
       return { status: 200, body: await this.store.findJson(compiled.filter, rest), headers: { 'content-type': JSON_TYPE } };
+    }
+    if (scripted && this.store.findWithJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
+      // On Get patches the stored texts: only objects it changed beyond new properties are serialised.
+      const { fields: _fields, ...rest } = compiled.options;
+      const { docs, texts } = await this.store.findWithJson(compiled.filter, rest);
+      return { status: 200, body: listJson(texts, await this.events.runGetBatch(ctx, docs)), headers: { 'content-type': JSON_TYPE } };
     }
     const docs = await this.store.find(compiled.filter, options);
     return { status: 200, body: (await this.shown(ctx, docs, skipEvents)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter)) };

@@ -17,6 +17,11 @@ export interface EventOutcome {
   hidden: readonly string[];
   /** Properties protect() keeps from being written (unprotect() frees them). */
   protectedProps: readonly string[];
+  /**
+   * When the runner can tell: the properties the run assigned a new value (in `object`) and those
+   * it deleted; nothing else of `object` differs from the input. Absent: not known.
+   */
+  changes?: { assigned: readonly string[]; deleted: readonly string[] };
   /** On BeforeRequest: the request's query as the script left it. */
   query?: Record<string, unknown>;
   /** With `answerCancel`: the error of a cancel() or error(), returned with `this` as it was left. */

@@ -50,6 +50,12 @@ export interface StoreCollection {
    */
   findJson?(filter: Filter, options?: Omit<FindOptions, 'fields'>): Promise<string>;
   /**
+   * Optional: what `find(filter, options)` answers (no projection), each object beside its JSON
+   * text (`texts[i]` is `JSON.stringify(docs[i])`), so that a list whose objects a script changes
+   * a little can be answered by patching the texts (On Get) instead of serialising every object.
+   */
+  findWithJson?(filter: Filter, options?: Omit<FindOptions, 'fields'>): Promise<{ docs: Doc[]; texts: string[] }>;
+  /**
    * Optional: the JSON text of the object with this id (what `findOne({id})` answers, serialised),
    * or null, for a store that keeps each object's serialisation.
    */
@@ -59,6 +65,12 @@ export interface StoreCollection {
    * written that it would have to wait for); undefined when it cannot.
    */
   findOneJsonNow?(id: string): string | null | undefined;
+  /**
+   * Optional: the object with this id (a copy, as findOne answers it) and its JSON text, or null,
+   * when the store can tell at once (see findOneJsonNow); undefined when it cannot. GET by id with
+   * On Get runs the script on the object and answers the text patched (see findWithJson).
+   */
+  findOneWithJsonNow?(id: string): { doc: Doc; text: string } | null | undefined;
   /** Counts matching objects without loading them. */
   count(filter: Filter): Promise<number>;
   /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */

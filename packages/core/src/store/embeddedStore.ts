@@ -276,6 +276,19 @@ class EmbeddedCollection implements StoreCollection {
     return this.#executor.pushAsync(() => Promise.resolve(db.getAllData() as unknown as Raw[]));
   }
 
+  /** What `find` answers, each object with its kept JSON text (see findJson). */
+  async findWithJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<{ docs: Doc[]; texts: string[] }> {
+    const raws = await this.#matching(filter, options);
+    const docs: Doc[] = new Array<Doc>(raws.length);
+    const texts: string[] = new Array<string>(raws.length);
+    for (let i = 0; i < raws.length; i++) {
+      const raw = raws[i] as Raw;
+      docs[i] = copyDoc(raw);
+      texts[i] = jsonOf(raw);
+    }
+    return { docs, texts };
+  }
+
   /** The matching objects as nedb caches them, ordered and paged. */
   async #matching(filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<Raw[]> {
     const db = await this.#open();
@@ -371,6 +384,14 @@ class EmbeddedCollection implements StoreCollection {
     // tasks of writes), so the queue's promise turns are not needed.
     const found = withId(this.#db, id);
     return found.length > 0 ? jsonOf(found[0] as Raw) : null;
+  }
+
+  findOneWithJsonNow(id: string): { doc: Doc; text: string } | null | undefined {
+    if (!this.#loaded || this.#writing !== 0) return undefined;
+    const found = withId(this.#db, id);
+    if (found.length === 0) return null;
+    const raw = found[0] as Raw;
+    return { doc: copyDoc(raw), text: jsonOf(raw) };
   }
 
   async #findOneJsonQueued(id: string): Promise<string | null> {

@@ -285,19 +285,26 @@ function readRun(
   let at = reader.at;
   const flags = flat[at++] as number;
   let thisObj = input;
+  let assigned: string[] | undefined;
+  let deleted: string[] | undefined;
   if (flags & (RUN_FLAGS.SET | RUN_FLAGS.UNSET)) {
     if (!inPlace) thisObj = { ...input };
     if (flags & RUN_FLAGS.SET) {
-      const keys = shapes[flat[at++] as number] ?? [];
-      for (const key of keys) setOwn(thisObj, key, flat[at++]);
+      assigned = shapes[flat[at++] as number] ?? [];
+      for (const key of assigned) setOwn(thisObj, key, flat[at++]);
     }
-    if (flags & RUN_FLAGS.UNSET) for (const key of flat[at++] as string[]) delete thisObj[key];
+    if (flags & RUN_FLAGS.UNSET) {
+      deleted = flat[at++] as string[];
+      for (const key of deleted) delete thisObj[key];
+    }
   }
   const result: RunResult = {
     thisObj,
     hidden: flags & RUN_FLAGS.HIDDEN ? (flat[at++] as string[]) : NONE,
     protected: flags & RUN_FLAGS.PROTECT ? (flat[at++] as string[]) : NONE,
   };
+  if (assigned !== undefined) result.assigned = assigned;
+  if (deleted !== undefined) result.deleted = deleted;
   if (flags & RUN_FLAGS.REST) {
     const rest = flat[at++] as RunWire;
     if (rest.x) throw runError(rest.x, script);
