@@ -18,6 +18,7 @@ export type { UserCollectionOptions } from './resources/UserCollection.js';
 export { LoginLimiter, loginLimitSettings } from './resources/loginLimiter.js';
 export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, LoginLimitSettings } from './resources/loginLimiter.js';
 export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome } from './resources/events.js';
+export type { CollectionChange, CollectionChangeListener } from './resources/changes.js';
 export { DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
 export type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './store/Store.js';
 export { SessionManager } from './sessions.js';

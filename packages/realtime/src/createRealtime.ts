@@ -9,6 +9,10 @@ import { connectRedis } from './internal/redis.js';
 import type { RedisLink } from './internal/redis.js';
 import { isBindingRoom, normalisePath, sessionRoom, userRoom } from './internal/rooms.js';
 import { SocketCaps } from './internal/SocketCaps.js';
+import { LocalChangeLog, RedisChangeLog } from './internal/live/changeLog.js';
+import type { ChangeLog, RedisCommands, RedisSubscriber } from './internal/live/changeLog.js';
+import { DEFAULT_LIVE_LIMITS, LiveQueries } from './internal/live/LiveQueries.js';
+import type { LiveLimits } from './internal/live/LiveQueries.js';
 import { serveClientFile } from './internal/serveClientFile.js';
 import { PEER_ENDED, PEER_MOVED, parseSessionEvent } from './internal/sessionEvents.js';
 import type { PeerEvents, SessionEvent } from './internal/sessionEvents.js';
@@ -31,6 +35,14 @@ export interface RealtimeOptions {
   maxSocketsPerAddress?: number;
   /** Open sockets in all, this process; beyond it the handshake is refused (403). Default 10000; 0: no cap. */
   maxSockets?: number;
+  /** Live queries' limits (app.json `realtime.live`). */
+  live?: LiveOptions;
+}
+
+/** Limits of live queries; each has a default. */
+export interface LiveOptions extends Partial<LiveLimits> {
+  /** Writes kept per collection for clients that resume (beyond: a fresh snapshot). Default 1000. */
+  ringSize?: number;
 }
 
 /** What the server keeps about each socket. */
@@ -68,6 +80,8 @@ export interface SocketRealtime extends Realtime {
   close(): Promise<void>;
   /** The Socket.IO server once attached (for tests and metrics). */
   readonly io: Server | undefined;
+  /** Live-query subscriptions open in this process (metrics, tests). */
+  readonly liveSubscriptions: number;
 }
 
 type ClientEvents = Record<typeof SESSION_EVENT, (sessionId: string | null, ack?: (answer: SessionAck) => void) => void>;
@@ -121,6 +135,8 @@ class SocketIoRealtime implements SocketRealtime {
   private readonly endedLately = new Map<string, number>();
   private readonly caps: SocketCaps;
   private lastRefusalLog = 0;
+  private live: LiveQueries | undefined;
+  private changeLog: ChangeLog | undefined;
 
   constructor(private readonly options: RealtimeOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -173,7 +189,22 @@ class SocketIoRealtime implements SocketRealtime {
         },
       );
     });
+    const live = new LiveQueries(server, { ...DEFAULT_LIVE_LIMITS, ...definedOf(this.options.live ?? {}) }, this.logger);
+    const ringSize = this.options.live?.ringSize ?? 1000;
+    this.changeLog = this.redis
+      ? await RedisChangeLog.open({
+          key: this.options.redisKey ?? 'svc',
+          ringSize,
+          pub: this.redis.pub as unknown as RedisCommands,
+          sub: this.redis.sub as unknown as RedisSubscriber,
+          logger: this.logger,
+          onEntry: (entry) => live.onEntry(entry),
+        })
+      : new LocalChangeLog(ringSize, (entry) => live.onEntry(entry));
+    live.useLog(this.changeLog);
+    this.live = live;
     io.on('connection', (socket) => {
+      live.connect(socket as unknown as Socket);
       // Binds run one after the other (the last one asked wins); a socket flooding binds gets
       // { ok: false } for those past MAX_PENDING_BINDS instead of one store read each.
       let pending = 0;
@@ -237,7 +268,16 @@ class SocketIoRealtime implements SocketRealtime {
     else target.emit(message, data);
   }
 
+  /** Live-query subscriptions open in this process. */
+  get liveSubscriptions(): number {
+    return this.live?.count ?? 0;
+  }
+
   async close(): Promise<void> {
+    this.live?.close();
+    this.live = undefined;
+    await this.changeLog?.close();
+    this.changeLog = undefined;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     this.unsubscribeEnd?.();
@@ -336,6 +376,8 @@ class SocketIoRealtime implements SocketRealtime {
   }
 
   private unbind(socket: SvcSocket): void {
+    // Subscriptions were made as the session's caller: they end with the binding.
+    this.live?.endSocket(socket as unknown as Socket, 'session-ended');
     for (const room of [...socket.rooms]) if (isBindingRoom(room)) void socket.leave(room);
     socket.data = {};
   }
@@ -430,4 +472,9 @@ class SocketIoRealtime implements SocketRealtime {
     }
     this.unwatchIfGone(from);
   }
+}
+
+/** The options given, without the keys set to undefined (so defaults stay). */
+function definedOf<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

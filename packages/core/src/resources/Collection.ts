@@ -7,6 +7,7 @@ import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, StoreCollection } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
+import type { CollectionChange, CollectionChangeListener } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
 import { applyHidden, applyModifiersLocally, diffUpdate, hideFrom } from './updates.js';
@@ -44,6 +45,8 @@ export class Collection implements Resource {
   private readonly publicCount: boolean;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
+  /** Told every stored write (live queries); deletes read what they remove while there is one. */
+  private readonly changeListeners = new Set<CollectionChangeListener>();
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -57,6 +60,24 @@ export class Collection implements Resource {
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
+  }
+
+  /**
+   * Calls `listener` after every stored write of this collection (create, update, delete, from
+   * any request, script or root), in the store's order; answers a function that stops it.
+   */
+  watchChanges(listener: CollectionChangeListener): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  private changed(change: CollectionChange): void {
+    for (const listener of this.changeListeners) listener(change);
+  }
+
+  private deleted(docs: readonly Doc[]): void {
+    if (this.changeListeners.size === 0) return;
+    for (const doc of docs) this.changed({ kind: 'delete', object: this.withoutStoreOnly(doc) });
   }
 
   /** Creates the indexes that `unique` and `index` properties ask for. */
@@ -319,6 +340,7 @@ export class Collection implements Resource {
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
+    if (this.changeListeners.size > 0) this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
     return { status: 200, body: this.present(outcome ? hideFrom(stored, outcome.hidden) : stored) };
@@ -349,6 +371,7 @@ export class Collection implements Resource {
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const updated = await this.writing(() => this.store.update(filter, ops));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    if (this.changeListeners.size > 0) this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
     return { status: 200, body: this.present(outcome ? hideFrom(updated, outcome.hidden) : updated) };
@@ -413,7 +436,9 @@ export class Collection implements Resource {
     const filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.queryable(ctx)), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
+      const gone = this.changeListeners.size > 0 ? await this.store.findOne(filter) : null;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+      if (gone) this.deleted([gone]);
       await this.afterDelete([id]);
       return { status: 204 };
     }
@@ -422,6 +447,7 @@ export class Collection implements Resource {
     const object = this.withoutStoreOnly(doc);
     if (this.events.has('delete')) await this.events.run('delete', { ctx, object });
     if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    this.deleted([doc]);
     await this.afterDelete([id]);
     await this.afterCommit(ctx, object, undefined);
     return { status: 204 };
@@ -436,10 +462,12 @@ export class Collection implements Resource {
     const filter = compileFilter(ctx.query, this.queryable(ctx));
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
-      if (this.tracksDeletes) {
+      if (this.tracksDeletes || this.changeListeners.size > 0) {
         // Removed by id, so that exactly the objects read are the ones told deleted.
-        const ids = (await this.store.find(filter, { fields: { id: 1 } })).map((d) => d.id);
+        const docs = await this.store.find(filter, this.changeListeners.size > 0 ? {} : { fields: { id: 1 } });
+        const ids = docs.map((d) => d.id);
         if (ids.length === 0 || (await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
+        this.deleted(docs);
         await this.afterDelete(ids);
         return { status: 204 };
       }
@@ -462,6 +490,7 @@ export class Collection implements Resource {
     }
     if (deleted.length === 0) throw firstError;
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
+    this.deleted(deleted);
     await this.afterDelete(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
     return { status: 204 };
