@@ -375,9 +375,9 @@ class SocketIoRealtime implements SocketRealtime {
     return sockets;
   }
 
-  private unbind(socket: SvcSocket): void {
+  private unbind(socket: SvcSocket, endLive = true): void {
     // Subscriptions were made as the session's caller: they end with the binding.
-    this.live?.endSocket(socket as unknown as Socket, 'session-ended');
+    if (endLive) this.live?.endSocket(socket as unknown as Socket, 'session-ended');
     for (const room of [...socket.rooms]) if (isBindingRoom(room)) void socket.leave(room);
     socket.data = {};
   }
@@ -432,12 +432,16 @@ class SocketIoRealtime implements SocketRealtime {
   /** A client tells which session it now has (the id a login answered), or null after logout. */
   private async rebind(socket: SvcSocket, sessionId: string | null): Promise<SessionAck> {
     const before = socket.data.sid;
-    this.unbind(socket);
+    const uidBefore = socket.data.uid;
+    // The same session told again (a client reconnecting): its live queries go on if it still stands.
+    const same = sessionId === before && before !== undefined;
+    this.unbind(socket, !same);
     if (before !== undefined) this.unwatchIfGone(before);
     if (typeof sessionId !== 'string' || !this.server) return { ok: sessionId === null };
     const record = await this.server.sessions.load(sessionId);
-    if (record === null) return { ok: false };
-    if (!this.join(socket, record)) return { ok: false };
+    const joined = record !== null && this.join(socket, record);
+    if (same && (!joined || record?.uid !== uidBefore)) this.live?.endSocket(socket as unknown as Socket, 'session-ended');
+    if (record === null || !joined) return { ok: false };
     return record.uid === undefined ? { ok: true } : { ok: true, uid: record.uid };
   }
 
