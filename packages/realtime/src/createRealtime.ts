@@ -9,6 +9,8 @@ import { connectRedis } from './internal/redis.js';
 import type { RedisLink } from './internal/redis.js';
 import { isBindingRoom, normalisePath, sessionRoom, userRoom } from './internal/rooms.js';
 import { SocketCaps } from './internal/SocketCaps.js';
+import { PEER_SHOWN, deliverShown, isObjectData, parseShownEmit, recipientsOf } from './internal/shownEmits.js';
+import type { ShownEmit } from './internal/shownEmits.js';
 import { LocalChangeLog, RedisChangeLog } from './internal/live/changeLog.js';
 import type { ChangeLog, RedisCommands, RedisSubscriber } from './internal/live/changeLog.js';
 import { DEFAULT_LIVE_LIMITS, LiveQueries } from './internal/live/LiveQueries.js';
@@ -86,8 +88,9 @@ export interface SocketRealtime extends Realtime {
 
 type ClientEvents = Record<typeof SESSION_EVENT, (sessionId: string | null, ack?: (answer: SessionAck) => void) => void>;
 type ServerEvents = Record<string, (...args: unknown[]) => void>;
-type SvcSocket = Socket<ClientEvents, ServerEvents, PeerEvents, SocketBinding>;
-type SvcIo = Server<ClientEvents, ServerEvents, PeerEvents, SocketBinding>;
+type AllPeerEvents = PeerEvents & Record<typeof PEER_SHOWN, (event: unknown) => void>;
+type SvcSocket = Socket<ClientEvents, ServerEvents, AllPeerEvents, SocketBinding>;
+type SvcIo = Server<ClientEvents, ServerEvents, AllPeerEvents, SocketBinding>;
 
 /** Socket.IO calls the adapter factory with `new`: a function, not an arrow. */
 function fastAdapterFactory(nsp: Namespace): Adapter {
@@ -198,6 +201,7 @@ class SocketIoRealtime implements SocketRealtime {
           pub: this.redis.pub as unknown as RedisCommands,
           sub: this.redis.sub as unknown as RedisSubscriber,
           logger: this.logger,
+          isReady: () => this.redis?.isReady() === true,
           onEntry: (entry) => live.onEntry(entry),
         })
       : new LocalChangeLog(ringSize, (entry) => live.onEntry(entry));
@@ -243,6 +247,11 @@ class SocketIoRealtime implements SocketRealtime {
     this.redis?.onReconnect(() => {
       for (const sid of [...this.watches.keys()]) this.watchAgainIn(sid, 0);
     });
+    io.on(PEER_SHOWN, (value) => {
+      const event = parseShownEmit(value);
+      if (event) void this.deliverShown(event);
+      else this.logger.warn('realtime: ignored a malformed emit from another process');
+    });
     io.on(PEER_MOVED, (value) => {
       const event = parseSessionEvent(value);
       if (event?.t === 'move') this.moveLocally(event.from, event.to, event.uid, event.lastSeen);
@@ -271,6 +280,31 @@ class SocketIoRealtime implements SocketRealtime {
   /** Live-query subscriptions open in this process. */
   get liveSubscriptions(): number {
     return this.live?.count ?? 0;
+  }
+
+  /**
+   * A script's emit of its own collection's objects: each recipient gets them through showTo as
+   * its caller (private properties, On Get and access rules), in every process; other data is
+   * sent as it is (scripts are trusted server code).
+   */
+  async emitObjects(collectionPath: string, message: string, data: unknown, users?: { path: string; query: Record<string, unknown> }): Promise<void> {
+    const io = this.ioServer;
+    if (!io || !this.server) return;
+    if (!isObjectData(data)) return users ? this.emitToUsers(users.path, users.query, message, data) : this.emit(message, data);
+    let uids: string[] | undefined;
+    if (users) {
+      uids = await this.usersOf(users.path).findUserIds(users.query);
+      if (uids.length === 0) return;
+    }
+    const event: ShownEmit = { p: collectionPath, m: message, d: data, ...(uids ? { u: uids } : {}) };
+    if (this.redis) io.serverSideEmit(PEER_SHOWN, event);
+    await this.deliverShown(event);
+  }
+
+  private async deliverShown(event: ShownEmit): Promise<void> {
+    const io = this.ioServer;
+    if (!io || !this.server) return;
+    await deliverShown(this.server, recipientsOf(io as unknown as Parameters<typeof recipientsOf>[0], event.u), event, this.logger);
   }
 
   async close(): Promise<void> {
@@ -375,9 +409,9 @@ class SocketIoRealtime implements SocketRealtime {
     return sockets;
   }
 
-  private unbind(socket: SvcSocket, endLive = true): void {
+  private unbind(socket: SvcSocket): void {
     // Subscriptions were made as the session's caller: they end with the binding.
-    if (endLive) this.live?.endSocket(socket as unknown as Socket, 'session-ended');
+    this.live?.endSocket(socket as unknown as Socket, 'session-ended');
     for (const room of [...socket.rooms]) if (isBindingRoom(room)) void socket.leave(room);
     socket.data = {};
   }
@@ -432,18 +466,24 @@ class SocketIoRealtime implements SocketRealtime {
   /** A client tells which session it now has (the id a login answered), or null after logout. */
   private async rebind(socket: SvcSocket, sessionId: string | null): Promise<SessionAck> {
     const before = socket.data.sid;
-    const uidBefore = socket.data.uid;
-    // The same session told again (a client reconnecting): its live queries go on if it still stands.
-    const same = sessionId === before && before !== undefined;
-    this.unbind(socket, !same);
+    if (typeof sessionId === 'string' && sessionId === before && this.server) {
+      // The same session told again (a client reconnecting): the socket stays bound, and its
+      // live queries go on, while the session stands.
+      const record = await this.server.sessions.load(sessionId);
+      if (record !== null && socket.data.sid === sessionId && !this.endedLately.has(sessionId)) return record.uid === undefined ? { ok: true } : { ok: true, uid: record.uid };
+      if (socket.data.sid === sessionId) this.unbind(socket);
+      this.unwatchIfGone(sessionId);
+      return { ok: false };
+    }
+    this.unbind(socket);
     if (before !== undefined) this.unwatchIfGone(before);
     if (typeof sessionId !== 'string' || !this.server) return { ok: sessionId === null };
     const record = await this.server.sessions.load(sessionId);
-    const joined = record !== null && this.join(socket, record);
-    if (same && (!joined || record?.uid !== uidBefore)) this.live?.endSocket(socket as unknown as Socket, 'session-ended');
-    if (record === null || !joined) return { ok: false };
+    if (record === null) return { ok: false };
+    if (!this.join(socket, record)) return { ok: false };
     return record.uid === undefined ? { ok: true } : { ok: true, uid: record.uid };
   }
+
 
   /** Binds a socket to a session just loaded; false when that session ended meanwhile. */
   private join(socket: SvcSocket, record: SessionRecord): boolean {

@@ -26,6 +26,8 @@ interface Live {
   view: LiveView;
   lastSeq: number | undefined;
   active: boolean;
+  /** The connection (socket id) it was last subscribed on: a resume on the same one is not needed. */
+  connection: string | undefined;
 }
 
 let counter = 0;
@@ -52,7 +54,7 @@ export class LiveSubscriptions {
 
   subscribe(socket: Socket, path: string, query: Record<string, unknown>, handler: LiveHandler<Item>, options: SubscribeOptions): () => void {
     if (this.socket !== socket) this.attach(socket);
-    const live: Live = { serverId: nextId(), path, query, handler, snapshot: options.snapshot !== false, view: new LiveView(query), lastSeq: undefined, active: true };
+    const live: Live = { serverId: nextId(), path, query, handler, snapshot: options.snapshot !== false, view: new LiveView(query), lastSeq: undefined, active: true, connection: undefined };
     this.byServerId.set(live.serverId, live);
     if (socket.connected) this.start(live, false);
     return () => this.stop(live);
@@ -60,7 +62,8 @@ export class LiveSubscriptions {
 
   private start(live: Live, resuming: boolean): void {
     const socket = this.socket;
-    if (!socket?.connected || !live.active) return;
+    if (!socket?.connected || !live.active || (resuming && live.connection === socket.id)) return;
+    live.connection = socket.id;
     const request: Record<string, unknown> = { id: live.serverId, path: live.path, query: live.query, snapshot: live.snapshot };
     if (resuming && live.lastSeq !== undefined) request.since = live.lastSeq;
     socket

@@ -71,13 +71,13 @@ export class Collection implements Resource {
     return () => this.changeListeners.delete(listener);
   }
 
-  private changed(change: CollectionChange): void {
-    for (const listener of this.changeListeners) listener(change);
+  private async changed(change: CollectionChange): Promise<void> {
+    for (const listener of this.changeListeners) await listener(change);
   }
 
-  private deleted(docs: readonly Doc[]): void {
+  private async deleted(docs: readonly Doc[]): Promise<void> {
     if (this.changeListeners.size === 0) return;
-    for (const doc of docs) this.changed({ kind: 'delete', object: this.withoutStoreOnly(doc) });
+    for (const doc of docs) await this.changed({ kind: 'delete', object: this.withoutStoreOnly(doc) });
   }
 
   /** Creates the indexes that `unique` and `index` properties ask for. */
@@ -340,7 +340,7 @@ export class Collection implements Resource {
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
-    if (this.changeListeners.size > 0) this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
+    if (this.changeListeners.size > 0) await this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
     return { status: 200, body: this.present(outcome ? hideFrom(stored, outcome.hidden) : stored) };
@@ -371,7 +371,7 @@ export class Collection implements Resource {
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const updated = await this.writing(() => this.store.update(filter, ops));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
-    if (this.changeListeners.size > 0) this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
+    if (this.changeListeners.size > 0) await this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
     return { status: 200, body: this.present(outcome ? hideFrom(updated, outcome.hidden) : updated) };
@@ -438,7 +438,7 @@ export class Collection implements Resource {
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       const gone = this.changeListeners.size > 0 ? await this.store.findOne(filter) : null;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
-      if (gone) this.deleted([gone]);
+      if (gone) await this.deleted([gone]);
       await this.afterDelete([id]);
       return { status: 204 };
     }
@@ -447,7 +447,7 @@ export class Collection implements Resource {
     const object = this.withoutStoreOnly(doc);
     if (this.events.has('delete')) await this.events.run('delete', { ctx, object });
     if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
-    this.deleted([doc]);
+    await this.deleted([doc]);
     await this.afterDelete([id]);
     await this.afterCommit(ctx, object, undefined);
     return { status: 204 };
@@ -467,7 +467,7 @@ export class Collection implements Resource {
         const docs = await this.store.find(filter, this.changeListeners.size > 0 ? {} : { fields: { id: 1 } });
         const ids = docs.map((d) => d.id);
         if (ids.length === 0 || (await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
-        this.deleted(docs);
+        await this.deleted(docs);
         await this.afterDelete(ids);
         return { status: 204 };
       }
@@ -490,7 +490,7 @@ export class Collection implements Resource {
     }
     if (deleted.length === 0) throw firstError;
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
-    this.deleted(deleted);
+    await this.deleted(deleted);
     await this.afterDelete(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
     return { status: 204 };

@@ -10,5 +10,9 @@ export type CollectionChange =
   | { kind: 'update'; object: Doc; previous: Doc }
   | { kind: 'delete'; object: Doc };
 
-/** Told each stored write, in the order the store answered them; must not throw, nor wait. */
-export type CollectionChangeListener = (change: CollectionChange) => void;
+/**
+ * Told each stored write, in the order the store answered them; must not throw. A promise it
+ * answers is waited for before the write answers (a change published to other processes is
+ * numbered before the writer's next write can be), so it must settle soon, whatever happens.
+ */
+export type CollectionChangeListener = (change: CollectionChange) => void | Promise<void>;

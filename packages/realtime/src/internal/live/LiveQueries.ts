@@ -234,6 +234,7 @@ export class LiveQueries {
       me,
       isRoot: false,
       internal: false,
+      showing: true,
     };
     const client = this.server.clientOf(socket.request).address;
     const query = request.query ?? {};

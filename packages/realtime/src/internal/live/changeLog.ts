@@ -9,7 +9,8 @@ export type Missed = ChangeEntry[] | 'gap';
  * `ringSize` of them for clients that resume; entries reach `onEntry` in sequence order.
  */
 export interface ChangeLog {
-  publish(path: string, change: CollectionChange): void;
+  /** Numbers and passes on a write; a promise answered settles once it is numbered (or could not be). */
+  publish(path: string, change: CollectionChange): void | Promise<void>;
   /** The last sequence number given for `path` (0 before any). */
   head(path: string): Promise<number>;
   /** The entries after `seq`, in order. */
@@ -66,6 +67,9 @@ function missedOf(ring: readonly ChangeEntry[], head: number, seq: number, ringS
   return kept.filter((e) => e.s > seq);
 }
 
+/** Longest wait of a write for Redis to number it (a slow Redis delays writes that long, no more). */
+const PUBLISH_WAIT_MS = 2000;
+
 /** The commands of a Redis client that the Redis change log uses (node-redis). */
 export interface RedisCommands {
   sendCommand(args: string[]): Promise<unknown>;
@@ -100,12 +104,13 @@ export class RedisChangeLog implements ChangeLog {
     private readonly pub: RedisCommands,
     private readonly sub: RedisSubscriber,
     private readonly logger: Logger,
+    private readonly isReady: () => boolean,
   ) {
     this.channel = `${key}:live`;
   }
 
-  static async open(options: { key: string; ringSize: number; pub: RedisCommands; sub: RedisSubscriber; logger: Logger; onEntry: EntryListener }): Promise<RedisChangeLog> {
-    const log = new RedisChangeLog(options.key, options.ringSize, options.pub, options.sub, options.logger);
+  static async open(options: { key: string; ringSize: number; pub: RedisCommands; sub: RedisSubscriber; logger: Logger; isReady: () => boolean; onEntry: EntryListener }): Promise<RedisChangeLog> {
+    const log = new RedisChangeLog(options.key, options.ringSize, options.pub, options.sub, options.logger, options.isReady);
     await options.sub.subscribe(log.channel, (message) => {
       const entry = parseEntry(message);
       if (entry) options.onEntry(entry);
@@ -114,13 +119,24 @@ export class RedisChangeLog implements ChangeLog {
     return log;
   }
 
-  publish(path: string, change: CollectionChange): void {
+  /**
+   * The write answers once Redis numbered it, so that the writer's next write (here or, after
+   * the answer, in another process) is numbered after it. With Redis down nothing waits: the
+   * command waits in the client's queue and the change is late.
+   */
+  publish(path: string, change: CollectionChange): Promise<void> | undefined {
     const { s: _seq, ...rest } = entryOf(0, path, change);
     const keys = this.keysOf(path);
-    // Not awaited: commands on one connection run in the order sent, which is the store's order here.
-    this.pub.sendCommand(['EVAL', PUBLISH_SCRIPT, '3', keys.seq, keys.ring, this.channel, JSON.stringify(rest), String(this.ringSize)]).catch((err: unknown) => {
-      this.logger.warn(`realtime: a change of ${path} could not be published to Redis; live queries miss it (clients resume with a snapshot)`, { error: err });
-    });
+    const sent = this.pub.sendCommand(['EVAL', PUBLISH_SCRIPT, '3', keys.seq, keys.ring, this.channel, JSON.stringify(rest), String(this.ringSize)]).then(
+      () => undefined,
+      (err: unknown) => {
+        this.logger.warn(`realtime: a change of ${path} could not be published to Redis; live queries miss it (clients resume with a snapshot)`, { error: err });
+      },
+    );
+    if (!this.isReady()) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, PUBLISH_WAIT_MS)));
+    return Promise.race([sent, late]).finally(() => clearTimeout(timer));
   }
 
   async head(path: string): Promise<number> {
