@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@svc/client';
-import type { LiveEvent, SvcClient } from '@svc/client';
+import type { CollectionDef, LiveEvent, ResourceList, SvcClient as AnyClient, UserCollectionDef } from '@svc/client';
 import { appStores, memoryLogger, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 
@@ -27,6 +27,14 @@ const APP: Record<string, string | object> = {
 };
 
 type Note = { id: string; text?: string; owner?: string; archived?: boolean; secret?: string; note?: string };
+interface Types {
+  resources: { notes: CollectionDef<Note>; users: UserCollectionDef<{ id: string; username: string }> };
+}
+type SvcClient = AnyClient<Types>;
+const resources: ResourceList = [
+  { path: '/notes', kind: 'collection' },
+  { path: '/users', kind: 'users' },
+];
 type Obj = Record<string, unknown>;
 
 async function until(check: () => boolean, ms = 8000): Promise<void> {
@@ -48,7 +56,7 @@ describe.each(appStores())('live queries and emits of objects in an app (%s stor
 
   const root = (method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> => h.request(method, path, body, { 'svc-ssh-key': 'k' });
   const clientFor = async (username?: string): Promise<SvcClient> => {
-    const c = createClient(h.url);
+    const c = createClient<Types>(h.url, { resources });
     clients.push(c);
     if (username) await c.users.login({ username, password: 'pw' });
     await new Promise<void>((resolve) => c.socketReady(resolve));
@@ -70,8 +78,8 @@ describe.each(appStores())('live queries and emits of objects in an app (%s stor
   it('each subscriber gets what its own GET shows: no private property, On Get per subscriber, leave when On Get starts hiding', async () => {
     const annEvents: LiveEvent<Note>[] = [];
     const boEvents: LiveEvent<Note>[] = [];
-    ann.notes.subscribe({ owner: annId }, (e) => annEvents.push(e as LiveEvent<Note>));
-    bo.notes.subscribe({ owner: annId }, (e) => boEvents.push(e as LiveEvent<Note>));
+    ann.notes.subscribe({ owner: annId }, (e) => annEvents.push(e));
+    bo.notes.subscribe({ owner: annId }, (e) => boEvents.push(e));
     await until(() => annEvents.length === 1 && boEvents.length === 1);
     const made = (await root('POST', '/notes', { text: 'hello', owner: annId, secret: 's3cret', note: 'for ann' })).body as Note;
     await until(() => annEvents.length === 2 && boEvents.length === 2);

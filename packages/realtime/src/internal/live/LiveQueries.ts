@@ -9,9 +9,9 @@ import { SubscriptionIndex } from './SubscriptionIndex.js';
 
 /** Limits of live queries (app.json `realtime.live`). */
 export interface LiveLimits {
-  /** Subscriptions one socket may hold. */
+  /** Subscriptions one socket may hold (0: no cap). */
   maxPerSocket: number;
-  /** Subscriptions one user may hold in this process, all sockets together. */
+  /** Subscriptions one user may hold in this process, all sockets together (0: no cap). */
   maxPerUser: number;
   /** Packets waiting in a socket's write buffer past which its subscriptions drop events and get a fresh snapshot once it drains. */
   maxBuffered: number;
@@ -33,6 +33,8 @@ interface Subscription {
   readonly own: Filter;
   /** `own` and the caller's access filter: what an object must match. */
   filter: Filter;
+  /** Tests `filter` on an object (a direct test for the common filter of equalities). */
+  matches: (object: Doc) => boolean;
   readonly fields: Record<string, 0 | 1> | undefined;
   /** The caller as a GET of theirs would carry it (a fresh request scope per event). */
   base: Omit<Context, 'scope'>;
@@ -197,8 +199,8 @@ export class LiveQueries {
   private assertRoom(socket: LiveSocket, id: string, uid?: string): void {
     const own = this.bySocket.get(socket.id);
     if (own?.has(id)) throw new SvcError('CONFLICT', `a subscription ${id} is already open on this socket`);
-    if ((own?.size ?? 0) >= this.limits.maxPerSocket) throw new SvcError('TOO_MANY_REQUESTS', `too many subscriptions on this socket (at most ${this.limits.maxPerSocket})`);
-    if (uid !== undefined && (this.byUser.get(uid)?.size ?? 0) >= this.limits.maxPerUser) {
+    if (this.limits.maxPerSocket > 0 && (own?.size ?? 0) >= this.limits.maxPerSocket) throw new SvcError('TOO_MANY_REQUESTS', `too many subscriptions on this socket (at most ${this.limits.maxPerSocket})`);
+    if (uid !== undefined && this.limits.maxPerUser > 0 && (this.byUser.get(uid)?.size ?? 0) >= this.limits.maxPerUser) {
       throw new SvcError('TOO_MANY_REQUESTS', `too many subscriptions for this user (at most ${this.limits.maxPerUser})`);
     }
   }
@@ -241,13 +243,15 @@ export class LiveQueries {
     const ctx = { ...base, scope: createRequestScope(client) };
     // GET's compiler as this caller: what a GET refuses, a subscription refuses.
     const compiled = compileQuery(query, collection.queryableFor(ctx));
+    const filter = withAccess(compiled.filter, collection.accessFilter(ctx, 'list'));
     return {
       id: request.id,
       socket,
       path: normalisePath(collection.path),
       query,
       own: compiled.filter,
-      filter: withAccess(compiled.filter, collection.accessFilter(ctx, 'list')),
+      filter,
+      matches: matcherOf(filter),
       fields: compiled.options.fields,
       base,
       client,
@@ -366,8 +370,8 @@ export class LiveQueries {
   private async decide(collection: Collection, sub: Subscription, entry: ChangeEntry): Promise<LiveMessage | undefined> {
     const now = entry.k === 'delete' ? undefined : entry.o;
     const before = entry.k === 'update' ? entry.v : entry.k === 'delete' ? entry.o : undefined;
-    const matchedBefore = before !== undefined && matchesFilter(before, sub.filter);
-    if (now !== undefined && matchesFilter(now, sub.filter)) {
+    const matchedBefore = before !== undefined && sub.matches(before);
+    if (now !== undefined && sub.matches(now)) {
       const [shown] = await collection.showTo(this.contextOf(sub), [now]);
       if (shown) {
         const type = entry.k === 'create' ? 'create' : matchedBefore ? 'update' : 'enter';
@@ -436,6 +440,7 @@ export class LiveQueries {
       const collection = this.collectionAt(sub.path);
       if (!collection) continue;
       sub.filter = withAccess(sub.own, collection.accessFilter(this.contextOf(sub), 'list'));
+      sub.matches = matcherOf(sub.filter);
       this.feeds.get(sub.path)?.add(sub, sub.filter);
     }
   }
@@ -444,6 +449,30 @@ export class LiveQueries {
     if (!this.log) throw new SvcError('UNAVAILABLE', 'live queries are not ready yet');
     return this.log;
   }
+}
+
+/**
+ * How a subscription tests objects: for a filter made only of equalities on top-level properties
+ * with a string, number or boolean (`{owner: "u1", done: false}`), directly, with the store's
+ * meaning (an array property matches when one of its elements is equal); else `matchesFilter`.
+ */
+function matcherOf(filter: Filter): (object: Doc) => boolean {
+  const keys = Object.keys(filter);
+  const simple = keys.length > 0 && keys.every((k) => !k.startsWith('$') && !k.includes('.') && isPrimitive(filter[k]));
+  if (!simple) return (object) => matchesFilter(object, filter);
+  return (object) => {
+    for (const key of keys) {
+      const value = object[key];
+      const wanted = filter[key];
+      if (value === wanted) continue;
+      if (!Array.isArray(value) || !value.includes(wanted)) return false;
+    }
+    return true;
+  };
+}
+
+function isPrimitive(value: unknown): value is string | number | boolean {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
 }
 
 function withAccess(own: Filter, access: Filter): Filter {
