@@ -1,5 +1,6 @@
 import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
 import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
+import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
 import { resolveEnvReferences } from './envReferences.js';
@@ -14,12 +15,12 @@ export interface ScriptFactory {
 }
 
 const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', '$renameFrom']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
 const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
-const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount']);
+const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount', 'rules']);
 const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost']);
 const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => file !== 'login.js'));
 
@@ -101,6 +102,10 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
     store,
     publicCount: publicCountFor(folder, context.app),
     ...(events ? { events } : {}),
+    // Access rules are checked by the Collection against its properties and the users' (`@me.*`).
+    ...(folder.config.rules !== undefined ? { rules: folder.config.rules } : {}),
+    configFile: relative(context.app.dir, join(folder.dir, 'config.json')).split(sep).join('/'),
+    meProperties: userProperties(context.app),
   };
 }
 
@@ -143,9 +148,39 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
       unique: (def as Record<string, unknown>).unique === true,
       index: (def as Record<string, unknown>).index === true,
       ...((def as Record<string, unknown>).private === true ? { private: true } : {}),
+      ...ruleOf(def as Record<string, unknown>, 'read'),
+      ...ruleOf(def as Record<string, unknown>, 'write'),
     };
   }
   return out;
+}
+
+/** A property's `read` or `write` rule as written (the Collection checks it). */
+function ruleOf(def: Record<string, unknown>, key: 'read' | 'write'): Partial<PropertyDef> {
+  const rule = def[key];
+  return rule === undefined ? {} : { [key]: rule as PropertyDef['read'] };
+}
+
+/**
+ * The properties of the app's user collections (what `@me.<prop>` may name in a rule); a name
+ * with different types in two collections is untyped.
+ */
+function userProperties(app: AppFolder): Record<string, PropertyDef> {
+  const out: Record<string, PropertyDef> = {};
+  for (const folder of app.resources) {
+    if (folder.config.type !== 'UserCollection' || !isRecord(folder.config.properties)) continue;
+    for (const [name, def] of Object.entries(folder.config.properties)) {
+      const type = isRecord(def) ? def.type : undefined;
+      if (name === 'password' || typeof type !== 'string' || !PROPERTY_TYPES.has(type as PropertyType)) continue;
+      const seen = out[name];
+      out[name] = seen === undefined || seen.type === type ? { type: type as PropertyType } : { type: 'object' };
+    }
+  }
+  return out;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Reports config keys and event files the resource type does not know (Deployd leftovers). */

@@ -37,26 +37,28 @@ describe.each(appStores())('private properties (%s store)', (store) => {
     expect((await t.request('GET', `/posts/${post.id}`)).body).toEqual({ id: post.id, title: 'p', notesLength: 13 });
     expect(((await t.request('GET', '/posts')).body as Obj[]).every((p) => !('notes' in p) && !('score' in p))).toBe(true);
     expect((await t.request('GET', `/posts/${post.id}`, undefined, root)).body).toMatchObject({ notes: 'private plans', score: 7 });
-    const projected = (await t.request('GET', `/posts?$fields={"notes":1}`)).body as Obj[];
-    expect(projected.length).toBe(2);
-    expect(projected.some((p) => 'notes' in p)).toBe(false);
+    // Asking for it is refused (issue 24: refused rather than silently ignored).
+    expect((await t.request('GET', `/posts?$fields={"notes":1}`)).status).toBe(400);
+    const projected = (await t.request('GET', `/posts?$fields={"notes":1}`, undefined, root)).body as Obj[];
+    expect(projected.map((p) => p.notes).sort()).toEqual(['private plans', 'public plans']);
   });
 
-  it('a filter or sort on a private property does not test it (hide() alone would not stop this)', async () => {
+  it('a filter or sort on a private property is refused (400): no answer depends on it (hide() alone would not stop this)', async () => {
     const q = (query: object) => `/posts?${encodeURIComponent(JSON.stringify(query))}`;
-    // Ignored conditions: both objects come back, so probing tells nothing.
-    expect(((await t.request('GET', q({ notes: { $regex: '^priv' } }))).body as Obj[]).length).toBe(2);
-    expect(((await t.request('GET', q({ score: { $gt: 5 } }))).body as Obj[]).length).toBe(2);
-    expect(((await t.request('GET', q({ $or: [{ notes: 'private plans' }] }))).body as Obj[]).length).toBe(2);
-    const asc = ((await t.request('GET', q({ $sort: { score: 1 } }))).body as Obj[]).map((p) => p.title);
-    const desc = ((await t.request('GET', q({ $sort: { score: -1 } }))).body as Obj[]).map((p) => p.title);
-    expect(asc).toEqual(desc);
+    // Issue 24: refused rather than ignored, through every operator, $or, dotted paths and $sort.
+    for (const probe of [{ notes: { $regex: '^priv' } }, { score: { $gt: 5 } }, { $or: [{ notes: 'private plans' }] }, { $nor: [{ score: 7 }] }, { 'notes.length': 13 }, { $sort: { score: 1 } }]) {
+      const res = await t.request('GET', q(probe));
+      expect(res.status).toBe(400);
+      expect((res.body as { message: string }).message).toMatch(/^(notes|score) may not be queried$/);
+    }
     // The hidden (not private) property still filters: what the issue warned about.
     expect(((await t.request('GET', q({ visible: 'v' }))).body as Obj[]).length).toBe(1);
     // Root's filters test it.
     expect(((await t.request('GET', q({ notes: { $regex: '^priv' } }), undefined, root)).body as Obj[]).map((p) => p.title)).toEqual(['p']);
-    // A precondition on a private property cannot probe either: it is ignored.
-    expect((await t.request('PUT', `/posts/${post.id}${'?q=' + encodeURIComponent(JSON.stringify({ notes: 'wrong guess' }))}`, { title: 'p2' })).status).toBe(200);
+    // A precondition on a private property cannot probe either: refused too.
+    expect((await t.request('PUT', `/posts/${post.id}${'?q=' + encodeURIComponent(JSON.stringify({ notes: 'wrong guess' }))}`, { title: 'p2' })).status).toBe(400);
+    expect((await t.request('DELETE', `/posts/${post.id}${'?q=' + encodeURIComponent(JSON.stringify({ notes: 'wrong guess' }))}`)).status).toBe(400);
+    expect((await t.request('GET', `/posts/${post.id}`)).status).toBe(200);
   });
 
   it('event scripts read private properties through svc (their own code decides what to answer)', async () => {

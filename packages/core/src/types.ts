@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestScope } from './requestScope.js';
+import type { RuleSource } from './access/ruleTypes.js';
 import type { Doc } from './store/Store.js';
 
 /** The property types a Collection knows. `date` is Deployd's, accepted for old apps. */
@@ -18,6 +19,13 @@ export interface PropertyDef {
    * answers to other requests leave it out and their queries cannot test it. Writable as usual.
    */
   private?: boolean;
+  /**
+   * Who may read the property (access rules, docs/access-rules.md): `true`, `false` or a rule
+   * evaluated per object; a filter or sort on it by a caller it does not allow everywhere is refused.
+   */
+  read?: RuleSource;
+  /** Who may set or change the property: `true`, `false` or a rule (with `@new`/`@old`). */
+  write?: RuleSource;
 }
 
 /** A resource's config.json: its type plus type-specific settings. */

@@ -13,6 +13,20 @@ export interface CompiledQuery {
   skipEvents: boolean;
 }
 
+/**
+ * Properties a query may not name, for this caller (access rules, `private`): a filter, an
+ * operator, a `$sort` (or, for `unprojectable`, a `$fields`) on one of them is refused with 400
+ * rather than ignored, so that no answer depends on a value the caller may not read.
+ */
+export interface QueryRefusals {
+  /** May not be filtered or sorted on (top-level names; `a.b` is refused when `a` is). */
+  readonly unqueryable?: ReadonlySet<string>;
+  /** May not be asked for in `$fields`. */
+  readonly unprojectable?: ReadonlySet<string>;
+}
+
+const NO_REFUSALS: QueryRefusals = {};
+
 /** Commands valid at the top of a query. */
 const COMMANDS = new Set(['$fields', '$sort', '$limit', '$skip', '$limitRecursion', '$skipEvents', '$or', '$and', '$nor']);
 /** Operators valid on a property. */
@@ -27,13 +41,14 @@ const MAX_DEPTH = 8;
  * by property type, `$` commands are checked, operators that do not belong are refused with 400.
  * Keys that are neither properties nor `id` nor commands do not filter (scripts still see them).
  */
-export function compileQuery(query: Record<string, unknown>, properties: Record<string, PropertyDef>): CompiledQuery {
+export function compileQuery(query: Record<string, unknown>, properties: Record<string, PropertyDef>, refusals: QueryRefusals = NO_REFUSALS): CompiledQuery {
   const compiled: CompiledQuery = { filter: {}, options: {}, skipEvents: false };
   for (const key of Object.keys(query)) {
     const value = query[key];
     if (key.startsWith('$')) {
-      compileCommand(compiled, key, value, properties);
+      compileCommand(compiled, key, value, properties, refusals);
     } else {
+      assertQueryable(key, refusals.unqueryable);
       const def = propertyFor(key, properties);
       if (def !== undefined) compiled.filter[key] = compileCondition(key, value, def, 0);
     }
@@ -42,22 +57,31 @@ export function compileQuery(query: Record<string, unknown>, properties: Record<
 }
 
 /** Compiles only the filter part of a query (a precondition or an `$or` branch). */
-export function compileFilter(query: Record<string, unknown>, properties: Record<string, PropertyDef>, depth = 0): Filter {
+export function compileFilter(query: Record<string, unknown>, properties: Record<string, PropertyDef>, refusals: QueryRefusals = NO_REFUSALS, depth = 0): Filter {
   if (depth > MAX_DEPTH) throw new SvcError('INVALID_QUERY', 'query nested too deeply');
   const filter: Filter = {};
   for (const key of Object.keys(query)) {
     const value = query[key];
     if (key === '$or' || key === '$and' || key === '$nor') {
-      filter[key] = compileLogical(key, value, properties, depth + 1);
+      filter[key] = compileLogical(key, value, properties, refusals, depth + 1);
     } else if (key.startsWith('$')) {
       if (FORBIDDEN.has(key)) throw forbidden(key);
       if (!COMMANDS.has(key)) throw new SvcError('INVALID_QUERY', `unknown query operator ${key}`);
     } else {
+      assertQueryable(key, refusals.unqueryable);
       const def = propertyFor(key, properties);
       if (def !== undefined) filter[key] = compileCondition(key, value, def, depth);
     }
   }
   return filter;
+}
+
+/** Refuses a key naming a property the caller may not read (or a path inside one). */
+function assertQueryable(key: string, unqueryable: ReadonlySet<string> | undefined): void {
+  if (unqueryable === undefined || unqueryable.size === 0) return;
+  const dot = key.indexOf('.');
+  const head = dot > 0 ? key.slice(0, dot) : key;
+  if (unqueryable.has(head)) throw new SvcError('INVALID_QUERY', `${head} may not be queried`, { errors: { [head]: 'may not be queried' } });
 }
 
 /** `id` is a string property of every object; `a.b` filters inside an object property `a`. */
@@ -74,18 +98,18 @@ function propertyFor(key: string, properties: Record<string, PropertyDef>): Prop
   return undefined;
 }
 
-function compileCommand(compiled: CompiledQuery, key: string, value: unknown, properties: Record<string, PropertyDef>): void {
+function compileCommand(compiled: CompiledQuery, key: string, value: unknown, properties: Record<string, PropertyDef>, refusals: QueryRefusals): void {
   switch (key) {
     case '$or':
     case '$and':
     case '$nor':
-      compiled.filter[key] = compileLogical(key, value, properties, 1);
+      compiled.filter[key] = compileLogical(key, value, properties, refusals, 1);
       return;
     case '$fields':
-      compiled.options.fields = compileFields(value);
+      compiled.options.fields = compileFields(value, refusals.unprojectable);
       return;
     case '$sort':
-      compiled.options.sort = compileSort(value, properties);
+      compiled.options.sort = compileSort(value, properties, refusals.unqueryable);
       return;
     case '$limit':
       compiled.options.limit = toCount(key, value);
@@ -105,11 +129,11 @@ function compileCommand(compiled: CompiledQuery, key: string, value: unknown, pr
   }
 }
 
-function compileLogical(key: string, value: unknown, properties: Record<string, PropertyDef>, depth: number): Filter[] {
+function compileLogical(key: string, value: unknown, properties: Record<string, PropertyDef>, refusals: QueryRefusals, depth: number): Filter[] {
   if (!Array.isArray(value) || value.length === 0) throw new SvcError('INVALID_QUERY', `${key} must be a non-empty array of queries`);
   return value.map((branch) => {
     if (!isPlainObject(branch)) throw new SvcError('INVALID_QUERY', `${key} must be an array of query objects`);
-    return compileFilter(branch, properties, depth);
+    return compileFilter(branch, properties, refusals, depth);
   });
 }
 
@@ -235,13 +259,14 @@ function compileRegex(key: string, pattern: unknown, options: unknown): RegExp {
   }
 }
 
-function compileFields(value: unknown): Record<string, 0 | 1> {
+function compileFields(value: unknown, unprojectable: ReadonlySet<string> | undefined): Record<string, 0 | 1> {
   if (!isPlainObject(value)) throw new SvcError('INVALID_QUERY', '$fields must be an object of property: 0 or 1');
   const out: Record<string, 0 | 1> = {};
   let include = 0;
   let exclude = 0;
   for (const key of Object.keys(value)) {
     if (key.startsWith('$')) throw new SvcError('INVALID_QUERY', `$fields: invalid property ${key}`);
+    assertQueryable(key, unprojectable);
     const v = value[key];
     const flag = v === 1 || v === true || v === '1' ? 1 : v === 0 || v === false || v === '0' ? 0 : undefined;
     if (flag === undefined) throw new SvcError('INVALID_QUERY', '$fields values must be 0 or 1');
@@ -256,11 +281,12 @@ function compileFields(value: unknown): Record<string, 0 | 1> {
 }
 
 /** Sorting by a key that is no property is dropped: it could order objects by hidden fields. */
-function compileSort(value: unknown, properties: Record<string, PropertyDef>): Record<string, 1 | -1> {
+function compileSort(value: unknown, properties: Record<string, PropertyDef>, unqueryable: ReadonlySet<string> | undefined): Record<string, 1 | -1> {
   if (!isPlainObject(value)) throw new SvcError('INVALID_QUERY', '$sort must be an object of property: 1 or -1');
   const out: Record<string, 1 | -1> = {};
   for (const key of Object.keys(value)) {
     if (key.startsWith('$')) throw new SvcError('INVALID_QUERY', `$sort: invalid property ${key}`);
+    assertQueryable(key, unqueryable);
     const v = value[key];
     const direction = v === 1 || v === '1' || v === 'asc' ? 1 : v === -1 || v === '-1' || v === 'desc' ? -1 : undefined;
     if (direction === undefined) throw new SvcError('INVALID_QUERY', '$sort values must be 1 or -1');

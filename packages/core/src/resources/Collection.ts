@@ -1,16 +1,21 @@
+import { AccessRules } from '../access/AccessRules.js';
+import { CollectionAccess } from '../access/CollectionAccess.js';
+import type { AccessExplanation, ReadPlan } from '../access/CollectionAccess.js';
+import { andFilters } from '../access/compileRule.js';
 import { SvcError, isSvcError } from '../errors.js';
 import { createId } from '../ids.js';
 import { compileFilter, compileQuery } from '../query/compileQuery.js';
+import type { CompiledQuery, QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
-import type { Doc, Filter, StoreCollection } from '../store/Store.js';
+import type { Doc, Filter, FindOptions, StoreCollection } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionChange, CollectionChangeListener } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
-import { applyHidden, applyModifiersLocally, diffUpdate, hideFrom } from './updates.js';
+import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -22,6 +27,15 @@ export interface CollectionOptions {
   events?: CollectionEventRunner;
   /** Whether non-root requests may GET /<c>/count (On Get scripts may hide objects a count reveals). */
   publicCount?: boolean;
+  /**
+   * Access rules (config.json `rules`, docs/access-rules.md): one per action, absent = open.
+   * Checked here: a bad rule throws, naming `configFile`, the rule and the bad part.
+   */
+  rules?: unknown;
+  /** Where the rules were written, for errors (`resources/posts/config.json`); default `<path>/config.json`. */
+  configFile?: string;
+  /** The properties of the app's user collections, to type-check `@me.*`; undefined: unchecked. */
+  meProperties?: Record<string, PropertyDef>;
 }
 
 const NO_MATCH = 'No object exists that matches that query';
@@ -50,13 +64,16 @@ export class Collection implements Resource {
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
-  private readonly publicProperties: Record<string, PropertyDef>;
+  /** The access rules: the one place that decides what a caller may list, read and write. */
+  protected readonly access: CollectionAccess;
 
   constructor(options: CollectionOptions) {
     this.path = options.path;
     this.properties = options.properties;
     this.privateProps = new Set(Object.keys(options.properties).filter((name) => options.properties[name]?.private === true));
-    this.publicProperties = Object.fromEntries(Object.entries(options.properties).filter(([name]) => !this.privateProps.has(name)));
+    this.access = new CollectionAccess(
+      AccessRules.parse({ rules: options.rules, properties: options.properties, file: options.configFile ?? `resources${options.path}/config.json`, me: options.meProperties }),
+    );
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
@@ -95,7 +112,10 @@ export class Collection implements Resource {
       await this.beforeRequest(ctx);
     }
     const reply = await this.dispatch(ctx);
-    return this.seesPrivate(ctx) ? reply : withoutPrivate(reply, this.privateProps);
+    // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
+    // (Rules that depend on the object were applied where the stored object was in hand.)
+    const plan = this.access.readPlan(ctx);
+    return this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
   }
 
   /**
@@ -104,7 +124,7 @@ export class Collection implements Resource {
    * Not found, a write under way or anything else: undefined, and `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
-    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0) return undefined;
+    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
     const id = parts[0] as string;
     if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get')) return undefined;
     return this.storedIsShown() ? (this.store.findOneJsonNow(id) ?? undefined) : undefined;
@@ -120,8 +140,8 @@ export class Collection implements Resource {
    * data, not text), objects answered as they are (no store-only fields such as a password hash,
    * no present() of a subclass) and no private properties to leave out.
    */
-  private answersStoredJson(ctx: Context): boolean {
-    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx);
+  private answersStoredJson(ctx: Context, action: 'list' | 'read'): boolean {
+    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
   }
 
   /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
@@ -129,23 +149,51 @@ export class Collection implements Resource {
     return this.storeOnly.size === 0 && this.present === Collection.prototype.present;
   }
 
-  /** The properties a request's query may test and sort by. */
-  private queryable(ctx: Context): Record<string, PropertyDef> {
-    return this.seesPrivate(ctx) ? this.properties : this.publicProperties;
+  /**
+   * What ctx's query may not name: private properties (but for root, scripts and /me), properties
+   * whose read rule does not allow this caller on every object, store-only fields (a password
+   * hash). Naming one is refused with 400, so that no answer depends on its value.
+   */
+  private refusals(ctx: Context, plan: ReadPlan | undefined = this.access.readPlan(ctx)): QueryRefusals {
+    const hidden = new Set<string>(ctx.internal ? [] : this.storeOnly);
+    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) hidden.add(name);
+    if (plan === undefined) return { unqueryable: hidden, unprojectable: hidden };
+    return { unqueryable: new Set([...hidden, ...this.access.unqueryable(plan)]), unprojectable: new Set([...hidden, ...plan.dropped]) };
   }
 
   /** The properties ctx's caller may filter, sort and group by (aggregates, filters across relations). */
   queryableFor(ctx: Context): Record<string, PropertyDef> {
-    return this.queryable(ctx);
+    const refused = this.refusals(ctx).unqueryable;
+    if (refused === undefined || refused.size === 0) return this.properties;
+    return Object.fromEntries(Object.entries(this.properties).filter(([name]) => !refused.has(name)));
+  }
+
+  /**
+   * ctx's query compiled as a GET by that caller compiles it: what such a GET refuses (400: a
+   * filter, sort or `$fields` on a property the caller may not read) is refused (live queries).
+   */
+  compileQueryFor(ctx: Context, query: Record<string, unknown>): CompiledQuery {
+    return compileQuery(query, this.properties, this.refusals(ctx));
   }
 
   /**
    * The store filter that limits what ctx's caller may list or read: the access rules' part of
-   * every query made for that caller ({} when nothing limits it). Aggregates and live queries
-   * combine it with their own filter.
+   * every query made for that caller ({} when nothing limits it: root, scripts, no rule). Aggregates
+   * and live queries AND it with their own filter.
    */
-  accessFilter(_ctx: Context, _action: 'list' | 'read'): Filter {
-    return {};
+  accessFilter(ctx: Context, action: 'list' | 'read'): Filter {
+    return this.access.filter(ctx, action);
+  }
+
+  /**
+   * What the access rules let ctx's caller do with this stored object: each action's decision
+   * with the rule that made it, and whether each property may be read and written (the
+   * dashboard's "try as this user on this object").
+   */
+  explainAccess(ctx: Context, doc: Record<string, unknown>): AccessExplanation {
+    const explanation = this.access.explain(ctx, doc, Object.keys(this.properties));
+    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) if (explanation.properties[name]) explanation.properties[name].read = false;
+    return explanation;
   }
 
   /**
@@ -193,30 +241,34 @@ export class Collection implements Resource {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     if (ctx.parts[0] === 'count') return this.count(ctx);
     const only = ctx.parts[0];
-    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx)) {
+    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
       // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store).
       const text = await this.store.findOneJson(only);
       if (text === null) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
     }
     const id = this.idOf(ctx, false);
-    const compiled = compileQuery(ctx.query, this.queryable(ctx));
+    const plan = this.access.readPlan(ctx);
+    const compiled = compileQuery(ctx.query, this.properties, this.refusals(ctx, plan));
     const skipEvents = compiled.skipEvents && ctx.isRoot;
+    const { options, projectAfter } = readOptions(compiled.options, plan);
     if (id !== undefined) {
       compiled.filter.id = id;
-      const doc = await this.store.findOne(compiled.filter, compiled.options);
+      // An object the read rule hides is not found (404): no telling whether it exists.
+      const doc = await this.store.findOne(andFilters(compiled.filter, this.access.filter(ctx, 'read')), options);
       if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
       const shown = skipEvents || !this.events.has('get') ? this.present(doc) : await this.afterGetOne(ctx, doc);
-      return { status: 200, body: shown };
+      return { status: 200, body: this.finish(ctx, shown, doc, plan, projectAfter) };
     }
     const scripted = !skipEvents && this.events.has('get');
-    if (!scripted && this.store.findJson && this.answersStoredJson(ctx) && compiled.options.fields === undefined) {
+    compiled.filter = andFilters(compiled.filter, this.access.filter(ctx, 'list'));
+    if (!scripted && this.store.findJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
-      const { fields: _fields, ...options } = compiled.options;
-      return { status: 200, body: await this.store.findJson(compiled.filter, options), headers: { 'content-type': JSON_TYPE } };
+      const { fields: _fields, ...rest } = compiled.options;
+      return { status: 200, body: await this.store.findJson(compiled.filter, rest), headers: { 'content-type': JSON_TYPE } };
     }
-    const docs = await this.store.find(compiled.filter, compiled.options);
-    return { status: 200, body: await this.shown(ctx, docs, skipEvents) };
+    const docs = await this.store.find(compiled.filter, options);
+    return { status: 200, body: (await this.shown(ctx, docs, skipEvents)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter)) };
   }
 
   /**
@@ -225,54 +277,65 @@ export class Collection implements Resource {
    * what applies to a GET (private properties, On Get, access rules) applies to them all.
    */
   async readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]> {
-    const compiled = compileQuery(query, this.queryable(ctx));
-    const docs = await this.store.find(compiled.filter, compiled.options);
-    return this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot);
+    const plan = this.access.readPlan(ctx);
+    const compiled = compileQuery(query, this.properties, this.refusals(ctx, plan));
+    const { options, projectAfter } = readOptions(compiled.options, plan);
+    const docs = await this.store.find(andFilters(compiled.filter, this.access.filter(ctx, 'list')), options);
+    return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter));
   }
 
   /**
    * Objects already read (a live query's changed object, an emitted one), shown to ctx's caller
    * exactly as a GET by that caller would show them, in order; null where the caller may not see
-   * one (On Get cancelled it, or the access rules hide it).
+   * one (On Get cancelled it, or the read rule hides it).
    */
   async showTo(ctx: Context, docs: readonly Doc[]): Promise<(Record<string, unknown> | null)[]> {
-    const copies = docs.map((d) => ({ ...d }));
-    if (!this.events.has('get')) return copies.map((d) => this.visibleOf(ctx, this.present(d)));
-    const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? copies : copies.map((d) => this.withoutStoreOnly(d)));
-    return outcomes.map((outcome) => (outcome === null ? null : this.visibleOf(ctx, this.present(applyHidden(outcome)))));
+    // The read rule, evaluated on each object as stored: what it hides is null, as a GET would 404.
+    const allowed = docs.map((d) => this.access.allows(ctx, 'read', d));
+    const readable = docs.filter((_d, i) => allowed[i]).map((d) => ({ ...d }));
+    const plan = this.access.readPlan(ctx);
+    const shown = new Map<Doc, Record<string, unknown>>();
+    for (const [doc, object] of await this.shown(ctx, readable, false)) shown.set(doc, this.finish(ctx, object, doc, plan, undefined));
+    let next = 0;
+    return docs.map((_d, i) => (allowed[i] ? (shown.get(readable[next++] as Doc) ?? null) : null));
   }
 
-  /** A list's objects as the caller sees them: On Get (unless skipped), present(), no private properties. */
-  private async shown(ctx: Context, docs: Doc[], skipEvents: boolean): Promise<Record<string, unknown>[]> {
-    if (skipEvents || !this.events.has('get')) return docs.map((d) => this.visibleOf(ctx, this.present(d)));
-    return (await this.afterGetList(ctx, docs)).map((d) => this.visibleOf(ctx, d));
-  }
-
-  /** An object without what the caller may not read (private properties). */
-  private visibleOf(ctx: Context, object: Record<string, unknown>): Record<string, unknown> {
-    if (this.seesPrivate(ctx)) return object;
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(object)) if (!this.privateProps.has(key)) out[key] = object[key];
+  /** A list's objects, each with what On Get (unless skipped) and present() made of it; those On Get cancelled are left out. */
+  private async shown(ctx: Context, docs: Doc[], skipEvents: boolean): Promise<[Doc, Record<string, unknown>][]> {
+    if (skipEvents || !this.events.has('get')) return docs.map((d) => [d, this.present(d)]);
+    const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? docs : docs.map((d) => this.withoutStoreOnly(d)));
+    const out: [Doc, Record<string, unknown>][] = [];
+    outcomes.forEach((outcome, i) => {
+      if (outcome !== null) out.push([docs[i] as Doc, this.present(applyHidden(outcome))]);
+    });
     return out;
+  }
+
+  /**
+   * An answered object without what the caller may not read: private properties and what property
+   * read rules hide, those evaluated on the object as stored (`stored`; null: only the rules that
+   * do not depend on the object), then the `$fields` projection deferred until after them.
+   */
+  private finish(ctx: Context, object: Record<string, unknown>, stored: Doc | null, plan: ReadPlan | undefined, projectAfter: Record<string, 0 | 1> | undefined): Record<string, unknown> {
+    const shown = this.access.visible(object, plan, stored);
+    let out = shown;
+    if (!this.seesPrivate(ctx)) {
+      out = {};
+      for (const key of Object.keys(shown)) if (!this.privateProps.has(key)) out[key] = shown[key];
+    }
+    return projectAfter === undefined ? out : project(out, projectAfter);
   }
 
   private async count(ctx: Context): Promise<Reply> {
     if (!ctx.isRoot && !this.publicCount) throw new SvcError('FORBIDDEN', 'count is available to root only; open it with "publicCount" in app.json');
-    const filter = compileFilter(ctx.query, this.queryable(ctx));
-    return { status: 200, body: { count: await this.store.count(filter) } };
+    const filter = compileFilter(ctx.query, this.properties, this.refusals(ctx));
+    return { status: 200, body: { count: await this.store.count(andFilters(filter, this.access.filter(ctx, 'list'))) } };
   }
 
   private async afterGetOne(ctx: Context, doc: Doc): Promise<Record<string, unknown>> {
     if (!this.events.has('get')) return this.present(doc);
     const outcome = await this.events.run('get', { ctx, object: this.withoutStoreOnly(doc) });
     return this.present(applyHidden(outcome));
-  }
-
-  private async afterGetList(ctx: Context, docs: Doc[]): Promise<Record<string, unknown>[]> {
-    const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? docs : docs.map((d) => this.withoutStoreOnly(d)));
-    const out: Record<string, unknown>[] = [];
-    for (const outcome of outcomes) if (outcome !== null) out.push(this.present(applyHidden(outcome)));
-    return out;
   }
 
   /**
@@ -321,9 +384,13 @@ export class Collection implements Resource {
   /** Creates an object: sanitize, defaults, On Validate, required, On Post, insert. */
   protected async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
     const { values } = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: false });
+    const given = Object.keys(values);
     for (const [name, def] of Object.entries(this.properties)) {
       if (def.type === 'boolean' && values[name] === undefined) values[name] = false;
     }
+    // The rules see what the client asked for, before any script runs (scripts are trusted code).
+    this.access.assert(ctx, 'create', values, { new: values });
+    this.access.assertWrites(ctx, values, given, { new: values });
     // As in Deployd 1.2, the id is given after On Validate (apps test `!this.id` there to tell a
     // create from an update) and before On Post, which can use (and emit) it.
     const id = createId();
@@ -343,20 +410,28 @@ export class Collection implements Resource {
     if (this.changeListeners.size > 0) await this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
-    return { status: 200, body: this.present(outcome ? hideFrom(stored, outcome.hidden) : stored) };
+    return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored, this.access.readPlan(ctx), undefined) };
   }
 
   /** Updates one object: only given properties change; modifiers apply atomically in the store. */
   protected async update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
-    const precondition = compileFilter(preconditionOf(ctx.query), this.queryable(ctx));
-    const filter: Filter = { ...precondition, id };
-    const previous = await this.store.findOne(filter);
+    const precondition = compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx));
+    let filter: Filter = { ...precondition, id };
+    // An object the read rule hides answers as a missing one: no telling whether it exists.
+    const previous = await this.store.findOne(andFilters(filter, this.access.filter(ctx, 'read')));
     if (previous === null) throw new SvcError('NO_MATCH', NO_MATCH);
     const sanitized = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: true });
     const visible = this.withoutStoreOnly(previous);
     const merged: Record<string, unknown> = { ...visible, ...sanitized.values };
     for (const name of sanitized.cleared) delete merged[name];
     applyModifiersLocally(merged, sanitized.modifiers);
+    if (!this.access.bypasses(ctx)) {
+      const values = { new: merged, old: visible };
+      this.access.assert(ctx, 'update', previous, values);
+      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => !deepEqual(visible[name], merged[name])), values);
+      // The stored object must still be one the rule allows when the write lands.
+      filter = andFilters(filter, this.access.writeFilter(ctx, 'update', values));
+    }
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let object = merged;
     let outcome: EventOutcome | undefined;
@@ -374,7 +449,7 @@ export class Collection implements Resource {
     if (this.changeListeners.size > 0) await this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
-    return { status: 200, body: this.present(outcome ? hideFrom(updated, outcome.hidden) : updated) };
+    return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated, this.access.readPlan(ctx), undefined) };
   }
 
   /**
@@ -433,19 +508,23 @@ export class Collection implements Resource {
       if (isPlainObject(ctx.query.id)) return this.deleteMatching(ctx);
       throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
     }
-    const filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.queryable(ctx)), id };
+    let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx)), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
-    if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
+    const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
+    if (!guarded && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
       const gone = this.changeListeners.size > 0 ? await this.store.findOne(filter) : null;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
       if (gone) await this.deleted([gone]);
       await this.afterDelete([id]);
       return { status: 204 };
     }
-    const doc = await this.store.findOne(filter);
+    // Hidden by the read rule: 404 as if missing; readable but not deletable: 403 naming the rule.
+    const doc = await this.store.findOne(andFilters(filter, this.access.filter(ctx, 'read')));
     if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
+    this.access.assert(ctx, 'delete', doc);
+    filter = andFilters(filter, this.access.filter(ctx, 'delete'));
     const object = this.withoutStoreOnly(doc);
-    if (this.events.has('delete')) await this.events.run('delete', { ctx, object });
+    if (this.events.has('delete') && !skipEvents) await this.events.run('delete', { ctx, object });
     if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
     await this.deleted([doc]);
     await this.afterDelete([id]);
@@ -459,7 +538,12 @@ export class Collection implements Resource {
    * it ran for. Answers 204 when something was deleted, else the first script error (or 404).
    */
   private async deleteMatching(ctx: Context): Promise<Reply> {
-    const filter = compileFilter(ctx.query, this.queryable(ctx));
+    const asked = andFilters(compileFilter(ctx.query, this.properties, this.refusals(ctx)), this.access.filter(ctx, 'read'));
+    // Only what the delete rule allows is deleted; when that is nothing, 403 if the caller could read some.
+    const filter = andFilters(asked, this.access.filter(ctx, 'delete'));
+    if (!this.access.rules.isOpen('delete') && !this.access.bypasses(ctx) && (await this.store.count(filter)) === 0) {
+      throw (await this.store.count(asked)) > 0 ? new SvcError('FORBIDDEN', 'forbidden by rules.delete') : new SvcError('NOT_FOUND', 'not found');
+    }
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       if (this.tracksDeletes || this.changeListeners.size > 0) {
@@ -532,14 +616,35 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
   return out;
 }
 
-/** A reply without the private properties of the object or objects it answers. */
-function withoutPrivate(reply: Reply, names: ReadonlySet<string>): Reply {
-  const strip = (value: unknown): unknown => {
-    if (!isPlainObject(value)) return value;
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) if (!names.has(key)) out[key] = value[key];
-    return out;
-  };
+/**
+ * The store options of a read, and the `$fields` projection to apply after property read rules
+ * that depend on the object (they are evaluated on the whole stored object, so a projection
+ * cannot change their outcome). A dotted `$fields` key then selects its whole top-level property.
+ */
+function readOptions(options: FindOptions, plan: ReadPlan | undefined): { options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
+  if (plan === undefined || plan.perObject.size === 0 || options.fields === undefined) return { options, projectAfter: undefined };
+  const { fields, ...rest } = options;
+  return { options: rest, projectAfter: fields };
+}
+
+/**
+ * `$fields` applied to an object in hand: top-level properties (a dotted key selects or keeps its
+ * whole property: what the caller may read anyway); `id` kept unless excluded.
+ */
+function project(object: Record<string, unknown>, fields: Record<string, 0 | 1>): Record<string, unknown> {
+  const including = Object.keys(fields).some((k) => k !== 'id' && fields[k] === 1);
+  const included = new Set(Object.keys(fields).filter((k) => fields[k] === 1).map((k) => k.split('.')[0] as string));
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(object)) {
+    const keep = key === 'id' ? fields.id !== 0 : including ? included.has(key) : fields[key] !== 0;
+    if (keep) out[key] = object[key];
+  }
+  return out;
+}
+
+/** A reply whose object or objects are shown through `visible` (what the caller may read of each). */
+function visibleReply(reply: Reply, visible: (object: Record<string, unknown>) => Record<string, unknown>): Reply {
+  const strip = (value: unknown): unknown => (isPlainObject(value) ? visible(value) : value);
   const body = reply.body;
   if (Array.isArray(body)) return { ...reply, body: body.map(strip) };
   return isPlainObject(body) ? { ...reply, body: strip(body) } : reply;

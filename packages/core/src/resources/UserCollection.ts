@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { RuleError } from '../access/parseRule.js';
 import { SvcError, isSvcError } from '../errors.js';
 import { compileFilter } from '../query/compileQuery.js';
 import type { ClientShape, ResourceHost, UserResource } from '../resource.js';
@@ -38,7 +39,11 @@ export class UserCollection extends Collection implements UserResource {
   private readonly meRequests = new WeakSet<Context>();
 
   constructor(options: UserCollectionOptions) {
-    const { password: _password, username: _username, ...rest } = options.properties;
+    const { password, username: _username, ...rest } = options.properties;
+    if (password?.read !== undefined || password?.write !== undefined) {
+      // The hash is never answered and only its owner (or root) changes it: no rule may open it.
+      throw new RuleError(`${options.configFile ?? `resources${options.path}/config.json`}: properties.password: the password takes no read or write rule (it is never readable)`);
+    }
     const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true }, ...rest };
     super({ ...options, properties });
     this.cost = options.passwordCost ?? DEFAULT_PASSWORD_COST;

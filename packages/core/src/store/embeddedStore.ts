@@ -918,7 +918,9 @@ function walkIndex(root: TreeNode, field: string, direction: 1 | -1, query: Quer
  * accepts; the store tests run the same queries on both.
  */
 export function matchesFilter(object: Record<string, unknown>, filter: Filter): boolean {
-  return nedbModel.match(object, toNedbFilter(filter));
+  // The filter names the identifier `_id` once translated, as the embedded store keeps it.
+  const raw = Object.hasOwn(object, 'id') ? { ...object, _id: object.id } : object;
+  return nedbModel.match(raw, toNedbFilter(filter));
 }
 
 /**

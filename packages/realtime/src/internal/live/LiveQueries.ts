@@ -1,5 +1,5 @@
 import type { Socket } from 'socket.io';
-import { Collection, SvcError, compileQuery, createRequestScope, isPlainObject, isSvcError, isUserResource, matchesFilter } from '@svc/core';
+import { Collection, SvcError, createRequestScope, isPlainObject, isSvcError, isUserResource, matchesFilter } from '@svc/core';
 import type { Context, Doc, Filter, Logger, SvcServer } from '@svc/core';
 import { normalisePath } from '../rooms.js';
 import type { ChangeLog } from './changeLog.js';
@@ -242,7 +242,7 @@ export class LiveQueries {
     const query = request.query ?? {};
     const ctx = { ...base, scope: createRequestScope(client) };
     // GET's compiler as this caller: what a GET refuses, a subscription refuses.
-    const compiled = compileQuery(query, collection.queryableFor(ctx));
+    const compiled = collection.compileQueryFor(ctx, query);
     const filter = withAccess(compiled.filter, collection.accessFilter(ctx, 'list'));
     return {
       id: request.id,

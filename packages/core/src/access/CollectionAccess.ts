@@ -1,0 +1,146 @@
+import { SvcError } from '../errors.js';
+import type { Filter } from '../store/Store.js';
+import type { Context } from '../types.js';
+import { matchesNothing } from './AccessRules.js';
+import type { AccessRules } from './AccessRules.js';
+import { ruleAllows } from './compileRule.js';
+import type { CompiledRule } from './compileRule.js';
+import type { AccessAction, RuleVariables } from './ruleTypes.js';
+
+/** The values of a write a rule sees beside the request: `@new` and, on an update, `@old`. */
+export interface WriteValues {
+  new?: Record<string, unknown> | undefined;
+  old?: Record<string, unknown> | undefined;
+}
+
+/**
+ * How a property read rule applies to one request's answers: the properties dropped from every
+ * object, and those kept only on the objects their rule allows.
+ */
+export interface ReadPlan {
+  readonly dropped: ReadonlySet<string>;
+  readonly perObject: ReadonlyMap<string, Filter>;
+}
+
+/**
+ * The one enforcement point of a Collection's access rules for a request's caller. Root and
+ * internal requests (event scripts' `svc.*` calls: trusted server code) bypass every rule.
+ */
+export class CollectionAccess {
+  constructor(readonly rules: AccessRules) {}
+
+  /** Root and scripts' own calls are trusted: no rule applies to them. */
+  bypasses(ctx: Context): boolean {
+    return ctx.isRoot || ctx.internal;
+  }
+
+  /** Whether nothing in the rules can change what this action answers (no rule, no property read rule). */
+  showsStored(action: 'list' | 'read'): boolean {
+    return this.rules.isOpen(action) && !this.rules.hasPropertyReadRules;
+  }
+
+  /** The request variables of ctx (and of the write under way). */
+  variables(ctx: Context, values: WriteValues = {}): RuleVariables {
+    return { me: ctx.me ?? null, root: ctx.isRoot, query: ctx.query, new: values.new, old: values.old, now: Date.now() };
+  }
+
+  /** The store filter of what ctx's caller may list or read ({} when nothing limits it). */
+  filter(ctx: Context, action: AccessAction): Filter {
+    if (this.bypasses(ctx) || this.rules.isOpen(action)) return {};
+    const compiled = this.rules.compile(action, this.variables(ctx));
+    if (compiled === true) return {};
+    return compiled === false ? matchesNothing() : compiled;
+  }
+
+  /** The store filter of a write's rule with the write's values (`@new`, `@old` folded in). */
+  writeFilter(ctx: Context, action: 'update' | 'delete', values: WriteValues): Filter {
+    if (this.bypasses(ctx) || this.rules.isOpen(action)) return {};
+    const compiled = this.rules.compile(action, this.variables(ctx, values));
+    if (compiled === true) return {};
+    return compiled === false ? matchesNothing() : compiled;
+  }
+
+  /** Whether ctx's caller may do `action` on this object. */
+  allows(ctx: Context, action: AccessAction, object: Record<string, unknown>, values: WriteValues = {}): boolean {
+    if (this.bypasses(ctx) || this.rules.isOpen(action)) return true;
+    return this.rules.allows(action, this.variables(ctx, values), object);
+  }
+
+  /** Throws 403 naming the rule when ctx's caller may not do `action` on this object. */
+  assert(ctx: Context, action: AccessAction, object: Record<string, unknown>, values: WriteValues = {}): void {
+    if (!this.allows(ctx, action, object, values)) throw new SvcError('FORBIDDEN', `forbidden by rules.${action}`);
+  }
+
+  /** Throws 403 naming the property when its write rule refuses one of the `changed` properties. */
+  assertWrites(ctx: Context, object: Record<string, unknown>, changed: Iterable<string>, values: WriteValues): void {
+    if (this.bypasses(ctx) || !this.rules.hasPropertyWriteRules) return;
+    const refused = this.rules.refusedWrite(this.variables(ctx, values), object, changed);
+    if (refused !== undefined) {
+      throw new SvcError('FORBIDDEN', `forbidden by properties.${refused}.write`, { errors: { [refused]: `forbidden by properties.${refused}.write` } });
+    }
+  }
+
+  /**
+   * How property read rules shape ctx's answers; undefined when they keep everything (root,
+   * internal, no such rule, or every rule allows this caller everywhere).
+   */
+  readPlan(ctx: Context): ReadPlan | undefined {
+    if (this.bypasses(ctx) || !this.rules.hasPropertyReadRules) return undefined;
+    const dropped = new Set<string>();
+    const perObject = new Map<string, Filter>();
+    for (const [name, rule] of this.rules.propertyReadRules(this.variables(ctx))) {
+      if (rule === false) dropped.add(name);
+      else if (rule !== true) perObject.set(name, rule);
+    }
+    return dropped.size === 0 && perObject.size === 0 ? undefined : { dropped, perObject };
+  }
+
+  /** The properties ctx's caller may not filter or sort on: those a read rule does not allow on every object. */
+  unqueryable(plan: ReadPlan | undefined): Set<string> {
+    return plan === undefined ? new Set() : new Set([...plan.dropped, ...plan.perObject.keys()]);
+  }
+
+  /**
+   * An answered object without the properties the caller may not read. Rules that depend on the
+   * object are evaluated on `stored`, the object as stored (never on the answer, which `$fields`
+   * or On Get may have changed); with `stored` null only the others apply.
+   */
+  visible(object: Record<string, unknown>, plan: ReadPlan | undefined, stored: Record<string, unknown> | null): Record<string, unknown> {
+    if (plan === undefined) return object;
+    const hidden = new Set<string>();
+    for (const name of plan.dropped) if (Object.hasOwn(object, name)) hidden.add(name);
+    if (stored !== null) for (const [name, rule] of plan.perObject) if (Object.hasOwn(object, name) && !ruleAllows(rule, stored)) hidden.add(name);
+    if (hidden.size === 0) return object;
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(object)) if (!hidden.has(key)) out[key] = object[key];
+    return out;
+  }
+
+  /** What the rules let ctx's caller do with this object (the dashboard's "try as this user"). */
+  explain(ctx: Context, doc: Record<string, unknown>, propertyNames: readonly string[]): AccessExplanation {
+    const decide = (action: AccessAction, values: WriteValues = {}): { allowed: boolean; rule: string } => ({
+      allowed: this.allows(ctx, action, doc, values),
+      rule: this.bypasses(ctx) ? (ctx.isRoot ? 'root' : 'internal') : this.rules.isOpen(action) ? 'open' : `rules.${action}`,
+    });
+    const vars = this.variables(ctx, { new: doc, old: doc });
+    const reads = this.bypasses(ctx) ? new Map<string, CompiledRule>() : this.rules.propertyReadRules(vars);
+    const properties: Record<string, { read: boolean; write: boolean }> = {};
+    for (const name of propertyNames) {
+      const rule = reads.get(name);
+      properties[name] = {
+        read: rule === undefined || ruleAllows(rule, doc),
+        write: this.bypasses(ctx) || this.rules.mayWrite(name, vars, doc),
+      };
+    }
+    return { list: decide('list'), read: decide('read'), update: decide('update', { new: doc, old: doc }), delete: decide('delete'), properties };
+  }
+}
+
+/** {@link CollectionAccess.explain}'s answer: each action's decision and the rule that made it, and each property's. */
+export interface AccessExplanation {
+  list: { allowed: boolean; rule: string };
+  read: { allowed: boolean; rule: string };
+  update: { allowed: boolean; rule: string };
+  delete: { allowed: boolean; rule: string };
+  properties: Record<string, { read: boolean; write: boolean }>;
+}
