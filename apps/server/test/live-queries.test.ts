@@ -82,7 +82,11 @@ describe.each(appStores())('live queries and emits of objects in an app (%s stor
     bo.notes.subscribe({ owner: annId }, (e) => boEvents.push(e));
     await until(() => annEvents.length === 1 && boEvents.length === 1);
     const made = (await root('POST', '/notes', { text: 'hello', owner: annId, secret: 's3cret', note: 'for ann' })).body as Note;
-    await until(() => annEvents.length === 2 && boEvents.length === 2);
+    // The app's first On Get run (script processes start cold on a loaded machine).
+    await until(() => annEvents.length === 2 && boEvents.length === 2, 30_000).catch((e: unknown) => {
+      console.log('DBG', JSON.stringify(annEvents), JSON.stringify(boEvents));
+      throw e;
+    });
     const forAnn = annEvents[1] as { type: string; object: Obj };
     const forBo = boEvents[1] as { type: string; object: Obj };
     expect(forAnn).toMatchObject({ type: 'create', object: { text: 'hello', note: 'for ann' } });

@@ -1,5 +1,5 @@
 import type { Socket } from 'socket.io';
-import { Collection, SvcError, createRequestScope, isPlainObject, isSvcError, isUserResource, matchesFilter } from '@svc/core';
+import { Collection, SvcError, createRequestScope, deepEqual, isPlainObject, isSvcError, isUserResource, matchesFilter } from '@svc/core';
 import type { Context, Doc, Filter, Logger, SvcServer } from '@svc/core';
 import { normalisePath } from '../rooms.js';
 import type { ChangeLog } from './changeLog.js';
@@ -48,6 +48,8 @@ interface Subscription {
   /** Its socket's buffer overflowed: events are dropped until a fresh snapshot. */
   overflowed: boolean;
   ended: boolean;
+  /** A fresh snapshot being taken. */
+  restarting?: Promise<void>;
 }
 
 /** How a subscription starts: at the current head, with a snapshot, or after a sequence number. */
@@ -418,7 +420,14 @@ export class LiveQueries {
     conn.once('drain', onDrain);
   }
 
-  private async resnapshot(sub: Subscription): Promise<void> {
+  /** A fresh snapshot, after any still being taken for this subscription (never two at once). */
+  private resnapshot(sub: Subscription): Promise<void> {
+    const next = (sub.restarting ?? Promise.resolve()).then(() => this.takeSnapshot(sub));
+    sub.restarting = next.catch(() => undefined);
+    return next;
+  }
+
+  private async takeSnapshot(sub: Subscription): Promise<void> {
     const collection = this.collectionAt(sub.path);
     if (!collection || sub.ended) return;
     // Writes from now on wait for the snapshot; those before it are in it.
@@ -430,20 +439,25 @@ export class LiveQueries {
     await this.catchUp(sub, collection, []);
   }
 
-  /** A user's own object changed (a role, a team): their subscriptions see them as they are now. */
+  /**
+   * A user's own object changed (a role, a team): their subscriptions see them as they are now,
+   * and take a fresh snapshot, since what they may see (objects, properties) may have changed.
+   */
   private userChanged(entry: ChangeEntry): void {
     const subs = this.byUser.get(entry.o.id);
     if (!subs) return;
-    for (const sub of subs) {
-      if (sub.base.session.path === undefined || normalisePath(sub.base.session.path) !== entry.p) continue;
+    for (const sub of [...subs]) {
+      if (sub.base.session.path === undefined || normalisePath(sub.base.session.path) !== entry.p || deepEqual(sub.base.me, entry.o)) continue;
       sub.base = { ...sub.base, me: entry.o };
       const collection = this.collectionAt(sub.path);
       if (!collection) continue;
       sub.filter = withAccess(sub.own, collection.accessFilter(this.contextOf(sub), 'list'));
       sub.matches = matcherOf(sub.filter);
       this.feeds.get(sub.path)?.add(sub, sub.filter);
+      this.resnapshot(sub).catch((err: unknown) => this.logger.warn('realtime: a live query could not take a fresh snapshot', { error: err }));
     }
   }
+
 
   private requireLog(): ChangeLog {
     if (!this.log) throw new SvcError('UNAVAILABLE', 'live queries are not ready yet');
