@@ -7,6 +7,8 @@ const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 /** Receipt time of each message, by its object's title. */
 const received = new Map();
 const sockets = [];
+/** Live-query events received since the last 'count'. */
+let delivered = 0;
 
 function connect(port, index) {
   return new Promise((resolve, reject) => {
@@ -29,7 +31,10 @@ function connect(port, index) {
         else reject(new Error(JSON.stringify(answer)));
       } else if (packet === 50 /* '2' event */) {
         const [event, data] = JSON.parse(text.slice(2));
-        if (event === 'svc:live' && data.object) received.set(data.object.title, nowUs());
+        if (event === 'svc:live' && data.object) {
+          delivered++;
+          if (data.object.title[0] !== 'p') received.set(data.object.title, nowUs());
+        }
       }
     });
   });
@@ -51,6 +56,9 @@ process.on('message', async (msg) => {
       while (!received.has(msg.title) && Date.now() < end) await new Promise((r) => setImmediate(r));
       result = received.get(msg.title) ?? null;
       received.delete(msg.title);
+    } else if (msg.cmd === 'count') {
+      result = delivered;
+      delivered = 0;
     } else if (msg.cmd === 'close') {
       for (const s of sockets) s.terminate();
       process.send({ cmd: 'close', result: true }, () => process.exit(0));

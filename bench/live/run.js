@@ -26,6 +26,9 @@ const { values: opts } = parseArgs({
     warmup: { type: 'string', default: '50' },
     rounds: { type: 'string', default: '5' },
     ms: { type: 'string', default: '2000' },
+    'paced-subscribers': { type: 'string', default: '1000' },
+    'paced-rate': { type: 'string', default: '1000' },
+    'paced-ms': { type: 'string', default: '5000' },
   },
 });
 const n = Number(opts.subscribers);
@@ -130,7 +133,32 @@ try {
     ratio: median(ratios),
   };
 
-  const result = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, loadavg: os.loadavg(), pinned: pin, subscribers: n, samples: svc.length, latency, throughput, rounds };
+  // 3. 1,000 writes/s, each to one of 1,000 subscribers, beside the same writes to /others (no
+  //    one to tell): the server CPU each delivered event adds.
+  const paced = [];
+  for (let r = 0; r < Number(opts.rounds); r++) {
+    const order = r % 2 === 0 ? ['todos', 'others'] : ['others', 'todos'];
+    const got = {};
+    for (const target of order) {
+      await clients.ask('count');
+      const s = await server.ask('paced', { target, rate: Number(opts['paced-rate']), ms: Number(opts['paced-ms']), targets: Number(opts['paced-subscribers']) });
+      await new Promise((res) => setTimeout(res, 300));
+      got[target] = { ...s, delivered: await clients.ask('count') };
+    }
+    paced.push(got);
+  }
+  const perEvent = paced.map((p) => (p.todos.cpuUs - p.others.cpuUs) / p.todos.delivered);
+  const pacedSummary = {
+    rate: Number(opts['paced-rate']),
+    subscribers: Number(opts['paced-subscribers']),
+    writesPerRound: median(paced.map((p) => p.todos.writes)),
+    deliveredPerRound: median(paced.map((p) => p.todos.delivered)),
+    cpuUsPerWriteWithDelivery: median(paced.map((p) => p.todos.cpuUs / p.todos.writes)),
+    cpuUsPerWriteWithout: median(paced.map((p) => p.others.cpuUs / p.others.writes)),
+    cpuUsPerDeliveredEvent: median(perEvent),
+  };
+
+  const result = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, loadavg: os.loadavg(), pinned: pin, subscribers: n, samples: svc.length, latency, throughput, rounds, paced: pacedSummary, pacedRounds: paced };
   mkdirSync(here('../results'), { recursive: true });
   const file = here(`../results/live-${result.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
@@ -147,6 +175,12 @@ try {
       '|---|---|---|---|',
       `| writes/s (median of ${rounds.length} rounds) | ${Math.round(throughput.withSubscriptions)} | ${Math.round(throughput.without)} | ${throughput.ratio.toFixed(2)}x |`,
       `| server CPU per write | ${us(throughput.cpuUsPerWriteWith)} | ${us(throughput.cpuUsPerWriteWithout)} | |`,
+      '',
+      `| ${pacedSummary.rate} writes/s for ${Number(opts['paced-ms']) / 1000} s, each to one of ${pacedSummary.subscribers} subscribers | server CPU per write | |`,
+      '|---|---|---|',
+      `| to /todos (each write delivered: ${pacedSummary.deliveredPerRound} events of ${pacedSummary.writesPerRound} writes) | ${us(pacedSummary.cpuUsPerWriteWithDelivery)} | |`,
+      `| to /others (nobody to tell) | ${us(pacedSummary.cpuUsPerWriteWithout)} | |`,
+      `| **CPU per delivered event** (the difference) | ${us(pacedSummary.cpuUsPerDeliveredEvent)} | |`,
       '',
       `load average during the run: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} (2 cores shared); ${file}`,
       '',

@@ -63,6 +63,27 @@ process.on('message', async (msg) => {
       }
       const cpu = process.cpuUsage(cpu0);
       result = { perSecond: (count * 1000) / (performance.now() - start), cpuUsPerWrite: (cpu.user + cpu.system) / count };
+    } else if (msg.cmd === 'paced') {
+      // `rate` writes a second for `ms`, each to one of `targets` subscribers' owners (or to
+      // /others: the same writes with nobody to tell): server CPU over the window.
+      const collection = msg.target === 'todos' ? todos : others;
+      const perTick = msg.rate / 100;
+      const ticks = msg.ms / 10;
+      const cpu0 = process.cpuUsage();
+      const started = performance.now();
+      let count = 0;
+      for (let t = 0; t < ticks; t++) {
+        const writes = [];
+        for (let i = 0; i < perTick; i++, count++) writes.push(write(collection, { title: `p${count}`, owner: `u${(count * 7919) % msg.targets}`, n: count }));
+        await Promise.all(writes);
+        const next = started + (t + 1) * 10;
+        const wait = next - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      }
+      // The deliveries of the last writes finish in the next turns.
+      await new Promise((r) => setTimeout(r, 200));
+      const cpu = process.cpuUsage(cpu0);
+      result = { writes: count, cpuUs: cpu.user + cpu.system, seconds: (performance.now() - started) / 1000 };
     } else if (msg.cmd === 'close') {
       await realtime.close();
       await server.close();
