@@ -138,8 +138,12 @@ export class LiveQueries {
     if (entry.k === 'update') this.userChanged(entry);
     const index = this.feeds.get(entry.p);
     if (!index || index.size === 0) return;
+    // The subscriptions it can concern, now: one added later starts at or after this entry's
+    // number (or replays it from the ring), so a write no subscription can match costs nothing more.
+    const subs = index.candidates(entry.k === 'delete' ? undefined : entry.o, entry.k === 'update' ? entry.v : entry.k === 'delete' ? entry.o : undefined);
+    if (subs.length === 0) return;
     const previous = this.chains.get(entry.p) ?? Promise.resolve();
-    const next = previous.then(() => this.deliver(index, entry)).catch((err: unknown) => this.logger.warn(`realtime: a change of ${entry.p} could not reach its live queries`, { error: err }));
+    const next = previous.then(() => this.deliver(subs, entry)).catch((err: unknown) => this.logger.warn(`realtime: a change of ${entry.p} could not reach its live queries`, { error: err }));
     this.chains.set(entry.p, next);
   }
 
@@ -336,10 +340,9 @@ export class LiveQueries {
 
   // ---- delivery ----
 
-  private async deliver(index: SubscriptionIndex<Subscription>, entry: ChangeEntry): Promise<void> {
+  private async deliver(subs: readonly Subscription[], entry: ChangeEntry): Promise<void> {
     const collection = this.collectionAt(entry.p);
     if (!collection) return;
-    const subs = index.candidates(entry.k === 'delete' ? undefined : entry.o, entry.k === 'update' ? entry.v : entry.k === 'delete' ? entry.o : undefined);
     const live: Subscription[] = [];
     for (const sub of subs) {
       if (sub.ended || sub.overflowed || entry.s <= sub.lastSeq) continue;

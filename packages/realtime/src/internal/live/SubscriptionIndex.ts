@@ -55,6 +55,7 @@ export class SubscriptionIndex<S> {
 
   /** The subscriptions a write of `object` (and its previous state) may concern, each once. */
   candidates(object: Record<string, unknown> | undefined, previous: Record<string, unknown> | undefined): S[] {
+    if (this.unindexed.size === 0 && this.byField.size === 1) return this.onlyField(object, previous);
     const out = new Set<S>(this.unindexed);
     for (const [field, values] of this.byField) {
       for (const doc of [object, previous]) {
@@ -66,6 +67,26 @@ export class SubscriptionIndex<S> {
           const subs = values.get(keyOf(v));
           if (subs) for (const s of subs) out.add(s);
         }
+      }
+    }
+    return [...out];
+  }
+
+  /** The common case (every subscription indexed on one field, `owner`): no set unless needed. */
+  private onlyField(object: Record<string, unknown> | undefined, previous: Record<string, unknown> | undefined): S[] {
+    const [field, values] = this.byField.entries().next().value as [string, Map<string, Set<S>>];
+    const now = object?.[field];
+    const before = previous?.[field];
+    if (!Array.isArray(now) && !Array.isArray(before) && (before === undefined || before === now)) {
+      const subs = isIndexable(now) ? values.get(keyOf(now)) : undefined;
+      return subs ? [...subs] : [];
+    }
+    const out = new Set<S>();
+    for (const value of [now, before]) {
+      for (const v of Array.isArray(value) ? value : [value]) {
+        if (!isIndexable(v)) continue;
+        const subs = values.get(keyOf(v));
+        if (subs) for (const s of subs) out.add(s);
       }
     }
     return [...out];
