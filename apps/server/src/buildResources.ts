@@ -1,10 +1,13 @@
-import { Collection, UserCollection, mountResource, validateSettings } from '@svc/core';
+import { Collection, UserCollection, mountResource, parseAuthSettings, readAccountSettings, sendsMail, validateSettings } from '@svc/core';
 import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
 import { resolveEnvReferences } from './envReferences.js';
-import { COLLECTION_EVENT_FILES } from './scripts.js';
+import { COLLECTION_EVENT_FILES, USER_ONLY_EVENT_FILES } from './scripts.js';
+import { createAccountMailer } from './accountMail.js';
+import { memoryRateCounter } from './rateCounter.js';
+import type { RateCounter } from './rateCounter.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
 export interface ScriptFactory {
@@ -21,8 +24,10 @@ const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
 const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount', 'rules']);
-const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost']);
-const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => file !== 'login.js'));
+const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost', 'auth']);
+/** The sections of a UserCollection's `auth` (docs/accounts.md). */
+const AUTH_SECTIONS = new Set(['verification', 'reset', 'codes', 'mail', 'mfa', 'oauth']);
+const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => !USER_ONLY_EVENT_FILES.has(file)));
 
 /** What building one resource needs. */
 export interface BuildContext {
@@ -38,7 +43,12 @@ export interface BuildContext {
   request(input: InternalRequest): Promise<Reply>;
   /** Scheduled jobs of this version of the resources. */
   jobs?: ScheduledJobs;
+  /** Counters of the account mail limits (shared through Redis with --redis). */
+  rateCounter?: RateCounter;
 }
+
+/** Without a counter given: one per process, kept across reloads. */
+const processCounter = memoryRateCounter();
 
 /** Creates the resources of an app from their config.json. */
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
@@ -121,8 +131,20 @@ async function buildUserCollection(folder: ResourceFolder, context: BuildContext
   }
   const settings = context.app.settings;
   const cost = folder.config.passwordCost ?? settings.passwordCost;
+  const options = await collectionOptions(folder, context);
+  const name = folder.path.slice(1);
+  // Secrets (client secrets) come from the environment: ${env:NAME} in config.json.
+  const authKeys = folder.config.auth !== null && typeof folder.config.auth === 'object' ? Object.keys(folder.config.auth) : [];
+  const unknownAuth = authKeys.filter((key) => !AUTH_SECTIONS.has(key));
+  if (unknownAuth.length > 0) throw new Error(`resource ${name}: auth: unknown setting ${unknownAuth.join(', ')} (known: ${[...AUTH_SECTIONS].join(', ')})`);
+  const auth = parseAuthSettings(name, resolveEnvReferences(name, { type: folder.config.type, auth: folder.config.auth }, undefined).auth, new Set(Object.keys(options.properties)));
+  // config.json auth: the mail-based flows (verification, reset, codes) and how mail goes out.
+  const policy = readAccountSettings(name, folder.config.auth);
+  const mailer = sendsMail(policy) ? await createAccountMailer({ folder, app: context.app, env: context.env, logger: context.logger, counter: context.rateCounter ?? processCounter }) : undefined;
   return new UserCollection({
-    ...(await collectionOptions(folder, context)),
+    ...options,
+    ...(folder.config.auth !== undefined ? { auth, authStore: context.store.collection('_auth') } : {}),
+    ...(mailer ? { accounts: { policy, mailer, tokens: context.store.collection('_accounts') } } : {}),
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });

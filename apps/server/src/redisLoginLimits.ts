@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { createClient } from 'redis';
 import { LoginLimiter, loginLimitSettings, redactUrl } from '@svc/core';
 import type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, Logger } from '@svc/core';
+import { memoryRateCounter } from './rateCounter.js';
+import type { RateCounter, RateHit } from './rateCounter.js';
 
 /** A Redis command that takes longer than this falls back to the process's own counts. */
 const COMMAND_TIMEOUT_MS = 1000;
@@ -50,9 +52,20 @@ end
 return 0
 `;
 
+/** One hit on a fixed window: INCR, the expiry set by the first. KEYS: counter. ARGV: windowMs. Answers {count, pttl}. */
+const HIT = `
+local v = redis.call('INCR', KEYS[1])
+if v == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then ttl = tonumber(ARGV[1]) end
+return {v, ttl}
+`;
+
 /** Login limits counted in Redis, so every process of the app enforces the same ones. */
 export interface RedisLoginLimits {
   factory: LoginLimitsFactory;
+  /** Fixed-window counters on the same connection (account mail limits); this process's own while Redis is out. */
+  counter: RateCounter;
   close(): Promise<void>;
 }
 
@@ -120,8 +133,25 @@ export async function connectLoginLimits(url: string, logger: Logger, prefix = '
       },
     };
   };
+  const localCounter = memoryRateCounter();
+  const counter: RateCounter = {
+    async hit(name: string, windowMs: number): Promise<RateHit> {
+      const key = `${prefix}:rate:${createHash('sha256').update(name).digest('base64url')}`;
+      try {
+        const [count, resetMs] = ((await withTimeout(client.eval(HIT, { keys: [key], arguments: [String(windowMs)] }))) as number[]).map(Number) as [number, number];
+        return { count, resetMs };
+      } catch (err) {
+        if (!reported) {
+          reported = true;
+          logger.warn('rate limits: redis unreachable, counting in this process until it is back', { error: err });
+        }
+        return localCounter.hit(name, windowMs);
+      }
+    },
+  };
   return {
     factory,
+    counter,
     async close() {
       if (client.isOpen) await client.close();
     },

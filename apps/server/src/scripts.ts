@@ -95,10 +95,13 @@ const EVENT_LABEL: Record<string, string> = {
   beforerequest: 'On BeforeRequest',
   aftercommit: 'On AfterCommit',
   login: 'On Login',
+  beforereset: 'On BeforeReset',
 };
 
-/** The event files of a Collection (login.js only means something on a UserCollection). */
-export const COLLECTION_EVENT_FILES: ReadonlySet<string> = new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js', 'beforerequest.js', 'aftercommit.js', 'login.js']);
+/** The event files of a Collection (login.js and beforereset.js only mean something on a UserCollection). */
+export const COLLECTION_EVENT_FILES: ReadonlySet<string> = new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js', 'beforerequest.js', 'aftercommit.js', 'login.js', 'beforereset.js']);
+/** The event files only a UserCollection has. */
+export const USER_ONLY_EVENT_FILES: ReadonlySet<string> = new Set(['login.js', 'beforereset.js']);
 
 /**
  * On BeforeRequest may change the request's query, which a script sees as the variable `query`:

@@ -98,7 +98,8 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
       ajax: 'object',
       names: ['addfollower', 'ajax', 'close', 'off', 'on', 'once', 'setBaseUrl', 'socketReady', 'todos', 'users'],
       todos: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put'],
-      users: ['del', 'exec', 'get', 'login', 'logout', 'me', 'off', 'on', 'once', 'post', 'put'],
+      // The account calls answer 404 on a collection whose config.json turns no flow on (docs/accounts.md).
+      users: ['confirmPasswordReset', 'confirmVerification', 'del', 'exec', 'get', 'login', 'loginWithCode', 'logout', 'me', 'off', 'on', 'once', 'post', 'put', 'requestCode', 'requestPasswordReset', 'requestVerification'],
       custom: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put', 'shout'],
       byName: ['del', 'exec', 'get', 'post', 'put'],
     });

@@ -58,14 +58,19 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
       const optional = def.required === true || def.type === 'boolean' ? '' : '?';
       lines.push(`  ${quoteKey(prop)}${optional}: ${type};`);
     }
-    const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : [])]);
+    // auth.verification adds `verified`, set by the server only (docs/accounts.md).
+    const verifies = kind === 'users' && isObject(source.config.auth) && source.config.auth.verification !== undefined && !Object.hasOwn(source.config.properties ?? {}, 'verified');
+    if (verifies) lines.push('  /** Whether the user confirmed their email address (set by the server). */', '  verified: boolean;');
+    const declared = new Set(['id', ...Object.keys(source.config.properties ?? {}), ...(kind === 'users' ? ['username', 'password'] : []), ...(verifies ? ['verified'] : [])]);
     for (const prop of source.scriptProperties ?? []) {
       if (declared.has(prop)) continue;
       declared.add(prop);
       lines.push('  /** Set by an event script; no property declares it. */', `  ${quoteKey(prop)}?: unknown;`);
     }
     lines.push('}', '');
-    if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${typeName}>;`);
+    // With two-factor a login may answer the second step instead of the session.
+    const login = kind === 'users' && hasMfa(source.config) ? ', LoginAnswer' : '';
+    if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${typeName}${login}>;`);
     infos.push({ path: source.path, kind });
   }
   lines.push('/** The app\'s resources, for `createClient<Types>(url, { resources })`. */', 'export interface Types {', '  resources: {', ...entries, '  };', '}', '');
@@ -75,8 +80,16 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
 
 function usedImports(sources: readonly TypeSource[]): string[] {
   const names = new Set<string>(['ResourceList']);
-  for (const s of sources) names.add(s.config.type === 'UserCollection' ? 'UserCollectionDef' : s.config.type === 'Collection' ? 'CollectionDef' : 'CustomDef');
+  for (const s of sources) {
+    names.add(s.config.type === 'UserCollection' ? 'UserCollectionDef' : s.config.type === 'Collection' ? 'CollectionDef' : 'CustomDef');
+    if (s.config.type === 'UserCollection' && hasMfa(s.config)) names.add('LoginAnswer');
+  }
   return [...names].sort();
+}
+
+function hasMfa(config: ResourceConfig): boolean {
+  const auth = config.auth;
+  return typeof auth === 'object' && auth !== null && (auth as Record<string, unknown>).mfa !== undefined;
 }
 
 /** 'add-follower/x_y' -> 'AddFollowerXY'. */
@@ -98,4 +111,8 @@ function uniqueName(base: string, taken: Set<string>): string {
 
 function quoteKey(key: string): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

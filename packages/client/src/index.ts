@@ -3,6 +3,12 @@ export type { ClientOptions } from './createClient.js';
 export { SvcPromise } from './SvcPromise.js';
 export type {
   AccessorOf,
+  AccountCalls,
+  LoginAnswer,
+  MfaCalls,
+  MfaStep,
+  ProviderLoginOptions,
+  MailAccountCalls,
   BodyArgs,
   Callback,
   ClientCore,
@@ -21,6 +27,8 @@ export type {
   LiveEvent,
   LiveHandler,
   LooseAccessor,
+  MailRequest,
+  MailRequested,
   MethodArgs,
   Modifier,
   PropertyQuery,

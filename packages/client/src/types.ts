@@ -35,6 +35,50 @@ export interface SessionInfo {
   uid: string;
 }
 
+/** A login whose user has two-factor on: no session yet; `mfa.verify` (or, with `enroll`, `mfa.enroll` and `mfa.confirm`) completes it. */
+export interface MfaStep {
+  mfaRequired: true;
+  mfaToken: string;
+  /** The collection requires two-factor and this user has none yet: enrol with the token. */
+  enroll?: true;
+}
+
+/** What a login answers: the session, or the second step. */
+export type LoginAnswer = SessionInfo | MfaStep;
+
+/** Options of `loginWithProvider`. */
+export interface ProviderLoginOptions {
+  /** Where the provider sends the browser back: exactly one of the collection's `auth.oauth.redirects`. */
+  redirect: string;
+  /** 'redirect' (default): the page goes to the provider; 'popup': a window does, and the promise answers. */
+  mode?: 'redirect' | 'popup';
+  /** Link the provider to the logged-in user instead of logging in. */
+  link?: boolean;
+}
+
+/** The two-factor (TOTP) calls of a user collection: `svc.users.mfa`. */
+export interface MfaCalls {
+  /** The logged-in user's state. */
+  status(fn?: Callback<{ enabled: boolean; required: boolean; recoveryCodesLeft: number }>): SvcPromise<{ enabled: boolean; required: boolean; recoveryCodesLeft: number }>;
+  /** A new secret and its otpauth:// URI (show it as a QR code); the logged-in user, or a login's `mfaToken` when `enroll` was asked. */
+  enroll(input?: { mfaToken?: string }, fn?: Callback<{ secret: string; uri: string }>): SvcPromise<{ secret: string; uri: string }>;
+  /** The first code turns two-factor on: the 10 recovery codes are answered this once (and the session, with an mfaToken). */
+  confirm(input: { code: string; mfaToken?: string }, fn?: Callback<{ recoveryCodes: string[] } & Partial<SessionInfo>>): SvcPromise<{ recoveryCodes: string[] } & Partial<SessionInfo>>;
+  /** The second step of a login: a current code or a recovery code. */
+  verify(input: { mfaToken: string; code: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
+  /** Turns two-factor off (a current code or a recovery code). */
+  disable(input: { code: string }, fn?: Callback<{ enabled: false }>): SvcPromise<{ enabled: false }>;
+}
+
+/** The account calls every user collection has beside login, logout and me. */
+export interface AccountCalls {
+  /** Logs in with an OAuth/OpenID Connect provider of `auth.oauth.providers`. */
+  loginWithProvider(provider: string, options: ProviderLoginOptions): SvcPromise<LoginAnswer>;
+  /** After a redirect-mode provider login: the answer carried in the page's fragment, or null; throws the provider error. */
+  providerLoginResult(hash?: string): LoginAnswer | null;
+  readonly mfa: MfaCalls;
+}
+
 /** How the runtime treats one resource; `svc types` and `/svc.js` write these. */
 export interface ResourceInfo {
   /** '/todos', '/a/b'. */
@@ -53,10 +97,15 @@ export interface CollectionDef<Item extends { id: string }> {
   item: Item;
 }
 
-/** A User Collection whose users are `Item` (password is never part of it). */
-export interface UserCollectionDef<Item extends { id: string; username: string }> {
+/**
+ * A User Collection whose users are `Item` (password is never part of it). `Login` is what its
+ * login answers: {@link LoginAnswer} when the collection has two-factor (`auth.mfa`), where a
+ * login may answer the second step instead of the session.
+ */
+export interface UserCollectionDef<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo> {
   kind: 'users';
   item: Item;
+  login: Login;
 }
 
 /** A custom resource; `Methods` names its extra RPC-style methods. */
@@ -71,7 +120,7 @@ export interface UnknownDef {
 }
 
 /** One resource of a {@link ClientTypes}. */
-export type ResourceDef = CollectionDef<{ id: string }> | UserCollectionDef<{ id: string; username: string }> | CustomDef<string> | UnknownDef;
+export type ResourceDef = CollectionDef<{ id: string }> | UserCollectionDef<{ id: string; username: string }, LoginAnswer> | CustomDef<string> | UnknownDef;
 
 /** The shape `svc types` generates: resource name (dashes removed) -> definition. */
 export interface ClientTypes {
@@ -229,9 +278,12 @@ export interface CollectionAccessor<Item extends { id: string }, Create = Create
 }
 
 /** svc.<users>: a collection plus login, logout and me. */
-export interface UserCollectionAccessor<Item extends { id: string; username: string }>
-  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }> {
-  login(credentials: { username: string; password: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
+export interface UserCollectionAccessor<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo>
+  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }>,
+    AccountCalls,
+    MailAccountCalls<Login> {
+  /** The session; with two-factor (`auth.mfa`), {@link MfaStep} when the user must give a code. */
+  login(credentials: { username: string; password: string }, fn?: Callback<Login>): SvcPromise<Login>;
   /** The result is always null. */
   logout(fn?: Callback<null>): SvcPromise<null>;
   /** The current user, or null when nobody is logged in; the query (`$fields`, ...) as in get. */
@@ -239,10 +291,41 @@ export interface UserCollectionAccessor<Item extends { id: string; username: str
   me(query: Query<Item>, fn?: Callback<Item | null>): SvcPromise<Item | null>;
 }
 
+/** A request for an account mail: the same answer whether or not a user has the address. */
+export interface MailRequest {
+  email: string;
+  /** The mail's language ('de', 'pt-BR'); default: Accept-Language, then the app's default templates. */
+  language?: string;
+}
+
+/** What a request for an account mail answers (whatever became of it). */
+export interface MailRequested {
+  requested: true;
+}
+
+/** The mail-based account calls of a user collection (docs/accounts.md). */
+export interface MailAccountCalls<Login extends LoginAnswer = SessionInfo> {
+  /** Mails a single-use reset link to the address, when a user has it. */
+  requestPasswordReset(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Sets a new password with the mailed token; every session of the user ends. Resolves null (204). */
+  confirmPasswordReset(reset: { token: string; password: string }, fn?: Callback<null>): SvcPromise<null>;
+  /** Mails a new verification link to an address not verified yet. */
+  requestVerification(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Confirms an address (the sign-up's, or a new one asked for by a PUT of `email`). */
+  confirmVerification(confirmation: { token: string }, fn?: Callback<{ verified: true; email: string }>): SvcPromise<{ verified: true; email: string }>;
+  /** Mails a one-time sign-in code and magic link. */
+  requestCode(request: MailRequest, fn?: Callback<MailRequested>): SvcPromise<MailRequested>;
+  /** Logs in with the mailed code, or with the magic link's token. */
+  loginWithCode(credentials: { email: string; code: string } | { token: string }, fn?: Callback<Login>): SvcPromise<Login>;
+}
+
 /** A resource without types: every call, untyped results. */
-export interface LooseAccessor extends ResourceAccessor, Listening {
+export interface LooseAccessor extends ResourceAccessor, Listening, MailAccountCalls<LoginAnswer> {
   subscribe<R extends { id: string } = { id: string } & Record<string, unknown>>(query: Record<string, unknown>, handler: LiveHandler<R>, options?: SubscribeOptions): Unsubscribe;
-  login(credentials: { username: string; password: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
+  login(credentials: { username: string; password: string }, fn?: Callback<LoginAnswer>): SvcPromise<LoginAnswer>;
+  loginWithProvider: AccountCalls['loginWithProvider'];
+  providerLoginResult: AccountCalls['providerLoginResult'];
+  readonly mfa: MfaCalls;
   logout(fn?: Callback<null>): SvcPromise<null>;
   me<R = unknown>(fn?: Callback<R | null>): SvcPromise<R | null>;
   me<R = unknown>(query: Record<string, unknown>, fn?: Callback<R | null>): SvcPromise<R | null>;
@@ -258,8 +341,8 @@ export type MethodArgs<R> = BodyArgs<R>;
 
 /** The accessor type of one resource definition. */
 export type AccessorOf<D> =
-  D extends UserCollectionDef<infer Item>
-    ? UserCollectionAccessor<Item>
+  D extends UserCollectionDef<infer Item, infer Login>
+    ? UserCollectionAccessor<Item, Login>
     : D extends CollectionDef<infer Item>
       ? CollectionAccessor<Item>
       : D extends CustomDef<infer M>

@@ -20,6 +20,8 @@ const app: TypeSource[] = [
     scriptProperties: ['summary', 'title'],
   },
   { path: '/users', config: { type: 'UserCollection', properties: { displayName: { type: 'string' } } } },
+  // Two-factor: its login may answer the second step.
+  { path: '/staff', config: { type: 'UserCollection', properties: {}, auth: { mfa: {} } } },
   { path: '/add-follower', config: { type: 'Event' }, client: { methods: { notify: { method: 'POST', func: 'notify' } } } },
   { path: '/a/b', config: { type: 'Collection', properties: { x: { type: 'number' } } } },
 ];
@@ -45,6 +47,12 @@ export async function use(): Promise<void> {
   const gone: null = await svc.todos.del(todo.id);
   svc.todos.get((result: Todos[] | null) => void result).fail(() => undefined);
   const session: SessionInfo = await svc.users.login({ username: 'u', password: 'p' });
+  const answer = await svc.staff.login({ username: 'u', password: 'p' });
+  const step: SessionInfo | string = 'mfaRequired' in answer ? answer.mfaToken : answer;
+  const verified: SessionInfo = await svc.users.mfa.verify({ mfaToken: 't', code: '123456' });
+  const { secret, uri }: { secret: string; uri: string } = await svc.users.mfa.enroll();
+  void svc.users.loginWithProvider('google', { redirect: 'https://app.example/done', mode: 'popup' });
+  void [verified, secret, uri, step];
   const me: Users | null = await svc.users.me();
   await svc.users.post({ username: 'v', password: 'p', displayName: 'V' });
   await svc.addfollower.notify('x', { a: 1 });
@@ -67,6 +75,9 @@ const bad = [
   `export const f = () => svc.todoz.get();`,
   `export const g = () => svc.users.login({ username: 'u' });`,
   `export const h = () => svc.addfollower.notifyy();`,
+  `export const k = () => svc.users.mfa.verify({ mfaToken: 't' });`,
+  `export const l = () => svc.users.loginWithProvider('google', { mode: 'popup' });`,
+  `export const m = async () => (await svc.staff.login({ username: 'u', password: 'p' })).uid;`,
   `export const i = () => svc.todos.post({ done: true });`,
   `export const j = () => svc.users.post({ username: 'u' });`,
 ];
@@ -138,5 +149,16 @@ describe('svc types: the generated Types compile, wrong names do not (tsc)', () 
     expect(text).toContain('    addfollower: CustomDef<"notify">;');
     expect(text).toContain('    "a/b": CollectionDef<AB>;');
     expect(text).toContain('"path": "/add-follower"');
+  });
+});
+
+describe('svc types and auth.verification (issue 27)', () => {
+  it('a user collection with auth.verification gets verified: boolean, set by the server', () => {
+    const text = generateTypes([
+      { path: '/members', config: { type: 'UserCollection', properties: { email: { type: 'string' } }, auth: { verification: {}, reset: {} } } },
+      { path: '/staff', config: { type: 'UserCollection', properties: { email: { type: 'string' } }, auth: { reset: {} } } },
+    ]);
+    expect(text).toContain('export interface Members {\n  id: string;\n  username: string;\n  email?: string;\n  /** Whether the user confirmed their email address (set by the server). */\n  verified: boolean;\n}');
+    expect(text).toContain('export interface Staff {\n  id: string;\n  username: string;\n  email?: string;\n}');
   });
 });

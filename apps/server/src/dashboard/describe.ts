@@ -1,6 +1,6 @@
 import type { ResourceConfig, ResourceType, SettingsSchema } from '@svc/core';
 import type { AppFolder } from '../loadApp.js';
-import { COLLECTION_EVENT_FILES } from '../scripts.js';
+import { COLLECTION_EVENT_FILES, USER_ONLY_EVENT_FILES } from '../scripts.js';
 
 /** The types every app has. */
 export const BUILT_IN_TYPES: ReadonlySet<string> = new Set(['Collection', 'UserCollection']);
@@ -30,7 +30,7 @@ export interface ResourceView {
 
 /** The event files of a type, in the order the dashboard shows them. */
 export function eventFilesOf(type: string, types: ReadonlyMap<string, ResourceType>): string[] {
-  if (type === 'Collection') return [...COLLECTION_EVENT_FILES].filter((f) => f !== 'login.js');
+  if (type === 'Collection') return [...COLLECTION_EVENT_FILES].filter((f) => !USER_ONLY_EVENT_FILES.has(f));
   if (type === 'UserCollection') return [...COLLECTION_EVENT_FILES];
   return [...(types.get(type)?.events ?? [])];
 }

@@ -1,5 +1,6 @@
 import { SvcPromise } from '../SvcPromise.js';
 import type { LiveHandler, ResourceInfo, SubscribeOptions } from '../types.js';
+import { accountCalls } from './accountCalls.js';
 import { bodyCall, delCall, execCall, getCall, methodCall, sortArgs } from './calls.js';
 import type { SortedArgs } from './calls.js';
 import type { RealtimeLink } from './realtimeLink.js';
@@ -40,11 +41,15 @@ export function run(ctx: AccessorContext, call: CallRequest, fn: SortedArgs['fn'
   return promise;
 }
 
+/** The account calls of a user collection, each POST /<users>/<name> (a missing flow answers 404). */
+const ACCOUNT_CALLS = ['requestPasswordReset', 'confirmPasswordReset', 'requestVerification', 'confirmVerification', 'requestCode', 'loginWithCode'] as const;
+
 /** A login or logout through any path also moves this client's socket to the new session. */
 async function afterSessionCall(ctx: AccessorContext, call: CallRequest, value: unknown): Promise<void> {
   if (call.method !== 'POST') return;
   if (call.path.endsWith('/logout')) return ctx.realtime.bind(null);
-  if (!call.path.endsWith('/login')) return;
+  // A two-factor login ends at mfa/verify (or mfa/confirm, when it enrolled): the session starts there.
+  if (!call.path.endsWith('/login') && !call.path.endsWith('/loginWithCode') && !call.path.endsWith('/mfa/verify') && !call.path.endsWith('/mfa/confirm')) return;
   const session = value as { id?: unknown; uid?: unknown } | null;
   if (typeof session?.id === 'string' && typeof session.uid === 'string') await ctx.realtime.bind(session.id);
 }
@@ -87,12 +92,15 @@ export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceI
   if (info === undefined || info.kind === 'users') {
     out.login = (credentials, fn) => run(ctx, { method: 'POST', path: `${path}/login`, body: credentials }, callback(fn));
     out.logout = (fn) => run(ctx, { method: 'POST', path: `${path}/logout` }, callback(fn), toNull);
+    // The mail-based account calls (docs/accounts.md): POST /<users>/<name> with one object.
+    for (const name of ACCOUNT_CALLS) out[name] = (body, fn) => run(ctx, { method: 'POST', path: `${path}/${name}`, body }, callback(fn), name === 'confirmPasswordReset' ? toNull : undefined);
     // me(fn), me(query, fn), me(query): the arguments of get, as dpd.js's me (get('me', ...)); the
     // query reaches On BeforeRequest and On Get. A path segment is ignored, as in scripts.
     out.me = (...args) => {
       const a = sortArgs(args);
       return run(ctx, getCall(`${path}/me`, { ...a, segments: [] }), a.fn);
     };
+    Object.assign(out, accountCalls(ctx, path, run));
   }
   for (const [name, spec] of Object.entries(info?.methods ?? {})) {
     if (name in out) continue;

@@ -3,20 +3,41 @@ import { RuleError } from '../access/parseRule.js';
 import { SvcError, isSvcError } from '../errors.js';
 import { compileFilter } from '../query/compileQuery.js';
 import type { ClientShape, ResourceHost, UserResource } from '../resource.js';
-import type { Doc } from '../store/Store.js';
+import type { Doc, StoreCollection } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { Collection } from './Collection.js';
 import type { CollectionOptions } from './Collection.js';
 import type { EventOutcome } from './events.js';
 import { LoginLimiter } from './loginLimiter.js';
-import type { LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
+import type { LoginAttempt, LoginLimiterOptions, LoginLimits } from './loginLimiter.js';
 import { DEFAULT_PASSWORD_COST, dummyHash, hashPassword, isLegacyHash, verifyPassword } from './passwords.js';
+import { AccountFlows, ACCOUNT_FIELDS } from './accounts/AccountFlows.js';
+import type { AuthSettings } from './accounts/authSettings.js';
+import { Accounts, isAccountRoute } from './accounts/Accounts.js';
+import type { CredentialCheck } from './accounts/Accounts.js';
+import type { AccountMailer } from './accounts/AccountMailer.js';
+import type { AccountPolicy } from './accounts/accountSettings.js';
+import { isEmailAddress } from './accounts/accountInput.js';
 
 /** Options of a {@link UserCollection}. */
 export interface UserCollectionOptions extends CollectionOptions {
   /** bcrypt cost; default 10. */
   passwordCost?: number;
   loginRateLimit?: LoginLimiterOptions;
+  /** `auth` of config.json: OAuth/OIDC providers and MFA (see docs/accounts.md). */
+  auth?: AuthSettings;
+  /** svc's own `_auth` collection (OAuth states, identities, used codes); needed by `auth`. */
+  authStore?: StoreCollection;
+  /** Mail-based account flows (config.json `auth`): docs/accounts.md. */
+  accounts?: UserAccountOptions;
+}
+
+/** What the mail-based account flows of a UserCollection need. */
+export interface UserAccountOptions {
+  policy: AccountPolicy;
+  mailer: AccountMailer;
+  /** Where tokens and codes are kept (the store's `_accounts`). */
+  tokens: StoreCollection;
 }
 
 const BAD_CREDENTIALS = 'bad credentials';
@@ -29,7 +50,7 @@ const BAD_CREDENTIALS = 'bad credentials';
 export class UserCollection extends Collection implements UserResource {
   override readonly type: string = 'UserCollection';
   override readonly client: ClientShape = { collection: true, users: true };
-  protected override readonly storeOnly: ReadonlySet<string> = new Set(['password']);
+  protected override readonly storeOnly: ReadonlySet<string> = new Set(['password', ...ACCOUNT_FIELDS]);
   private readonly cost: number;
   private readonly limitOptions: LoginLimiterOptions | undefined;
   private limiter: LoginLimits;
@@ -37,6 +58,12 @@ export class UserCollection extends Collection implements UserResource {
   private dummy: Promise<string> | undefined;
   /** Requests of /me: a user's own private properties are answered to them (README). */
   private readonly meRequests = new WeakSet<Context>();
+  /** Users created by a provider login: they have no password. */
+  private readonly passwordless = new WeakSet<Context>();
+  /** OAuth/OIDC and MFA, when config.json's `auth` asks for them. */
+  private readonly flows: AccountFlows | undefined;
+  /** Password reset, email verification, one-time codes (config.json `auth`); undefined when off. */
+  private readonly accounts: Accounts | undefined;
 
   constructor(options: UserCollectionOptions) {
     const { password, username: _username, ...rest } = options.properties;
@@ -44,17 +71,63 @@ export class UserCollection extends Collection implements UserResource {
       // The hash is never answered and only its owner (or root) changes it: no rule may open it.
       throw new RuleError(`${options.configFile ?? `resources${options.path}/config.json`}: properties.password: the password takes no read or write rule (it is never readable)`);
     }
+    for (const field of ACCOUNT_FIELDS) delete rest[field];
     const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true }, ...rest };
+    if (options.accounts && properties.email?.type !== 'string') {
+      throw new Error(`resource ${options.path.slice(1)}: auth.verification, auth.reset and auth.codes need an "email" property of type string (unique, so that an address names one user)`);
+    }
+    if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean' };
     super({ ...options, properties });
+    this.flows = AccountFlows.create(options, {
+      path: this.path,
+      properties: this.properties,
+      attempt: (ctx, key) => this.attempt(ctx, key),
+      findById: (id) => this.store.findOne({ id }),
+      findOne: (filter) => this.store.findOne(filter),
+      find: (filter) => this.store.find(filter),
+      updateUser: (filter, ops) => this.writing(() => this.store.update(filter, ops)),
+      createUser: (ctx, body) => this.createPasswordless(ctx, body),
+      onLogin: (ctx, user) => this.onLogin(ctx, user, true),
+      startSession: (ctx, user) => this.startSession(ctx, user),
+      secureCookies: (ctx) => this.requireHost().sessionCookie('', ctx).includes('; Secure'),
+    });
     this.cost = options.passwordCost ?? DEFAULT_PASSWORD_COST;
     this.limitOptions = options.loginRateLimit;
     this.limiter = new LoginLimiter(options.loginRateLimit);
+    this.accounts = options.accounts && this.accountsOf(options.accounts);
   }
+
+  private accountsOf(options: UserAccountOptions): Accounts {
+    return new Accounts(
+      {
+        path: this.path,
+        store: this.store,
+        tokens: options.tokens,
+        logger: () => this.logger,
+        sessions: () => this.requireHost().sessions,
+        hashPassword: (password) => hashPassword(password, this.cost),
+        setFields: (uid, fields) => this.writing(() => this.store.update({ id: uid }, { $set: fields })),
+        login: (ctx, name, check) => this.authenticate(ctx, name, check),
+        beforeReset: async (ctx, user) => {
+          if (!this.events.has('beforereset')) return;
+          const visible = this.withoutStoreOnly(user);
+          await this.events.run('beforereset', { ctx, object: { ...visible }, previous: visible, locals: { event: 'RESET' } });
+        },
+      },
+      options.policy,
+      options.mailer,
+    );
+  }
+
 
   override async init(host?: ResourceHost): Promise<void> {
     this.host = host;
     if (host?.loginLimits) this.limiter = host.loginLimits(this.limitOptions);
     await super.init(host);
+    // Every mail request looks users up by address.
+    const email = this.properties.email;
+    if (this.accounts && email && !email.unique && !email.index) await this.store.ensureIndex({ field: 'email' });
+    await this.accounts?.init();
   }
 
   override handle(ctx: Context): Promise<Reply> {
@@ -62,6 +135,10 @@ export class UserCollection extends Collection implements UserResource {
     if (func === 'login' && ctx.method === 'POST') return this.login(ctx);
     if (func === 'logout' && ctx.method === 'POST') return this.logout(ctx);
     if (func === 'me' && ctx.method === 'GET') return this.me(ctx);
+    const flow = this.flows?.route(ctx);
+    if (flow !== undefined) return flow;
+    if (this.accounts?.answers(func)) return this.accounts.handle(ctx, func);
+    if (isAccountRoute(func)) return Promise.reject(new SvcError('NOT_FOUND', `${func} is not turned on for ${this.path.slice(1)} (config.json auth: docs/accounts.md)`));
     return super.handle(ctx);
   }
 
@@ -77,38 +154,73 @@ export class UserCollection extends Collection implements UserResource {
   }
 
   protected override present(doc: Record<string, unknown>): Record<string, unknown> {
-    if (!Object.hasOwn(doc, 'password')) return doc;
-    const { password: _password, ...rest } = doc;
+    if (!Object.hasOwn(doc, 'password') && !ACCOUNT_FIELDS.some((field) => Object.hasOwn(doc, field))) return doc;
+    // Destructured, not deleted: objects keep their fast shape for the JSON answer (ACCOUNT_FIELDS).
+    const { password: _password, _mfa, _mfaRecovery, _identities, ...rest } = doc;
     return rest;
   }
 
   protected override async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
     const password = body.password;
-    if (typeof password !== 'string' || password === '') {
+    if ((typeof password !== 'string' || password === '') && !this.passwordless.has(ctx)) {
       // Both credentials are reported at once, as Deployd does.
       const username = body.username;
       const errors: Record<string, string> = typeof username === 'string' && username !== '' ? {} : { username: 'is required' };
       errors.password = 'is required';
       throw new SvcError('VALIDATION_FAILED', undefined, { errors });
     }
-    return super.create(ctx, body);
+    return super.create(ctx, this.withoutAccountFields(ctx, body));
   }
 
-  protected override update(ctx: Context, id: string, given: Record<string, unknown>): Promise<Reply> {
-    let body = given;
-    const changesCredentials = Object.hasOwn(body, 'username') || Object.hasOwn(body, 'password');
+  protected override async update(ctx: Context, id: string, given: Record<string, unknown>): Promise<Reply> {
+    let body = this.withoutAccountFields(ctx, given);
+    // With mail-based flows the address is a credential too: whoever sets it can reset the password.
+    const credentials = this.accounts ? ['username', 'password', 'email'] : ['username', 'password'];
+    const changesCredentials = credentials.some((name) => Object.hasOwn(body, name));
     if (changesCredentials && !ctx.isRoot && !ctx.internal && ctx.me?.id !== id) {
       // As in Deployd 1.2: another user's credentials are dropped and the rest is saved. ctx.body
       // is replaced too, so that the dropped password never reaches the hash nor ends sessions.
       // Self is only the logged-in user's id (not Deployd's `|| body.id`, true for any body id).
-      const { username: _username, password: _password, ...rest } = body;
+      body = Object.fromEntries(Object.entries(body).filter(([name]) => !credentials.includes(name)));
+      ctx.body = body;
+    }
+    const newEmail = await this.heldEmailChange(ctx, id, body);
+    if (newEmail !== undefined) {
+      const { email: _email, ...rest } = body;
       body = rest;
       ctx.body = rest;
     }
     if (body.password !== undefined && (typeof body.password !== 'string' || body.password === '')) {
       throw new SvcError('VALIDATION_FAILED', undefined, { errors: { password: 'must be a non-empty string' } });
     }
-    return super.update(ctx, id, body);
+    const reply = await super.update(ctx, id, body);
+    if (newEmail !== undefined && this.accounts) await this.accounts.emailChangeAsked(ctx, newEmail.user, newEmail.email);
+    return reply;
+  }
+
+  /**
+   * `verified` is the server's to set: a client's value is dropped (root and event scripts may
+   * set it). A new copy when something is dropped, so that the caller's body stays as sent.
+   */
+  private withoutAccountFields(ctx: Context, body: Record<string, unknown>): Record<string, unknown> {
+    if (!this.accounts?.policy.verification.enabled || ctx.isRoot || ctx.internal || !Object.hasOwn(body, 'verified')) return body;
+    const { verified: _verified, ...rest } = body;
+    ctx.body = rest;
+    return rest;
+  }
+
+  /**
+   * A user's own change of address, with verification on: held back (the old address stays) and
+   * confirmed by mail. Root and event scripts change it at once. Answers the change held, if any.
+   */
+  private async heldEmailChange(ctx: Context, id: string, body: Record<string, unknown>): Promise<{ user: Doc; email: string } | undefined> {
+    if (!this.accounts?.policy.verification.enabled || ctx.isRoot || ctx.internal || !Object.hasOwn(body, 'email')) return undefined;
+    const email = body.email;
+    if (!isEmailAddress(email)) throw new SvcError('VALIDATION_FAILED', undefined, { errors: { email: 'is not an email address' } });
+    const user = await this.store.findOne({ id });
+    if (user === null || user.email === email) return undefined;
+    await this.accounts.countMail(ctx, email);
+    return { user, email };
   }
 
   /** The password hash is computed here, after the scripts, and stored beside the object. */
@@ -119,6 +231,7 @@ export class UserCollection extends Collection implements UserResource {
 
   /** A changed username or password ends the user's other sessions. */
   protected override async afterWrite(ctx: Context, stored: Doc, previous: Doc | undefined): Promise<void> {
+    if (previous === undefined && this.accounts) await this.accounts.signedUp(ctx, stored);
     if (previous === undefined || !this.host) return;
     const body = ctx.body as Record<string, unknown> | undefined;
     const changed = body?.password !== undefined || stored.username !== previous.username;
@@ -131,8 +244,30 @@ export class UserCollection extends Collection implements UserResource {
 
   /** A deleted user's sessions end with it (their sockets no longer get that user's messages). */
   protected override async afterDelete(ids: readonly string[]): Promise<void> {
+    await this.flows?.forgetUsers(ids);
     if (!this.host) return;
     for (const id of ids) await this.host.sessions.endUserSessions(id);
+  }
+
+  /** One login attempt for `key` (a username, an MFA step): refused with 429 over the limits. */
+  private async attempt(ctx: Context, key: string): Promise<LoginAttempt> {
+    const attempt = await this.limiter.attempt(clientAddress(ctx), `${this.path}\n${key}`);
+    if (attempt.retryAfter > 0) {
+      throw new SvcError('TOO_MANY_REQUESTS', 'too many login attempts; try again later', { headers: { 'retry-after': String(attempt.retryAfter) } });
+    }
+    if (attempt.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, attempt.delayMs));
+    return attempt;
+  }
+
+  /** A user made by a provider login: POST's path (scripts, validation), without a password. */
+  async createPasswordless(ctx: Context, body: Record<string, unknown>): Promise<Doc> {
+    const inner: Context = { ...ctx, method: 'POST', parts: [], url: '/', query: {}, body, bodyKind: 'json', me: undefined };
+    this.passwordless.add(inner);
+    const reply = await this.create(inner, body);
+    const id = (reply.body as { id?: unknown } | undefined)?.id;
+    const user = typeof id === 'string' ? await this.store.findOne({ id }) : null;
+    if (user === null) throw new SvcError('INTERNAL', 'the new user was not stored');
+    return user;
   }
 
   private async login(ctx: Context): Promise<Reply> {
@@ -141,22 +276,39 @@ export class UserCollection extends Collection implements UserResource {
     if (typeof username !== 'string' || typeof password !== 'string' || username === '' || password === '') {
       throw new SvcError('BAD_REQUEST', 'username or password not specified');
     }
-    // Counted before the password check, so that parallel attempts cannot all pass (see LoginLimiter).
-    const attempt = await this.limiter.attempt(clientAddress(ctx), `${this.path}\n${username}`);
-    if (attempt.retryAfter > 0) {
-      throw new SvcError('TOO_MANY_REQUESTS', 'too many login attempts; try again later', { headers: { 'retry-after': String(attempt.retryAfter) } });
-    }
-    if (attempt.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, attempt.delayMs));
-    const user = await this.store.findOne({ username });
-    const stored = typeof user?.password === 'string' ? user.password : undefined;
-    // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
-    const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
-    if (this.events.has('login')) await this.onLogin(ctx, user, ok && user !== null);
+    return this.authenticate(ctx, username, async () => {
+      const user = await this.store.findOne({ username });
+      const stored = typeof user?.password === 'string' ? user.password : undefined;
+      // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
+      const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
+      if (ok && user !== null && stored !== undefined && isLegacyHash(stored)) {
+        await this.store.update({ id: user.id }, { $set: { password: await hashPassword(password, this.cost) } });
+      }
+      return { user, ok };
+    });
+  }
+
+  /**
+   * The one login path of every method with a credential (password, mailed code, magic link):
+   * the login limits count the attempt before `check` runs, On Login sees it, a required
+   * verification is checked once the credential was right, then the second factor (MFA) or a
+   * new session. Provider logins (OIDC) run the same limits, On Login and second step in AccountFlows.
+   */
+  private async authenticate(ctx: Context, name: string, check: () => Promise<CredentialCheck>): Promise<Reply> {
+    // Counted before the credential check, so that parallel attempts cannot all pass (see LoginLimiter).
+    const attempt = await this.attempt(ctx, name);
+    const { user, ok } = await check();
+    await this.onLogin(ctx, user, ok && user !== null);
     if (!ok || user === null) throw new SvcError('BAD_CREDENTIALS', BAD_CREDENTIALS);
     await attempt.succeeded();
-    if (stored !== undefined && isLegacyHash(stored)) {
-      await this.store.update({ id: user.id }, { $set: { password: await hashPassword(password, this.cost) } });
-    }
+    if (this.accounts?.policy.verification.required && user.verified !== true) throw new SvcError('FORBIDDEN', 'the email address is not verified yet');
+    const second = await this.flows?.secondStep(user);
+    if (second !== undefined) return second;
+    return this.startSession(ctx, user);
+  }
+
+  /** Binds the request's session to the user: what every login method ends with. */
+  async startSession(ctx: Context, user: Doc): Promise<Reply> {
     const host = this.requireHost();
     const previousId = ctx.session.id;
     const session = await host.sessions.login(previousId, user.id, this.path);
@@ -176,7 +328,8 @@ export class UserCollection extends Collection implements UserResource {
    * was not cancelled; only declared properties are written (never username, password or id),
    * other keys are ignored, and no other event runs.
    */
-  private async onLogin(ctx: Context, user: Doc | null, success: boolean): Promise<void> {
+  async onLogin(ctx: Context, user: Doc | null, success: boolean): Promise<void> {
+    if (!this.events.has('login')) return;
     const visible = user === null ? {} : this.withoutStoreOnly(user);
     const outcome = await this.events.run('login', { ctx, object: { ...visible }, previous: visible, locals: { success, event: 'LOGIN' }, answerCancel: true });
     if (user !== null && (!success || outcome.cancelled === undefined)) await this.storeLoginChanges(user, outcome);

@@ -4,9 +4,10 @@ import type { Doc } from '../store/Store.js';
 /**
  * The events of a Collection, in the spec's names: On Get, On Validate, On Post, On Put, On
  * Delete; and Deployd 1.2's On BeforeRequest (before any other event of GET/POST/PUT/DELETE), On
- * AfterCommit (after a write is stored) and, on a UserCollection, On Login (every login attempt).
+ * AfterCommit (after a write is stored) and, on a UserCollection, On Login (every login attempt) and
+ * On BeforeReset (a password reset about to be made: docs/accounts.md).
  */
-export type CollectionEvent = 'get' | 'validate' | 'post' | 'put' | 'delete' | 'beforerequest' | 'aftercommit' | 'login';
+export type CollectionEvent = 'get' | 'validate' | 'post' | 'put' | 'delete' | 'beforerequest' | 'aftercommit' | 'login' | 'beforereset';
 
 /** What one event run did to its object. */
 export interface EventOutcome {

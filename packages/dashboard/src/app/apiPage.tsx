@@ -24,12 +24,35 @@ export function routesOf(resource: ResourceView): Route[] {
         { method: 'POST', path: `${p}/logout`, what: 'sign out' },
         { method: 'GET', path: `${p}/me`, what: 'the signed-in user, or 204' },
       );
+      routes.push(...accountRoutes(resource, p));
     }
     return routes;
   }
   if (resource.type === 'Email') return [{ method: 'POST', path: p, what: 'send {to, subject, text|html} (root or internal requests)' }];
   if (resource.type === 'Event') return [{ method: 'GET', path: `${p}[/...]`, what: 'runs get.js' }, { method: 'POST', path: `${p}[/...]`, what: 'runs post.js' }];
   return [{ method: 'ANY', path: `${p}[/...]`, what: `answered by the ${resource.type} type` }];
+}
+
+/** The routes of a user collection's `auth` settings (docs/accounts.md). */
+function accountRoutes(resource: ResourceView, p: string): Route[] {
+  const auth = resource.config.auth as { mfa?: unknown; oauth?: unknown } | undefined;
+  if (typeof auth !== 'object' || auth === null) return [];
+  const routes: Route[] = [{ method: 'GET', path: `${p}/methods`, what: 'how the signed-in user signs in (root: ?ids=a,b)' }];
+  if (auth.oauth !== undefined) {
+    routes.push(
+      { method: 'GET', path: `${p}/oauth/<provider>?redirect=<url>`, what: 'sign in with a provider (redirect: one of auth.oauth.redirects; &link=true links it to the signed-in user)' },
+      { method: 'GET', path: `${p}/oauth/<provider>/callback`, what: "the provider's answer: register it at the provider" },
+    );
+  }
+  if (auth.mfa !== undefined) {
+    routes.push(
+      { method: 'POST', path: `${p}/mfa/enroll`, what: 'a new TOTP secret and its otpauth:// URI' },
+      { method: 'POST', path: `${p}/mfa/confirm`, what: 'the first {code} turns two-factor on; answers the recovery codes' },
+      { method: 'POST', path: `${p}/mfa/verify`, what: "a login's second step: {mfaToken, code}" },
+      { method: 'POST', path: `${p}/mfa/disable`, what: 'turn two-factor off with a {code}' },
+    );
+  }
+  return routes;
 }
 
 /** Example calls with /svc.js and @svc/client, generated from the config. */

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { call, collectionUrl } from './api.ts';
 import type { FeedEvent, PropertyDef, ResourceView , ApiError} from './api.ts';
+import { SignInCell, hasAccounts, useSignInMethods } from './userMethods.tsx';
 
 type Row = { id: string } & Record<string, unknown>;
 interface Column {
@@ -96,6 +97,8 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
   const [flash, setFlash] = useState<Set<string>>(new Set());
   const [took, setTook] = useState<number | undefined>();
   const seq = useRef(0);
+  const signIn = useSignInMethods(resource, rows.map((r) => r.id));
+  const accounts = hasAccounts(resource);
 
   const load = useCallback(async () => {
     const mine = ++seq.current;
@@ -208,6 +211,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
           <thead>
             <tr>
               <th class="id-col" onClick={() => toggleSort('id')}>id {sortMark(sort, 'id')}</th>
+              {accounts && <th class="nosort">sign-in</th>}
               {columns.map((c) => (
                 <th key={c.name} onClick={() => !c.writeOnly && !c.undeclared && toggleSort(c.name)} class={c.writeOnly || c.undeclared ? 'nosort' : ''} title={c.undeclared ? 'not a property of this collection: set by a script' : undefined}>
                   {c.name} <span class="col-type">{c.type}{c.required ? ' *' : ''}</span> {sortMark(sort, c.name)}
@@ -221,6 +225,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
             {rows.map((row) => (
               <tr key={row.id} class={flash.has(row.id) ? 'flash' : ''} data-id={row.id}>
                 <td class="id-col mono">{row.id}</td>
+                {accounts && <SignInCell methods={signIn[row.id]} />}
                 {columns.map((col) => {
                   const key = `${row.id}:${col.name}`;
                   const isEditing = editing?.id === row.id && editing.col === col.name;
@@ -241,7 +246,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
               </tr>
             ))}
             {rows.length === 0 && !adding && (
-              <tr><td class="empty" colSpan={columns.length + 2}>{Object.keys(query).length > 0 ? 'Nothing matches the query.' : 'No objects yet. Add one, or POST to /' + resource.name + '.'}</td></tr>
+              <tr><td class="empty" colSpan={columns.length + (accounts ? 3 : 2)}>{Object.keys(query).length > 0 ? 'Nothing matches the query.' : 'No objects yet. Add one, or POST to /' + resource.name + '.'}</td></tr>
             )}
           </tbody>
         </table>
@@ -353,6 +358,7 @@ function NewRow({ columns, resource, done }: { columns: Column[]; resource: Reso
   return (
     <tr class="new-row">
       <td class="id-col muted">new</td>
+      {hasAccounts(resource) && <td />}
       {columns.map((col) => (
         <td key={col.name} class={`cell editing ${errors[col.name] ? 'has-error' : ''}`} data-col={col.name}>
           {col.undeclared ? null : col.type === 'boolean' ? (

@@ -49,5 +49,6 @@ export const EVENT_DOCS: Record<string, { label: string; doc: string }> = {
   'beforerequest.js': { label: 'On BeforeRequest', doc: 'Runs first for every request (event names it); may change query.' },
   'aftercommit.js': { label: 'On AfterCommit', doc: 'Runs after a write was stored: emit(), notify; errors are logged, the write stands.' },
   'login.js': { label: 'On Login', doc: 'Runs on every login attempt (success says how it went); cancel() refuses it.' },
+  'beforereset.js': { label: 'On BeforeReset', doc: 'Runs before a password reset by mailed token is made, with the user as this; cancel() refuses it (the token stays usable).' },
   'schedule.js': { label: 'On Schedule', doc: 'Event resources with a "schedule" setting: runs at those times as root, with no request (me undefined, isRoot true); schedule.time is the planned time.' },
 };

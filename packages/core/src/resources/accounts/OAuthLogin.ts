@@ -1,0 +1,277 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { SvcError, isSvcError } from '../../errors.js';
+import { readCookie, serializeCookie } from '../../http/cookies.js';
+import { DuplicateKeyError } from '../../store/Store.js';
+import type { Doc } from '../../store/Store.js';
+import type { Context, Reply } from '../../types.js';
+import type { AccountHost } from './AccountHost.js';
+import type { OAuthProviderSettings, OAuthSettings } from './authSettings.js';
+import { ProviderClient } from './ProviderClient.js';
+import type { ProviderProfile } from './ProviderClient.js';
+
+/** How long a browser may take at the provider. */
+const STATE_TTL_MS = 10 * 60_000;
+const BINDING_COOKIE = 'svc_oauth';
+/** Identities are kept until their user is deleted. */
+const FOREVER = Infinity;
+
+/**
+ * Login with OAuth2 / OpenID Connect providers: authorization code with PKCE (S256), `state`,
+ * `nonce` and verifier in a signed cookie of the browser that started (nothing is stored before
+ * the provider answers, so starts cost no storage) used once, the ID token verified (JWKS
+ * signature, iss, aud, exp, nonce), redirects only to allow-listed URLs. An identity is
+ * (provider, subject); a new user, or a link to an existing one, only through an email that the
+ * provider says is verified and, for an existing account, that the account verified too (no
+ * pre-hijack of an account by someone who registered its email first).
+ */
+export class OAuthLogin {
+  private readonly clients = new Map<string, ProviderClient>();
+
+  constructor(
+    private readonly host: AccountHost,
+    private readonly settings: OAuthSettings,
+  ) {
+    for (const [name, provider] of settings.providers) this.clients.set(name, new ProviderClient(provider));
+  }
+
+  /** GET /<users>/oauth (the providers), GET /<users>/oauth/<p>, GET (POST for form_post) /<users>/oauth/<p>/callback. */
+  handle(ctx: Context): Promise<Reply> {
+    const [, name, step, ...rest] = ctx.parts;
+    if (name === undefined && ctx.method === 'GET') return Promise.resolve({ status: 200, body: { providers: [...this.settings.providers.keys()] } });
+    const client = name === undefined ? undefined : this.clients.get(name);
+    if (client === undefined || rest.length > 0) throw new SvcError('NOT_FOUND', 'no such provider');
+    if (step === undefined && ctx.method === 'GET') return this.start(ctx, client);
+    // The answer comes the one way the provider was asked to send it.
+    if (step === 'callback' && ctx.method === (client.settings.responseMode === 'form_post' ? 'POST' : 'GET')) return this.callback(ctx, client);
+    throw new SvcError('NOT_FOUND', 'not found');
+  }
+
+  /** Sends the browser to the provider, with a fresh state, nonce and PKCE verifier. */
+  private async start(ctx: Context, client: ProviderClient): Promise<Reply> {
+    const redirect = this.checkedRedirect(ctx.query.redirect);
+    const link = ctx.query.link === 'true' || ctx.query.link === true;
+    const linkUid = link ? this.loggedInUid(ctx) : undefined;
+    if (link && linkUid === undefined) throw new SvcError('UNAUTHORIZED', 'log in first to link a provider');
+    const login: LoginState = {
+      state: random(),
+      provider: client.settings.name,
+      nonce: random(),
+      verifier: random(),
+      callback: `${this.baseUrl(ctx)}${this.host.path}/oauth/${client.settings.name}/callback`,
+      expiresAt: Date.now() + STATE_TTL_MS,
+      ...(redirect ? { redirect } : {}),
+      ...(linkUid ? { linkUid } : {}),
+    };
+    const authorize = await client.authorizationUrl({ state: login.state, nonce: login.nonce, challenge: s256(login.verifier), callback: login.callback });
+    const cookie = await this.sealed(login);
+    return { status: 302, headers: { location: authorize, 'set-cookie': this.bindingCookie(ctx, client, cookie), 'cache-control': 'no-store' } };
+  }
+
+  /** The provider sends the browser back: check everything, then log in (or answer the MFA step). */
+  private async callback(ctx: Context, client: ProviderClient): Promise<Reply> {
+    const params = ctx.method === 'POST' ? formOf(ctx.body) : ctx.query;
+    const { state, code, error } = params;
+    // Strings only, checked before the state is spent: an array or object here is a forgery.
+    if (typeof state !== 'string' || state.length === 0 || state.length > 200) throw new SvcError('BAD_REQUEST', 'state is missing');
+    if (error !== undefined ? typeof error !== 'string' : typeof code !== 'string' || code.length === 0 || code.length > 4096) throw new SvcError('BAD_REQUEST', 'code is missing');
+    // Bound to this browser (its cookie), this provider, and used once (the claim is atomic on both stores).
+    const record = await this.opened(readCookie(ctx.headers.cookie, BINDING_COOKIE));
+    if (record === undefined || record.provider !== client.settings.name || record.expiresAt <= Date.now() || !sameText(record.state, state)) {
+      throw new SvcError('BAD_REQUEST', 'invalid or expired login state; start the login again');
+    }
+    if (!(await this.host.records.claim('oauth-state-used', state, STATE_TTL_MS))) throw new SvcError('BAD_REQUEST', 'invalid or expired login state; start the login again');
+    const redirect = record.redirect;
+    const clearBinding = this.bindingCookie(ctx, client, null);
+    try {
+      if (typeof error === 'string' || typeof code !== 'string') throw new SvcError('UNAUTHORIZED', `the provider refused the login (${String(error).slice(0, 60).replace(/[^\w.-]/g, '')})`);
+      const profile = await client.profile({ code, verifier: record.verifier, nonce: record.nonce, callback: record.callback });
+      const answer = await this.logIn(ctx, client, profile, record.linkUid);
+      return withCookie(redirect === undefined ? answer : redirectWith(redirect, answer), clearBinding);
+    } catch (err) {
+      if (redirect === undefined || !isSvcError(err) || err.status >= 500) throw err;
+      return withCookie(redirectTo(redirect, { svc_oauth_error: err.message }), clearBinding);
+    }
+  }
+
+  /** Finds or makes the user of a verified provider profile, then logs in as /login does. */
+  private async logIn(ctx: Context, client: ProviderClient, profile: ProviderProfile, linkUid: string | undefined): Promise<Reply> {
+    const provider = client.settings;
+    const attempt = await this.host.attempt(ctx, `oauth:${provider.name}:${profile.subject}`);
+    const identityKey = `${provider.name}\n${profile.subject}`;
+    let user = await this.userOfIdentity(identityKey);
+    if (linkUid !== undefined) {
+      if (user !== null && user.id !== linkUid) throw new SvcError('CONFLICT', `this ${provider.name} account is linked to another user`);
+      user ??= await this.link(identityKey, provider, linkUid);
+    }
+    user ??= await this.userByVerifiedEmail(ctx, provider, profile, identityKey);
+    await this.host.onLogin(ctx, user);
+    await attempt.succeeded();
+    const result = await this.host.finishLogin(ctx, user);
+    if (result.kind === 'session') return result.reply;
+    return { status: 200, body: { mfaRequired: true, mfaToken: result.mfaToken, ...(result.enroll ? { enroll: true } : {}) } };
+  }
+
+  private async userOfIdentity(identityKey: string): Promise<Doc | null> {
+    const identity = await this.host.records.find('identity', identityKey);
+    if (identity === undefined || typeof identity.uid !== 'string') return null;
+    return this.host.findById(identity.uid);
+  }
+
+  /**
+   * No identity yet: the provider's email must be verified. An account with that email is linked
+   * only when it verified the email too; otherwise the email names no one and a user is created.
+   */
+  private async userByVerifiedEmail(ctx: Context, provider: OAuthProviderSettings, profile: ProviderProfile, identityKey: string): Promise<Doc> {
+    const email = profile.emailVerified ? profile.email?.toLowerCase() : undefined;
+    if (email === undefined) throw new SvcError('FORBIDDEN', `${provider.name} did not give a verified email; log in another way and link ${provider.name} from your account`);
+    const { emailProperty, verifiedProperty } = this.settings;
+    const existing = await this.host.findOne({ [emailProperty]: email });
+    if (existing !== null) {
+      if (existing[verifiedProperty] !== true) {
+        throw new SvcError('CONFLICT', `an account with this email exists but has not verified it; log in to it and link ${provider.name} from there`);
+      }
+      return this.link(identityKey, provider, existing.id);
+    }
+    if (!this.settings.signup) throw new SvcError('FORBIDDEN', 'sign-up through a provider is off for this collection');
+    const body: Record<string, unknown> = { ...mapped(provider.map, profile.claims, this.host.properties), username: email, [emailProperty]: email };
+    let created: Doc;
+    try {
+      created = await this.host.createUser(ctx, body);
+    } catch (err) {
+      // The same person's parallel first login made the user a moment ago: use theirs.
+      if (!(err instanceof DuplicateKeyError) && !(isSvcError(err) && err.code === 'VALIDATION_FAILED')) throw err;
+      const raced = await this.userOfIdentity(identityKey);
+      if (raced !== null) return raced;
+      throw err;
+    }
+    // Set past the scripts: an app protects its verified flag from clients, and this is no client.
+    if (Object.hasOwn(this.host.properties, verifiedProperty)) await this.host.updateUser({ id: created.id }, { $set: { [verifiedProperty]: true } });
+    return this.link(identityKey, provider, created.id);
+  }
+
+  /** Stores the identity for the user (once: a unique record per provider and subject). */
+  private async link(identityKey: string, provider: OAuthProviderSettings, uid: string): Promise<Doc> {
+    if (!(await this.host.records.claim('identity', identityKey, FOREVER, { uid }))) {
+      const owner = await this.userOfIdentity(identityKey);
+      if (owner === null || owner.id !== uid) throw new SvcError('CONFLICT', `this ${provider.name} account is linked to another user`);
+    }
+    const user = await this.host.updateUser({ id: uid }, { $addToSet: { _identities: [provider.name] } });
+    if (user === null) throw new SvcError('NOT_FOUND', 'no such user');
+    return user;
+  }
+
+  /** The login state as the cookie's value: JSON, then its HMAC-SHA256 under svc's signing key. */
+  private async sealed(login: LoginState): Promise<string> {
+    const body = Buffer.from(JSON.stringify(login)).toString('base64url');
+    return `${body}.${createHmac('sha256', await this.host.records.signingKey()).update(body).digest('base64url')}`;
+  }
+
+  /** The login state of a cookie whose signature holds, else undefined. */
+  private async opened(cookie: string | undefined): Promise<LoginState | undefined> {
+    if (cookie === undefined || cookie.length > 4096) return undefined;
+    const dot = cookie.indexOf('.');
+    if (dot <= 0) return undefined;
+    const body = cookie.slice(0, dot);
+    const mac = createHmac('sha256', await this.host.records.signingKey()).update(body).digest('base64url');
+    if (!sameText(mac, cookie.slice(dot + 1))) return undefined;
+    const login = JSON.parse(Buffer.from(body, 'base64url').toString()) as LoginState;
+    return typeof login.state === 'string' && typeof login.expiresAt === 'number' ? login : undefined;
+  }
+
+  /** Exact match against auth.oauth.redirects: no prefix, no normalisation, no other host. */
+  private checkedRedirect(value: unknown): string | undefined {
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' || !this.settings.redirects.has(value)) throw new SvcError('BAD_REQUEST', 'redirect is not one of auth.oauth.redirects', { errors: { redirect: 'not allowed' } });
+    return value;
+  }
+
+  private loggedInUid(ctx: Context): string | undefined {
+    const uid = ctx.me?.id;
+    return uid !== undefined && ctx.session.path?.toLowerCase() === this.host.path.toLowerCase() ? uid : undefined;
+  }
+
+  private baseUrl(ctx: Context): string {
+    if (this.settings.baseUrl !== undefined) return this.settings.baseUrl;
+    const host = ctx.headers.host;
+    if (host === undefined || !/^[A-Za-z0-9.:[\]-]+$/.test(host)) throw new SvcError('BAD_REQUEST', 'no Host header; set auth.oauth.baseUrl');
+    return `${this.host.secureCookies(ctx) ? 'https' : 'http'}://${host}`;
+  }
+
+  /** The cookie that binds a login to the browser that started it (SameSite=None when the provider POSTs back). */
+  private bindingCookie(ctx: Context, client: ProviderClient, value: string | null): string {
+    const crossSitePost = client.settings.responseMode === 'form_post';
+    return serializeCookie(BINDING_COOKIE, value ?? '', {
+      path: `${this.host.path}/oauth/${client.settings.name}/callback`,
+      maxAgeSeconds: value === null ? 0 : STATE_TTL_MS / 1000,
+      httpOnly: true,
+      secure: crossSitePost || this.host.secureCookies(ctx),
+      sameSite: crossSitePost ? 'None' : 'Lax',
+    });
+  }
+}
+
+/** What a login started with, kept by the browser in the signed `svc_oauth` cookie. */
+interface LoginState {
+  state: string;
+  provider: string;
+  nonce: string;
+  verifier: string;
+  callback: string;
+  expiresAt: number;
+  redirect?: string;
+  linkUid?: string;
+}
+
+function random(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+function s256(text: string): string {
+  return createHash('sha256').update(text).digest('base64url');
+}
+
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function formOf(body: unknown): Record<string, unknown> {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+}
+
+/** Declared properties only, copied from the claims named by `map`, and only values of the property's type. */
+function mapped(map: Record<string, string>, claims: Record<string, unknown>, properties: AccountHost['properties']): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [property, claim] of Object.entries(map)) {
+    const def = Object.hasOwn(properties, property) ? properties[property] : undefined;
+    const value = Object.hasOwn(claims, claim) ? claims[claim] : undefined;
+    if (def === undefined || value === undefined || property === 'password' || property === 'username') continue;
+    const fits = def.type === 'array' ? Array.isArray(value) : def.type === 'object' ? typeof value === 'object' && value !== null && !Array.isArray(value) : typeof value === def.type;
+    if (fits) out[property] = value;
+  }
+  return out;
+}
+
+function withCookie(reply: Reply, cookie: string): Reply {
+  const existing = reply.headers?.['set-cookie'];
+  const cookies = existing === undefined ? [cookie] : [...(Array.isArray(existing) ? existing : [existing]), cookie];
+  return { ...reply, headers: { ...reply.headers, 'set-cookie': cookies } };
+}
+
+/** The login's answer carried to the app's page in the fragment (never sent to a server). */
+function redirectWith(redirect: string, answer: Reply): Reply {
+  const body = answer.body as Record<string, unknown>;
+  const fragment: Record<string, string> =
+    body.mfaRequired === true
+      ? { svc_mfa: String(body.mfaToken), ...(body.enroll === true ? { svc_mfa_enroll: 'true' } : {}) }
+      : { svc_session: String(body.id), svc_uid: String(body.uid), svc_path: String(body.path) };
+  const reply = redirectTo(redirect, fragment);
+  return { ...reply, headers: { ...reply.headers, ...(answer.headers?.['set-cookie'] !== undefined ? { 'set-cookie': answer.headers['set-cookie'] } : {}) } };
+}
+
+function redirectTo(redirect: string, fragment: Record<string, string>): Reply {
+  const url = new URL(redirect);
+  url.hash = new URLSearchParams(fragment).toString();
+  return { status: 302, headers: { location: url.toString(), 'cache-control': 'no-store' } };
+}

@@ -1,0 +1,181 @@
+import { PROVIDER_PRESETS } from './oauthProviders.js';
+import type { ProviderPreset } from './oauthProviders.js';
+
+/** `auth.mfa` of a UserCollection's config.json. */
+export interface MfaSettings {
+  /** Every user of the collection must pass a second step (those without TOTP enrol at login). */
+  required: boolean;
+  /** The issuer shown by authenticator apps (otpauth URI); default the collection's name. */
+  issuer: string | undefined;
+}
+
+/** One provider of `auth.oauth.providers`, with its preset's endpoints filled in. */
+export interface OAuthProviderSettings {
+  name: string;
+  /** 'oidc': ID token verified through discovery and JWKS; 'github': OAuth2 plus GitHub's user API. */
+  kind: 'oidc' | 'github';
+  /** OIDC issuer (discovery at `<issuer>/.well-known/openid-configuration`). */
+  issuer: string | undefined;
+  /** Endpoints given in config win over discovery (and are the only ones for GitHub). */
+  authorizationEndpoint: string | undefined;
+  tokenEndpoint: string | undefined;
+  jwksUri: string | undefined;
+  /** GitHub's user API base (`https://api.github.com`). */
+  apiBase: string | undefined;
+  clientId: string;
+  clientSecret: string;
+  scopes: string[];
+  /** How the client authenticates at the token endpoint. */
+  tokenAuth: 'client_secret_basic' | 'client_secret_post';
+  /** 'form_post' (Apple with scopes): the provider POSTs the callback. */
+  responseMode: 'query' | 'form_post';
+  /** property -> claim: the profile copied to a user created (or linked) through this provider. */
+  map: Record<string, string>;
+  /** Extra authorization parameters (`prompt`, `hd`, ...). */
+  params: Record<string, string>;
+}
+
+/** `auth.oauth` of a UserCollection's config.json. */
+export interface OAuthSettings {
+  providers: Map<string, OAuthProviderSettings>;
+  /** Where a login may send the browser back to: exact URLs. */
+  redirects: ReadonlySet<string>;
+  /** The public base URL of the server (callback URLs); default from the request's Host. */
+  baseUrl: string | undefined;
+  /** The property holding a user's email ('email' when declared, else 'username'). */
+  emailProperty: string;
+  /** The property telling that a user's email was verified (true); default 'verified'. */
+  verifiedProperty: string;
+  /** Whether a provider login may create a new user; default true. */
+  signup: boolean;
+}
+
+/** My part of a UserCollection's `auth` settings (wt-accounts adds verification, reset, codes, mail). */
+export interface AuthSettings {
+  mfa: MfaSettings | undefined;
+  oauth: OAuthSettings | undefined;
+}
+
+type Raw = Record<string, unknown>;
+
+const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,39}$/;
+
+/**
+ * Reads `auth.mfa` and `auth.oauth` of a UserCollection's config.json (env references already
+ * resolved). A mistake stops the start, naming the resource and the setting, never a secret.
+ */
+export function parseAuthSettings(resource: string, raw: unknown, declared: ReadonlySet<string>): AuthSettings {
+  if (raw === undefined) return { mfa: undefined, oauth: undefined };
+  const where = `resource ${resource}: auth`;
+  const auth = object(raw, where);
+  return {
+    mfa: auth.mfa === undefined ? undefined : parseMfa(auth.mfa, `${where}.mfa`),
+    oauth: auth.oauth === undefined ? undefined : parseOAuth(auth.oauth, `${where}.oauth`, declared),
+  };
+}
+
+const MFA_KEYS = ['required', 'issuer'];
+const OAUTH_KEYS = ['providers', 'redirects', 'baseUrl', 'emailProperty', 'verifiedProperty', 'signup'];
+const PROVIDER_KEYS = ['preset', 'issuer', 'tenant', 'clientId', 'clientSecret', 'scopes', 'map', 'params', 'tokenAuth', 'authorizationEndpoint', 'tokenEndpoint', 'jwksUri', 'apiBase'];
+
+function parseMfa(raw: unknown, where: string): MfaSettings {
+  const mfa = object(raw, where, MFA_KEYS);
+  return { required: optionalBoolean(mfa.required, `${where}.required`) ?? false, issuer: optionalString(mfa.issuer, `${where}.issuer`) };
+}
+
+function parseOAuth(raw: unknown, where: string, declared: ReadonlySet<string>): OAuthSettings {
+  const oauth = object(raw, where, OAUTH_KEYS);
+  const redirects = stringList(oauth.redirects ?? [], `${where}.redirects`);
+  for (const url of redirects) absoluteUrl(url, `${where}.redirects`);
+  const baseUrl = optionalString(oauth.baseUrl, `${where}.baseUrl`);
+  if (baseUrl !== undefined) absoluteUrl(baseUrl, `${where}.baseUrl`);
+  const providers = new Map<string, OAuthProviderSettings>();
+  for (const [name, value] of Object.entries(object(oauth.providers ?? {}, `${where}.providers`))) {
+    if (!PROVIDER_NAME.test(name)) throw new Error(`${where}.providers: provider name "${name.slice(0, 40)}" must be lower-case letters, digits, - and _`);
+    providers.set(name, parseProvider(name, value, `${where}.providers.${name}`));
+  }
+  return {
+    providers,
+    redirects: new Set(redirects),
+    baseUrl: baseUrl?.replace(/\/+$/, ''),
+    emailProperty: optionalString(oauth.emailProperty, `${where}.emailProperty`) ?? (declared.has('email') ? 'email' : 'username'),
+    verifiedProperty: optionalString(oauth.verifiedProperty, `${where}.verifiedProperty`) ?? 'verified',
+    signup: optionalBoolean(oauth.signup, `${where}.signup`) ?? true,
+  };
+}
+
+function parseProvider(name: string, raw: unknown, where: string): OAuthProviderSettings {
+  const p = object(raw, where, PROVIDER_KEYS);
+  const presetName = optionalString(p.preset, `${where}.preset`) ?? (Object.hasOwn(PROVIDER_PRESETS, name) ? name : undefined);
+  let preset: ProviderPreset | undefined;
+  if (presetName !== undefined) {
+    if (!Object.hasOwn(PROVIDER_PRESETS, presetName)) throw new Error(`${where}.preset: unknown preset "${presetName.slice(0, 40)}" (${Object.keys(PROVIDER_PRESETS).join(', ')})`);
+    preset = PROVIDER_PRESETS[presetName];
+  }
+  const tenant = optionalString(p.tenant, `${where}.tenant`);
+  const issuer = optionalString(p.issuer, `${where}.issuer`) ?? preset?.issuer?.replace('{tenant}', tenant ?? 'common');
+  const kind = preset?.kind ?? 'oidc';
+  const endpoints = {
+    authorizationEndpoint: optionalString(p.authorizationEndpoint, `${where}.authorizationEndpoint`) ?? preset?.authorizationEndpoint,
+    tokenEndpoint: optionalString(p.tokenEndpoint, `${where}.tokenEndpoint`) ?? preset?.tokenEndpoint,
+    jwksUri: optionalString(p.jwksUri, `${where}.jwksUri`),
+    apiBase: optionalString(p.apiBase, `${where}.apiBase`) ?? preset?.apiBase,
+  };
+  if (issuer !== undefined) absoluteUrl(issuer, `${where}.issuer`);
+  for (const [key, url] of Object.entries(endpoints)) if (url !== undefined) absoluteUrl(url, `${where}.${key}`);
+  if (kind === 'oidc' && issuer === undefined) throw new Error(`${where}: an OpenID Connect provider needs "issuer" (its discovery URL without /.well-known/openid-configuration)`);
+  if (kind === 'github' && (endpoints.authorizationEndpoint === undefined || endpoints.tokenEndpoint === undefined)) throw new Error(`${where}: needs authorizationEndpoint and tokenEndpoint`);
+  const clientId = requiredString(p.clientId, `${where}.clientId`);
+  const clientSecret = requiredString(p.clientSecret, `${where}.clientSecret`);
+  const tokenAuth = optionalString(p.tokenAuth, `${where}.tokenAuth`) ?? preset?.tokenAuth ?? 'client_secret_basic';
+  if (tokenAuth !== 'client_secret_basic' && tokenAuth !== 'client_secret_post') throw new Error(`${where}.tokenAuth must be client_secret_basic or client_secret_post`);
+  const responseMode = preset?.responseMode ?? 'query';
+  const scopes = p.scopes === undefined ? [...(preset?.scopes ?? ['openid', 'email', 'profile'])] : stringList(p.scopes, `${where}.scopes`);
+  if (kind === 'oidc' && !scopes.includes('openid')) scopes.unshift('openid');
+  const map: Record<string, string> = {};
+  for (const [property, claim] of Object.entries(object(p.map ?? {}, `${where}.map`))) map[property] = requiredString(claim, `${where}.map.${property}`);
+  const params: Record<string, string> = {};
+  for (const [key, value] of Object.entries(object(p.params ?? {}, `${where}.params`))) params[key] = requiredString(value, `${where}.params.${key}`);
+  return { name, kind, issuer, ...endpoints, clientId, clientSecret, scopes, tokenAuth, responseMode, map, params };
+}
+
+/** An object; with `keys`, one whose every key is known (a misspelt security setting must not pass unnoticed). */
+function object(value: unknown, where: string, keys?: readonly string[]): Raw {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${where} must be an object`);
+  const unknown = keys === undefined ? [] : Object.keys(value).filter((key) => !keys.includes(key));
+  if (unknown.length > 0) throw new Error(`${where}: unknown setting ${unknown.map((key) => `"${key.slice(0, 40)}"`).join(', ')} (known: ${(keys ?? []).join(', ')})`);
+  return value as Raw;
+}
+
+function optionalString(value: unknown, where: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '') throw new Error(`${where} must be a non-empty string`);
+  return value;
+}
+
+function requiredString(value: unknown, where: string): string {
+  const out = optionalString(value, where);
+  if (out === undefined) throw new Error(`${where} is required`);
+  return out;
+}
+
+function optionalBoolean(value: unknown, where: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'boolean') throw new Error(`${where} must be true or false`);
+  return value;
+}
+
+function stringList(value: unknown, where: string): string[] {
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== '')) throw new Error(`${where} must be a list of non-empty strings`);
+  return value as string[];
+}
+
+function absoluteUrl(value: string, where: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`${where}: "${value.slice(0, 80)}" is not an absolute URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`${where}: "${value.slice(0, 80)}" must be an http(s) URL`);
+}
