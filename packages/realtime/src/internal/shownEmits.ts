@@ -1,6 +1,7 @@
 import type { Socket } from 'socket.io';
-import { Collection, createRequestScope, isPlainObject, isUserResource } from '@svc/core';
+import { Collection, createRequestScope, isPlainObject } from '@svc/core';
 import type { Context, Doc, Logger, SvcServer } from '@svc/core';
+import { callerOf } from './socketCaller.js';
 import { normalisePath, userRoom } from './rooms.js';
 
 /** The server-side event carrying an emit of objects to the other processes (each filters for its own sockets). */
@@ -49,8 +50,9 @@ export async function deliverShown(server: SvcServer, sockets: Iterable<Socket>,
   await Promise.all(
     [...groups.values()].map(async (group) => {
       try {
-        const ctx = await contextOf(server, group[0] as Socket);
-        if (!ctx) return;
+        const caller = await callerOf(server, group[0] as Socket);
+        if (!caller) return;
+        const ctx: Context = { ...caller, scope: createRequestScope(server.clientOf((group[0] as Socket).request).address) };
         const shown = await collection.showTo(ctx, docs);
         const payload = Array.isArray(emit.d) ? shown.filter((o) => o !== null) : shown[0];
         if (payload === null || payload === undefined || (Array.isArray(payload) && payload.length === 0)) return;
@@ -75,36 +77,4 @@ export function recipientsOf(io: { of(name: string): { sockets: Map<string, Sock
     }
   }
   return out;
-}
-
-/** A GET's context for a socket's caller; undefined when its session is gone. */
-async function contextOf(server: SvcServer, socket: Socket): Promise<Context | undefined> {
-  const { sid, uid } = socket.data as { sid?: string; uid?: string };
-  let me: Doc | undefined;
-  let session: Context['session'] = { id: '', isNew: true };
-  if (sid !== undefined && uid !== undefined) {
-    const record = await server.sessions.load(sid);
-    if (record === null || record.uid !== uid) return undefined;
-    session = { id: record.id, uid: record.uid, path: record.path, isNew: false };
-    const users = server.resources.find((r) => r.path === record.path);
-    const user = users && isUserResource(users) ? await users.findUser(uid) : null;
-    if (user === null) return undefined;
-    me = user as Doc;
-  }
-  return {
-    method: 'GET',
-    originalMethod: 'GET',
-    url: '/',
-    parts: [],
-    query: {},
-    body: undefined,
-    bodyKind: 'none',
-    headers: socket.request.headers,
-    session,
-    me,
-    isRoot: false,
-    internal: false,
-    showing: true,
-    scope: createRequestScope(server.clientOf(socket.request).address),
-  };
 }

@@ -1,7 +1,11 @@
 import type { Socket } from 'socket.io';
-import { Collection, SvcError, createRequestScope, deepEqual, isPlainObject, isSvcError, isUserResource, matchesFilter } from '@svc/core';
+import { Collection, SvcError, createRequestScope, deepEqual } from '@svc/core';
 import type { Context, Doc, Filter, Logger, SvcServer } from '@svc/core';
 import { normalisePath } from '../rooms.js';
+import { callerOf } from '../socketCaller.js';
+import type { Caller } from '../socketCaller.js';
+import { matcherOf, project, withAccess } from './matching.js';
+import { errorOf, parseRequest } from './subscribeRequest.js';
 import type { ChangeLog } from './changeLog.js';
 import { LIVE_EVENT, SUBSCRIBE_EVENT, UNSUBSCRIBE_EVENT } from './protocol.js';
 import type { ChangeEntry, EndReason, LiveMessage, SubscribeAnswer, SubscribeRequest } from './protocol.js';
@@ -37,7 +41,7 @@ interface Subscription {
   matches: (object: Doc) => boolean;
   readonly fields: Record<string, 0 | 1> | undefined;
   /** The caller as a GET of theirs would carry it (a fresh request scope per event). */
-  base: Omit<Context, 'scope'>;
+  base: Caller;
   readonly client: string;
   readonly uid: string | undefined;
   /** Sequence number of the last write this subscription has been told of (or ruled out). */
@@ -213,37 +217,9 @@ export class LiveQueries {
 
   /** The subscription as its socket's caller: the session and user as a GET of theirs would have them. */
   private async makeSubscription(socket: LiveSocket, collection: Collection, request: SubscribeRequest): Promise<Subscription> {
-    const binding = socket.data as { sid?: string; uid?: string };
-    const sid = binding.sid;
-    let me: Doc | undefined;
-    let session: Context['session'] = { id: '', isNew: true };
-    if (sid !== undefined) {
-      const record = await this.server.sessions.load(sid);
-      if (record === null || (socket.data as { sid?: string }).sid !== sid) throw new SvcError('UNAUTHORIZED', 'the session ended');
-      session = { id: record.id, uid: record.uid, path: record.path, isNew: false };
-      if (record.uid !== undefined && record.path !== undefined) {
-        const users = this.server.resources.find((r) => r.path === record.path);
-        const user = users && isUserResource(users) ? await users.findUser(record.uid) : null;
-        if (user === null) throw new SvcError('UNAUTHORIZED', 'the session ended');
-        me = user as Doc;
-      }
-      if ((socket.data as { sid?: string }).sid !== sid) throw new SvcError('UNAUTHORIZED', 'the session ended');
-    }
-    const base: Omit<Context, 'scope'> = {
-      method: 'GET',
-      originalMethod: 'GET',
-      url: '/',
-      parts: [],
-      query: {},
-      body: undefined,
-      bodyKind: 'none',
-      headers: socket.request.headers,
-      session,
-      me,
-      isRoot: false,
-      internal: false,
-      showing: true,
-    };
+    const base = await callerOf(this.server, socket);
+    if (base === undefined) throw new SvcError('UNAUTHORIZED', 'the session ended');
+    const session = base.session;
     const client = this.server.clientOf(socket.request).address;
     const query = request.query ?? {};
     const ctx = { ...base, scope: createRequestScope(client) };
@@ -466,65 +442,4 @@ export class LiveQueries {
     if (!this.log) throw new SvcError('UNAVAILABLE', 'live queries are not ready yet');
     return this.log;
   }
-}
-
-/**
- * How a subscription tests objects: for a filter made only of equalities on top-level properties
- * with a string, number or boolean (`{owner: "u1", done: false}`), directly, with the store's
- * meaning (an array property matches when one of its elements is equal); else `matchesFilter`.
- */
-function matcherOf(filter: Filter): (object: Doc) => boolean {
-  const keys = Object.keys(filter);
-  const simple = keys.length > 0 && keys.every((k) => !k.startsWith('$') && !k.includes('.') && isPrimitive(filter[k]));
-  if (!simple) return (object) => matchesFilter(object, filter);
-  return (object) => {
-    for (const key of keys) {
-      const value = object[key];
-      const wanted = filter[key];
-      if (value === wanted) continue;
-      if (!Array.isArray(value) || !value.includes(wanted)) return false;
-    }
-    return true;
-  };
-}
-
-function isPrimitive(value: unknown): value is string | number | boolean {
-  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
-}
-
-function withAccess(own: Filter, access: Filter): Filter {
-  return Object.keys(access).length === 0 ? own : { $and: [own, access] };
-}
-
-/** `$fields` on an object already shown: include-list (with id) or exclude-list. */
-function project(object: Record<string, unknown>, fields: Record<string, 0 | 1> | undefined): Record<string, unknown> {
-  if (fields === undefined) return object;
-  const including = Object.keys(fields).some((k) => k !== 'id' && fields[k] === 1);
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(object)) {
-    const flag = fields[key];
-    if (including ? flag === 1 || (key === 'id' && flag !== 0) : flag !== 0) out[key] = object[key];
-  }
-  return out;
-}
-
-const MAX_ID = 64;
-const MAX_PATH = 256;
-
-function parseRequest(raw: unknown): SubscribeRequest {
-  if (!isPlainObject(raw)) throw new SvcError('BAD_REQUEST', 'subscribe takes an object {id, path, query, snapshot, since}');
-  const { id, path, query, snapshot, since } = raw;
-  if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID) throw new SvcError('BAD_REQUEST', `id must be a string of 1 to ${MAX_ID} characters`);
-  if (typeof path !== 'string' || path.length === 0 || path.length > MAX_PATH) throw new SvcError('BAD_REQUEST', "path must be a collection's path ('/todos')");
-  if (query !== undefined && !isPlainObject(query)) throw new SvcError('BAD_REQUEST', 'query must be an object (GET’s query language)');
-  if (snapshot !== undefined && typeof snapshot !== 'boolean') throw new SvcError('BAD_REQUEST', 'snapshot must be true or false');
-  if (since !== undefined && (typeof since !== 'number' || !Number.isInteger(since) || since < 0)) throw new SvcError('BAD_REQUEST', 'since must be a sequence number (an integer >= 0)');
-  return { id, path, ...(query !== undefined ? { query } : {}), ...(snapshot !== undefined ? { snapshot } : {}), ...(since !== undefined ? { since } : {}) };
-}
-
-/** An error as a client may see it: a svc error's status and message; anything else is logged and 500. */
-function errorOf(err: unknown, logger: Logger): { status: number; message: string } {
-  if (isSvcError(err) && err.status < 500) return { status: err.status, message: err.message };
-  logger.warn('realtime: a live query failed', { error: err });
-  return { status: isSvcError(err) ? err.status : 500, message: isSvcError(err) ? err.message : 'the live query could not start' };
 }
