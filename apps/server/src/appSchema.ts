@@ -57,6 +57,8 @@ export const APP_SCHEMA: Record<string, Rule> = {
   trustProxy: { kind: 'trustProxy' },
   metrics: { kind: 'object', keys: { enabled: { kind: 'boolean' }, path: { kind: 'urlPath' }, port: int(0, 65535), host: { kind: 'string' } } },
   log: { kind: 'object', keys: { access: { kind: 'boolean' }, health: { kind: 'boolean' } } },
+  relations: { kind: 'object', keys: { expandDepth: int(1, 4), maxExpanded: int(1), maxFilterIds: int(1) } },
+  aggregate: { kind: 'object', keys: { maxGroups: int(1), maxScanned: int(1), timeoutMs: int(1, 600_000) } },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */

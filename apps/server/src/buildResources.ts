@@ -3,6 +3,7 @@ import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRe
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { applyPropertyRenames } from './renameFields.js';
+import { checkRelationTargets, relationLimits, relationOf } from './relationConfig.js';
 import { resolveEnvReferences } from './envReferences.js';
 import { COLLECTION_EVENT_FILES, USER_ONLY_EVENT_FILES } from './scripts.js';
 import { createAccountMailer } from './accountMail.js';
@@ -17,8 +18,8 @@ export interface ScriptFactory {
   forCollection(folder: ResourceFolder): CollectionEventRunner | undefined;
 }
 
-const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom']);
+const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', 'collection', 'many', 'onDelete']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
@@ -53,6 +54,7 @@ const processCounter = memoryRateCounter();
 /** Creates the resources of an app from their config.json. */
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
   const out: Resource[] = [];
+  checkRelationTargets(context.app);
   for (const folder of context.app.resources) out.push(await buildResource(folder, context));
   return out;
 }
@@ -111,6 +113,7 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
     properties,
     store,
     publicCount: publicCountFor(folder, context.app),
+    relations: relationLimits(context.app),
     ...(events ? { events } : {}),
     // Access rules are checked by the Collection against its properties and the users' (`@me.*`).
     ...(folder.config.rules !== undefined ? { rules: folder.config.rules } : {}),
@@ -160,7 +163,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     const def = value as Record<string, unknown> | null;
     const type = def?.type;
     if (typeof type !== 'string' || !PROPERTY_TYPES.has(type as PropertyType)) {
-      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array or date`);
+      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array, date or relation`);
     }
     const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k) && !DEPLOYD_PROPERTY_KEYS.has(k));
     if (unknown.length > 0) logger.warn(`resource ${folder.path.slice(1)}: property ${name}: ignoring ${unknown.join(', ')}`);
@@ -172,6 +175,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
       ...((def as Record<string, unknown>).private === true ? { private: true } : {}),
       ...ruleOf(def as Record<string, unknown>, 'read'),
       ...ruleOf(def as Record<string, unknown>, 'write'),
+      ...(type === 'relation' ? relationOf(folder, name, def as Record<string, unknown>) : {}),
     };
   }
   return out;

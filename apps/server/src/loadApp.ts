@@ -33,6 +33,10 @@ export interface AppSettings {
   };
   /** MongoDB (--db): how long an operation may take before the request answers 503, ms. */
   databaseTimeoutMs?: number;
+  /** `$expand` and filters across relations: levels (default 2, at most 4), objects per relation and level, ids a filter may match. */
+  relations?: { expandDepth?: number; maxExpanded?: number; maxFilterIds?: number };
+  /** GET /<c>/aggregate: groups answered, objects read, time in ms; beyond them 413. */
+  aggregate?: { maxGroups?: number; maxScanned?: number; timeoutMs?: number };
   /** bcrypt cost of user passwords (default 10). */
   passwordCost?: number;
   /** Failed logins allowed per username and per client address (default 10 a minute). */

@@ -129,13 +129,20 @@ for (const store of appStores()) {
         expect(JSON.stringify(body)).not.toContain(secret);
         expect(JSON.stringify(body)).not.toMatch(/_mfa/);
       }
-      // Asking for them by name is refused outright (the access rules' one check on $fields).
-      const projected = await h.request('GET', `/users?$fields=${encodeURIComponent(JSON.stringify({ _mfa: 1, _mfaRecovery: 1 }))}`, undefined, ROOT);
-      expect(projected.status).toBe(400);
-      expect(JSON.stringify(projected.body)).not.toContain(secret);
-      const filtered = await h.request('GET', `/users?${encodeURIComponent('_mfa.enabled')}=true`, undefined, ROOT);
-      // A filter on them is refused too, so no answer depends on them.
-      expect(filtered.status).toBe(400);
+      // Asking for them, filtering or sorting on them is refused (400), as for the password (issue 24).
+      const probes = [
+        `/users?$fields=${encodeURIComponent(JSON.stringify({ _mfa: 1, _mfaRecovery: 1 }))}`,
+        `/users?${encodeURIComponent('_mfa.enabled')}=true`,
+        `/users?${encodeURIComponent(JSON.stringify({ _mfaRecovery: { $size: 10 } }))}`,
+        `/users?${encodeURIComponent(JSON.stringify({ $sort: { _mfa: 1 } }))}`,
+      ];
+      for (const probe of probes) {
+        for (const [who, headers] of [['root', ROOT], ['user', undefined]] as const) {
+          const res = who === 'root' ? await h.request('GET', probe, undefined, headers) : await client('GET', probe);
+          expect(res.status, `${who} ${probe}`).toBe(400);
+          expect(JSON.stringify(res.body)).not.toContain(secret);
+        }
+      }
     });
 
     it('a client cannot write the MFA fields: POST and PUT drop them', async () => {

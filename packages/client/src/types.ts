@@ -91,22 +91,47 @@ export interface ResourceInfo {
 /** The resources of an app, as `svc types` exports them (`createClient<Types>(url, { resources })`). */
 export type ResourceList = readonly ResourceInfo[];
 
-/** A Collection whose objects are `Item`. */
-export interface CollectionDef<Item extends { id: string }> {
+/** No relations. */
+export type NoRelations = Record<never, never>;
+
+/**
+ * A Collection whose objects are `Item`; `Rel` names what each relation and back-relation of it
+ * expands to (`svc types` writes it).
+ */
+export interface CollectionDef<Item extends { id: string }, Rel extends object = NoRelations> {
   kind: 'collection';
   item: Item;
+  relations?: Rel;
 }
 
 /**
  * A User Collection whose users are `Item` (password is never part of it). `Login` is what its
  * login answers: {@link LoginAnswer} when the collection has two-factor (`auth.mfa`), where a
- * login may answer the second step instead of the session.
+ * login may answer the second step instead of the session. `Rel`: as in {@link CollectionDef}.
  */
-export interface UserCollectionDef<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo> {
+export interface UserCollectionDef<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo, Rel extends object = NoRelations> {
   kind: 'users';
   item: Item;
   login: Login;
+  relations?: Rel;
 }
+
+/**
+ * `Item` with the relations `E` expanded (`$expand`): a relation to one object becomes that
+ * object, or null when the caller may not read it; many relations and back-relations become arrays.
+ */
+export type Expanded<Item, Rel, E extends keyof Rel> = Omit<Item, E & keyof Item> & { [K in E]: Rel[K] };
+
+/** Options of one expanded relation (the object form of `$expand`). */
+export interface ExpandOptions {
+  $fields?: Record<string, 0 | 1>;
+  $sort?: Record<string, 1 | -1>;
+  $limit?: number;
+  $expand?: { [relation: string]: true | ExpandOptions };
+}
+
+/** `$expand`: `"a,b.c"`, `["a", "b.c"]` or `{"a": {"$fields": ...}}`. */
+export type ExpandQuery = string | readonly string[] | { [relation: string]: true | ExpandOptions };
 
 /** A custom resource; `Methods` names its extra RPC-style methods. */
 export interface CustomDef<Methods extends string = never> {
@@ -162,6 +187,10 @@ export interface QueryCommands<Item> {
   $limitRecursion?: number;
   /** Root only. */
   $skipEvents?: boolean;
+  /** Related objects in place of their ids, and back-relations (`comments_via_post`). */
+  $expand?: ExpandQuery;
+  /** The count before `$skip`/`$limit` in the X-Total-Count header (the answer stays an array). */
+  $total?: boolean;
 }
 
 /** Update modifiers usable as a property's value in an update. */
@@ -261,8 +290,10 @@ export type DelArgs<R> = [fn?: Callback<R>] | [query: QueryObject, fn?: Callback
 export type ExecArgs<R> = [fn?: Callback<R>] | [body: unknown, fn?: Callback<R>] | [path: Segment, fn?: Callback<R>] | [path: Segment, body: unknown, fn?: Callback<R>];
 
 /** svc.<collection>: the Collection shorthands, typed by its objects. */
-export interface CollectionAccessor<Item extends { id: string }, Create = CreateInput<Item>> extends Listening, Subscribing<Item> {
+export interface CollectionAccessor<Item extends { id: string }, Create = CreateInput<Item>, Rel extends object = NoRelations> extends Listening, Subscribing<Item> {
   get(fn?: Callback<Item[]>): SvcPromise<Item[]>;
+  /** With `$expand` naming relations of the first level: the objects with those relations expanded. */
+  get<const E extends readonly (keyof Rel & string)[]>(query: Query<Item> & { $expand: E }, fn?: Callback<Expanded<Item, Rel, E[number]>[]>): SvcPromise<Expanded<Item, Rel, E[number]>[]>;
   get(query: Query<Item>, fn?: Callback<Item[]>): SvcPromise<Item[]>;
   get(id: string, fn?: Callback<Item>): SvcPromise<Item>;
   post(object: Create, fn?: Callback<Item>): SvcPromise<Item>;
@@ -278,8 +309,8 @@ export interface CollectionAccessor<Item extends { id: string }, Create = Create
 }
 
 /** svc.<users>: a collection plus login, logout and me. */
-export interface UserCollectionAccessor<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo>
-  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }>,
+export interface UserCollectionAccessor<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo, Rel extends object = NoRelations>
+  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }, Rel>,
     AccountCalls,
     MailAccountCalls<Login> {
   /** The session; with two-factor (`auth.mfa`), {@link MfaStep} when the user must give a code. */
@@ -341,10 +372,10 @@ export type MethodArgs<R> = BodyArgs<R>;
 
 /** The accessor type of one resource definition. */
 export type AccessorOf<D> =
-  D extends UserCollectionDef<infer Item, infer Login>
-    ? UserCollectionAccessor<Item, Login>
-    : D extends CollectionDef<infer Item>
-      ? CollectionAccessor<Item>
+  D extends UserCollectionDef<infer Item, infer Login, infer Rel>
+    ? UserCollectionAccessor<Item, Login, Rel>
+    : D extends CollectionDef<infer Item, infer Rel>
+      ? CollectionAccessor<Item, CreateInput<Item>, Rel>
       : D extends CustomDef<infer M>
         ? CustomAccessor<M>
         : LooseAccessor;

@@ -13,6 +13,7 @@ describe('call building (the spec client table)', () => {
     ['get(query)', [{ done: true, n: 3 }], '/todos', 'done=true&n=3'],
     ['get(func, path, query) with complex values as JSON', ['f', 7, { n: { $gt: 2 }, $sort: { t: 1 } }], '/todos/f/7', 'n=%7B%22%24gt%22%3A2%7D&%24sort=%7B%22t%22%3A1%7D'],
     ['get(query) drops undefined values', [{ a: undefined, b: 'x y' }], '/todos', 'b=x%20y'],
+    ['get(query) with $expand and $total (issue 25)', [{ $expand: ['author', 'comments_via_post.author'], $total: true }], '/todos', '%24expand=%5B%22author%22%2C%22comments_via_post.author%22%5D&%24total=true'],
   ])('%s', (_name, args, path, query) => {
     expect(getCall('/todos', sortArgs(args))).toEqual({ method: 'GET', path, query });
   });

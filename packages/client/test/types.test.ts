@@ -24,6 +24,8 @@ const app: TypeSource[] = [
   { path: '/staff', config: { type: 'UserCollection', properties: {}, auth: { mfa: {} } } },
   { path: '/add-follower', config: { type: 'Event' }, client: { methods: { notify: { method: 'POST', func: 'notify' } } } },
   { path: '/a/b', config: { type: 'Collection', properties: { x: { type: 'number' } } } },
+  // Issue 25: relations, typed as ids, and what $expand makes of them.
+  { path: '/articles', config: { type: 'Collection', properties: { title: { type: 'string' }, writer: { type: 'relation', collection: 'users' }, topics: { type: 'relation', collection: 'todos', many: true } } } },
 ];
 
 /** Code an app would write against the generated types: it must compile. */
@@ -31,7 +33,7 @@ const good = `
 import { createClient } from '@svc/client';
 import type { SessionInfo } from '@svc/client';
 import { resources } from './svc-types.js';
-import type { Todos, Types, Users } from './svc-types.js';
+import type { Articles, Todos, Types, Users } from './svc-types.js';
 
 const svc = createClient<Types>('http://127.0.0.1:2403', { resources });
 export async function use(): Promise<void> {
@@ -61,7 +63,15 @@ export async function use(): Promise<void> {
   svc.todos.on<Todos>('create', (t) => void t.title);
   svc.on('message', (data: unknown) => void data);
   svc.socketReady(() => undefined);
-  void [list, one, gone, session, me, bare, user, summary];
+  const article: Articles = await svc.articles.post({ title: 't', writer: user.id, topics: [todo.id] });
+  const writerId: string | null | undefined = article.writer;
+  const expanded = await svc.articles.get({ title: 't', $expand: ['writer', 'topics'], $total: true });
+  const writer: Users | null = expanded[0]!.writer;
+  const topics: Todos[] = expanded[0]!.topics;
+  const back = await svc.users.get({ $expand: ['articles_via_writer'] });
+  const written: Articles[] = back[0]!.articles_via_writer;
+  const nested: Articles[] = await svc.articles.get({ $expand: { writer: { $fields: { username: 1 } } } });
+  void [list, one, gone, session, me, bare, user, summary, writerId, writer, topics, written, nested];
 }
 `;
 
@@ -80,6 +90,8 @@ const bad = [
   `export const m = async () => (await svc.staff.login({ username: 'u', password: 'p' })).uid;`,
   `export const i = () => svc.todos.post({ done: true });`,
   `export const j = () => svc.users.post({ username: 'u' });`,
+  `export const l = async () => (await svc.articles.get({ $expand: ['writer'] }))[0]!.writer!.titel;`,
+  `export const m = () => svc.articles.post({ title: 't', writer: 5 });`,
 ];
 
 describe('svc types: the generated Types compile, wrong names do not (tsc)', () => {
@@ -149,6 +161,24 @@ describe('svc types: the generated Types compile, wrong names do not (tsc)', () 
     expect(text).toContain('    addfollower: CustomDef<"notify">;');
     expect(text).toContain('    "a/b": CollectionDef<AB>;');
     expect(text).toContain('"path": "/add-follower"');
+    expect(text).toContain('export interface ArticlesRelations {\n  writer: Users | null;\n  topics: Todos[];\n}');
+    expect(text).toContain('export interface UsersRelations {\n  articles_via_writer: Articles[];\n}');
+    expect(text).toContain('    articles: CollectionDef<Articles, ArticlesRelations>;');
+    expect(text).toContain('  writer?: string | null;');
+  });
+
+  it('a property an access rule or `private` may leave out of answers is optional, even required or boolean (issue 24)', () => {
+    const text = generateTypes([
+      {
+        path: '/posts',
+        config: {
+          type: 'Collection',
+          properties: { title: { type: 'string', required: true, read: true }, salary: { type: 'number', required: true, read: { '@me.role': 'hr' } }, flag: { type: 'boolean', read: false }, notes: { type: 'string', required: true, private: true } },
+        },
+      },
+    ]);
+    const hidden = '  /** Left out of answers to callers its read rule (or `private`) does not allow. */\n';
+    expect(text).toContain(`export interface Posts {\n  id: string;\n  title: string;\n${hidden}  salary?: number;\n${hidden}  flag?: boolean;\n${hidden}  notes?: string;\n}`);
   });
 });
 

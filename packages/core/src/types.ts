@@ -4,7 +4,10 @@ import type { RuleSource } from './access/ruleTypes.js';
 import type { Doc } from './store/Store.js';
 
 /** The property types a Collection knows. `date` is Deployd's, accepted for old apps. */
-export type PropertyType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'date';
+export type PropertyType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'date' | 'relation';
+
+/** What deleting an object does to the objects whose relation points at it. */
+export type OnDelete = 'restrict' | 'setNull' | 'cascade';
 
 /** One property of a Collection's config.json. */
 export interface PropertyDef {
@@ -19,6 +22,12 @@ export interface PropertyDef {
    * answers to other requests leave it out and their queries cannot test it. Writable as usual.
    */
   private?: boolean;
+  /** `relation`: the path of the collection the ids point into ('/users'). */
+  collection?: string;
+  /** `relation`: an array of ids rather than one id. */
+  many?: boolean;
+  /** `relation`: what deleting the pointed-at object does (default restrict). */
+  onDelete?: OnDelete;
   /**
    * Who may read the property (access rules, docs/access-rules.md): `true`, `false` or a rule
    * evaluated per object; a filter or sort on it by a caller it does not allow everywhere is refused.

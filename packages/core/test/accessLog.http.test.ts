@@ -95,6 +95,6 @@ describe('access log', () => {
     const t = await serve();
     const res = await t.request('GET', '/todos', { headers: { origin: 'http://web.example' } });
     expect(res.headers.get('access-control-allow-origin')).toBe('http://web.example');
-    expect(res.headers.get('access-control-expose-headers')).toBe('X-Request-Id');
+    expect(res.headers.get('access-control-expose-headers')).toBe('X-Request-Id, X-Total-Count');
   });
 });

@@ -78,7 +78,13 @@ describe.each(storeKinds())('access rules ($name store)', (kind) => {
 
   beforeAll(async () => {
     store = await kind.make();
-    t = await startTestServer(store.store, [users(store), posts(store)]);
+    const offers = new Collection({
+      path: '/offers',
+      properties: { title: { type: 'string' }, until: { type: 'number' } },
+      store: store.store.collection('offers'),
+      rules: { list: { until: { $gt: '@now' } }, read: { until: { $gt: '@now' } }, create: false, update: false, delete: false },
+    });
+    t = await startTestServer(store.store, [users(store), posts(store), offers]);
     anon = t.client();
     alice = await login('alice', { role: 'writer', secret: 'alice-s' });
     bob = await login('bob', { role: 'writer', secret: 'bob-s' });
@@ -301,6 +307,23 @@ describe.each(storeKinds())('access rules ($name store)', (kind) => {
       // The allowed role, and root, may filter.
       expect(titles(await hr.request('GET', `/posts${q({ salary: 5 })}`))).toEqual(['a-pub']);
       expect(titles(await t.request('GET', `/posts${q({ salary: 100 })}`, { headers: ROOT }))).toEqual(['orphan']);
+    });
+  });
+
+  describe('@now and false', () => {
+    it('@now is the request time; false is root only', async () => {
+      const later = Date.now() + 3_600_000;
+      const live = (await t.request('POST', '/offers', { body: { title: 'live', until: later }, headers: ROOT })).body as Obj;
+      const gone = (await t.request('POST', '/offers', { body: { title: 'gone', until: Date.now() - 1000 }, headers: ROOT })).body as Obj;
+      expect(titles(await anon.request('GET', '/offers'))).toEqual(['live']);
+      expect((await anon.request('GET', `/offers/${gone.id}`)).status).toBe(404);
+      expect((await alice.request('GET', `/offers/${live.id}`)).status).toBe(200);
+      for (const [method, path, body] of [['POST', '/offers', { title: 'x' }], ['PUT', `/offers/${live.id}`, { title: 'x' }]] as const) {
+        const res = await alice.request(method, path, { body });
+        expect(res.status).toBe(403);
+      }
+      expect((await alice.request('DELETE', `/offers/${live.id}`)).body).toMatchObject({ message: 'forbidden by rules.delete' });
+      expect((await t.request('DELETE', `/offers/${live.id}`, { headers: ROOT })).status).toBe(204);
     });
   });
 

@@ -93,6 +93,15 @@ describe('rule engine', () => {
     expect(r.allows('update', vars({ me: { id: 'u2' }, old: stored, new: stored }), stored)).toBe(false);
   });
 
+  it('a write rule can allow setting a property once (the docs recipe)', () => {
+    const r = AccessRules.parse({ rules: {}, properties: { ...properties, owner: { type: 'string', write: { '@old.owner': { $exists: false } } } }, file: 'f', me });
+    const created = { owner: 'u1' };
+    expect(r.refusedWrite(vars({ new: created }), created, ['owner'])).toBeUndefined();
+    const stored = { id: 'p', owner: 'u1' };
+    expect(r.refusedWrite(vars({ old: stored, new: { ...stored, owner: 'u2' } }), stored, ['owner'])).toBe('owner');
+    expect(r.refusedWrite(vars({ old: { id: 'q' }, new: { id: 'q', owner: 'u2' } }), { id: 'q' }, ['owner'])).toBeUndefined();
+  });
+
   it('refuses bad rules with a RuleError naming the file and the rule', () => {
     expect(() => rules({ nope: 1 })).toThrow(RuleError);
     expect(() => rules({ nope: 1 })).toThrow('resources/t/config.json: rules.read: unknown property "nope"');

@@ -26,7 +26,11 @@ describe.each(storeKinds())('access rules attacks ($name store)', (kind) => {
 
   beforeAll(async () => {
     store = await kind.make();
-    const userProps = { email: { type: 'string' as const, read: { id: '@me.id' } }, role: { type: 'string' as const, write: { '@me.role': 'admin' } } };
+    const userProps = {
+      username: { type: 'string' as const, write: false },
+      email: { type: 'string' as const, read: { id: '@me.id' } },
+      role: { type: 'string' as const, write: { '@me.role': 'admin' } },
+    };
     const users = new UserCollection({ path: '/users', properties: userProps, store: store.store.collection('users'), passwordCost: 4, loginRateLimit: { max: 1000 } });
     const docs = new Collection({
       path: '/docs',
@@ -164,6 +168,9 @@ describe.each(storeKinds())('access rules attacks ($name store)', (kind) => {
     const promote = await mallory.request('PUT', `/users/${malloryId}`, { body: { role: 'admin' } });
     expect(promote.status).toBe(403);
     expect((await t.request('GET', `/users/${malloryId}`, { headers: ROOT })).body).toMatchObject({ role: 'user' });
+    // username keeps its own write rule (a UserCollection fixes only its type and index).
+    expect((await mallory.request('PUT', `/users/${malloryId}`, { body: { username: 'victim2' } })).body).toMatchObject({ message: 'forbidden by properties.username.write' });
+    expect((await mallory.request('PUT', `/users/${malloryId}`, { body: { email: 'm@example.com' } })).status).toBe(200);
   });
 
   it('/me shows the own email; no other user answer or filter reveals one', async () => {

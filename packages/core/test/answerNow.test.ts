@@ -38,6 +38,22 @@ describe('Collection.answerNow', () => {
     expect(JSON.parse(text as string)).toEqual(stored);
   });
 
+  it('tests a read rule on the text as for an anonymous visitor; steps aside for property read rules (issue 24)', async () => {
+    const coll = store.collection('ruled');
+    const props = { title: { type: 'string' as const }, published: { type: 'boolean' as const }, owner: { type: 'string' as const } };
+    await coll.insert({ id: 'pub', title: 'p', published: true, owner: 'u1' });
+    await coll.insert({ id: 'draft', title: 'd', published: false, owner: 'u1' });
+    const published = new Collection({ path: '/ruled', properties: props, store: coll, rules: { read: { $or: [{ published: true }, { owner: '@me.id' }] } } });
+    expect(published.answerNow(['pub'])).toBe(await coll.findOneJson?.('pub'));
+    expect(published.answerNow(['draft'])).toBeUndefined();
+    const owned = new Collection({ path: '/ruled', properties: props, store: coll, rules: { read: { owner: '@me.id' } } });
+    expect(owned.answerNow(['pub'])).toBeUndefined();
+    const queried = new Collection({ path: '/ruled', properties: props, store: coll, rules: { read: { id: '@query.id' } } });
+    expect(queried.answerNow(['pub'])).toBe(await coll.findOneJson?.('pub'));
+    const propertyRule = new Collection({ path: '/ruled', properties: { ...props, owner: { type: 'string', read: false } }, store: coll });
+    expect(propertyRule.answerNow(['pub'])).toBeUndefined();
+  });
+
   it('steps aside for anything but one existing id: the list, count, empty, deeper paths, unknown ids', async () => {
     const coll = store.collection('aside');
     const todos = new Collection({ path: '/aside', properties: { title: { type: 'string' } }, store: coll });

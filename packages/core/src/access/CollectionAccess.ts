@@ -34,9 +34,27 @@ export class CollectionAccess {
     return ctx.isRoot || ctx.internal;
   }
 
-  /** Whether nothing in the rules can change what this action answers (no rule, no property read rule). */
-  showsStored(action: 'list' | 'read'): boolean {
-    return this.rules.isOpen(action) && !this.rules.hasPropertyReadRules;
+  /**
+   * Whether stored objects' own JSON texts may answer this action: no property read rule changes
+   * an object. (A `list` rule is part of the store query; a `read` rule is tested on the text's
+   * object: {@link allowsText}, {@link anonymousAllowsText}.)
+   */
+  showsStored(_action: 'list' | 'read'): boolean {
+    return !this.rules.hasPropertyReadRules;
+  }
+
+  /** {@link allowsText} for an anonymous visitor's plain GET by id (no context: the synchronous path). */
+  anonymousAllowsText(id: string, text: string): boolean {
+    if (this.rules.isOpen('read')) return true;
+    // The query a GET by id has (scripts see `query.id` too).
+    const vars: RuleVariables = { me: null, root: false, query: { id }, now: Date.now() };
+    return this.rules.allows('read', vars, JSON.parse(text) as Record<string, unknown>);
+  }
+
+  /** Whether ctx's caller may read the object whose stored JSON text this is (GET by id answered as stored). */
+  allowsText(ctx: Context, text: string): boolean {
+    if (this.bypasses(ctx) || this.rules.isOpen('read')) return true;
+    return this.rules.allows('read', this.variables(ctx), JSON.parse(text) as Record<string, unknown>);
   }
 
   /** The request variables of ctx (and of the write under way). */

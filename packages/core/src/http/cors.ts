@@ -18,7 +18,7 @@ export function corsOrigins(options: CorsOptions | undefined, production: boolea
 /** The request headers a cross-origin client may send, exactly the spec's list. */
 export const CORS_ALLOWED_HEADERS = 'Origin, Accept, Accept-Language, Content-Language, Content-Type, Last-Event-ID';
 /** The answer headers a cross-origin page may read beyond the CORS-safelisted ones. */
-export const CORS_EXPOSED_HEADERS = 'X-Request-Id';
+export const CORS_EXPOSED_HEADERS = 'X-Request-Id, X-Total-Count';
 const METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
 
 /**
@@ -34,7 +34,7 @@ export function corsHeaders(req: IncomingMessage, allowed: '*' | readonly string
     ['access-control-allow-origin', origin],
     ['access-control-allow-credentials', 'true'],
     ['vary', 'Origin'],
-    // A page of another origin reads the request id it can quote in a bug report.
+    // A page of another origin reads the request id it can quote in a bug report, and a list's $total.
     ['access-control-expose-headers', CORS_EXPOSED_HEADERS],
   ];
   if (req.method === 'OPTIONS') {

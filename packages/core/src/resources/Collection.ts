@@ -15,6 +15,9 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionChange, CollectionChangeListener } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
+import { Relations } from '../relations/Relations.js';
+import { relationSettings } from '../relations/relationSettings.js';
+import type { RelationSettings } from '../relations/relationSettings.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 
 /** Options of a {@link Collection}. */
@@ -36,9 +39,12 @@ export interface CollectionOptions {
   configFile?: string;
   /** The properties of the app's user collections, to type-check `@me.*`; undefined: unchecked. */
   meProperties?: Record<string, PropertyDef>;
+  /** Limits of `$expand`, filters across relations and aggregates (app.json `relations`, `aggregate`). */
+  relations?: Partial<RelationSettings>;
 }
 
 const NO_MATCH = 'No object exists that matches that query';
+const NOTHING_REFUSED: QueryRefusals = {};
 const JSON_TYPE = 'application/json; charset=utf-8';
 const NO_EVENTS: CollectionEventRunner = {
   has: () => false,
@@ -61,6 +67,10 @@ export class Collection implements Resource {
   protected logger: Logger | undefined;
   /** Told every stored write (live queries); deletes read what they remove while there is one. */
   private readonly changeListeners = new Set<CollectionChangeListener>();
+  /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
+  readonly relations: Relations;
+  /** Requests whose answer `$expand` completes. */
+  private readonly expanding = new WeakSet<Context>();
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -77,6 +87,9 @@ export class Collection implements Resource {
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
+    this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
+    // Counts (as /count): On Get may hide objects that a count would reveal.
+    this.relations.countsOpenTo = (ctx) => ctx.isRoot || ctx.internal || this.publicCount || !this.events.has('get');
   }
 
   /**
@@ -100,6 +113,7 @@ export class Collection implements Resource {
   /** Creates the indexes that `unique` and `index` properties ask for. */
   async init(host?: ResourceHost): Promise<void> {
     this.logger = host?.logger;
+    if (host !== undefined) this.relations.attach(host);
     for (const [field, def] of Object.entries(this.properties)) {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
       else if (def.index) await this.store.ensureIndex({ field });
@@ -111,23 +125,29 @@ export class Collection implements Resource {
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
     }
+    const related = method === 'GET' && this.relations.asked(ctx.query) ? await this.relations.takeQuery(ctx) : undefined;
+    // Expanding needs objects: the stored JSON texts would only be parsed again.
+    if (related?.expand !== undefined) this.expanding.add(ctx);
     const reply = await this.dispatch(ctx);
     // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
     // (Rules that depend on the object were applied where the stored object was in hand.)
     const plan = this.access.readPlan(ctx);
-    return this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
+    const visible = this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
+    return related === undefined ? visible : this.relations.finish(ctx, related, visible);
   }
 
   /**
    * GET /<c>/<id> from an anonymous, non-root visitor, with no query and no script on the way (no
    * On BeforeRequest, no On Get): the stored object's own JSON text, without a context or a promise.
-   * Not found, a write under way or anything else: undefined, and `handle` answers.
+   * A read rule is tested on that text as for an anonymous caller. Not found, hidden by the rule,
+   * a write under way or anything else: undefined, and `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
     if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
     const id = parts[0] as string;
-    if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get')) return undefined;
-    return this.storedIsShown() ? (this.store.findOneJsonNow(id) ?? undefined) : undefined;
+    if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get') || !this.storedIsShown()) return undefined;
+    const text = this.store.findOneJsonNow(id) ?? undefined;
+    return text !== undefined && this.access.anonymousAllowsText(id, text) ? text : undefined;
   }
 
   /** Root and event scripts (internal requests) see `private` properties; nobody else does (but a user at /me). */
@@ -141,7 +161,7 @@ export class Collection implements Resource {
    * no present() of a subclass) and no private properties to leave out.
    */
   private answersStoredJson(ctx: Context, action: 'list' | 'read'): boolean {
-    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
+    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action)) && !this.expanding.has(ctx);
   }
 
   /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
@@ -155,8 +175,10 @@ export class Collection implements Resource {
    * hash). Naming one is refused with 400, so that no answer depends on its value.
    */
   private refusals(ctx: Context, plan: ReadPlan | undefined = this.access.readPlan(ctx)): QueryRefusals {
+    const seesPrivate = this.seesPrivate(ctx);
+    if (plan === undefined && (ctx.internal || this.storeOnly.size === 0) && (seesPrivate || this.privateProps.size === 0)) return NOTHING_REFUSED;
     const hidden = new Set<string>(ctx.internal ? [] : this.storeOnly);
-    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) hidden.add(name);
+    if (!seesPrivate) for (const name of this.privateProps) hidden.add(name);
     if (plan === undefined) return { unqueryable: hidden, unprojectable: hidden };
     return { unqueryable: new Set([...hidden, ...this.access.unqueryable(plan)]), unprojectable: new Set([...hidden, ...plan.dropped]) };
   }
@@ -240,11 +262,14 @@ export class Collection implements Resource {
   private async handleGet(ctx: Context): Promise<Reply> {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
     if (ctx.parts[0] === 'count') return this.count(ctx);
+    if (ctx.parts[0] === 'aggregate') return this.relations.aggregate(ctx);
     const only = ctx.parts[0];
     if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
-      // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store).
+      // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store),
+      // its read rule tested on that very text (one snapshot: no write can come in between).
+      ctx.query.id = only;
       const text = await this.store.findOneJson(only);
-      if (text === null) throw new SvcError('NOT_FOUND', 'not found');
+      if (text === null || !this.access.allowsText(ctx, text)) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
     }
     const id = this.idOf(ctx, false);
@@ -405,8 +430,10 @@ export class Collection implements Resource {
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
+    if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
     if (this.changeListeners.size > 0) await this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
@@ -441,11 +468,13 @@ export class Collection implements Resource {
     }
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, previous);
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const updated = await this.writing(() => this.store.update(filter, ops));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
     if (this.changeListeners.size > 0) await this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
@@ -510,8 +539,9 @@ export class Collection implements Resource {
     }
     let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx)), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
+    const referenced = this.relations.isReferenced();
     const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
-    if (!guarded && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
+    if (!guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
       const gone = this.changeListeners.size > 0 ? await this.store.findOne(filter) : null;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
       if (gone) await this.deleted([gone]);
@@ -525,10 +555,12 @@ export class Collection implements Resource {
     filter = andFilters(filter, this.access.filter(ctx, 'delete'));
     const object = this.withoutStoreOnly(doc);
     if (this.events.has('delete') && !skipEvents) await this.events.run('delete', { ctx, object });
+    const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
     if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
     await this.deleted([doc]);
+    if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete([id]);
-    await this.afterCommit(ctx, object, undefined);
+    if (!skipEvents) await this.afterCommit(ctx, object, undefined);
     return { status: 204 };
   }
 
@@ -546,12 +578,16 @@ export class Collection implements Resource {
     }
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
-      if (this.tracksDeletes || this.changeListeners.size > 0) {
+      const referenced = this.relations.isReferenced();
+      if (this.tracksDeletes || referenced || this.changeListeners.size > 0) {
         // Removed by id, so that exactly the objects read are the ones told deleted.
         const docs = await this.store.find(filter, this.changeListeners.size > 0 ? {} : { fields: { id: 1 } });
         const ids = docs.map((d) => d.id);
-        if (ids.length === 0 || (await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
+        if (ids.length === 0) throw new SvcError('NOT_FOUND', 'not found');
+        const plan = referenced ? await this.relations.beforeRemove(ids) : undefined;
+        if ((await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
         await this.deleted(docs);
+        if (plan !== undefined) await this.relations.afterRemove(plan);
         await this.afterDelete(ids);
         return { status: 204 };
       }
@@ -573,8 +609,10 @@ export class Collection implements Resource {
       }
     }
     if (deleted.length === 0) throw firstError;
+    const plan = this.relations.isReferenced() ? await this.relations.beforeRemove(deleted.map((d) => d.id)) : undefined;
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
     await this.deleted(deleted);
+    if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
     return { status: 204 };

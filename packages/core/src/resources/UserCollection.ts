@@ -66,13 +66,15 @@ export class UserCollection extends Collection implements UserResource {
   private readonly accounts: Accounts | undefined;
 
   constructor(options: UserCollectionOptions) {
-    const { password, username: _username, ...rest } = options.properties;
+    const { password, username, ...rest } = options.properties;
     if (password?.read !== undefined || password?.write !== undefined) {
       // The hash is never answered and only its owner (or root) changes it: no rule may open it.
       throw new RuleError(`${options.configFile ?? `resources${options.path}/config.json`}: properties.password: the password takes no read or write rule (it is never readable)`);
     }
     for (const field of ACCOUNT_FIELDS) delete rest[field];
-    const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true }, ...rest };
+    // username's own access rules are kept; its type and index are not the config's to change.
+    const usernameRules = { ...(username?.read !== undefined ? { read: username.read } : {}), ...(username?.write !== undefined ? { write: username.write } : {}) };
+    const properties: Record<string, PropertyDef> = { username: { type: 'string', required: true, unique: true, ...usernameRules }, ...rest };
     if (options.accounts && properties.email?.type !== 'string') {
       throw new Error(`resource ${options.path.slice(1)}: auth.verification, auth.reset and auth.codes need an "email" property of type string (unique, so that an address names one user)`);
     }

@@ -77,6 +77,9 @@ function acceptValue(name: string, value: unknown, def: PropertyDef): unknown {
       return value;
     case 'date':
       return toDate(value);
+    case 'relation':
+      // Ids are checked (shape, existence, readable by the writer) once the scripts ran.
+      return value === '' ? null : value;
     default:
       return REJECT;
   }
@@ -107,7 +110,7 @@ function addModifier(out: SanitizedBody, name: string, def: PropertyDef, raw: Re
       if (def.type !== 'number' || typeof arg !== 'number' || !Number.isFinite(arg)) continue;
       (out.modifiers.$inc ??= {})[name] = arg;
     } else {
-      if (def.type !== 'array') continue;
+      if (def.type !== 'array' && !(def.type === 'relation' && def.many === true)) continue;
       // $addUnique (Deployd) takes one value or an array of values.
       const values = op === '$pushAll' || op === '$pullAll' || (op === '$addUnique' && Array.isArray(arg)) ? arg : [arg];
       if (!Array.isArray(values)) throw new SvcError('BAD_REQUEST', `${name}: ${op} needs an array`);

@@ -78,6 +78,55 @@ export interface StoreCollection {
   remove(filter: Filter): Promise<number>;
   /** Creates the index when missing (idempotent). */
   ensureIndex(spec: IndexSpec): Promise<void>;
+  /**
+   * Optional: groups the matching objects and measures each group in the store (MongoDB's
+   * aggregation pipeline). Without it, aggregates read the matching objects' measured properties.
+   */
+  aggregate?(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]>;
+}
+
+/** A grouping asked of a store: properties to group by (up to 3) and what to measure per group. */
+export interface AggregateSpec {
+  group: string[];
+  count: boolean;
+  sum: string[];
+  avg: string[];
+  min: string[];
+  max: string[];
+  /** Answer at most this many groups (the caller asks one more than it allows, to tell). */
+  limit: number;
+  /** How long the store may take, in ms. */
+  timeoutMs: number;
+  /** More matching objects than this: {@link AggregateScanError}, before any is grouped. */
+  maxScanned: number;
+}
+
+/** One group: the grouped properties' values (null when missing) and the measures asked for. */
+export interface AggregateRow {
+  group: Record<string, unknown>;
+  count?: number;
+  sum?: Record<string, number>;
+  avg?: Record<string, number | null>;
+  min?: Record<string, unknown>;
+  max?: Record<string, unknown>;
+}
+
+/** An aggregate would read more objects than its limit. */
+export class AggregateScanError extends Error {
+  readonly scanned: number;
+  constructor(scanned: number) {
+    super(`the aggregate would read ${scanned} objects`);
+    this.name = 'AggregateScanError';
+    this.scanned = scanned;
+  }
+}
+
+/** A store-side aggregate ran longer than its time limit. */
+export class AggregateTimeoutError extends Error {
+  constructor(options?: { cause?: unknown }) {
+    super('aggregate took too long', options);
+    this.name = 'AggregateTimeoutError';
+  }
 }
 
 /** A document store: the embedded one or MongoDB. */

@@ -5,8 +5,9 @@ import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
 import { RE2JS } from 're2js';
 import { SvcError } from '../errors.js';
-import { DuplicateKeyError, assertCollectionName } from './Store.js';
-import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
+import { DuplicateKeyError, assertCollectionName, AggregateScanError } from './Store.js';
+import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps, AggregateRow, AggregateSpec } from './Store.js';
+import { groupRows } from './internal/groupRows.js';
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
 import { hashIdIndex } from './internal/hashIdIndex.js';
@@ -255,6 +256,24 @@ class EmbeddedCollection implements StoreCollection {
     let out = '[';
     for (let i = 0; i < raws.length; i++) out += (i === 0 ? '' : ',') + jsonOf(raws[i] as Raw);
     return `${out}]`;
+  }
+
+  /**
+   * Groups the cached objects the filter matches (found through the indexes it can use) in the
+   * process, reading only the grouped and measured properties, without copying the objects.
+   */
+  async aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
+    const started = Date.now();
+    // Groups need no order: every object comes from the id hash, not from a walk of the insertion-order tree.
+    const raws = isEmpty(toNedbFilter(filter)) ? await this.#inAnyOrder() : await this.#matching(filter, {});
+    if (raws.length > spec.maxScanned) throw new AggregateScanError(raws.length);
+    return groupRows(raws, spec, { started, idKey: '_id' });
+  }
+
+  /** Every object as nedb caches them, in no particular order. */
+  async #inAnyOrder(): Promise<Raw[]> {
+    const db = await this.#open();
+    return this.#executor.pushAsync(() => Promise.resolve(db.getAllData() as unknown as Raw[]));
   }
 
   /** The matching objects as nedb caches them, ordered and paged. */

@@ -2,8 +2,10 @@ import { redactUrl } from '../redactUrl.js';
 import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
 import type { Collection, Document } from 'mongodb';
 import { SvcError } from '../errors.js';
-import { DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
-import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
+import { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
+import { compareRows } from './internal/compareRows.js';
+import { groupRows } from './internal/groupRows.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
 import { renameId } from './internal/renameId.js';
 
 /** Options of {@link createMongoStore}. */
@@ -191,6 +193,31 @@ class MongoCollection implements StoreCollection {
     return guarded(this.#timeoutMs, () => this.#ensureIndex(spec));
   }
 
+  /** The aggregation pipeline: $match, $group, $limit; the groups are sorted by the caller. */
+  aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
+    return guarded(spec.timeoutMs, async () => {
+      try {
+        // Counted in the server first: a pipeline over too many objects is refused before it runs.
+        const scanned = await this.#coll.countDocuments(toMongoFilter(filter), { maxTimeMS: spec.timeoutMs });
+        if (scanned > spec.maxScanned) throw new AggregateScanError(scanned);
+        const raw = await this.#coll.aggregate(aggregatePipeline(filter, spec), { maxTimeMS: spec.timeoutMs }).toArray();
+        return raw.map((r) => aggregateRow(r, spec)).sort(compareRows);
+      } catch (err) {
+        if (err instanceof MongoServerError && err.code === MAX_TIME_EXPIRED) throw new AggregateTimeoutError({ cause: err });
+        // FerretDB v1 has no $avg/$min/$max accumulators: the measured properties are read and grouped here.
+        if (err instanceof MongoServerError && err.code === NOT_IMPLEMENTED) return this.#aggregateByReading(filter, spec);
+        throw err;
+      }
+    });
+  }
+
+  async #aggregateByReading(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
+    const started = Date.now();
+    const fields: Record<string, 1> = { id: 1 };
+    for (const name of [...spec.group, ...spec.sum, ...spec.avg, ...spec.min, ...spec.max]) fields[name] = 1;
+    return groupRows(await this.#find(filter, { fields }), spec, { started, idKey: 'id' });
+  }
+
   async #find(filter: Filter, options: FindOptions): Promise<Doc[]> {
     let cursor = this.#coll.find(toMongoFilter(filter)).maxTimeMS(this.#timeoutMs);
     if (options.fields) cursor = cursor.project(renameId(options.fields));
@@ -319,6 +346,37 @@ function toMongoUpdate(ops: UpdateOps): Document | undefined {
  * expressions carrying exactly their flags and any `$options` (the driver would encode a `g`
  * flag as `s`, and MongoDB refuses flags given both in the pattern and in `$options`).
  */
+const MAX_TIME_EXPIRED = 50;
+const NOT_IMPLEMENTED = 238;
+
+/** A stored property as an aggregation expression. */
+const fieldPath = (name: string): string => (name === 'id' ? '$_id' : `$${name}`);
+
+function aggregatePipeline(filter: Filter, spec: AggregateSpec): Document[] {
+  const id: Document = {};
+  spec.group.forEach((name, i) => (id[`g${i}`] = fieldPath(name)));
+  const group: Document = { _id: id };
+  if (spec.count) group.count = { $sum: 1 };
+  spec.sum.forEach((name, i) => (group[`sum${i}`] = { $sum: fieldPath(name) }));
+  spec.avg.forEach((name, i) => (group[`avg${i}`] = { $avg: fieldPath(name) }));
+  spec.min.forEach((name, i) => (group[`min${i}`] = { $min: fieldPath(name) }));
+  spec.max.forEach((name, i) => (group[`max${i}`] = { $max: fieldPath(name) }));
+  return [{ $match: toMongoFilter(filter) }, { $group: group }, { $limit: spec.limit }];
+}
+
+function aggregateRow(raw: Document, spec: AggregateSpec): AggregateRow {
+  const id = (raw._id ?? {}) as Document;
+  const row: AggregateRow = { group: Object.fromEntries(spec.group.map((name, i) => [name, id[`g${i}`] ?? null])) };
+  if (spec.count) row.count = Number(raw.count ?? 0);
+  const measures = (kind: 'sum' | 'avg' | 'min' | 'max', names: string[]): Record<string, never> =>
+    Object.fromEntries(names.map((name, i) => [name, raw[`${kind}${i}`] ?? (kind === 'sum' ? 0 : null)])) as Record<string, never>;
+  if (spec.sum.length > 0) row.sum = measures('sum', spec.sum);
+  if (spec.avg.length > 0) row.avg = measures('avg', spec.avg);
+  if (spec.min.length > 0) row.min = measures('min', spec.min);
+  if (spec.max.length > 0) row.max = measures('max', spec.max);
+  return row;
+}
+
 function toMongoFilter(filter: Filter): Document {
   const out: Document = {};
   for (const [key, value] of Object.entries(filter)) {
