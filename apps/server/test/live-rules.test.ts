@@ -20,6 +20,7 @@ const APP: Record<string, string | object> = {
       published: { type: 'boolean' },
       salary: { type: 'number', read: { '@me.role': 'hr' } },
       notes: { type: 'string', read: { owner: '@me.id' } },
+      editor: { type: 'relation', collection: 'users', onDelete: 'setNull' },
     },
     rules: {
       list: { $or: [{ published: true }, { owner: '@me.id' }, { '@me.role': 'admin' }] },
@@ -122,6 +123,15 @@ describe.each(appStores())('live queries and emits under access rules (%s store)
     const allowed = watch(hr, { salary: { $gt: 50 } });
     await until(() => allowed.length === 1);
     expect(allowed[0]).toMatchObject({ type: 'snapshot' });
+  });
+
+  it('refuses what GET takes but a live query cannot follow: $expand, $total, a filter across a relation', async () => {
+    const ann = await clientFor('ann');
+    for (const query of [{ $expand: 'editor' }, { $total: true }, { 'editor.username': 'bo' }]) {
+      const events = watch(ann, query);
+      await until(() => events.length === 1);
+      expect(events[0], JSON.stringify(query)).toMatchObject({ type: 'error', error: { status: 400 } });
+    }
   });
 
   it("a change of the subscriber's own user applies from the next event on (a role granted, then taken away)", async () => {

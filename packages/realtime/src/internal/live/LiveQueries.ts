@@ -5,7 +5,7 @@ import { normalisePath } from '../rooms.js';
 import { callerOf } from '../socketCaller.js';
 import type { Caller } from '../socketCaller.js';
 import { matcherOf, project, withAccess } from './matching.js';
-import { errorOf, parseRequest } from './subscribeRequest.js';
+import { assertLiveQuery, errorOf, parseRequest } from './subscribeRequest.js';
 import type { ChangeLog } from './changeLog.js';
 import { LIVE_EVENT, SUBSCRIBE_EVENT, UNSUBSCRIBE_EVENT } from './protocol.js';
 import type { ChangeEntry, EndReason, LiveMessage, SubscribeAnswer, SubscribeRequest } from './protocol.js';
@@ -222,6 +222,7 @@ export class LiveQueries {
     const session = base.session;
     const client = this.server.clientOf(socket.request).address;
     const query = request.query ?? {};
+    assertLiveQuery(collection, query);
     const ctx = { ...base, scope: createRequestScope(client) };
     // GET's compiler as this caller: what a GET refuses, a subscription refuses.
     const compiled = collection.compileQueryFor(ctx, query);

@@ -1,5 +1,5 @@
 import { SvcError, isPlainObject, isSvcError } from '@svc/core';
-import type { Logger } from '@svc/core';
+import type { Collection, Logger } from '@svc/core';
 import type { SubscribeRequest } from './protocol.js';
 
 const MAX_ID = 64;
@@ -22,4 +22,17 @@ export function errorOf(err: unknown, logger: Logger): { status: number; message
   if (isSvcError(err) && err.status < 500) return { status: err.status, message: err.message };
   logger.warn('realtime: a live query failed', { error: err });
   return { status: isSvcError(err) ? err.status : 500, message: isSvcError(err) ? err.message : 'the live query could not start' };
+}
+
+/**
+ * What GET takes but a live query cannot follow yet: `$expand` and `$total` (answers beside the
+ * objects), and filters across a relation (`{"author.name": "ann"}`: a change of the related
+ * object would change the match). Refused (400) rather than answered differently from GET.
+ */
+export function assertLiveQuery(collection: Collection, query: Record<string, unknown>): void {
+  for (const key of Object.keys(query)) {
+    if (key === '$expand' || key === '$total') throw new SvcError('INVALID_QUERY', `live queries do not take ${key}`);
+    const dot = key.indexOf('.');
+    if (dot > 0 && collection.properties[key.slice(0, dot)]?.type === 'relation') throw new SvcError('INVALID_QUERY', `live queries do not filter across a relation (${key})`);
+  }
 }
