@@ -48,7 +48,10 @@ export const APP_SCHEMA: Record<string, Rule> = {
     keys: { headersTimeoutMs: int(1), requestTimeoutMs: int(1), keepAliveTimeoutMs: int(1), maxConnections: int(1), maxConnectionsPerAddress: int(0), drainMs: int(0, 600_000) },
   },
   health: { kind: 'object', keys: { livePath: { kind: 'path' }, readyPath: { kind: 'path' } } },
-  realtime: { kind: 'object', keys: { maxSocketsPerAddress: int(0), maxSockets: int(0) } },
+  realtime: {
+    kind: 'object',
+    keys: { maxSocketsPerAddress: int(0), maxSockets: int(0), maxLiveQueriesPerSocket: int(0), maxLiveQueriesPerUser: int(0), liveReplay: int(1, 100_000), liveBufferedPackets: int(1) },
+  },
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000), bucket: { kind: 'string' } } },
   trustProxy: { kind: 'trustProxy' },

@@ -48,7 +48,14 @@ export interface AppSettings {
   /** Health check paths (defaults /healthz and /readyz; false: not served). */
   health?: { livePath?: string | false; readyPath?: string | false };
   /** Socket.IO caps, per process: open sockets per client address (default 100) and in all (default 10000); 0: no cap. */
-  realtime?: { maxSocketsPerAddress?: number; maxSockets?: number };
+  realtime?: {
+    maxSocketsPerAddress?: number;
+    maxSockets?: number;
+    maxLiveQueriesPerSocket?: number;
+    maxLiveQueriesPerUser?: number;
+    liveReplay?: number;
+    liveBufferedPackets?: number;
+  };
   /** The embedded store: fsync each append before acknowledging it (default false; docs/deploying.md). */
   embeddedStore?: { fsync?: boolean };
   /**

@@ -21,7 +21,16 @@ export interface LiveRealtimeOptions {
   /** The app's CORS origins, for the socket handshake. */
   origins?: '*' | readonly string[] | undefined;
   /** app.json `realtime`: the socket caps. */
-  caps?: { maxSocketsPerAddress?: number | undefined; maxSockets?: number | undefined } | undefined;
+  caps?:
+    | {
+        maxSocketsPerAddress?: number | undefined;
+        maxSockets?: number | undefined;
+        maxLiveQueriesPerSocket?: number | undefined;
+        maxLiveQueriesPerUser?: number | undefined;
+        liveReplay?: number | undefined;
+        liveBufferedPackets?: number | undefined;
+      }
+    | undefined;
 }
 
 interface Attachable {
@@ -44,6 +53,12 @@ export function createLiveRealtime(options: LiveRealtimeOptions): LiveRealtime {
       ...(options.origins !== undefined ? { cors: { origins: options.origins } } : {}),
       ...(options.caps?.maxSocketsPerAddress !== undefined ? { maxSocketsPerAddress: options.caps.maxSocketsPerAddress } : {}),
       ...(options.caps?.maxSockets !== undefined ? { maxSockets: options.caps.maxSockets } : {}),
+      live: {
+        maxPerSocket: options.caps?.maxLiveQueriesPerSocket,
+        maxPerUser: options.caps?.maxLiveQueriesPerUser,
+        ringSize: options.caps?.liveReplay,
+        maxBuffered: options.caps?.liveBufferedPackets,
+      },
     });
   let attached = false;
   return {

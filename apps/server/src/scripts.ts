@@ -203,16 +203,19 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     return out;
   }
 
-  function host(ctx: Context, uses: Uses): HostApi {
+  /** `collection`: the path of the Collection whose script this is (its objects' emits are shown per recipient). */
+  function host(ctx: Context, uses: Uses, collection?: string): HostApi {
     const api = uses.svc ? scriptClient(clientNames, ctx, options.request, clientLimits) : {};
-    if (uses.emit) api.emit = (...args: unknown[]) => emit(args);
+    if (uses.emit) api.emit = ctx.showing === true ? () => undefined : (...args: unknown[]) => emit(args, collection);
     return api;
   }
 
   /** emit(message, [data]) or emit(userCollection, query, message, [data]). */
-  function emit(args: unknown[]): Promise<void> | void {
+  function emit(args: unknown[], collection: string | undefined): Promise<void> | void {
     const [a, b, c, d] = args;
+    const objects = collection !== undefined && options.realtime.emitObjects !== undefined ? options.realtime.emitObjects.bind(options.realtime) : undefined;
     if (typeof a === 'string' && (args.length < 3 || typeof c !== 'string')) {
+      if (objects) return objects(collection as string, a, b);
       options.realtime.emit(a, b);
       return;
     }
@@ -221,6 +224,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     // svc.users cannot cross into Node (it is a function), so it arrives as null: the app's one user collection.
     const target = typeof a === 'string' ? users.find((u) => u.path === (a.startsWith('/') ? a : `/${a}`)) : users.length === 1 ? users[0] : undefined;
     if (!target) throw new Error(`emit: no user collection ${typeof a === 'string' ? a : '(name it as a string when the app has several)'}`);
+    if (objects) return objects(collection as string, c, d, { path: target.path, query: b as Record<string, unknown> });
     return options.realtime.emitToUsers(target.path, b as Record<string, unknown>, c, d);
   }
 
@@ -382,7 +386,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           const runInput: RunInput = {
             thisObj: input.object,
             locals: locals(input.ctx, compiled.uses, extra),
-            host: host(input.ctx, compiled.uses),
+            host: host(input.ctx, compiled.uses, folder.path),
             label: labels.get(event) as string,
             budget: budgetOf(input.ctx),
           };
@@ -402,7 +406,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           const { script, uses } = scripts.get('get') as Compiled;
           if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
           const shared = locals(ctx, uses, { previous: {} });
-          const api = host(ctx, uses);
+          const api = host(ctx, uses, folder.path);
           const label = `${name} On Get`;
           let results: RunResult[];
           try {

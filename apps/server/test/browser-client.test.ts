@@ -97,9 +97,9 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
       svc: 'function',
       ajax: 'object',
       names: ['addfollower', 'ajax', 'close', 'off', 'on', 'once', 'setBaseUrl', 'socketReady', 'todos', 'users'],
-      todos: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put'],
+      todos: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put', 'subscribe'],
       // The account calls answer 404 on a collection whose config.json turns no flow on (docs/accounts.md).
-      users: ['confirmPasswordReset', 'confirmVerification', 'del', 'exec', 'get', 'login', 'loginWithCode', 'loginWithProvider', 'logout', 'me', 'mfa', 'off', 'on', 'once', 'post', 'providerLoginResult', 'put', 'requestCode', 'requestPasswordReset', 'requestVerification'],
+      users: ['confirmPasswordReset', 'confirmVerification', 'del', 'exec', 'get', 'login', 'loginWithCode', 'loginWithProvider', 'logout', 'me', 'mfa', 'off', 'on', 'once', 'post', 'providerLoginResult', 'put', 'requestCode', 'requestPasswordReset', 'requestVerification', 'subscribe'],
       custom: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put', 'shout'],
       byName: ['del', 'exec', 'get', 'post', 'put'],
     });

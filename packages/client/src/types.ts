@@ -221,6 +221,43 @@ export interface Listening {
   once<D = unknown>(message: string, fn: Listener<D>): void;
 }
 
+/** One event of a live query (`svc.<collection>.subscribe`). */
+export type LiveEvent<Item> =
+  /** The objects matching now (first, when asked; again after a reconnect that missed too much). */
+  | { type: 'snapshot'; objects: Item[] }
+  /** An object created, changed, or changed so that it now matches. */
+  | { type: 'create' | 'update' | 'enter'; object: Item }
+  /** An object deleted, or changed so that it no longer matches (or may no longer be seen). */
+  | { type: 'delete' | 'leave'; id: string }
+  /** The server ended the subscription (the session ended: logout, password change, expiry). */
+  | { type: 'ended'; reason: string }
+  /** The server refused the subscription (the error a GET with that query would answer). */
+  | { type: 'error'; error: SvcErrorBody };
+
+/**
+ * A live query's handler: each event, and the query's objects after it (ordered by `$sort`, at
+ * most `$limit`, as a GET would answer now).
+ */
+export type LiveHandler<Item> = (event: LiveEvent<Item>, objects: readonly Item[]) => void;
+
+/** Options of `subscribe`. */
+export interface SubscribeOptions {
+  /** Send the objects matching now first (a `snapshot` event). Default true. */
+  snapshot?: boolean;
+}
+
+/** Ends a live query. */
+export type Unsubscribe = () => void;
+
+/** Live queries on a collection. */
+export interface Subscribing<Item> {
+  /**
+   * Calls `handler` with every change of the objects matching `query` that this client's user may
+   * see, as a GET would show them (GET's query language), until the returned function is called.
+   */
+  subscribe(query: Query<Item>, handler: LiveHandler<Item>, options?: SubscribeOptions): Unsubscribe;
+}
+
 /** The calls every resource has: `svc('<name>')` gives exactly these. */
 export interface ResourceAccessor {
   get<R = unknown>(...args: GetArgs<R>): SvcPromise<R>;
@@ -253,7 +290,7 @@ export type DelArgs<R> = [fn?: Callback<R>] | [query: QueryObject, fn?: Callback
 export type ExecArgs<R> = [fn?: Callback<R>] | [body: unknown, fn?: Callback<R>] | [path: Segment, fn?: Callback<R>] | [path: Segment, body: unknown, fn?: Callback<R>];
 
 /** svc.<collection>: the Collection shorthands, typed by its objects. */
-export interface CollectionAccessor<Item extends { id: string }, Create = CreateInput<Item>, Rel extends object = NoRelations> extends Listening {
+export interface CollectionAccessor<Item extends { id: string }, Create = CreateInput<Item>, Rel extends object = NoRelations> extends Listening, Subscribing<Item> {
   get(fn?: Callback<Item[]>): SvcPromise<Item[]>;
   /** With `$expand` naming relations of the first level: the objects with those relations expanded. */
   get<const E extends readonly (keyof Rel & string)[]>(query: Query<Item> & { $expand: E }, fn?: Callback<Expanded<Item, Rel, E[number]>[]>): SvcPromise<Expanded<Item, Rel, E[number]>[]>;
@@ -315,6 +352,7 @@ export interface MailAccountCalls<Login extends LoginAnswer = SessionInfo> {
 
 /** A resource without types: every call, untyped results. */
 export interface LooseAccessor extends ResourceAccessor, Listening, MailAccountCalls<LoginAnswer> {
+  subscribe<R extends { id: string } = { id: string } & Record<string, unknown>>(query: Record<string, unknown>, handler: LiveHandler<R>, options?: SubscribeOptions): Unsubscribe;
   login(credentials: { username: string; password: string }, fn?: Callback<LoginAnswer>): SvcPromise<LoginAnswer>;
   loginWithProvider: AccountCalls['loginWithProvider'];
   providerLoginResult: AccountCalls['providerLoginResult'];

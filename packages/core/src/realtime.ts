@@ -7,6 +7,14 @@ export interface Realtime {
   emit(message: string, data?: unknown): void;
   /** Sends to the sockets of the users of `usersPath` matching `query` only. */
   emitToUsers(usersPath: string, query: Record<string, unknown>, message: string, data?: unknown): Promise<void>;
+  /**
+   * Optional: sends objects of the collection at `collectionPath` (an object, or an array of
+   * them) to every socket (or those of the users of `users.path` matching `users.query`), each
+   * recipient getting them as its own GET would show them (`Collection.showTo`): an object it may
+   * not see is left out, a property it may not read is absent. Scripts' emits of their own
+   * collection's objects go through it.
+   */
+  emitObjects?(collectionPath: string, message: string, data: unknown, users?: { path: string; query: Record<string, unknown> }): Promise<void>;
 }
 
 /** One message a {@link RecordingRealtime} saw. */

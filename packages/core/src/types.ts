@@ -89,6 +89,11 @@ export interface Context {
   /** True when a script sent the request. */
   internal: boolean;
   /**
+   * True while realtime shows objects to a socket's caller (live queries, emits of objects): the
+   * On Get scripts it runs cannot emit (an emit there would be shown again, without end).
+   */
+  showing?: boolean;
+  /**
    * Shared by the request and every internal call it causes: recursion counts, the client, whether
    * it is still there, the scripts' budget.
    */

@@ -9,6 +9,12 @@ import { connectRedis } from './internal/redis.js';
 import type { RedisLink } from './internal/redis.js';
 import { isBindingRoom, normalisePath, sessionRoom, userRoom } from './internal/rooms.js';
 import { SocketCaps } from './internal/SocketCaps.js';
+import { PEER_SHOWN, deliverShown, isObjectData, parseShownEmit, recipientsOf } from './internal/shownEmits.js';
+import type { ShownEmit } from './internal/shownEmits.js';
+import { LocalChangeLog, RedisChangeLog } from './internal/live/changeLog.js';
+import type { ChangeLog, RedisCommands, RedisSubscriber } from './internal/live/changeLog.js';
+import { DEFAULT_LIVE_LIMITS, LiveQueries } from './internal/live/LiveQueries.js';
+import type { LiveLimits } from './internal/live/LiveQueries.js';
 import { serveClientFile } from './internal/serveClientFile.js';
 import { PEER_ENDED, PEER_MOVED, parseSessionEvent } from './internal/sessionEvents.js';
 import type { PeerEvents, SessionEvent } from './internal/sessionEvents.js';
@@ -31,6 +37,14 @@ export interface RealtimeOptions {
   maxSocketsPerAddress?: number;
   /** Open sockets in all, this process; beyond it the handshake is refused (403). Default 10000; 0: no cap. */
   maxSockets?: number;
+  /** Live queries' limits (app.json `realtime.live`). */
+  live?: LiveOptions;
+}
+
+/** Limits of live queries; each has a default. */
+export interface LiveOptions extends Partial<LiveLimits> {
+  /** Writes kept per collection for clients that resume (beyond: a fresh snapshot). Default 1000. */
+  ringSize?: number;
 }
 
 /** What the server keeps about each socket. */
@@ -68,12 +82,15 @@ export interface SocketRealtime extends Realtime {
   close(): Promise<void>;
   /** The Socket.IO server once attached (for tests and metrics). */
   readonly io: Server | undefined;
+  /** Live-query subscriptions open in this process (metrics, tests). */
+  readonly liveSubscriptions: number;
 }
 
 type ClientEvents = Record<typeof SESSION_EVENT, (sessionId: string | null, ack?: (answer: SessionAck) => void) => void>;
 type ServerEvents = Record<string, (...args: unknown[]) => void>;
-type SvcSocket = Socket<ClientEvents, ServerEvents, PeerEvents, SocketBinding>;
-type SvcIo = Server<ClientEvents, ServerEvents, PeerEvents, SocketBinding>;
+type AllPeerEvents = PeerEvents & Record<typeof PEER_SHOWN, (event: unknown) => void>;
+type SvcSocket = Socket<ClientEvents, ServerEvents, AllPeerEvents, SocketBinding>;
+type SvcIo = Server<ClientEvents, ServerEvents, AllPeerEvents, SocketBinding>;
 
 /** Socket.IO calls the adapter factory with `new`: a function, not an arrow. */
 function fastAdapterFactory(nsp: Namespace): Adapter {
@@ -121,6 +138,8 @@ class SocketIoRealtime implements SocketRealtime {
   private readonly endedLately = new Map<string, number>();
   private readonly caps: SocketCaps;
   private lastRefusalLog = 0;
+  private live: LiveQueries | undefined;
+  private changeLog: ChangeLog | undefined;
 
   constructor(private readonly options: RealtimeOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -173,7 +192,23 @@ class SocketIoRealtime implements SocketRealtime {
         },
       );
     });
+    const live = new LiveQueries(server, { ...DEFAULT_LIVE_LIMITS, ...definedOf(this.options.live ?? {}) }, this.logger);
+    const ringSize = this.options.live?.ringSize ?? 1000;
+    this.changeLog = this.redis
+      ? await RedisChangeLog.open({
+          key: this.options.redisKey ?? 'svc',
+          ringSize,
+          pub: this.redis.pub as unknown as RedisCommands,
+          sub: this.redis.sub as unknown as RedisSubscriber,
+          logger: this.logger,
+          isReady: () => this.redis?.isReady() === true,
+          onEntry: (entry) => live.onEntry(entry),
+        })
+      : new LocalChangeLog(ringSize, (entry) => live.onEntry(entry));
+    live.useLog(this.changeLog);
+    this.live = live;
     io.on('connection', (socket) => {
+      live.connect(socket as unknown as Socket);
       // Binds run one after the other (the last one asked wins); a socket flooding binds gets
       // { ok: false } for those past MAX_PENDING_BINDS instead of one store read each.
       let pending = 0;
@@ -212,6 +247,11 @@ class SocketIoRealtime implements SocketRealtime {
     this.redis?.onReconnect(() => {
       for (const sid of [...this.watches.keys()]) this.watchAgainIn(sid, 0);
     });
+    io.on(PEER_SHOWN, (value) => {
+      const event = parseShownEmit(value);
+      if (event) void this.deliverShown(event);
+      else this.logger.warn('realtime: ignored a malformed emit from another process');
+    });
     io.on(PEER_MOVED, (value) => {
       const event = parseSessionEvent(value);
       if (event?.t === 'move') this.moveLocally(event.from, event.to, event.uid, event.lastSeen);
@@ -237,7 +277,41 @@ class SocketIoRealtime implements SocketRealtime {
     else target.emit(message, data);
   }
 
+  /** Live-query subscriptions open in this process. */
+  get liveSubscriptions(): number {
+    return this.live?.count ?? 0;
+  }
+
+  /**
+   * A script's emit of its own collection's objects: each recipient gets them through showTo as
+   * its caller (private properties, On Get and access rules), in every process; other data is
+   * sent as it is (scripts are trusted server code).
+   */
+  async emitObjects(collectionPath: string, message: string, data: unknown, users?: { path: string; query: Record<string, unknown> }): Promise<void> {
+    const io = this.ioServer;
+    if (!io || !this.server) return;
+    if (!isObjectData(data)) return users ? this.emitToUsers(users.path, users.query, message, data) : this.emit(message, data);
+    let uids: string[] | undefined;
+    if (users) {
+      uids = await this.usersOf(users.path).findUserIds(users.query);
+      if (uids.length === 0) return;
+    }
+    const event: ShownEmit = { p: collectionPath, m: message, d: data, ...(uids ? { u: uids } : {}) };
+    if (this.redis) io.serverSideEmit(PEER_SHOWN, event);
+    await this.deliverShown(event);
+  }
+
+  private async deliverShown(event: ShownEmit): Promise<void> {
+    const io = this.ioServer;
+    if (!io || !this.server) return;
+    await deliverShown(this.server, recipientsOf(io as unknown as Parameters<typeof recipientsOf>[0], event.u), event, this.logger);
+  }
+
   async close(): Promise<void> {
+    this.live?.close();
+    this.live = undefined;
+    await this.changeLog?.close();
+    this.changeLog = undefined;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     this.unsubscribeEnd?.();
@@ -336,6 +410,8 @@ class SocketIoRealtime implements SocketRealtime {
   }
 
   private unbind(socket: SvcSocket): void {
+    // Subscriptions were made as the session's caller: they end with the binding.
+    this.live?.endSocket(socket as unknown as Socket, 'session-ended');
     for (const room of [...socket.rooms]) if (isBindingRoom(room)) void socket.leave(room);
     socket.data = {};
   }
@@ -390,6 +466,15 @@ class SocketIoRealtime implements SocketRealtime {
   /** A client tells which session it now has (the id a login answered), or null after logout. */
   private async rebind(socket: SvcSocket, sessionId: string | null): Promise<SessionAck> {
     const before = socket.data.sid;
+    if (typeof sessionId === 'string' && sessionId === before && this.server) {
+      // The same session told again (a client reconnecting): the socket stays bound, and its
+      // live queries go on, while the session stands.
+      const record = await this.server.sessions.load(sessionId);
+      if (record !== null && socket.data.sid === sessionId && !this.endedLately.has(sessionId)) return record.uid === undefined ? { ok: true } : { ok: true, uid: record.uid };
+      if (socket.data.sid === sessionId) this.unbind(socket);
+      this.unwatchIfGone(sessionId);
+      return { ok: false };
+    }
     this.unbind(socket);
     if (before !== undefined) this.unwatchIfGone(before);
     if (typeof sessionId !== 'string' || !this.server) return { ok: sessionId === null };
@@ -398,6 +483,7 @@ class SocketIoRealtime implements SocketRealtime {
     if (!this.join(socket, record)) return { ok: false };
     return record.uid === undefined ? { ok: true } : { ok: true, uid: record.uid };
   }
+
 
   /** Binds a socket to a session just loaded; false when that session ended meanwhile. */
   private join(socket: SvcSocket, record: SessionRecord): boolean {
@@ -430,4 +516,9 @@ class SocketIoRealtime implements SocketRealtime {
     }
     this.unwatchIfGone(from);
   }
+}
+
+/** The options given, without the keys set to undefined (so defaults stay). */
+function definedOf<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -1,5 +1,5 @@
 import { SvcPromise } from '../SvcPromise.js';
-import type { ResourceInfo } from '../types.js';
+import type { LiveHandler, ResourceInfo, SubscribeOptions } from '../types.js';
 import { accountCalls } from './accountCalls.js';
 import { bodyCall, delCall, execCall, getCall, methodCall, sortArgs } from './calls.js';
 import type { SortedArgs } from './calls.js';
@@ -113,6 +113,13 @@ export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceI
   out.on = (message, fn) => ctx.realtime.on(`${ns}:${String(message)}`, fn as Fn);
   out.off = (message, fn) => ctx.realtime.off(`${ns}:${String(message)}`, fn as Fn | undefined);
   out.once = (message, fn) => ctx.realtime.once(`${ns}:${String(message)}`, fn as Fn);
+  if (collection || info === undefined) {
+    out.subscribe = (query, handler, options) => {
+      if (typeof handler !== 'function') throw new TypeError(`svc${path.replace(/\//g, '.')}.subscribe(query, handler, options): handler must be a function`);
+      const q = typeof query === 'object' && query !== null ? (query as Record<string, unknown>) : {};
+      return ctx.realtime.subscribe(path, q, handler as LiveHandler<Record<string, unknown> & { id: string }>, (options ?? {}) as SubscribeOptions);
+    };
+  }
   return out;
 }
 

@@ -1,6 +1,8 @@
 import { io } from 'socket.io-client';
 import type { Socket } from 'socket.io-client';
+import type { LiveHandler, SubscribeOptions } from '../types.js';
 import type { CookieJar } from './cookieJar.js';
+import { LiveSubscriptions } from './liveSubscriptions.js';
 
 /** The message the server binds a socket to a session with (see @svc/realtime). */
 const SESSION_EVENT = 'svc:session';
@@ -17,6 +19,8 @@ export class RealtimeLink {
   private socket: Socket | undefined;
   /** The session a login answered, re-sent after each reconnect. */
   private session: string | undefined;
+  /** Live queries: they move with the socket and resume after each reconnect. */
+  private readonly live = new LiveSubscriptions();
 
   constructor(
     private baseUrl: string,
@@ -45,8 +49,17 @@ export class RealtimeLink {
     // by Socket.IO as a namespace, which the server does not have.
     const origin = this.baseUrl === '' ? '' : originOf(this.baseUrl);
     const socket = origin === '' ? io(options) : io(origin, options);
+    this.live.attach(socket);
     socket.on('connect', () => {
-      if (this.session !== undefined) socket.emit(SESSION_EVENT, this.session);
+      if (this.session === undefined) return this.live.resume();
+      // Live queries resume as the session's user: once the socket is bound to it.
+      socket
+        .timeout(BIND_TIMEOUT_MS)
+        .emitWithAck(SESSION_EVENT, this.session)
+        .then(
+          () => this.live.resume(),
+          () => this.live.resume(),
+        );
     });
     // A reconnect is a new handshake: in Node it must carry the jar's current cookies.
     socket.io.on('reconnect_attempt', () => {
@@ -85,6 +98,11 @@ export class RealtimeLink {
     };
     this.listeners.push(entry);
     this.connect().on(message, entry.wrapped);
+  }
+
+  /** Starts a live query on `path` (the socket connects if it is not); answers its unsubscribe. */
+  subscribe(path: string, query: Record<string, unknown>, handler: LiveHandler<Record<string, unknown> & { id: string }>, options: SubscribeOptions): () => void {
+    return this.live.subscribe(this.connect(), path, query, handler, options);
   }
 
   socketReady(fn: () => void): void {

@@ -5,13 +5,14 @@ import { andFilters } from '../access/compileRule.js';
 import { SvcError, isSvcError } from '../errors.js';
 import { createId } from '../ids.js';
 import { compileFilter, compileQuery } from '../query/compileQuery.js';
-import type { QueryRefusals } from '../query/compileQuery.js';
+import type { CompiledQuery, QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, FindOptions, StoreCollection } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
+import type { CollectionChange, CollectionChangeListener } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
@@ -65,6 +66,8 @@ export class Collection implements Resource {
   private readonly publicCount: boolean;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
+  /** Told every stored write (live queries); deletes read what they remove while there is one. */
+  private readonly changeListeners = new Set<CollectionChangeListener>();
   /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
   readonly relations: Relations;
   /** Requests whose answer `$expand` completes. */
@@ -88,6 +91,24 @@ export class Collection implements Resource {
     this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
     // Counts (as /count): On Get may hide objects that a count would reveal.
     this.relations.countsOpenTo = (ctx) => ctx.isRoot || ctx.internal || this.publicCount || !this.events.has('get');
+  }
+
+  /**
+   * Calls `listener` after every stored write of this collection (create, update, delete, from
+   * any request, script or root), in the store's order; answers a function that stops it.
+   */
+  watchChanges(listener: CollectionChangeListener): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  private async changed(change: CollectionChange): Promise<void> {
+    for (const listener of this.changeListeners) await listener(change);
+  }
+
+  private async deleted(docs: readonly Doc[]): Promise<void> {
+    if (this.changeListeners.size === 0) return;
+    for (const doc of docs) await this.changed({ kind: 'delete', object: this.withoutStoreOnly(doc) });
   }
 
   /** Creates the indexes that `unique` and `index` properties ask for. */
@@ -168,6 +189,14 @@ export class Collection implements Resource {
     const refused = this.refusals(ctx).unqueryable;
     if (refused === undefined || refused.size === 0) return this.properties;
     return Object.fromEntries(Object.entries(this.properties).filter(([name]) => !refused.has(name)));
+  }
+
+  /**
+   * ctx's query compiled as a GET by that caller compiles it: what such a GET refuses (400: a
+   * filter, sort or `$fields` on a property the caller may not read) is refused (live queries).
+   */
+  compileQueryFor(ctx: Context, query: Record<string, unknown>): CompiledQuery {
+    return compileQuery(query, this.properties, this.refusals(ctx));
   }
 
   /**
@@ -420,6 +449,7 @@ export class Collection implements Resource {
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc));
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
+    if (this.changeListeners.size > 0) await this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
     return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored, this.access.readPlan(ctx), undefined) };
@@ -460,6 +490,7 @@ export class Collection implements Resource {
     const updated = await this.writing(() => this.store.update(filter, ops));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
+    if (this.changeListeners.size > 0) await this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
     return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated, this.access.readPlan(ctx), undefined) };
@@ -526,7 +557,9 @@ export class Collection implements Resource {
     const referenced = this.relations.isReferenced();
     const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
     if (!guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
+      const gone = this.changeListeners.size > 0 ? await this.store.findOne(filter) : null;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+      if (gone) await this.deleted([gone]);
       await this.afterDelete([id]);
       return { status: 204 };
     }
@@ -539,6 +572,7 @@ export class Collection implements Resource {
     if (this.events.has('delete') && !skipEvents) await this.events.run('delete', { ctx, object });
     const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
     if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    await this.deleted([doc]);
     if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete([id]);
     if (!skipEvents) await this.afterCommit(ctx, object, undefined);
@@ -560,12 +594,14 @@ export class Collection implements Resource {
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       const referenced = this.relations.isReferenced();
-      if (this.tracksDeletes || referenced) {
+      if (this.tracksDeletes || referenced || this.changeListeners.size > 0) {
         // Removed by id, so that exactly the objects read are the ones told deleted.
-        const ids = (await this.store.find(filter, { fields: { id: 1 } })).map((d) => d.id);
+        const docs = await this.store.find(filter, this.changeListeners.size > 0 ? {} : { fields: { id: 1 } });
+        const ids = docs.map((d) => d.id);
         if (ids.length === 0) throw new SvcError('NOT_FOUND', 'not found');
         const plan = referenced ? await this.relations.beforeRemove(ids) : undefined;
         if ((await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
+        await this.deleted(docs);
         if (plan !== undefined) await this.relations.afterRemove(plan);
         await this.afterDelete(ids);
         return { status: 204 };
@@ -590,6 +626,7 @@ export class Collection implements Resource {
     if (deleted.length === 0) throw firstError;
     const plan = this.relations.isReferenced() ? await this.relations.beforeRemove(deleted.map((d) => d.id)) : undefined;
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
+    await this.deleted(deleted);
     if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);

@@ -16,7 +16,12 @@ export interface RedisLink {
   /** Calls `listener` each time the connection is back after a loss (what peers said meanwhile is lost). */
   onReconnect(listener: () => void): void;
   close(): Promise<void>;
+  /** The clients themselves, for the live queries' change log (commands on `pub`, a channel on `sub`). */
+  readonly pub: RedisClient;
+  readonly sub: RedisClient;
 }
+
+type RedisClient = ReturnType<typeof createClient>;
 
 /**
  * Connects the publishing and subscribing clients the Redis adapter needs. Connection errors after
@@ -54,6 +59,8 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
     throw new Error(`realtime: cannot connect to redis at ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
   }
   return {
+    pub,
+    sub,
     isReady: () => pub.isReady && sub.isReady,
     onReconnect: (listener) => reconnectListeners.push(listener),
     // Socket.IO calls the factory with `new`: a function, not an arrow.
