@@ -63,7 +63,8 @@ describe.skipIf(!hasPnpm)('the packed packages install with npm and run an app',
         server.stderr.on('data', read);
         server.on('exit', () => reject(new Error(`svc exited:\n${out}`)));
       });
-      const res = await fetch(`http://127.0.0.1:${port}/todos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'from the tarballs' }) });
+      // As root: the collections `svc create` makes need a login to create (their default rules).
+      const res = await fetch(`http://127.0.0.1:${port}/todos`, { method: 'POST', headers: { 'content-type': 'application/json', 'svc-ssh-key': 'development' }, body: JSON.stringify({ title: 'from the tarballs' }) });
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ title: 'from the tarballs', seenByScript: true });
       expect((await fetch(`http://127.0.0.1:${port}/svc.js`)).status).toBe(200);
