@@ -93,7 +93,7 @@ describe.skipIf(!run)('dashboard Accounts tab in the browser', () => {
     await page.selectOption('[aria-label="template message"]', 'reset');
     await page.fill('[aria-label="template language"]', 'de');
     await page.press('[aria-label="template language"]', 'Tab');
-    await page.waitForSelector('[data-test=templates] :text("mail/de/reset.txt")').catch(async (e) => { await page.screenshot({ path: '/tmp/wtdash-shot.png', fullPage: true }); throw e; });
+    await page.waitForSelector('[data-test=templates] :text("mail/de/reset.txt")');
     await page.fill('[aria-label="template text"]', 'Hallo {{username}}: {{link}}');
     await page.click('[data-test=save-template]');
     await page.waitForSelector('[data-test=templates] .ok:has-text("Saved")');

@@ -290,6 +290,8 @@ function CheckField({ label, value, set }: { label: string; value: unknown; set(
 /** The mail templates: per message and language, a file per part (empty: the next fallback). */
 function Templates({ resource, view }: { resource: ResourceView; view: AccountsView }) {
   const [language, setLanguage] = useState('');
+  // What is typed; the templates of a language are loaded when the field is left (not per keystroke).
+  const [languageText, setLanguageText] = useState('');
   const [message, setMessage] = useState(view.messages[0] ?? 'verification');
   const [loaded, setLoaded] = useState<TemplateView | undefined>();
   const [texts, setTexts] = useState<Record<Part, string>>({ subject: '', text: '', html: '' });
@@ -333,7 +335,7 @@ function Templates({ resource, view }: { resource: ResourceView; view: AccountsV
         <select aria-label="template message" value={message} onChange={(e) => setMessage((e.target as HTMLSelectElement).value)}>
           {view.messages.map((m) => <option key={m}>{m}</option>)}
         </select>
-        <input aria-label="template language" placeholder="language (empty: default), e.g. de, pt-BR" value={language} onChange={(e) => setLanguage((e.target as HTMLInputElement).value.trim())} />
+        <input aria-label="template language" placeholder="language (empty: default), e.g. de, pt-BR" value={languageText} onInput={(e) => setLanguageText((e.target as HTMLInputElement).value)} onChange={() => setLanguage(languageText.trim())} />
       </div>
       {loaded &&
         PARTS.map((part) => (
