@@ -138,6 +138,25 @@ describe('dashboard Accounts tab: auth settings', () => {
     expect(await readFile(join(h.dir, 'resources/users/config.json'), 'utf8')).toBe(before);
   });
 
+  it('a refusal never quotes a value that came from the environment', async () => {
+    process.env.DASH_TEST_LONG_SECRET = `${SECRET_VALUE}-${'x'.repeat(100)}`;
+    try {
+      const h = await start();
+      for (const auth of [
+        { oauth: { redirects: ['${env:DASH_TEST_GOOGLE_SECRET}'], providers: {} } },
+        { oauth: { redirects: ['${env:DASH_TEST_LONG_SECRET}'], providers: {} } },
+        { oauth: { baseUrl: 'x${env:DASH_TEST_GOOGLE_SECRET}', providers: {} } },
+        { reset: {}, mail: { smtp: { host: '127.0.0.1' }, from: '${env:DASH_TEST_GOOGLE_SECRET}' } },
+      ]) {
+        const res = await h.request('PUT', '/dashboard/api/resources/users/accounts', { auth }, ROOT);
+        expect(res.status, JSON.stringify(auth)).toBe(400);
+        expect(JSON.stringify(res.body), JSON.stringify(auth)).not.toContain(SECRET_VALUE.slice(0, 12));
+      }
+    } finally {
+      delete process.env.DASH_TEST_LONG_SECRET;
+    }
+  });
+
   it('a secret written as a value in config.json (by hand) is never answered, and saving keeps it', async () => {
     const h = await start({ ...mailAuth(), mail: { smtp: { host: '127.0.0.1', port: smtp.port, username: 'u', password: SMTP_SECRET }, from: 'a@example.com' }, oauth: { providers: { google: { clientId: 'x', clientSecret: SECRET_VALUE } } } });
     for (const path of ['/dashboard/api/resources/users/accounts', '/dashboard/api/app', '/dashboard/api/resources/users']) {

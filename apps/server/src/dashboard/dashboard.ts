@@ -22,7 +22,7 @@ import { resolveEnvReferences } from '../envReferences.js';
 import type { ExportSource } from '../storeTransfer.js';
 import type { Exclusive, StoreGate } from '../storeGate.js';
 import { BACKUP_FILE, createBackupsApi } from './dashboardBackups.js';
-import { accountsApi, redactSecrets, restoreSecrets } from './dashboardAccounts.js';
+import { accountsApi, redactSecrets, restoreSecrets, withoutEnvValues } from './dashboardAccounts.js';
 import type { AccountsDeps } from './dashboardAccounts.js';
 
 /** What the dashboard needs from the running app. */
@@ -301,7 +301,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       // The page shows a secret written as a value hidden (redactSecrets): saved back, it keeps the file's value.
       restoreSecrets(config, JSON.parse(before) as unknown);
       await writeAtomic(file, `${JSON.stringify(config, null, 2)}\n`);
-      await reloadOrUndo(() => writeAtomic(file, before));
+      await reloadOrUndo(() => writeAtomic(file, before)).catch((err: unknown) => {
+        throw withoutEnvValues(err, config);
+      });
     });
   }
 

@@ -187,3 +187,34 @@ export async function accountsApi(deps: AccountsDeps, name: string, what: string
   if (what === 'mail' && method === 'PUT') return writeTemplate(deps, name, body);
   return undefined;
 }
+
+/** The shortest run of an environment value's characters that a message may not contain. */
+const QUOTE_RUN = 8;
+
+/**
+ * The server's refusal of a config as the dashboard may answer it: a load-time message quotes the
+ * bad value ('"…" is not an absolute URL'), and with `${env:NAME}` that value came from the
+ * environment (a secret, perhaps). A message holding any run of QUOTE_RUN characters of such a
+ * value is replaced by one naming the references instead.
+ */
+export function withoutEnvValues(err: unknown, config: unknown, env: NodeJS.ProcessEnv = process.env): unknown {
+  if (!(err instanceof SvcError)) return err;
+  const names = new Set<string>();
+  const collect = (value: unknown): void => {
+    if (typeof value === 'string') for (const m of value.matchAll(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g)) names.add(m[1] as string);
+    else if (Array.isArray(value)) value.forEach(collect);
+    else if (isPlainObject(value)) Object.values(value).forEach(collect);
+  };
+  collect(config);
+  const values = [...names].map((n) => env[n]).filter((v): v is string => typeof v === 'string' && v.length > 0);
+  const quotes = (text: string): boolean =>
+    values.some((v) => {
+      if (v.length < QUOTE_RUN) return text.includes(v);
+      for (let i = 0; i + QUOTE_RUN <= v.length; i++) if (text.includes(v.slice(i, i + QUOTE_RUN))) return true;
+      return false;
+    });
+  const text = JSON.stringify(err.toJSON());
+  if (!quotes(text)) return err;
+  const refs = [...names].map((n) => `\${env:${n}}`).join(', ');
+  return new SvcError(err.code, `the server refused these settings; its message quoted a value from the environment (${refs}), so it is not shown: check the settings that use them`, { errors: { config: 'a setting written with ${env:NAME} is not valid' } });
+}
