@@ -22,6 +22,8 @@ import { resolveEnvReferences } from '../envReferences.js';
 import type { ExportSource } from '../storeTransfer.js';
 import type { Exclusive, StoreGate } from '../storeGate.js';
 import { BACKUP_FILE, createBackupsApi } from './dashboardBackups.js';
+import { accountsApi, redactSecrets, restoreSecrets, withoutEnvValues } from './dashboardAccounts.js';
+import type { AccountsDeps } from './dashboardAccounts.js';
 
 /** What the dashboard needs from the running app. */
 export interface DashboardOptions {
@@ -271,12 +273,24 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       await writeAtomic(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
       await reloadOrUndo(() => rm(dir, { recursive: true, force: true }));
     });
-    return { status: 201, body: describeApp(options.current(), options.types, options.env) };
+    return { status: 201, body: describe() };
   }
 
   async function saveConfig(name: string, body: Record<string, unknown>): Promise<Reply> {
     const config = body.config;
     if (!isPlainObject(config)) throw new SvcError('BAD_REQUEST', 'config must be an object', { errors: { config: 'an object' } });
+    await writeConfig(name, config as ResourceConfig);
+    return { status: 200, body: describe() };
+  }
+
+  /** The app as the dashboard shows it: secrets written as values in config.json hidden. */
+  function describe(): ReturnType<typeof describeApp> {
+    const view = describeApp(options.current(), options.types, options.env);
+    return { ...view, resources: view.resources.map((r) => ({ ...r, config: redactSecrets(r.config) })) };
+  }
+
+  /** The one config path: checked, written, loaded; undone with the server's message when it does not load. */
+  async function writeConfig(name: string, config: ResourceConfig): Promise<void> {
     await serial(async () => {
       const folder = folderOf(name);
       if (config.type !== folder.config.type) throw new SvcError('BAD_REQUEST', 'a resource keeps its type: create another one instead', { errors: { type: 'cannot change' } });
@@ -284,11 +298,16 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (type) checkSettings(name, type.settings, config as ResourceConfig);
       const file = join(folder.dir, 'config.json');
       const before = await readFile(file, 'utf8');
+      // The page shows a secret written as a value hidden (redactSecrets): saved back, it keeps the file's value.
+      restoreSecrets(config, JSON.parse(before) as unknown);
       await writeAtomic(file, `${JSON.stringify(config, null, 2)}\n`);
-      await reloadOrUndo(() => writeAtomic(file, before));
+      await reloadOrUndo(() => writeAtomic(file, before)).catch((err: unknown) => {
+        throw withoutEnvValues(err, config);
+      });
     });
-    return { status: 200, body: describeApp(options.current(), options.types, options.env) };
   }
+
+  const accountsDeps: AccountsDeps = { folderOf, saveConfig: writeConfig, serial, reloadOrUndo, writeAtomic };
 
   /**
    * A rename that a failure of the store left unfinished in this process (the next start would
@@ -369,7 +388,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       crashPoint('rename:moved');
       await clearIntent(options.appDir);
     });
-    return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), moved, ...(stuck.length > 0 ? { notMoved: stuck.length, message: notMoved({ from: name, to }, stuck) } : {}) } };
+    return { status: 200, body: { ...describe(), moved, ...(stuck.length > 0 ? { notMoved: stuck.length, message: notMoved({ from: name, to }, stuck) } : {}) } };
   }
 
   async function deleteResource(name: string): Promise<Reply> {
@@ -387,7 +406,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       crashPoint('delete:folder');
       await reloadOrUndo(() => rename(trash, folder.dir));
     });
-    return { status: 200, body: { ...describeApp(options.current(), options.types, options.env), trash: trash.slice(options.appDir.length + 1) } };
+    return { status: 200, body: { ...describe(), trash: trash.slice(options.appDir.length + 1) } };
   }
 
   function eventFile(name: string, file: string): { dir: string; file: string; event: string } {
@@ -415,7 +434,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         else await writeAtomic(file, before);
       });
     });
-    return { status: 200, body: describeApp(options.current(), options.types, options.env) };
+    return { status: 200, body: describe() };
   }
 
   async function readEvent(name: string, fileName: string): Promise<Reply> {
@@ -506,7 +525,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     }
     requireRoot(ctx);
     const body = isPlainObject(ctx.body) ? ctx.body : {};
-    if (what === 'app' && method === 'GET') return { status: 200, body: describeApp(options.current(), options.types, options.env) };
+    if (what === 'app' && method === 'GET') return { status: 200, body: describe() };
     if (what === 'types' && method === 'GET') {
       return { status: 200, body: await options.typesText(), headers: { 'content-type': 'text/plain; charset=utf-8', 'content-disposition': 'attachment; filename="svc-types.ts"' } };
     }
@@ -541,11 +560,18 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (rest.length > 1 && rest[rest.length - 1] === 'explain' && method === 'POST') {
         return { status: 200, body: await tryAccess({ resources: options.resources, store: options.store }, { name: checkName(rest.slice(0, -1).join('/')), body }) };
       }
+      // resources/<name...>/accounts, resources/<name...>/mail: a UserCollection's Accounts tab.
+      const last = rest[rest.length - 1];
+      // (A nested resource of that name, /users/mail, keeps its own path.)
+      if (rest.length > 1 && (last === 'accounts' || last === 'mail') && !options.current().resources.some((r) => r.path === `/${rest.join('/')}`)) {
+        const answer = await accountsApi(accountsDeps, checkName(rest.slice(0, -1).join('/')), last, method, ctx.query, body);
+        if (answer) return { status: 200, body: answer };
+      }
       if (rest.length > 0) {
         const name = checkName(rest.join('/'));
         if (method === 'PUT') return saveConfig(name, body);
         if (method === 'DELETE') return deleteResource(name);
-        if (method === 'GET') return { status: 200, body: folderOf(name).config };
+        if (method === 'GET') return { status: 200, body: redactSecrets(folderOf(name).config) };
       }
     }
     throw new SvcError('NOT_FOUND', `no dashboard API ${method} /${path.join('/')}`);

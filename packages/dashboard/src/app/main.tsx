@@ -6,6 +6,7 @@ import type { AppView, FeedEvent, ResourceView } from './api.ts';
 import { DataGrid } from './data.tsx';
 import { PropertiesEditor } from './properties.tsx';
 import { RulesPage } from './rules.tsx';
+import { AccountsPage } from './accounts.tsx';
 import { ConfigPage } from './config.tsx';
 import { EventsPage } from './events.tsx';
 import { ApiPage } from './apiPage.tsx';
@@ -24,7 +25,7 @@ type LogLine = Extract<FeedEvent, { kind: 'log' }>;
 function parseRoute(hash: string): { name?: string; tab?: string; page?: string } {
   const path = decodeURIComponent(hash.replace(/^#\/?/, ''));
   if (path === 'new' || path === 'backups' || path === 'logs') return { page: path };
-  const match = /^r\/(.+?)(?:\/(data|properties|rules|events|config|api))?$/.exec(path);
+  const match = /^r\/(.+?)(?:\/(data|properties|rules|accounts|events|config|api))?$/.exec(path);
   if (!match) return {};
   return { name: match[1] as string, tab: match[2] ?? '' };
 }
@@ -292,7 +293,7 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
 
 function ResourcePage({ app, resource, tab, setApp, subscribe, env }: { app: AppView; resource: ResourceView; tab: string; setApp(a: AppView): void; subscribe(l: (e: FeedEvent) => void): () => void; env: string }) {
   const collection = isCollection(resource);
-  const tabs = collection ? ['data', 'properties', 'rules', 'events', 'api'] : ['config', 'events', 'api'];
+  const tabs = collection ? ['data', 'properties', 'rules', ...(resource.type === 'UserCollection' ? ['accounts'] : []), 'events', 'api'] : ['config', 'events', 'api'];
   const current = tabs.includes(tab) ? tab : (tabs[0] as string);
   const [renaming, setRenaming] = useState(false);
   const type = app.types.find((t) => t.name === resource.type);
@@ -319,6 +320,7 @@ function ResourcePage({ app, resource, tab, setApp, subscribe, env }: { app: App
         {current === 'data' && <DataGrid resource={resource} subscribe={subscribe} />}
         {current === 'properties' && <PropertiesEditor resource={resource} setApp={setApp} />}
         {current === 'rules' && <RulesPage app={app} resource={resource} setApp={setApp} />}
+        {current === 'accounts' && <AccountsPage app={app} resource={resource} setApp={setApp} />}
         {current === 'config' && <ConfigPage resource={resource} type={type} setApp={setApp} />}
         {current === 'events' && <EventsPage app={app} resource={resource} setApp={setApp} />}
         {current === 'api' && <ApiPage resource={resource} type={type} env={env} />}
