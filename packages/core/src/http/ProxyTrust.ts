@@ -37,7 +37,13 @@ const LOOPBACK = 'loopback';
 export class ProxyTrust {
   private readonly blocks: BlockList | undefined;
   private readonly hops: number;
-  private readonly clients = new WeakMap<IncomingMessage, RequestClient>();
+  /**
+   * The property under which a request keeps its client as this instance computed it (one per
+   * instance: two settings never share an answer). A property, not a WeakMap keyed by the
+   * request: with the WeakMap, young-generation collections kept every request alive and promoted
+   * it to the old generation (bench/RESULTS.md, issue 21: 7 MB -> 47 KB per scavenge).
+   */
+  private readonly key = Symbol('svc.client');
 
   /** Throws (naming the wrong entry) when the setting is not a hop count or a list of addresses/CIDRs. */
   constructor(setting: TrustProxySetting | undefined) {
@@ -68,10 +74,11 @@ export class ProxyTrust {
 
   /** The request's client, computed on the first call and remembered with the request. */
   clientOf(req: IncomingMessage): RequestClient {
-    let client = this.clients.get(req);
+    const held = req as unknown as Record<symbol, RequestClient | undefined>;
+    let client = held[this.key];
     if (client === undefined) {
       client = this.compute(req);
-      this.clients.set(req, client);
+      held[this.key] = client;
     }
     return client;
   }
