@@ -37,13 +37,7 @@ const LOOPBACK = 'loopback';
 export class ProxyTrust {
   private readonly blocks: BlockList | undefined;
   private readonly hops: number;
-  /**
-   * The property under which a request keeps its client as this instance computed it (one per
-   * instance: two settings never share an answer). A property, not a WeakMap keyed by the
-   * request: with the WeakMap, young-generation collections kept every request alive and promoted
-   * it to the old generation (bench/RESULTS.md, issue 21: 7 MB -> 47 KB per scavenge).
-   */
-  private readonly key = Symbol('svc.client');
+  private readonly clients = new WeakMap<IncomingMessage, RequestClient>();
 
   /** Throws (naming the wrong entry) when the setting is not a hop count or a list of addresses/CIDRs. */
   constructor(setting: TrustProxySetting | undefined) {
@@ -74,11 +68,10 @@ export class ProxyTrust {
 
   /** The request's client, computed on the first call and remembered with the request. */
   clientOf(req: IncomingMessage): RequestClient {
-    const held = req as unknown as Record<symbol, RequestClient | undefined>;
-    let client = held[this.key];
+    let client = this.clients.get(req);
     if (client === undefined) {
       client = this.compute(req);
-      held[this.key] = client;
+      this.clients.set(req, client);
     }
     return client;
   }
