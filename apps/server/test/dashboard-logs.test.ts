@@ -184,4 +184,61 @@ describe('LogRing', () => {
     const last = ring.find({}, 1)[0];
     expect(last?.kind === 'log' && last.message.length).toBeLessThan(10_000);
   });
+
+  // Access entries are kept as columns and texts in one arena (bytes), made objects again when read.
+  const mixed = (i: number): LogEntry => {
+    if (i % 7 === 3) return { kind: 'log', time: new Date(1_700_000_000_000 + i).toISOString(), level: i % 2 === 0 ? 'warn' : 'info', message: `line ${i}` };
+    const entry: AccessLogEntry = { kind: 'access', time: new Date(1_700_000_000_000 + i).toISOString(), level: 'info', id: `req-${i.toString(36)}`, method: i % 3 === 0 ? 'POST' : 'GET', path: `/items/${'é'.repeat(i % 5)}${'x'.repeat((i * 37) % 300)}`, status: 200 + (i % 4) * 100, ms: (i % 1000) / 10, client: i % 2 === 0 ? '127.0.0.1' : '::1', bytes: i * 13, aborted: i % 11 === 0 };
+    if (i % 4 === 1) entry.uid = `user-${i}`;
+    return entry;
+  };
+
+  it('gives back every kept entry as it was pushed, across the arena wrapping and growing', () => {
+    const ring = new LogRing({ maxEntries: 300 });
+    const pushed: LogEntry[] = [];
+    for (let i = 0; i < 5000; i++) {
+      const entry = mixed(i);
+      pushed.push(entry);
+      ring.push(entry);
+      if (i % 997 === 0) expect(ring.find({}, 300)).toEqual(pushed.slice(-Math.min(300, pushed.length)));
+    }
+    expect(ring.size).toBe(300);
+    expect(ring.find({}, 300)).toEqual(pushed.slice(-300));
+    expect(ring.find({ kind: 'access', statusMin: 400, statusMax: 499 }, 300)).toEqual(pushed.slice(-300).filter((e) => e.kind === 'access' && e.status === 400));
+    expect(ring.find({ user: 'user-4997' }, 300)).toEqual([pushed[4997]]);
+  });
+
+  it('under a small byte bound keeps only the newest entries, each as it was pushed', () => {
+    const ring = new LogRing({ maxEntries: 2000, maxBytes: 64 * 1024 });
+    const pushed: LogEntry[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const entry = mixed(i);
+      pushed.push(entry);
+      ring.push(entry);
+      expect(ring.byteSize).toBeLessThanOrEqual(64 * 1024);
+    }
+    const kept = ring.find({}, 2000);
+    expect(kept.length).toBe(ring.size);
+    expect(kept.length).toBeGreaterThan(50);
+    expect(kept).toEqual(pushed.slice(-kept.length));
+  });
+
+  it('keeps an entry with a text beyond Latin-1 (a uid in another script) as it is', () => {
+    const ring = new LogRing({ maxEntries: 10 });
+    const entry: AccessLogEntry = { ...access(1), uid: 'ユーザー', path: '/p/€' };
+    ring.push(access(0));
+    ring.push(entry);
+    ring.push(access(2));
+    expect(ring.find({}, 10)).toEqual([access(0), entry, access(2)]);
+    expect(ring.find({ user: 'ユーザー' }, 10)).toEqual([entry]);
+  });
+
+  it('holds nothing of what it was handed: the entry read back is a new object', () => {
+    const ring = new LogRing({ maxEntries: 10 });
+    const entry = access(5);
+    ring.push(entry);
+    const [back] = ring.find({}, 1);
+    expect(back).toEqual(entry);
+    expect(back).not.toBe(entry);
+  });
 });

@@ -36,11 +36,13 @@ export class Feed {
 
   /** An answered request: kept, and sent to the dashboards following. */
   access(entry: AccessEntry): void {
-    // One literal of a fixed shape: built for every request.
+    // Kept in the ring's columns, not as an object: nothing of a request outlives it (GC).
+    this.logs.pushAccess(entry);
+    if (this.listeners.size === 0) return;
+    // One literal of a fixed shape, only for the dashboards following.
     const event: AccessLogEntry = { kind: 'access', time: entry.time, level: 'info', id: entry.id, method: entry.method, path: entry.path, status: entry.status, ms: entry.ms, client: entry.client, bytes: entry.bytes, aborted: entry.aborted };
     if (entry.uid !== undefined) event.uid = entry.uid;
-    this.logs.push(event);
-    if (this.listeners.size > 0) for (const listener of this.listeners) listener(event);
+    for (const listener of this.listeners) listener(event);
   }
 
   subscribe(listener: (event: FeedEvent) => void): () => void {

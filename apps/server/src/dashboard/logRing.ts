@@ -1,4 +1,4 @@
-import type { LogEntry, LogFilter } from '@svc/dashboard';
+import type { AccessLogEntry, LogEntry, LogFilter } from '@svc/dashboard';
 import { matchesLogFilter } from '@svc/dashboard';
 
 /** Entries kept by default: the Logs page's history. */
@@ -9,15 +9,53 @@ export const DEFAULT_LOG_BYTES = 4 << 20;
 const MAX_KEPT_MESSAGE = 8192;
 /** What an entry costs beside its texts: its object and fixed fields. */
 const ENTRY_OVERHEAD = 200;
+/** The texts arena's first size; it doubles as needed, up to half the byte bound. */
+const FIRST_ARENA_BYTES = 64 * 1024;
+/** Texts of an access entry in the arena, in this order: time, id, path, client, uid. */
+const TEXTS = 5;
+/** The uid's length when there is none. */
+const NO_UID = 0xffffffff;
+
+/** What the ring keeps of an answered request (core's AccessEntry fits). */
+export interface AccessFields {
+  time: string;
+  id: string;
+  method: string;
+  path: string;
+  status: number;
+  ms: number;
+  uid?: string | undefined;
+  client: string;
+  bytes: number;
+  aborted: boolean;
+}
 
 /**
  * The last log entries of this process, oldest dropped first, bounded both in count and in bytes:
  * a client sending many requests (or long paths) cannot make it grow. A ring: adding one costs
  * the same at any size.
+ *
+ * Access entries (one per request) are kept in columns, their numbers in typed arrays and their
+ * texts as bytes in one arena, and are made objects again only when read. Kept as objects, each
+ * one (and its strings) outlived the young generation and was copied into the old one: garbage
+ * collection took a third of a scripted request's time (bench/RESULTS.md, issue 21). Server lines
+ * are rare and stay objects.
  */
 export class LogRing {
-  private readonly slots: (LogEntry | undefined)[];
-  private readonly sizes: number[];
+  /** Server lines (and the rare access entry with a text beyond Latin-1), else undefined. */
+  private readonly objects: (LogEntry | undefined)[];
+  private readonly sizes: Float64Array;
+  private readonly methods: string[];
+  private readonly statuses: Uint16Array;
+  private readonly durations: Float64Array;
+  private readonly byteCounts: Float64Array;
+  private readonly aborted: Uint8Array;
+  /** Per slot: where its texts start in the arena, and each text's length. */
+  private readonly starts: Uint32Array;
+  private readonly lengths: Uint32Array;
+  private arena: Buffer;
+  /** Where the next texts go in the arena. */
+  private write = 0;
   private head = 0;
   private count = 0;
   private bytes = 0;
@@ -27,8 +65,17 @@ export class LogRing {
   constructor(options: { maxEntries?: number; maxBytes?: number } = {}) {
     this.maxEntries = options.maxEntries ?? DEFAULT_LOG_ENTRIES;
     this.maxBytes = options.maxBytes ?? DEFAULT_LOG_BYTES;
-    this.slots = new Array<LogEntry | undefined>(this.maxEntries).fill(undefined);
-    this.sizes = new Array<number>(this.maxEntries).fill(0);
+    const n = this.maxEntries;
+    this.objects = new Array<LogEntry | undefined>(n).fill(undefined);
+    this.sizes = new Float64Array(n);
+    this.methods = new Array<string>(n).fill('');
+    this.statuses = new Uint16Array(n);
+    this.durations = new Float64Array(n);
+    this.byteCounts = new Float64Array(n);
+    this.aborted = new Uint8Array(n);
+    this.starts = new Uint32Array(n);
+    this.lengths = new Uint32Array(n * TEXTS);
+    this.arena = Buffer.allocUnsafe(Math.min(FIRST_ARENA_BYTES, this.maxArena()));
   }
 
   get size(): number {
@@ -41,15 +88,48 @@ export class LogRing {
   }
 
   push(entry: LogEntry): void {
-    const kept = entry.kind === 'log' && entry.message.length > MAX_KEPT_MESSAGE ? { ...entry, message: `${entry.message.slice(0, MAX_KEPT_MESSAGE)}... (cut)` } : entry;
-    const size = ENTRY_OVERHEAD + 2 * (kept.kind === 'log' ? kept.message.length : kept.path.length + kept.id.length + (kept.uid?.length ?? 0));
-    if (this.count === this.maxEntries) this.dropOldest();
-    while (this.count > 0 && this.bytes + size > this.maxBytes) this.dropOldest();
-    const at = (this.head + this.count) % this.maxEntries;
-    this.slots[at] = kept;
-    this.sizes[at] = size;
-    this.count++;
-    this.bytes += size;
+    if (entry.kind === 'access') return this.pushAccess(entry);
+    const kept = entry.message.length > MAX_KEPT_MESSAGE ? { ...entry, message: `${entry.message.slice(0, MAX_KEPT_MESSAGE)}... (cut)` } : entry;
+    const at = this.makeRoom(ENTRY_OVERHEAD + 2 * kept.message.length);
+    this.objects[at] = kept;
+  }
+
+  /** An answered request, kept in columns (nothing of `entry` is held once this returns). */
+  pushAccess(entry: AccessFields): void {
+    const uid = entry.uid;
+    const textBytes = entry.time.length + entry.id.length + entry.path.length + entry.client.length + (uid?.length ?? 0);
+    const at = this.makeRoom(ENTRY_OVERHEAD + 2 * (entry.path.length + entry.id.length + (uid?.length ?? 0)));
+    const start = this.reserve(textBytes);
+    let end = start;
+    end = latin1Into(this.arena, end, entry.time);
+    if (end >= 0) end = latin1Into(this.arena, end, entry.id);
+    if (end >= 0) end = latin1Into(this.arena, end, entry.path);
+    if (end >= 0) end = latin1Into(this.arena, end, entry.client);
+    if (end >= 0 && uid !== undefined) end = latin1Into(this.arena, end, uid);
+    if (end < 0) {
+      // A text beyond Latin-1 (a uid in another script): kept as it is, as an object.
+      const event: AccessLogEntry = { kind: 'access', time: entry.time, level: 'info', id: entry.id, method: entry.method, path: entry.path, status: entry.status, ms: entry.ms, client: entry.client, bytes: entry.bytes, aborted: entry.aborted };
+      if (uid !== undefined) event.uid = uid;
+      this.objects[at] = event;
+      this.lengths.fill(0, at * TEXTS, at * TEXTS + TEXTS);
+      this.starts[at] = start;
+      this.write = start;
+      return;
+    }
+    this.objects[at] = undefined;
+    this.starts[at] = start;
+    const l = at * TEXTS;
+    this.lengths[l] = entry.time.length;
+    this.lengths[l + 1] = entry.id.length;
+    this.lengths[l + 2] = entry.path.length;
+    this.lengths[l + 3] = entry.client.length;
+    this.lengths[l + 4] = uid === undefined ? NO_UID : uid.length;
+    // req.method is one of Node's constant strings: holding it keeps nothing young alive.
+    this.methods[at] = entry.method;
+    this.statuses[at] = entry.status;
+    this.durations[at] = entry.ms;
+    this.byteCounts[at] = entry.bytes;
+    this.aborted[at] = entry.aborted ? 1 : 0;
   }
 
   /** The entries passing the filter, oldest first; the newest `limit` of them when more pass. */
@@ -57,16 +137,127 @@ export class LogRing {
     const out: LogEntry[] = [];
     // Newest first, so that the limit keeps the latest.
     for (let i = this.count - 1; i >= 0 && out.length < limit; i--) {
-      const entry = this.slots[(this.head + i) % this.maxEntries] as LogEntry;
+      const entry = this.entryAt((this.head + i) % this.maxEntries);
       if (matchesLogFilter(entry, filter)) out.push(entry);
     }
     return out.reverse();
   }
 
+  private entryAt(at: number): LogEntry {
+    const object = this.objects[at];
+    if (object !== undefined) return object;
+    const l = at * TEXTS;
+    let from = this.starts[at] as number;
+    const text = (length: number): string => {
+      const s = this.arena.toString('latin1', from, from + length);
+      from += length;
+      return s;
+    };
+    const time = text(this.lengths[l] as number);
+    const id = text(this.lengths[l + 1] as number);
+    const path = text(this.lengths[l + 2] as number);
+    const client = text(this.lengths[l + 3] as number);
+    const uidLength = this.lengths[l + 4] as number;
+    const entry: AccessLogEntry = { kind: 'access', time, level: 'info', id, method: this.methods[at] as string, path, status: this.statuses[at] as number, ms: this.durations[at] as number, client, bytes: this.byteCounts[at] as number, aborted: this.aborted[at] === 1 };
+    if (uidLength !== NO_UID) entry.uid = text(uidLength);
+    return entry;
+  }
+
+  /** Drops the oldest entries until one of `size` fits the count and byte bounds; its slot. */
+  private makeRoom(size: number): number {
+    if (this.count === this.maxEntries) this.dropOldest();
+    while (this.count > 0 && this.bytes + size > this.maxBytes) this.dropOldest();
+    const at = (this.head + this.count) % this.maxEntries;
+    this.sizes[at] = size;
+    // Texts of a slot reserved later start here; an entry without texts takes none.
+    this.starts[at] = this.write;
+    this.lengths.fill(0, at * TEXTS, at * TEXTS + TEXTS);
+    this.count++;
+    this.bytes += size;
+    return at;
+  }
+
+  /**
+   * Where `n` bytes of texts go for the newest slot: after the last entry's, wrapping to the
+   * arena's start, growing it (up to half the byte bound, which texts under that bound never
+   * pass) or else dropping the oldest entries whose texts are in the way.
+   */
+  private reserve(n: number): number {
+    for (;;) {
+      const at = this.fit(n);
+      if (at >= 0) {
+        this.write = at + n;
+        return at;
+      }
+      if (this.arena.length < this.maxArena() || n > this.arena.length) this.grow(n);
+      else this.dropOldest();
+    }
+  }
+
+  /** Where `n` bytes fit in the arena without touching older entries' texts, or -1. */
+  private fit(n: number): number {
+    // The newest slot is already counted: the live texts are those of the others.
+    if (this.count <= 1) return n <= this.arena.length ? 0 : -1;
+    const oldest = this.starts[this.head] as number;
+    const w = this.write;
+    if (w > oldest || (w === oldest && this.liveTexts() === 0)) {
+      if (w + n <= this.arena.length) return w;
+      return n <= oldest ? 0 : -1;
+    }
+    return w + n <= oldest ? w : -1;
+  }
+
+  private liveTexts(): number {
+    let total = 0;
+    for (let i = 0; i < this.count - 1; i++) total += this.textBytes((this.head + i) % this.maxEntries);
+    return total;
+  }
+
+  private textBytes(at: number): number {
+    let total = 0;
+    for (let k = 0; k < TEXTS; k++) {
+      const length = this.lengths[at * TEXTS + k] as number;
+      if (length !== NO_UID) total += length;
+    }
+    return total;
+  }
+
+  /** A larger arena, the live texts copied to its start in order (their slots' starts moved). */
+  private grow(need: number): void {
+    let size = this.arena.length * 2;
+    while (size < need * 2) size *= 2;
+    const next = Buffer.allocUnsafe(Math.max(size, need));
+    let w = 0;
+    for (let i = 0; i < this.count - 1; i++) {
+      const at = (this.head + i) % this.maxEntries;
+      const from = this.starts[at] as number;
+      const length = this.textBytes(at);
+      this.arena.copy(next, w, from, from + length);
+      this.starts[at] = w;
+      w += length;
+    }
+    this.arena = next;
+    this.write = w;
+  }
+
+  private maxArena(): number {
+    return Math.max(FIRST_ARENA_BYTES, this.maxBytes >> 1);
+  }
+
   private dropOldest(): void {
-    this.slots[this.head] = undefined;
+    this.objects[this.head] = undefined;
     this.bytes -= this.sizes[this.head] as number;
     this.head = (this.head + 1) % this.maxEntries;
     this.count--;
   }
+}
+
+/** Writes `text` as Latin-1 at `at`; the end, or -1 when a character is beyond Latin-1. */
+function latin1Into(arena: Buffer, at: number, text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0xff) return -1;
+    arena[at + i] = c;
+  }
+  return at + text.length;
 }
