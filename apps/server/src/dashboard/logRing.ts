@@ -1,3 +1,4 @@
+import type { AccessEntry } from '@svc/core';
 import type { AccessLogEntry, LogEntry, LogFilter } from '@svc/dashboard';
 import { matchesLogFilter } from '@svc/dashboard';
 
@@ -16,19 +17,8 @@ const TEXTS = 5;
 /** The uid's length when there is none. */
 const NO_UID = 0xffffffff;
 
-/** What the ring keeps of an answered request (core's AccessEntry fits). */
-export interface AccessFields {
-  time: string;
-  id: string;
-  method: string;
-  path: string;
-  status: number;
-  ms: number;
-  uid?: string | undefined;
-  client: string;
-  bytes: number;
-  aborted: boolean;
-}
+/** What the ring keeps of an answered request: core's access entry (uid may be left out). */
+export type AccessFields = Omit<AccessEntry, 'uid'> & { uid?: string | undefined };
 
 /**
  * The last log entries of this process, oldest dropped first, bounded both in count and in bytes:
