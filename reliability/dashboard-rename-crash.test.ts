@@ -14,6 +14,8 @@ import type { SvcProcess } from '../apps/server/test/cli.js';
 // a delay and right after the answer.
 
 const OBJECTS = 3000;
+/** Root (a development server on loopback): collections the dashboard makes need a login to create. */
+const AS_ROOT = { 'content-type': 'application/json', 'svc-ssh-key': 'dev' };
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
 if (!mongoUrl) process.stderr.write('dashboard rename crash test on MongoDB SKIPPED: SVC_TEST_MONGODB_URL is not set (.ci/run provides it)\n');
 
@@ -58,7 +60,7 @@ async function seed(url: string): Promise<void> {
         let status = 0;
         for (let attempt = 0; attempt < 5 && status !== 200; attempt++) {
           if (attempt > 0) await new Promise((done) => setTimeout(done, 1000));
-          status = (await fetch(`${url}/things`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n }) })).status;
+          status = (await fetch(`${url}/things`, { method: 'POST', headers: AS_ROOT, body: JSON.stringify({ n }) })).status;
           if (status !== 503) break;
         }
         expect(status).toBe(200);
@@ -102,7 +104,7 @@ async function crashRound(r: Rig, from: string, to: string, crash: Crash, extra:
     const before = await r.start();
     const made = await fetch(`${before.url}/dashboard/api/resources`, { method: 'POST', headers: { 'content-type': 'application/json', 'svc-ssh-key': 'dev' }, body: JSON.stringify({ name: to, type: 'Collection' }) });
     expect(made.status).toBe(201);
-    expect((await fetch(`${before.url}/${to}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n: -1 - extra }) })).status).toBe(200);
+    expect((await fetch(`${before.url}/${to}`, { method: 'POST', headers: AS_ROOT, body: JSON.stringify({ n: -1 - extra }) })).status).toBe(200);
     expect((await fetch(`${before.url}/dashboard/api/resources/${to}`, { method: 'DELETE', headers: { 'svc-ssh-key': 'dev' } })).status).toBe(200);
     await before.stop('SIGTERM');
   }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { freePort, nginxBinary, runNginx } from '../apps/server/test/helpers/nginx.js';
 import type { NginxProxy } from '../apps/server/test/helpers/nginx.js';
+import { openRules } from '../apps/server/test/cli.js';
 import { PATH, REPO, packAll, run, tarballDependencies } from '../apps/server/test/packedPackages.js';
 import { copyContext, dockerignore, parseDockerfile, stageEnv } from './deployFiles.js';
 import type { Stage } from './deployFiles.js';
@@ -179,6 +180,8 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
     const app = join(dir, 'my-app');
     const created = await run(process.execPath, ['--no-node-snapshot', join(REPO, 'apps/server/bin/svc.js'), 'create', app], dir);
     if (created.code !== 0) throw new Error(`svc create failed:\n${created.out}`);
+    // The checks below write anonymously; they test the deploy files, not the scaffolded rules.
+    await openRules(app);
     await cp(join(DEPLOY, 'Dockerfile'), join(app, 'Dockerfile'));
     await cp(join(DEPLOY, '.dockerignore'), join(app, '.dockerignore'));
     // The registry: the app's @svc/server range resolves to the packed tarballs.

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, open, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runSvc, startSvc } from '../apps/server/test/cli.js';
+import { openRules, runSvc, startSvc } from '../apps/server/test/cli.js';
 import type { SvcProcess } from '../apps/server/test/cli.js';
 
 // Issue 21 item 5: the app's data folder on a 2 MB tmpfs that fills up. Every acknowledged (200)
@@ -22,6 +22,7 @@ const running: SvcProcess[] = [];
 // Mounted here, not in beforeAll: whether to skip is known when the tests are collected.
 const created = await runSvc(['create', app]);
 if (created.code !== 0) throw new Error(`svc create failed: ${created.stderr}`);
+await openRules(app);
 await mkdir(data, { recursive: true });
 try {
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', data], { stdio: 'pipe' });

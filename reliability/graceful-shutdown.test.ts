@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SVC_BIN, runSvc, startSvc } from '../apps/server/test/cli.js';
+import { SVC_BIN, openRules, runSvc, startSvc } from '../apps/server/test/cli.js';
 import type { SvcProcess } from '../apps/server/test/cli.js';
 import { findNginx, startNginx } from './nginx.js';
 import type { TestNginx } from './nginx.js';
@@ -40,6 +40,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'svc-drain-'));
   app = join(dir, 'app');
   expect((await runSvc(['create', app])).code).toBe(0);
+  await openRules(app);
 });
 
 afterAll(async () => {

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const SVC_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
@@ -25,6 +27,16 @@ export function runSvc(args: string[], env: Record<string, string> = {}): Promis
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * Opens the write rules of a collection `svc create` made (drops its config.json `rules`), for
+ * tests of faults and load that write anonymously: they test shutdowns and disks, not rules.
+ */
+export async function openRules(app: string, collection = 'todos'): Promise<void> {
+  const file = join(app, 'resources', collection, 'config.json');
+  const { rules: _rules, ...config } = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+  await writeFile(file, `${JSON.stringify(config, null, 2)}\n`);
 }
 
 /** Starts `svc <app> --port 0 ...` and waits for `listening on port <n>` (15 s unless `timeoutMs`). */
