@@ -1,11 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runInNewContext } from 'node:vm';
-import jsQR from 'jsqr';
+import jsqrModule from 'jsqr';
 import { describe, expect, it } from 'vitest';
 import { createClient, otpauthQrSvg } from '@svc/client';
+import type { MfaCalls } from '@svc/client';
 
 const PIXELS_PER_MODULE = 4;
+// jsqr is CommonJS whose types say `export default`: its module.exports is the function and has .default too.
+const jsQR = jsqrModule.default;
 
 /**
  * Draws the SVG the way a browser would (white background, each `M x y h1v1h-1z` square of the
@@ -44,7 +47,7 @@ describe('otpauthQrSvg: the otpauth URI as a QR code (SVG)', () => {
 
   it('svc.<users>.mfa.qrSvg is the same helper on the client', () => {
     const svc = createClient('http://127.0.0.1:1', { resources: [{ path: '/users', kind: 'users' }] });
-    expect(svc.users.mfa.qrSvg(uri)).toBe(otpauthQrSvg(uri));
+    expect((svc.users as { mfa: MfaCalls }).mfa.qrSvg(uri)).toBe(otpauthQrSvg(uri));
     svc.close();
   });
 
