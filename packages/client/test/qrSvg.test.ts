@@ -68,6 +68,23 @@ describe('otpauthQrSvg: the otpauth URI as a QR code (SVG)', () => {
     expect(decodeSvg(small)?.text).toBe(uri);
   });
 
+  it('every version (1 to 40) decodes: the byte lengths at each version\'s capacity and one past it', () => {
+    const versions = new Set<number>();
+    // Byte-mode capacities at level M, versions 1-40 (ISO/IEC 18004 table 7).
+    const capacity = [14, 26, 42, 62, 84, 106, 122, 152, 180, 213, 251, 287, 331, 362, 412, 450, 504, 560, 624, 666, 711, 779, 857, 911, 997, 1059, 1125, 1190, 1264, 1370, 1452, 1538, 1628, 1722, 1809, 1911, 1989, 2099, 2213, 2331];
+    capacity.forEach((bytes, i) => {
+      for (const length of i === capacity.length - 1 ? [bytes] : [bytes, bytes + 1]) {
+        const text = Array.from({ length }, (_, k) => String.fromCharCode(33 + ((k * 7) % 90))).join('');
+        const read = decodeSvg(otpauthQrSvg(text));
+        expect(read?.text, `${length} bytes`).toBe(text);
+        expect(read?.version, `${length} bytes`).toBe(length === bytes ? i + 1 : i + 2);
+        versions.add(read?.version ?? 0);
+      }
+    });
+    expect(versions.size).toBe(40);
+    expect(() => otpauthQrSvg('x'.repeat(2332))).toThrow(/more than a QR code holds/);
+  });
+
   it('bad input is a TypeError, never a broken image', () => {
     expect(() => otpauthQrSvg('')).toThrow(TypeError);
     expect(() => otpauthQrSvg(42 as unknown as string)).toThrow(TypeError);
