@@ -2,3 +2,5 @@
 export { createClient } from './createClient.js';
 export type { ClientOptions } from './createClient.js';
 export { SvcPromise } from './SvcPromise.js';
+export { otpauthQrSvg } from './qrSvg.js';
+export type { QrSvgOptions } from './qrSvg.js';

@@ -1,6 +1,8 @@
 export { createClient, propertyName } from './createClient.js';
 export type { ClientOptions } from './createClient.js';
 export { SvcPromise } from './SvcPromise.js';
+export { otpauthQrSvg } from './qrSvg.js';
+export type { QrSvgOptions } from './qrSvg.js';
 export type {
   AccessorOf,
   AccountCalls,

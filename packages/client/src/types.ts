@@ -1,3 +1,4 @@
+import type { QrSvgOptions } from './qrSvg.js';
 import type { SvcPromise } from './SvcPromise.js';
 
 /** The error object a failed call rejects with (and passes as the callback's second argument). */
@@ -68,6 +69,8 @@ export interface MfaCalls {
   verify(input: { mfaToken: string; code: string }, fn?: Callback<SessionInfo>): SvcPromise<SessionInfo>;
   /** Turns two-factor off (a current code or a recovery code). */
   disable(input: { code: string }, fn?: Callback<{ enabled: false }>): SvcPromise<{ enabled: false }>;
+  /** The QR code of `enroll`'s `uri` as an SVG string, made in the client (the secret never leaves it); the same as `otpauthQrSvg`. */
+  qrSvg(uri: string, options?: QrSvgOptions): string;
 }
 
 /** The account calls every user collection has beside login, logout and me. */

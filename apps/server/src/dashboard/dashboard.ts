@@ -22,7 +22,7 @@ import { resolveEnvReferences } from '../envReferences.js';
 import type { ExportSource } from '../storeTransfer.js';
 import type { Exclusive, StoreGate } from '../storeGate.js';
 import { BACKUP_FILE, createBackupsApi } from './dashboardBackups.js';
-import { accountsApi, redactSecrets, restoreSecrets, withoutEnvValues } from './dashboardAccounts.js';
+import { accountsApi, redactSecrets, resetTwoFactor, restoreSecrets, withoutEnvValues } from './dashboardAccounts.js';
 import type { AccountsDeps } from './dashboardAccounts.js';
 
 /** What the dashboard needs from the running app. */
@@ -566,6 +566,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (rest.length > 1 && (last === 'accounts' || last === 'mail') && !options.current().resources.some((r) => r.path === `/${rest.join('/')}`)) {
         const answer = await accountsApi(accountsDeps, checkName(rest.slice(0, -1).join('/')), last, method, ctx.query, body);
         if (answer) return { status: 200, body: answer };
+      }
+      if (rest.length > 1 && last === 'reset-mfa' && method === 'POST' && !options.current().resources.some((r) => r.path === `/${rest.join('/')}`)) {
+        return { status: 200, body: await resetTwoFactor(options.resources(), checkName(rest.slice(0, -1).join('/')), body) };
       }
       if (rest.length > 0) {
         const name = checkName(rest.join('/'));

@@ -1,7 +1,8 @@
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isPlainObject, SvcError } from '@svc/core';
+import { isPlainObject, SvcError, UserCollection } from '@svc/core';
+import type { Resource } from '@svc/core';
 import type { AccountMailKind, ResourceConfig } from '@svc/core';
 import { PROVIDER_PRESETS } from '@svc/core';
 import { DEFAULT_TEMPLATES } from '../accountMailTemplates.js';
@@ -217,4 +218,18 @@ export function withoutEnvValues(err: unknown, config: unknown, env: NodeJS.Proc
   if (!quotes(text)) return err;
   const refs = [...names].map((n) => `\${env:${n}}`).join(', ');
   return new SvcError(err.code, `the server refused these settings; its message quoted a value from the environment (${refs}), so it is not shown: check the settings that use them`, { errors: { config: 'a setting written with ${env:NAME} is not valid' } });
+}
+
+/**
+ * POST /dashboard/api/resources/<users>/reset-mfa {id}: root turns a user's two-factor off (a lost
+ * device) and ends every session of that user, so the next login asks for the password only.
+ */
+export async function resetTwoFactor(resources: readonly Resource[], name: string, body: Record<string, unknown>): Promise<{ id: string; sessionsEnded: number }> {
+  const users = resources.find((r) => r.path === `/${name}`);
+  if (!(users instanceof UserCollection)) throw new SvcError('NOT_FOUND', `no user collection ${name}`);
+  const id = body.id;
+  if (typeof id !== 'string' || id === '' || id.length > 64) throw new SvcError('BAD_REQUEST', 'reset-mfa needs {"id": "<the user\'s id>"}', { errors: { id: 'the user\'s id' } });
+  const sessionsEnded = await users.resetTwoFactor(id);
+  if (sessionsEnded === null) throw new SvcError('NOT_FOUND', 'no such user');
+  return { id, sessionsEnded };
 }

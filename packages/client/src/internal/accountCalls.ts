@@ -1,4 +1,5 @@
 import { SvcPromise } from '../SvcPromise.js';
+import { otpauthQrSvg } from '../qrSvg.js';
 import type { Callback, LoginAnswer, MfaCalls, ProviderLoginOptions, SvcErrorBody } from '../types.js';
 import type { AccessorContext, run as runCall } from './accessors.js';
 import type { SortedArgs } from './calls.js';
@@ -30,6 +31,7 @@ export function accountCalls(ctx: AccessorContext, path: string, run: typeof run
     confirm: (input: { code: string; mfaToken?: string }, fn?: Callback<never>) => post('confirm', input, fn),
     verify: (input: { mfaToken: string; code: string }, fn?: Callback<never>) => post('verify', input, fn),
     disable: (input: { code: string }, fn?: Callback<never>) => post('disable', input, fn),
+    qrSvg: otpauthQrSvg,
   } as unknown as MfaCalls;
 
   /** The URL that starts a provider login (the browser goes there, in the page or a popup). */

@@ -150,6 +150,17 @@ export class UserCollection extends Collection implements UserResource {
     return doc === null ? null : this.present(doc);
   }
 
+  /**
+   * Root's reset of a user's two-factor (a lost device, from the dashboard): TOTP and recovery
+   * codes removed, and every session of the user ended, as a password change does. Answers how
+   * many sessions ended, or null when there is no such user.
+   */
+  async resetTwoFactor(uid: string): Promise<number | null> {
+    const updated = await this.writing(() => this.store.update({ id: uid }, { $unset: { _mfa: true, _mfaRecovery: true } }));
+    if (updated === null) return null;
+    return this.host ? this.host.sessions.endUserSessions(uid) : 0;
+  }
+
   async findUserIds(query: Record<string, unknown>): Promise<string[]> {
     const docs = await this.store.find(compileFilter(query, this.properties), { fields: { id: 1 } });
     return docs.map((d) => d.id);

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, call } from './api.ts';
 import type { AppView, ResourceView } from './api.ts';
 import { useResetOn } from './hooks.ts';
+import { MfaQrPreview } from './mfaPreview.tsx';
 
 /** GET /dashboard/api/resources/<users>/accounts. */
 interface AccountsView {
@@ -142,6 +143,7 @@ export function AccountsPage({ app, resource, setApp }: { app: AppView; resource
         {isObj(get('mfa')) && <TextField label="mfa issuer" placeholder={resource.name} value={get('mfa', 'issuer')} set={(v) => set(['mfa', 'issuer'], v)} />}
         {isObj(get('mfa')) && <CheckField label="mfa required" value={get('mfa', 'required')} set={(v) => set(['mfa', 'required'], v)} />}
       </div>
+      {isObj(get('mfa')) && <MfaQrPreview issuer={typeof get('mfa', 'issuer') === 'string' && get('mfa', 'issuer') !== '' ? (get('mfa', 'issuer') as string) : resource.name} />}
       <h2 class="section">Sign in with a provider (OAuth2 / OpenID Connect)</h2>
       <OAuthSection oauth={isObj(get('oauth')) ? (get('oauth') as Obj) : undefined} presets={view.presets} set={(v) => set(['oauth'], v)} />
       <div class="toolbar">

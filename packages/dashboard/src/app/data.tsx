@@ -97,7 +97,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
   const [flash, setFlash] = useState<Set<string>>(new Set());
   const [took, setTook] = useState<number | undefined>();
   const seq = useRef(0);
-  const signIn = useSignInMethods(resource, rows.map((r) => r.id));
+  const { methods: signIn, reload: reloadSignIn } = useSignInMethods(resource, rows.map((r) => r.id));
   const accounts = hasAccounts(resource);
 
   const load = useCallback(async () => {
@@ -225,7 +225,7 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
             {rows.map((row) => (
               <tr key={row.id} class={flash.has(row.id) ? 'flash' : ''} data-id={row.id}>
                 <td class="id-col mono">{row.id}</td>
-                {accounts && <SignInCell methods={signIn[row.id]} />}
+                {accounts && <SignInCell methods={signIn[row.id]} resource={resource} id={row.id} changed={reloadSignIn} />}
                 {columns.map((col) => {
                   const key = `${row.id}:${col.name}`;
                   const isEditing = editing?.id === row.id && editing.col === col.name;
