@@ -1,6 +1,7 @@
 import type { Server, ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import type { Socket } from 'node:net';
+import { SwapSet } from './swapSet.js';
 
 /** What a drain left unfinished at its deadline. */
 export interface DrainOutcome {
@@ -38,9 +39,9 @@ export class ConnectionDrain {
   #draining = false;
   #drain: Promise<DrainOutcome> | undefined;
   /** Open connections of the server, upgraded ones (WebSockets) included: realtime ends those in `afterRequests`. */
-  readonly #sockets = new Set<Socket>();
-  /** Answers not yet finished. */
-  readonly #pending = new Set<ServerResponse>();
+  readonly #sockets = new SwapSet<Socket>();
+  /** Answers not yet finished (not a `Set`: see SwapSet, the GC cost of one per request). */
+  readonly #pending = new SwapSet<ServerResponse>();
   #changed: (() => void) | undefined;
 
   constructor(private readonly server: Server) {

@@ -1,3 +1,4 @@
+import { JobTable } from './job-table.js';
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
@@ -57,7 +58,8 @@ interface PoolJob {
 
 interface Child {
   proc: ChildProcess;
-  jobs: Map<number, PoolJob>;
+  /** In flight here, by id (not a Map: see JobTable). */
+  jobs: JobTable<PoolJob>;
   defined: Set<number>;
   /** Accepts jobs (false once it reported a fatal failure or exited). */
   alive: boolean;
@@ -357,7 +359,7 @@ export class ScriptPool {
           this.enqueue(job);
           continue;
         }
-        child.jobs.set(job.id, job);
+        child.jobs.set(job);
         job.child = child;
         let batch = batches.get(child);
         if (!batch) batches.set(child, (batch = []));
@@ -380,7 +382,7 @@ export class ScriptPool {
           if (!child) break;
           taken++;
           this.dequeued(job);
-          child.jobs.set(job.id, job);
+          child.jobs.set(job);
           job.child = child;
           if (costly) {
             costlyTaken = true;
@@ -502,7 +504,7 @@ export class ScriptPool {
     });
     const child: Child = {
       proc,
-      jobs: new Map(),
+      jobs: new JobTable<PoolJob>(),
       defined: new Set(),
       alive: true,
       exclusive: false,
