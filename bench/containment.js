@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { parseArgs } from './lib/args.js';
-import { spawnNode, waitListening, stopAll, freePort, pinning, pinSelf } from './lib/procs.js';
+import { spawnNode, waitListening, stopAll, freePort, pinning, pinSelf, treeOf } from './lib/procs.js';
 import { median } from './lib/stats.js';
 
 const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', loops: 'number', bombs: 'number', floods: 'number', recursers: 'number', phases: 'string', bin: 'string' });
@@ -93,15 +93,7 @@ function rssOf(pid) {
     }
   }
   let total = 0;
-  const todo = [pid];
-  const seen = new Set();
-  while (todo.length) {
-    const p = todo.pop();
-    if (seen.has(p)) continue;
-    seen.add(p);
-    total += all.get(p)?.kb ?? 0;
-    for (const [q, s] of all) if (s.ppid === p) todo.push(q);
-  }
+  for (const p of treeOf(pid, all)) total += all.get(p)?.kb ?? 0;
   return { server: (all.get(pid)?.kb ?? 0) / 1024, all: total / 1024 };
 }
 

@@ -13,11 +13,12 @@
 //    interleaved in rounds; the ratio is the median of the same-round ratios.
 // The server is pinned to core 0, the sockets' process to core 1 (taskset), all on 127.0.0.1.
 // Needs `pnpm build` (runs @svc/core and @svc/realtime from dist). Writes bench/results/live-*.json.
-import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { helpersPinned, killHelpers, startHelper } from '../lib/helpers.js';
+import { median } from '../lib/stats.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -33,50 +34,9 @@ const { values: opts } = parseArgs({
 });
 const n = Number(opts.subscribers);
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
-const children = new Set();
+const pin = helpersPinned();
+const start = (script, core) => startHelper(script, [], core);
 
-function canPin() {
-  try {
-    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
-    return os.availableParallelism() >= 2;
-  } catch {
-    return false;
-  }
-}
-const pin = canPin();
-if (!pin) process.stderr.write('note: taskset or a second core is missing: processes are not pinned\n');
-
-function start(script, core) {
-  const cmd = pin ? 'taskset' : process.execPath;
-  const argv = pin ? ['-c', String(core), process.execPath, '--no-node-snapshot', script] : ['--no-node-snapshot', script];
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  const waiting = new Map();
-  child.on('message', (msg) => {
-    const w = waiting.get(msg.cmd);
-    if (!w) return;
-    waiting.delete(msg.cmd);
-    if (msg.error) w.reject(new Error(`${script}: ${msg.error}`));
-    else w.resolve(msg.result);
-  });
-  const ask = (cmd, extra = {}) =>
-    new Promise((resolve, reject) => {
-      waiting.set(cmd, { resolve, reject });
-      if (cmd !== 'ready') child.send({ cmd, ...extra });
-    });
-  return { ask, ready: ask('ready') };
-}
-const stopAll = () => {
-  for (const c of children) c.kill('SIGKILL');
-};
-process.on('SIGINT', () => (stopAll(), process.exit(130)));
-process.on('SIGTERM', () => (stopAll(), process.exit(143)));
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const percentile = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
@@ -188,5 +148,5 @@ try {
   );
 } finally {
   await Promise.allSettled([server.ask('close'), clients.ask('close')]);
-  stopAll();
+  killHelpers();
 }

@@ -9,11 +9,12 @@
 // interleaved (svc sio ws, then sio ws svc, ...); ratios are the median of same-round ratios. Then a
 // user-targeted emit among 1,000 logged-in sockets: its latency, and proof only the target got it.
 // Needs `pnpm build` (it runs @svc/core and @svc/realtime from dist). Writes bench/results/realtime-*.json.
-import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { helpersPinned, startHelper as start } from '../lib/helpers.js';
+import { median } from '../lib/stats.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -30,52 +31,7 @@ const rounds = Number(opts.rounds);
 const interval = Number(opts.interval);
 const sizes = opts.sizes.split(',').map(Number);
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
-const children = new Set();
-
-function canPin() {
-  try {
-    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
-    return os.availableParallelism() >= 2;
-  } catch {
-    return false;
-  }
-}
-const pin = canPin();
-if (!pin) process.stderr.write('note: taskset or a second core is missing: processes are not pinned\n');
-
-/** Starts a node script (pinned to `core`) with an IPC channel; answers a request function. */
-function start(script, args, core) {
-  const cmd = pin ? 'taskset' : process.execPath;
-  const argv = pin ? ['-c', String(core), process.execPath, '--no-node-snapshot', script, ...args] : ['--no-node-snapshot', script, ...args];
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  const waiting = new Map();
-  child.on('message', (msg) => {
-    const w = waiting.get(msg.cmd);
-    if (!w) return;
-    waiting.delete(msg.cmd);
-    if (msg.error) w.reject(new Error(`${script}: ${msg.error}`));
-    else w.resolve(msg.result);
-  });
-  const ask = (cmd, extra = {}) =>
-    new Promise((resolve, reject) => {
-      waiting.set(cmd, { resolve, reject });
-      if (cmd !== 'ready') child.send({ cmd, ...extra });
-    });
-  return { child, ask, ready: ask('ready') };
-}
-
-function stopAll() {
-  for (const c of children) c.kill('SIGKILL');
-}
-process.on('SIGINT', () => (stopAll(), process.exit(130)));
-process.on('SIGTERM', () => (stopAll(), process.exit(143)));
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+const pin = helpersPinned();
 
 async function waitConnections(server, n) {
   const end = Date.now() + 30_000;

@@ -20,8 +20,10 @@ export interface AccountMailSettings {
 
 /** What {@link createAccountMailer} needs. */
 export interface AccountMailerOptions {
-  /** The UserCollection's folder (its config.json's `auth.mail`, its `mail/` templates). */
+  /** The UserCollection's folder (its `mail/` templates). */
   folder: ResourceFolder;
+  /** Its `auth.mail` as `parseAuthSettings` read it (references resolved). */
+  mail: unknown;
   app: AppFolder;
   env: 'development' | 'production';
   logger: Logger;
@@ -42,13 +44,11 @@ const LIMIT_KEYS = new Set(['perRecipient', 'perClient', 'windowMinutes']);
 export async function createAccountMailer(options: AccountMailerOptions): Promise<AccountMailer> {
   const name = options.folder.path.slice(1);
   const where = `resource ${name}: auth.mail`;
-  const auth = (options.folder.config.auth ?? {}) as Record<string, unknown>;
-  const raw = auth.mail;
+  const raw = options.mail;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${where} is required by auth.verification, auth.reset and auth.codes: {"resource": "<an Email resource>"} or {"smtp": {...}, "from": "..."}`);
   const unknown = Object.keys(raw).filter((k) => !MAIL_KEYS.has(k));
   if (unknown.length > 0) throw new Error(`${where}: unknown setting ${unknown.join(', ')} (known: ${[...MAIL_KEYS].join(', ')})`);
-  // References are resolved here, once per load: the dashboard keeps showing `${env:...}`.
-  const mail = resolveEnvReferences(name, { type: 'auth.mail', ...raw }, undefined) as AccountMailSettings & { type: string };
+  const mail = raw as AccountMailSettings;
   const { smtp, from, logOnly } = smtpSettings(mail, options, where);
   const limits = limitsOf(mail.limits, where);
   const templates = await loadTemplates(options.folder.dir);

@@ -1,4 +1,4 @@
-import { Collection, UserCollection, mountResource, parseAuthSettings, readAccountSettings, sendsMail, validateSettings } from '@svc/core';
+import { Collection, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
 import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -26,8 +26,6 @@ const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
 const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount', 'rules']);
 const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost', 'auth']);
-/** The sections of a UserCollection's `auth` (docs/accounts.md). */
-const AUTH_SECTIONS = new Set(['verification', 'reset', 'codes', 'mail', 'mfa', 'oauth']);
 const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => !USER_ONLY_EVENT_FILES.has(file)));
 
 /** What building one resource needs. */
@@ -128,18 +126,15 @@ async function buildUserCollection(folder: ResourceFolder, context: BuildContext
   const cost = folder.config.passwordCost ?? settings.passwordCost;
   const options = await collectionOptions(folder, context);
   const name = folder.path.slice(1);
-  // Secrets (client secrets) come from the environment: ${env:NAME} in config.json.
-  const authKeys = folder.config.auth !== null && typeof folder.config.auth === 'object' ? Object.keys(folder.config.auth) : [];
-  const unknownAuth = authKeys.filter((key) => !AUTH_SECTIONS.has(key));
-  if (unknownAuth.length > 0) throw new Error(`resource ${name}: auth: unknown setting ${unknownAuth.join(', ')} (known: ${[...AUTH_SECTIONS].join(', ')})`);
-  const auth = parseAuthSettings(name, resolveEnvReferences(name, { type: folder.config.type, auth: folder.config.auth }, undefined).auth, new Set(Object.keys(options.properties)));
-  // config.json auth: the mail-based flows (verification, reset, codes) and how mail goes out.
-  const policy = readAccountSettings(name, folder.config.auth);
-  const mailer = sendsMail(policy) ? await createAccountMailer({ folder, app: context.app, env: context.env, logger: context.logger, counter: context.rateCounter ?? processCounter }) : undefined;
+  // One reading of config.json's auth for the collection and its mailer; secrets (client secrets,
+  // the SMTP password) come from the environment: ${env:NAME}.
+  const resolveReferences = (auth: unknown) => resolveEnvReferences(name, { type: folder.config.type, auth }, undefined).auth;
+  const auth = parseAuthSettings(name, folder.config.auth, new Set(Object.keys(options.properties)), resolveReferences);
+  const mailer = sendsMail(auth.flows) ? await createAccountMailer({ folder, mail: auth.mail, app: context.app, env: context.env, logger: context.logger, counter: context.rateCounter ?? processCounter }) : undefined;
   return new UserCollection({
     ...options,
     ...(folder.config.auth !== undefined ? { auth, authStore: context.store.collection('_auth') } : {}),
-    ...(mailer ? { accounts: { policy, mailer, tokens: context.store.collection('_accounts') } } : {}),
+    ...(mailer ? { accounts: { policy: auth.flows, mailer, tokens: context.store.collection('_accounts') } } : {}),
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });

@@ -40,6 +40,27 @@ describe('account mail through the app', () => {
     }
   });
 
+  it('auth is read once, references resolved: the link of auth.reset.url and the SMTP port of auth.mail from the environment', async () => {
+    process.env.SVC_TEST_RESET_BASE = 'https://shop.example.com';
+    process.env.SVC_TEST_ACCOUNT_SMTP_PORT = String(smtp.port);
+    const app = await runApp({
+      'app.json': { passwordCost: 4 },
+      'resources/users/config.json': {
+        type: 'UserCollection',
+        properties: { email: { type: 'string' } },
+        auth: { reset: { url: '${env:SVC_TEST_RESET_BASE}/reset?token={token}' }, mail: { smtp: { host: '127.0.0.1', port: '${env:SVC_TEST_ACCOUNT_SMTP_PORT}' }, from: 'a@example.com' } },
+      },
+    });
+    try {
+      await app.request('POST', '/users', { username: 'eve', password: 'pw', email: 'eve@example.com' });
+      expect((await app.request('POST', '/users/requestPasswordReset', { email: 'eve@example.com' })).status).toBe(202);
+      const mail = await smtp.next('eve@example.com');
+      expect(mail.parsed.text).toContain(`https://shop.example.com/reset?token=${tokenIn(mail)}`);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('without a unique index on email, a change to an address another user has is not confirmed', async () => {
     const app = await runApp({
       'app.json': { passwordCost: 4 },

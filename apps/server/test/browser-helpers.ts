@@ -88,11 +88,5 @@ export async function startBrowserApp(files: Record<string, string | object>, op
   };
 }
 
-/** Waits until `check` holds, polling. */
-export async function until(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** For the browser tests that import it from here. */
+export { until } from './helpers/wait.js';

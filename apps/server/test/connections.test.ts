@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '@svc/core';
 import { loadOutcome, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
+import { bareSocketIo } from './helpers/bareSocketIo.js';
 
 // Issue 21 (8): app.json "http" sets the server's timeouts and connection caps; a Socket.IO
 // WebSocket outlives the HTTP idle timers (node hands the socket over at the upgrade) and counts
@@ -42,22 +43,7 @@ function open(): Promise<{ socket: Socket; closed: Promise<void>; received(): st
   });
 }
 
-/** A Socket.IO connection over a bare WebSocket (engine.io v4 frames), connected to the main namespace. */
-async function socketIo(): Promise<{ ws: WebSocket; closed: () => boolean }> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/socket.io/?EIO=4&transport=websocket`);
-  let closed = false;
-  ws.addEventListener('close', () => (closed = true));
-  await new Promise<void>((resolve, reject) => {
-    ws.addEventListener('message', (event) => {
-      const frame = String(event.data);
-      if (frame.startsWith('0{')) ws.send('40');
-      if (frame.startsWith('40')) resolve();
-    });
-    ws.addEventListener('error', () => reject(new Error('websocket failed')));
-    setTimeout(() => reject(new Error('no Socket.IO connect within 10 s')), 10_000).unref();
-  });
-  return { ws, closed: () => closed };
-}
+const socketIo = () => bareSocketIo(port);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

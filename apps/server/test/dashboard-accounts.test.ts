@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 import { startSmtp } from './helpers/smtp.js';
 import type { TestSmtp } from './helpers/smtp.js';
+import { rawRequest } from './helpers/rawRequest.js';
 
 // Issue 27: the dashboard's Accounts tab. A UserCollection's `auth` settings are saved through the
 // dashboard's one config path (the server's load-time check answers, nothing changes on a refusal),
@@ -50,18 +50,6 @@ async function start(auth: object = {}): Promise<AppHandle> {
 }
 
 const mailAuth = (): object => ({ reset: {}, mail: { smtp: { host: '127.0.0.1', port: smtp.port }, from: 'app@example.com' } });
-
-function rawRequest(url: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<number> {
-  const text = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}${path}`, { method, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(text);
-  });
-}
 
 describe('dashboard Accounts tab: auth settings', () => {
   it('answers the auth settings, the presets and the messages; only UserCollections have them', async () => {

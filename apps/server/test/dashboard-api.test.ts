@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import type { Logger } from '@svc/core';
 import emailType from '@svc/type-email';
 import { startApp } from '../src/startApp.js';
 import type { RunningApp } from '../src/startApp.js';
+import { rawRequest } from './helpers/rawRequest.js';
 
 const KEY = 'a'.repeat(64);
 let running: { app: RunningApp; dir: string }[] = [];
@@ -45,18 +45,6 @@ async function api(app: RunningApp, method: string, path: string, body?: unknown
     // text
   }
   return { status: res.status, body: json as Record<string, unknown> & { errors?: Record<string, string>; message?: string }, headers: res.headers };
-}
-
-function rawPost(app: RunningApp, path: string, body: unknown, headers: Record<string, string>): Promise<number> {
-  const text = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(`${app.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(text);
-  });
 }
 
 describe('dashboard API: who may use it', () => {
@@ -110,7 +98,7 @@ describe('dashboard API: who may use it', () => {
     }
     // fetch() cannot set Host: a DNS-rebinding page's requests carry its own name.
     for (const headers of [{ host: 'evil.example:2403' }, { host: 'evil.example', origin: 'http://evil.example' }] as Record<string, string>[]) {
-      const status = await rawPost(app, '/dashboard/api/resources', { name: 'pwned', type: 'Collection' }, { 'svc-ssh-key': 'x', ...headers });
+      const status = await rawRequest(app.url, 'POST', '/dashboard/api/resources', { name: 'pwned', type: 'Collection' }, { 'svc-ssh-key': 'x', ...headers });
       expect(status, JSON.stringify(headers)).toBe(403);
     }
     expect(existsSync(join(dir, 'resources/pwned'))).toBe(false);

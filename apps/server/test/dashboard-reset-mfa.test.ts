@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { appStores, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 import { totpNow } from './helpers/totp.js';
+import { rawRequest } from './helpers/rawRequest.js';
 
 // "Reset two-factor" of the dashboard (a user lost their device): root only, behind the dashboard
 // API's Host/Origin checks; MFA goes off and every session of the user ends, in every process.
@@ -22,19 +22,6 @@ afterEach(async () => {
 });
 
 type Request = AppHandle['request'];
-
-/** A POST with headers fetch would not send as given (Host). */
-function rawPost(url: string, path: string, body: unknown, headers: Record<string, string>): Promise<number> {
-  const text = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(text);
-  });
-}
 
 /** A user with two-factor on, and a client logged in as that user. */
 async function enrolledUser(h: AppHandle, username: string): Promise<{ id: string; client: Request }> {
@@ -107,7 +94,7 @@ describe('dashboard: reset two-factor keeps the dashboard API protections', () =
     // The user's own session is not root either.
     expect((await ada.client('POST', '/dashboard/api/resources/users/reset-mfa', { id: ada.id })).status).toBe(401);
     for (const headers of [{ host: 'evil.example:2403' }, { host: 'evil.example', origin: 'http://evil.example' }] as Record<string, string>[]) {
-      expect(await rawPost(h.url, '/dashboard/api/resources/users/reset-mfa', { id: ada.id }, { 'svc-ssh-key': 'x', ...headers })).toBe(403);
+      expect(await rawRequest(h.url, 'POST', '/dashboard/api/resources/users/reset-mfa', { id: ada.id }, { 'svc-ssh-key': 'x', ...headers })).toBe(403);
     }
     expect((await ada.client('GET', '/users/me')).status).toBe(200);
     expect((await h.client()('POST', '/users/login', { username: 'ada', password: 'pw' })).body).toMatchObject({ mfaRequired: true });

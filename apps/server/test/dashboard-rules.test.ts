@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
+import { rawRequest } from './helpers/rawRequest.js';
 
 // Issue 24: the dashboard's Rules tab. Rules are saved through the same config path as properties
 // (the server's load-time check answers), and "try as this user on this object" asks the live
@@ -39,18 +39,6 @@ async function start(env: 'development' | 'production' = 'development'): Promise
   const h = await runApp({ ...FILES, ...(env === 'production' ? { '.svc/keys.json': { [KEY]: true } } : {}) }, { env, resourceTypes: [(await import('@svc/type-event')).default] });
   apps.push(h);
   return h;
-}
-
-function rawPost(url: string, path: string, body: unknown, headers: Record<string, string>): Promise<number> {
-  const text = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(text);
-  });
 }
 
 const EXPLAIN = '/dashboard/api/resources/posts/explain';
@@ -105,7 +93,7 @@ describe('dashboard Rules tab: try as this user on this object', () => {
     }
     const dev = await start('development');
     // DNS rebinding: a page of another name pointing at this machine (fetch cannot set Host).
-    expect(await rawPost(dev.url, EXPLAIN, { object: 'x' }, { ...ROOT, host: 'evil.example:2403' })).toBe(403);
+    expect(await rawRequest(dev.url, 'POST', EXPLAIN, { object: 'x' }, { ...ROOT, host: 'evil.example:2403' })).toBe(403);
     // Scripts cannot reach the dashboard (internal requests answer 404), nor can GET.
     expect((await dev.request('GET', EXPLAIN, undefined, ROOT)).status).toBe(404);
   });

@@ -3,6 +3,7 @@ import { createClient } from '@svc/client';
 import type { CollectionDef, LiveEvent, ResourceList, SvcClient as AnyClient, UserCollectionDef } from '@svc/client';
 import { appStores, memoryLogger, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
+import { settle, until } from './helpers/wait.js';
 
 /**
  * Live queries and emits of objects through a real app: private properties, On Get (which hides
@@ -36,15 +37,6 @@ const resources: ResourceList = [
   { path: '/users', kind: 'users' },
 ];
 type Obj = Record<string, unknown>;
-
-async function until(check: () => boolean, ms = 8000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 15));
-  }
-}
-const settle = (ms = 250): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe.each(appStores())('live queries and emits of objects in an app (%s store)', (store) => {
   let h: AppHandle;

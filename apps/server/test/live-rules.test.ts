@@ -3,6 +3,7 @@ import { createClient } from '@svc/client';
 import type { CollectionDef, LiveEvent, ResourceList, SvcClient as AnyClient, UserCollectionDef } from '@svc/client';
 import { appStores, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
+import { settle, until } from './helpers/wait.js';
 
 /**
  * Live queries and emits under access rules (issue 24): the list rule limits what each subscriber
@@ -39,15 +40,6 @@ const resources: ResourceList = [
   { path: '/posts', kind: 'collection' },
   { path: '/users', kind: 'users' },
 ];
-
-async function until(check: () => boolean, ms = 8000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 15));
-  }
-}
-const settle = (ms = 250): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe.each(appStores())('live queries and emits under access rules (%s store)', (store) => {
   let h: AppHandle;

@@ -1,12 +1,12 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { createClient as createRedis } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@svc/client';
 import type { LiveEvent, SvcClient } from '@svc/client';
 import { startSvc } from './cli.js';
 import type { SvcProcess } from './cli.js';
+import { writeApp } from './helpers/app.js';
+import { until } from './helpers/wait.js';
 
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
 const redisUrl = process.env.SVC_TEST_REDIS_URL;
@@ -23,14 +23,6 @@ const APP: Record<string, string | object> = {
 };
 
 type Note = { id: string; text?: string; owner?: string; n?: number; secret?: string };
-
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe.skipIf(missing !== '')('live queries across two svc processes (one MongoDB, one Redis)', () => {
   let dir: string;
@@ -51,11 +43,7 @@ describe.skipIf(missing !== '')('live queries across two svc processes (one Mong
   };
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'svc-live-scaleout-'));
-    for (const [path, content] of Object.entries(APP)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), typeof content === 'string' ? content : JSON.stringify(content));
-    }
+    dir = await writeApp(APP);
     const db = `${mongoUrl!.replace(/\/$/, '')}/svc_live_scaleout_${process.pid}_${Date.now()}`;
     const args = [dir, '--db', db, '--redis', redisUrl!];
     [a, b] = await Promise.all([startSvc(args), startSvc(args)]);

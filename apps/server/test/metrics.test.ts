@@ -5,6 +5,7 @@ import { loadApp } from '@svc/server';
 import { silentLogger } from '@svc/core';
 import { memoryLogger, runApp, writeApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
+import { bareSocketIo } from './helpers/bareSocketIo.js';
 
 // Issue 23 (5): Prometheus text at /metrics. On the app's port it is for root requests only; on a
 // port of its own (app.json metrics.port) it asks no key and listens on 127.0.0.1 by default.
@@ -154,15 +155,7 @@ describe('metrics on the app\'s port (production)', () => {
   });
 
   it('counts the realtime sockets open now', async () => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/socket.io/?EIO=4&transport=websocket`);
-    await new Promise<void>((resolve, reject) => {
-      ws.addEventListener('message', (event) => {
-        const frame = String(event.data);
-        if (frame.startsWith('0{')) ws.send('40');
-        if (frame.startsWith('40')) resolve();
-      });
-      ws.addEventListener('error', () => reject(new Error('websocket failed')));
-    });
+    const { ws } = await bareSocketIo(port);
     expect(valueOf(await samples(), 'svc_realtime_sockets')).toBe(1);
     const closed = new Promise((resolve) => ws.addEventListener('close', resolve));
     ws.close();

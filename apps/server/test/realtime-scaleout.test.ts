@@ -1,11 +1,11 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@svc/client';
 import type { SvcClient } from '@svc/client';
 import { startSvc } from './cli.js';
 import type { SvcProcess } from './cli.js';
+import { writeApp } from './helpers/app.js';
+import { until } from './helpers/wait.js';
 
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
 const redisUrl = process.env.SVC_TEST_REDIS_URL;
@@ -26,14 +26,6 @@ async function signUp(url: string, username: string): Promise<void> {
   if (res.status !== 200) throw new Error(`sign-up failed: ${res.status} ${await res.text()}`);
 }
 
-async function until(check: () => boolean, ms = 8000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 // Needs the server's event scripts for the emits (notes' post.js).
 describe.skipIf(missing !== '')('scale-out: two svc processes sharing one MongoDB (FerretDB) and one Redis', () => {
   let dir: string;
@@ -42,11 +34,7 @@ describe.skipIf(missing !== '')('scale-out: two svc processes sharing one MongoD
   const clients: SvcClient[] = [];
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'svc-scaleout-'));
-    for (const [path, content] of Object.entries(APP)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), typeof content === 'string' ? content : JSON.stringify(content));
-    }
+    dir = await writeApp(APP);
     const db = `${mongoUrl!.replace(/\/$/, '')}/svc_scaleout_${process.pid}_${Date.now()}`;
     const args = [dir, '--db', db, '--redis', redisUrl!];
     [a, b] = await Promise.all([startSvc(args), startSvc(args)]);

@@ -28,7 +28,7 @@ export { parseAuthSettings } from './resources/accounts/authSettings.js';
 export type { AuthSettings, MfaSettings, OAuthProviderSettings, OAuthSettings } from './resources/accounts/authSettings.js';
 export { PROVIDER_PRESETS } from './resources/accounts/oauthProviders.js';
 export type { ProviderPreset } from './resources/accounts/oauthProviders.js';
-export { readAccountSettings, sendsMail } from './resources/accounts/accountSettings.js';
+export { sendsMail } from './resources/accounts/accountSettings.js';
 export type { AccountPolicy, AccountSettings } from './resources/accounts/accountSettings.js';
 export type { AccountMail, AccountMailer, AccountMailKind } from './resources/accounts/AccountMailer.js';
 export { LoginLimiter, loginLimitSettings } from './resources/loginLimiter.js';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AccountTokens } from '../src/resources/accounts/AccountTokens.js';
-import { readAccountSettings } from '../src/resources/accounts/accountSettings.js';
+import { parseAuthSettings } from '../src/resources/accounts/authSettings.js';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 
@@ -90,6 +90,8 @@ describe.each(storeKinds())('account tokens ($name store)', (kind) => {
 });
 
 describe('auth settings (config.json)', () => {
+  const flowsOf = (auth: unknown) => parseAuthSettings('users', auth, new Set()).flows;
+
   it.each([
     [{ verification: true }, 'resource users: auth.verification must be an object'],
     [{ reset: { expiresMinutes: 0 } }, 'resource users: auth.reset.expiresMinutes must be a whole number from 1 to 1440'],
@@ -97,15 +99,33 @@ describe('auth settings (config.json)', () => {
     [{ reset: { url: 'https://x.example/reset' } }, 'resource users: auth.reset.url must be an http(s) URL holding {token}, e.g. "https://app.example.com/reset?token={token}"'],
     [{ reset: { url: 'javascript:alert(1)//{token}' } }, 'resource users: auth.reset.url must be an http(s) URL holding {token}, e.g. "https://app.example.com/reset?token={token}"'],
     [{ verification: { requried: true } }, 'resource users: auth.verification: unknown setting requried (known: enabled, required, expiresMinutes, url)'],
-    [[], 'resource users: "auth" must be an object'],
+    [[], 'resource users: auth must be an object'],
+    [{ verfication: {} }, 'resource users: auth: unknown setting verfication (known: verification, reset, codes, mail, mfa, oauth)'],
   ])('%j is refused', (auth, message) => {
-    expect(() => readAccountSettings('users', auth)).toThrow(message);
+    expect(() => flowsOf(auth)).toThrow(message);
   });
 
   it('a section given turns its flow on with the defaults; others stay off', () => {
-    const policy = readAccountSettings('users', { reset: {}, mfa: { anything: 1 } });
+    const policy = flowsOf({ reset: {}, mail: { anything: 1 } });
     expect(policy.reset).toEqual({ enabled: true, expiresMs: 3_600_000, url: undefined });
     expect(policy.verification.enabled).toBe(false);
     expect(policy.codes).toMatchObject({ enabled: false, length: 6, maxAttempts: 5 });
+    expect(flowsOf(undefined)).toEqual({ ...policy, reset: { ...policy.reset, enabled: false } });
+  });
+
+  it('one reading for every part: sections checked as written, then every value read resolved', () => {
+    const seen: unknown[] = [];
+    const resolve = (auth: unknown) => {
+      seen.push(auth);
+      return JSON.parse(JSON.stringify(auth).replaceAll('${env:BASE}', 'https://app.example.com')) as unknown;
+    };
+    // A misspelt section is named before any reference is resolved.
+    expect(() => parseAuthSettings('users', { oatuh: { baseUrl: '${env:BASE}' } }, new Set(), resolve)).toThrow('resource users: auth: unknown setting oatuh');
+    expect(seen).toEqual([]);
+    const settings = parseAuthSettings('users', { reset: { url: '${env:BASE}/reset?token={token}' }, mail: { resource: '${env:BASE}' }, mfa: {}, oauth: { baseUrl: '${env:BASE}' } }, new Set(['email']), resolve);
+    expect(settings.flows.reset.url).toBe('https://app.example.com/reset?token={token}');
+    expect(settings.mail).toEqual({ resource: 'https://app.example.com' });
+    expect(settings.oauth).toMatchObject({ baseUrl: 'https://app.example.com', emailProperty: 'email' });
+    expect(settings.mfa).toEqual({ required: false, issuer: undefined });
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { io as connectSocket } from 'socket.io-client';
 import type { Socket } from 'socket.io-client';
 import { Collection, UserCollection, createEmbeddedStore, createServer, silentLogger } from '@svc/core';
-import type { SessionManagerOptions, Store, SvcServer } from '@svc/core';
+import type { Resource, SessionManagerOptions, Store, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 import type { RealtimeOptions, SocketRealtime } from '@svc/realtime';
 
@@ -34,11 +34,16 @@ export interface RtServer {
 }
 
 export async function startRtServer(store: Store, options: RealtimeOptions = {}, sessions?: SessionManagerOptions): Promise<RtServer> {
-  const realtime = createRealtime(options);
   const resources = [
     new UserCollection({ path: '/users', properties: { name: { type: 'string' } }, store: store.collection('users'), passwordCost: 4 }),
     new Collection({ path: '/todos', properties: { title: { type: 'string' } }, store: store.collection('todos') }),
   ];
+  return serveWithRealtime(store, resources, options, sessions);
+}
+
+/** A real svc server of `resources` with the Socket.IO transport, on a free loopback port. */
+export async function serveWithRealtime(store: Store, resources: Resource[], options: RealtimeOptions = {}, sessions?: SessionManagerOptions): Promise<RtServer> {
+  const realtime = createRealtime(options);
   // Servers sharing a store must not close it twice: each gets a view whose close() is a no-op.
   const view: Store = { kind: store.kind, collection: (name) => store.collection(name), close: () => Promise.resolve() };
   const server = await createServer({ store: view, resources, logger: silentLogger, ...(sessions ? { sessions } : {}) });

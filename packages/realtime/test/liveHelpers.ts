@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'socket.io-client';
-import { Collection, UserCollection, createMongoStore, createServer, silentLogger } from '@svc/core';
+import { Collection, UserCollection, createMongoStore } from '@svc/core';
 import type { Store } from '@svc/core';
-import { LIVE_EVENT, SUBSCRIBE_EVENT, UNSUBSCRIBE_EVENT, createRealtime } from '@svc/realtime';
+import { LIVE_EVENT, SUBSCRIBE_EVENT, UNSUBSCRIBE_EVENT } from '@svc/realtime';
 import type { LiveMessage, RealtimeOptions, SubscribeAnswer, SubscribeRequest } from '@svc/realtime';
-import { makeStore } from './helpers.js';
+import { makeStore, serveWithRealtime } from './helpers.js';
 import type { RtServer } from './helpers.js';
 
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
@@ -52,8 +52,7 @@ export const LIVE_STORES: { name: string; make(): Promise<LiveStore> }[] = [
  * A svc server with users (role, private `secret`) and todos (owner, done, private `secret`) and
  * the Socket.IO transport with live queries, on a free loopback port.
  */
-export async function startLiveServer(store: Store, options: RealtimeOptions = {}): Promise<RtServer> {
-  const realtime = createRealtime(options);
+export function startLiveServer(store: Store, options: RealtimeOptions = {}): Promise<RtServer> {
   const resources = [
     new UserCollection({
       path: '/users',
@@ -67,19 +66,7 @@ export async function startLiveServer(store: Store, options: RealtimeOptions = {
       store: store.collection('todos'),
     }),
   ];
-  const view: Store = { kind: store.kind, collection: (name) => store.collection(name), close: () => Promise.resolve() };
-  const server = await createServer({ store: view, resources, logger: silentLogger });
-  await realtime.attach(server);
-  const port = await server.listen(0, '127.0.0.1');
-  return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    realtime,
-    async close() {
-      await realtime.close();
-      await server.close();
-    },
-  };
+  return serveWithRealtime(store, resources, options);
 }
 
 /** Subscribes on a socket and collects that subscription's messages. */

@@ -69,49 +69,38 @@ function frameOf(packet: { id?: number }, options: EncodeOptions): readonly Buff
   return packet.id === undefined ? options.wsPreEncodedFrame : undefined;
 }
 
-const InMemoryBase = Adapter as unknown as new (nsp: Namespace) => AdapterInternals;
+/** An adapter class as far as this file needs it (the mixin below takes any constructor of one). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- TypeScript's mixin pattern needs `...args: any[]`
+type AdapterClass = new (...args: any[]) => AdapterInternals;
 
 /**
- * The in-memory adapter, delivering broadcasts by their pre-encoded frame: per recipient a few
- * checks and one write, where engine.io would build a packet, emit events and wait for a write
- * callback per socket. Everything else is socket.io-adapter's own code.
+ * `base` delivering broadcasts by their pre-encoded frame: per recipient a few checks and one
+ * write, where engine.io would build a packet, emit events and wait for a write callback per
+ * socket. Everything else is the base adapter's own code.
  */
-export class FastAdapter extends InMemoryBase {
-  private frame: readonly Buffer[] | undefined;
+function withFrameDelivery<Base extends AdapterClass>(base: Base) {
+  return class extends base {
+    #frame: readonly Buffer[] | undefined;
 
-  override _encode(packet: { id?: number }, options: EncodeOptions): unknown[] {
-    const encoded = super._encode(packet, options);
-    this.frame = frameOf(packet, options);
-    // Never left for a later apply: a broadcast's apply follows its _encode synchronously.
-    if (this.frame) queueMicrotask(() => (this.frame = undefined));
-    return encoded;
-  }
+    override _encode(packet: { id?: number }, options: EncodeOptions): unknown[] {
+      const encoded = super._encode(packet, options);
+      this.#frame = frameOf(packet, options);
+      // Never left for a later apply: a broadcast's apply follows its _encode synchronously.
+      if (this.#frame) queueMicrotask(() => (this.#frame = undefined));
+      return encoded;
+    }
 
-  override apply(options: BroadcastOptions, deliver: Deliver): void {
-    // A broadcast calls apply right after _encode; every other apply (joins, fetches) finds no frame.
-    const frame = this.frame;
-    this.frame = undefined;
-    super.apply(options, frame ? deliverFrame(frame, deliver) : deliver);
-  }
+    override apply(options: BroadcastOptions, deliver: Deliver): void {
+      // A broadcast calls apply right after _encode; every other apply (joins, fetches) finds no frame.
+      const frame = this.#frame;
+      this.#frame = undefined;
+      super.apply(options, frame ? deliverFrame(frame, deliver) : deliver);
+    }
+  };
 }
 
-const RedisBase = RedisAdapter as unknown as new (nsp: Namespace, pub: unknown, sub: unknown, options?: Partial<RedisAdapterOptions>) => AdapterInternals;
+/** The in-memory adapter (socket.io-adapter's) with the frame delivery. */
+export const FastAdapter = withFrameDelivery(Adapter as unknown as new (nsp: Namespace) => AdapterInternals);
 
 /** The Redis adapter with the same local delivery, for emits of this process and of its peers. */
-export class FastRedisAdapter extends RedisBase {
-  private frame: readonly Buffer[] | undefined;
-
-  override _encode(packet: { id?: number }, options: EncodeOptions): unknown[] {
-    const encoded = super._encode(packet, options);
-    this.frame = frameOf(packet, options);
-    // Never left for a later apply: a broadcast's apply follows its _encode synchronously.
-    if (this.frame) queueMicrotask(() => (this.frame = undefined));
-    return encoded;
-  }
-
-  override apply(options: BroadcastOptions, deliver: Deliver): void {
-    const frame = this.frame;
-    this.frame = undefined;
-    super.apply(options, frame ? deliverFrame(frame, deliver) : deliver);
-  }
-}
+export const FastRedisAdapter = withFrameDelivery(RedisAdapter as unknown as new (nsp: Namespace, pub: unknown, sub: unknown, options?: Partial<RedisAdapterOptions>) => AdapterInternals);

@@ -11,6 +11,13 @@ const SWEEP_EVERY_MS = 60_000;
  * path. A claim is an insert under a unique id: the one atomic test-and-set that both stores give
  * (FerretDB v1's updates are read-modify-write, its inserts are refused by the unique `_id`), so
  * two parallel requests can never both use one code.
+ *
+ * Why not one collection with AccountTokens' `_accounts`: both hold expiring records swept by
+ * `expiresAt`, but `_auth` also holds permanent ones (identity links, used recovery codes, the
+ * signing key). A merge would need a start-up migration of those, and while processes of two
+ * versions share a store (a rolling upgrade with --redis), one reading each collection, a used
+ * recovery code could be used again and an identity link be missed (a duplicate user). One fewer
+ * collection name is not worth that; the two never read each other's records.
  */
 export class AuthRecords {
   private lastSweep = 0;

@@ -1,6 +1,6 @@
 /**
  * The mail-based account settings of a UserCollection (config.json `auth.verification`,
- * `auth.reset`, `auth.codes`). `auth.mail` (how mail goes out) is read by the server, which hands
+ * `auth.reset`, `auth.codes`). `auth.mail` (how mail goes out) is checked by the server, which hands
  * the collection an {@link AccountMailer}.
  */
 export interface AccountSettings {
@@ -21,13 +21,11 @@ const SECTIONS = { verification: ['enabled', 'required', 'expiresMinutes', 'url'
 
 /**
  * Checks `auth`'s mail-based sections and fills in the defaults. A wrong value stops the start,
- * naming the resource and the setting. Sections owned by others (`mail`, `mfa`, `oauth`) are not
- * looked at here.
+ * naming the resource and the setting. Only `parseAuthSettings` calls it (with `auth`
+ * already checked to be an object): one reader of `auth` for every part of svc.
  */
-export function readAccountSettings(resource: string, auth: unknown): AccountPolicy {
+export function parseAccountFlows(resource: string, given: Readonly<Record<string, unknown>>): AccountPolicy {
   const where = (key: string) => `resource ${resource}: auth.${key}`;
-  if (auth !== undefined && (typeof auth !== 'object' || auth === null || Array.isArray(auth))) throw new Error(`resource ${resource}: "auth" must be an object`);
-  const given = (auth ?? {}) as Record<string, unknown>;
   const section = (name: keyof typeof SECTIONS): Record<string, unknown> | undefined => {
     const value = given[name];
     if (value === undefined) return undefined;

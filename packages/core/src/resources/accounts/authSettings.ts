@@ -1,5 +1,7 @@
 import { PROVIDER_PRESETS } from './oauthProviders.js';
 import type { ProviderPreset } from './oauthProviders.js';
+import { parseAccountFlows } from './accountSettings.js';
+import type { AccountPolicy } from './accountSettings.js';
 
 /** `auth.mfa` of a UserCollection's config.json. */
 export interface MfaSettings {
@@ -50,27 +52,43 @@ export interface OAuthSettings {
   signup: boolean;
 }
 
-/** My part of a UserCollection's `auth` settings (wt-accounts adds verification, reset, codes, mail). */
+/** A UserCollection's `auth` settings, read once by {@link parseAuthSettings} for every part of svc. */
 export interface AuthSettings {
   mfa: MfaSettings | undefined;
   oauth: OAuthSettings | undefined;
+  /** `auth.verification`, `auth.reset`, `auth.codes` with their defaults (a flow left out is off). */
+  flows: AccountPolicy;
+  /** `auth.mail` as written (references resolved): the server checks it when a flow sends mail. */
+  mail: unknown;
 }
 
 type Raw = Record<string, unknown>;
 
+/** The sections of a UserCollection's `auth` (docs/accounts.md). */
+const AUTH_SECTIONS = ['verification', 'reset', 'codes', 'mail', 'mfa', 'oauth'] as const;
+
 const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 
 /**
- * Reads `auth.mfa` and `auth.oauth` of a UserCollection's config.json (env references already
- * resolved). A mistake stops the start, naming the resource and the setting, never a secret.
+ * Reads a UserCollection's `auth` from its config.json: the one reader of it. `resolveReferences`
+ * replaces its `${env:NAME}` references; the sections are checked before, as written, so that a
+ * misspelt section is named first. A mistake stops the start, naming the resource and the
+ * setting, never a secret.
  */
-export function parseAuthSettings(resource: string, raw: unknown, declared: ReadonlySet<string>): AuthSettings {
-  if (raw === undefined) return { mfa: undefined, oauth: undefined };
+export function parseAuthSettings(resource: string, raw: unknown, declared: ReadonlySet<string>, resolveReferences: (auth: unknown) => unknown = (auth) => auth): AuthSettings {
   const where = `resource ${resource}: auth`;
-  const auth = object(raw, where);
+  if (typeof raw === 'object' && raw !== null) {
+    const unknown = Object.keys(raw).filter((key) => !(AUTH_SECTIONS as readonly string[]).includes(key));
+    if (unknown.length > 0) throw new Error(`${where}: unknown setting ${unknown.join(', ')} (known: ${AUTH_SECTIONS.join(', ')})`);
+  }
+  const resolved = resolveReferences(raw);
+  if (resolved === undefined) return { mfa: undefined, oauth: undefined, flows: parseAccountFlows(resource, {}), mail: undefined };
+  const auth = object(resolved, where);
   return {
     mfa: auth.mfa === undefined ? undefined : parseMfa(auth.mfa, `${where}.mfa`),
     oauth: auth.oauth === undefined ? undefined : parseOAuth(auth.oauth, `${where}.oauth`, declared),
+    flows: parseAccountFlows(resource, auth),
+    mail: auth.mail,
   };
 }
 
