@@ -21,9 +21,10 @@ export function writeApp(dir, { appJson = {}, resources, files = {} }) {
   for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, 'resources', file), text);
 }
 
-export async function startSvc(dir, core) {
+/** `nodeFlags`: more flags for node (bench/peers.js --profile: `--cpu-prof --cpu-prof-dir=<dir>`). */
+export async function startSvc(dir, core, nodeFlags = []) {
   const port = await freePort();
-  const child = spawnNode(['--no-node-snapshot', svcBin, dir, '--port', String(port), '--host', '127.0.0.1', '--env', 'production'], { core, env: { NODE_ENV: 'production' }, cwd: repo });
+  const child = spawnNode(['--no-node-snapshot', ...nodeFlags, svcBin, dir, '--port', String(port), '--host', '127.0.0.1', '--env', 'production'], { core, env: { NODE_ENV: 'production' }, cwd: repo });
   await waitListening(child, 600_000);
   return { child, port };
 }
