@@ -55,7 +55,6 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 const log = (line) => process.stderr.write(`${line}\n`);
 const fmt = (n, d = 0) => (n == null ? '?' : n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }));
 
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => stopAll().finally(() => process.exit(130)));
 if (!PB.havePocketBase()) {
   process.stderr.write(`PocketBase's benchmark binary is missing (${PB.PB_BIN}): build it with ../shared/peers/run-all.sh's PocketBase step, or set PB_BIN\n`);
   process.exit(2);
@@ -67,6 +66,7 @@ const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 
 // --profile <dir>: svc writes a .cpuprofile of its whole run there (node bench/profile-summary.js <file>).
 const svcFlags = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [];
 const work = mkdtempSync(join(tmpdir(), `svc-peers-${scenario}-`));
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => stopAll().finally(() => { rmSync(work, { recursive: true, force: true }); process.exit(130); }));
 
 // --- HTTP scenarios: every variant up at once (idle when not measured), windows alternated --------
 
@@ -176,7 +176,8 @@ async function rulesScenario() {
   const pb = await PB.startPocketBase({ dir: join(work, 'pb'), port: await freePort(), core: pin?.server });
   const cookie = await loginCookie(svc.port, 'ann', pw);
   const token = await PB.login(pb, 'ann@bench.local', pw);
-  const mine = OWNERS * 7;
+  if (count < 2 * OWNERS || count % OWNERS !== 0) throw new Error(`--count must be a multiple of ${OWNERS}, at least ${2 * OWNERS}`);
+  const mine = OWNERS * Math.min(7, count / OWNERS - 1);
   const paths = {
     svc: { list: '/posts', get: `/posts/${svcIds[mine]}`, other: `/posts/${svcIds[1]}` },
     pb: { list: '/api/collections/posts/records?perPage=1000&skipTotal=1', get: `/api/collections/posts/records/${pbIds[mine]}`, other: `/api/collections/posts/records/${pbIds[1]}` },
