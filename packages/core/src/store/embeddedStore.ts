@@ -10,7 +10,7 @@ import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, Store
 import { groupRows } from './internal/groupRows.js';
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
-import { hashIdIndex } from './internal/hashIdIndex.js';
+import { HashTree, hashIdIndex } from './internal/hashIdIndex.js';
 import { nedbModel } from './internal/nedbModel.js';
 import { renameId } from './internal/renameId.js';
 import { lockDataFolder } from './internal/dataLock.js';
@@ -159,6 +159,8 @@ class EmbeddedCollection implements StoreCollection {
   #version = 0;
   /** Writes under way (called and not finished): while none is, the cache may be read at once. */
   #writing = 0;
+  /** Every cached object, collected at a #version from the id index `tree` (#inAnyOrder). */
+  #everything: { version: number; tree: unknown; raws: Raw[] } | undefined;
   /** Indexed properties known to hold no array in any object, at a #version. */
   readonly #arrayFree = new Map<string, number>();
 
@@ -273,7 +275,16 @@ class EmbeddedCollection implements StoreCollection {
   /** Every object as nedb caches them, in no particular order. */
   async #inAnyOrder(): Promise<Raw[]> {
     const db = await this.#open();
-    return this.#executor.pushAsync(() => Promise.resolve(db.getAllData() as unknown as Raw[]));
+    return this.#executor.pushAsync(() => {
+      // Kept until the next write (or a reset of the index): aggregates over a collection nobody
+      // writes meanwhile skip collecting 100,000 objects (3 ms) each time.
+      const tree = (indexesOf(db)._id as { tree?: unknown } | undefined)?.tree;
+      const kept = this.#everything;
+      if (kept !== undefined && kept.version === this.#version && kept.tree === tree) return Promise.resolve(kept.raws);
+      const raws = (tree instanceof HashTree ? tree.values() : db.getAllData()) as Raw[];
+      this.#everything = { version: this.#version, tree, raws };
+      return Promise.resolve(raws);
+    });
   }
 
   /** What `find` answers, each object with its kept JSON text (see findJson). */
