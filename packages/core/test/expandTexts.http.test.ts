@@ -50,6 +50,8 @@ describe.each(storeKinds())('expand from stored texts equals the object path ($n
       c('/editors', { name: { type: 'string' }, pay: { type: 'number', private: true } }),
       c('/reviewers', { name: { type: 'string' }, grade: { type: 'string', read: { '@me.role': 'hr' } } }, { meProperties: { role: { type: 'string' } } }),
       c('/tags', { label: { type: 'string' } }, { rules: { list: { label: { $ne: 'secret' } } } }),
+      // A rule per caller: each user lists only their own notes.
+      c('/notes', { text: { type: 'string' }, owner: { type: 'string' } }, { rules: { list: { owner: '@me.id' }, read: { owner: '@me.id' } }, meProperties: { role: { type: 'string' } } }),
       new Collection({
         path: '/posts',
         properties: {
@@ -62,6 +64,7 @@ describe.each(storeKinds())('expand from stored texts equals the object path ($n
           reviewer: { type: 'relation', collection: '/reviewers' },
           owner: { type: 'relation', collection: '/users' },
           tags: { type: 'relation', collection: '/tags', many: true },
+          note: { type: 'relation', collection: '/notes' },
         },
         store: counted(store.store.collection('posts'), postReads),
       }),
@@ -84,6 +87,8 @@ describe.each(storeKinds())('expand from stored texts equals the object path ($n
     ids.user = await make('/users', { username: 'uma', password: 'pw', name: 'uma', role: 'hr' });
     hr = t.client();
     expect((await hr.request('POST', '/users/login', { body: { username: 'uma', password: 'pw' } })).status).toBe(200);
+    ids.umasNote = await make('/notes', { text: "uma's", owner: ids.user });
+    ids.otherNote = await make('/notes', { text: 'someone else\'s', owner: 'someone' });
     const authors = [ids.ann, ids.bob, ids.hid, undefined];
     for (let i = 0; i < 12; i++) {
       const author = authors[i % 4];
@@ -93,10 +98,11 @@ describe.each(storeKinds())('expand from stored texts equals the object path ($n
         ...(i === 11 ? { author: ids.bob } : author === undefined ? (i % 8 === 3 ? { author: null } : {}) : { author }),
         editor: ids.ed,
         reviewer: ids.rev,
+        note: i % 2 === 0 ? ids.umasNote : ids.otherNote,
         owner: ids.user,
         tags: i % 3 === 0 ? [ids.blue, ids.secret, ids.red, ids.blue] : i % 3 === 1 ? [] : [ids.red],
         // A nested object whose key is a relation's name: where the relation's value is cannot be told by a search.
-        ...(i === 11 ? { meta: { author: ids.bob } } : { meta: { note: 'n' } }),
+        ...(i === 11 ? { meta: { author: ids.bob } } : { meta: { memo: 'n' } }),
       });
       ids[`p${i}`] = post;
       if (i % 2 === 0) {
@@ -154,6 +160,18 @@ describe.each(storeKinds())('expand from stored texts equals the object path ($n
     }
     const nested = JSON.parse((await anon.request('GET', q('/posts', { ...firstTwelve, $expand: ['comments_via_post.author'] }))).text) as Obj[];
     expect((nested[0]?.comments_via_post as Obj[]).map((c) => [c.text, (c.author as Obj | null)?.name ?? null])).toEqual([['c0a', 'bob'], ['c0b', null]]);
+  });
+
+  it('a list rule per caller applies to each expanded object: each user reads only their own notes, from the texts', async () => {
+    for (const client of [anon, hr]) {
+      const { text, objects, reads } = await both(client, { ...firstTwelve, $expand: ['note'] });
+      expect(text).toBe(objects);
+      if (texts) expect(reads).toEqual({ findTexts: 1 });
+    }
+    const asUma = JSON.parse((await hr.request('GET', q('/posts', { ...firstTwelve, $expand: ['note'] }))).text) as Obj[];
+    expect(asUma.slice(0, 2).map((p) => p.note)).toEqual([{ id: ids.umasNote, text: "uma's", owner: ids.user }, null]);
+    const asAnon = JSON.parse((await anon.request('GET', q('/posts', { ...firstTwelve, $expand: ['note'] }))).text) as Obj[];
+    expect(asAnon.every((p) => p.note === null)).toBe(true);
   });
 
   it('root sees hidden authors and private properties, from the texts', async () => {
