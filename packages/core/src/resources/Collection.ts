@@ -131,7 +131,8 @@ export class Collection implements Resource {
       await this.beforeRequest(ctx);
     }
     const related = method === 'GET' && this.relations.asked(ctx.query) ? await this.relations.takeQuery(ctx) : undefined;
-    // Expanding needs objects: the stored JSON texts would only be parsed again.
+    // Expanding splices the stored texts (handleGet, where every collection read shows them as
+    // stored) or needs objects: the plain stored-JSON answers would only be parsed again.
     if (related?.expand !== undefined) this.expanding.set(ctx, related.expand);
     const reply = await this.dispatch(ctx);
     // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
