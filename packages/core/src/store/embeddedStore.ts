@@ -272,6 +272,12 @@ class EmbeddedCollection implements StoreCollection {
     return groupRows(raws, spec, { started, idKey: '_id' });
   }
 
+  /** A write starts or ends: facts kept about the stored objects no longer hold (and the list of them is let go). */
+  #changed(): void {
+    this.#version++;
+    this.#everything = undefined;
+  }
+
   /** Every object as nedb caches them, in no particular order. */
   async #inAnyOrder(): Promise<Raw[]> {
     const db = await this.#open();
@@ -475,7 +481,7 @@ class EmbeddedCollection implements StoreCollection {
     await this.#open();
     const { id, ...rest } = doc;
     this.#dirty = true;
-    this.#version++;
+    this.#changed();
     this.#writing++;
     const seq = ++this.#seq;
     return new Promise<Doc>((resolve, reject) => {
@@ -494,7 +500,7 @@ class EmbeddedCollection implements StoreCollection {
           if (batch.length === 1) await this.#insertOne(batch[0] as PendingInsert);
           else await this.#insertBatch(batch);
         } finally {
-          this.#version++;
+          this.#changed();
           this.#writing -= batch.length;
         }
       }
@@ -550,7 +556,7 @@ class EmbeddedCollection implements StoreCollection {
     const { modifier, pulls } = toNedbUpdate(ops);
     if (!pulls && Object.keys(modifier).length === 0) return this.findOne(filter);
     this.#dirty = true;
-    this.#version++;
+    this.#changed();
     this.#writing++;
     try {
       if (!pulls) {
@@ -564,7 +570,7 @@ class EmbeddedCollection implements StoreCollection {
     } catch (err) {
       throw await this.#translate(err, Object.values(ops).flatMap((fields: object | undefined) => Object.keys(fields ?? {})));
     } finally {
-      this.#version++;
+      this.#changed();
       this.#writing--;
     }
   }
@@ -609,7 +615,7 @@ class EmbeddedCollection implements StoreCollection {
   async remove(filter: Filter): Promise<number> {
     const db = await this.#open();
     this.#dirty = true;
-    this.#version++;
+    this.#changed();
     this.#writing++;
     try {
       const removed = await db.removeAsync(toNedbFilter(filter), { multi: true });
@@ -618,7 +624,7 @@ class EmbeddedCollection implements StoreCollection {
     } catch (err) {
       throw this.#disk.refused(err, this.#filename);
     } finally {
-      this.#version++;
+      this.#changed();
       this.#writing--;
     }
   }
@@ -631,7 +637,7 @@ class EmbeddedCollection implements StoreCollection {
     const existing = indexesOf(db)[field];
     if (existing && existing.unique === unique) return;
     this.#dirty = true;
-    this.#version++;
+    this.#changed();
     this.#writing++;
     /** No index of this field is left in the map, nor in the file (none was there, or its removal was written). */
     let noneLeft = false;
@@ -651,7 +657,7 @@ class EmbeddedCollection implements StoreCollection {
       }
       throw this.#disk.refused(err, this.#filename);
     } finally {
-      this.#version++;
+      this.#changed();
       this.#writing--;
     }
   }
