@@ -2,6 +2,10 @@
 // Relations, $expand and aggregates (issue 25):
 //
 //   node bench/relations.js [--rounds 5] [--duration 5] [--warmup 1] [--connections 20] [--events 100000] [--no-build]
+//                           [--only list,expand] [--prof <dir>]
+//
+// --only measures some of the requests (the ratios need theirs); --prof writes the server's V8
+// CPU profile (node --cpu-prof) into <dir> (summarise it with bench/profile-summary.js).
 //
 // One svc server (embedded store, production, pinned to core 0), seeded with 50 authors, 100
 // posts pointing at them (a relation), the same 100 posts with the author id in a plain string
@@ -30,7 +34,7 @@ const svcBin = join(repoRoot, 'apps/server/bin/svc.js');
 const driver = fileURLToPath(new URL('./lib/drivers/http.js', import.meta.url));
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', events: 'number', build: 'boolean' });
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', events: 'number', build: 'boolean', only: 'string', prof: 'string' });
 const rounds = opts.rounds ?? 5;
 const duration = opts.duration ?? 5;
 const warmup = opts.warmup ?? 1;
@@ -44,7 +48,7 @@ const resources = {
   events: { type: 'Collection', properties: { kind: { type: 'string', index: true }, amount: { type: 'number' } } },
 };
 const q = (query) => `?${encodeURIComponent(JSON.stringify(query))}`;
-const scenarios = {
+const allScenarios = {
   list: { path: `/posts${q({ $limit: 100 })}`, check: (b) => b.length === 100 && typeof b[0].author === 'string' },
   // The same list built as objects and stringified ($fields takes it off the stored-JSON path), as expand must.
   listobjects: { path: `/posts${q({ $fields: { title: 1, body: 1, author: 1 }, $limit: 100 })}`, check: (b) => b.length === 100 && typeof b[0].author === 'string' },
@@ -54,6 +58,8 @@ const scenarios = {
   // A long request (it reads every object): fewer connections, so the p99 is the work, not the queue.
   aggregate: { connections: 4, path: `/events/aggregate${q({ $group: ['kind'], $count: true, $sum: ['amount'] })}`, check: (b) => b.length === 20 && b.reduce((n, r) => n + r.count, 0) === eventCount },
 };
+const only = opts.only?.split(',');
+const scenarios = Object.fromEntries(Object.entries(allScenarios).filter(([id]) => only === undefined || only.includes(id)));
 
 if (opts.build !== false) {
   log('building the svc packages (turbo, cached when unchanged)...');
@@ -73,7 +79,7 @@ try {
   }
   writeFileSync(join(app, 'resources', 'joined', 'get.js'), 'this.author = await svc.authors.get(this.authorId);\n');
   const port = await freePort();
-  server = spawnNode(['--no-node-snapshot', svcBin, app, '--port', String(port), '--env', 'production'], { core: pins?.server, env: { NODE_ENV: 'production' } });
+  server = spawnNode(['--no-node-snapshot', svcBin, app, '--port', String(port), '--env', 'production'], { core: pins?.server, env: { NODE_ENV: 'production', ...(opts.prof ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${opts.prof}` } : {}) } });
   await waitListening(server);
   log('seeding...');
   const post = async (path, body) => {
@@ -117,7 +123,9 @@ try {
       log(`round ${round + 1} ${id}: ${figures.rps.toFixed(0)} req/s, p99 ${figures.latencyMs.p99} ms, ${figures.cpuUsPerRequest?.toFixed(0)} us CPU/req`);
     }
   }
-  const ratio = (a, b) => median(results[a].map((r, i) => r.rps / results[b][i].rps));
+  const has = (...ids) => ids.every((id) => results[id] !== undefined);
+  const ratio = (a, b) => (has(a, b) ? median(results[a].map((r, i) => r.rps / results[b][i].rps)) : undefined);
+  const cpuRatio = (a, b) => (has(a, b) ? median(results[a].map((r, i) => r.cpuUsPerRequest / results[b][i].cpuUsPerRequest)) : undefined);
   const summary = {
     machine: machine(),
     rounds,
@@ -131,8 +139,8 @@ try {
       'list/expand (req/s, <= 1.5 aimed)': ratio('list', 'expand'),
       'listobjects/expand (req/s)': ratio('listobjects', 'expand'),
       'expand/ongetjoin (req/s, >= 5 aimed)': ratio('expand', 'ongetjoin'),
-      'expand/list (CPU per request)': median(results.expand.map((r, i) => r.cpuUsPerRequest / results.list[i].cpuUsPerRequest)),
-      'expand/listobjects (CPU per request)': median(results.expand.map((r, i) => r.cpuUsPerRequest / results.listobjects[i].cpuUsPerRequest)),
+      'expand/list (CPU per request)': cpuRatio('expand', 'list'),
+      'expand/listobjects (CPU per request)': cpuRatio('expand', 'listobjects'),
     },
   };
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -50,6 +50,8 @@ export function gateStore(inner: Store): StoreGate {
       ensureIndex: (spec) => through(() => c.ensureIndex(spec)),
       ...(c.findJson ? { findJson: (filter, options) => through(() => (c.findJson as NonNullable<StoreCollection['findJson']>).call(c, filter, options)) } : {}),
       ...(c.findWithJson ? { findWithJson: (filter, options) => through(() => (c.findWithJson as NonNullable<StoreCollection['findWithJson']>).call(c, filter, options)) } : {}),
+      ...(c.aggregate ? { aggregate: (filter, spec) => through(() => (c.aggregate as NonNullable<StoreCollection['aggregate']>).call(c, filter, spec)) } : {}),
+      ...(c.findTexts ? { findTexts: (filter, options, pick) => through(() => (c.findTexts as NonNullable<StoreCollection['findTexts']>).call(c, filter, options, pick)) } : {}),
       ...(c.findOneJson ? { findOneJson: (id: string) => through(() => (c.findOneJson as NonNullable<StoreCollection['findOneJson']>).call(c, id)) } : {}),
       // At once or not at all: while closed, undefined sends the request the usual way (a 503).
       ...(c.findOneJsonNow ? { findOneJsonNow: (id: string) => (reason !== undefined ? undefined : (c.findOneJsonNow as NonNullable<StoreCollection['findOneJsonNow']>).call(c, id)) } : {}),

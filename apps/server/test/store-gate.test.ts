@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createEmbeddedStore, isSvcError } from '@svc/core';
 import type { Store } from '@svc/core';
 import { createExclusive, gateStore } from '../src/storeGate.js';
+import { Feed, feedStore } from '../src/dashboard/feed.js';
 
 // Issue 23 (6): the gate a restore on a running server closes (503 with Retry-After to requests).
 
@@ -22,6 +23,18 @@ async function open(): Promise<Store> {
 }
 
 describe('store gate', () => {
+  it('the store as the app gets it (gate around feed) keeps every read of the store: the kept texts, its own aggregation', async () => {
+    const inner = await open();
+    const wrapped = gateStore(feedStore(inner, new Feed())).store.collection('events');
+    const raw = inner.collection('events');
+    for (let i = 0; i < 30; i++) await wrapped.insert({ id: `e${i}`, kind: `k${i % 3}`, amount: i });
+    const reads = ['find', 'findOne', 'count', 'findJson', 'findWithJson', 'findTexts', 'findOneJson', 'findOneJsonNow', 'findOneWithJsonNow', 'aggregate'] as const;
+    expect(reads.filter((name) => typeof raw[name] === 'function' && typeof wrapped[name] !== 'function')).toEqual([]);
+    const spec = { group: ['kind'], count: true, sum: ['amount'], avg: [], min: [], max: [], limit: 10, timeoutMs: 5000, maxScanned: 100 };
+    expect(await wrapped.aggregate?.({}, spec)).toEqual(await raw.aggregate?.({}, spec));
+    expect(await wrapped.findTexts?.({ id: { $in: ['e2', 'e1'] } }, {}, ['id', 'kind'])).toEqual(await raw.findTexts?.({ id: { $in: ['e1', 'e2'] } }, {}, ['id', 'kind']));
+  });
+
   it('closing waits for the calls under way; calls meanwhile answer 503 with Retry-After; open lets them through', async () => {
     const gate = gateStore(await open());
     const todos = gate.store.collection('todos');

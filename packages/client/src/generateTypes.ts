@@ -78,11 +78,17 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
     const related = relations.get(source.path);
     const hasRelations = related !== undefined && related.length > 0;
     if (hasRelations) {
-      lines.push(`/** What each relation of ${source.path} expands to (\`$expand\`). */`, `export interface ${typeName}Relations {`, ...related, '}', '');
+      lines.push(`/** What each relation of ${source.path} expands to (\`$expand\`). */`, `export interface ${typeName}Relations {`, ...related.map((r) => r.line), '}', '');
+      const links = related.map((r) => {
+        const targetType = typeNames.get(r.target) as string;
+        return `  ${quoteKey(r.name)}: ${(relations.get(r.target)?.length ?? 0) > 0 ? `RelationLinks<${targetType}Relations, ${targetType}Related>` : 'RelationLinks'};`;
+      });
+      lines.push(`/** The relations of what each relation of ${source.path} expands to (nested \`$expand\`: \`"a.b"\`). */`, `export interface ${typeName}Related {`, ...links, '}', '');
     }
     // With two-factor a login may answer the second step instead of the session.
     const login = kind === 'users' && hasMfa(source.config) ? 'LoginAnswer' : 'SessionInfo';
-    const params = kind === 'users' ? (hasRelations ? `${typeName}, ${login}, ${typeName}Relations` : login === 'LoginAnswer' ? `${typeName}, LoginAnswer` : typeName) : hasRelations ? `${typeName}, ${typeName}Relations` : typeName;
+    const rel = `${typeName}Relations, ${typeName}Related`;
+    const params = kind === 'users' ? (hasRelations ? `${typeName}, ${login}, ${rel}` : login === 'LoginAnswer' ? `${typeName}, LoginAnswer` : typeName) : hasRelations ? `${typeName}, ${rel}` : typeName;
     if (listed) entries.push(`    ${quoteKey(key)}: ${kind === 'users' ? 'UserCollectionDef' : 'CollectionDef'}<${params}>;`);
     infos.push({ path: source.path, kind });
   }
@@ -91,8 +97,9 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
   return lines.join('\n');
 }
 
-function usedImports(sources: readonly TypeSource[], relations: ReadonlyMap<string, string[]>): string[] {
+function usedImports(sources: readonly TypeSource[], relations: ReadonlyMap<string, RelationMember[]>): string[] {
   const names = new Set<string>(['ResourceList']);
+  if ([...relations.values()].some((members) => members.length > 0)) names.add('RelationLinks');
   for (const s of sources) {
     names.add(s.config.type === 'UserCollection' ? 'UserCollectionDef' : s.config.type === 'Collection' ? 'CollectionDef' : 'CustomDef');
     if (s.config.type === 'UserCollection' && hasMfa(s.config)) names.add('LoginAnswer');
@@ -139,6 +146,13 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** A member of a collection's `Relations` interface: its name, the collection it expands to, its line. */
+interface RelationMember {
+  name: string;
+  target: string;
+  line: string;
+}
+
 /** '/users' from a relation's `collection` ('users' or '/users'). */
 function relationPath(collection: string | undefined): string {
   return `/${String(collection).replace(/^\/+/, '')}`;
@@ -148,12 +162,12 @@ function relationPath(collection: string | undefined): string {
  * Per collection, the members of its `Relations` interface: each relation (the object or null;
  * many: an array) and each back-relation `<collection>_via_<property>` (an array).
  */
-function relationTypes(sources: readonly TypeSource[], typeNames: ReadonlyMap<string, string>): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  const add = (path: string, line: string): void => {
+function relationTypes(sources: readonly TypeSource[], typeNames: ReadonlyMap<string, string>): Map<string, RelationMember[]> {
+  const out = new Map<string, RelationMember[]>();
+  const add = (path: string, member: RelationMember): void => {
     let list = out.get(path);
     if (list === undefined) out.set(path, (list = []));
-    list.push(line);
+    list.push(member);
   };
   for (const source of sources) {
     if (!typeNames.has(source.path)) continue;
@@ -162,9 +176,9 @@ function relationTypes(sources: readonly TypeSource[], typeNames: ReadonlyMap<st
       const target = relationPath(def.collection);
       const targetType = typeNames.get(target);
       if (targetType === undefined) continue;
-      add(source.path, `  ${quoteKey(prop)}: ${def.many === true ? `${targetType}[]` : `${targetType} | null`};`);
+      add(source.path, { name: prop, target, line: `  ${quoteKey(prop)}: ${def.many === true ? `${targetType}[]` : `${targetType} | null`};` });
       const back = `${source.path.slice(1).replaceAll('/', '_')}_via_${prop}`;
-      add(target, `  ${quoteKey(back)}: ${typeNames.get(source.path) as string}[];`);
+      add(target, { name: back, target: source.path, line: `  ${quoteKey(back)}: ${typeNames.get(source.path) as string}[];` });
     }
   }
   return out;

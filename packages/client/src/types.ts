@@ -98,13 +98,23 @@ export type ResourceList = readonly ResourceInfo[];
 export type NoRelations = Record<never, never>;
 
 /**
- * A Collection whose objects are `Item`; `Rel` names what each relation and back-relation of it
- * expands to (`svc types` writes it).
+ * The relations of the objects a relation expands to, for nested `$expand` (`"comments_via_post.author"`):
+ * what each of their relations expands to (`Rel`) and, in turn, their relations' (`Related`).
  */
-export interface CollectionDef<Item extends { id: string }, Rel extends object = NoRelations> {
+export interface RelationLinks<Rel extends object = NoRelations, Related extends object = NoRelations> {
+  rel: Rel;
+  related: Related;
+}
+
+/**
+ * A Collection whose objects are `Item`; `Rel` names what each relation and back-relation of it
+ * expands to, `Related` the {@link RelationLinks} of each (`svc types` writes them).
+ */
+export interface CollectionDef<Item extends { id: string }, Rel extends object = NoRelations, Related extends object = NoRelations> {
   kind: 'collection';
   item: Item;
   relations?: Rel;
+  related?: Related;
 }
 
 /**
@@ -112,11 +122,12 @@ export interface CollectionDef<Item extends { id: string }, Rel extends object =
  * login answers: {@link LoginAnswer} when the collection has two-factor (`auth.mfa`), where a
  * login may answer the second step instead of the session. `Rel`: as in {@link CollectionDef}.
  */
-export interface UserCollectionDef<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo, Rel extends object = NoRelations> {
+export interface UserCollectionDef<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo, Rel extends object = NoRelations, Related extends object = NoRelations> {
   kind: 'users';
   item: Item;
   login: Login;
   relations?: Rel;
+  related?: Related;
 }
 
 /**
@@ -124,6 +135,41 @@ export interface UserCollectionDef<Item extends { id: string; username: string }
  * object, or null when the caller may not read it; many relations and back-relations become arrays.
  */
 export type Expanded<Item, Rel, E extends keyof Rel> = Omit<Item, E & keyof Item> & { [K in E]: Rel[K] };
+
+/** `"a"` of `"a.b.c"`. */
+type PathHead<P extends string> = P extends `${infer H}.${string}` ? H : P;
+/** `"b.c"` of `"a.b.c"` for `H` = `"a"`; never when P is `H` alone. */
+type PathTail<P extends string, H extends string> = P extends `${H}.${infer T}` ? T : never;
+/** The links of relation K, none when `Related` does not name it. */
+type LinksOf<Related, K> = K extends keyof Related ? Related[K] : RelationLinks;
+
+/**
+ * `Item` with the relation paths `P` expanded (`"author"`, `"comments_via_post.author"`): each
+ * first name as in {@link Expanded}, and in the objects it expands to, the rest of the paths
+ * that start with it.
+ */
+export type ExpandedPaths<Item, Rel, Related, P extends string> = Omit<Item, PathHead<P> & keyof Item> & {
+  [K in PathHead<P> & keyof Rel]: ExpandedValue<Rel[K], LinksOf<Related, K>, PathTail<P, K & string>>;
+};
+
+/** A relation's value (an object, null, or an array of objects) with the paths `P` expanded in its objects. */
+type ExpandedValue<V, L, P extends string> = [P] extends [never]
+  ? V
+  : V extends readonly (infer O)[]
+    ? ExpandedObject<O, L, P>[]
+    : V extends object
+      ? ExpandedObject<V, L, P>
+      : V;
+
+type ExpandedObject<O, L, P extends string> = L extends RelationLinks<infer Rel, infer Related> ? ExpandedPaths<O, Rel, Related, P> : O;
+
+/** Levels `$expand` may go: 4, the server's hard cap (app.json `relations.expandDepth`, default 2, may be lower). */
+type ExpandLevels = [unknown, unknown, unknown];
+
+/** The relation paths a `$expand` list may name: `"author"`, `"comments_via_post.author"`, up to four levels. */
+export type ExpandPath<Rel, Related, D extends unknown[] = []> = {
+  [K in keyof Rel & string]: K | (D extends ExpandLevels ? never : LinksOf<Related, K> extends RelationLinks<infer R, infer N> ? `${K}.${ExpandPath<R, N, [...D, unknown]>}` : never);
+}[keyof Rel & string];
 
 /** Options of one expanded relation (the object form of `$expand`). */
 export interface ExpandOptions {
@@ -293,10 +339,10 @@ export type DelArgs<R> = [fn?: Callback<R>] | [query: QueryObject, fn?: Callback
 export type ExecArgs<R> = [fn?: Callback<R>] | [body: unknown, fn?: Callback<R>] | [path: Segment, fn?: Callback<R>] | [path: Segment, body: unknown, fn?: Callback<R>];
 
 /** svc.<collection>: the Collection shorthands, typed by its objects. */
-export interface CollectionAccessor<Item extends { id: string }, Create = CreateInput<Item>, Rel extends object = NoRelations> extends Listening, Subscribing<Item> {
+export interface CollectionAccessor<Item extends { id: string }, Create = CreateInput<Item>, Rel extends object = NoRelations, Related extends object = NoRelations> extends Listening, Subscribing<Item> {
   get(fn?: Callback<Item[]>): SvcPromise<Item[]>;
-  /** With `$expand` naming relations of the first level: the objects with those relations expanded. */
-  get<const E extends readonly (keyof Rel & string)[]>(query: Query<Item> & { $expand: E }, fn?: Callback<Expanded<Item, Rel, E[number]>[]>): SvcPromise<Expanded<Item, Rel, E[number]>[]>;
+  /** With `$expand` naming relation paths (`"author"`, `"comments_via_post.author"`): the objects with those relations expanded. */
+  get<const E extends readonly ExpandPath<Rel, Related>[]>(query: Query<Item> & { $expand: E }, fn?: Callback<ExpandedPaths<Item, Rel, Related, E[number]>[]>): SvcPromise<ExpandedPaths<Item, Rel, Related, E[number]>[]>;
   get(query: Query<Item>, fn?: Callback<Item[]>): SvcPromise<Item[]>;
   get(id: string, fn?: Callback<Item>): SvcPromise<Item>;
   post(object: Create, fn?: Callback<Item>): SvcPromise<Item>;
@@ -312,8 +358,8 @@ export interface CollectionAccessor<Item extends { id: string }, Create = Create
 }
 
 /** svc.<users>: a collection plus login, logout and me. */
-export interface UserCollectionAccessor<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo, Rel extends object = NoRelations>
-  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }, Rel>,
+export interface UserCollectionAccessor<Item extends { id: string; username: string }, Login extends LoginAnswer = SessionInfo, Rel extends object = NoRelations, Related extends object = NoRelations>
+  extends CollectionAccessor<Item, CreateInput<Item> & { password: string }, Rel, Related>,
     AccountCalls,
     MailAccountCalls<Login> {
   /** The session; with two-factor (`auth.mfa`), {@link MfaStep} when the user must give a code. */
@@ -375,10 +421,10 @@ export type MethodArgs<R> = BodyArgs<R>;
 
 /** The accessor type of one resource definition. */
 export type AccessorOf<D> =
-  D extends UserCollectionDef<infer Item, infer Login, infer Rel>
-    ? UserCollectionAccessor<Item, Login, Rel>
-    : D extends CollectionDef<infer Item, infer Rel>
-      ? CollectionAccessor<Item, CreateInput<Item>, Rel>
+  D extends UserCollectionDef<infer Item, infer Login, infer Rel, infer Related>
+    ? UserCollectionAccessor<Item, Login, Rel, Related>
+    : D extends CollectionDef<infer Item, infer Rel, infer Related>
+      ? CollectionAccessor<Item, CreateInput<Item>, Rel, Related>
       : D extends CustomDef<infer M>
         ? CustomAccessor<M>
         : LooseAccessor;

@@ -26,6 +26,7 @@ const app: TypeSource[] = [
   { path: '/a/b', config: { type: 'Collection', properties: { x: { type: 'number' } } } },
   // Issue 25: relations, typed as ids, and what $expand makes of them.
   { path: '/articles', config: { type: 'Collection', properties: { title: { type: 'string' }, writer: { type: 'relation', collection: 'users' }, topics: { type: 'relation', collection: 'todos', many: true } } } },
+  { path: '/comments', config: { type: 'Collection', properties: { text: { type: 'string' }, article: { type: 'relation', collection: 'articles' }, author: { type: 'relation', collection: 'users' } } } },
 ];
 
 /** Code an app would write against the generated types: it must compile. */
@@ -71,7 +72,17 @@ export async function use(): Promise<void> {
   const back = await svc.users.get({ $expand: ['articles_via_writer'] });
   const written: Articles[] = back[0]!.articles_via_writer;
   const nested: Articles[] = await svc.articles.get({ $expand: { writer: { $fields: { username: 1 } } } });
-  void [list, one, gone, session, me, bare, user, summary, writerId, writer, topics, written, nested];
+  // Nested $expand: each level typed by the relations of the objects it expands to.
+  const deep = await svc.articles.get({ $expand: ['writer', 'comments_via_article.author'] });
+  const commenter: Users | null = deep[0]!.comments_via_article[0]!.author;
+  const commentText: string | undefined = deep[0]!.comments_via_article[0]!.text;
+  const deepWriter: Users | null = deep[0]!.writer;
+  const byUser = await svc.users.get({ $expand: ['articles_via_writer.topics', 'articles_via_writer.comments_via_article', 'comments_via_author.article.writer'] });
+  const userTopics: Todos[] = byUser[0]!.articles_via_writer[0]!.topics;
+  const onArticle: string | undefined = byUser[0]!.articles_via_writer[0]!.comments_via_article[0]!.text;
+  const threeLevels: Users | null = byUser[0]!.comments_via_author[0]!.article!.writer;
+  const notExpanded: string | null | undefined = (await svc.articles.get({ $expand: ['comments_via_article'] }))[0]!.comments_via_article[0]!.author;
+  void [list, one, gone, session, me, bare, user, summary, writerId, writer, topics, written, nested, commenter, commentText, deepWriter, userTopics, onArticle, threeLevels, notExpanded];
 }
 `;
 
@@ -92,6 +103,8 @@ const bad = [
   `export const j = () => svc.users.post({ username: 'u' });`,
   `export const l = async () => (await svc.articles.get({ $expand: ['writer'] }))[0]!.writer!.titel;`,
   `export const m = () => svc.articles.post({ title: 't', writer: 5 });`,
+  `export const n = async () => (await svc.articles.get({ $expand: ['comments_via_article.author'] }))[0]!.comments_via_article[0]!.author!.titel;`,
+  `export const p = async () => (await svc.articles.get({ $expand: ['comments_via_article'] }))[0]!.comments_via_article[0]!.author!.username;`,
 ];
 
 describe('svc types: the generated Types compile, wrong names do not (tsc)', () => {
@@ -161,9 +174,10 @@ describe('svc types: the generated Types compile, wrong names do not (tsc)', () 
     expect(text).toContain('    addfollower: CustomDef<"notify">;');
     expect(text).toContain('    "a/b": CollectionDef<AB>;');
     expect(text).toContain('"path": "/add-follower"');
-    expect(text).toContain('export interface ArticlesRelations {\n  writer: Users | null;\n  topics: Todos[];\n}');
-    expect(text).toContain('export interface UsersRelations {\n  articles_via_writer: Articles[];\n}');
-    expect(text).toContain('    articles: CollectionDef<Articles, ArticlesRelations>;');
+    expect(text).toContain('export interface ArticlesRelations {\n  writer: Users | null;\n  topics: Todos[];\n  comments_via_article: Comments[];\n}');
+    expect(text).toContain('export interface UsersRelations {\n  articles_via_writer: Articles[];\n  comments_via_author: Comments[];\n}');
+    expect(text).toContain('    articles: CollectionDef<Articles, ArticlesRelations, ArticlesRelated>;');
+    expect(text).toContain('export interface ArticlesRelated {\n  writer: RelationLinks<UsersRelations, UsersRelated>;\n  topics: RelationLinks<TodosRelations, TodosRelated>;\n  comments_via_article: RelationLinks<CommentsRelations, CommentsRelated>;\n}');
     expect(text).toContain('  writer?: string | null;');
   });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Collection } from '@svc/core';
-import type { Doc, Filter, FindOptions, StoreCollection } from '@svc/core';
+import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
@@ -12,7 +12,7 @@ import type { TestServer } from './helpers/http.js';
 
 type Obj = Record<string, unknown> & { id: string };
 
-/** A real store collection whose finds are counted. */
+/** A real store collection whose finds (of objects, or of their stored texts) are counted. */
 function counted(inner: StoreCollection, reads: { n: number }): StoreCollection {
   return new Proxy(inner, {
     get(target, key, receiver) {
@@ -20,6 +20,12 @@ function counted(inner: StoreCollection, reads: { n: number }): StoreCollection 
         return (filter: Filter, options?: FindOptions): Promise<Doc[]> => {
           reads.n++;
           return target.find(filter, options);
+        };
+      }
+      if (key === 'findTexts' && target.findTexts !== undefined) {
+        return (filter: Filter, options: FindOptions, pick: readonly string[]): Promise<StoredTexts> => {
+          reads.n++;
+          return (target.findTexts as NonNullable<StoreCollection['findTexts']>).call(target, filter, options, pick);
         };
       }
       const value: unknown = Reflect.get(target, key, receiver);

@@ -3,7 +3,7 @@ import { compileFilter } from '../query/compileQuery.js';
 import type { QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ResourceHost } from '../resource.js';
-import type { Doc, Filter, StoreCollection } from '../store/Store.js';
+import type { Doc, Filter, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { aggregate } from './aggregate.js';
 import { planDelete, runDelete, sweepAfterDelete } from './onDelete.js';
@@ -23,6 +23,10 @@ export interface RelatedCollection {
   readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]>;
   queryableFor(ctx: Context): Record<string, PropertyDef>;
   accessFilter(ctx: Context, action: 'list' | 'read'): Filter;
+  /** What readAs answers, as the stored objects' texts, when it answers them as stored (see expandTexts.ts). */
+  readTextsAs?(ctx: Context, query: Record<string, unknown>, pick: readonly string[]): Promise<StoredTexts | undefined>;
+  /** Whether readAs answers ctx's caller the stored objects as they are, so readTextsAs can answer. */
+  showsTextsTo?(ctx: Context): boolean;
 }
 
 /** A relation property of some collection pointing at another. */
@@ -291,10 +295,16 @@ export class Relations {
   async expand(ctx: Context, objects: Record<string, unknown>[], tree: ReadonlyMap<string, ExpandNode>): Promise<void> {
     if (objects.length === 0) return;
     for (const [name, node] of tree) {
-      const def = this.forward.get(name);
-      if (def !== undefined && Object.hasOwn(this.owner.queryableFor(ctx), name)) await this.expandForward(ctx, objects, name, def, node);
+      const def = this.forwardFor(ctx, name);
+      if (def !== undefined) await this.expandForward(ctx, objects, name, def, node);
       else await this.expandBack(ctx, objects, name, node);
     }
+  }
+
+  /** The relation property `name` of the owner, when ctx's caller may filter by it (else `name` may be a back-relation). */
+  forwardFor(ctx: Context, name: string): PropertyDef | undefined {
+    const def = this.forward.get(name);
+    return def !== undefined && Object.hasOwn(this.owner.queryableFor(ctx), name) ? def : undefined;
   }
 
   /** One read of the target for every id of the relation at this level. */
@@ -350,7 +360,14 @@ export class Relations {
   }
 
   /** The referrer a back-relation name stands for; one the caller may not filter by is no relation to it. */
-  private backRelation(ctx: Context, name: string): Referrer {
+  backRelation(ctx: Context, name: string): Referrer {
+    const found = this.backRelationOrUndefined(ctx, name);
+    if (found === undefined) throw new SvcError('INVALID_QUERY', `$expand: ${this.owner.path.slice(1)} has no relation ${name}`);
+    return found;
+  }
+
+  /** {@link backRelation}, undefined where that throws. */
+  backRelationOrUndefined(ctx: Context, name: string): Referrer | undefined {
     const via = name.lastIndexOf('_via_');
     if (via > 0) {
       const collection = `/${name.slice(0, via)}`;
@@ -360,7 +377,7 @@ export class Relations {
         if (Object.hasOwn(referrer.from.owner.queryableFor(ctx), property)) return referrer;
       }
     }
-    throw new SvcError('INVALID_QUERY', `$expand: ${this.owner.path.slice(1)} has no relation ${name}`);
+    return undefined;
   }
 
   // ---- aggregates ----
@@ -385,7 +402,7 @@ export function idsOf(value: unknown): string[] | undefined {
 }
 
 /** A related read's query: the expansion's own options, and the keys the join needs kept. */
-function readQuery(node: ExpandNode, filter: Record<string, unknown>, keep: readonly string[]): Record<string, unknown> {
+export function readQuery(node: ExpandNode, filter: Record<string, unknown>, keep: readonly string[]): Record<string, unknown> {
   const query: Record<string, unknown> = { ...filter };
   if (node.sort !== undefined) query.$sort = node.sort;
   if (node.fields !== undefined) {
@@ -400,6 +417,6 @@ function readQuery(node: ExpandNode, filter: Record<string, unknown>, keep: read
   return query;
 }
 
-function tooMany(name: string, limit: number): SvcError {
+export function tooMany(name: string, limit: number): SvcError {
   return new SvcError('PAYLOAD_TOO_LARGE', `$expand: ${name} would read more than ${limit} objects; ask for fewer (app.json relations.maxExpanded)`);
 }

@@ -9,7 +9,7 @@ import type { CompiledQuery, QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
-import type { Doc, Filter, FindOptions, StoreCollection } from '../store/Store.js';
+import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { CollectionChange, CollectionChangeListener } from './changes.js';
@@ -18,6 +18,8 @@ import { requiredErrors, sanitizeBody } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
+import type { ExpandNode } from '../relations/parseExpand.js';
+import { expandTexts, expandsAsText, keysToExpand } from '../relations/expandTexts.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 import { listJson, objectJson } from './storedJson.js';
 
@@ -70,8 +72,10 @@ export class Collection implements Resource {
   private readonly changeListeners = new Set<CollectionChangeListener>();
   /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
   readonly relations: Relations;
-  /** Requests whose answer `$expand` completes. */
-  private readonly expanding = new WeakSet<Context>();
+  /** Requests whose answer `$expand` completes, with what it expands. */
+  private readonly expanding = new WeakMap<Context, ReadonlyMap<string, ExpandNode>>();
+  /** Requests whose list was answered expanded already, from the stored texts. */
+  private readonly expandedAsText = new WeakSet<Context>();
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -127,14 +131,16 @@ export class Collection implements Resource {
       await this.beforeRequest(ctx);
     }
     const related = method === 'GET' && this.relations.asked(ctx.query) ? await this.relations.takeQuery(ctx) : undefined;
-    // Expanding needs objects: the stored JSON texts would only be parsed again.
-    if (related?.expand !== undefined) this.expanding.add(ctx);
+    // Expanding splices the stored texts (handleGet, where every collection read shows them as
+    // stored) or needs objects: the plain stored-JSON answers would only be parsed again.
+    if (related?.expand !== undefined) this.expanding.set(ctx, related.expand);
     const reply = await this.dispatch(ctx);
     // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
     // (Rules that depend on the object were applied where the stored object was in hand.)
     const plan = this.access.readPlan(ctx);
     const visible = this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
-    return related === undefined ? visible : this.relations.finish(ctx, related, visible);
+    if (related === undefined) return visible;
+    return this.relations.finish(ctx, this.expandedAsText.has(ctx) ? { ...related, expand: undefined } : related, visible);
   }
 
   /**
@@ -162,7 +168,12 @@ export class Collection implements Resource {
    * no present() of a subclass) and no private properties to leave out.
    */
   private answersStoredJson(ctx: Context, action: 'list' | 'read'): boolean {
-    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action)) && !this.expanding.has(ctx);
+    return this.showsStoredTo(ctx, action) && !this.expanding.has(ctx);
+  }
+
+  /** {@link answersStoredJson} but for `$expand`, which splices texts (relations/expandTexts.ts). */
+  private showsStoredTo(ctx: Context, action: 'list' | 'read'): boolean {
+    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
   }
 
   /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
@@ -296,6 +307,17 @@ export class Collection implements Resource {
     }
     const scripted = !skipEvents && this.events.has('get');
     compiled.filter = andFilters(compiled.filter, this.access.filter(ctx, 'list'));
+    const expand = this.expanding.get(ctx);
+    if (expand !== undefined && !scripted && this.store.findTexts && this.showsStoredTo(ctx, 'list') && compiled.options.fields === undefined && expandsAsText(this.relations, ctx, expand)) {
+      // $expand from the stored texts: each object's text with its related objects' texts spliced in.
+      const { fields: _fields, ...rest } = compiled.options;
+      const pick = keysToExpand(expand);
+      const rows = { ...(await this.store.findTexts(compiled.filter, rest, pick)), pick };
+      if (await expandTexts(this.relations, ctx, rows, expand)) {
+        this.expandedAsText.add(ctx);
+        return { status: 200, body: listText(rows.texts), headers: { 'content-type': JSON_TYPE } };
+      }
+    }
     if (!scripted && this.store.findJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
       const { fields: _fields, ...rest } = compiled.options;
@@ -317,11 +339,35 @@ export class Collection implements Resource {
    * what applies to a GET (private properties, On Get, access rules) applies to them all.
    */
   async readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]> {
+    const { plan, compiled, filter, options, projectAfter } = this.readFor(ctx, query);
+    const docs = await this.store.find(filter, options);
+    return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter));
+  }
+
+  /**
+   * What {@link readAs} answers, as the stored objects' JSON texts beside the values of `pick`,
+   * when readAs would answer ctx's caller the stored objects exactly as they are
+   * ({@link showsTextsTo}, and no `$fields`); undefined otherwise. The same query, access filter
+   * and refusals as readAs: `$expand` writes its answer from these texts.
+   */
+  async readTextsAs(ctx: Context, query: Record<string, unknown>, pick: readonly string[]): Promise<StoredTexts | undefined> {
+    if (!this.showsTextsTo(ctx) || this.store.findTexts === undefined) return undefined;
+    const { filter, options } = this.readFor(ctx, query);
+    if (options.fields !== undefined) return undefined;
+    return this.store.findTexts(filter, options, pick);
+  }
+
+  /** Whether readAs answers ctx's caller the stored objects as they are: no On Get, nothing hidden, a store that keeps texts. */
+  showsTextsTo(ctx: Context): boolean {
+    return this.store.findTexts !== undefined && !this.events.has('get') && this.showsStoredTo(ctx, 'list');
+  }
+
+  /** readAs's store query for ctx's caller: the query compiled with its refusals, the access rules' filter ANDed in. */
+  private readFor(ctx: Context, query: Record<string, unknown>): { plan: ReadPlan | undefined; compiled: CompiledQuery; filter: Filter; options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
     const plan = this.access.readPlan(ctx);
     const compiled = compileQuery(query, this.properties, this.refusals(ctx, plan));
     const { options, projectAfter } = readOptions(compiled.options, plan);
-    const docs = await this.store.find(andFilters(compiled.filter, this.access.filter(ctx, 'list')), options);
-    return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter));
+    return { plan, compiled, filter: andFilters(compiled.filter, this.access.filter(ctx, 'list')), options, projectAfter };
   }
 
   /**
@@ -674,6 +720,16 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
  * that depend on the object (they are evaluated on the whole stored object, so a projection
  * cannot change their outcome). A dotted `$fields` key then selects its whole top-level property.
  */
+/**
+ * `[a,b,...]` as one chain of concatenations, flattened once where it is written (join, then the
+ * brackets, would copy the 40 KB of an expanded list once more).
+ */
+function listText(texts: readonly string[]): string {
+  let out = '[';
+  for (let i = 0; i < texts.length; i++) out += i === 0 ? (texts[i] as string) : `,${texts[i] as string}`;
+  return `${out}]`;
+}
+
 function readOptions(options: FindOptions, plan: ReadPlan | undefined): { options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
   if (plan === undefined || plan.perObject.size === 0 || options.fields === undefined) return { options, projectAfter: undefined };
   const { fields, ...rest } = options;

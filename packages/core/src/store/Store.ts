@@ -39,6 +39,19 @@ export interface IndexSpec {
   unique?: boolean;
 }
 
+/**
+ * {@link StoreCollection.findTexts}'s answer: `texts[i]` is `JSON.stringify(find(...)[i])`;
+ * `values[i * pick.length + k]` the value of its k-th picked property (a copy; undefined when it
+ * has none), and `spans[(i * pick.length + k) * 2]` and the next number the start and end in
+ * `texts[i]` of that value: -1, -1 when the text does not name the property, -2, -2 when the
+ * store cannot tell (and for `id`).
+ */
+export interface StoredTexts {
+  texts: string[];
+  values: unknown[];
+  spans: Int32Array;
+}
+
 /** One named collection of objects in a store. */
 export interface StoreCollection {
   readonly name: string;
@@ -55,6 +68,12 @@ export interface StoreCollection {
    * a little can be answered by patching the texts (On Get) instead of serialising every object.
    */
   findWithJson?(filter: Filter, options?: Omit<FindOptions, 'fields'>): Promise<{ docs: Doc[]; texts: string[] }>;
+  /**
+   * Optional: each object of `find(filter, options)` (no projection) as its JSON text, beside the
+   * values of the properties `pick` names (`id`: the id; a missing property: undefined), for
+   * answers made of stored texts with other texts spliced in (`$expand`).
+   */
+  findTexts?(filter: Filter, options: Omit<FindOptions, 'fields'>, pick: readonly string[]): Promise<StoredTexts>;
   /**
    * Optional: the JSON text of the object with this id (what `findOne({id})` answers, serialised),
    * or null, for a store that keeps each object's serialisation.

@@ -2,6 +2,8 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { call, collectionUrl } from './api.ts';
 import type { FeedEvent, PropertyDef, ResourceView , ApiError} from './api.ts';
 import { SignInCell, hasAccounts, useSignInMethods } from './userMethods.tsx';
+import { RelationLinks, RelationPicker, relationOf, useRelationLabels } from './relations.tsx';
+import type { RelationLabels, RelationTarget } from './relations.tsx';
 
 type Row = { id: string } & Record<string, unknown>;
 interface Column {
@@ -12,6 +14,8 @@ interface Column {
   writeOnly?: boolean;
   /** Not a property of the collection: a value a script set (shown, not editable, not sortable). */
   undeclared?: boolean;
+  /** A relation: shown as links to the related objects, edited with a picker. */
+  relation?: RelationTarget;
 }
 
 const PAGE_SIZES = [25, 50, 100];
@@ -19,7 +23,10 @@ const PAGE_SIZES = [25, 50, 100];
 /** The columns of a collection: its properties in order; users get username and password first. */
 export function columnsOf(resource: ResourceView): Column[] {
   const props = Object.entries(resource.config.properties ?? {}) as [string, PropertyDef][];
-  const cols: Column[] = props.map(([name, def]) => ({ name, type: def.type, required: def.required === true }));
+  const cols: Column[] = props.map(([name, def]) => {
+    const relation = relationOf(def);
+    return { name, type: def.type, required: def.required === true, ...(relation ? { relation } : {}) };
+  });
   if (resource.type === 'UserCollection') {
     const own = new Set(cols.map((c) => c.name));
     const extra: Column[] = [];
@@ -58,6 +65,11 @@ export function parseCell(text: string, type: string): { value?: unknown; error?
     }
     case 'boolean':
       return text === 'true' || text === 'false' ? { value: text === 'true' } : { error: 'true or false' };
+    case 'relations': {
+      // A many relation: a JSON array of ids, or ids separated by commas.
+      if (text.trim().startsWith('[')) return parseCell(text, 'array');
+      return { value: text.split(',').map((id) => id.trim()).filter((id) => id !== '') };
+    }
     case 'object':
     case 'array':
       try {
@@ -76,16 +88,19 @@ export function parseCell(text: string, type: string): { value?: unknown; error?
  * A collection's objects: pages of a query, sorted by a column, each cell editable in place; errors
  * of the server's validation (and of event scripts) appear on their cell.
  */
-export function DataGrid({ resource, subscribe }: { resource: ResourceView; subscribe(l: (e: FeedEvent) => void): () => void }) {
+export function DataGrid({ resource, subscribe, resources = [], initialQuery }: { resource: ResourceView; subscribe(l: (e: FeedEvent) => void): () => void; resources?: readonly ResourceView[]; initialQuery?: string }) {
   const [rows, setRows] = useState<Row[]>([]);
   const declared = columnsOf(resource);
   const columns = [...declared, ...undeclaredColumns(declared, rows)];
+  const relationColumns = declared.filter((c) => c.relation !== undefined);
+  const labels = useRelationLabels(relationColumns.map((c) => c.relation as RelationTarget), relationColumns.map((c) => c.name), rows);
   const [total, setTotal] = useState<number | undefined>();
   const [page, setPage] = useState(0);
   const [size, setSize] = useState(50);
   const [sort, setSort] = useState<{ field: string; dir: 1 | -1 } | undefined>();
-  const [queryText, setQueryText] = useState('');
-  const [query, setQuery] = useState<Record<string, unknown>>({});
+  // A link to a related object opens its collection with the query that finds it.
+  const [queryText, setQueryText] = useState(initialQuery ?? '');
+  const [query, setQuery] = useState<Record<string, unknown>>(() => parsedQuery(initialQuery));
   const [queryError, setQueryError] = useState<string | undefined>();
   const [loadError, setLoadError] = useState<string | undefined>();
   const [editing, setEditing] = useState<{ id: string; col: string } | undefined>();
@@ -233,6 +248,8 @@ export function DataGrid({ resource, subscribe }: { resource: ResourceView; subs
                     <Cell
                       key={col.name}
                       col={col}
+                      labels={labels}
+                      related={col.relation ? resources.find((r) => r.name === col.relation?.collection) : undefined}
                       value={key in pending ? pending[key] : row[col.name]}
                       editing={isEditing}
                       error={cellErrors[key]}
@@ -271,7 +288,26 @@ function sortMark(sort: { field: string; dir: 1 | -1 } | undefined, field: strin
   return sort?.field === field ? (sort.dir === 1 ? '▲' : '▼') : '';
 }
 
-function Cell({ col, value, editing, error, startEdit, cancel, save }: { col: Column; value: unknown; editing: boolean; error: string | undefined; startEdit(): void; cancel(): void; save(v: unknown): void }) {
+/** A query given in the address (`#/r/<c>/data?{"id": "..."}`), {} when it is none or not a JSON object. */
+function parsedQuery(text: string | undefined): Record<string, unknown> {
+  try {
+    const parsed: unknown = text === undefined || text === '' ? {} : JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function Cell({ col, value, editing, error, labels, related, startEdit, cancel, save }: { col: Column; value: unknown; editing: boolean; error: string | undefined; labels: RelationLabels; related: ResourceView | undefined; startEdit(): void; cancel(): void; save(v: unknown): void }) {
+  if (col.relation !== undefined) {
+    if (editing) return <RelationPicker target={col.relation} related={related} value={value} error={error} labels={labels} cancel={cancel} save={save} />;
+    return (
+      <td class={`cell relation ${error ? 'has-error' : ''}`} data-col={col.name} onDblClick={startEdit} onClick={error ? startEdit : undefined} title={error ?? 'double-click to pick'}>
+        <RelationLinks target={col.relation} value={value} labels={labels} />
+        {error && <div class="cell-error">{error}</div>}
+      </td>
+    );
+  }
   if (col.type === 'boolean' && !col.writeOnly) {
     return (
       <td class={`cell bool ${error ? 'has-error' : ''}`} data-col={col.name}>
@@ -341,7 +377,7 @@ function NewRow({ columns, resource, done }: { columns: Column[]; resource: Reso
         continue;
       }
       if (text === '') continue;
-      const parsed = parseCell(text, col.type);
+      const parsed = parseCell(text, col.relation?.many ? 'relations' : col.type);
       if (parsed.error) local[col.name] = `must be ${parsed.error}`;
       else body[col.name] = parsed.value;
     }
@@ -366,7 +402,7 @@ function NewRow({ columns, resource, done }: { columns: Column[]; resource: Reso
           ) : (
             <input
               type={col.writeOnly ? 'password' : 'text'}
-              placeholder={col.name}
+              placeholder={col.relation ? `${col.name}: id${col.relation.many ? 's, separated by commas' : ''} of ${col.relation.collection}` : col.name}
               value={values[col.name] ?? ''}
               onInput={(e) => setValues({ ...values, [col.name]: (e.target as HTMLInputElement).value })}
               onKeyDown={(e) => e.key === 'Enter' && void submit()}

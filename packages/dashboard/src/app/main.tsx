@@ -22,12 +22,13 @@ interface Session {
 type LogLine = Extract<FeedEvent, { kind: 'log' }>;
 
 /** #/r/<name>/<tab> -> {name, tab}; anything else is the home page. */
-function parseRoute(hash: string): { name?: string; tab?: string; page?: string } {
+function parseRoute(hash: string): { name?: string; tab?: string; page?: string; query?: string } {
   const path = decodeURIComponent(hash.replace(/^#\/?/, ''));
   if (path === 'new' || path === 'backups' || path === 'logs') return { page: path };
-  const match = /^r\/(.+?)(?:\/(data|properties|rules|accounts|events|config|api))?$/.exec(path);
+  // #/r/<name>/data?<query>: a collection's data with a query (a relation's link to its object).
+  const match = /^r\/([^?]+?)(?:\/(data|properties|rules|accounts|events|config|api))?(?:\?(.*))?$/.exec(path);
   if (!match) return {};
-  return { name: match[1] as string, tab: match[2] ?? '' };
+  return { name: match[1] as string, tab: match[2] ?? '', ...(match[3] !== undefined ? { query: match[3] } : {}) };
 }
 
 export const go = (hash: string): void => {
@@ -144,7 +145,7 @@ function App() {
         ) : route.page === 'backups' ? (
           <BackupsPage />
         ) : resource ? (
-          <ResourcePage key={resource.name} app={app} resource={resource} tab={route.tab ?? ''} setApp={setApp} subscribe={subscribe} env={session.env} />
+          <ResourcePage key={resource.name} app={app} resource={resource} tab={route.tab ?? ''} query={route.query} setApp={setApp} subscribe={subscribe} env={session.env} />
         ) : route.name ? (
           <div class="pad"><p>No resource {route.name}. <a href="#/">Back</a></p></div>
         ) : (
@@ -291,7 +292,7 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
   );
 }
 
-function ResourcePage({ app, resource, tab, setApp, subscribe, env }: { app: AppView; resource: ResourceView; tab: string; setApp(a: AppView): void; subscribe(l: (e: FeedEvent) => void): () => void; env: string }) {
+function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { app: AppView; resource: ResourceView; tab: string; query?: string; setApp(a: AppView): void; subscribe(l: (e: FeedEvent) => void): () => void; env: string }) {
   const collection = isCollection(resource);
   const tabs = collection ? ['data', 'properties', 'rules', ...(resource.type === 'UserCollection' ? ['accounts'] : []), 'events', 'api'] : ['config', 'events', 'api'];
   const current = tabs.includes(tab) ? tab : (tabs[0] as string);
@@ -317,7 +318,7 @@ function ResourcePage({ app, resource, tab, setApp, subscribe, env }: { app: App
         ))}
       </nav>
       <div class="tab-body">
-        {current === 'data' && <DataGrid resource={resource} subscribe={subscribe} />}
+        {current === 'data' && <DataGrid key={query ?? ''} resource={resource} subscribe={subscribe} resources={app.resources} initialQuery={query} />}
         {current === 'properties' && <PropertiesEditor resource={resource} setApp={setApp} />}
         {current === 'rules' && <RulesPage app={app} resource={resource} setApp={setApp} />}
         {current === 'accounts' && <AccountsPage app={app} resource={resource} setApp={setApp} />}

@@ -36,13 +36,14 @@ export function groupRows(docs: Iterable<Record<string, unknown>>, spec: Aggrega
   return [...groups.values()].map((acc) => acc.row()).sort(compareRows);
 }
 
-/** One group's running measures. */
+/** One group's running measures, by the position of each measured property in the spec (arrays: 100,000 objects per request). */
 class Accumulator {
   private count = 0;
-  private readonly sums = new Map<string, number>();
-  private readonly avgs = new Map<string, { total: number; n: number }>();
-  private readonly mins = new Map<string, unknown>();
-  private readonly maxs = new Map<string, unknown>();
+  private readonly sums: number[];
+  private readonly avgTotals: number[];
+  private readonly avgCounts: number[];
+  private readonly mins: unknown[];
+  private readonly maxs: unknown[];
 
   private readonly spec: AggregateSpec;
   private readonly values: unknown[];
@@ -51,43 +52,45 @@ class Accumulator {
   constructor(spec: AggregateSpec, values: unknown[]) {
     this.spec = spec;
     this.values = values;
+    this.sums = spec.sum.map(() => 0);
+    this.avgTotals = spec.avg.map(() => 0);
+    this.avgCounts = spec.avg.map(() => 0);
+    this.mins = spec.min.map(() => undefined);
+    this.maxs = spec.max.map(() => undefined);
   }
 
   add(doc: Record<string, unknown>): void {
     this.count++;
-    for (const name of this.spec.sum) {
-      const v = doc[name];
-      this.sums.set(name, (this.sums.get(name) ?? 0) + (typeof v === 'number' ? v : 0));
+    const spec = this.spec;
+    for (let i = 0; i < spec.sum.length; i++) {
+      const v = doc[spec.sum[i] as string];
+      if (typeof v === 'number') this.sums[i] = (this.sums[i] ?? 0) + v;
     }
-    for (const name of this.spec.avg) {
-      const v = doc[name];
+    for (let i = 0; i < spec.avg.length; i++) {
+      const v = doc[spec.avg[i] as string];
       if (typeof v !== 'number') continue;
-      const a = this.avgs.get(name) ?? { total: 0, n: 0 };
-      this.avgs.set(name, { total: a.total + v, n: a.n + 1 });
+      this.avgTotals[i] = (this.avgTotals[i] ?? 0) + v;
+      this.avgCounts[i] = (this.avgCounts[i] ?? 0) + 1;
     }
-    for (const name of this.spec.min) keepExtreme(this.mins, name, doc[name], -1);
-    for (const name of this.spec.max) keepExtreme(this.maxs, name, doc[name], 1);
+    for (let i = 0; i < spec.min.length; i++) keepExtreme(this.mins, i, doc[spec.min[i] as string], -1);
+    for (let i = 0; i < spec.max.length; i++) keepExtreme(this.maxs, i, doc[spec.max[i] as string], 1);
   }
 
   row(): AggregateRow {
-    const row: AggregateRow = { group: Object.fromEntries(this.spec.group.map((name, i) => [name, this.values[i]])) };
-    if (this.spec.count) row.count = this.count;
-    if (this.spec.sum.length > 0) row.sum = Object.fromEntries(this.spec.sum.map((name) => [name, this.sums.get(name) ?? 0]));
-    if (this.spec.avg.length > 0) {
-      row.avg = Object.fromEntries(this.spec.avg.map((name) => {
-        const a = this.avgs.get(name);
-        return [name, a === undefined || a.n === 0 ? null : a.total / a.n];
-      }));
-    }
-    if (this.spec.min.length > 0) row.min = Object.fromEntries(this.spec.min.map((name) => [name, this.mins.get(name) ?? null]));
-    if (this.spec.max.length > 0) row.max = Object.fromEntries(this.spec.max.map((name) => [name, this.maxs.get(name) ?? null]));
+    const spec = this.spec;
+    const row: AggregateRow = { group: Object.fromEntries(spec.group.map((name, i) => [name, this.values[i]])) };
+    if (spec.count) row.count = this.count;
+    if (spec.sum.length > 0) row.sum = Object.fromEntries(spec.sum.map((name, i) => [name, this.sums[i] as number]));
+    if (spec.avg.length > 0) row.avg = Object.fromEntries(spec.avg.map((name, i) => [name, this.avgCounts[i] === 0 ? null : (this.avgTotals[i] as number) / (this.avgCounts[i] as number)]));
+    if (spec.min.length > 0) row.min = Object.fromEntries(spec.min.map((name, i) => [name, this.mins[i] ?? null]));
+    if (spec.max.length > 0) row.max = Object.fromEntries(spec.max.map((name, i) => [name, this.maxs[i] ?? null]));
     return row;
   }
 }
 
 /** min/max over numbers and strings (MongoDB's $min/$max skip null and missing values). */
-function keepExtreme(into: Map<string, unknown>, name: string, value: unknown, sign: 1 | -1): void {
+function keepExtreme(into: unknown[], i: number, value: unknown, sign: 1 | -1): void {
   if (value === null || value === undefined || (typeof value !== 'number' && typeof value !== 'string' && typeof value !== 'boolean')) return;
-  const current = into.get(name);
-  if (current === undefined || compareValues(value, current) * sign > 0) into.set(name, value);
+  const current = into[i];
+  if (current === undefined || compareValues(value, current) * sign > 0) into[i] = value;
 }

@@ -1,0 +1,217 @@
+import type { StoredTexts } from '../store/Store.js';
+import type { Context, PropertyDef } from '../types.js';
+import type { ExpandNode } from './parseExpand.js';
+import { idsOf, readQuery, tooMany } from './Relations.js';
+import type { Relations } from './Relations.js';
+
+/**
+ * `$expand` written from the stored objects' kept JSON texts: each object's text with the texts of
+ * the objects its relations point to spliced in place of their ids (back-relations appended),
+ * without building, copying or serialising an object. The answer is byte for byte the one the
+ * object path (Relations.expand, then JSON.stringify) gives. It is taken only where every
+ * collection the expansion reads answers this caller its stored objects as they are (no On Get,
+ * no private or rule-hidden property, no `$fields`: {@link expandsAsText}), and every related read
+ * is the related collection's own read for the caller (`readTextsAs`: readAs's query, refusals and
+ * access filter). Whatever cannot be spliced for sure makes {@link expandTexts} answer false, and
+ * the caller takes the object path.
+ */
+
+/** Stored texts with the names their values were picked for (`values` and `spans` index by name). */
+export interface TextRows extends StoredTexts {
+  pick: readonly string[];
+}
+
+/** The value of row i's k-th picked property. */
+function valueOf(rows: TextRows, i: number, k: number): unknown {
+  return rows.values[i * rows.pick.length + k];
+}
+
+/** Whether every level of `tree` can be answered from stored texts for ctx's caller. */
+export function expandsAsText(relations: Relations, ctx: Context, tree: ReadonlyMap<string, ExpandNode>): boolean {
+  for (const [name, node] of tree) {
+    if (node.fields !== undefined) return false;
+    const def = relations.forwardFor(ctx, name);
+    let target: Relations | undefined;
+    if (def !== undefined) {
+      target = relations.relationsAt(def.collection ?? '');
+      // The object path leaves such a relation as it is; so does this one.
+      if (target === undefined) continue;
+    } else {
+      // A name that is no relation: the object path answers the error (or nothing, on no objects).
+      target = relations.backRelationOrUndefined(ctx, name)?.from;
+      if (target === undefined) return false;
+    }
+    if (target.owner.showsTextsTo?.(ctx) !== true || !expandsAsText(target, ctx, node.children)) return false;
+  }
+  return true;
+}
+
+/** The properties of each object that expanding `tree` reads: `id`, and each relation's (its value, or whether the object has one of a back-relation's name). */
+export function keysToExpand(tree: ReadonlyMap<string, ExpandNode>, ...more: string[]): string[] {
+  return [...new Set(['id', ...tree.keys(), ...more])];
+}
+
+/**
+ * Expands `tree` in `rows` (texts replaced in place), as Relations.expand does in objects. False
+ * when some text cannot be spliced for sure (the store could not tell where a value is): the
+ * answer must then be made from objects.
+ */
+export async function expandTexts(relations: Relations, ctx: Context, rows: TextRows, tree: ReadonlyMap<string, ExpandNode>): Promise<boolean> {
+  if (rows.texts.length === 0) return true;
+  const edits = new Edits(rows);
+  for (const [name, node] of tree) {
+    const def = relations.forwardFor(ctx, name);
+    const done = def !== undefined ? await expandForward(relations, ctx, rows, edits, name, def, node) : await expandBack(relations, ctx, rows, edits, name, node);
+    if (!done) return false;
+  }
+  edits.apply();
+  return true;
+}
+
+async function expandForward(relations: Relations, ctx: Context, rows: TextRows, edits: Edits, name: string, def: PropertyDef, node: ExpandNode): Promise<boolean> {
+  const target = relations.relationsAt(def.collection ?? '');
+  if (target === undefined) return true;
+  const k = rows.pick.indexOf(name);
+  const ids = new Set<string>();
+  for (let i = 0; i < rows.texts.length; i++) {
+    const value = valueOf(rows, i, k);
+    if (typeof value === 'string') {
+      if (value !== '') ids.add(value);
+    } else {
+      for (const id of idsOf(value) ?? []) ids.add(id);
+    }
+  }
+  if (ids.size > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
+  const related = ids.size === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: [...ids] } }, ['id']), keysToExpand(node.children));
+  if (ids.size > 0 && related === undefined) return false;
+  if (related !== undefined && node.children.size > 0 && !(await expandTexts(target, ctx, related, node.children))) return false;
+  const byId = new Map<unknown, string>();
+  const order = new Map<unknown, number>();
+  if (related !== undefined) {
+    const idAt = related.pick.indexOf('id');
+    for (let i = 0; i < related.texts.length; i++) {
+      const id = valueOf(related, i, idAt);
+      byId.set(id, related.texts[i] as string);
+      order.set(id, i);
+    }
+  }
+  for (let i = 0; i < rows.texts.length; i++) {
+    const value = valueOf(rows, i, k);
+    if (value === undefined || value === null) continue;
+    let replacement: string;
+    if (def.many !== true) {
+      replacement = typeof value === 'string' ? (byId.get(value) ?? 'null') : 'null';
+    } else {
+      let kept = (idsOf(value) ?? []).filter((id) => byId.has(id));
+      if (node.sort !== undefined) kept = kept.sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+      if (node.limit !== undefined) kept = kept.slice(0, node.limit);
+      replacement = `[${kept.map((id) => byId.get(id) as string).join(',')}]`;
+    }
+    if (!edits.replace(i, k, replacement)) return false;
+  }
+  return true;
+}
+
+async function expandBack(relations: Relations, ctx: Context, rows: TextRows, edits: Edits, name: string, node: ExpandNode): Promise<boolean> {
+  const { from, property } = relations.backRelation(ctx, name);
+  const idAt = rows.pick.indexOf('id');
+  const parentIds = [...new Set(rows.texts.map((_text, i) => valueOf(rows, i, idAt)).filter((id): id is string => typeof id === 'string'))];
+  const limit = relations.settings.maxExpanded;
+  const related = parentIds.length === 0 ? undefined : await readTexts(from, ctx, { ...readQuery(node, { [property]: { $in: parentIds } }, ['id', property]), $limit: limit + 1 }, keysToExpand(node.children, property));
+  if (parentIds.length > 0 && related === undefined) return false;
+  if (related !== undefined && related.texts.length > limit) throw tooMany(name, limit);
+  if (related !== undefined && node.children.size > 0 && !(await expandTexts(from, ctx, related, node.children))) return false;
+  const byParent = new Map<string, string[]>();
+  if (related !== undefined) {
+    const propertyAt = related.pick.indexOf(property);
+    for (let i = 0; i < related.texts.length; i++) {
+      for (const id of idsOf(valueOf(related, i, propertyAt)) ?? []) {
+        let list = byParent.get(id);
+        if (list === undefined) byParent.set(id, (list = []));
+        list.push(related.texts[i] as string);
+      }
+    }
+  }
+  const key = `${JSON.stringify(name)}:`;
+  const k = rows.pick.indexOf(name);
+  for (let i = 0; i < rows.texts.length; i++) {
+    const id = valueOf(rows, i, idAt);
+    const list = typeof id === 'string' ? (byParent.get(id) ?? []) : [];
+    if (!edits.add(i, k, `${key}[${(node.limit === undefined ? list : list.slice(0, node.limit)).join(',')}]`)) return false;
+  }
+  return true;
+}
+
+async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: string[]): Promise<TextRows | undefined> {
+  const read = target.owner.readTextsAs;
+  const found = read === undefined ? undefined : await read.call(target.owner, ctx, query, pick);
+  return found === undefined ? undefined : { ...found, pick };
+}
+
+/**
+ * The changes of a level's texts, applied at once (each value's place is known in the text as
+ * stored): values replaced where they are, new properties appended in the order they came, as
+ * assignments to the objects would put them.
+ */
+class Edits {
+  private readonly rows: TextRows;
+  /** Per row (made when needed): start, end and text of each replaced value, in the order they came. */
+  private readonly replaced: ((number | string)[] | undefined)[];
+  private readonly added: (string[] | undefined)[];
+
+  constructor(rows: TextRows) {
+    this.rows = rows;
+    this.replaced = new Array<undefined>(rows.texts.length);
+    this.added = new Array<undefined>(rows.texts.length);
+  }
+
+  /** Replaces the value of the k-th picked property of row i; false when the store could not tell where it is. */
+  replace(i: number, k: number, text: string): boolean {
+    const at = (i * this.rows.pick.length + k) * 2;
+    const start = this.rows.spans[at] as number;
+    if (start < 0) return false;
+    const edits = (this.replaced[i] ??= []);
+    edits.push(start, this.rows.spans[at + 1] as number, text);
+    return true;
+  }
+
+  /** Appends a property to row i, whose name is the k-th picked one; false when the object has one of that name (or the store cannot tell). */
+  add(i: number, k: number, property: string): boolean {
+    if (this.rows.spans[(i * this.rows.pick.length + k) * 2] !== -1) return false;
+    (this.added[i] ??= []).push(property);
+    return true;
+  }
+
+  apply(): void {
+    const texts = this.rows.texts;
+    for (let i = 0; i < texts.length; i++) {
+      const replaced = this.replaced[i];
+      const added = this.added[i];
+      if (replaced === undefined && added === undefined) continue;
+      const text = texts[i] as string;
+      let out = '';
+      let from = 0;
+      if (replaced !== undefined) {
+        for (const e of inTextOrder(replaced)) {
+          out += text.slice(from, replaced[e] as number) + (replaced[e + 2] as string);
+          from = replaced[e + 1] as number;
+        }
+      }
+      if (added === undefined) {
+        out += text.slice(from);
+      } else {
+        // Before the closing brace; `{}` has no property to put a comma after.
+        const rest = text.slice(from, -1);
+        out += `${rest}${rest === '{' ? '' : ','}${added.join(',')}}`;
+      }
+      texts[i] = out;
+    }
+  }
+}
+
+/** The offsets of the (start, end, text) triples of `edits`, by start. */
+function inTextOrder(edits: readonly (number | string)[]): number[] {
+  const offsets: number[] = [];
+  for (let e = 0; e < edits.length; e += 3) offsets.push(e);
+  return offsets.length === 1 ? offsets : offsets.sort((a, b) => (edits[a] as number) - (edits[b] as number));
+}
