@@ -45,6 +45,11 @@ export interface RealtimeOptions {
 export interface LiveOptions extends Partial<LiveLimits> {
   /** Writes kept per collection for clients that resume (beyond: a fresh snapshot). Default 1000. */
   ringSize?: number;
+  /**
+   * How long after its last live query ends a collection's writes are still published, so that a
+   * client reconnecting within it resumes without a fresh snapshot. Default 60000 ms.
+   */
+  idleHoldMs?: number;
 }
 
 /** What the server keeps about each socket. */
@@ -194,17 +199,22 @@ class SocketIoRealtime implements SocketRealtime {
     });
     const live = new LiveQueries(server, { ...DEFAULT_LIVE_LIMITS, ...definedOf(this.options.live ?? {}) }, this.logger);
     const ringSize = this.options.live?.ringSize ?? 1000;
-    this.changeLog = this.redis
+    const idleHoldMs = this.options.live?.idleHoldMs;
+    const redis = this.redis;
+    this.changeLog = redis
       ? await RedisChangeLog.open({
           key: this.options.redisKey ?? 'svc',
           ringSize,
-          pub: this.redis.pub as unknown as RedisCommands,
-          sub: this.redis.sub as unknown as RedisSubscriber,
+          pub: redis.pub as unknown as RedisCommands,
+          sub: redis.sub as unknown as RedisSubscriber,
           logger: this.logger,
-          isReady: () => this.redis?.isReady() === true,
+          isReady: () => redis.isReady(),
           onEntry: (entry) => live.onEntry(entry),
+          onReconnect: (listener) => redis.onReconnect(listener),
+          onLapse: (paths) => live.onLapse(paths),
+          ...(idleHoldMs !== undefined ? { idleHoldMs } : {}),
         })
-      : new LocalChangeLog(ringSize, (entry) => live.onEntry(entry));
+      : new LocalChangeLog(ringSize, (entry) => live.onEntry(entry), idleHoldMs);
     live.useLog(this.changeLog);
     this.live = live;
     io.on('connection', (socket) => {
