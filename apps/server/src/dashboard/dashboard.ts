@@ -123,7 +123,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     dir: join(options.appDir, 'backups'),
     source: options.backupSource,
     exclusive: options.exclusive,
-    restore: { raw: options.rawStore, gate: options.gate, logger: options.logger, sessionsEnded: options.sessionsEnded },
+    restore: { raw: options.rawStore, gate: options.gate, logger: options.logger, sessionsEnded: options.sessionsEnded, resources: options.resources },
   });
   const resourceDir = (name: string): string => join(options.appDir, 'resources', ...name.split('/'));
 
