@@ -16,7 +16,11 @@ if (missing) {
   process.stderr.write(`SKIPPED the live-query scale-out test (two svc processes): set ${missing}\n`);
 }
 
+/** Its own Redis prefix (app.json `redisPrefix`): parallel runs on one Redis never meet. */
+const PREFIX = `svc-live-scaleout-${process.pid}-${Date.now()}`;
+
 const APP: Record<string, string | object> = {
+  'app.json': { redisPrefix: PREFIX },
   'resources/users/config.json': { type: 'UserCollection', properties: {} },
   'resources/notes/config.json': { type: 'Collection', properties: { text: { type: 'string' }, owner: { type: 'string' }, n: { type: 'number' }, secret: { type: 'string', private: true } } },
   'resources/notes/get.js': "if (!me || me.id !== this.owner) cancel('not yours', 404);\n",
@@ -65,10 +69,10 @@ describe.skipIf(missing !== '')('live queries across two svc processes (one Mong
     for (const c of clients) c.close();
     await Promise.all([a?.stop(), b?.stop()]);
     if (dir) await rm(dir, { recursive: true, force: true });
-    // The sequences and rings of this app's collections (the default key prefix 'svc').
+    // What this app left in the shared Redis: its change log, holds and locks.
     const redis = createRedis({ url: redisUrl! });
     await redis.connect();
-    for (const path of ['/notes', '/users']) await redis.del([`svc:live:seq:${path}`, `svc:live:ring:${path}`]);
+    for await (const keys of redis.scanIterator({ MATCH: `${PREFIX}:*` })) if (keys.length > 0) await redis.del(keys);
     await redis.close();
   });
 
