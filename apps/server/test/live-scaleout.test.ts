@@ -76,6 +76,31 @@ describe.skipIf(missing !== '')('live queries across two svc processes (one Mong
     await redis.close();
   });
 
+  it('with no live query anywhere a write is not even numbered; the first subscription, on A, then hears writes through B', async () => {
+    const redis = createRedis({ url: redisUrl! });
+    await redis.connect();
+    try {
+      const seqKey = `${PREFIX}:live:seq:/notes`;
+      await root(b.url, 'POST', '/notes', { text: 'unheard', owner: 'nobody' });
+      expect(await redis.get(seqKey)).toBeNull();
+      const ann = await client(a.url, 'ann');
+      const annId = ((await ann('users').get('me')) as { id: string }).id;
+      const events: LiveEvent<Note>[] = [];
+      const stop = ann.notes!.subscribe({ owner: annId }, (e) => events.push(e as LiveEvent<Note>), { snapshot: true });
+      // The snapshot is read once B has confirmed that it publishes /notes.
+      await until(() => events.length === 1);
+      expect(events[0]).toEqual({ type: 'snapshot', objects: [] });
+      expect(await redis.get(seqKey)).toBe('1');
+      await root(b.url, 'POST', '/notes', { text: 'heard', owner: annId });
+      await until(() => events.length === 2);
+      expect(events[1]).toMatchObject({ type: 'create', object: { text: 'heard', owner: annId } });
+      expect(await redis.get(seqKey)).toBe('2');
+      stop();
+    } finally {
+      await redis.close();
+    }
+  });
+
   it("writes through B reach a subscriber on A in order, as that subscriber's GET shows them; a reconnect to B resumes without duplicates", async () => {
     const ann = await client(a.url, 'ann');
     const bo = await client(a.url, 'bo');
