@@ -94,3 +94,19 @@ export async function svcJsRoute(resources: readonly Resource[], logger: Logger)
   }
   return createSvcJsRoute({ resources, runtime });
 }
+
+/** One change of a collection, from any process, as the dashboard follows them (root only). */
+export interface DashboardChange {
+  path: string;
+  kind: 'create' | 'update' | 'delete' | 'resync';
+  id?: string;
+}
+
+/**
+ * Follows every change of the app's collections from every process when the transport is
+ * svc's Socket.IO one (over Redis: the other processes' writes too); otherwise nothing to follow.
+ */
+export function followChangesOf(realtime: Realtime, listener: (change: DashboardChange) => void): () => void {
+  const follow = (realtime as { followChanges?: (l: (change: DashboardChange) => void) => () => void }).followChanges;
+  return typeof follow === 'function' ? follow.call(realtime, listener) : () => undefined;
+}

@@ -10,7 +10,7 @@ import { bundleModules, loadScriptModules } from './scriptModules.js';
 import { MIN_KEY_LENGTH, liveKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
-import { DEFAULT_REDIS_PREFIX, createLiveRealtime, svcJsRoute } from './realtime.js';
+import { DEFAULT_REDIS_PREFIX, createLiveRealtime, followChangesOf, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
 import { watchApp } from './watch.js';
 import { warnOpenWrites } from './openWriteRules.js';
@@ -196,6 +196,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             logger,
             sessionsEnded: async (ids) => bound.server?.sessions.endedElsewhere(ids),
             resources: () => bound.server?.resources ?? [],
+            followChanges: (listener) => followChangesOf(realtime, listener),
           });
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.

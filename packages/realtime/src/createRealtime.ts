@@ -89,6 +89,19 @@ export interface SocketRealtime extends Realtime {
   readonly io: Server | undefined;
   /** Live-query subscriptions open in this process (metrics, tests). */
   readonly liveSubscriptions: number;
+  /**
+   * Root's view, in this process, of every change of the app's collections made by any process
+   * (the dashboard's data grid): the collection's path, the kind of change and the object's id.
+   * Its collections' writes are published while it follows. Answers a function that stops it.
+   */
+  followChanges(listener: (change: FollowedChange) => void): () => void;
+}
+
+/** One change told to {@link SocketRealtime.followChanges}. */
+export interface FollowedChange {
+  path: string;
+  kind: 'create' | 'update' | 'delete' | 'resync';
+  id?: string;
 }
 
 type ClientEvents = Record<typeof SESSION_EVENT, (sessionId: string | null, ack?: (answer: SessionAck) => void) => void>;
@@ -290,6 +303,11 @@ class SocketIoRealtime implements SocketRealtime {
   /** Live-query subscriptions open in this process. */
   get liveSubscriptions(): number {
     return this.live?.count ?? 0;
+  }
+
+  followChanges(listener: (change: FollowedChange) => void): () => void {
+    if (!this.live) return () => undefined;
+    return this.live.follow((entry) => listener(entry.k === 'resync' ? { path: entry.p, kind: 'resync' } : { path: entry.p, kind: entry.k, id: entry.o.id }));
   }
 
   /**

@@ -77,6 +77,8 @@ export class LiveQueries {
   private seenResources: readonly unknown[] | undefined;
   private readonly recheck: NodeJS.Timeout;
   private log: ChangeLog | undefined;
+  /** In-process followers of every change of every collection (the dashboard's data grid, as root). */
+  private readonly followers = new Set<(entry: ChangeEntry) => void>();
 
   constructor(
     private readonly server: SvcServer,
@@ -133,14 +135,33 @@ export class LiveQueries {
     clearInterval(this.recheck);
     for (const stop of this.unwatch) stop();
     this.unwatch.length = 0;
+    this.followers.clear();
     for (const subs of this.bySocket.values()) for (const sub of subs.values()) sub.ended = true;
     this.bySocket.clear();
     this.byUser.clear();
     this.feeds.clear();
   }
 
+  /**
+   * Tells `listener` every change of every collection the app has now, from every process, while
+   * it follows (its collections are held meanwhile). For root's own views in this process (the
+   * dashboard, whose stream answers root only): nothing here is filtered for a caller.
+   */
+  follow(listener: (entry: ChangeEntry) => void): () => void {
+    const log = this.log;
+    if (!log) return () => undefined;
+    const paths = this.server.resources.filter((r) => r instanceof Collection).map((r) => normalisePath(r.path));
+    for (const path of paths) log.hold(path).catch(() => undefined);
+    this.followers.add(listener);
+    return () => {
+      if (!this.followers.delete(listener)) return;
+      for (const path of paths) log.release(path);
+    };
+  }
+
   /** Every entry of the change log, in sequence order per collection (any process's writes). */
   onEntry(entry: ChangeEntry): void {
+    for (const follower of this.followers) follower(entry);
     if (entry.k === 'update') this.userChanged(entry);
     const index = this.feeds.get(entry.p);
     if (!index || index.size === 0) return;
