@@ -27,7 +27,7 @@ describe.skipIf(!redisUrl)('the Redis change log: holds', () => {
   const key = `svc-changelog-test-${process.pid}-${Date.now()}`;
   const opened: Opened[] = [];
 
-  async function open(options: { leaseMs?: number; idleHoldMs?: number } = {}): Promise<Opened> {
+  async function open(options: { leaseMs?: number; idleHoldMs?: number; warnings?: string[] } = {}): Promise<Opened> {
     const pub = createClient({ url: redisUrl! });
     const sub = pub.duplicate();
     await Promise.all([pub.connect(), sub.connect()]);
@@ -39,7 +39,7 @@ describe.skipIf(!redisUrl)('the Redis change log: holds', () => {
       ringSize: 10,
       pub: pub as unknown as RedisCommands,
       sub: sub as unknown as RedisSubscriber,
-      logger: silentLogger,
+      logger: options.warnings ? { ...silentLogger, warn: (message: string) => void options.warnings?.push(message) } : silentLogger,
       isReady: () => pub.isReady && sub.isReady,
       onEntry: (entry) => entries.push(entry),
       onReconnect: (listener) => (reconnect = listener),
@@ -124,6 +124,22 @@ describe.skipIf(!redisUrl)('the Redis change log: holds', () => {
     }
     await until(() => a.lapsed.some((paths) => paths.includes('/p3')));
   });
+
+  it('a process that never answers a hold is waited for at most 5 s, and named in a warning', async () => {
+    const warnings: string[] = [];
+    const a = await open({ warnings });
+    // A subscriber of the holds channel that answers nothing (a process cut off, or stuck).
+    const silent = createClient({ url: redisUrl! });
+    await silent.connect();
+    await silent.subscribe(`${key}:live:holds`, () => undefined);
+    try {
+      await a.log.hold('/p5');
+      expect(warnings).toEqual([expect.stringContaining('1 process(es) did not confirm in 5000 ms that they publish the writes of /p5') as unknown]);
+      expect(a.log.wanted('/p5')).toBe(true);
+    } finally {
+      await silent.close();
+    }
+  }, 15_000);
 
   it('after a reconnection a log reads the holds again, takes its own again and starts its live queries afresh', async () => {
     const a = await open();
