@@ -17,7 +17,7 @@ const server = await createServer({ store, resources: [todos, others], logger: s
 /** When each write of the latency probe was stored: its title -> µs (registered before realtime's own listener). */
 const committed = new Map();
 todos.watchChanges((change) => {
-  const title = change.object.title;
+  const title = change.kind === 'resync' ? undefined : change.object.title;
   if (typeof title === 'string' && title.startsWith('w')) committed.set(title, nowUs());
 });
 const realtime = createRealtime({ logger: silentLogger, maxSocketsPerAddress: 0, maxSockets: 0, live: { maxPerUser: 0 } });

@@ -16,6 +16,7 @@ type Rule =
   | { kind: 'modules' }
   | { kind: 'path' }
   | { kind: 'urlPath' }
+  | { kind: 'redisPrefix' }
   | { kind: 'object'; keys: Record<string, Rule> };
 
 const int = (min: number, max?: number): Rule => (max === undefined ? { kind: 'int', min } : { kind: 'int', min, max });
@@ -53,6 +54,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
     keys: { maxSocketsPerAddress: int(0), maxSockets: int(0), maxLiveQueriesPerSocket: int(0), maxLiveQueriesPerUser: int(0), liveReplay: int(1, 100_000), liveBufferedPackets: int(1) },
   },
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
+  redisPrefix: { kind: 'redisPrefix' },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000), bucket: { kind: 'string' } } },
   trustProxy: { kind: 'trustProxy' },
   metrics: { kind: 'object', keys: { enabled: { kind: 'boolean' }, path: { kind: 'urlPath' }, port: int(0, 65535), host: { kind: 'string' } } },
@@ -101,6 +103,9 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
       return typeof v === 'boolean' || (Array.isArray(v) && v.every((s) => typeof s === 'string')) ? undefined : 'true, false or an array of collection names';
     case 'trustProxy':
       return trustProxyProblem(v);
+    case 'redisPrefix':
+      // No ':' nor '#': one app's prefix can never be the start of another's keys or channels.
+      return typeof v === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(v) ? undefined : '1 to 64 letters, digits, "_", "." or "-", such as "shop"';
     case 'urlPath':
       return typeof v === 'string' && /^(\/(?!\.\.?(?:\/|$))[A-Za-z0-9._~-]+)+$/.test(v) ? undefined : 'a path such as "/metrics" (segments of letters, digits, . _ ~ -)';
     case 'modules': {

@@ -59,6 +59,11 @@ export interface AppSettings {
   /** The embedded store: fsync each append before acknowledging it (default false; docs/deploying.md). */
   embeddedStore?: { fsync?: boolean };
   /**
+   * The start of every Redis key and channel of this app (realtime, live queries, login limits,
+   * scheduled-job locks), so that several apps can share one Redis. Default "svc".
+   */
+  redisPrefix?: string;
+  /**
    * Scheduled backups into <app>/backups (svc backup's format): every intervalMinutes, the newest
    * `keep` kept (default 7); each also stored as backups/<file> in the Bucket resource `bucket`.
    */

@@ -3,6 +3,9 @@ import { SVC_RUNTIME_URL, createSvcJsRoute } from '@svc/client/server';
 import type { ExtraRoute, Logger, Realtime, Resource, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 
+/** The start of an app's Redis keys and channels unless app.json `redisPrefix` says otherwise (what every svc used before it existed). */
+export const DEFAULT_REDIS_PREFIX = 'svc';
+
 /** The app's realtime transport and when to attach and close it. */
 export interface LiveRealtime {
   /** What scripts' emit() calls. */
@@ -17,6 +20,8 @@ export interface LiveRealtimeOptions {
   given?: Realtime | undefined;
   /** redis:// URL for several processes. */
   redis?: string | undefined;
+  /** app.json `redisPrefix`: the start of the app's Redis keys and channels. */
+  redisPrefix?: string | undefined;
   logger: Logger;
   /** The app's CORS origins, for the socket handshake. */
   origins?: '*' | readonly string[] | undefined;
@@ -49,7 +54,7 @@ export function createLiveRealtime(options: LiveRealtimeOptions): LiveRealtime {
     options.given ??
     createRealtime({
       logger: options.logger,
-      ...(options.redis ? { redisUrl: options.redis } : {}),
+      ...(options.redis ? { redisUrl: options.redis, redisKey: options.redisPrefix ?? DEFAULT_REDIS_PREFIX } : {}),
       ...(options.origins !== undefined ? { cors: { origins: options.origins } } : {}),
       ...(options.caps?.maxSocketsPerAddress !== undefined ? { maxSocketsPerAddress: options.caps.maxSocketsPerAddress } : {}),
       ...(options.caps?.maxSockets !== undefined ? { maxSockets: options.caps.maxSockets } : {}),
@@ -88,4 +93,20 @@ export async function svcJsRoute(resources: readonly Resource[], logger: Logger)
     runtime = 'var __svcRuntime = { install: function () { console.error("svc.js: @svc/client is not built on the server (run pnpm build)"); } };';
   }
   return createSvcJsRoute({ resources, runtime });
+}
+
+/** One change of a collection, from any process, as the dashboard follows them (root only). */
+export interface DashboardChange {
+  path: string;
+  kind: 'create' | 'update' | 'delete' | 'resync';
+  id?: string;
+}
+
+/**
+ * Follows every change of the app's collections from every process when the transport is
+ * svc's Socket.IO one (over Redis: the other processes' writes too); otherwise nothing to follow.
+ */
+export function followChangesOf(realtime: Realtime, listener: (change: DashboardChange) => void): () => void {
+  const follow = (realtime as { followChanges?: (l: (change: DashboardChange) => void) => () => void }).followChanges;
+  return typeof follow === 'function' ? follow.call(realtime, listener) : () => undefined;
 }

@@ -10,7 +10,7 @@ import { bundleModules, loadScriptModules } from './scriptModules.js';
 import { MIN_KEY_LENGTH, liveKeys } from './keys.js';
 import { loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
-import { createLiveRealtime, svcJsRoute } from './realtime.js';
+import { DEFAULT_REDIS_PREFIX, createLiveRealtime, followChangesOf, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
 import { watchApp } from './watch.js';
 import { warnOpenWrites } from './openWriteRules.js';
@@ -126,7 +126,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   if (httpServer && app.settings.http !== undefined) {
     logger.warn('app.json "http" (timeouts, connection caps) applies to svc\'s own server: the host application\'s server keeps its own settings');
   }
-  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, logger, origins, caps: app.settings.realtime });
+  const redisPrefix = app.settings.redisPrefix ?? DEFAULT_REDIS_PREFIX;
+  const live = createLiveRealtime({ given: options.realtime, redis: options.redis, redisPrefix, logger, origins, caps: app.settings.realtime });
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
   if (options.db) logger.info('connecting to MongoDB (--db)');
@@ -139,12 +140,12 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const exclusive = createExclusive();
   let stopBackups: (() => Promise<void>) | undefined;
   // Scheduled jobs (the Event type's schedule): once across processes with Redis.
-  const jobHost = createJobHost({ redis: options.redis, shared: options.db !== undefined, runWallMs: app.settings.scripts?.requestWallMs ?? DEFAULT_REQUEST_WALL_MS, logger });
+  const jobHost = createJobHost({ redis: options.redis, prefix: redisPrefix, shared: options.db !== undefined, runWallMs: app.settings.scripts?.requestWallMs ?? DEFAULT_REQUEST_WALL_MS, logger });
   let activeJobs: JobMount | undefined;
   try {
     if (interrupted) await resumeObjects(appDir, store, interrupted, logger);
     // Every process sharing the Redis counts login attempts together.
-    if (options.redis) loginLimits = await connectLoginLimits(options.redis, logger);
+    if (options.redis) loginLimits = await connectLoginLimits(options.redis, logger, redisPrefix);
     // Scripts reach the server through this before it exists; it is bound right after creation.
     const bound: { server?: SvcServer } = {};
     const request = (input: InternalRequest) => {
@@ -195,6 +196,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             logger,
             sessionsEnded: async (ids) => bound.server?.sessions.endedElsewhere(ids),
             resources: () => bound.server?.resources ?? [],
+            followChanges: (listener) => followChangesOf(realtime, listener),
           });
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.

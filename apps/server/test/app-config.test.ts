@@ -23,6 +23,7 @@ describe('app.json and config.json validation', () => {
       realtime: { maxSocketsPerAddress: 20, maxSockets: 0 },
       embeddedStore: { fsync: true },
       backups: { intervalMinutes: 60, keep: 24 },
+      redisPrefix: 'shop-eu.1',
     };
     expect(await loadError({ 'app.json': full })).toBe('loaded');
     expect(await loadError({ 'app.json': '' })).toBe('loaded');
@@ -39,6 +40,8 @@ describe('app.json and config.json validation', () => {
     expect(await loadError({ 'app.json': { embeddedStore: { fsync: 'always' } } })).toMatch(/"embeddedStore.fsync" must be true or false, not "always"/);
     expect(await loadError({ 'app.json': { backups: { intervalMinutes: 0 } } })).toMatch(/"backups.intervalMinutes" must be a whole number from 1 to 525600, not 0/);
     expect(await loadError({ 'app.json': [] })).toBe('<app>/app.json: must be a JSON object of settings');
+    // A ':' or '#' could make one app's prefix the start of another's keys or channels.
+    for (const bad of ['', 'a:b', 'shop#1', 'x'.repeat(65), 7]) expect(await loadError({ 'app.json': { redisPrefix: bad } })).toMatch(/"redisPrefix" must be 1 to 64 letters, digits/);
     expect(await loadError({ 'app.json': '{"bodyLimit": ' })).toMatch(/^<app>\/app\.json: invalid JSON/);
   });
 

@@ -16,7 +16,11 @@ if (missing) {
   process.stderr.write(`SKIPPED the live-query scale-out test (two svc processes): set ${missing}\n`);
 }
 
+/** Its own Redis prefix (app.json `redisPrefix`): parallel runs on one Redis never meet. */
+const PREFIX = `svc-live-scaleout-${process.pid}-${Date.now()}`;
+
 const APP: Record<string, string | object> = {
+  'app.json': { redisPrefix: PREFIX },
   'resources/users/config.json': { type: 'UserCollection', properties: {} },
   'resources/notes/config.json': { type: 'Collection', properties: { text: { type: 'string' }, owner: { type: 'string' }, n: { type: 'number' }, secret: { type: 'string', private: true } } },
   'resources/notes/get.js': "if (!me || me.id !== this.owner) cancel('not yours', 404);\n",
@@ -53,11 +57,36 @@ describe.skipIf(missing !== '')('live queries across two svc processes (one Mong
     for (const c of clients) c.close();
     await Promise.all([a?.stop(), b?.stop()]);
     if (dir) await rm(dir, { recursive: true, force: true });
-    // The sequences and rings of this app's collections (the default key prefix 'svc').
+    // What this app left in the shared Redis: its change log, holds and locks.
     const redis = createRedis({ url: redisUrl! });
     await redis.connect();
-    for (const path of ['/notes', '/users']) await redis.del([`svc:live:seq:${path}`, `svc:live:ring:${path}`]);
+    for await (const keys of redis.scanIterator({ MATCH: `${PREFIX}:*` })) if (keys.length > 0) await redis.del(keys);
     await redis.close();
+  });
+
+  it('with no live query anywhere a write is not even numbered; the first subscription, on A, then hears writes through B', async () => {
+    const redis = createRedis({ url: redisUrl! });
+    await redis.connect();
+    try {
+      const seqKey = `${PREFIX}:live:seq:/notes`;
+      await root(b.url, 'POST', '/notes', { text: 'unheard', owner: 'nobody' });
+      expect(await redis.get(seqKey)).toBeNull();
+      const ann = await client(a.url, 'ann');
+      const annId = ((await ann('users').get('me')) as { id: string }).id;
+      const events: LiveEvent<Note>[] = [];
+      const stop = ann.notes!.subscribe({ owner: annId }, (e) => events.push(e as LiveEvent<Note>), { snapshot: true });
+      // The snapshot is read once B has confirmed that it publishes /notes.
+      await until(() => events.length === 1);
+      expect(events[0]).toEqual({ type: 'snapshot', objects: [] });
+      expect(await redis.get(seqKey)).toBe('1');
+      await root(b.url, 'POST', '/notes', { text: 'heard', owner: annId });
+      await until(() => events.length === 2);
+      expect(events[1]).toMatchObject({ type: 'create', object: { text: 'heard', owner: annId } });
+      expect(await redis.get(seqKey)).toBe('2');
+      stop();
+    } finally {
+      await redis.close();
+    }
   });
 
   it("writes through B reach a subscriber on A in order, as that subscriber's GET shows them; a reconnect to B resumes without duplicates", async () => {

@@ -34,7 +34,7 @@ export type { AccountMail, AccountMailer, AccountMailKind } from './resources/ac
 export { LoginLimiter, loginLimitSettings } from './resources/loginLimiter.js';
 export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, LoginLimitSettings } from './resources/loginLimiter.js';
 export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome } from './resources/events.js';
-export type { CollectionChange, CollectionChangeListener } from './resources/changes.js';
+export type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
 export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, StoredTexts, UpdateOps } from './store/Store.js';
 export { SessionManager } from './sessions.js';

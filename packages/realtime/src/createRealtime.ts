@@ -45,6 +45,11 @@ export interface RealtimeOptions {
 export interface LiveOptions extends Partial<LiveLimits> {
   /** Writes kept per collection for clients that resume (beyond: a fresh snapshot). Default 1000. */
   ringSize?: number;
+  /**
+   * How long after its last live query ends a collection's writes are still published, so that a
+   * client reconnecting within it resumes without a fresh snapshot. Default 60000 ms.
+   */
+  idleHoldMs?: number;
 }
 
 /** What the server keeps about each socket. */
@@ -84,6 +89,19 @@ export interface SocketRealtime extends Realtime {
   readonly io: Server | undefined;
   /** Live-query subscriptions open in this process (metrics, tests). */
   readonly liveSubscriptions: number;
+  /**
+   * Root's view, in this process, of every change of the app's collections made by any process
+   * (the dashboard's data grid): the collection's path, the kind of change and the object's id.
+   * Its collections' writes are published while it follows. Answers a function that stops it.
+   */
+  followChanges(listener: (change: FollowedChange) => void): () => void;
+}
+
+/** One change told to {@link SocketRealtime.followChanges}. */
+export interface FollowedChange {
+  path: string;
+  kind: 'create' | 'update' | 'delete' | 'resync';
+  id?: string;
 }
 
 type ClientEvents = Record<typeof SESSION_EVENT, (sessionId: string | null, ack?: (answer: SessionAck) => void) => void>;
@@ -194,17 +212,22 @@ class SocketIoRealtime implements SocketRealtime {
     });
     const live = new LiveQueries(server, { ...DEFAULT_LIVE_LIMITS, ...definedOf(this.options.live ?? {}) }, this.logger);
     const ringSize = this.options.live?.ringSize ?? 1000;
-    this.changeLog = this.redis
+    const idleHoldMs = this.options.live?.idleHoldMs;
+    const redis = this.redis;
+    this.changeLog = redis
       ? await RedisChangeLog.open({
           key: this.options.redisKey ?? 'svc',
           ringSize,
-          pub: this.redis.pub as unknown as RedisCommands,
-          sub: this.redis.sub as unknown as RedisSubscriber,
+          pub: redis.pub as unknown as RedisCommands,
+          sub: redis.sub as unknown as RedisSubscriber,
           logger: this.logger,
-          isReady: () => this.redis?.isReady() === true,
+          isReady: () => redis.isReady(),
           onEntry: (entry) => live.onEntry(entry),
+          onReconnect: (listener) => redis.onReconnect(listener),
+          onLapse: (paths) => live.onLapse(paths),
+          ...(idleHoldMs !== undefined ? { idleHoldMs } : {}),
         })
-      : new LocalChangeLog(ringSize, (entry) => live.onEntry(entry));
+      : new LocalChangeLog(ringSize, (entry) => live.onEntry(entry), idleHoldMs);
     live.useLog(this.changeLog);
     this.live = live;
     io.on('connection', (socket) => {
@@ -280,6 +303,11 @@ class SocketIoRealtime implements SocketRealtime {
   /** Live-query subscriptions open in this process. */
   get liveSubscriptions(): number {
     return this.live?.count ?? 0;
+  }
+
+  followChanges(listener: (change: FollowedChange) => void): () => void {
+    if (!this.live) return () => undefined;
+    return this.live.follow((entry) => listener(entry.k === 'resync' ? { path: entry.p, kind: 'resync' } : { path: entry.p, kind: entry.k, id: entry.o.id }));
   }
 
   /**

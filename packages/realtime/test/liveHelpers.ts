@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'socket.io-client';
 import { Collection, UserCollection, createMongoStore } from '@svc/core';
-import type { Store } from '@svc/core';
+import type { Store, StoreCollection } from '@svc/core';
 import { LIVE_EVENT, SUBSCRIBE_EVENT, UNSUBSCRIBE_EVENT } from '@svc/realtime';
 import type { LiveMessage, RealtimeOptions, SubscribeAnswer, SubscribeRequest } from '@svc/realtime';
 import { makeStore, serveWithRealtime } from './helpers.js';
@@ -52,7 +52,7 @@ export const LIVE_STORES: { name: string; make(): Promise<LiveStore> }[] = [
  * A svc server with users (role, private `secret`) and todos (owner, done, private `secret`) and
  * the Socket.IO transport with live queries, on a free loopback port.
  */
-export function startLiveServer(store: Store, options: RealtimeOptions = {}): Promise<RtServer> {
+export function startLiveServer(store: Store, options: RealtimeOptions = {}, gate?: WriteGate): Promise<RtServer> {
   const resources = [
     new UserCollection({
       path: '/users',
@@ -63,10 +63,46 @@ export function startLiveServer(store: Store, options: RealtimeOptions = {}): Pr
     new Collection({
       path: '/todos',
       properties: { title: { type: 'string' }, owner: { type: 'string' }, done: { type: 'boolean' }, rank: { type: 'number' }, secret: { type: 'string', private: true } },
-      store: store.collection('todos'),
+      store: gate ? gate.wrap(store.collection('todos')) : store.collection('todos'),
     }),
   ];
   return serveWithRealtime(store, resources, options);
+}
+
+/**
+ * Holds a collection's inserts or removes in the real store until let go: a write "in flight"
+ * while something else happens (a first subscription), at a chosen point.
+ */
+export class WriteGate {
+  private held: { op: 'insert' | 'remove'; reached: () => void; go: Promise<void> } | undefined;
+
+  /** The next `op` waits, just before the store does it, until the answered function is called; `reached` settles once it waits. */
+  hold(op: 'insert' | 'remove'): { reached: Promise<void>; release: () => void } {
+    let release = (): void => undefined;
+    let reached = (): void => undefined;
+    const go = new Promise<void>((r) => (release = r));
+    const hit = new Promise<void>((r) => (reached = r));
+    this.held = { op, reached, go };
+    return { reached: hit, release };
+  }
+
+  wrap(collection: StoreCollection): StoreCollection {
+    return new Proxy(collection, {
+      get: (target, name, receiver) => {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if ((name !== 'insert' && name !== 'remove') || typeof value !== 'function') return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        return async (...args: unknown[]) => {
+          const held = this.held;
+          if (held?.op === name) {
+            this.held = undefined;
+            held.reached();
+            await held.go;
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  }
 }
 
 /** Subscribes on a socket and collects that subscription's messages. */

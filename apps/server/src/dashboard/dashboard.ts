@@ -53,6 +53,11 @@ export interface DashboardOptions {
   sessionsEnded(ids: string[]): Promise<void>;
   /** The resources served now (the Rules tab's "try as this user" asks the live collection). */
   resources(): readonly Resource[];
+  /**
+   * Follows the collections' changes made by every process (the live queries' change log), while
+   * a dashboard stream is open: the data grid then shows other processes' writes too.
+   */
+  followChanges?(listener: (change: { path: string; kind: 'create' | 'update' | 'delete' | 'resync'; id?: string }) => void): () => void;
 }
 
 /** The dashboard resource, plus what the app's shutdown must end (open live streams). */
@@ -123,7 +128,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     dir: join(options.appDir, 'backups'),
     source: options.backupSource,
     exclusive: options.exclusive,
-    restore: { raw: options.rawStore, gate: options.gate, logger: options.logger, sessionsEnded: options.sessionsEnded },
+    restore: { raw: options.rawStore, gate: options.gate, logger: options.logger, sessionsEnded: options.sessionsEnded, resources: options.resources },
   });
   const resourceDir = (name: string): string => join(options.appDir, 'resources', ...name.split('/'));
 
@@ -493,11 +498,30 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (!streams.delete(end)) return;
       clearInterval(heartbeat);
       unsubscribe();
+      if (streams.size === 0) unfollow?.();
       res.end();
     };
     streams.add(end);
     req.on('close', end);
+    followWhileStreaming();
     return undefined;
+  }
+
+  /**
+   * While a stream is open, every process's changes of the collections come into the feed (the
+   * grids reload on them); this process's own writes come into it from the store as well.
+   */
+  let unfollow: (() => void) | undefined;
+  function followWhileStreaming(): void {
+    if (unfollow !== undefined || options.followChanges === undefined) return;
+    const stop = options.followChanges((change) => {
+      const op = change.kind === 'create' ? 'insert' : change.kind === 'delete' ? 'remove' : 'update';
+      options.feed.emit({ kind: 'change', collection: change.path.replace(/^\//, ''), op, ...(change.id !== undefined ? { id: change.id } : {}) });
+    });
+    unfollow = () => {
+      stop();
+      unfollow = undefined;
+    };
   }
 
   /** The kept log entries passing the query's filter (see parseLogFilter), the newest `limit`. */

@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { lstat, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SvcError } from '@svc/core';
-import type { Context, Logger, Store } from '@svc/core';
+import type { Collection, Context, Logger, Resource, Store } from '@svc/core';
 import { exportToFile, readExport } from '../storeTransfer.js';
 import type { ExportSource, TransferSummary } from '../storeTransfer.js';
 import type { Exclusive, StoreGate } from '../storeGate.js';
@@ -33,7 +33,14 @@ export interface BackupsApiOptions {
   /** One backup or restore at a time in this process (the scheduled backups go through it too). */
   exclusive: Exclusive;
   /** For a restore while serving (the embedded store only): the store without the gate, and the gate. */
-  restore?: { raw: Store; gate: StoreGate; logger: Logger; sessionsEnded(ids: string[]): Promise<void> };
+  restore?: {
+    raw: Store;
+    gate: StoreGate;
+    logger: Logger;
+    sessionsEnded(ids: string[]): Promise<void>;
+    /** The resources served: their live queries resync after a restore. */
+    resources?(): readonly Resource[];
+  };
 }
 
 /** The anonymous-id key's object in `_sessions` (core's sessions.ts): kept by a restore. */
@@ -193,6 +200,7 @@ export function createBackupsApi(options: BackupsApiOptions) {
     return options.exclusive(async () => {
       await gate.close('the store is being restored from a backup', RESTORE_WAIT_MS);
       let stuck = false;
+      let replaced = false;
       let endedIds: string[] = [];
       try {
         const safetyName = `before-restore-${fileTime()}.jsonl`;
@@ -200,6 +208,7 @@ export function createBackupsApi(options: BackupsApiOptions) {
         logger.info(`restore: saving what the store holds to ${safetyFile}`);
         const saved = await exportToFile(options.source, safetyFile);
         try {
+          replaced = true;
           await replaceContents(raw, file, expected);
         } catch (err) {
           logger.error(`restore: restoring ${name} failed (${(err as Error).message}); putting back what the store held`);
@@ -221,9 +230,21 @@ export function createBackupsApi(options: BackupsApiOptions) {
         if (!stuck) gate.open();
         // Once open: the listeners (realtime closing the sockets of those sessions) may use the store.
         if (endedIds.length > 0) await live.sessionsEnded(endedIds).catch((err: unknown) => logger.warn(`restore: telling that the sessions ended failed (${(err as Error).message})`));
+        // The objects changed wholesale, not one by one: every live query takes a fresh snapshot
+        // (those of the ended sessions are gone already; anonymous ones remain).
+        if (replaced && !stuck) await resyncLiveQueries(live.resources?.() ?? [], logger);
       }
     });
   }
 
   return { list, take, download, restore };
+}
+
+/** Tells every Collection's live queries that its objects changed without saying which. */
+async function resyncLiveQueries(resources: readonly Resource[], logger: Logger): Promise<void> {
+  for (const resource of resources) {
+    const collection = resource as Partial<Pick<Collection, 'tellResync'>>;
+    if (typeof collection.tellResync !== 'function') continue;
+    await collection.tellResync().catch((err: unknown) => logger.warn(`restore: telling the live queries of ${resource.path} to resync failed (${(err as Error).message})`));
+  }
 }

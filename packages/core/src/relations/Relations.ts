@@ -5,6 +5,7 @@ import { isPlainObject } from '../query/parseQueryString.js';
 import type { ResourceHost } from '../resource.js';
 import type { Doc, Filter, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
+import type { ObjectChange } from '../resources/changes.js';
 import { aggregate } from './aggregate.js';
 import { planDelete, runDelete, sweepAfterDelete } from './onDelete.js';
 import type { DeletePlan } from './onDelete.js';
@@ -27,6 +28,12 @@ export interface RelatedCollection {
   readTextsAs?(ctx: Context, query: Record<string, unknown>, pick: readonly string[]): Promise<StoredTexts | undefined>;
   /** Whether readAs answers ctx's caller the stored objects as they are, so readTextsAs can answer. */
   showsTextsTo?(ctx: Context): boolean;
+  /** Whether its change listeners (live queries) need its writes now: onDelete reads what it changes only then. */
+  wantsChanges(): boolean;
+  /** Tells its change listeners of onDelete's writes to its store, as any write of its own is told. */
+  tellChanges(changes: readonly ObjectChange[]): Promise<void>;
+  /** Tells them that objects changed unseen (nobody listened when onDelete began, someone does now). */
+  tellResync(): Promise<void>;
 }
 
 /** A relation property of some collection pointing at another. */

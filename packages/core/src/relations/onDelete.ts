@@ -1,4 +1,5 @@
 import { SvcError } from '../errors.js';
+import type { ObjectChange } from '../resources/changes.js';
 import type { Filter } from '../store/Store.js';
 import type { Referrer, Relations } from './Relations.js';
 
@@ -65,11 +66,24 @@ export async function runDelete(plan: DeletePlan): Promise<void> {
   }
   crashPoint('relations:cleared');
   for (const level of [...plan.levels].reverse()) {
-    await level.relations.store.remove({ id: { $in: level.ids } });
+    await removeTelling(level.relations, level.ids);
     crashPoint('relations:cascaded-one');
     await level.relations.onRemoved(level.ids);
   }
   crashPoint('relations:cascaded');
+}
+
+/**
+ * Removes objects of a referring collection, telling its live queries as a DELETE would: the
+ * objects are read first while they are wanted; when they were not but are now (a live query
+ * started meanwhile), its subscriptions resync.
+ */
+async function removeTelling(relations: Relations, ids: readonly string[]): Promise<void> {
+  const owner = relations.owner;
+  const docs = owner.wantsChanges() ? await relations.store.find({ id: { $in: [...ids] } }, {}) : undefined;
+  await relations.store.remove({ id: { $in: [...ids] } });
+  if (docs !== undefined) await owner.tellChanges(docs.map((object) => ({ kind: 'delete', object })));
+  else if (owner.wantsChanges()) await owner.tellResync();
 }
 
 /**
@@ -98,7 +112,7 @@ export async function sweepAfterDelete(plan: DeletePlan): Promise<void> {
         continue;
       }
       await runDelete(nested);
-      await referrer.from.store.remove({ id: { $in: late } });
+      await removeTelling(referrer.from, late);
       await referrer.from.onRemoved(late);
     }
   }
@@ -111,15 +125,27 @@ function pointingAt(referrer: Referrer, ids: ReadonlySet<string>, except: Readon
   return filter;
 }
 
-/** setNull: one id becomes null; from an array of ids, the removed ones are pulled. */
+/**
+ * setNull: one id becomes null; from an array of ids, the removed ones are pulled. Each object
+ * changed is told to the collection's live queries as an update (whole objects are read for that
+ * only while they are wanted).
+ */
 async function clearReferences(referrer: Referrer, ids: ReadonlySet<string>, except: ReadonlySet<string> | undefined): Promise<void> {
   const store = referrer.from.store;
+  const owner = referrer.from.owner;
   const property = referrer.property;
-  const docs = await store.find(pointingAt(referrer, ids, except), { fields: { id: 1, [property]: 1 } });
+  const wanted = owner.wantsChanges();
+  const docs = await store.find(pointingAt(referrer, ids, except), wanted ? {} : { fields: { id: 1, [property]: 1 } });
+  const changes: ObjectChange[] = [];
   for (const doc of docs) {
-    if (referrer.def.many === true) await store.update({ id: doc.id }, { $pull: { [property]: [...ids] } });
-    else await store.update({ id: doc.id, [property]: doc[property] }, { $set: { [property]: null } });
+    const updated =
+      referrer.def.many === true
+        ? await store.update({ id: doc.id }, { $pull: { [property]: [...ids] } })
+        : await store.update({ id: doc.id, [property]: doc[property] }, { $set: { [property]: null } });
+    if (wanted && updated !== null) changes.push({ kind: 'update', object: updated, previous: doc });
   }
+  if (wanted) await owner.tellChanges(changes);
+  else if (docs.length > 0 && owner.wantsChanges()) await owner.tellResync();
 }
 
 /** For crash tests only: SVC_TEST_CRASH_AT naming this step kills the process here (kill -9, no cleanup). */

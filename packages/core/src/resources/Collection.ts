@@ -12,7 +12,7 @@ import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
-import type { CollectionChange, CollectionChangeListener } from './changes.js';
+import type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
@@ -68,8 +68,8 @@ export class Collection implements Resource {
   private readonly publicCount: boolean;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
-  /** Told every stored write (live queries); deletes read what they remove while there is one. */
-  private readonly changeListeners = new Set<CollectionChangeListener>();
+  /** Told every stored write (live queries); deletes read what they remove while one wants them. */
+  private readonly changeListeners = new Map<CollectionChangeListener, ChangesWanted>();
   /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
   readonly relations: Relations;
   /** Requests whose answer `$expand` completes, with what it expands. */
@@ -100,18 +100,54 @@ export class Collection implements Resource {
   /**
    * Calls `listener` after every stored write of this collection (create, update, delete, from
    * any request, script or root), in the store's order; answers a function that stops it.
+   * `wanted` (default: always) says when it needs them: a delete reads the object it removes only
+   * while some listener does.
    */
-  watchChanges(listener: CollectionChangeListener): () => void {
-    this.changeListeners.add(listener);
+  watchChanges(listener: CollectionChangeListener, wanted: ChangesWanted = () => true): () => void {
+    this.changeListeners.set(listener, wanted);
     return () => this.changeListeners.delete(listener);
   }
 
-  private async changed(change: CollectionChange): Promise<void> {
-    for (const listener of this.changeListeners) await listener(change);
+  /** Whether some change listener needs this collection's writes now (cheap: asked per delete). */
+  wantsChanges(): boolean {
+    for (const wanted of this.changeListeners.values()) if (wanted()) return true;
+    return false;
   }
 
-  private async deleted(docs: readonly Doc[]): Promise<void> {
+  /**
+   * Tells the change listeners of writes made to this collection's store outside its own request
+   * paths (relations' onDelete upkeep, imports), objects as stored; store-only fields are dropped.
+   */
+  async tellChanges(changes: readonly ObjectChange[]): Promise<void> {
     if (this.changeListeners.size === 0) return;
+    for (const change of changes) {
+      await this.changed(
+        change.kind === 'update'
+          ? { kind: 'update', object: this.withoutStoreOnly(change.object), previous: this.withoutStoreOnly(change.previous) }
+          : { kind: change.kind, object: this.withoutStoreOnly(change.object) },
+      );
+    }
+  }
+
+  /** Tells the change listeners that objects changed without saying which (a restore): they start afresh. */
+  async tellResync(): Promise<void> {
+    await this.changed({ kind: 'resync' });
+  }
+
+  private async changed(change: CollectionChange): Promise<void> {
+    for (const listener of this.changeListeners.keys()) await listener(change);
+  }
+
+  /**
+   * After a delete: the objects read before it, told deleted; or, when none was read because no
+   * listener wanted changes then but one does now (a live query started meanwhile), a resync.
+   */
+  private async deleted(docs: readonly Doc[] | undefined): Promise<void> {
+    if (this.changeListeners.size === 0) return;
+    if (docs === undefined) {
+      if (this.wantsChanges()) await this.tellResync();
+      return;
+    }
     for (const doc of docs) await this.changed({ kind: 'delete', object: this.withoutStoreOnly(doc) });
   }
 
@@ -603,9 +639,9 @@ export class Collection implements Resource {
     const referenced = this.relations.isReferenced();
     const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
     if (!guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
-      const gone = this.changeListeners.size > 0 ? await this.store.findOne(filter) : null;
+      const gone = this.wantsChanges() ? await this.store.findOne(filter) : undefined;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
-      if (gone) await this.deleted([gone]);
+      await this.deleted(gone === null ? [] : gone === undefined ? undefined : [gone]);
       await this.afterDelete([id]);
       return { status: 204 };
     }
@@ -640,20 +676,22 @@ export class Collection implements Resource {
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       const referenced = this.relations.isReferenced();
-      if (this.tracksDeletes || referenced || this.changeListeners.size > 0) {
+      const wanted = this.wantsChanges();
+      if (this.tracksDeletes || referenced || wanted) {
         // Removed by id, so that exactly the objects read are the ones told deleted.
-        const docs = await this.store.find(filter, this.changeListeners.size > 0 ? {} : { fields: { id: 1 } });
+        const docs = await this.store.find(filter, wanted ? {} : { fields: { id: 1 } });
         const ids = docs.map((d) => d.id);
         if (ids.length === 0) throw new SvcError('NOT_FOUND', 'not found');
         const plan = referenced ? await this.relations.beforeRemove(ids) : undefined;
         if ((await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
-        await this.deleted(docs);
+        await this.deleted(wanted ? docs : undefined);
         if (plan !== undefined) await this.relations.afterRemove(plan);
         await this.afterDelete(ids);
         return { status: 204 };
       }
       const removed = await this.store.remove(filter);
       if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');
+      await this.deleted(undefined);
       return { status: 204 };
     }
     const docs = await this.store.find(filter, {});

@@ -1,8 +1,8 @@
 import type { Db } from 'mongodb';
 import { DuplicateKeyError, deepEqual } from '@svc/core';
-import type { Doc, StoreCollection, UpdateOps } from '@svc/core';
+import type { Doc, ObjectChange, StoreCollection, UpdateOps } from '@svc/core';
 import type { CollectionImportStatus } from '../importStatus.js';
-import type { RunImportOptions } from './runImport.js';
+import type { ChangeTarget, RunImportOptions } from './runImport.js';
 import { toSvcDoc } from './toPlain.js';
 import type { ConvertNotes } from './toPlain.js';
 import { TypeTally } from './TypeTally.js';
@@ -21,6 +21,8 @@ export async function importCollection(db: Db, entry: CollectionImportStatus, op
   const notes: ConvertNotes = { dropped: [], renamedId: false };
   const dropped = new Set<string>();
   const target = options.store.collection(entry.resource);
+  // Live queries on the collection hear of each object imported, as of any other write.
+  const changes = options.changesOf?.(entry.resource);
   // Into an empty collection nothing needs looking up: inserts only, a duplicate id falls back to
   // a replace. (Lookups are what makes a re-run slower than a first import.)
   const lookup = (await target.count({})) > 0 ? options.store.kind : 'none';
@@ -30,7 +32,7 @@ export async function importCollection(db: Db, entry: CollectionImportStatus, op
   const flush = async (docs: Doc[]): Promise<void> => {
     await writing;
     if (writeError !== undefined) throw writeError;
-    writing = writeBatch(target, docs, entry, lookup).then(options.onBatch, (err: unknown) => {
+    writing = writeBatch(target, docs, entry, lookup, changes).then(options.onBatch, (err: unknown) => {
       writeError = err;
     });
   };
@@ -70,14 +72,15 @@ export async function importCollection(db: Db, entry: CollectionImportStatus, op
 /** Writes in flight at once per batch: MongoDB-compatible servers on SQLite refuse many more. */
 const WRITE_CONCURRENCY = 8;
 
-async function writeBatch(target: StoreCollection, docs: Doc[], entry: CollectionImportStatus, kind: string): Promise<void> {
+async function writeBatch(target: StoreCollection, docs: Doc[], entry: CollectionImportStatus, kind: string, changes: ChangeTarget | undefined): Promise<void> {
   if (docs.length === 0) return;
   const known = await existingObjects(target, docs, kind);
   await forEachLimit(docs, WRITE_CONCURRENCY, async (doc) => {
     try {
       const before = known.get(doc.id);
-      if (before === undefined) await insertOrReplace(target, doc, entry);
-      else await replace(target, doc, before, entry);
+      const change = before === undefined ? await insertOrReplace(target, doc, entry) : await replace(target, doc, before, entry);
+      // Asked after the write, as a Collection does: a live query that started before it hears of it.
+      if (change !== undefined && changes?.wantsChanges() === true) await changes.tellChanges([change]);
     } catch (err) {
       entry.failed++;
       if (entry.errors.length < MAX_ERRORS) entry.errors.push(`${doc.id}: ${(err as Error).message}`);
@@ -112,30 +115,33 @@ async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T)
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
-async function insertOrReplace(target: StoreCollection, doc: Doc, entry: CollectionImportStatus): Promise<void> {
+/** Inserts `doc` (or replaces the object written meanwhile); answers the change made. */
+async function insertOrReplace(target: StoreCollection, doc: Doc, entry: CollectionImportStatus): Promise<ObjectChange | undefined> {
   try {
-    await target.insert(doc);
+    const stored = await target.insert(doc);
     entry.inserted++;
+    return { kind: 'create', object: stored };
   } catch (err) {
     // Written meanwhile (another run, or two source ids with the same string form).
     if (!(err instanceof DuplicateKeyError) || err.field !== 'id') throw err;
     const current = await target.findOne({ id: doc.id });
     if (current === null) throw err;
-    await replace(target, doc, current, entry);
+    return replace(target, doc, current, entry);
   }
 }
 
-/** Makes the stored object equal to `doc`: changed properties set, vanished ones unset. */
-async function replace(target: StoreCollection, doc: Doc, before: Doc, entry: CollectionImportStatus): Promise<void> {
+/** Makes the stored object equal to `doc`: changed properties set, vanished ones unset; answers the change made, if any. */
+async function replace(target: StoreCollection, doc: Doc, before: Doc, entry: CollectionImportStatus): Promise<ObjectChange | undefined> {
   if (deepEqual(before, doc)) {
     entry.unchanged++;
-    return;
+    return undefined;
   }
   const { id, ...values } = doc;
   const ops: UpdateOps = {};
   if (Object.keys(values).length > 0) ops.$set = values;
   const gone = Object.keys(before).filter((k) => k !== 'id' && !(k in values));
   if (gone.length > 0) ops.$unset = Object.fromEntries(gone.map((k) => [k, true as const]));
-  await target.update({ id }, ops);
+  const updated = await target.update({ id }, ops);
   entry.updated++;
+  return updated === null ? undefined : { kind: 'update', object: updated, previous: before };
 }

@@ -1,9 +1,10 @@
 import { SvcError } from '@svc/core';
-import type { Context, Reply, ResourceImplementation, ResourceTypeContext } from '@svc/core';
+import type { Context, Reply, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
 import type { ImporterSettings } from '../importerType.js';
 import { idleStatus } from '../importStatus.js';
 import type { ImportStatus } from '../importStatus.js';
 import { runImport } from './runImport.js';
+import type { ChangeTarget } from './runImport.js';
 
 /** Builds the request handler of one Importer resource. */
 export function createImporterResource(context: ResourceTypeContext<ImporterSettings>): ResourceImplementation {
@@ -11,6 +12,7 @@ export function createImporterResource(context: ResourceTypeContext<ImporterSett
   let status: ImportStatus = idleStatus();
   let running: Promise<void> | undefined;
   let abort: AbortController | undefined;
+  let host: ResourceHost | undefined;
 
   function start(): void {
     abort = new AbortController();
@@ -28,6 +30,7 @@ export function createImporterResource(context: ResourceTypeContext<ImporterSett
         appDir: context.appDir,
         logger,
         signal: abort.signal,
+        changesOf: (resource) => changeTargetOf(host?.resourceAt?.(`/${resource}`)),
       },
       current,
     ).then(
@@ -53,6 +56,10 @@ export function createImporterResource(context: ResourceTypeContext<ImporterSett
   }
 
   return {
+    init(given) {
+      host = given;
+      return Promise.resolve();
+    },
     async handle(ctx): Promise<Reply> {
       const action = ctx.parts.join('/');
       if (action === 'run') {
@@ -74,4 +81,10 @@ export function createImporterResource(context: ResourceTypeContext<ImporterSett
       await running;
     },
   };
+}
+
+/** A resource that hears of writes made to its store (a Collection), else undefined. */
+function changeTargetOf(resource: unknown): ChangeTarget | undefined {
+  const r = resource as Partial<ChangeTarget> | undefined;
+  return typeof r?.wantsChanges === 'function' && typeof r.tellChanges === 'function' ? (r as ChangeTarget) : undefined;
 }

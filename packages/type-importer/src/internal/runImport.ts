@@ -1,6 +1,6 @@
 import { MongoClient } from 'mongodb';
 import type { Db } from 'mongodb';
-import type { Logger, Store } from '@svc/core';
+import type { Logger, ObjectChange, Store } from '@svc/core';
 import type { CollectionImportStatus, ImportStatus } from '../importStatus.js';
 import { importCollection } from './importCollection.js';
 import { checkImportTarget, resourceNameFor } from './writeCollectionConfig.js';
@@ -18,6 +18,14 @@ export interface RunImportOptions {
   appDir: string;
   logger: Logger;
   signal: AbortSignal;
+  /** The app's Collection at a resource name, whose live queries hear of what the import writes (none for a new one). */
+  changesOf?(resource: string): ChangeTarget | undefined;
+}
+
+/** A Collection as the import tells it of its writes (live queries), as its own writes are told. */
+export interface ChangeTarget {
+  wantsChanges(): boolean;
+  tellChanges(changes: readonly ObjectChange[]): Promise<void>;
 }
 
 const RESOURCE_PATH = /^[A-Za-z0-9][A-Za-z0-9_-]*(?:\/[A-Za-z0-9][A-Za-z0-9_-]*)*$/;

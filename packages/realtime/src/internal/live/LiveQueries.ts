@@ -8,7 +8,7 @@ import { matcherOf, project, withAccess } from './matching.js';
 import { assertLiveQuery, errorOf, parseRequest } from './subscribeRequest.js';
 import type { ChangeLog } from './changeLog.js';
 import { LIVE_EVENT, SUBSCRIBE_EVENT, UNSUBSCRIBE_EVENT } from './protocol.js';
-import type { ChangeEntry, EndReason, LiveMessage, SubscribeAnswer, SubscribeRequest } from './protocol.js';
+import type { ChangeEntry, EndReason, LiveMessage, SubscribeAnswer, SubscribeRequest, WriteEntry } from './protocol.js';
 import { SubscriptionIndex } from './SubscriptionIndex.js';
 
 /** Limits of live queries (app.json `realtime.live`). */
@@ -54,6 +54,8 @@ interface Subscription {
   ended: boolean;
   /** A fresh snapshot being taken. */
   restarting?: Promise<void>;
+  /** The collections whose writes it needs held in the change log (its own, and its user's for role changes) until it ends. */
+  holds: string[];
 }
 
 /** How a subscription starts: at the current head, with a snapshot, or after a sequence number. */
@@ -75,6 +77,8 @@ export class LiveQueries {
   private seenResources: readonly unknown[] | undefined;
   private readonly recheck: NodeJS.Timeout;
   private log: ChangeLog | undefined;
+  /** In-process followers of every change of every collection (the dashboard's data grid, as root). */
+  private readonly followers = new Set<(entry: ChangeEntry) => void>();
 
   constructor(
     private readonly server: SvcServer,
@@ -131,23 +135,43 @@ export class LiveQueries {
     clearInterval(this.recheck);
     for (const stop of this.unwatch) stop();
     this.unwatch.length = 0;
+    this.followers.clear();
     for (const subs of this.bySocket.values()) for (const sub of subs.values()) sub.ended = true;
     this.bySocket.clear();
     this.byUser.clear();
     this.feeds.clear();
   }
 
+  /**
+   * Tells `listener` every change of every collection the app has now, from every process, while
+   * it follows (its collections are held meanwhile). For root's own views in this process (the
+   * dashboard, whose stream answers root only): nothing here is filtered for a caller.
+   */
+  follow(listener: (entry: ChangeEntry) => void): () => void {
+    const log = this.log;
+    if (!log) return () => undefined;
+    const paths = this.server.resources.filter((r) => r instanceof Collection).map((r) => normalisePath(r.path));
+    for (const path of paths) log.hold(path).catch(() => undefined);
+    this.followers.add(listener);
+    return () => {
+      if (!this.followers.delete(listener)) return;
+      for (const path of paths) log.release(path);
+    };
+  }
+
   /** Every entry of the change log, in sequence order per collection (any process's writes). */
   onEntry(entry: ChangeEntry): void {
+    for (const follower of this.followers) follower(entry);
     if (entry.k === 'update') this.userChanged(entry);
     const index = this.feeds.get(entry.p);
     if (!index || index.size === 0) return;
+    if (entry.k === 'resync') return this.resyncAll(index.all(), entry);
     // The subscriptions it can concern, now: one added later starts at or after this entry's
     // number (or replays it from the ring), so a write no subscription can match costs nothing more.
     const subs = index.candidates(entry.k === 'delete' ? undefined : entry.o, entry.k === 'update' ? entry.v : entry.k === 'delete' ? entry.o : undefined);
     if (subs.length === 0) return;
     const previous = this.chains.get(entry.p) ?? Promise.resolve();
-    const next = previous.then(() => this.deliver(subs, entry)).catch((err: unknown) => this.logger.warn(`realtime: a change of ${entry.p} could not reach its live queries`, { error: err }));
+    const next = previous.then(() => this.deliver(subs, entry as WriteEntry)).catch((err: unknown) => this.logger.warn(`realtime: a change of ${entry.p} could not reach its live queries`, { error: err }));
     this.chains.set(entry.p, next);
   }
 
@@ -160,7 +184,13 @@ export class LiveQueries {
       if (!(resource instanceof Collection) || this.watched.has(resource)) continue;
       this.watched.add(resource);
       const path = normalisePath(resource.path);
-      this.unwatch.push(resource.watchChanges((change) => log.publish(path, change)));
+      // Writes are published only while some process's live queries hold the collection.
+      this.unwatch.push(
+        resource.watchChanges(
+          (change) => log.publish(path, change),
+          () => log.wanted(path),
+        ),
+      );
     }
   }
 
@@ -189,6 +219,10 @@ export class LiveQueries {
       return;
     }
     this.add(sub);
+    // Every process publishes the collection's writes before the snapshot is read or the resume
+    // looked up: none that it needs is left out of both.
+    await this.holdFor(sub);
+    if (sub.ended) return answer({ ok: false, error: { status: 401, message: 'the session ended' } });
     let snapshot: Record<string, unknown>[] | undefined;
     let replay: ChangeEntry[];
     try {
@@ -244,7 +278,45 @@ export class LiveQueries {
       pending: [],
       overflowed: false,
       ended: false,
+      holds: [],
     };
+  }
+
+  /** Holds the collections the subscription needs in the change log (released in remove). */
+  private async holdFor(sub: Subscription): Promise<void> {
+    const log = this.requireLog();
+    const paths = [sub.path];
+    const usersPath = sub.base.session.path;
+    if (sub.uid !== undefined && usersPath !== undefined && normalisePath(usersPath) !== sub.path) paths.push(normalisePath(usersPath));
+    sub.holds = paths;
+    await Promise.all(paths.map((path) => log.hold(path)));
+  }
+
+  /**
+   * The change log may have missed writes of these collections for this process (Redis was away,
+   * or its hold lapsed): their subscriptions take a fresh snapshot.
+   */
+  onLapse(paths: readonly string[]): void {
+    const lapsed = new Set(paths);
+    for (const subs of this.bySocket.values()) {
+      for (const sub of subs.values()) {
+        if (!sub.holds.some((path) => lapsed.has(path))) continue;
+        this.resnapshot(sub).catch((err: unknown) => this.logger.warn('realtime: a live query could not take a fresh snapshot', { error: err }));
+      }
+    }
+  }
+
+  /** A resync entry: each subscription takes a fresh snapshot (one still starting does it when it meets the entry). */
+  private resyncAll(subs: readonly Subscription[], entry: ChangeEntry): void {
+    for (const sub of subs) {
+      if (sub.ended || entry.s <= sub.lastSeq) continue;
+      if (sub.starting) {
+        sub.pending.push(entry);
+        continue;
+      }
+      if (sub.overflowed) continue;
+      this.resnapshot(sub).catch((err: unknown) => this.logger.warn('realtime: a live query could not take a fresh snapshot', { error: err }));
+    }
   }
 
   private add(sub: Subscription): void {
@@ -263,6 +335,8 @@ export class LiveQueries {
 
   private remove(sub: Subscription): void {
     sub.ended = true;
+    for (const path of sub.holds) this.log?.release(path);
+    sub.holds = [];
     const own = this.bySocket.get(sub.socket.id);
     if (own?.get(sub.id) === sub) own.delete(sub.id);
     if (own?.size === 0) this.bySocket.delete(sub.socket.id);
@@ -300,24 +374,32 @@ export class LiveQueries {
   /** Tells the writes that came while the subscription started, then lets it go live. */
   private async catchUp(sub: Subscription, collection: Collection, replay: ChangeEntry[]): Promise<void> {
     let batch = replay;
+    let resync = false;
     for (;;) {
       const next = [...batch, ...sub.pending].sort((a, b) => a.s - b.s);
       batch = [];
       sub.pending = [];
-      if (next.length === 0 || sub.ended) break;
+      if (next.length === 0 || sub.ended || resync) break;
       for (const entry of next) {
         if (entry.s <= sub.lastSeq || sub.ended) continue;
+        if (entry.k === 'resync') {
+          // What changed is not told: a fresh snapshot shows it (and what follows it).
+          resync = true;
+          break;
+        }
         const message = await this.decide(collection, sub, entry);
         sub.lastSeq = entry.s;
         if (message) this.send(sub, message);
       }
     }
     sub.starting = false;
+    // Not awaited: this may run inside a snapshot being taken, which the next one waits for.
+    if (resync && !sub.ended) this.resnapshot(sub).catch((err: unknown) => this.logger.warn('realtime: a live query could not take a fresh snapshot', { error: err }));
   }
 
   // ---- delivery ----
 
-  private async deliver(subs: readonly Subscription[], entry: ChangeEntry): Promise<void> {
+  private async deliver(subs: readonly Subscription[], entry: WriteEntry): Promise<void> {
     const collection = this.collectionAt(entry.p);
     if (!collection) return;
     const live: Subscription[] = [];
@@ -349,7 +431,7 @@ export class LiveQueries {
    * delete), or nothing. Whether it matched before is decided on its previous state by the same
    * filter and the same showTo, so a leave never names an object the caller could not see.
    */
-  private async decide(collection: Collection, sub: Subscription, entry: ChangeEntry): Promise<LiveMessage | undefined> {
+  private async decide(collection: Collection, sub: Subscription, entry: WriteEntry): Promise<LiveMessage | undefined> {
     const now = entry.k === 'delete' ? undefined : entry.o;
     const before = entry.k === 'update' ? entry.v : entry.k === 'delete' ? entry.o : undefined;
     const matchedBefore = before !== undefined && sub.matches(before);
@@ -423,7 +505,7 @@ export class LiveQueries {
    * A user's own object changed (a role, a team): their subscriptions see them as they are now,
    * and take a fresh snapshot, since what they may see (objects, properties) may have changed.
    */
-  private userChanged(entry: ChangeEntry): void {
+  private userChanged(entry: WriteEntry): void {
     const subs = this.byUser.get(entry.o.id);
     if (!subs) return;
     for (const sub of [...subs]) {

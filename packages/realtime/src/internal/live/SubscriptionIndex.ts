@@ -21,6 +21,11 @@ export class SubscriptionIndex<S> {
     return this.placed.size;
   }
 
+  /** Every subscription (a resync concerns them all). */
+  all(): S[] {
+    return [...this.placed.keys()];
+  }
+
   add(sub: S, filter: Filter): void {
     this.remove(sub);
     const eq = equalityOf(filter);

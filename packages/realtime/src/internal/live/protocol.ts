@@ -38,7 +38,7 @@ export type LiveMessage =
   | { sub: string; type: 'ended'; reason: EndReason };
 
 /** One write as the change log carries it between processes: sequence, path, kind, object(s). */
-export interface ChangeEntry {
+export interface WriteEntry {
   s: number;
   p: string;
   k: 'create' | 'update' | 'delete';
@@ -47,3 +47,13 @@ export interface ChangeEntry {
   /** The object before an update. */
   v?: Doc;
 }
+
+/** Objects of `p` changed without being told one by one (a restore, a delete nobody read): subscriptions take a fresh snapshot. */
+export interface ResyncEntry {
+  s: number;
+  p: string;
+  k: 'resync';
+}
+
+/** One entry of a collection's change log. */
+export type ChangeEntry = WriteEntry | ResyncEntry;
