@@ -50,3 +50,24 @@ export function startHelper(script, args, core) {
 export function killHelpers() {
   killAll('SIGKILL');
 }
+
+/**
+ * The helper's side of the protocol: answers each command with what `handle(msg)` resolves to (or
+ * the error it throws), runs `close` on the 'close' command and exits once that is answered, and
+ * says it is ready (with `ready` as the result).
+ */
+export function answerCommands(handle, { close, ready = true } = {}) {
+  process.on('message', async (msg) => {
+    try {
+      if (msg.cmd === 'close') {
+        await close?.();
+        process.send({ cmd: 'close', result: true }, () => process.exit(0));
+        return;
+      }
+      process.send({ cmd: msg.cmd, result: await handle(msg) });
+    } catch (err) {
+      process.send({ cmd: msg.cmd, error: String(err?.stack ?? err) });
+    }
+  });
+  process.send({ cmd: 'ready', result: ready });
+}

@@ -2,6 +2,7 @@
 // Engine.IO v4 / Socket.IO v5 themselves (open, connect, ping/pong, events, acks), so that the
 // client side costs little and the same for both variants. Socket i subscribes to {owner: "u<i>"}.
 import WebSocket from 'ws';
+import { answerCommands } from '../lib/helpers.js';
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 /** Receipt time of each message, by its object's title. */
@@ -40,33 +41,28 @@ function connect(port, index) {
   });
 }
 
-process.on('message', async (msg) => {
-  try {
-    let result;
-    if (msg.cmd === 'connect') {
-      for (let start = 0; start < msg.n; start += 200) {
-        const batch = [];
-        for (let i = start; i < Math.min(msg.n, start + 200); i++) batch.push(connect(msg.port, i));
-        sockets.push(...(await Promise.all(batch)));
-      }
-      result = sockets.length;
-    } else if (msg.cmd === 'received') {
-      // Waits (briefly) for a title to arrive; answers its receipt time.
-      const end = Date.now() + 5000;
-      while (!received.has(msg.title) && Date.now() < end) await new Promise((r) => setImmediate(r));
-      result = received.get(msg.title) ?? null;
-      received.delete(msg.title);
-    } else if (msg.cmd === 'count') {
-      result = delivered;
-      delivered = 0;
-    } else if (msg.cmd === 'close') {
-      for (const s of sockets) s.terminate();
-      process.send({ cmd: 'close', result: true }, () => process.exit(0));
-      return;
+answerCommands(async (msg) => {
+  let result;
+  if (msg.cmd === 'connect') {
+    for (let start = 0; start < msg.n; start += 200) {
+      const batch = [];
+      for (let i = start; i < Math.min(msg.n, start + 200); i++) batch.push(connect(msg.port, i));
+      sockets.push(...(await Promise.all(batch)));
     }
-    process.send({ cmd: msg.cmd, result });
-  } catch (err) {
-    process.send({ cmd: msg.cmd, error: String(err?.stack ?? err) });
+    result = sockets.length;
+  } else if (msg.cmd === 'received') {
+    // Waits (briefly) for a title to arrive; answers its receipt time.
+    const end = Date.now() + 5000;
+    while (!received.has(msg.title) && Date.now() < end) await new Promise((r) => setImmediate(r));
+    result = received.get(msg.title) ?? null;
+    received.delete(msg.title);
+  } else if (msg.cmd === 'count') {
+    result = delivered;
+    delivered = 0;
   }
+  return result;
+}, {
+  close() {
+    for (const s of sockets) s.terminate();
+  },
 });
-process.send({ cmd: 'ready', result: true });

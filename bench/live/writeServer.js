@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { answerCommands } from '../lib/helpers.js';
 
 const { values: opts } = parseArgs({ options: { repo: { type: 'string' }, mode: { type: 'string' }, redis: { type: 'string' }, key: { type: 'string' } } });
 const core = await import(pathToFileURL(join(opts.repo, 'packages/core/dist/index.js')).href);
@@ -27,34 +28,29 @@ function call(method, parts, body) {
   return todos.handle({ ...root, query: {}, method, originalMethod: method, parts, body, bodyKind: 'json', scope: createRequestScope('bench') });
 }
 
-process.on('message', async (msg) => {
-  try {
-    let result;
-    if (msg.cmd === 'cycles') {
-      // Create, update, delete of one object, one after the other, for `ms`: 3 writes a cycle.
-      const cpu0 = process.cpuUsage();
-      const start = performance.now();
-      const end = start + msg.ms;
-      let writes = 0;
-      while (performance.now() < end) {
-        const created = await call('POST', [], { title: `t${writes}`, owner: 'nobody', n: writes });
-        const id = (typeof created.body === 'string' ? JSON.parse(created.body) : created.body).id;
-        await call('PUT', [id], { n: writes + 1 });
-        await call('DELETE', [id], undefined);
-        writes += 3;
-      }
-      const cpu = process.cpuUsage(cpu0);
-      result = { perSecond: (writes * 1000) / (performance.now() - start), cpuUsPerWrite: (cpu.user + cpu.system) / writes };
-    } else if (msg.cmd === 'close') {
-      await realtime?.close();
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
-      process.send({ cmd: 'close', result: true }, () => process.exit(0));
-      return;
+answerCommands(async (msg) => {
+  let result;
+  if (msg.cmd === 'cycles') {
+    // Create, update, delete of one object, one after the other, for `ms`: 3 writes a cycle.
+    const cpu0 = process.cpuUsage();
+    const start = performance.now();
+    const end = start + msg.ms;
+    let writes = 0;
+    while (performance.now() < end) {
+      const created = await call('POST', [], { title: `t${writes}`, owner: 'nobody', n: writes });
+      const id = (typeof created.body === 'string' ? JSON.parse(created.body) : created.body).id;
+      await call('PUT', [id], { n: writes + 1 });
+      await call('DELETE', [id], undefined);
+      writes += 3;
     }
-    process.send({ cmd: msg.cmd, result });
-  } catch (err) {
-    process.send({ cmd: msg.cmd, error: String(err?.stack ?? err) });
+    const cpu = process.cpuUsage(cpu0);
+    result = { perSecond: (writes * 1000) / (performance.now() - start), cpuUsPerWrite: (cpu.user + cpu.system) / writes };
   }
+  return result;
+}, {
+  async close() {
+    await realtime?.close();
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  },
 });
-process.send({ cmd: 'ready', result: true });

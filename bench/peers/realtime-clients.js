@@ -6,6 +6,7 @@
 // of the same `cmd`. Times are process.hrtime in this one process (writer and receivers alike).
 import http from 'node:http';
 import WebSocket from 'ws';
+import { answerCommands } from '../lib/helpers.js';
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 const sockets = [];
@@ -180,54 +181,49 @@ async function paced({ tag, port, path, headers, owners, rate, seconds, maxInFli
   };
 }
 
-process.on('message', async (msg) => {
-  try {
-    let result;
-    if (msg.cmd === 'svc') {
-      for (let start = 0; start < msg.users.length; start += 100) {
-        const batch = [];
-        for (let i = start; i < Math.min(msg.users.length, start + 100); i++) batch.push(connectSvc(msg.port, msg.users[i].cookie, msg.users[i].id, i));
-        sockets.push(...(await Promise.all(batch)));
-      }
-      result = sockets.length;
-    } else if (msg.cmd === 'pocketbase') {
-      for (let start = 0; start < msg.users.length; start += 100) {
-        const batch = [];
-        for (let i = start; i < Math.min(msg.users.length, start + 100); i++) batch.push(connectPocketBase(msg.port, msg.users[i].token, msg.users[i].id, i));
-        streams.push(...(await Promise.all(batch)));
-      }
-      result = streams.length;
-    } else if (msg.cmd === 'pocketbase-again') {
-      // PocketBase was restarted (to drop a backlog it could not deliver): the same users again.
-      for (const s of streams.splice(0)) s.destroy();
-      for (let start = 0; start < msg.users.length; start += 100) {
-        const batch = [];
-        for (let i = start; i < Math.min(msg.users.length, start + 100); i++) batch.push(connectPocketBase(msg.port, msg.users[i].token, msg.users[i].id, i));
-        streams.push(...(await Promise.all(batch)));
-      }
-      result = streams.length;
-    } else if (msg.cmd === 'paced') {
-      result = await paced(msg);
-    } else if (msg.cmd === 'probe') {
-      // One write by `owner`: did its subscriber (and only it) get it?
-      round = { tag: msg.tag, sent: new Map(), latencies: [], delivered: 0, wrongOwner: 0, stale: 0 };
-      const title = `${msg.tag}-0`;
-      round.sent.set(title, nowUs());
-      const status = await post(msg.port, msg.path, msg.headers, JSON.stringify({ title, author: msg.owner }));
-      const end = Date.now() + 5000;
-      while (round.delivered === 0 && Date.now() < end) await sleep(5);
-      await sleep(300);
-      result = { status, delivered: round.delivered, wrongOwner: round.wrongOwner };
-    } else if (msg.cmd === 'close') {
-      for (const s of sockets) s.terminate();
-      for (const s of streams) s.destroy();
-      writeAgent.destroy();
-      process.send({ cmd: 'close', result: true }, () => process.exit(0));
-      return;
+answerCommands(async (msg) => {
+  let result;
+  if (msg.cmd === 'svc') {
+    for (let start = 0; start < msg.users.length; start += 100) {
+      const batch = [];
+      for (let i = start; i < Math.min(msg.users.length, start + 100); i++) batch.push(connectSvc(msg.port, msg.users[i].cookie, msg.users[i].id, i));
+      sockets.push(...(await Promise.all(batch)));
     }
-    process.send({ cmd: msg.cmd, result });
-  } catch (err) {
-    process.send({ cmd: msg.cmd, error: String(err?.stack ?? err) });
+    result = sockets.length;
+  } else if (msg.cmd === 'pocketbase') {
+    for (let start = 0; start < msg.users.length; start += 100) {
+      const batch = [];
+      for (let i = start; i < Math.min(msg.users.length, start + 100); i++) batch.push(connectPocketBase(msg.port, msg.users[i].token, msg.users[i].id, i));
+      streams.push(...(await Promise.all(batch)));
+    }
+    result = streams.length;
+  } else if (msg.cmd === 'pocketbase-again') {
+    // PocketBase was restarted (to drop a backlog it could not deliver): the same users again.
+    for (const s of streams.splice(0)) s.destroy();
+    for (let start = 0; start < msg.users.length; start += 100) {
+      const batch = [];
+      for (let i = start; i < Math.min(msg.users.length, start + 100); i++) batch.push(connectPocketBase(msg.port, msg.users[i].token, msg.users[i].id, i));
+      streams.push(...(await Promise.all(batch)));
+    }
+    result = streams.length;
+  } else if (msg.cmd === 'paced') {
+    result = await paced(msg);
+  } else if (msg.cmd === 'probe') {
+    // One write by `owner`: did its subscriber (and only it) get it?
+    round = { tag: msg.tag, sent: new Map(), latencies: [], delivered: 0, wrongOwner: 0, stale: 0 };
+    const title = `${msg.tag}-0`;
+    round.sent.set(title, nowUs());
+    const status = await post(msg.port, msg.path, msg.headers, JSON.stringify({ title, author: msg.owner }));
+    const end = Date.now() + 5000;
+    while (round.delivered === 0 && Date.now() < end) await sleep(5);
+    await sleep(300);
+    result = { status, delivered: round.delivered, wrongOwner: round.wrongOwner };
   }
+  return result;
+}, {
+  close() {
+    for (const s of sockets) s.terminate();
+    for (const s of streams) s.destroy();
+    writeAgent.destroy();
+  },
 });
-process.send({ cmd: 'ready', result: true });

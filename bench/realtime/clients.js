@@ -3,6 +3,7 @@
 // wire protocol itself (open, connect, ping/pong, events), for raw ws it reads JSON messages.
 // Each message carries its send time (process.hrtime, the same monotonic clock in every process).
 import WebSocket from 'ws';
+import { answerCommands } from '../lib/helpers.js';
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 let latencies = new Float64Array(1 << 20);
@@ -66,37 +67,32 @@ function summary(values) {
 }
 
 const sockets = [];
-process.on('message', async (msg) => {
-  try {
-    let result;
-    if (msg.cmd === 'connect') {
-      const { variant, port, n, sids } = msg;
-      dmCount = new Array(n).fill(0);
-      for (let start = 0; start < n; start += 100) {
-        const batch = [];
-        for (let i = start; i < Math.min(n, start + 100); i++) batch.push(connect(variant, port, i, sids?.[i]));
-        sockets.push(...(await Promise.all(batch)));
-      }
-      result = sockets.length;
-    } else if (msg.cmd === 'reset') {
-      samples = 0;
-      dmCount.fill(0);
-      dmWrong = 0;
-      dmLatencies = [];
-      result = true;
-    } else if (msg.cmd === 'report') {
-      result = {
-        broadcast: summary(latencies.subarray(0, samples)),
-        dm: { ...summary(dmLatencies), wrong: dmWrong, socketsReached: dmCount.filter((c) => c > 0).length, perSocket: dmCount },
-      };
-    } else if (msg.cmd === 'close') {
-      for (const s of sockets) s.terminate();
-      process.send({ cmd: 'close', result: true }, () => process.exit(0));
-      return;
+answerCommands(async (msg) => {
+  let result;
+  if (msg.cmd === 'connect') {
+    const { variant, port, n, sids } = msg;
+    dmCount = new Array(n).fill(0);
+    for (let start = 0; start < n; start += 100) {
+      const batch = [];
+      for (let i = start; i < Math.min(n, start + 100); i++) batch.push(connect(variant, port, i, sids?.[i]));
+      sockets.push(...(await Promise.all(batch)));
     }
-    process.send({ cmd: msg.cmd, result });
-  } catch (err) {
-    process.send({ cmd: msg.cmd, error: String(err?.stack ?? err) });
+    result = sockets.length;
+  } else if (msg.cmd === 'reset') {
+    samples = 0;
+    dmCount.fill(0);
+    dmWrong = 0;
+    dmLatencies = [];
+    result = true;
+  } else if (msg.cmd === 'report') {
+    result = {
+      broadcast: summary(latencies.subarray(0, samples)),
+      dm: { ...summary(dmLatencies), wrong: dmWrong, socketsReached: dmCount.filter((c) => c > 0).length, perSocket: dmCount },
+    };
   }
+  return result;
+}, {
+  close() {
+    for (const s of sockets) s.terminate();
+  },
 });
-process.send({ cmd: 'ready', result: true });

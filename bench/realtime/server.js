@@ -12,6 +12,7 @@ import { Server } from 'socket.io';
 import { WebSocketServer } from 'ws';
 import { UserCollection, createEmbeddedStore, createServer, silentLogger } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
+import { answerCommands } from '../lib/helpers.js';
 
 const variant = process.argv[2];
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -124,21 +125,16 @@ async function userLoop({ count, intervalMs, users }) {
   return { callUs };
 }
 
-process.on('message', async (msg) => {
-  try {
-    let result;
-    if (msg.cmd === 'connections') result = impl.connections();
-    else if (msg.cmd === 'users') result = await impl.makeUsers(msg.n);
-    else if (msg.cmd === 'broadcast') result = await broadcastLoop(msg);
-    else if (msg.cmd === 'user-emits') result = await userLoop(msg);
-    else if (msg.cmd === 'close') {
-      await impl.close();
-      process.send({ cmd: 'close', result: true }, () => process.exit(0));
-      return;
-    }
-    process.send({ cmd: msg.cmd, result });
-  } catch (err) {
-    process.send({ cmd: msg.cmd, error: String(err?.stack ?? err) });
-  }
+answerCommands(async (msg) => {
+  let result;
+  if (msg.cmd === 'connections') result = impl.connections();
+  else if (msg.cmd === 'users') result = await impl.makeUsers(msg.n);
+  else if (msg.cmd === 'broadcast') result = await broadcastLoop(msg);
+  else if (msg.cmd === 'user-emits') result = await userLoop(msg);
+  return result;
+}, {
+  async close() {
+    await impl.close();
+  },
+  ready: { port: impl.port },
 });
-process.send({ cmd: 'ready', result: { port: impl.port } });

@@ -754,11 +754,6 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
 }
 
 /**
- * The store options of a read, and the `$fields` projection to apply after property read rules
- * that depend on the object (they are evaluated on the whole stored object, so a projection
- * cannot change their outcome). A dotted `$fields` key then selects its whole top-level property.
- */
-/**
  * `[a,b,...]` as one chain of concatenations, flattened once where it is written (join, then the
  * brackets, would copy the 40 KB of an expanded list once more).
  */
@@ -768,6 +763,11 @@ function listText(texts: readonly string[]): string {
   return `${out}]`;
 }
 
+/**
+ * The store options of a read, and the `$fields` projection to apply after property read rules
+ * that depend on the object (they are evaluated on the whole stored object, so a projection
+ * cannot change their outcome). A dotted `$fields` key then selects its whole top-level property.
+ */
 function readOptions(options: FindOptions, plan: ReadPlan | undefined): { options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
   if (plan === undefined || plan.perObject.size === 0 || options.fields === undefined) return { options, projectAfter: undefined };
   const { fields, ...rest } = options;

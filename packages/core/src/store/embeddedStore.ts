@@ -147,6 +147,8 @@ class EmbeddedCollection implements StoreCollection {
   /** The datafile was loaded: reads need not wait for #open (one promise turn less each). */
   #loaded = false;
   #dirty = false;
+  /** The compaction under way, if any. */
+  #compacting: Promise<void> | undefined;
   /** Inserts that arrived while a group commit was being written; the next one writes them all. */
   #pending: PendingInsert[] = [];
   #committing = false;
@@ -668,8 +670,22 @@ class EmbeddedCollection implements StoreCollection {
    * appended: that is reported (once, see DiskState) and tried again next time, not thrown.
    */
   async compactIfDirty(): Promise<void> {
+    // One at a time, and the store's close() waits for the one under way: the timer's compaction
+    // may still be writing `<file>~` and renaming it when close() asks, and returning before it
+    // ends would unlock the folder for another process while this one still writes in it.
+    while (this.#compacting !== undefined) await this.#compacting.catch(() => undefined);
     if (!this.#dirty || !this.#loaded) return;
     this.#dirty = false;
+    const run = this.#compact();
+    this.#compacting = run;
+    try {
+      await run;
+    } finally {
+      this.#compacting = undefined;
+    }
+  }
+
+  async #compact(): Promise<void> {
     try {
       await this.#db.compactDatafileAsync();
       this.#disk.wrote();

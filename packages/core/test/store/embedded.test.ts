@@ -108,6 +108,34 @@ describe('embedded store files', () => {
     await reopened.close();
   });
 
+  it('close() waits for a compaction under way: nothing is written in the folder after it returns', async () => {
+    // The timer's compaction writes `<file>~` and renames it over the file; close() used to see
+    // the collection clean (the timer's run had taken the flag) and return, unlocking the folder
+    // while that write went on.
+    const store = await createEmbeddedStore({ dir, compactionIntervalMs: 10 });
+    const coll = store.collection('big');
+    const payload = 'x'.repeat(200);
+    for (let i = 0; i < 40_000; i += 1000) await Promise.all(Array.from({ length: 1000 }, (_, k) => coll.insert({ id: `o${i + k}`, payload })));
+    let caught = false;
+    for (let attempt = 0; attempt < 200 && !caught; attempt++) {
+      await coll.update({ id: 'o1' }, { $set: { n: attempt } });
+      const until = Date.now() + 2000;
+      while (Date.now() < until && !caught) {
+        caught = (await readdir(dir)).some((f) => f.endsWith('~'));
+        if (!caught) await new Promise((r) => setImmediate(r));
+      }
+    }
+    expect(caught, 'a compaction was seen under way').toBe(true);
+    await store.close();
+    const after = (await readdir(dir)).sort();
+    expect(after.filter((f) => f.endsWith('~'))).toEqual([]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await readdir(dir)).sort()).toEqual(after);
+    const reopened = await createEmbeddedStore({ dir });
+    expect(await reopened.collection('big').count({})).toBe(40_000);
+    await reopened.close();
+  });
+
   it('refuses collections once closed', async () => {
     const store = await createEmbeddedStore({ dir });
     await store.close();
