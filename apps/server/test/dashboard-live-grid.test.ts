@@ -5,6 +5,7 @@ import { createClient as createRedis } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSvc } from './cli.js';
 import type { SvcProcess } from './cli.js';
+import { clearRedisKeys } from './helpers/redisKeys.js';
 
 // The dashboard's data grid reloads on the changes its stream tells: with several processes it
 // now hears the other processes' writes too (through the live queries' change log, held while a
@@ -84,10 +85,7 @@ describe.skipIf(missing !== '')("the dashboard's data grid follows every process
     for (const c of aborts) c.abort();
     await Promise.all([a?.stop(), b?.stop()]);
     if (dir) await rm(dir, { recursive: true, force: true });
-    const redis = createRedis({ url: redisUrl! });
-    await redis.connect();
-    for await (const keys of redis.scanIterator({ MATCH: `${PREFIX}:*` })) if (keys.length > 0) await redis.del(keys);
-    await redis.close();
+    await clearRedisKeys(redisUrl!, PREFIX);
   });
 
   it("a dashboard on A hears B's writes, ids only; without the root key there is no stream", async () => {

@@ -7,6 +7,7 @@ import { startSvc } from './cli.js';
 import type { SvcProcess } from './cli.js';
 import { writeApp } from './helpers/app.js';
 import { until } from './helpers/wait.js';
+import { clearRedisKeys } from './helpers/redisKeys.js';
 
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
 const redisUrl = process.env.SVC_TEST_REDIS_URL;
@@ -58,10 +59,7 @@ describe.skipIf(missing !== '')('live queries across two svc processes (one Mong
     await Promise.all([a?.stop(), b?.stop()]);
     if (dir) await rm(dir, { recursive: true, force: true });
     // What this app left in the shared Redis: its change log, holds and locks.
-    const redis = createRedis({ url: redisUrl! });
-    await redis.connect();
-    for await (const keys of redis.scanIterator({ MATCH: `${PREFIX}:*` })) if (keys.length > 0) await redis.del(keys);
-    await redis.close();
+    await clearRedisKeys(redisUrl!, PREFIX);
   });
 
   it('with no live query anywhere a write is not even numbered; the first subscription, on A, then hears writes through B', async () => {

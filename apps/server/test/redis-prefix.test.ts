@@ -7,6 +7,7 @@ import { createClient } from '@svc/client';
 import type { LiveEvent, SvcClient } from '@svc/client';
 import { startSvc } from './cli.js';
 import type { SvcProcess } from './cli.js';
+import { clearRedisKeys } from './helpers/redisKeys.js';
 
 // Two apps sharing one Redis, each with its app.json `redisPrefix`: app X runs two processes (one
 // MongoDB database), app Y one (its embedded store). Both have /notes; neither hears the other.
@@ -75,10 +76,7 @@ describe.skipIf(missing !== '')('two apps sharing one Redis, each with its redis
     for (const c of clients) c.close();
     await Promise.all([x1?.stop(), x2?.stop(), y?.stop()]);
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-    const redis = createRedis({ url: redisUrl! });
-    await redis.connect();
-    for (const prefix of Object.values(prefixes)) for await (const keys of redis.scanIterator({ MATCH: `${prefix}:*` })) if (keys.length > 0) await redis.del(keys);
-    await redis.close();
+    await clearRedisKeys(redisUrl!, ...Object.values(prefixes));
   });
 
   it("live queries and emits reach the app's own processes only", async () => {

@@ -5,6 +5,7 @@ import { RedisChangeLog } from '../src/internal/live/changeLog.js';
 import type { RedisCommands, RedisSubscriber } from '../src/internal/live/changeLog.js';
 import type { ChangeEntry } from '../src/internal/live/protocol.js';
 import { until } from './helpers.js';
+import { clearRedisKeys } from './redisKeys.js';
 
 // The Redis change log's holds, between logs that each have their own Redis connections (as
 // processes do): who publishes when, and what a lapse or a reconnection does.
@@ -65,10 +66,7 @@ describe.skipIf(!redisUrl)('the Redis change log: holds', () => {
     for (const o of opened.splice(0)) await o.close();
   });
   afterAll(async () => {
-    const redis = createClient({ url: redisUrl! });
-    await redis.connect();
-    for await (const keys of redis.scanIterator({ MATCH: `${key}:*` })) if (keys.length > 0) await redis.del(keys);
-    await redis.close();
+    await clearRedisKeys(redisUrl!, key);
   });
 
   const create = (id: string) => ({ kind: 'create' as const, object: { id } });

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Socket } from 'socket.io-client';
-import { Collection, UserCollection, createServer, silentLogger } from '@svc/core';
+import { Collection, UserCollection } from '@svc/core';
 import type { Store } from '@svc/core';
-import { createRealtime } from '@svc/realtime';
 import type { LiveMessage } from '@svc/realtime';
-import { HttpClient, settle, signUpAndLogin, until } from './helpers.js';
+import { HttpClient, serveWithRealtime, settle, signUpAndLogin, until } from './helpers.js';
 import type { RtServer } from './helpers.js';
 import { LIVE_STORES, rootRequest, subscribe } from './liveHelpers.js';
 import type { LiveStore } from './liveHelpers.js';
@@ -15,8 +14,7 @@ import type { LiveStore } from './liveHelpers.js';
 
 const OWNER_ONLY = { list: { owner: '@me.id' }, read: { owner: '@me.id' } };
 
-async function startRelationsServer(store: Store): Promise<RtServer> {
-  const realtime = createRealtime({});
+function startRelationsServer(store: Store): Promise<RtServer> {
   const resources = [
     new UserCollection({ path: '/users', properties: { name: { type: 'string' } }, store: store.collection('users'), passwordCost: 4 }),
     new Collection({ path: '/projects', properties: { name: { type: 'string' } }, store: store.collection('projects') }),
@@ -33,19 +31,7 @@ async function startRelationsServer(store: Store): Promise<RtServer> {
       rules: OWNER_ONLY,
     }),
   ];
-  const view: Store = { kind: store.kind, collection: (name) => store.collection(name), close: () => Promise.resolve() };
-  const server = await createServer({ store: view, resources, logger: silentLogger });
-  await realtime.attach(server);
-  const port = await server.listen(0, '127.0.0.1');
-  return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    realtime,
-    async close() {
-      await realtime.close();
-      await server.close();
-    },
-  };
+  return serveWithRealtime(store, resources);
 }
 
 describe.each(LIVE_STORES)('writes outside a collection’s own requests reach its live queries ($name store)', (kind) => {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import type { Socket } from 'socket.io-client';
 import { Collection } from '@svc/core';
 import { HttpClient, login, settle, signUpAndLogin, until } from './helpers.js';
 import type { RtServer } from './helpers.js';
 import { LIVE_STORES, WriteGate, rootRequest, startLiveServer, subscribe, summary, unsubscribe } from './liveHelpers.js';
 import type { LiveStore } from './liveHelpers.js';
+import { clearRedisKeys } from './redisKeys.js';
 
 // Writes are published to the live change log only while some process's live queries hold the
 // collection. These tests check that nothing a subscription needs is lost on the way: a write in
@@ -139,10 +139,7 @@ describe.skipIf(!redisUrl).each(LIVE_STORES)('live queries publish only while he
     await a?.close();
     await b?.close();
     await store?.dispose();
-    const redis = createClient({ url: redisUrl! });
-    await redis.connect();
-    for await (const keys of redis.scanIterator({ MATCH: `${redisKey}:*` })) if (keys.length > 0) await redis.del(keys);
-    await redis.close();
+    await clearRedisKeys(redisUrl!, redisKey);
   });
 
   async function userSocketOn(server: RtServer, name: string): Promise<{ socket: Socket; id: string }> {

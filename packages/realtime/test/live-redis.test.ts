@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import type { Socket } from 'socket.io-client';
 import { HttpClient, login, settle, signUpAndLogin, until } from './helpers.js';
 import type { RtServer } from './helpers.js';
 import { LIVE_STORES, rootRequest, startLiveServer, subscribe, summary } from './liveHelpers.js';
 import type { LiveStore } from './liveHelpers.js';
+import { clearRedisKeys } from './redisKeys.js';
 
 const redisUrl = process.env.SVC_TEST_REDIS_URL;
 if (!redisUrl) {
@@ -31,10 +31,7 @@ describe.skipIf(!redisUrl).each(LIVE_STORES)('live queries across two servers ov
     await b?.close();
     await store?.dispose();
     // The sequences and rings this run left in the shared Redis.
-    const redis = createClient({ url: redisUrl! });
-    await redis.connect();
-    for await (const keys of redis.scanIterator({ MATCH: `${redisKey}:*` })) if (keys.length > 0) await redis.del(keys);
-    await redis.close();
+    await clearRedisKeys(redisUrl!, redisKey);
   });
 
   async function socketOf(client: HttpClient, url?: string): Promise<Socket> {
