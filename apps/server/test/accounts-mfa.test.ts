@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@svc/client';
 import type { LoginAnswer, UserCollectionDef } from '@svc/client';
@@ -57,6 +59,12 @@ for (const store of appStores()) {
       expect(login.body).toEqual({ mfaRequired: true, mfaToken: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
       return (login.body as { mfaToken: string }).mfaToken;
     }
+
+    if (store === 'embedded') it('the records of _auth are indexed by expiresAt (the sweep reads only the expired ones)', async () => {
+      // nedb keeps its index definitions in the data file, one line each.
+      const lines = (await readFile(join(h.dir, 'data', '_auth.db'), 'utf8')).split('\n').filter(Boolean);
+      expect(lines.map((l) => JSON.parse(l) as Record<string, { fieldName?: string }>).some((l) => l.$$indexCreated?.fieldName === 'expiresAt')).toBe(true);
+    });
 
     it('enrolment needs a login and a first valid code', async () => {
       expect((await h.client()('POST', '/users/mfa/enroll', {})).status).toBe(401);

@@ -130,6 +130,7 @@ export class UserCollection extends Collection implements UserResource {
     const email = this.properties.email;
     if (this.accounts && email && !email.unique && !email.index) await this.store.ensureIndex({ field: 'email' });
     await this.accounts?.init();
+    await this.flows?.init();
   }
 
   override handle(ctx: Context): Promise<Reply> {

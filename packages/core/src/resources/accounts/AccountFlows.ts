@@ -53,6 +53,11 @@ export class AccountFlows {
     return new AccountFlows(records, mfa, auth.oauth === undefined ? undefined : new OAuthLogin(host, auth.oauth), auth.mfa !== undefined, host);
   }
 
+  /** Prepares the records' collection (its index). */
+  init(): Promise<void> {
+    return this.records.init();
+  }
+
   /** The answer of an account route (/oauth/..., /mfa/...), or undefined for any other request. */
   route(ctx: Context): Promise<Reply> | undefined {
     const head = ctx.parts[0];

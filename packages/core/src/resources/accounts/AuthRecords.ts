@@ -28,6 +28,11 @@ export class AuthRecords {
     private readonly path: string,
   ) {}
 
+  /** The sweep removes by `expiresAt`: indexed, so that it reads only the expired records. */
+  async init(): Promise<void> {
+    await this.store.ensureIndex({ field: 'expiresAt' });
+  }
+
   /** The record's id: kind, collection and the SHA-256 of the key (a secret never stored as given). */
   idOf(kind: string, key: string): string {
     return `${kind}:${this.path}:${sha256(key)}`;
