@@ -1,7 +1,7 @@
 // The subscribers of bench/live/run.js, in one process pinned to core 1: raw `ws` sockets speaking
 // Engine.IO v4 / Socket.IO v5 themselves (open, connect, ping/pong, events, acks), so that the
 // client side costs little and the same for both variants. Socket i subscribes to {owner: "u<i>"}.
-import WebSocket from 'ws';
+import { rawSocketIo } from '../lib/rawSocketIo.js';
 import { answerCommands } from '../lib/helpers.js';
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -13,31 +13,26 @@ let delivered = 0;
 
 function connect(port, index) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/socket.io/?EIO=4&transport=websocket`, { perMessageDeflate: false });
-    ws.on('error', reject);
-    ws.on('message', (buf) => {
-      const text = buf.toString();
-      const type = text.charCodeAt(0);
-      if (type === 50 /* '2' ping */) return ws.send('3');
-      if (type === 48 /* '0' open */) return ws.send('40');
-      if (type !== 52 /* '4' message */) return;
-      const packet = text.charCodeAt(1);
-      if (packet === 48 /* '0' connected */) {
-        ws.send(`42${JSON.stringify(['bench:owner', `u${index}`])}`);
-        // Subscribe with an ack (id = index): '42<id>[...]', answered '43<id>[answer]'.
-        ws.send(`42${index}${JSON.stringify(['svc:subscribe', { id: 's', path: '/todos', query: { owner: `u${index}` } }])}`);
-      } else if (packet === 51 /* '3' ack */) {
-        const answer = JSON.parse(text.slice(text.indexOf('[')))[0];
-        if (answer.ok) resolve(ws);
-        else reject(new Error(JSON.stringify(answer)));
-      } else if (packet === 50 /* '2' event */) {
-        const [event, data] = JSON.parse(text.slice(2));
-        if (event === 'svc:live' && data.object) {
-          delivered++;
-          if (data.object.title[0] !== 'p') received.set(data.object.title, nowUs());
-        }
-      }
+    const ws = rawSocketIo(port, {
+      on: {
+        connected() {
+          ws.send(`42${JSON.stringify(['bench:owner', `u${index}`])}`);
+          // Subscribe with an ack (id = index): '42<id>[...]', answered '43<id>[answer]'.
+          ws.send(`42${index}${JSON.stringify(['svc:subscribe', { id: 's', path: '/todos', query: { owner: `u${index}` } }])}`);
+        },
+        ack(answer) {
+          if (answer.ok) resolve(ws);
+          else reject(new Error(JSON.stringify(answer)));
+        },
+        event(event, data) {
+          if (event === 'svc:live' && data.object) {
+            delivered++;
+            if (data.object.title[0] !== 'p') received.set(data.object.title, nowUs());
+          }
+        },
+      },
     });
+    ws.on('error', reject);
   });
 }
 

@@ -5,7 +5,7 @@
 // token), and the paced writer (HTTP POSTs). Commands arrive over IPC; each answers with a message
 // of the same `cmd`. Times are process.hrtime in this one process (writer and receivers alike).
 import http from 'node:http';
-import WebSocket from 'ws';
+import { rawSocketIo } from '../lib/rawSocketIo.js';
 import { answerCommands } from '../lib/helpers.js';
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -33,30 +33,23 @@ function received(owner, object) {
 
 function connectSvc(port, cookie, owner, index) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/socket.io/?EIO=4&transport=websocket`, { perMessageDeflate: false, headers: { cookie } });
     const timer = setTimeout(() => reject(new Error(`svc socket ${index}: no subscribe answer in 30 s`)), 30_000);
-    ws.on('error', reject);
-    ws.on('message', (buf) => {
-      const text = buf.toString();
-      const type = text.charCodeAt(0);
-      if (type === 50 /* '2' ping */) return ws.send('3');
-      if (type === 48 /* '0' open */) return ws.send('40');
-      if (type !== 52 /* '4' message */) return;
-      const packet = text.charCodeAt(1);
-      if (packet === 48 /* '0' connected */) {
-        ws.send(`42${index}${JSON.stringify(['svc:subscribe', { id: 's', path: '/posts', query: {} }])}`);
-      } else if (packet === 51 /* '3' ack */) {
-        const answer = JSON.parse(text.slice(text.indexOf('[')))[0];
-        clearTimeout(timer);
-        if (answer.ok) resolve(ws);
-        else reject(new Error(`svc subscribe: ${JSON.stringify(answer)}`));
-      } else if (packet === 50 /* '2' event */) {
-        const [event, data] = JSON.parse(text.slice(2));
-        if (event === 'svc:live' && data.object) received(owner, data.object);
-      } else if (packet === 52 /* '4' connect error */) {
-        reject(new Error(`svc socket refused: ${text}`));
-      }
+    const ws = rawSocketIo(port, {
+      headers: { cookie },
+      on: {
+        connected: () => ws.send(`42${index}${JSON.stringify(['svc:subscribe', { id: 's', path: '/posts', query: {} }])}`),
+        ack(answer) {
+          clearTimeout(timer);
+          if (answer.ok) resolve(ws);
+          else reject(new Error(`svc subscribe: ${JSON.stringify(answer)}`));
+        },
+        event(event, data) {
+          if (event === 'svc:live' && data.object) received(owner, data.object);
+        },
+        refused: (text) => reject(new Error(`svc socket refused: ${text}`)),
+      },
     });
+    ws.on('error', reject);
   });
 }
 

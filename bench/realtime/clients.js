@@ -3,6 +3,7 @@
 // wire protocol itself (open, connect, ping/pong, events), for raw ws it reads JSON messages.
 // Each message carries its send time (process.hrtime, the same monotonic clock in every process).
 import WebSocket from 'ws';
+import { rawSocketIo } from '../lib/rawSocketIo.js';
 import { answerCommands } from '../lib/helpers.js';
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -31,28 +32,16 @@ function record(event, data, index) {
 
 function connect(variant, port, index, sid) {
   return new Promise((resolve, reject) => {
-    const url = variant === 'ws' ? `ws://127.0.0.1:${port}/` : `ws://127.0.0.1:${port}/socket.io/?EIO=4&transport=websocket`;
-    const ws = new WebSocket(url, { perMessageDeflate: false, headers: sid ? { cookie: `sid=${sid}` } : {} });
-    ws.on('error', reject);
+    const headers = sid ? { cookie: `sid=${sid}` } : {};
     if (variant === 'ws') {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/`, { perMessageDeflate: false, headers });
+      ws.on('error', reject);
       ws.on('open', () => resolve(ws));
       ws.on('message', (buf) => record('b', JSON.parse(buf.toString()), index));
       return;
     }
-    ws.on('message', (buf) => {
-      const text = buf.toString();
-      const type = text.charCodeAt(0);
-      if (type === 50 /* '2' ping */) ws.send('3');
-      else if (type === 48 /* '0' open */) ws.send('40');
-      else if (type === 52 /* '4' message */) {
-        const packet = text.charCodeAt(1);
-        if (packet === 48 /* '0' connected */) resolve(ws);
-        else if (packet === 50 /* '2' event */) {
-          const [event, data] = JSON.parse(text.slice(2));
-          record(event, data, index);
-        }
-      }
-    });
+    const ws = rawSocketIo(port, { headers, on: { connected: () => resolve(ws), event: (event, data) => record(event, data, index) } });
+    ws.on('error', reject);
   });
 }
 
