@@ -333,7 +333,8 @@ class EmbeddedCollection implements StoreCollection {
         const span = spanOf(raw, text, key);
         spans[at * 2] = span[0];
         spans[at * 2 + 1] = span[1];
-        values[at] = Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
+        // As find() answers the object: no `_id` (it is `id`) and no insertion number.
+        values[at] = key !== '_id' && key !== SEQ && Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
       }
     }
     return { texts, values, spans };

@@ -28,4 +28,8 @@ export class CompiledScript implements Script {
   get names(): ReadonlySet<string> | undefined {
     return this.usage.names;
   }
+
+  get reads(): readonly string[] | undefined {
+    return this.usage.thisProps;
+  }
 }
