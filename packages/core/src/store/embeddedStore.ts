@@ -318,11 +318,17 @@ class EmbeddedCollection implements StoreCollection {
     const texts: string[] = new Array<string>(raws.length);
     const width = pick.length;
     const values: unknown[] = new Array<unknown>(raws.length * width);
-    const spans = new Int32Array(raws.length * width * 2).fill(-2);
+    const spans = new Int32Array(raws.length * width * 2);
+    // Cached objects are plain objects: a name Object.prototype lacks reads undefined unless the
+    // object has it, so only those names need the own-property test. `_id` and the insertion
+    // number are not what find() answers (it answers `id`, and no insertion number).
+    const plain = pick.map((key) => key !== '_id' && key !== SEQ && !(key in Object.prototype));
     for (let i = 0; i < raws.length; i++) {
       const raw = raws[i] as Raw;
-      const text = jsonOf(raw);
-      texts[i] = text;
+      const kept = keptOf(raw);
+      texts[i] = kept.text;
+      const own = pickSpans(raw, kept, pick);
+      for (let s = 0; s < own.length; s++) spans[i * width * 2 + s] = own[s] as number;
       for (let k = 0; k < width; k++) {
         const key = pick[k] as string;
         const at = i * width + k;
@@ -330,11 +336,10 @@ class EmbeddedCollection implements StoreCollection {
           values[at] = raw._id;
           continue;
         }
-        const span = spanOf(raw, text, key);
-        spans[at * 2] = span[0];
-        spans[at * 2 + 1] = span[1];
-        // As find() answers the object: no `_id` (it is `id`) and no insertion number.
-        values[at] = key !== '_id' && key !== SEQ && Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
+        if (plain[k] === true) {
+          const value = raw[key];
+          values[at] = value === undefined || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : copyValue(value);
+        } else values[at] = key !== '_id' && key !== SEQ && Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
       }
     }
     return { texts, values, spans };
@@ -1091,7 +1096,14 @@ function isPlainOperators(value: unknown): value is Record<string, unknown> {
 }
 
 /** Each cached object's JSON text, made on first read; an updated object is a new object. */
-const jsonTexts = new WeakMap<Raw, string>();
+const jsonTexts = new WeakMap<Raw, Kept>();
+
+/** What is kept per cached object: its JSON text, and the spans of the last list of names asked (see pickSpans). */
+interface Kept {
+  text: string;
+  pick: readonly string[] | undefined;
+  spans: Int32Array | undefined;
+}
 
 /** Per cached object and property name, where its value is in the object's kept text (see spanOf). */
 const valueSpans = new WeakMap<Raw, Map<string, readonly [number, number]>>();
@@ -1124,10 +1136,40 @@ function findSpan(raw: Raw, text: string, key: string): readonly [number, number
 }
 
 function jsonOf(raw: Raw): string {
-  let text = jsonTexts.get(raw);
-  if (text === undefined) {
-    text = JSON.stringify(copyDoc(raw));
-    jsonTexts.set(raw, text);
+  return keptOf(raw).text;
+}
+
+function keptOf(raw: Raw): Kept {
+  let kept = jsonTexts.get(raw);
+  if (kept === undefined) {
+    kept = { text: JSON.stringify(copyDoc(raw)), pick: undefined, spans: undefined };
+    jsonTexts.set(raw, kept);
   }
-  return text;
+  return kept;
+}
+
+/**
+ * The spans of `pick`'s values in the object's text (findTexts's `spans` for one object), kept
+ * with the text while the next read asks for the same names: a list read again and again (On Get
+ * over a list reads the script's properties) then finds them with the text, in one lookup.
+ */
+function pickSpans(raw: Raw, kept: Kept, pick: readonly string[]): Int32Array {
+  if (kept.spans !== undefined && (kept.pick === pick || sameNames(kept.pick as readonly string[], pick))) return kept.spans;
+  const spans = new Int32Array(pick.length * 2).fill(-2);
+  for (let k = 0; k < pick.length; k++) {
+    const key = pick[k] as string;
+    if (key === 'id') continue;
+    const span = spanOf(raw, kept.text, key);
+    spans[k * 2] = span[0];
+    spans[k * 2 + 1] = span[1];
+  }
+  kept.pick = pick;
+  kept.spans = spans;
+  return spans;
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
