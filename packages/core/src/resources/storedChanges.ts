@@ -62,6 +62,8 @@ class Splicer {
   /** Per key of lastChange.assigned: its `"name":` and its value's JSON. */
   private names: string[] = [];
   private jsons: (string | undefined)[] = [];
+  /** What is appended for lastChange when every property it assigned is new to the object. */
+  private allNewExtra: string | undefined;
 
   constructor(
     private readonly rows: StoredTexts,
@@ -77,6 +79,9 @@ class Splicer {
     if (change !== this.lastChange) this.learn(change);
     const edits: Edit[] = [];
     let extra = '';
+    // Every assigned property new to the object so far: then the text appended is the one kept
+    // for this change (objects of a list mostly get the same new properties and values).
+    let allNew = true;
     for (let k = 0; k < assigned.length; k++) {
       const key = assigned[k] as string;
       if (hidden.includes(key)) continue; // removed below
@@ -84,10 +89,18 @@ class Splicer {
       if (span === undefined) return undefined;
       const json = this.jsons[k];
       if (json === undefined) return undefined;
-      if (span[0] >= 0) edits.push({ start: span[1], end: span[2], with: json });
+      if (span[0] >= 0) {
+        if (allNew && this.allNewExtra !== undefined) extra = this.extraBefore(k, hidden);
+        allNew = false;
+        edits.push({ start: span[1], end: span[2], with: json });
+      }
       // New: objects list array-index names first, and "__proto__" is set apart: the object path.
       else if (key === '__proto__' || isIndexName(key)) return undefined;
-      else extra += `,${this.names[k] as string}${json}`;
+      else if (!allNew || this.allNewExtra === undefined) extra += `,${this.names[k] as string}${json}`;
+    }
+    if (allNew) {
+      if (this.allNewExtra === undefined) this.allNewExtra = extra;
+      else extra = this.allNewExtra;
     }
     for (const list of [deleted, hidden]) {
       for (const key of list) {
@@ -106,7 +119,15 @@ class Splicer {
     return out === '{}' ? `{${extra.slice(1)}}` : `${out.slice(0, -1)}${extra}}`;
   }
 
+  /** The text appended for the assigned properties before the k-th, all of them new to the object. */
+  private extraBefore(k: number, hidden: readonly string[]): string {
+    let extra = '';
+    for (let j = 0; j < k; j++) if (!hidden.includes(this.lastChange?.assigned[j] as string)) extra += `,${this.names[j] as string}${this.jsons[j] as string}`;
+    return extra;
+  }
+
   private learn(change: GetChanges): void {
+    this.allNewExtra = undefined;
     const keep = this.lastChange !== undefined && this.lastChange.assigned === change.assigned;
     const previous = this.lastChange;
     this.lastChange = change;
