@@ -8,6 +8,8 @@
 //                        generators on the other: the same seconds for both, but each server at
 //                        half load (fewer requests per wake-up, smaller write batches)
 // Each window gives each server's CPU per request; the median of the per-window ratios is the answer.
+// CPU counts the server process and its children (svc's script processes); the output also gives
+// the server process alone and the children's part (`server + scripts`).
 //
 //   node bench/pair.js --scenario get-one --a svc --b hand [--windows 15] [--duration 3] [--together]
 //
@@ -80,6 +82,7 @@ try {
   log(`${scenario.title}: ${ids[0]} vs ${ids[1]}, ${windows} windows of ${duration} s, ${connections} connections each, ${together ? 'together' : 'alternating (ABBA)'}, server core ${pin?.server ?? '-'}`);
   const ratios = [];
   const per = [[], []];
+  const own = [[], []];
   for (let w = 0; w < windows; w++) {
     const warmup = w === 0 ? 2 : 0.5;
     let ra;
@@ -96,12 +99,15 @@ try {
     for (const r of [ra, rb]) if (r.non2xx || r.errors) throw new Error(`errors under load: ${JSON.stringify(r.statusCodes)} ${r.errors}`);
     per[0].push(ra.cpuUsPerRequest);
     per[1].push(rb.cpuUsPerRequest);
+    own[0].push(ra.ownCpuUsPerRequest);
+    own[1].push(rb.ownCpuUsPerRequest);
     ratios.push(ra.cpuUsPerRequest / rb.cpuUsPerRequest);
-    log(`window ${w + 1}/${windows}: ${ids[0]} ${ra.cpuUsPerRequest.toFixed(1)} µs/req (${Math.round(ra.rps)} req/s), ${ids[1]} ${rb.cpuUsPerRequest.toFixed(1)} µs/req (${Math.round(rb.rps)} req/s), ratio ${(ra.cpuUsPerRequest / rb.cpuUsPerRequest).toFixed(3)}`);
+    const split = (r) => `${r.cpuUsPerRequest.toFixed(1)} µs/req = ${r.ownCpuUsPerRequest.toFixed(1)} + ${(r.cpuUsPerRequest - r.ownCpuUsPerRequest).toFixed(1)}`;
+    log(`window ${w + 1}/${windows}: ${ids[0]} ${split(ra)} (${Math.round(ra.rps)} req/s), ${ids[1]} ${split(rb)} (${Math.round(rb.rps)} req/s), ratio ${(ra.cpuUsPerRequest / rb.cpuUsPerRequest).toFixed(3)}`);
   }
   const sorted = [...ratios].sort((x, y) => x - y);
   process.stdout.write(
-    `${scenario.title}: CPU µs/req ${ids[0]} ${median(per[0]).toFixed(1)}, ${ids[1]} ${median(per[1]).toFixed(1)} (medians); ` +
+    `${scenario.title}: CPU µs/req ${ids[0]} ${median(per[0]).toFixed(1)}, ${ids[1]} ${median(per[1]).toFixed(1)} (medians; server process alone ${median(own[0]).toFixed(1)} and ${median(own[1]).toFixed(1)}, the rest its script processes); ` +
       `${ids[0]} / ${ids[1]} = ${median(ratios).toFixed(3)}x (median of ${windows} paired windows, ${together ? 'together' : 'alternating'}; min ${min(ratios).toFixed(3)}, max ${max(ratios).toFixed(3)}, ` +
       `middle half ${sorted[Math.floor(windows / 4)].toFixed(3)}-${sorted[Math.ceil((3 * windows) / 4) - 1].toFixed(3)})\n`,
   );

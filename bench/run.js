@@ -414,7 +414,7 @@ for (let round = 0; round < rounds; round++) {
         const r = await measure(scenario, id, captured);
         results.push({ scenario: scenario.id, variant: id, round, position, ...r });
         const bad = r.non2xx || r.errors ? `  !! ${r.non2xx} non-2xx, ${r.errors} errors` : '';
-        log(`${tag} ${lpad(fmtInt(r.rps), 8)} req/s  p50 ${fmt(r.latencyMs.p50, 2)} ms  p99 ${fmt(r.latencyMs.p99, 2)} ms  ${fmt(r.cpuUsPerRequest)} µs/req  server ${fmt(r.serverCores, 2)} / load ${fmt(r.loadgenCores, 2)} / other ${fmt(r.otherOnServerCore, 2)} cores${bad}`);
+        log(`${tag} ${lpad(fmtInt(r.rps), 8)} req/s  p50 ${fmt(r.latencyMs.p50, 2)} ms  p99 ${fmt(r.latencyMs.p99, 2)} ms  ${fmt(r.cpuUsPerRequest)} µs/req (server process alone ${fmt(r.ownCpuUsPerRequest)})  server ${fmt(r.serverCores, 2)} / load ${fmt(r.loadgenCores, 2)} / other ${fmt(r.otherOnServerCore, 2)} cores${bad}`);
         for (const n of r.notes) log(`${tag} note: ${n}`);
       } catch (err) {
         if (interrupted) break;

@@ -85,6 +85,18 @@ export const variants = {
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
     command: svcCommand,
   },
+  // The same with an On Get that needs the isolate (bench/app-scripts-dynamic:
+  // `this.seen = String(this.title).length > 0;`, a function call): a script made only of constant
+  // assignments may be answered without running it, this one never is.
+  'svc-get-dyn': {
+    title: 'svc + On Get calling a function',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app-scripts-dynamic',
+    build: ['@svc/server...'],
+    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
+    command: svcCommand,
+  },
   'svc-get-no-access': {
     title: 'svc + trivial On Get, access log off',
     tag: 'svc',
@@ -101,6 +113,7 @@ export const variants = {
   // before/after pair of two commits: `BENCH_OTHER=/tmp/base node bench/pair.js --scenario
   // get-all-script --a svc-get --b svc-get-other --together`.
   'svc-get-other': otherCheckout('bench/app-scripts', 'svc + trivial On Get, built from $BENCH_OTHER'),
+  'svc-get-dyn-other': otherCheckout('bench/app-scripts-dynamic', 'svc + On Get calling a function, built from $BENCH_OTHER'),
   'svc-other': otherCheckout('bench/app', 'svc, built from $BENCH_OTHER'),
 };
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { isPlainObject, isUserResource, SvcError } from '@svc/core';
-import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
+import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, GetChanges, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { createScriptRuntime, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
-import type { HostApi, RunInput, RunResult, Script, ScriptModule, ScriptRuntime, ScriptRuntimeStats } from '@svc/script-runtime';
+import type { HostApi, RunChanges, RunInput, RunResult, Script, ScriptModule, ScriptRuntime, ScriptRuntimeStats } from '@svc/script-runtime';
 import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { DEFAULT_RECURSION_CAP, scriptClient, scriptClientNames } from './scriptClient.js';
@@ -419,6 +419,33 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           return results.map((r) =>
             r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected, changes: changesOf(r) },
           );
+        },
+        getReads() {
+          const { script } = scripts.get('get') ?? {};
+          return script === undefined || script instanceof ScriptSyntaxError ? undefined : script.reads;
+        },
+        async runGetChanges(ctx, keys, values, count) {
+          const { script, uses } = scripts.get('get') as Compiled;
+          if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
+          const shared = { locals: locals(ctx, uses, { previous: {} }), host: host(ctx, uses, folder.path), label: `${name} On Get`, budget: budgetOf(ctx) };
+          let results: RunChanges[];
+          try {
+            results = await runtimeOf(script).runColumns(script, shared, keys, values, count);
+          } catch (err) {
+            throw scriptFailure(err, env, logger);
+          }
+          // As runGetBatch: a cancelled object is left out.
+          const out: (GetChanges | null)[] = new Array<GetChanges | null>(results.length);
+          let previous: RunChanges | undefined;
+          let last: GetChanges | null = null;
+          for (let i = 0; i < results.length; i++) {
+            const r = results[i] as RunChanges;
+            // Runs with the same outcome share it (the runtime's repeats): one answer object for them.
+            if (r !== previous) last = r.cancelled || r.errors ? null : { assigned: r.assigned ?? NONE, values: r.values ?? NONE, deleted: r.deleted ?? NONE, hidden: r.hidden };
+            previous = r;
+            out[i] = last;
+          }
+          return out;
         },
       };
     },

@@ -5,7 +5,7 @@
 // prints one JSON line with the measured figures, including the server's CPU time over the
 // measured window only (/proc/<serverPid>/stat, read right before and right after it).
 import autocannon from 'autocannon';
-import { cpuSeconds, coreTimes, clkTck } from '../procs.js';
+import { cpuSplit, coreTimes, clkTck } from '../procs.js';
 
 const cfg = JSON.parse(process.argv[2]);
 const host = new URL(cfg.url).hostname;
@@ -56,13 +56,13 @@ function percentile(h, total, p) {
 if (cfg.warmup > 0) await run(cfg.warmup);
 
 const histogram = { counts: new Uint32Array(MAX_US + 1), max: 0 };
-const cpu0 = cpuSeconds(cfg.serverPid);
+const cpu0 = cpuSplit(cfg.serverPid);
 const cores0 = coreTimes();
 const own0 = process.cpuUsage();
 const t0 = process.hrtime.bigint();
 const { result, responses } = await run(cfg.duration, histogram);
 const t1 = process.hrtime.bigint();
-const cpu1 = cpuSeconds(cfg.serverPid);
+const cpu1 = cpuSplit(cfg.serverPid);
 const cores1 = coreTimes();
 const own = process.cpuUsage(own0);
 
@@ -79,7 +79,9 @@ for (const [core, b] of cores1) {
 }
 
 const seconds = Number(t1 - t0) / 1e9;
-const serverCpu = cpu1 - cpu0;
+const serverCpu = cpu1.total - cpu0.total;
+// The server process alone, without its children (svc's script processes).
+const ownCpu = cpu1.self - cpu0.self;
 let sum = 0;
 for (let us = 0; us <= MAX_US; us++) sum += us * histogram.counts[us];
 
@@ -104,6 +106,7 @@ process.stdout.write(
     serverCpuSeconds: serverCpu,
     serverCores: serverCpu / seconds,
     cpuUsPerRequest: responses ? (serverCpu * 1e6) / responses : null,
+    ownCpuUsPerRequest: responses ? (ownCpu * 1e6) / responses : null,
     loadgenCores: (own.user + own.system) / 1e6 / seconds,
     // CPU of the server's core used by anything but the server (other processes, interrupts).
     otherOnServerCore: serverCoreBusy === null ? null : Math.max(0, serverCoreBusy - serverCpu) / seconds,

@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import ivm from 'isolated-vm';
 import { ScriptBusyError, ScriptInputError, ScriptSyntaxError, ScriptTimeoutError } from './errors.js';
 import type { RunInput, RunResult, Script, ScriptRuntime, ScriptRuntimeOptions, ScriptRuntimeStats } from './types.js';
-import { decodeJob, encodeJob, encodeRun, isInputList } from './internal/codec.js';
+import { decodeChanges, decodeJob, encodeColumns, encodeJob, encodeRun, isInputList } from './internal/codec.js';
 import type { JobInputs } from './internal/codec.js';
 import { CompiledScript } from './internal/compiled-script.js';
 import { exceedsDepth, MAX_INPUT_DEPTH } from './internal/depth.js';
@@ -158,6 +158,23 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       counts.runs++;
       try {
         return decodeJob(await submit(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
+      } catch (err) {
+        return counted(err);
+      }
+    },
+
+    async runColumns(script, shared, keys, values, count) {
+      const compiled = own(script);
+      if (compiled.reads === undefined) throw new TypeError('runColumns: the script uses `this` as a whole (Script.reads is undefined)');
+      if (values.length !== count * keys.length) throw new TypeError('runColumns: values must hold keys.length values per object');
+      if (count === 0) return [];
+      counts.runs++;
+      try {
+        checkDepth({ shared, objects: [] }, compiled.filename);
+        const jobId = nextJobId;
+        nextJobId = jobId >= 0x7fffffff ? 1 : jobId + 1;
+        const { json, hosts } = encodeColumns(compiled.id, jobId, shared, keys, values, count, compiled.usage);
+        return decodeChanges(await pool.submit(compiled, jobId, json, hosts, shared.budget), count, compiled);
       } catch (err) {
         return counted(err);
       }

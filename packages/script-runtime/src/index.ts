@@ -3,7 +3,7 @@
  * scope, CPU and memory limits, and host calls (emit, the svc client) that the run waits for.
  */
 export { createScriptRuntime } from './create-script-runtime.js';
-export type { HostApi, RunInput, RunResult, Script, ScriptModule, ScriptRuntime, ScriptRuntimeOptions, ScriptRuntimeStats } from './types.js';
+export type { HostApi, RunChanges, RunInput, RunResult, Script, ScriptModule, ScriptRuntime, ScriptRuntimeOptions, ScriptRuntimeStats } from './types.js';
 export { checkScriptModules, MAX_MODULE_BYTES, MAX_MODULES_BYTES } from './check-script-modules.js';
 export { ScriptBusyError, ScriptError, ScriptInputError, ScriptMemoryError, ScriptRestartedError, ScriptRuntimeError, ScriptSyntaxError, ScriptTimeoutError } from './errors.js';
 export type { ScriptErrorCode, ScriptErrorLocation } from './errors.js';

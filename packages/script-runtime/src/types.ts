@@ -51,6 +51,12 @@ export interface Script {
    * and a caller may skip building a local whose name is not here.
    */
   readonly names: ReadonlySet<string> | undefined;
+  /**
+   * The properties of `this` the source names (`this.<name>`, read or written); undefined when it
+   * may use the whole object (`this[k]`, `JSON.stringify(this)`, changed(), eval). Only these
+   * cross per run, and runColumns() takes objects as these values.
+   */
+  readonly reads: readonly string[] | undefined;
 }
 
 /**
@@ -121,6 +127,13 @@ export interface RunResult {
   setResultCalled?: boolean;
 }
 
+/**
+ * What a run of runColumns() did: the properties of `this` it assigned with their new values
+ * (`values[k]` is the value of `assigned[k]`, as JSON would copy it), those it deleted, and the
+ * rest of a RunResult. No `thisObj`: the objects were given as values and nothing was copied.
+ */
+export type RunChanges = Omit<RunResult, 'thisObj'> & { values?: readonly unknown[] };
+
 /** Compiles event scripts once and runs them in reused isolates with a fresh scope per run. */
 export interface ScriptRuntime {
   /** Compiles a script; throws ScriptSyntaxError with filename, line and column on syntax errors. */
@@ -147,6 +160,14 @@ export interface ScriptRuntime {
     objects: readonly Record<string, unknown>[],
     options?: { inPlace?: boolean },
   ): Promise<RunResult[]>;
+  /**
+   * runEach for objects given as the values of the properties the script reads (Script.reads,
+   * which must be defined): `values[i * keys.length + k]` is object i's value of `keys[k]`
+   * (undefined: it has none), for `count` objects. The same runs as runEach over objects with
+   * just those properties; nothing is copied or changed: each result tells the run's changes
+   * (RunChanges), for a caller that holds each object's serialisation and patches it.
+   */
+  runColumns(script: Script, shared: Omit<RunInput, 'thisObj'>, keys: readonly string[], values: readonly unknown[], count: number): Promise<RunChanges[]>;
   /** Disposes the isolates; in-flight runs reject and later calls throw. */
   dispose(): void;
   /**

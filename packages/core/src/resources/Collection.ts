@@ -22,6 +22,7 @@ import type { ExpandNode } from '../relations/parseExpand.js';
 import { expandTexts, expandsAsText, keysToExpand } from '../relations/expandTexts.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 import { listJson, objectJson } from './storedJson.js';
+import { listFromChanges } from './storedChanges.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -358,6 +359,16 @@ export class Collection implements Resource {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
       const { fields: _fields, ...rest } = compiled.options;
       return { status: 200, body: await this.store.findJson(compiled.filter, rest), headers: { 'content-type': JSON_TYPE } };
+    }
+    const reads = scripted && this.store.findTexts && this.events.runGetChanges && compiled.options.fields === undefined ? this.events.getReads?.() : undefined;
+    // A script naming `this.__proto__` sees what the copy of the object makes of it: the object path.
+    if (reads !== undefined && !reads.includes('__proto__') && this.answersStoredJson(ctx, 'list')) {
+      // On Get reading only named properties: those values cross, the run's changes come back and
+      // are spliced into the stored texts; no object is copied (storedChanges.ts).
+      const { fields: _fields, ...rest } = compiled.options;
+      const rows = await (this.store.findTexts as NonNullable<StoreCollection['findTexts']>)(compiled.filter, rest, reads);
+      const changes = await (this.events.runGetChanges as NonNullable<CollectionEventRunner['runGetChanges']>)(ctx, reads, rows.values, rows.texts.length);
+      return { status: 200, body: listFromChanges(rows, reads, changes), headers: { 'content-type': JSON_TYPE } };
     }
     if (scripted && this.store.findWithJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
       // On Get patches the stored texts: only objects it changed beyond new properties are serialised.

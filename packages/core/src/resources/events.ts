@@ -62,4 +62,24 @@ export interface CollectionEventRunner {
    * are the query's own copies: the runner may change them in place.
    */
   runGetBatch(ctx: Context, objects: readonly Doc[]): Promise<(EventOutcome | null)[]>;
+  /**
+   * Optional: the properties of `this` On Get reads or writes, when it names them all
+   * (`this.<name>`); undefined when it may use the whole object. runGetChanges takes objects as
+   * the values of these.
+   */
+  getReads?(): readonly string[] | undefined;
+  /**
+   * Optional, with getReads: On Get over stored objects given as the values of getReads()'s
+   * properties (`values[i * keys.length + k]`, undefined where an object has none), for `count`
+   * objects. Nothing is copied: per object what its run changed, or null when it cancelled.
+   */
+  runGetChanges?(ctx: Context, keys: readonly string[], values: readonly unknown[], count: number): Promise<(GetChanges | null)[]>;
+}
+
+/** What an On Get run changed (runGetChanges): `values[k]` is the new value of `assigned[k]`. */
+export interface GetChanges {
+  assigned: readonly string[];
+  values: readonly unknown[];
+  deleted: readonly string[];
+  hidden: readonly string[];
 }

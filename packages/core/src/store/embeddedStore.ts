@@ -318,23 +318,17 @@ class EmbeddedCollection implements StoreCollection {
     const texts: string[] = new Array<string>(raws.length);
     const width = pick.length;
     const values: unknown[] = new Array<unknown>(raws.length * width);
-    const spans = new Int32Array(raws.length * width * 2).fill(-2);
+    const spans = new Int32Array(raws.length * width * 2);
     for (let i = 0; i < raws.length; i++) {
       const raw = raws[i] as Raw;
-      const text = jsonOf(raw);
-      texts[i] = text;
-      for (let k = 0; k < width; k++) {
-        const key = pick[k] as string;
-        const at = i * width + k;
-        if (key === 'id') {
-          values[at] = raw._id;
-          continue;
-        }
-        const span = spanOf(raw, text, key);
-        spans[at * 2] = span[0];
-        spans[at * 2 + 1] = span[1];
-        values[at] = Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
-      }
+      const kept = keptOf(raw);
+      texts[i] = kept.text;
+      const row = pickRow(raw, kept, pick);
+      const own = row.spans;
+      for (let s = 0; s < own.length; s++) spans[i * width * 2 + s] = own[s] as number;
+      const kv = row.values;
+      if (kv !== undefined) for (let k = 0; k < width; k++) values[i * width + k] = kv[k];
+      else for (let k = 0; k < width; k++) values[i * width + k] = valueOf(raw, pick[k] as string);
     }
     return { texts, values, spans };
   }
@@ -1090,7 +1084,16 @@ function isPlainOperators(value: unknown): value is Record<string, unknown> {
 }
 
 /** Each cached object's JSON text, made on first read; an updated object is a new object. */
-const jsonTexts = new WeakMap<Raw, string>();
+const jsonTexts = new WeakMap<Raw, Kept>();
+
+/** What is kept per cached object: its JSON text, and what findTexts read of it for the last list of names asked (see pickRow). */
+interface Kept {
+  text: string;
+  pick: readonly string[] | undefined;
+  spans: Int32Array | undefined;
+  /** The values of `pick` when none is an object or array (those are copied per read); else undefined. */
+  values: unknown[] | undefined;
+}
 
 /** Per cached object and property name, where its value is in the object's kept text (see spanOf). */
 const valueSpans = new WeakMap<Raw, Map<string, readonly [number, number]>>();
@@ -1123,10 +1126,52 @@ function findSpan(raw: Raw, text: string, key: string): readonly [number, number
 }
 
 function jsonOf(raw: Raw): string {
-  let text = jsonTexts.get(raw);
-  if (text === undefined) {
-    text = JSON.stringify(copyDoc(raw));
-    jsonTexts.set(raw, text);
+  return keptOf(raw).text;
+}
+
+function keptOf(raw: Raw): Kept {
+  let kept = jsonTexts.get(raw);
+  if (kept === undefined) {
+    kept = { text: JSON.stringify(copyDoc(raw)), pick: undefined, spans: undefined, values: undefined };
+    jsonTexts.set(raw, kept);
   }
-  return text;
+  return kept;
+}
+
+/**
+ * The spans of `pick`'s values in the object's text (findTexts's `spans` for one object) and, when
+ * they are all primitive, the values, kept with the text while the next read asks for the same
+ * names: a list read again and again (On Get over a list reads the script's properties) then finds
+ * them with the text, in one lookup, without reading the object.
+ */
+function pickRow(raw: Raw, kept: Kept, pick: readonly string[]): { spans: Int32Array; values: unknown[] | undefined } {
+  if (kept.spans !== undefined && (kept.pick === pick || sameNames(kept.pick as readonly string[], pick))) return kept as { spans: Int32Array; values: unknown[] | undefined };
+  const spans = new Int32Array(pick.length * 2).fill(-2);
+  let values: unknown[] | undefined = [];
+  for (let k = 0; k < pick.length; k++) {
+    const key = pick[k] as string;
+    const value = valueOf(raw, key);
+    if (value !== null && typeof value === 'object') values = undefined;
+    else values?.push(value);
+    if (key === 'id') continue;
+    const span = spanOf(raw, kept.text, key);
+    spans[k * 2] = span[0];
+    spans[k * 2 + 1] = span[1];
+  }
+  kept.pick = pick;
+  kept.spans = spans;
+  kept.values = values;
+  return kept as { spans: Int32Array; values: unknown[] | undefined };
+}
+
+/** The value of `key` as find() answers the object (a copy): `id` for `_id`, no `_id`, no insertion number. */
+function valueOf(raw: Raw, key: string): unknown {
+  if (key === 'id') return raw._id;
+  return key !== '_id' && key !== SEQ && Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

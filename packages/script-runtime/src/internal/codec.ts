@@ -1,5 +1,5 @@
 import { ScriptRuntimeError } from '../errors.js';
-import type { HostApi, RunInput, RunResult } from '../types.js';
+import type { HostApi, RunChanges, RunInput, RunResult } from '../types.js';
 import type { SourceUsage } from './analyze.js';
 import type { JobOutput, JobTables, JobWire, PackedJob, RunWire } from './wire.js';
 import { RUN_FLAGS } from './wire.js';
@@ -139,6 +139,70 @@ export function encodeRun(scriptId: number, jobId: number, input: RunInput, usag
   return { json: `[${scriptId},${jobId},${usage.deferred ? 1 : 0},${last.text},${L},${JSON.stringify(item)}${S}]`, hosts: [host] };
 }
 
+/**
+ * encodeJob for objects given as columns (runColumns): `values[i * keys.length + k]` is object i's
+ * value of keys[k]. The same PackedJob as encodeJob of objects with just those properties, made
+ * without any object: a list's stored objects are neither copied nor kept for the run.
+ */
+export function encodeColumns(
+  scriptId: number,
+  jobId: number,
+  shared: SharedInput,
+  keys: readonly string[],
+  values: readonly unknown[],
+  count: number,
+  usage: SourceUsage,
+): EncodedJob {
+  const host = shared.host ?? NO_HOST;
+  const shapes = new Table<string[], string>((list) => list.join('\n'));
+  /** The combination of each shape (one locals, host and label table: only the shape varies). */
+  const comboOf: number[] = [];
+  const combos: [number, number, number, number][] = [];
+  const items: unknown[] = [];
+  const width = keys.length;
+  let lastKeys: string[] | undefined;
+  let lastShape = -1;
+  let lastCombo = -1;
+  let repeatAt = -1;
+  for (let i = 0; i < count; i++) {
+    const slot = items.push(0) - 1;
+    let n = 0;
+    let matches = lastKeys !== undefined;
+    for (let k = 0; k < width; k++) {
+      const value = values[i * width + k];
+      if (value === undefined || typeof value === 'function') continue;
+      if (matches && lastKeys?.[n] !== keys[k]) matches = false;
+      n++;
+      items.push(value);
+    }
+    if (!matches || n !== lastKeys?.length) {
+      const present: string[] = [];
+      for (let k = 0; k < width; k++) {
+        const value = values[i * width + k];
+        if (value !== undefined && typeof value !== 'function') present.push(keys[k] as string);
+      }
+      lastShape = shapes.indexOf(present);
+      lastKeys = shapes.list[lastShape];
+    }
+    let combo = comboOf[lastShape];
+    if (combo === undefined) combo = comboOf[lastShape] = combos.push([0, 0, 0, lastShape]) - 1;
+    if (combo === lastCombo && n === 0) {
+      // Another object like the previous one, without values: counted in a trailing -n.
+      items.pop();
+      if (repeatAt >= 0) items[repeatAt] = (items[repeatAt] as number) - 1;
+      else repeatAt = items.push(-1) - 1;
+      continue;
+    }
+    items[slot] = combo;
+    lastCombo = combo;
+    repeatAt = -1;
+  }
+  const tables: JobTables = { H: [hostKey(host)], B: [shared.label ?? ''], K: shapes.list, C: combos };
+  const L = [localsTable(shared.locals ?? NO_LOCALS, usage.names)];
+  const packed: PackedJob = [scriptId, jobId, usage.deferred ? 1 : 0, JSON.stringify(tables), isEmptyLocals(L) ? 0 : L, items];
+  return { json: JSON.stringify(packed), hosts: [host] };
+}
+
 /** What a run starts with hidden and protected (PackedJob's 6): 0 for nothing, most runs. */
 function startOf(input: RunInput): 0 | [string[], string[]] {
   const hidden = input.hidden ?? NONE;
@@ -270,6 +334,50 @@ export function decodeJob(
     }
   }
   if (results.length !== objects.length) throw new ScriptRuntimeError(`script runtime: ${results.length} outcomes for ${objects.length} runs`, { filename: script.filename });
+  return results;
+}
+
+/**
+ * decodeJob for runColumns: each run's changes as they came (RunChanges), applied to nothing.
+ * A REPEAT shares the previous outcome's lists (they are read only).
+ */
+export function decodeChanges([shapes, flat]: JobOutput, count: number, script: { filename: string; prefixLength: number }): RunChanges[] {
+  const results: RunChanges[] = [];
+  let previous: RunChanges | undefined;
+  let at = 0;
+  while (at < flat.length) {
+    if (flat[at] === RUN_FLAGS.REPEAT) {
+      if (previous === undefined) throw new ScriptRuntimeError('script runtime: a repeat before any outcome', { filename: script.filename });
+      results.push(previous);
+      at++;
+      continue;
+    }
+    const flags = flat[at++] as number;
+    const changes: RunChanges = { hidden: NONE, protected: NONE };
+    if (flags & RUN_FLAGS.SET) {
+      const assigned = shapes[flat[at++] as number] ?? [];
+      const values: unknown[] = [];
+      for (let k = 0; k < assigned.length; k++) values.push(flat[at++]);
+      changes.assigned = assigned;
+      changes.values = values;
+    }
+    if (flags & RUN_FLAGS.UNSET) changes.deleted = flat[at++] as string[];
+    if (flags & RUN_FLAGS.HIDDEN) changes.hidden = flat[at++] as string[];
+    if (flags & RUN_FLAGS.PROTECT) changes.protected = flat[at++] as string[];
+    if (flags & RUN_FLAGS.REST) {
+      const rest = flat[at++] as RunWire;
+      if (rest.x) throw runError(rest.x, script);
+      if (rest.c) changes.cancelled = rest.c;
+      if (rest.e) changes.errors = rest.e;
+      if (rest.s) {
+        changes.setResultCalled = true;
+        changes.result = rest.r;
+      }
+    }
+    results.push(changes);
+    previous = changes;
+  }
+  if (results.length !== count) throw new ScriptRuntimeError(`script runtime: ${results.length} outcomes for ${count} runs`, { filename: script.filename });
   return results;
 }
 

@@ -19,13 +19,17 @@ export class CompiledScript implements Script {
     /** The runtime that compiled it; scripts are not shared between runtimes. */
     readonly owner: object,
   ) {
-    ({ code: this.wrapped, prefixLength: this.prefixLength } = wrapSource(source));
     this.usage = analyzeSource(source);
+    ({ code: this.wrapped, prefixLength: this.prefixLength } = wrapSource(source, this.usage));
     const slash = filename.lastIndexOf('/');
     this.group = slash > 0 ? filename.slice(0, slash) : filename;
   }
 
   get names(): ReadonlySet<string> | undefined {
     return this.usage.names;
+  }
+
+  get reads(): readonly string[] | undefined {
+    return this.usage.thisProps;
   }
 }

@@ -9,9 +9,30 @@
  * The prefix stays on line 1 so that line numbers in errors are the script's own.
  */
 
-const SYNC_PREFIX = '(function (__svcScope) { with (__svcScope) { return function () {';
-const ASYNC_PREFIX = '(function (__svcScope) { with (__svcScope) { return async function () {';
 const SUFFIX = '\n}; } })';
+
+/**
+ * Built-in globals every isolate has (sealing removes only WebAssembly, SharedArrayBuffer and
+ * Atomics). Inside `with`, every name the script reads is looked up dynamically, through the scope
+ * object first: `String(x)` cost ~65 ns a run for that lookup alone, 4x the rest of
+ * `this.seen = String(this.title).length > 0` (bench/RESULTS.md, issue 21, lists with On Get). The
+ * built-ins a source names and never assigns are bound as constants between `with` and the
+ * script's body, taken from the real globals before `with`: the same frozen values, found
+ * statically. A scope never claims these names (they are real globals, not the Script API's,
+ * locals' or host functions'), so nothing else changes.
+ */
+const BUILT_INS = new Set([
+  'Object', 'Function', 'Array', 'Number', 'Boolean', 'String', 'Symbol', 'Date', 'Promise', 'RegExp',
+  'Error', 'TypeError', 'RangeError', 'SyntaxError', 'ReferenceError', 'JSON', 'Math', 'Map', 'Set',
+  'WeakMap', 'WeakSet', 'Reflect', 'BigInt', 'parseInt', 'parseFloat', 'isNaN', 'isFinite',
+  'encodeURIComponent', 'decodeURIComponent', 'encodeURI', 'decodeURI', 'undefined', 'NaN', 'Infinity',
+]);
+
+/** What the scan of the source found (analyze.ts): the names it mentions and those it may assign. */
+export interface WrapUsage {
+  names: ReadonlySet<string> | undefined;
+  assigned: ReadonlySet<string> | undefined;
+}
 
 /** A script's source as evaluated in the isolate, where it evaluates to the script's factory. */
 export interface WrappedSource {
@@ -24,9 +45,25 @@ export interface WrappedSource {
  * Wraps the source. Only a source that mentions `await` becomes an async function: a plain
  * function finishes without any promise or microtask, which is most of a short run's cost.
  */
-export function wrapSource(source: string): WrappedSource {
-  const prefix = /\bawait\b/.test(source) ? ASYNC_PREFIX : SYNC_PREFIX;
+export function wrapSource(source: string, usage?: WrapUsage): WrappedSource {
+  const fn = /\bawait\b/.test(source) ? 'async function' : 'function';
+  const hoisted = hoistable(usage);
+  const prefix =
+    hoisted.length === 0
+      ? `(function (__svcScope) { with (__svcScope) { return ${fn} () {`
+      : `(function (__svcScope) { const __svcBuiltIns = [${hoisted.join(', ')}]; with (__svcScope) { const ${hoisted.map((name, i) => `${name} = __svcBuiltIns[${i}]`).join(', ')}; return ${fn} () {`;
   return { code: prefix + source + SUFFIX, prefixLength: prefix.length };
+}
+
+/** The built-ins to bind statically: none when the source calls eval or names the wrapper's own names. */
+function hoistable(usage: WrapUsage | undefined): string[] {
+  const names = usage?.names;
+  const assigned = usage?.assigned;
+  if (names === undefined || assigned === undefined) return [];
+  for (const name of names) if (name.startsWith('__svc')) return [];
+  const out: string[] = [];
+  for (const name of names) if (BUILT_INS.has(name) && !assigned.has(name)) out.push(name);
+  return out;
 }
 
 /** Converts a position in the wrapped source to one in the script's own source. */

@@ -1,0 +1,1 @@
+this.seen = String(this.title).length > 0;
