@@ -200,6 +200,15 @@ describe('planned runs', () => {
     await expect(runtime.run(script, { thisObj: {}, locals: { me: deep } })).rejects.toThrow(ScriptInputError);
   });
 
+  test('objects with the same changes share one assigned list, as the isolate path hands out', async () => {
+    const { runtime } = setup({ isolates: 1 });
+    const script = runtime.compile("this.seen = true; if (this.n === 2) this.two = 'yes';", 'seen.js');
+    const list = await runtime.runEach(script, { locals: {} }, [{ n: 1 }, { n: 3 }, { n: 2 }, { n: 2 }, { n: 4, seen: true }], { inPlace: true });
+    expect(list.map((r) => r.assigned)).toEqual([['seen'], ['seen'], ['seen', 'two'], ['seen', 'two'], undefined]);
+    expect(list[1]?.assigned).toBe(list[0]?.assigned);
+    expect(list[3]?.assigned).toBe(list[2]?.assigned);
+  });
+
   test('results are fresh: changing one does not change the next', async () => {
     const { runtime } = setup({ isolates: 1 });
     const script = runtime.compile("this.tags = ['a']; error('x', 'bad');", 'fresh.js');

@@ -65,7 +65,21 @@ export function runPlan(plan: StaticPlan, thisProps: readonly string[] | undefin
     }
     // Comparing with what was sent may decline too: only then are objects changed (inPlace), so
     // that a job that declines goes to the script processes with its objects as they were.
-    const assigned = states.map(assignedOf);
+    const assigned: (readonly string[] | undefined)[] = [];
+    let last: readonly string[] | undefined;
+    for (const state of states) {
+      const keys = assignedOf(state);
+      // One array per distinct key list, as decodeJob hands out: callers (core's stored-JSON
+      // patcher) recognise the previous object's list by identity.
+      if (keys === undefined) {
+        assigned.push(undefined);
+      } else if (last !== undefined && sameList(keys, last)) {
+        assigned.push(last);
+      } else {
+        last = keys;
+        assigned.push(keys);
+      }
+    }
     return states.map((state, i) => resultOf(state, assigned[i], inPlace));
   } catch (err) {
     if (err === DECLINE) return undefined;
@@ -275,6 +289,12 @@ function sameJson(literal: PlanJson, sent: unknown): boolean {
     at++;
   }
   return at === keys.length;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** A fresh copy of an array or object literal for one result (callers may change results). */
