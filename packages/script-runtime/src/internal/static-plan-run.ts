@@ -61,14 +61,25 @@ export function runPlan(plan: StaticPlan, thisProps: readonly string[] | undefin
       checkShared(plan, inputs.shared);
       // runEach() sends no hidden/protected start to the isolate (encodeJob): its runs start with none.
       const shared: SharedInput = { locals: inputs.shared.locals };
-      for (const obj of inputs.objects) states.push(evaluate(plan, obj, shared, thisProps));
+      if (plan.constant) {
+        // A plan that reads nothing does the same in every run (On Get's `this.seen = true` over a
+        // list): run once; each object is only compared with what it had (assignedOf).
+        const template = evaluate(plan, {}, shared, thisProps);
+        for (const obj of inputs.objects) {
+          checkThis(obj);
+          states.push(template);
+        }
+      } else {
+        for (const obj of inputs.objects) states.push(evaluate(plan, obj, shared, thisProps));
+      }
     }
+    const objects = isInputList(inputs) ? inputs.map((input) => input.thisObj) : inputs.objects;
     // Comparing with what was sent may decline too: only then are objects changed (inPlace), so
     // that a job that declines goes to the script processes with its objects as they were.
     const assigned: (readonly string[] | undefined)[] = [];
     let last: readonly string[] | undefined;
-    for (const state of states) {
-      const keys = assignedOf(state);
+    for (let i = 0; i < states.length; i++) {
+      const keys = assignedOf(states[i] as RunState, objects[i] as Record<string, unknown>);
       // One array per distinct key list, as decodeJob hands out: callers (core's stored-JSON
       // patcher) recognise the previous object's list by identity.
       if (keys === undefined) {
@@ -80,7 +91,8 @@ export function runPlan(plan: StaticPlan, thisProps: readonly string[] | undefin
         assigned.push(keys);
       }
     }
-    return states.map((state, i) => resultOf(state, assigned[i], inPlace));
+    const shared = !isInputList(inputs) && plan.constant;
+    return states.map((state, i) => resultOf(state, objects[i] as Record<string, unknown>, assigned[i], inPlace, shared));
   } catch (err) {
     if (err === DECLINE) return undefined;
     throw err;
@@ -104,8 +116,13 @@ function checkShared(plan: StaticPlan, input: SharedInput | RunInput): void {
 
 const NO_LOCALS: Record<string, unknown> = Object.freeze({});
 
-function evaluate(plan: StaticPlan, thisObj: unknown, shared: SharedInput | RunInput, thisProps: readonly string[] | undefined): RunState {
+/** `this` must be an object, as the isolate's is (what it is sent of anything else is not modelled). */
+function checkThis(thisObj: unknown): void {
   if (thisObj === null || typeof thisObj !== 'object' || Array.isArray(thisObj)) throw DECLINE;
+}
+
+function evaluate(plan: StaticPlan, thisObj: unknown, shared: SharedInput | RunInput, thisProps: readonly string[] | undefined): RunState {
+  checkThis(thisObj);
   const state: RunState = {
     thisObj: thisObj as Record<string, unknown>,
     locals: shared.locals ?? NO_LOCALS,
@@ -311,9 +328,8 @@ function copyJson(v: PlanJson): PlanJson {
  * reports them: those the isolate was sent first (in the order sent), then new ones in the order
  * they were first assigned. Undefined when none differ.
  */
-function assignedOf(state: RunState): string[] | undefined {
+function assignedOf(state: RunState, input: Record<string, unknown>): string[] | undefined {
   if (state.sets === undefined) return undefined;
-  const input = state.thisObj;
   const changed: string[] = [];
   const added: string[] = [];
   for (const [key, literal] of state.sets) {
@@ -330,16 +346,17 @@ function assignedOf(state: RunState): string[] | undefined {
 }
 
 /** The RunResult of a run, as decodeJob makes it from the isolate's outcome. */
-function resultOf(state: RunState, assigned: readonly string[] | undefined, inPlace: boolean): RunResult {
-  const input = state.thisObj;
+function resultOf(state: RunState, input: Record<string, unknown>, assigned: readonly string[] | undefined, inPlace: boolean, shared: boolean): RunResult {
   let thisObj = input;
   if (assigned !== undefined) {
     if (!inPlace) thisObj = { ...input };
     for (const key of assigned) thisObj[key] = copyJson(state.sets?.get(key) as PlanJson);
   }
-  const result: RunResult = { thisObj, hidden: state.hidden ?? NONE, protected: state.protect ?? NONE };
+  // A state shared by the runs of a constant plan gives each result its own lists and objects.
+  const hidden = state.hidden === undefined ? NONE : shared ? state.hidden.slice() : state.hidden;
+  const result: RunResult = { thisObj, hidden, protected: state.protect ?? NONE };
   if (assigned !== undefined) result.assigned = assigned;
-  if (state.cancelled !== undefined) result.cancelled = state.cancelled;
-  if (state.errors !== undefined) result.errors = state.errors;
+  if (state.cancelled !== undefined) result.cancelled = shared ? { ...state.cancelled } : state.cancelled;
+  if (state.errors !== undefined) result.errors = shared ? { ...state.errors } : state.errors;
   return result;
 }

@@ -62,6 +62,8 @@ export interface StaticPlan {
   readonly steps: readonly PlanStep[];
   /** The variables the plan reads: a host function or local shadowing one makes a run decline. */
   readonly reads: readonly string[];
+  /** True when no step reads anything (no condition): every run does the same. */
+  readonly constant: boolean;
 }
 
 /** The result of planning a source: a plan, or why there is none (for tests and docs). */
@@ -95,8 +97,9 @@ export function planScript(source: string): PlanOutcome {
   }
   const reads = new Set<string>();
   try {
-    const steps = program.body.map((statement) => step(statement as Statement, reads, 0));
-    return { plan: { steps: steps.filter((s): s is PlanStep => s !== undefined), reads: [...reads] } };
+    const steps = program.body.map((statement) => step(statement as Statement, reads, 0)).filter((s): s is PlanStep => s !== undefined);
+    const constant = steps.every((s) => s.t !== 'if' && !((s.t === 'cancel' || s.t === 'error') && s.when !== undefined));
+    return { plan: { steps, reads: [...reads], constant } };
   } catch (err) {
     if (err instanceof Refused) return { refused: err.message };
     throw err;
