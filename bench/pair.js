@@ -97,6 +97,11 @@ try {
       ra = await runLoad(loadOf(servers[0], duration, warmup), pin?.load);
     }
     for (const r of [ra, rb]) if (r.non2xx || r.errors) throw new Error(`errors under load: ${JSON.stringify(r.statusCodes)} ${r.errors}`);
+    // No CPU figure (no request finished in the window, on a machine stalled by other work): skipped.
+    if (typeof ra.cpuUsPerRequest !== 'number' || typeof rb.cpuUsPerRequest !== 'number') {
+      log(`window ${w + 1}/${windows}: no CPU per request measured (${Math.round(ra.rps)} / ${Math.round(rb.rps)} req/s): skipped`);
+      continue;
+    }
     per[0].push(ra.cpuUsPerRequest);
     per[1].push(rb.cpuUsPerRequest);
     own[0].push(ra.ownCpuUsPerRequest);

@@ -150,9 +150,9 @@ export const scenarios = [
     driver: 'http',
     title: 'GET /todos/<id>, trivial On Get',
     ...getOne,
-    variants: ['bare', 'svc', 'svc-get', 'svc-get-dyn'],
+    variants: ['bare', 'svc', 'svc-get', 'svc-get-isolate', 'svc-get-dyn'],
     reference: 'bare',
-    compare: [['svc-get', 'svc'], ['svc-get-dyn', 'svc']],
+    compare: [['svc-get', 'svc'], ['svc-get-isolate', 'svc'], ['svc-get-dyn', 'svc']],
   },
   {
     id: 'get-all-script',
@@ -160,8 +160,8 @@ export const scenarios = [
     driver: 'http',
     title: 'GET /todos (1,000 objects), trivial On Get',
     ...getAll,
-    variants: ['bare', 'svc', 'svc-get', 'svc-get-dyn'],
+    variants: ['bare', 'svc', 'svc-get', 'svc-get-isolate', 'svc-get-dyn'],
     reference: 'bare',
-    compare: [['svc-get', 'svc'], ['svc-get-dyn', 'svc']],
+    compare: [['svc-get', 'svc'], ['svc-get-isolate', 'svc'], ['svc-get-dyn', 'svc']],
   },
 ];

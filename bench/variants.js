@@ -11,7 +11,7 @@
 //   build      turbo --filter values built before the run (unless --no-build)
 //   missing()  a reason string when the variant cannot run on this checkout, else undefined
 //   command(ctx) -> { args, env? }: node arguments; ctx = { port, appDir, responseFile, response }
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -96,6 +96,21 @@ export const variants = {
     build: ['@svc/server...'],
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
     command: svcCommand,
+  },
+  // The same On Get taken out of static plans' subset by a first line (`var unplanned;`): each
+  // run goes to a script process, as every run did before static plans (issue 21).
+  'svc-get-isolate': {
+    title: 'svc + trivial On Get in a script process (not a static plan)',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app-scripts',
+    build: ['@svc/server...'],
+    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
+    command: (ctx) => {
+      const file = join(ctx.appDir, 'resources/todos/get.js');
+      writeFileSync(file, `var unplanned;\n${readFileSync(file, 'utf8')}`);
+      return svcCommand(ctx);
+    },
   },
   'svc-get-no-access': {
     title: 'svc + trivial On Get, access log off',

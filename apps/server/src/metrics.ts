@@ -155,6 +155,7 @@ export class AppMetrics {
       });
     };
     scriptCounter('svc_script_runs_total', 'Event script jobs run (one per event, or per list of objects for On Get)', (s) => s.runs);
+    scriptCounter('svc_script_planned_total', 'Of those, jobs answered by a static plan in the server process (no script process, no code run)', (s) => s.planned);
     scriptCounter('svc_script_timeouts_total', 'Event script jobs stopped by a time limit (scripts.timeoutMs, requestCpuMs, requestWallMs)', (s) => s.timeouts);
     scriptCounter('svc_script_busy_total', 'Event script jobs refused because scripts.queueLimit runs were waiting (503)', (s) => s.busy);
     new Gauge({

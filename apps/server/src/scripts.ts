@@ -147,12 +147,13 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   /** Runtimes replaced by a change of modules, until their scripts' requests could have finished. */
   const retired = new Set<ScriptRuntime>();
   /** What runtimes disposed of since the start had counted: counters must not go down. */
-  const past: ScriptRuntimeStats = { runs: 0, timeouts: 0, busy: 0, queued: 0 };
+  const past: ScriptRuntimeStats = { runs: 0, timeouts: 0, busy: 0, planned: 0, queued: 0 };
   const addStats = (into: ScriptRuntimeStats, r: ScriptRuntime): ScriptRuntimeStats => {
     const s = r.stats();
     into.runs += s.runs;
     into.timeouts += s.timeouts;
     into.busy += s.busy;
+    into.planned += s.planned;
     into.queued += s.queued;
     return into;
   };

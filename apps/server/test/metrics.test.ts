@@ -114,6 +114,8 @@ describe('metrics on the app\'s port (production)', () => {
     expect(valueOf(s, 'svc_sessions')).toBe(1);
     expect(valueOf(s, 'svc_realtime_sockets')).toBe(0);
     expect(valueOf(s, 'svc_script_runs_total')).toBeGreaterThanOrEqual(2);
+    // todos/post.js (this.seen = true) is a static plan: answered without a script process.
+    expect(valueOf(s, 'svc_script_planned_total')).toBeGreaterThanOrEqual(2);
     expect(valueOf(s, 'svc_script_queue')).toBe(0);
     expect(valueOf(s, 'process_resident_memory_bytes')).toBeGreaterThan(0);
   });

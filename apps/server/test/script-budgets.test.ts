@@ -103,7 +103,8 @@ describe('the script queue', () => {
         'resources/slow/config.json': { type: 'Collection', properties: { n: { type: 'number' } } },
         'resources/slow/get.js': `${spin(250)} console.log('slow ran ' + this.n);`,
         'resources/cheap/config.json': { type: 'Collection', properties: { n: { type: 'number' } } },
-        'resources/cheap/get.js': `this.cheap = true;`,
+        // Not a static plan (the var): it must wait for a script process like any script.
+        'resources/cheap/get.js': `var cheap = true; this.cheap = cheap;`,
         'resources/noisy/config.json': { type: 'Collection', properties: { n: { type: 'number' } } },
         'resources/noisy/get.js': `for (var i = 0; i < 50; i++) console.log('the same line');`,
       },

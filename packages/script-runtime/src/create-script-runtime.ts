@@ -7,6 +7,8 @@ import type { JobInputs } from './internal/codec.js';
 import { CompiledScript } from './internal/compiled-script.js';
 import { exceedsDepth, MAX_INPUT_DEPTH } from './internal/depth.js';
 import { ScriptPool } from './internal/script-pool.js';
+import { planScript } from './internal/static-plan.js';
+import { runPlan } from './internal/static-plan-run.js';
 import { validateModules } from './check-script-modules.js';
 import { parseSyntaxMessage } from './internal/wrap-source.js';
 
@@ -95,7 +97,8 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
   let nextScriptId = 1;
   let nextJobId = 1;
   let disposed = false;
-  const counts: Omit<ScriptRuntimeStats, 'queued'> = { runs: 0, timeouts: 0, busy: 0 };
+  const counts: Omit<ScriptRuntimeStats, 'queued'> = { runs: 0, timeouts: 0, busy: 0, planned: 0 };
+  const staticPlans = options.staticPlans !== false;
 
   /** Counts the job's failure kinds; the error goes on to the caller. */
   function counted(err: unknown): never {
@@ -112,8 +115,20 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
     return script;
   }
 
-  function submit(script: CompiledScript, inputs: JobInputs) {
+  /**
+   * The job's results by the script's static plan, computed here without a script process, or
+   * undefined when it has none or a run declines (internal/static-plan-run.ts).
+   */
+  function planned(script: CompiledScript, inputs: JobInputs, inPlace: boolean) {
+    if (script.plan === undefined) return undefined;
     checkDepth(inputs, script.filename);
+    const results = runPlan(script.plan, script.usage.thisProps, inputs, inPlace);
+    if (results !== undefined) counts.planned++;
+    return results;
+  }
+
+  function submit(script: CompiledScript, inputs: JobInputs) {
+    if (script.plan === undefined) checkDepth(inputs, script.filename);
     const jobId = nextJobId;
     nextJobId = jobId >= 0x7fffffff ? 1 : jobId + 1;
     const { json, hosts } = isInputList(inputs) && inputs.length === 1 ? encodeRun(script.id, jobId, inputs[0] as RunInput, script.usage) : encodeJob(script.id, jobId, inputs, script.usage);
@@ -127,6 +142,10 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       if (typeof source !== 'string' || typeof filename !== 'string') throw new TypeError('source and filename must be strings');
       const script = new CompiledScript(nextScriptId++, filename, source, owner);
       syntax.verify(script);
+      if (staticPlans) {
+        const outcome = planScript(source);
+        if ('plan' in outcome) script.plan = outcome.plan;
+      }
       return script;
     },
 
@@ -134,6 +153,8 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       const compiled = own(script);
       counts.runs++;
       try {
+        const [planResult] = planned(compiled, [input], false) ?? [];
+        if (planResult !== undefined) return planResult;
         const [result] = decodeJob(await submit(compiled, [input]), [input.thisObj], compiled);
         return result as RunResult;
       } catch (err) {
@@ -146,6 +167,8 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       if (inputs.length === 0) return [];
       counts.runs++;
       try {
+        const results = planned(compiled, inputs, options.inPlace === true);
+        if (results !== undefined) return results;
         return decodeJob(await submit(compiled, inputs), inputs.map((input) => input.thisObj), compiled, options.inPlace === true);
       } catch (err) {
         return counted(err);
@@ -157,6 +180,8 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       if (objects.length === 0) return [];
       counts.runs++;
       try {
+        const results = planned(compiled, { shared, objects }, options.inPlace === true);
+        if (results !== undefined) return results;
         return decodeJob(await submit(compiled, { shared, objects }), objects, compiled, options.inPlace === true);
       } catch (err) {
         return counted(err);

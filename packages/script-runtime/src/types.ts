@@ -28,6 +28,12 @@ export interface ScriptRuntimeOptions {
    * with {@link checkScriptModules}: a module that throws or loops at load fails every run.
    */
   modules?: readonly ScriptModule[];
+  /**
+   * Whether scripts in the static subset (guards, hide(), constant properties: see the README)
+   * are run as plans in this process without a script process (default true). Their results are
+   * the same; false sends every run to the script processes.
+   */
+  staticPlans?: boolean;
 }
 
 /**
@@ -57,6 +63,11 @@ export interface Script {
    * cross per run, and runColumns() takes objects as these values.
    */
   readonly reads: readonly string[] | undefined;
+  /**
+   * True when the script is in the static subset: its runs are answered from a plan in the
+   * calling process (no code runs), except runs whose inputs the plan does not model.
+   */
+  readonly planned: boolean;
 }
 
 /**
@@ -183,8 +194,10 @@ export interface ScriptRuntime {
 
 /** What a {@link ScriptRuntime} has done: counts since it was made, and what waits now. */
 export interface ScriptRuntimeStats {
-  /** Jobs sent to the pool: one per run(), runBatch() or runEach() call. */
+  /** Jobs run: one per run(), runBatch() or runEach() call (planned ones included). */
   runs: number;
+  /** Of those, the jobs answered by a static plan, without a script process. */
+  planned: number;
   /** Jobs that failed with ScriptTimeoutError (the CPU time limit, or the request's budget). */
   timeouts: number;
   /** Jobs refused at once with ScriptBusyError (the queue was full). */

@@ -5,8 +5,9 @@ import { deferred, setup } from './helpers.js';
 const spin = (ms: number) => `var t0 = Date.now(); while (Date.now() - t0 < ${ms}) {}`;
 
 describe('the pool watches its processes', () => {
+  // Without static plans: this.x = 1 and such must reach a script process here.
   test('a stopped script process: its runs fail with "script process ended" within the time limit plus grace; a new process serves the next runs', async () => {
-    const { runtime, exec } = setup({ isolates: 1, timeoutMs: 300 });
+    const { runtime, exec } = setup({ isolates: 1, timeoutMs: 300, staticPlans: false });
     await exec('this.warm = true;');
     const [pid] = runtime.processIds();
     expect(pid).toBeGreaterThan(0);
@@ -26,7 +27,7 @@ describe('the pool watches its processes', () => {
   }, 20_000);
 
   test('a process killed from outside is reported as "script process ended", not as the memory limit', async () => {
-    const { runtime, exec } = setup({ isolates: 1, timeoutMs: 5000 });
+    const { runtime, exec } = setup({ isolates: 1, timeoutMs: 5000, staticPlans: false });
     await exec('this.warm = true;');
     const [pid] = runtime.processIds();
     const running = exec(spin(3000));

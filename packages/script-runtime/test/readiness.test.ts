@@ -14,8 +14,9 @@ async function replaced(runtime: ReturnType<typeof setup>['runtime'], pid: numbe
 }
 
 describe('script runtime readiness', () => {
+  // Without static plans: the warm-up runs must start a script process.
   test('ready before any run, while processes run, and after one is replaced', async () => {
-    const { runtime, exec } = setup({ isolates: 1 });
+    const { runtime, exec } = setup({ isolates: 1, staticPlans: false });
     expect(runtime.ready()).toBe(true);
     await exec('this.warm = true;');
     expect(runtime.ready()).toBe(true);
@@ -26,7 +27,7 @@ describe('script runtime readiness', () => {
   }, 20_000);
 
   test('not ready once a process that keeps dying is held back from restarting; not ready once disposed', async () => {
-    const { runtime, exec } = setup({ isolates: 1 });
+    const { runtime, exec } = setup({ isolates: 1, staticPlans: false });
     await exec('this.warm = true;');
     let pid = runtime.processIds()[0];
     // The pool starts a slot's process 20 times a minute at most: the 20th death leaves it empty.

@@ -1,6 +1,7 @@
 import type { Script } from '../types.js';
 import { analyzeSource } from './analyze.js';
 import type { SourceUsage } from './analyze.js';
+import type { StaticPlan } from './static-plan.js';
 import { wrapSource } from './wrap-source.js';
 
 /** The runtime's Script: the source, its wrapped form and an id that names it inside each isolate. */
@@ -11,6 +12,8 @@ export class CompiledScript implements Script {
   readonly usage: SourceUsage;
   /** Its resource (the filename's folder): script runs are scheduled fairly between resources. */
   readonly group: string;
+  /** Set by compile() when the source is in the static subset: its runs need no script process. */
+  plan: StaticPlan | undefined = undefined;
 
   constructor(
     readonly id: number,
@@ -23,6 +26,10 @@ export class CompiledScript implements Script {
     ({ code: this.wrapped, prefixLength: this.prefixLength } = wrapSource(source, this.usage));
     const slash = filename.lastIndexOf('/');
     this.group = slash > 0 ? filename.slice(0, slash) : filename;
+  }
+
+  get planned(): boolean {
+    return this.plan !== undefined;
   }
 
   get names(): ReadonlySet<string> | undefined {

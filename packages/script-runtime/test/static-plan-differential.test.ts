@@ -1,0 +1,169 @@
+import fc from 'fast-check';
+import { expect, test } from 'vitest';
+import type { RunInput, RunResult, ScriptRuntime } from '@svc/script-runtime';
+import { setup } from './helpers.js';
+
+// Static plans must answer exactly what the isolate answers. Scripts are generated from the
+// whole subset (and printed as source), inputs from plain data plus values the plan must decline
+// (NaN, Dates, strings where objects are read, undefined `me`, protected properties): each run
+// goes through a runtime with plans and one without, and every outcome, result or error, must be
+// the same, key order included. Declined runs go through the isolate in both, so they match by
+// construction; the test also checks that most runs were in fact planned.
+
+const NAMES = ['a', 'b', 'owner', 'id', 'seen', 'prototype', 'ä'];
+const VARS = ['me', 'query', 'previous', 'internal', 'isRoot', 'undefined'];
+const MESSAGES = ['no', '', 'not this one', 'see this.secret', 'login first'];
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+const primitive: fc.Arbitrary<Json> = fc.oneof(
+  fc.constantFrom<Json>('x', 'y', '', 'u1', 'u2', 0, 1, -1, 2.5, -0, true, false, null),
+  fc.integer({ min: -3, max: 3 }),
+);
+const json: fc.Arbitrary<Json> = fc.letrec<{ value: Json }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    primitive,
+    fc.array(tie('value'), { maxLength: 3 }),
+    fc.dictionary(fc.constantFrom('a', 'b', 'id', '1', '0', 'constructor', 'x y'), tie('value'), { maxKeys: 3 }),
+  ),
+})).value;
+
+/** Literals print as source: JSON, except -0, which JSON writes as 0. */
+function printLiteral(value: Json): string {
+  if (Object.is(value, -0)) return '-0';
+  if (Array.isArray(value)) return `[${value.map(printLiteral).join(', ')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${/^[a-z]+$/.test(k) ? k : JSON.stringify(k)}: ${printLiteral(v)}`)
+      .join(', ')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const name = fc.constantFrom(...NAMES);
+const message = fc.constantFrom(...MESSAGES).map((m) => JSON.stringify(m));
+const status = fc.option(fc.constantFrom(401, 403, 404, 418, 0, -1), { nil: undefined });
+
+const cond: fc.Arbitrary<string> = fc.letrec<{ c: string }>((tie) => ({
+  c: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constantFrom(...VARS),
+    name.map((n) => `this.${n}`),
+    fc.tuple(fc.constantFrom('me', 'query', 'previous'), name).map(([v, n]) => `${v}.${n}`),
+    fc.tuple(name, name).map(([a, b]) => `this.${a}.${b}`),
+    primitive.map(printLiteral),
+    tie('c').map((c) => `!${paren(c)}`),
+    fc.tuple(tie('c'), fc.constantFrom('===', '!==', '&&', '||'), tie('c')).map(([a, op, b]) => `${paren(a)} ${op} ${paren(b)}`),
+    tie('c').map((c) => `isMe(${c})`),
+  ),
+})).c;
+
+function paren(c: string): string {
+  return /^[\w.$äöü!'"-]+$/.test(c) || /^isMe\(.*\)$/.test(c) ? c : `(${c})`;
+}
+
+const statement: fc.Arbitrary<string> = fc.letrec<{ s: string; block: string }>((tie) => ({
+  s: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.tuple(name, json).map(([n, v]) => `this.${n} = ${printLiteral(v)};`),
+    fc.tuple(fc.constantFrom('hide', 'unhide'), name).map(([f, n]) => `${f}('${n}');`),
+    fc.tuple(message, status).map(([m, s]) => `cancel(${m}${s === undefined ? '' : `, ${s}`});`),
+    fc.tuple(fc.constantFrom('cancelIf', 'cancelUnless'), cond, message, status).map(([f, c, m, s]) => `${f}(${c}, ${m}${s === undefined ? '' : `, ${s}`});`),
+    fc.tuple(name, message).map(([k, m]) => `error('${k}', ${m});`),
+    fc.tuple(fc.constantFrom('errorIf', 'errorUnless'), cond, name, message).map(([f, c, k, m]) => `${f}(${c}, '${k}', ${m});`),
+    fc.tuple(cond, tie('block'), fc.option(tie('block'), { nil: undefined })).map(([c, t, e]) => `if (${c}) ${t}${e === undefined ? '' : ` else ${e}`}`),
+    fc.constant('return;'),
+  ),
+  block: fc.oneof(tie('s'), fc.array(tie('s'), { maxLength: 3 }).map((list) => `{ ${list.join(' ')} }`)),
+})).s;
+
+const script = fc.array(statement, { minLength: 1, maxLength: 6 }).map((list) => list.join('\n'));
+
+/** Values of `this` and request data: mostly plain data, some that the plan must decline. */
+const value: fc.Arbitrary<unknown> = fc.oneof(
+  { weight: 8, arbitrary: json },
+  { weight: 1, arbitrary: fc.constantFrom<unknown>(undefined, Number.NaN, Number.POSITIVE_INFINITY, new Date(0), 'u1') },
+);
+const record = fc.dictionary(name, value, { maxKeys: 5 });
+const me = fc.oneof(
+  fc.constant(undefined),
+  fc.constant(null),
+  fc.record({ id: fc.constantFrom<unknown>('u1', 'u2', 1, undefined, { x: 1 }), role: fc.constantFrom('admin', 'user') }, { requiredKeys: [] }),
+  fc.constant('u1'),
+);
+const input: fc.Arbitrary<RunInput> = fc
+  .record({
+    thisObj: record,
+    me,
+    query: fc.oneof(record, fc.constant(undefined)),
+    previous: record,
+    internal: fc.boolean(),
+    isRoot: fc.boolean(),
+    hidden: fc.option(fc.array(name, { maxLength: 2 }), { nil: undefined }),
+    protected: fc.option(fc.array(name, { maxLength: 2 }), { nil: undefined }),
+  })
+  .map(({ thisObj, hidden, protected: guarded, ...locals }) => ({
+    thisObj,
+    locals,
+    ...(hidden !== undefined ? { hidden } : {}),
+    ...(guarded !== undefined ? { protected: guarded } : {}),
+  }));
+
+/** A run's outcome, comparable: the result with its object's JSON (key order), or the error. */
+async function outcome(runtime: ScriptRuntime, source: string, inputs: RunInput[]): Promise<unknown> {
+  const s = runtime.compile(source, 'test/generated.js');
+  const copies = structuredClone(inputs);
+  const one = await Promise.all(copies.map((i) => runtime.run(s, i).then(shown, (err: Error) => ({ error: err.message }))));
+  const batch = await runtime.runBatch(s, copies).then((list) => list.map(shown), (err: Error) => ({ error: err.message }));
+  // runEach in place: the objects themselves are changed; they must end the same too.
+  const objects = copies.map((i) => structuredClone(i.thisObj));
+  const first = copies[0] as RunInput;
+  const each = await runtime.runEach(s, { locals: first.locals, hidden: first.hidden, protected: first.protected }, objects, { inPlace: true }).then(
+    (list) => list.map((r, i) => ({ ...shown(r), same: r.thisObj === objects[i] })),
+    (err: Error) => ({ error: err.message }),
+  );
+  return { one, batch, each, objects, inputsAfter: copies.map((i) => i.thisObj) };
+}
+
+function shown(result: RunResult): Record<string, unknown> {
+  return { ...result };
+}
+
+/**
+ * A value as text, exactly: key order, undefined properties, -0, NaN, Dates and prototypes
+ * included (toStrictEqual would compare objects with an own `constructor` key by it).
+ */
+function canonical(value: unknown): string {
+  if (value === undefined) return 'undefined';
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value);
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (value instanceof Date) return `Date(${value.getTime()})`;
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  const proto = Object.getPrototypeOf(value) === Object.prototype ? '' : '<odd prototype>';
+  return `${proto}{${Object.keys(value)
+    .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+    .join(',')}}`;
+}
+
+test('a static plan answers what the isolate answers, for generated scripts and inputs', async () => {
+  const planned = setup({ isolates: 1 }).runtime;
+  const isolate = setup({ isolates: 1, staticPlans: false }).runtime;
+  let scripts = 0;
+  let plannedScripts = 0;
+  await fc.assert(
+    fc.asyncProperty(script, fc.array(input, { minLength: 1, maxLength: 4 }), async (source, inputs) => {
+      scripts++;
+      if (planned.compile(source, 'probe.js').planned) plannedScripts++;
+      const expected = await outcome(isolate, source, inputs);
+      const actual = await outcome(planned, source, inputs);
+      expect(canonical(actual)).toBe(canonical(expected));
+    }),
+    { numRuns: Number(process.env.SVC_PLAN_RUNS ?? 150) },
+  );
+  // Every generated script is in the subset, and most jobs are answered by their plan.
+  expect(plannedScripts).toBe(scripts);
+  const { runs, planned: byPlan } = planned.stats();
+  if (process.env.SVC_PLAN_RUNS) console.log(`planned ${byPlan} of ${runs} jobs`);
+  expect(byPlan).toBeGreaterThan(runs * 0.4);
+}, 180_000);
