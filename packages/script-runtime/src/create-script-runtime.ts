@@ -8,7 +8,7 @@ import { CompiledScript } from './internal/compiled-script.js';
 import { exceedsDepth, MAX_INPUT_DEPTH } from './internal/depth.js';
 import { ScriptPool } from './internal/script-pool.js';
 import { planScript } from './internal/static-plan.js';
-import { runPlan } from './internal/static-plan-run.js';
+import { runPlan, runPlanColumns } from './internal/static-plan-run.js';
 import { validateModules } from './check-script-modules.js';
 import { parseSyntaxMessage } from './internal/wrap-source.js';
 
@@ -196,6 +196,13 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       counts.runs++;
       try {
         checkDepth({ shared, objects: [] }, compiled.filename);
+        if (compiled.plan !== undefined) {
+          const changes = runPlanColumns(compiled.plan, compiled.usage.thisProps, shared, keys, values, count);
+          if (changes !== undefined) {
+            counts.planned++;
+            return changes;
+          }
+        }
         const jobId = nextJobId;
         nextJobId = jobId >= 0x7fffffff ? 1 : jobId + 1;
         const { json, hosts } = encodeColumns(compiled.id, jobId, shared, keys, values, count, compiled.usage);

@@ -123,7 +123,17 @@ async function outcome(runtime: ScriptRuntime, source: string, inputs: RunInput[
     (list) => list.map((r, i) => ({ ...shown(r), same: r.thisObj === objects[i] })),
     (err: Error) => ({ error: err.message }),
   );
-  return { one, batch, each, objects, inputsAfter: copies.map((i) => i.thisObj) };
+  // runColumns (On Get over a stored list): the named properties' values, the runs' changes.
+  let columns: unknown = 'whole object';
+  const keys = s.reads;
+  if (keys !== undefined) {
+    const values = copies.flatMap((i) => keys.map((k) => (Object.prototype.hasOwnProperty.call(i.thisObj, k) ? i.thisObj[k] : undefined)));
+    columns = await runtime.runColumns(s, { locals: first.locals }, keys, values, copies.length).then(
+      (list) => list.map((r) => ({ ...r })),
+      (err: Error) => ({ error: err.message }),
+    );
+  }
+  return { one, batch, each, columns, objects, inputsAfter: copies.map((i) => i.thisObj) };
 }
 
 function shown(result: RunResult): Record<string, unknown> {

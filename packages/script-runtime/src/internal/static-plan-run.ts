@@ -1,4 +1,4 @@
-import type { RunInput, RunResult } from '../types.js';
+import type { RunChanges, RunInput, RunResult } from '../types.js';
 import type { JobInputs, SharedInput } from './codec.js';
 import { isInputList } from './codec.js';
 import type { PlanExpr, PlanJson, PlanStep, StaticPlan } from './static-plan.js';
@@ -359,4 +359,64 @@ function resultOf(state: RunState, input: Record<string, unknown>, assigned: rea
   if (state.cancelled !== undefined) result.cancelled = shared ? { ...state.cancelled } : state.cancelled;
   if (state.errors !== undefined) result.errors = shared ? { ...state.errors } : state.errors;
   return result;
+}
+
+/**
+ * runColumns by a plan: the RunChanges the script processes would answer for `count` objects given
+ * as the values of `keys` (undefined: the object has none), or undefined when a run declines.
+ * Runs with the same outcome share one RunChanges (read only), as the isolate path's repeats do.
+ */
+export function runPlanColumns(
+  plan: StaticPlan,
+  thisProps: readonly string[] | undefined,
+  shared: SharedInput,
+  keys: readonly string[],
+  values: readonly unknown[],
+  count: number,
+): RunChanges[] | undefined {
+  const objects: Record<string, unknown>[] = new Array<Record<string, unknown>>(count);
+  for (let i = 0, at = 0; i < count; i++) {
+    const obj: Record<string, unknown> = {};
+    for (let k = 0; k < keys.length; k++, at++) {
+      const v = values[at];
+      if (v !== undefined) obj[keys[k] as string] = v;
+    }
+    objects[i] = obj;
+  }
+  const results = runPlan(plan, thisProps, { shared, objects }, true);
+  if (results === undefined) return undefined;
+  const out: RunChanges[] = new Array<RunChanges>(count);
+  let previous: RunChanges | undefined;
+  for (let i = 0; i < count; i++) {
+    const changes = changesOf(results[i] as RunResult);
+    out[i] = previous !== undefined && sameChanges(previous, changes) ? previous : (previous = changes);
+  }
+  return out;
+}
+
+function changesOf(result: RunResult): RunChanges {
+  const changes: RunChanges = { hidden: result.hidden, protected: result.protected };
+  if (result.assigned !== undefined) {
+    changes.assigned = result.assigned;
+    changes.values = result.assigned.map((key) => result.thisObj[key]);
+  }
+  if (result.cancelled !== undefined) changes.cancelled = result.cancelled;
+  if (result.errors !== undefined) changes.errors = result.errors;
+  return changes;
+}
+
+/** Equal outcomes, told cheaply: the same assigned list with equal primitive values, the same lists and cancel, no errors. */
+function sameChanges(a: RunChanges, b: RunChanges): boolean {
+  if (a.assigned !== b.assigned || a.errors !== undefined || b.errors !== undefined) return false;
+  if (!sameList(a.hidden, b.hidden) || !sameList(a.protected, b.protected)) return false;
+  if ((a.cancelled === undefined) !== (b.cancelled === undefined)) return false;
+  if (a.cancelled !== undefined && (a.cancelled.message !== b.cancelled?.message || a.cancelled.status !== b.cancelled.status)) return false;
+  const va = a.values ?? NONE;
+  const vb = b.values ?? NONE;
+  for (let k = 0; k < va.length; k++) {
+    const v = va[k];
+    // Objects are copies per run: not shared.
+    if (v !== vb[k] || (v !== null && typeof v === 'object')) return false;
+  }
+  return true;
 }
