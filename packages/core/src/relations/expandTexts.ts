@@ -3,6 +3,10 @@ import type { Context, PropertyDef } from '../types.js';
 import type { ExpandNode } from './parseExpand.js';
 import { idsOf, readQuery, tooMany } from './Relations.js';
 import type { Relations } from './Relations.js';
+import { SplicedTexts } from './splicedTexts.js';
+
+/** Every object's spliced text, kept for the next list that expands it the same way (splicedTexts.ts). */
+const spliced = new SplicedTexts();
 
 /**
  * `$expand` written from the stored objects' kept JSON texts: each object's text with the texts of
@@ -72,44 +76,72 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
   const target = relations.relationsAt(def.collection ?? '');
   if (target === undefined) return true;
   const k = rows.pick.indexOf(name);
-  const ids = new Set<string>();
-  for (let i = 0; i < rows.texts.length; i++) {
+  const count = rows.texts.length;
+  // Each id named once, in the order first named (the related read's `$in`), and each row's ids
+  // as places in that list: the join below looks nothing up by id again.
+  const wanted: string[] = [];
+  const placeOf = new Map<string, number>();
+  const place = (id: string): number => {
+    let at = placeOf.get(id);
+    if (at === undefined) {
+      at = wanted.length;
+      placeOf.set(id, at);
+      wanted.push(id);
+    }
+    return at;
+  };
+  const many = def.many === true;
+  const rowPlace: number[] = many ? [] : new Array<number>(count);
+  const rowPlaces: (number[] | undefined)[] = many ? new Array<number[] | undefined>(count) : [];
+  for (let i = 0; i < count; i++) {
     const value = valueOf(rows, i, k);
-    if (typeof value === 'string') {
-      if (value !== '') ids.add(value);
-    } else {
-      for (const id of idsOf(value) ?? []) ids.add(id);
-    }
+    if (!many) rowPlace[i] = typeof value === 'string' && value !== '' ? place(value) : -1;
+    else rowPlaces[i] = typeof value === 'string' ? (value === '' ? [] : [place(value)]) : idsOf(value)?.map(place);
   }
-  if (ids.size > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
-  const related = ids.size === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: [...ids] } }, ['id']), keysToExpand(node.children));
-  if (ids.size > 0 && related === undefined) return false;
+  if (wanted.length > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
+  // Joined by place, not by the read's order: only a many relation's `$sort` needs that.
+  const related = wanted.length === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: wanted } }, ['id']), keysToExpand(node.children), node.sort === undefined);
+  if (wanted.length > 0 && related === undefined) return false;
   if (related !== undefined && node.children.size > 0 && !(await expandTexts(target, ctx, related, node.children))) return false;
-  const byId = new Map<unknown, string>();
-  const order = new Map<unknown, number>();
-  if (related !== undefined) {
-    const idAt = related.pick.indexOf('id');
-    for (let i = 0; i < related.texts.length; i++) {
-      const id = valueOf(related, i, idAt);
-      byId.set(id, related.texts[i] as string);
-      order.set(id, i);
-    }
-  }
-  for (let i = 0; i < rows.texts.length; i++) {
+  // The text of each wanted id the caller may read (undefined: absent or hidden), and, for a
+  // many relation's `$sort`, where it came in the read.
+  const textAt = new Array<string | undefined>(wanted.length);
+  const rank = many && node.sort !== undefined ? new Array<number>(wanted.length) : undefined;
+  if (related !== undefined) placeTexts(related, wanted, placeOf, textAt, rank);
+  for (let i = 0; i < count; i++) {
     const value = valueOf(rows, i, k);
     if (value === undefined || value === null) continue;
     let replacement: string;
-    if (def.many !== true) {
-      replacement = typeof value === 'string' ? (byId.get(value) ?? 'null') : 'null';
+    if (!many) {
+      const at = rowPlace[i] as number;
+      replacement = at < 0 ? 'null' : (textAt[at] ?? 'null');
     } else {
-      let kept = (idsOf(value) ?? []).filter((id) => byId.has(id));
-      if (node.sort !== undefined) kept = kept.sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+      let kept = (rowPlaces[i] ?? []).filter((at) => textAt[at] !== undefined);
+      if (rank !== undefined) kept = kept.sort((a, b) => (rank[a] as number) - (rank[b] as number));
       if (node.limit !== undefined) kept = kept.slice(0, node.limit);
-      replacement = `[${kept.map((id) => byId.get(id) as string).join(',')}]`;
+      replacement = `[${kept.map((at) => textAt[at] as string).join(',')}]`;
     }
     if (!edits.replace(i, k, replacement)) return false;
   }
   return true;
+}
+
+/**
+ * Puts each related text at its id's place in `wanted`. The embedded store answers an `$in` read
+ * in the list's order (without what it did not find or the caller may not read): walking both
+ * lists along finds each place without hashing its id; a text out of that order is looked up.
+ */
+function placeTexts(related: TextRows, wanted: readonly string[], placeOf: ReadonlyMap<string, number>, textAt: (string | undefined)[], rank: number[] | undefined): void {
+  const idAt = related.pick.indexOf('id');
+  let next = 0;
+  for (let j = 0; j < related.texts.length; j++) {
+    const id = valueOf(related, j, idAt);
+    while (next < wanted.length && wanted[next] !== id) next++;
+    const at = next < wanted.length ? next++ : typeof id === 'string' ? placeOf.get(id) : undefined;
+    if (at === undefined) continue;
+    textAt[at] = related.texts[j] as string;
+    if (rank !== undefined) rank[at] = j;
+  }
 }
 
 async function expandBack(relations: Relations, ctx: Context, rows: TextRows, edits: Edits, name: string, node: ExpandNode): Promise<boolean> {
@@ -142,9 +174,9 @@ async function expandBack(relations: Relations, ctx: Context, rows: TextRows, ed
   return true;
 }
 
-async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: string[]): Promise<TextRows | undefined> {
+async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: string[], anyOrder = false): Promise<TextRows | undefined> {
   const read = target.owner.readTextsAs;
-  const found = read === undefined ? undefined : await read.call(target.owner, ctx, query, pick);
+  const found = read === undefined ? undefined : await read.call(target.owner, ctx, query, pick, anyOrder);
   return found === undefined ? undefined : { ...found, pick };
 }
 
@@ -170,8 +202,10 @@ class Edits {
     const at = (i * this.rows.pick.length + k) * 2;
     const start = this.rows.spans[at] as number;
     if (start < 0) return false;
-    const edits = (this.replaced[i] ??= []);
-    edits.push(start, this.rows.spans[at + 1] as number, text);
+    const end = this.rows.spans[at + 1] as number;
+    const edits = this.replaced[i];
+    if (edits === undefined) this.replaced[i] = [start, end, text];
+    else edits.push(start, end, text);
     return true;
   }
 
@@ -189,24 +223,39 @@ class Edits {
       const added = this.added[i];
       if (replaced === undefined && added === undefined) continue;
       const text = texts[i] as string;
-      let out = '';
-      let from = 0;
-      if (replaced !== undefined) {
-        for (const e of inTextOrder(replaced)) {
-          out += text.slice(from, replaced[e] as number) + (replaced[e + 2] as string);
-          from = replaced[e + 1] as number;
-        }
+      const kept = spliced.get(text, replaced, added);
+      if (kept !== undefined) {
+        texts[i] = kept;
+        continue;
       }
-      if (added === undefined) {
-        out += text.slice(from);
-      } else {
-        // Before the closing brace; `{}` has no property to put a comma after.
-        const rest = text.slice(from, -1);
-        out += `${rest}${rest === '{' ? '' : ','}${added.join(',')}}`;
-      }
+      const out = splice(text, replaced, added);
+      spliced.set(text, replaced, added, out);
       texts[i] = out;
     }
   }
+}
+
+/**
+ * `text` with its values replaced and properties appended, as one flat string (joined once: it is
+ * kept and copied into every answer that expands this object, so it should not be a rope of slices).
+ */
+function splice(text: string, replaced: readonly (number | string)[] | undefined, added: readonly string[] | undefined): string {
+  const pieces: string[] = [];
+  let from = 0;
+  if (replaced !== undefined) {
+    for (const e of inTextOrder(replaced)) {
+      pieces.push(text.slice(from, replaced[e] as number), replaced[e + 2] as string);
+      from = replaced[e + 1] as number;
+    }
+  }
+  if (added === undefined) {
+    pieces.push(text.slice(from));
+  } else {
+    // Before the closing brace; `{}` has no property to put a comma after.
+    const rest = text.slice(from, -1);
+    pieces.push(rest, rest === '{' ? '' : ',', added.join(','), '}');
+  }
+  return pieces.join('');
 }
 
 /** The offsets of the (start, end, text) triples of `edits`, by start. */

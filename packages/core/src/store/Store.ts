@@ -15,6 +15,11 @@ export interface FindOptions {
   sort?: Record<string, 1 | -1>;
   limit?: number;
   skip?: number;
+  /**
+   * The caller needs no order (it looks each object up by id): without a sort, a store may answer
+   * the matches in any order instead of insertion order. The same objects either way.
+   */
+  anyOrder?: boolean;
 }
 
 /**
@@ -49,7 +54,7 @@ export interface IndexSpec {
 export interface StoredTexts {
   texts: string[];
   values: unknown[];
-  spans: Int32Array;
+  spans: number[];
 }
 
 /** One named collection of objects in a store. */

@@ -318,21 +318,23 @@ class EmbeddedCollection implements StoreCollection {
     const texts: string[] = new Array<string>(raws.length);
     const width = pick.length;
     const values: unknown[] = new Array<unknown>(raws.length * width);
-    const spans = new Int32Array(raws.length * width * 2).fill(-2);
+    // A plain array: an Int32Array of a list's size is allocated outside the heap, which costs
+    // more than the list's whole splicing.
+    const spans = new Array<number>(raws.length * width * 2);
     for (let i = 0; i < raws.length; i++) {
       const raw = raws[i] as Raw;
-      const text = jsonOf(raw);
-      texts[i] = text;
+      const kept = keptOf(raw);
+      texts[i] = kept.text;
       for (let k = 0; k < width; k++) {
         const key = pick[k] as string;
         const at = i * width + k;
         if (key === 'id') {
           values[at] = raw._id;
+          spans[at * 2] = UNKNOWN;
+          spans[at * 2 + 1] = UNKNOWN;
           continue;
         }
-        const span = spanOf(raw, text, key);
-        spans[at * 2] = span[0];
-        spans[at * 2 + 1] = span[1];
+        spanOf(raw, kept, key, spans, at * 2);
         values[at] = Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
       }
     }
@@ -341,8 +343,15 @@ class EmbeddedCollection implements StoreCollection {
 
   /** The matching objects as nedb caches them, ordered and paged. */
   async #matching(filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<Raw[]> {
-    const db = await this.#open();
     const query = toNedbFilter(filter);
+    const ids = byIdsOnly(query);
+    if (ids !== undefined && this.#loaded && this.#writing === 0) {
+      // `{id: {$in: [...]}}` ($expand's read, a relation's check) while no write is under way: the
+      // cache is what the executor would read (nedb changes it only in tasks of writes), so the
+      // queue's promise turns are not needed for these few lookups.
+      return this.#withIds(this.#db, ids, options);
+    }
+    const db = await this.#open();
     const from = options.skip ?? 0;
     const to = options.limit ? from + options.limit : undefined;
     const indexes = indexesOf(db);
@@ -353,19 +362,7 @@ class EmbeddedCollection implements StoreCollection {
       // Every object in insertion order (the SEQ index), without matching each against {}.
       return this.#executor.pushAsync(() => Promise.resolve(bySeq.getAll().slice(from, to)));
     }
-    const ids = byIdsOnly(query);
-    if (ids !== undefined) {
-      // `{id: {$in: [...]}}` ($expand's read, a relation's check): each id from the _id index,
-      // without nedb's matching of every candidate against the $in.
-      return this.#executor.pushAsync(() => {
-        const found: Raw[] = [];
-        for (const id of ids) {
-          const raw = withId(db, id)[0];
-          if (raw !== undefined) found.push(raw);
-        }
-        return Promise.resolve((order ?? insertionOrder)(found).slice(from, to));
-      });
-    }
+    if (ids !== undefined) return this.#executor.pushAsync(() => Promise.resolve(this.#withIds(db, ids, options)));
     const walk = order && options.sort ? this.#walkable(renameId(options.sort), indexes, bySeq) : undefined;
     if (walk) {
       // The sort's index holds every object once, in the sort's order: walk it, test the filter,
@@ -392,6 +389,24 @@ class EmbeddedCollection implements StoreCollection {
     return (await new Cursor(db, query, (raws) => (order ?? insertionOrder)(raws.length > 1 ? [...new Set(raws)] : raws).slice(from, to))) as Raw[];
   }
 
+
+  /**
+   * `{id: {$in: [...]}}`: each id from the _id index, without nedb's matching of every candidate
+   * against the $in; in insertion order unless sorted or `anyOrder`.
+   */
+  #withIds(db: Db, ids: ReadonlySet<string>, options: Omit<FindOptions, 'fields'>): Raw[] {
+    const found: Raw[] = [];
+    const index = indexesOf(db)._id as unknown as { tree?: unknown; getMatching(value: string): Raw[] };
+    // The id index's own map when it is one: looked up once, not through nedb's Index per id.
+    const tree = index.tree instanceof HashTree ? index.tree : undefined;
+    for (const id of ids) {
+      const raw = (tree !== undefined ? tree.first(id) : index.getMatching(id)[0]) as Raw | undefined;
+      if (raw !== undefined) found.push(raw);
+    }
+    const ordered = options.sort ? sorter(renameId(options.sort))(found) : options.anyOrder === true ? found : insertionOrder(found);
+    const from = options.skip ?? 0;
+    return from === 0 && options.limit === undefined ? ordered : ordered.slice(from, options.limit ? from + options.limit : undefined);
+  }
 
   /**
    * The index a sort can be answered from by walking it: one property, not dotted, a non-sparse
@@ -1089,44 +1104,62 @@ function isPlainOperators(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof RegExp) && !(value instanceof Date) && Object.keys(value).every((k) => k.startsWith('$'));
 }
 
-/** Each cached object's JSON text, made on first read; an updated object is a new object. */
-const jsonTexts = new WeakMap<Raw, string>();
-
-/** Per cached object and property name, where its value is in the object's kept text (see spanOf). */
-const valueSpans = new WeakMap<Raw, Map<string, readonly [number, number]>>();
-const ABSENT: readonly [number, number] = [-1, -1];
-const UNKNOWN: readonly [number, number] = [-2, -2];
-
-/**
- * Where the value of the property `key` is in `text` (the object's kept JSON text): [start, end),
- * ABSENT when the text does not name it at all, UNKNOWN when it cannot be told by a search (the
- * name occurs twice: a nested object's key, a key containing it; or not followed by the value).
- * Found once per object and name: a cached object is never changed (an update replaces it).
- */
-function spanOf(raw: Raw, text: string, key: string): readonly [number, number] {
-  let spans = valueSpans.get(raw);
-  if (spans === undefined) valueSpans.set(raw, (spans = new Map()));
-  let span = spans.get(key);
-  if (span === undefined) spans.set(key, (span = findSpan(raw, text, key)));
-  return span;
+/** What is kept about a cached object: its JSON text, and where property values are in it. */
+interface Kept {
+  text: string;
+  /**
+   * Where property values are in the text, made when first asked: name, start, end, name...
+   * (see spanOf). A list, not a Map: a reader asks for one to three names, and comparing them
+   * costs less than hashing.
+   */
+  spans: (string | number)[] | undefined;
 }
 
-function findSpan(raw: Raw, text: string, key: string): readonly [number, number] {
+/** Per cached object, made on first read; an updated object is a new object. */
+const kept = new WeakMap<Raw, Kept>();
+
+const ABSENT = -1;
+const UNKNOWN = -2;
+
+/**
+ * Writes into `out` at `at` and `at + 1` where the value of the property `key` is in the object's
+ * kept JSON text: [start, end), ABSENT twice when the text does not name it at all, UNKNOWN twice
+ * when it cannot be told by a search (the name occurs twice: a nested object's key, a key
+ * containing it; or not followed by the value). Found once per object and name: a cached object
+ * is never changed (an update replaces it).
+ */
+function spanOf(raw: Raw, facts: Kept, key: string, out: number[], at: number): void {
+  const spans = (facts.spans ??= []);
+  let i = 0;
+  while (i < spans.length && spans[i] !== key) i += 3;
+  if (i === spans.length) {
+    const [start, end] = findSpan(raw, facts.text, key);
+    spans.push(key, start, end);
+  }
+  out[at] = spans[i + 1] as number;
+  out[at + 1] = spans[i + 2] as number;
+}
+
+function findSpan(raw: Raw, text: string, key: string): [number, number] {
   const name = `${JSON.stringify(key)}:`;
   const at = text.indexOf(name);
-  if (at < 0) return Object.hasOwn(raw, key) ? UNKNOWN : ABSENT;
+  if (at < 0) return Object.hasOwn(raw, key) ? [UNKNOWN, UNKNOWN] : [ABSENT, ABSENT];
   // Inside JSON strings every " is escaped: a name found once, of a property the object has, is that property's.
-  if (text.includes(name, at + name.length) || !Object.hasOwn(raw, key)) return UNKNOWN;
+  if (text.includes(name, at + name.length) || !Object.hasOwn(raw, key)) return [UNKNOWN, UNKNOWN];
   const value = JSON.stringify(copyValue(raw[key])) as string | undefined;
   const start = at + name.length;
-  return value !== undefined && text.startsWith(value, start) ? [start, start + value.length] : UNKNOWN;
+  return value !== undefined && text.startsWith(value, start) ? [start, start + value.length] : [UNKNOWN, UNKNOWN];
+}
+
+function keptOf(raw: Raw): Kept {
+  let facts = kept.get(raw);
+  if (facts === undefined) {
+    facts = { text: JSON.stringify(copyDoc(raw)), spans: undefined };
+    kept.set(raw, facts);
+  }
+  return facts;
 }
 
 function jsonOf(raw: Raw): string {
-  let text = jsonTexts.get(raw);
-  if (text === undefined) {
-    text = JSON.stringify(copyDoc(raw));
-    jsonTexts.set(raw, text);
-  }
-  return text;
+  return keptOf(raw).text;
 }
