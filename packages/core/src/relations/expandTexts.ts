@@ -77,49 +77,51 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
   if (target === undefined) return true;
   const k = rows.pick.indexOf(name);
   const count = rows.texts.length;
-  // Each id named once, in the order first named (the related read's `$in`), and each row's ids
-  // as places in that list: the join below looks nothing up by id again.
-  const wanted: string[] = [];
-  const placeOf = new Map<string, number>();
-  const place = (id: string): number => {
-    let at = placeOf.get(id);
-    if (at === undefined) {
-      at = wanted.length;
-      placeOf.set(id, at);
-      wanted.push(id);
-    }
-    return at;
-  };
+  // Every id the rows name, in row order, repeats included (the related read's `$in`), and each
+  // row's ids as places in that list: the store tells where each listed id's object is in its
+  // answer, so the join looks nothing up by id (see placeTexts).
+  const listed: string[] = [];
   const many = def.many === true;
   const rowPlace: number[] = many ? [] : new Array<number>(count);
   const rowPlaces: (number[] | undefined)[] = many ? new Array<number[] | undefined>(count) : [];
   for (let i = 0; i < count; i++) {
     const value = valueOf(rows, i, k);
-    if (!many) rowPlace[i] = typeof value === 'string' && value !== '' ? place(value) : -1;
-    else rowPlaces[i] = typeof value === 'string' ? (value === '' ? [] : [place(value)]) : idsOf(value)?.map(place);
+    if (!many) {
+      rowPlace[i] = typeof value === 'string' && value !== '' ? listed.push(value) - 1 : -1;
+    } else {
+      const ids = typeof value === 'string' ? (value === '' ? [] : [value]) : idsOf(value);
+      rowPlaces[i] = ids?.map((id) => listed.push(id) - 1);
+    }
   }
-  if (wanted.length > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
+  // A long list is read without its repeats (and joined by id): the limit counts distinct ids.
+  let ids = listed;
+  if (listed.length > relations.settings.maxExpanded) {
+    ids = [...new Set(listed)];
+    if (ids.length > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
+  }
   // Joined by place, not by the read's order: only a many relation's `$sort` needs that.
-  const related = wanted.length === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: wanted } }, ['id']), keysToExpand(node.children), node.sort === undefined);
-  if (wanted.length > 0 && related === undefined) return false;
+  const related = ids.length === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: ids } }, ['id']), keysToExpand(node.children), node.sort === undefined);
+  if (ids.length > 0 && related === undefined) return false;
   if (related !== undefined && node.children.size > 0 && !(await expandTexts(target, ctx, related, node.children))) return false;
-  // The text of each wanted id the caller may read (undefined: absent or hidden), and, for a
-  // many relation's `$sort`, where it came in the read.
-  const textAt = new Array<string | undefined>(wanted.length);
-  const rank = many && node.sort !== undefined ? new Array<number>(wanted.length) : undefined;
-  if (related !== undefined) placeTexts(related, wanted, placeOf, textAt, rank);
+  // Where each listed id's object is in the related read (-1: absent, or hidden from the caller).
+  const rowOf = related === undefined ? [] : placeTexts(related, listed);
+  const textAt = (at: number): string | undefined => {
+    const row = rowOf[at] as number;
+    return row < 0 ? undefined : (related?.texts[row] as string);
+  };
   for (let i = 0; i < count; i++) {
     const value = valueOf(rows, i, k);
     if (value === undefined || value === null) continue;
     let replacement: string;
     if (!many) {
       const at = rowPlace[i] as number;
-      replacement = at < 0 ? 'null' : (textAt[at] ?? 'null');
+      replacement = at < 0 ? 'null' : (textAt(at) ?? 'null');
     } else {
-      let kept = (rowPlaces[i] ?? []).filter((at) => textAt[at] !== undefined);
-      if (rank !== undefined) kept = kept.sort((a, b) => (rank[a] as number) - (rank[b] as number));
+      let kept = (rowPlaces[i] ?? []).filter((at) => (rowOf[at] as number) >= 0);
+      // The read's order is the `$sort`'s.
+      if (node.sort !== undefined) kept = kept.sort((a, b) => (rowOf[a] as number) - (rowOf[b] as number));
       if (node.limit !== undefined) kept = kept.slice(0, node.limit);
-      replacement = `[${kept.map((at) => textAt[at] as string).join(',')}]`;
+      replacement = `[${kept.map((at) => textAt(at) as string).join(',')}]`;
     }
     if (!edits.replace(i, k, replacement)) return false;
   }
@@ -127,21 +129,15 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
 }
 
 /**
- * Puts each related text at its id's place in `wanted`. The embedded store answers an `$in` read
- * in the list's order (without what it did not find or the caller may not read): walking both
- * lists along finds each place without hashing its id; a text out of that order is looked up.
+ * For each listed id, the row of its object in the related read, -1 when the read has none: what
+ * the store tells (`listedRows`), or else found by id.
  */
-function placeTexts(related: TextRows, wanted: readonly string[], placeOf: ReadonlyMap<string, number>, textAt: (string | undefined)[], rank: number[] | undefined): void {
+function placeTexts(related: TextRows, listed: readonly string[]): number[] {
+  if (related.listedRows !== undefined && related.listedRows.length === listed.length) return related.listedRows;
   const idAt = related.pick.indexOf('id');
-  let next = 0;
-  for (let j = 0; j < related.texts.length; j++) {
-    const id = valueOf(related, j, idAt);
-    while (next < wanted.length && wanted[next] !== id) next++;
-    const at = next < wanted.length ? next++ : typeof id === 'string' ? placeOf.get(id) : undefined;
-    if (at === undefined) continue;
-    textAt[at] = related.texts[j] as string;
-    if (rank !== undefined) rank[at] = j;
-  }
+  const rowOfId = new Map<unknown, number>();
+  for (let j = 0; j < related.texts.length; j++) rowOfId.set(valueOf(related, j, idAt), j);
+  return listed.map((id) => rowOfId.get(id) ?? -1);
 }
 
 async function expandBack(relations: Relations, ctx: Context, rows: TextRows, edits: Edits, name: string, node: ExpandNode): Promise<boolean> {

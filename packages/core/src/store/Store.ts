@@ -55,6 +55,12 @@ export interface StoredTexts {
   texts: string[];
   values: unknown[];
   spans: number[];
+  /**
+   * For a read of `{id: {$in: list}}` (no skip or limit): for each id of the list, in its order,
+   * the index in `texts` of that object (-1: none answered), so that a join needs no lookup by id.
+   * Optional: a store may leave it out.
+   */
+  listedRows?: number[];
 }
 
 /** One named collection of objects in a store. */

@@ -313,32 +313,50 @@ class EmbeddedCollection implements StoreCollection {
    * (`id` for the id) read off the cached object: `$expand` splices related texts into them
    * without copying the objects (relations/expandTexts.ts).
    */
-  async findTexts(filter: Filter, options: Omit<FindOptions, 'fields'>, pick: readonly string[]): Promise<StoredTexts> {
-    const raws = await this.#matching(filter, options);
-    const texts: string[] = new Array<string>(raws.length);
-    const width = pick.length;
-    const values: unknown[] = new Array<unknown>(raws.length * width);
-    // A plain array: an Int32Array of a list's size is allocated outside the heap, which costs
-    // more than the list's whole splicing.
-    const spans = new Array<number>(raws.length * width * 2);
-    for (let i = 0; i < raws.length; i++) {
-      const raw = raws[i] as Raw;
-      const kept = keptOf(raw);
-      texts[i] = kept.text;
-      for (let k = 0; k < width; k++) {
-        const key = pick[k] as string;
-        const at = i * width + k;
-        if (key === 'id') {
-          values[at] = raw._id;
-          spans[at * 2] = UNKNOWN;
-          spans[at * 2 + 1] = UNKNOWN;
-          continue;
-        }
-        spanOf(raw, kept, key, spans, at * 2);
-        values[at] = Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
-      }
+  findTexts(filter: Filter, options: Omit<FindOptions, 'fields'>, pick: readonly string[]): Promise<StoredTexts> {
+    const ids = this.#loaded && this.#writing === 0 && options.sort === undefined && options.anyOrder === true ? idListOnly(toNedbFilter(filter)) : undefined;
+    if (ids !== undefined) {
+      const found = this.#withIdsKept(ids, options);
+      const texts = textsOf(found.raws, found.kept, pick);
+      if (found.listedRows !== undefined) texts.listedRows = found.listedRows;
+      return Promise.resolve(texts);
     }
-    return { texts, values, spans };
+    return this.#matching(filter, options).then((raws) => textsOf(raws, undefined, pick));
+  }
+
+  /**
+   * `{id: {$in: [...]}}` in the list's order, read at once (no write under way: see #matching),
+   * each object with its kept facts; an id named twice is answered once (told by a mark on its
+   * facts, which are needed anyway, instead of a Set of the ids), and where each listed id's
+   * object is in the answer (StoredTexts.listedRows).
+   */
+  #withIdsKept(ids: readonly string[], options: Omit<FindOptions, 'fields'>): { raws: Raw[]; kept: Kept[]; listedRows?: number[] } {
+    const index = indexesOf(this.#db)._id as unknown as { tree?: unknown; getMatching(value: string): Raw[] };
+    const tree = index.tree instanceof HashTree ? index.tree : undefined;
+    const mark = ++readMark;
+    const raws: Raw[] = [];
+    const kept: Kept[] = [];
+    const listedRows = new Array<number>(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as string;
+      const raw = (tree !== undefined ? tree.first(id) : index.getMatching(id)[0]) as Raw | undefined;
+      if (raw === undefined) {
+        listedRows[i] = -1;
+        continue;
+      }
+      const facts = keptOf(raw);
+      if (facts.mark !== mark) {
+        facts.mark = mark;
+        facts.row = raws.length;
+        raws.push(raw);
+        kept.push(facts);
+      }
+      listedRows[i] = facts.row;
+    }
+    const from = options.skip ?? 0;
+    if (from === 0 && !options.limit) return { raws, kept, listedRows };
+    const to = options.limit ? from + options.limit : undefined;
+    return { raws: raws.slice(from, to), kept: kept.slice(from, to) };
   }
 
   /** The matching objects as nedb caches them, ordered and paged. */
@@ -769,6 +787,12 @@ function byIdOnly(query: Query): string | undefined {
 
 /** The distinct ids of a filter that is `{_id: {$in: [<string>, ...]}}` and nothing else. */
 function byIdsOnly(query: Query): Set<string> | undefined {
+  const list = idListOnly(query);
+  return list === undefined ? undefined : new Set(list);
+}
+
+/** The ids of a filter that is `{_id: {$in: [<string>, ...]}}` and nothing else, as listed. */
+function idListOnly(query: Query): string[] | undefined {
   let condition: unknown;
   for (const key in query) {
     if (key !== '_id') return undefined;
@@ -781,7 +805,7 @@ function byIdsOnly(query: Query): Set<string> | undefined {
     list = (condition as Record<string, unknown>)[key];
   }
   if (!Array.isArray(list) || !list.every((id) => typeof id === 'string')) return undefined;
-  return new Set(list as string[]);
+  return list as string[];
 }
 
 /** Whether a cached object is the one a batch inserted (not an older object with the same id). */
@@ -1113,7 +1137,13 @@ interface Kept {
    * costs less than hashing.
    */
   spans: (string | number)[] | undefined;
+  /** The read that last found this object, and where in its answer (see #withIdsKept). */
+  mark: number;
+  row: number;
 }
+
+/** Numbers the reads that mark what they found. */
+let readMark = 0;
 
 /** Per cached object, made on first read; an updated object is a new object. */
 const kept = new WeakMap<Raw, Kept>();
@@ -1151,10 +1181,39 @@ function findSpan(raw: Raw, text: string, key: string): [number, number] {
   return value !== undefined && text.startsWith(value, start) ? [start, start + value.length] : [UNKNOWN, UNKNOWN];
 }
 
+/** findTexts' answer for these objects (their kept facts, when found already). */
+function textsOf(raws: readonly Raw[], found: readonly Kept[] | undefined, pick: readonly string[]): StoredTexts {
+  const count = raws.length;
+  const texts: string[] = new Array<string>(count);
+  const width = pick.length;
+  const values: unknown[] = new Array<unknown>(count * width);
+  // A plain array: an Int32Array of a list's size is allocated outside the heap, which costs
+  // more than the list's whole splicing.
+  const spans = new Array<number>(count * width * 2);
+  for (let i = 0; i < count; i++) {
+    const raw = raws[i] as Raw;
+    const kept = found !== undefined ? (found[i] as Kept) : keptOf(raw);
+    texts[i] = kept.text;
+    for (let k = 0; k < width; k++) {
+      const key = pick[k] as string;
+      const at = i * width + k;
+      if (key === 'id') {
+        values[at] = raw._id;
+        spans[at * 2] = UNKNOWN;
+        spans[at * 2 + 1] = UNKNOWN;
+        continue;
+      }
+      spanOf(raw, kept, key, spans, at * 2);
+      values[at] = Object.hasOwn(raw, key) ? copyValue(raw[key]) : undefined;
+    }
+  }
+  return { texts, values, spans };
+}
+
 function keptOf(raw: Raw): Kept {
   let facts = kept.get(raw);
   if (facts === undefined) {
-    facts = { text: JSON.stringify(copyDoc(raw)), spans: undefined };
+    facts = { text: JSON.stringify(copyDoc(raw)), spans: undefined, mark: 0, row: -1 };
     kept.set(raw, facts);
   }
   return facts;

@@ -53,6 +53,13 @@ describe('embedded store reads', () => {
     expect(await byIndex({ anyOrder: true })).toEqual(['t5', 't1', 't8', 't2']);
     expect(await byIndex({ anyOrder: true, sort: { n: -1 } })).toEqual(await byMatching({ sort: { n: -1 } }));
     expect(await byMatching({ anyOrder: true })).toEqual(await byMatching({}));
+    // findTexts tells where each listed id's object is in its answer (-1: none), repeats included.
+    const texts = await coll.findTexts?.({ id: { $in: ids } }, { anyOrder: true }, ['id']);
+    expect(texts?.values).toEqual(['t5', 't1', 't8', 't2']);
+    expect(texts?.listedRows).toEqual([0, 1, -1, 0, 2, 3]);
+    expect(texts?.texts).toEqual((await coll.find({ id: { $in: ['t5', 't1', 't8', 't2'] } }, { anyOrder: true })).map((d) => JSON.stringify(d)));
+    // With a skip or a limit (or a sort), nothing is told: the reader joins by id.
+    expect((await coll.findTexts?.({ id: { $in: ids } }, { anyOrder: true, limit: 2 }, ['id']))?.listedRows).toBeUndefined();
   });
 
   it('findTexts: each object\'s text as find would serialise it, the picked values, and where each value is in the text', async () => {
