@@ -54,7 +54,7 @@ export interface IndexSpec {
 export interface StoredTexts {
   texts: string[];
   values: unknown[];
-  spans: number[];
+  spans: ArrayLike<number>;
   /**
    * For a read of `{id: {$in: list}}` (no skip or limit): for each id of the list, in its order,
    * the index in `texts` of that object (-1: none answered), so that a join needs no lookup by id.
