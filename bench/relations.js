@@ -2,7 +2,7 @@
 // Relations, $expand and aggregates (issue 25):
 //
 //   node bench/relations.js [--rounds 5] [--duration 5] [--warmup 1] [--connections 20] [--events 100000] [--no-build]
-//                           [--only list,expand] [--prof <dir>]
+//                           [--only list,expand] [--prof <dir>] [--prof-interval <us>]
 //
 // --only measures some of the requests (the ratios need theirs); --prof writes the server's V8
 // CPU profile (node --cpu-prof) into <dir> (summarise it with bench/profile-summary.js).
@@ -34,7 +34,7 @@ const svcBin = join(repoRoot, 'apps/server/bin/svc.js');
 const driver = fileURLToPath(new URL('./lib/drivers/http.js', import.meta.url));
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', events: 'number', build: 'boolean', only: 'string', prof: 'string' });
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', events: 'number', build: 'boolean', only: 'string', prof: 'string', 'prof-interval': 'number' });
 const rounds = opts.rounds ?? 5;
 const duration = opts.duration ?? 5;
 const warmup = opts.warmup ?? 1;
@@ -79,7 +79,7 @@ try {
   }
   writeFileSync(join(app, 'resources', 'joined', 'get.js'), 'this.author = await svc.authors.get(this.authorId);\n');
   const port = await freePort();
-  server = spawnNode(['--no-node-snapshot', svcBin, app, '--port', String(port), '--env', 'production'], { core: pins?.server, env: { NODE_ENV: 'production', ...(opts.prof ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${opts.prof}` } : {}) } });
+  server = spawnNode(['--no-node-snapshot', svcBin, app, '--port', String(port), '--env', 'production'], { core: pins?.server, env: { NODE_ENV: 'production', ...(opts.prof ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-interval ${opts['prof-interval'] ?? 1000} --cpu-prof-dir=${opts.prof}` } : {}) } });
   await waitListening(server);
   log('seeding...');
   const post = async (path, body) => {

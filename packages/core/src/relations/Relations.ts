@@ -25,7 +25,7 @@ export interface RelatedCollection {
   queryableFor(ctx: Context): Record<string, PropertyDef>;
   accessFilter(ctx: Context, action: 'list' | 'read'): Filter;
   /** What readAs answers, as the stored objects' texts, when it answers them as stored (see expandTexts.ts). */
-  readTextsAs?(ctx: Context, query: Record<string, unknown>, pick: readonly string[]): Promise<StoredTexts | undefined>;
+  readTextsAs?(ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder?: boolean): Promise<StoredTexts | undefined>;
   /** Whether readAs answers ctx's caller the stored objects as they are, so readTextsAs can answer. */
   showsTextsTo?(ctx: Context): boolean;
   /** Whether its change listeners (live queries) need its writes now: onDelete reads what it changes only then. */

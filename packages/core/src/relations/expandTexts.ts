@@ -3,6 +3,10 @@ import type { Context, PropertyDef } from '../types.js';
 import type { ExpandNode } from './parseExpand.js';
 import { idsOf, readQuery, tooMany } from './Relations.js';
 import type { Relations } from './Relations.js';
+import { SplicedTexts } from './splicedTexts.js';
+
+/** Every object's spliced text, kept for the next list that expands it the same way (splicedTexts.ts). */
+const spliced = new SplicedTexts();
 
 /**
  * `$expand` written from the stored objects' kept JSON texts: each object's text with the texts of
@@ -72,44 +76,68 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
   const target = relations.relationsAt(def.collection ?? '');
   if (target === undefined) return true;
   const k = rows.pick.indexOf(name);
-  const ids = new Set<string>();
-  for (let i = 0; i < rows.texts.length; i++) {
+  const count = rows.texts.length;
+  // Every id the rows name, in row order, repeats included (the related read's `$in`), and each
+  // row's ids as places in that list: the store tells where each listed id's object is in its
+  // answer, so the join looks nothing up by id (see placeTexts).
+  const listed: string[] = [];
+  const many = def.many === true;
+  const rowPlace: number[] = many ? [] : new Array<number>(count);
+  const rowPlaces: (number[] | undefined)[] = many ? new Array<number[] | undefined>(count) : [];
+  for (let i = 0; i < count; i++) {
     const value = valueOf(rows, i, k);
-    if (typeof value === 'string') {
-      if (value !== '') ids.add(value);
+    if (!many) {
+      rowPlace[i] = typeof value === 'string' && value !== '' ? listed.push(value) - 1 : -1;
     } else {
-      for (const id of idsOf(value) ?? []) ids.add(id);
+      const ids = typeof value === 'string' ? (value === '' ? [] : [value]) : idsOf(value);
+      rowPlaces[i] = ids?.map((id) => listed.push(id) - 1);
     }
   }
-  if (ids.size > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
-  const related = ids.size === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: [...ids] } }, ['id']), keysToExpand(node.children));
-  if (ids.size > 0 && related === undefined) return false;
+  // A long list is read without its repeats (and joined by id): the limit counts distinct ids.
+  let ids = listed;
+  if (listed.length > relations.settings.maxExpanded) {
+    ids = [...new Set(listed)];
+    if (ids.length > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
+  }
+  // Joined by place, not by the read's order: only a many relation's `$sort` needs that.
+  const related = ids.length === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: ids } }, ['id']), keysToExpand(node.children), node.sort === undefined);
+  if (ids.length > 0 && related === undefined) return false;
   if (related !== undefined && node.children.size > 0 && !(await expandTexts(target, ctx, related, node.children))) return false;
-  const byId = new Map<unknown, string>();
-  const order = new Map<unknown, number>();
-  if (related !== undefined) {
-    const idAt = related.pick.indexOf('id');
-    for (let i = 0; i < related.texts.length; i++) {
-      const id = valueOf(related, i, idAt);
-      byId.set(id, related.texts[i] as string);
-      order.set(id, i);
-    }
-  }
-  for (let i = 0; i < rows.texts.length; i++) {
+  // Where each listed id's object is in the related read (-1: absent, or hidden from the caller).
+  const rowOf = related === undefined ? [] : placeTexts(related, listed);
+  const textAt = (at: number): string | undefined => {
+    const row = rowOf[at] as number;
+    return row < 0 ? undefined : (related?.texts[row] as string);
+  };
+  for (let i = 0; i < count; i++) {
     const value = valueOf(rows, i, k);
     if (value === undefined || value === null) continue;
     let replacement: string;
-    if (def.many !== true) {
-      replacement = typeof value === 'string' ? (byId.get(value) ?? 'null') : 'null';
+    if (!many) {
+      const at = rowPlace[i] as number;
+      replacement = at < 0 ? 'null' : (textAt(at) ?? 'null');
     } else {
-      let kept = (idsOf(value) ?? []).filter((id) => byId.has(id));
-      if (node.sort !== undefined) kept = kept.sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+      let kept = (rowPlaces[i] ?? []).filter((at) => (rowOf[at] as number) >= 0);
+      // The read's order is the `$sort`'s.
+      if (node.sort !== undefined) kept = kept.sort((a, b) => (rowOf[a] as number) - (rowOf[b] as number));
       if (node.limit !== undefined) kept = kept.slice(0, node.limit);
-      replacement = `[${kept.map((id) => byId.get(id) as string).join(',')}]`;
+      replacement = `[${kept.map((at) => textAt(at) as string).join(',')}]`;
     }
     if (!edits.replace(i, k, replacement)) return false;
   }
   return true;
+}
+
+/**
+ * For each listed id, the row of its object in the related read, -1 when the read has none: what
+ * the store tells (`listedRows`), or else found by id.
+ */
+function placeTexts(related: TextRows, listed: readonly string[]): number[] {
+  if (related.listedRows !== undefined && related.listedRows.length === listed.length) return related.listedRows;
+  const idAt = related.pick.indexOf('id');
+  const rowOfId = new Map<unknown, number>();
+  for (let j = 0; j < related.texts.length; j++) rowOfId.set(valueOf(related, j, idAt), j);
+  return listed.map((id) => rowOfId.get(id) ?? -1);
 }
 
 async function expandBack(relations: Relations, ctx: Context, rows: TextRows, edits: Edits, name: string, node: ExpandNode): Promise<boolean> {
@@ -142,9 +170,9 @@ async function expandBack(relations: Relations, ctx: Context, rows: TextRows, ed
   return true;
 }
 
-async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: string[]): Promise<TextRows | undefined> {
+async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: string[], anyOrder = false): Promise<TextRows | undefined> {
   const read = target.owner.readTextsAs;
-  const found = read === undefined ? undefined : await read.call(target.owner, ctx, query, pick);
+  const found = read === undefined ? undefined : await read.call(target.owner, ctx, query, pick, anyOrder);
   return found === undefined ? undefined : { ...found, pick };
 }
 
@@ -170,8 +198,10 @@ class Edits {
     const at = (i * this.rows.pick.length + k) * 2;
     const start = this.rows.spans[at] as number;
     if (start < 0) return false;
-    const edits = (this.replaced[i] ??= []);
-    edits.push(start, this.rows.spans[at + 1] as number, text);
+    const end = this.rows.spans[at + 1] as number;
+    const edits = this.replaced[i];
+    if (edits === undefined) this.replaced[i] = [start, end, text];
+    else edits.push(start, end, text);
     return true;
   }
 
@@ -189,24 +219,39 @@ class Edits {
       const added = this.added[i];
       if (replaced === undefined && added === undefined) continue;
       const text = texts[i] as string;
-      let out = '';
-      let from = 0;
-      if (replaced !== undefined) {
-        for (const e of inTextOrder(replaced)) {
-          out += text.slice(from, replaced[e] as number) + (replaced[e + 2] as string);
-          from = replaced[e + 1] as number;
-        }
+      const kept = spliced.get(text, replaced, added);
+      if (kept !== undefined) {
+        texts[i] = kept;
+        continue;
       }
-      if (added === undefined) {
-        out += text.slice(from);
-      } else {
-        // Before the closing brace; `{}` has no property to put a comma after.
-        const rest = text.slice(from, -1);
-        out += `${rest}${rest === '{' ? '' : ','}${added.join(',')}}`;
-      }
+      const out = splice(text, replaced, added);
+      spliced.set(text, replaced, added, out);
       texts[i] = out;
     }
   }
+}
+
+/**
+ * `text` with its values replaced and properties appended, as one flat string (joined once: it is
+ * kept and copied into every answer that expands this object, so it should not be a rope of slices).
+ */
+function splice(text: string, replaced: readonly (number | string)[] | undefined, added: readonly string[] | undefined): string {
+  const pieces: string[] = [];
+  let from = 0;
+  if (replaced !== undefined) {
+    for (const e of inTextOrder(replaced)) {
+      pieces.push(text.slice(from, replaced[e] as number), replaced[e + 2] as string);
+      from = replaced[e + 1] as number;
+    }
+  }
+  if (added === undefined) {
+    pieces.push(text.slice(from));
+  } else {
+    // Before the closing brace; `{}` has no property to put a comma after.
+    const rest = text.slice(from, -1);
+    pieces.push(rest, rest === '{' ? '' : ',', added.join(','), '}');
+  }
+  return pieces.join('');
 }
 
 /** The offsets of the (start, end, text) triples of `edits`, by start. */

@@ -395,13 +395,14 @@ export class Collection implements Resource {
    * What {@link readAs} answers, as the stored objects' JSON texts beside the values of `pick`,
    * when readAs would answer ctx's caller the stored objects exactly as they are
    * ({@link showsTextsTo}, and no `$fields`); undefined otherwise. The same query, access filter
-   * and refusals as readAs: `$expand` writes its answer from these texts.
+   * and refusals as readAs: `$expand` writes its answer from these texts. `anyOrder`: the caller
+   * looks each object up by id, so without a `$sort` the store may skip ordering them.
    */
-  async readTextsAs(ctx: Context, query: Record<string, unknown>, pick: readonly string[]): Promise<StoredTexts | undefined> {
+  async readTextsAs(ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder = false): Promise<StoredTexts | undefined> {
     if (!this.showsTextsTo(ctx) || this.store.findTexts === undefined) return undefined;
     const { filter, options } = this.readFor(ctx, query);
     if (options.fields !== undefined) return undefined;
-    return this.store.findTexts(filter, options, pick);
+    return this.store.findTexts(filter, anyOrder ? { ...options, anyOrder } : options, pick);
   }
 
   /** Whether readAs answers ctx's caller the stored objects as they are: no On Get, nothing hidden, a store that keeps texts. */

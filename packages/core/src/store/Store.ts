@@ -15,6 +15,11 @@ export interface FindOptions {
   sort?: Record<string, 1 | -1>;
   limit?: number;
   skip?: number;
+  /**
+   * The caller needs no order (it looks each object up by id): without a sort, a store may answer
+   * the matches in any order instead of insertion order. The same objects either way.
+   */
+  anyOrder?: boolean;
 }
 
 /**
@@ -49,7 +54,13 @@ export interface IndexSpec {
 export interface StoredTexts {
   texts: string[];
   values: unknown[];
-  spans: Int32Array;
+  spans: ArrayLike<number>;
+  /**
+   * For a read of `{id: {$in: list}}` (no skip or limit): for each id of the list, in its order,
+   * the index in `texts` of that object (-1: none answered), so that a join needs no lookup by id.
+   * Optional: a store may leave it out.
+   */
+  listedRows?: number[];
 }
 
 /** One named collection of objects in a store. */

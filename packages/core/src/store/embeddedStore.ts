@@ -313,30 +313,63 @@ class EmbeddedCollection implements StoreCollection {
    * (`id` for the id) read off the cached object: `$expand` splices related texts into them
    * without copying the objects (relations/expandTexts.ts).
    */
-  async findTexts(filter: Filter, options: Omit<FindOptions, 'fields'>, pick: readonly string[]): Promise<StoredTexts> {
-    const raws = await this.#matching(filter, options);
-    const texts: string[] = new Array<string>(raws.length);
-    const width = pick.length;
-    const values: unknown[] = new Array<unknown>(raws.length * width);
-    const spans = new Int32Array(raws.length * width * 2);
-    for (let i = 0; i < raws.length; i++) {
-      const raw = raws[i] as Raw;
-      const kept = keptOf(raw);
-      texts[i] = kept.text;
-      const row = pickRow(raw, kept, pick);
-      const own = row.spans;
-      for (let s = 0; s < own.length; s++) spans[i * width * 2 + s] = own[s] as number;
-      const kv = row.values;
-      if (kv !== undefined) for (let k = 0; k < width; k++) values[i * width + k] = kv[k];
-      else for (let k = 0; k < width; k++) values[i * width + k] = valueOf(raw, pick[k] as string);
+  findTexts(filter: Filter, options: Omit<FindOptions, 'fields'>, pick: readonly string[]): Promise<StoredTexts> {
+    const ids = this.#loaded && this.#writing === 0 && options.sort === undefined && options.anyOrder === true ? idListOnly(toNedbFilter(filter)) : undefined;
+    if (ids !== undefined) {
+      const found = this.#withIdsKept(ids, options);
+      const texts = textsOf(found.raws, found.kept, pick);
+      if (found.listedRows !== undefined) texts.listedRows = found.listedRows;
+      return Promise.resolve(texts);
     }
-    return { texts, values, spans };
+    return this.#matching(filter, options).then((raws) => textsOf(raws, undefined, pick));
+  }
+
+  /**
+   * `{id: {$in: [...]}}` in the list's order, read at once (no write under way: see #matching),
+   * each object with its kept facts; an id named twice is answered once (told by a mark on its
+   * facts, which are needed anyway, instead of a Set of the ids), and where each listed id's
+   * object is in the answer (StoredTexts.listedRows).
+   */
+  #withIdsKept(ids: readonly string[], options: Omit<FindOptions, 'fields'>): { raws: Raw[]; kept: Kept[]; listedRows?: number[] } {
+    const index = indexesOf(this.#db)._id as unknown as { tree?: unknown; getMatching(value: string): Raw[] };
+    const tree = index.tree instanceof HashTree ? index.tree : undefined;
+    const mark = ++readMark;
+    const raws: Raw[] = [];
+    const kept: Kept[] = [];
+    const listedRows = new Array<number>(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as string;
+      const raw = (tree !== undefined ? tree.first(id) : index.getMatching(id)[0]) as Raw | undefined;
+      if (raw === undefined) {
+        listedRows[i] = -1;
+        continue;
+      }
+      const facts = keptOf(raw);
+      if (facts.mark !== mark) {
+        facts.mark = mark;
+        facts.row = raws.length;
+        raws.push(raw);
+        kept.push(facts);
+      }
+      listedRows[i] = facts.row;
+    }
+    const from = options.skip ?? 0;
+    if (from === 0 && !options.limit) return { raws, kept, listedRows };
+    const to = options.limit ? from + options.limit : undefined;
+    return { raws: raws.slice(from, to), kept: kept.slice(from, to) };
   }
 
   /** The matching objects as nedb caches them, ordered and paged. */
   async #matching(filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<Raw[]> {
-    const db = await this.#open();
     const query = toNedbFilter(filter);
+    const ids = byIdsOnly(query);
+    if (ids !== undefined && this.#loaded && this.#writing === 0) {
+      // `{id: {$in: [...]}}` ($expand's read, a relation's check) while no write is under way: the
+      // cache is what the executor would read (nedb changes it only in tasks of writes), so the
+      // queue's promise turns are not needed for these few lookups.
+      return this.#withIds(this.#db, ids, options);
+    }
+    const db = await this.#open();
     const from = options.skip ?? 0;
     const to = options.limit ? from + options.limit : undefined;
     const indexes = indexesOf(db);
@@ -347,19 +380,7 @@ class EmbeddedCollection implements StoreCollection {
       // Every object in insertion order (the SEQ index), without matching each against {}.
       return this.#executor.pushAsync(() => Promise.resolve(bySeq.getAll().slice(from, to)));
     }
-    const ids = byIdsOnly(query);
-    if (ids !== undefined) {
-      // `{id: {$in: [...]}}` ($expand's read, a relation's check): each id from the _id index,
-      // without nedb's matching of every candidate against the $in.
-      return this.#executor.pushAsync(() => {
-        const found: Raw[] = [];
-        for (const id of ids) {
-          const raw = withId(db, id)[0];
-          if (raw !== undefined) found.push(raw);
-        }
-        return Promise.resolve((order ?? insertionOrder)(found).slice(from, to));
-      });
-    }
+    if (ids !== undefined) return this.#executor.pushAsync(() => Promise.resolve(this.#withIds(db, ids, options)));
     const walk = order && options.sort ? this.#walkable(renameId(options.sort), indexes, bySeq) : undefined;
     if (walk) {
       // The sort's index holds every object once, in the sort's order: walk it, test the filter,
@@ -386,6 +407,24 @@ class EmbeddedCollection implements StoreCollection {
     return (await new Cursor(db, query, (raws) => (order ?? insertionOrder)(raws.length > 1 ? [...new Set(raws)] : raws).slice(from, to))) as Raw[];
   }
 
+
+  /**
+   * `{id: {$in: [...]}}`: each id from the _id index, without nedb's matching of every candidate
+   * against the $in; in insertion order unless sorted or `anyOrder`.
+   */
+  #withIds(db: Db, ids: ReadonlySet<string>, options: Omit<FindOptions, 'fields'>): Raw[] {
+    const found: Raw[] = [];
+    const index = indexesOf(db)._id as unknown as { tree?: unknown; getMatching(value: string): Raw[] };
+    // The id index's own map when it is one: looked up once, not through nedb's Index per id.
+    const tree = index.tree instanceof HashTree ? index.tree : undefined;
+    for (const id of ids) {
+      const raw = (tree !== undefined ? tree.first(id) : index.getMatching(id)[0]) as Raw | undefined;
+      if (raw !== undefined) found.push(raw);
+    }
+    const ordered = options.sort ? sorter(renameId(options.sort))(found) : options.anyOrder === true ? found : insertionOrder(found);
+    const from = options.skip ?? 0;
+    return from === 0 && options.limit === undefined ? ordered : ordered.slice(from, options.limit ? from + options.limit : undefined);
+  }
 
   /**
    * The index a sort can be answered from by walking it: one property, not dotted, a non-sparse
@@ -748,6 +787,12 @@ function byIdOnly(query: Query): string | undefined {
 
 /** The distinct ids of a filter that is `{_id: {$in: [<string>, ...]}}` and nothing else. */
 function byIdsOnly(query: Query): Set<string> | undefined {
+  const list = idListOnly(query);
+  return list === undefined ? undefined : new Set(list);
+}
+
+/** The ids of a filter that is `{_id: {$in: [<string>, ...]}}` and nothing else, as listed. */
+function idListOnly(query: Query): string[] | undefined {
   let condition: unknown;
   for (const key in query) {
     if (key !== '_id') return undefined;
@@ -760,7 +805,7 @@ function byIdsOnly(query: Query): Set<string> | undefined {
     list = (condition as Record<string, unknown>)[key];
   }
   if (!Array.isArray(list) || !list.every((id) => typeof id === 'string')) return undefined;
-  return new Set(list as string[]);
+  return list as string[];
 }
 
 /** Whether a cached object is the one a batch inserted (not an older object with the same id). */
@@ -1083,59 +1128,84 @@ function isPlainOperators(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof RegExp) && !(value instanceof Date) && Object.keys(value).every((k) => k.startsWith('$'));
 }
 
-/** Each cached object's JSON text, made on first read; an updated object is a new object. */
-const jsonTexts = new WeakMap<Raw, Kept>();
-
-/** What is kept per cached object: its JSON text, and what findTexts read of it for the last list of names asked (see pickRow). */
+/** What is kept about a cached object: its JSON text, and where property values are in it. */
 interface Kept {
   text: string;
+  /**
+   * Where property values are in the text, made when first asked: name, start, end, name...
+   * (see spanOf). A list, not a Map: a reader asks for one to three names, and comparing them
+   * costs less than hashing.
+   */
+  spans: (string | number)[] | undefined;
+  /** The read that last found this object, and where in its answer (see #withIdsKept). */
+  mark: number;
+  row: number;
+  /** The names the last findTexts asked, their spans and, when all primitive, their values (see pickRow). */
   pick: readonly string[] | undefined;
-  spans: Int32Array | undefined;
-  /** The values of `pick` when none is an object or array (those are copied per read); else undefined. */
+  pickSpans: number[] | undefined;
   values: unknown[] | undefined;
 }
 
-/** Per cached object and property name, where its value is in the object's kept text (see spanOf). */
-const valueSpans = new WeakMap<Raw, Map<string, readonly [number, number]>>();
-const ABSENT: readonly [number, number] = [-1, -1];
-const UNKNOWN: readonly [number, number] = [-2, -2];
+/** Numbers the reads that mark what they found. */
+let readMark = 0;
+
+/** Per cached object, made on first read; an updated object is a new object. */
+const kept = new WeakMap<Raw, Kept>();
+
+const ABSENT = -1;
+const UNKNOWN = -2;
 
 /**
- * Where the value of the property `key` is in `text` (the object's kept JSON text): [start, end),
- * ABSENT when the text does not name it at all, UNKNOWN when it cannot be told by a search (the
- * name occurs twice: a nested object's key, a key containing it; or not followed by the value).
- * Found once per object and name: a cached object is never changed (an update replaces it).
+ * Writes into `out` at `at` and `at + 1` where the value of the property `key` is in the object's
+ * kept JSON text: [start, end), ABSENT twice when the text does not name it at all, UNKNOWN twice
+ * when it cannot be told by a search (the name occurs twice: a nested object's key, a key
+ * containing it; or not followed by the value). Found once per object and name: a cached object
+ * is never changed (an update replaces it).
  */
-function spanOf(raw: Raw, text: string, key: string): readonly [number, number] {
-  let spans = valueSpans.get(raw);
-  if (spans === undefined) valueSpans.set(raw, (spans = new Map()));
-  let span = spans.get(key);
-  if (span === undefined) spans.set(key, (span = findSpan(raw, text, key)));
-  return span;
+function spanOf(raw: Raw, facts: Kept, key: string, out: number[], at: number): void {
+  const spans = (facts.spans ??= []);
+  let i = 0;
+  while (i < spans.length && spans[i] !== key) i += 3;
+  if (i === spans.length) {
+    const [start, end] = findSpan(raw, facts.text, key);
+    spans.push(key, start, end);
+  }
+  out[at] = spans[i + 1] as number;
+  out[at + 1] = spans[i + 2] as number;
 }
 
-function findSpan(raw: Raw, text: string, key: string): readonly [number, number] {
+function findSpan(raw: Raw, text: string, key: string): [number, number] {
   const name = `${JSON.stringify(key)}:`;
   const at = text.indexOf(name);
-  if (at < 0) return Object.hasOwn(raw, key) ? UNKNOWN : ABSENT;
+  if (at < 0) return Object.hasOwn(raw, key) ? [UNKNOWN, UNKNOWN] : [ABSENT, ABSENT];
   // Inside JSON strings every " is escaped: a name found once, of a property the object has, is that property's.
-  if (text.includes(name, at + name.length) || !Object.hasOwn(raw, key)) return UNKNOWN;
+  if (text.includes(name, at + name.length) || !Object.hasOwn(raw, key)) return [UNKNOWN, UNKNOWN];
   const value = JSON.stringify(copyValue(raw[key])) as string | undefined;
   const start = at + name.length;
-  return value !== undefined && text.startsWith(value, start) ? [start, start + value.length] : UNKNOWN;
+  return value !== undefined && text.startsWith(value, start) ? [start, start + value.length] : [UNKNOWN, UNKNOWN];
 }
 
-function jsonOf(raw: Raw): string {
-  return keptOf(raw).text;
-}
-
-function keptOf(raw: Raw): Kept {
-  let kept = jsonTexts.get(raw);
-  if (kept === undefined) {
-    kept = { text: JSON.stringify(copyDoc(raw)), pick: undefined, spans: undefined, values: undefined };
-    jsonTexts.set(raw, kept);
+/** findTexts' answer for these objects (their kept facts, when found already). */
+function textsOf(raws: readonly Raw[], found: readonly Kept[] | undefined, pick: readonly string[]): StoredTexts {
+  const count = raws.length;
+  const texts: string[] = new Array<string>(count);
+  const width = pick.length;
+  const values: unknown[] = new Array<unknown>(count * width);
+  // A plain array: an Int32Array of a list's size is allocated outside the heap, which costs
+  // more than the list's whole splicing.
+  const spans = new Array<number>(count * width * 2);
+  for (let i = 0; i < count; i++) {
+    const raw = raws[i] as Raw;
+    const facts = found !== undefined ? (found[i] as Kept) : keptOf(raw);
+    texts[i] = facts.text;
+    const row = pickRow(raw, facts, pick);
+    const own = row.pickSpans;
+    for (let s = 0; s < own.length; s++) spans[i * width * 2 + s] = own[s] as number;
+    const kv = row.values;
+    if (kv !== undefined) for (let k = 0; k < width; k++) values[i * width + k] = kv[k];
+    else for (let k = 0; k < width; k++) values[i * width + k] = valueOf(raw, pick[k] as string);
   }
-  return kept;
+  return { texts, values, spans };
 }
 
 /**
@@ -1144,24 +1214,26 @@ function keptOf(raw: Raw): Kept {
  * names: a list read again and again (On Get over a list reads the script's properties) then finds
  * them with the text, in one lookup, without reading the object.
  */
-function pickRow(raw: Raw, kept: Kept, pick: readonly string[]): { spans: Int32Array; values: unknown[] | undefined } {
-  if (kept.spans !== undefined && (kept.pick === pick || sameNames(kept.pick as readonly string[], pick))) return kept as { spans: Int32Array; values: unknown[] | undefined };
-  const spans = new Int32Array(pick.length * 2).fill(-2);
+function pickRow(raw: Raw, facts: Kept, pick: readonly string[]): { pickSpans: number[]; values: unknown[] | undefined } {
+  if (facts.pickSpans !== undefined && (facts.pick === pick || sameNames(facts.pick as readonly string[], pick))) return facts as { pickSpans: number[]; values: unknown[] | undefined };
+  const pickSpans = new Array<number>(pick.length * 2);
   let values: unknown[] | undefined = [];
   for (let k = 0; k < pick.length; k++) {
     const key = pick[k] as string;
     const value = valueOf(raw, key);
     if (value !== null && typeof value === 'object') values = undefined;
     else values?.push(value);
-    if (key === 'id') continue;
-    const span = spanOf(raw, kept.text, key);
-    spans[k * 2] = span[0];
-    spans[k * 2 + 1] = span[1];
+    if (key === 'id') {
+      pickSpans[k * 2] = UNKNOWN;
+      pickSpans[k * 2 + 1] = UNKNOWN;
+      continue;
+    }
+    spanOf(raw, facts, key, pickSpans, k * 2);
   }
-  kept.pick = pick;
-  kept.spans = spans;
-  kept.values = values;
-  return kept as { spans: Int32Array; values: unknown[] | undefined };
+  facts.pick = pick;
+  facts.pickSpans = pickSpans;
+  facts.values = values;
+  return facts as { pickSpans: number[]; values: unknown[] | undefined };
 }
 
 /** The value of `key` as find() answers the object (a copy): `id` for `_id`, no `_id`, no insertion number. */
@@ -1174,4 +1246,17 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+function keptOf(raw: Raw): Kept {
+  let facts = kept.get(raw);
+  if (facts === undefined) {
+    facts = { text: JSON.stringify(copyDoc(raw)), spans: undefined, mark: 0, row: -1, pick: undefined, pickSpans: undefined, values: undefined };
+    kept.set(raw, facts);
+  }
+  return facts;
+}
+
+function jsonOf(raw: Raw): string {
+  return keptOf(raw).text;
 }

@@ -49,6 +49,17 @@ describe('embedded store reads', () => {
     for (const options of [{}, { sort: { n: -1 } }, { skip: 1, limit: 2 }, { sort: { n: 1 }, skip: 1 }]) expect(await byIndex(options)).toEqual(await byMatching(options));
     expect(await byIndex({})).toEqual(['t1', 't2', 't5', 't8']);
     expect(await coll.find({ id: { $in: [] } })).toEqual([]);
+    // anyOrder (a reader that looks each object up by id): the same objects, here in the list's order; a sort still sorts.
+    expect(await byIndex({ anyOrder: true })).toEqual(['t5', 't1', 't8', 't2']);
+    expect(await byIndex({ anyOrder: true, sort: { n: -1 } })).toEqual(await byMatching({ sort: { n: -1 } }));
+    expect(await byMatching({ anyOrder: true })).toEqual(await byMatching({}));
+    // findTexts tells where each listed id's object is in its answer (-1: none), repeats included.
+    const texts = await coll.findTexts?.({ id: { $in: ids } }, { anyOrder: true }, ['id']);
+    expect(texts?.values).toEqual(['t5', 't1', 't8', 't2']);
+    expect(texts?.listedRows).toEqual([0, 1, -1, 0, 2, 3]);
+    expect(texts?.texts).toEqual((await coll.find({ id: { $in: ['t5', 't1', 't8', 't2'] } }, { anyOrder: true })).map((d) => JSON.stringify(d)));
+    // With a skip or a limit (or a sort), nothing is told: the reader joins by id.
+    expect((await coll.findTexts?.({ id: { $in: ids } }, { anyOrder: true, limit: 2 }, ['id']))?.listedRows).toBeUndefined();
   });
 
   it('findTexts: each object\'s text as find would serialise it, the picked values, and where each value is in the text', async () => {
@@ -68,7 +79,7 @@ describe('embedded store reads', () => {
     expect([at(1, 1), at(1, 2)]).toEqual([-2, -1]);
     expect([at(2, 1), at(2, 3)]).toEqual([-1, -1]);
     // Asked again (the places are kept per object), and after an update (a new object, found anew).
-    expect((await coll.findTexts?.({ id: 'a' }, {}, ['author']))?.spans).toEqual(new Int32Array([found.spans[2] as number, found.spans[3] as number]));
+    expect((await coll.findTexts?.({ id: 'a' }, {}, ['author']))?.spans).toEqual([found.spans[2] as number, found.spans[3] as number]);
     await coll.update({ id: 'a' }, { $set: { title: 'longer title than before', author: 'u9' } });
     const updated = await coll.findTexts?.({ id: 'a' }, {}, ['author']);
     expect((updated?.texts[0] as string).slice(updated?.spans[0], updated?.spans[1])).toBe('"u9"');

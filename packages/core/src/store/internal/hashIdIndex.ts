@@ -48,6 +48,11 @@ export class HashTree {
     return (isKey(key) ? this.#byKey.get(key) : undefined) ?? [];
   }
 
+  /** The (first) value of a key, without an array: what a unique index holds for it. */
+  first(key: unknown): unknown {
+    return isKey(key) ? this.#byKey.get(key)?.[0] : undefined;
+  }
+
   betweenBounds(query: Bounds): unknown[] {
     const keys = [...this.#byKey.keys()].filter((k) => within(k, query)).sort(model.compareThings);
     return keys.flatMap((k) => this.#byKey.get(k) ?? []);

@@ -1,0 +1,88 @@
+/**
+ * Spliced texts kept for reuse (`$expand` from stored texts, expandTexts.ts). A spliced text is a
+ * pure function of the text it was made from and of its edits (where each value is replaced and by
+ * what text, what is appended): the same text with the same edits is the same answer, for any
+ * caller, because the edits' texts were read for the caller before the memo is asked. So a list
+ * expanded again (the same objects, related objects unchanged) reuses each object's spliced text
+ * instead of splicing it again; a changed object or related object has a new text (the store's
+ * kept text of an updated object is a new string, and a text the caller may not see is `null` in
+ * the edits), which is a miss. Compared by value (`===` on strings), so nothing but the inputs'
+ * contents decides a hit.
+ *
+ * Bounded by the characters it holds: two generations, the younger filled up to a budget, then
+ * made the older one (the older one let go); a hit in the older one is moved to the younger.
+ */
+
+/** (start, end, text) triples of a text's replaced values, in the order they came. */
+export type Replaced = readonly (number | string)[] | undefined;
+/** Properties appended to a text. */
+export type Added = readonly string[] | undefined;
+
+interface Spliced {
+  replaced: Replaced;
+  added: Added;
+  out: string;
+  /** The characters this entry holds (its key, edits' texts and answer). */
+  size: number;
+}
+
+/** Characters the younger generation holds before it becomes the older one (two generations: at most twice this, ~2 bytes each). */
+const GENERATION_CHARS = 4_000_000;
+
+export class SplicedTexts {
+  private young = new Map<string, Spliced>();
+  private old = new Map<string, Spliced>();
+  private youngChars = 0;
+  private readonly budget: number;
+
+  constructor(budget = GENERATION_CHARS) {
+    this.budget = budget;
+  }
+
+  /** `text` spliced with these edits, if it was kept. */
+  get(text: string, replaced: Replaced, added: Added): string | undefined {
+    const kept = this.young.get(text);
+    if (kept !== undefined) return sameList(kept.replaced, replaced) && sameList(kept.added, added) ? kept.out : undefined;
+    const older = this.old.get(text);
+    if (older === undefined || !sameList(older.replaced, replaced) || !sameList(older.added, added)) return undefined;
+    this.old.delete(text);
+    this.put(text, older);
+    return older.out;
+  }
+
+  /** Keeps `out` as `text` spliced with these edits (an entry larger than the budget is not kept). */
+  set(text: string, replaced: Replaced, added: Added, out: string): void {
+    let size = text.length + out.length;
+    for (const e of replaced ?? []) if (typeof e === 'string') size += e.length;
+    for (const a of added ?? []) size += a.length;
+    if (size > this.budget) return;
+    this.old.delete(text);
+    this.put(text, { replaced, added, out, size });
+  }
+
+  /** The characters held now (both generations). */
+  get chars(): number {
+    let old = 0;
+    for (const entry of this.old.values()) old += entry.size;
+    return this.youngChars + old;
+  }
+
+  private put(text: string, entry: Spliced): void {
+    const replacing = this.young.get(text);
+    if (replacing !== undefined) this.youngChars -= replacing.size;
+    if (this.youngChars + entry.size > this.budget) {
+      this.old = this.young;
+      this.young = new Map();
+      this.youngChars = 0;
+    }
+    this.young.set(text, entry);
+    this.youngChars += entry.size;
+  }
+}
+
+function sameList<T>(a: readonly T[] | undefined, b: readonly T[] | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
