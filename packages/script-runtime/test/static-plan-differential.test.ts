@@ -177,3 +177,30 @@ test('a static plan answers what the isolate answers, for generated scripts and 
   if (process.env.SVC_PLAN_RUNS) console.log(`planned ${byPlan} of ${runs} jobs`);
   expect(byPlan).toBeGreaterThan(runs * 0.4);
 }, 180_000);
+
+test('runColumns of a constant plan: rows whose values are absent, equal or different give what the isolate gives', async () => {
+  const planned = setup({ isolates: 1 }).runtime;
+  const isolate = setup({ isolates: 1, staticPlans: false }).runtime;
+  const source = "this.seen = true;\nthis.tags = ['a', {b: 1}];\nhide('secret');";
+  const keys = ['seen', 'tags'];
+  // Per row: seen, tags (undefined: the object has none).
+  const rows: unknown[][] = [
+    [undefined, undefined],
+    [true, undefined],
+    [false, undefined],
+    [true, ['a', { b: 1 }]],
+    [undefined, ['a', { b: 2 }]],
+    ['yes', ['a', { b: 1 }]],
+    [undefined, undefined],
+    [true, ['a', { b: 1 }]],
+  ];
+  const values = rows.flat();
+  const answer = async (runtime: ScriptRuntime) => {
+    const s = runtime.compile(source, 'test/constant.js');
+    expect(s.reads).toEqual(keys);
+    return (await runtime.runColumns(s, { locals: {} }, keys, values, rows.length)).map((r) => canonical({ ...r }));
+  };
+  const before = planned.stats().planned;
+  expect(await answer(planned)).toEqual(await answer(isolate));
+  expect(planned.stats().planned).toBe(before + 1);
+});

@@ -374,6 +374,10 @@ export function runPlanColumns(
   values: readonly unknown[],
   count: number,
 ): RunChanges[] | undefined {
+  if (plan.constant) {
+    const constant = constantColumns(plan, thisProps, shared, keys, values, count);
+    if (constant !== NOT_MODELLED) return constant;
+  }
   const objects: Record<string, unknown>[] = new Array<Record<string, unknown>>(count);
   for (let i = 0, at = 0; i < count; i++) {
     const obj: Record<string, unknown> = {};
@@ -419,4 +423,73 @@ function sameChanges(a: RunChanges, b: RunChanges): boolean {
     if (v !== vb[k] || (v !== null && typeof v === 'object')) return false;
   }
   return true;
+}
+
+const NOT_MODELLED: unique symbol = Symbol('not modelled here');
+
+/**
+ * runPlanColumns for a plan that reads nothing (On Get's `this.seen = true` over a list): the run
+ * is evaluated once, and each row only tells, per property the plan sets, whether the value it was
+ * sent is absent, equal or different; rows that tell the same share one RunChanges (the assigned
+ * lists in the order assignedOf gives). No object is built per row. NOT_MODELLED sends the job to
+ * the general path (a set property that is not one of the columns, more than 15 of them).
+ */
+function constantColumns(
+  plan: StaticPlan,
+  thisProps: readonly string[] | undefined,
+  shared: SharedInput,
+  keys: readonly string[],
+  values: readonly unknown[],
+  count: number,
+): RunChanges[] | undefined | typeof NOT_MODELLED {
+  try {
+    checkShared(plan, shared);
+    const template = evaluate(plan, {}, { locals: shared.locals }, thisProps);
+    const sets = template.sets === undefined ? [] : [...template.sets];
+    if (sets.length > 15 || thisProps === undefined) return NOT_MODELLED;
+    const columns = sets.map(([key]) => keys.indexOf(key));
+    if (columns.some((c, k) => c < 0 || !thisProps.includes((sets[k] as [string, PlanJson])[0]))) return NOT_MODELLED;
+    const width = keys.length;
+    const byState = new Map<number, RunChanges>();
+    const out: RunChanges[] = new Array<RunChanges>(count);
+    for (let i = 0; i < count; i++) {
+      // Two bits per set property: 1 absent (added), 2 different (changed), 0 equal.
+      let state = 0;
+      for (let k = 0; k < sets.length; k++) {
+        const sent = values[i * width + (columns[k] as number)];
+        const absent = sent === undefined || typeof sent === 'function';
+        const bits = absent ? 1 : sameJson((sets[k] as [string, PlanJson])[1], sent) ? 0 : 2;
+        state |= bits << (k * 2);
+      }
+      let changes = byState.get(state);
+      if (changes === undefined) byState.set(state, (changes = constantChanges(template, sets, state, thisProps)));
+      out[i] = changes;
+    }
+    return out;
+  } catch (err) {
+    if (err === DECLINE) return undefined;
+    throw err;
+  }
+}
+
+/** The RunChanges of a constant plan's run whose rows told `state` (see constantColumns). */
+function constantChanges(template: RunState, sets: readonly [string, PlanJson][], state: number, thisProps: readonly string[]): RunChanges {
+  const changed: string[] = [];
+  const added: string[] = [];
+  for (let k = 0; k < sets.length; k++) {
+    const bits = (state >> (k * 2)) & 3;
+    const key = (sets[k] as [string, PlanJson])[0];
+    if (bits === 1) added.push(key);
+    else if (bits === 2) changed.push(key);
+  }
+  if (changed.length > 1) changed.sort((a, b) => thisProps.indexOf(a) - thisProps.indexOf(b));
+  const assigned = changed.concat(added);
+  const changes: RunChanges = { hidden: template.hidden === undefined ? NONE : template.hidden.slice(), protected: template.protect ?? NONE };
+  if (assigned.length > 0) {
+    changes.assigned = assigned;
+    changes.values = assigned.map((key) => copyJson(template.sets?.get(key) as PlanJson));
+  }
+  if (template.cancelled !== undefined) changes.cancelled = { ...template.cancelled };
+  if (template.errors !== undefined) changes.errors = { ...template.errors };
+  return changes;
 }
