@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appStores, runApp } from './helpers/app.js';
-import type { AppHandle } from './helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { appStores, seededApp } from './helpers/app.js';
 
 // Issue 21 (performance): a list whose On Get names every property of `this` it uses
 // (`this.<name>`) sends the script only those values and gets back each run's changes, which are
@@ -58,24 +57,7 @@ const seeds: Record<string, unknown>[] = [
 ];
 
 describe.each(appStores())('On Get over a list as changes to the stored texts (%s)', (store) => {
-  let h: AppHandle;
-  const ids: string[] = [];
-  beforeAll(async () => {
-    h = await runApp(files, { store });
-    for (const seed of seeds) {
-      const res = await h.request('POST', '/items', seed);
-      expect(res.status).toBe(200);
-      ids.push((res.body as { id: string }).id);
-    }
-  });
-  afterAll(async () => {
-    await h.close();
-  });
-
-  const text = async (path: string): Promise<{ status: number; text: string }> => {
-    const res = await fetch(h.url + path);
-    return { status: res.status, text: await res.text() };
-  };
+  const { ids, text } = seededApp(files, store, '/items', seeds);
   /** What the usual path answers for object i: read by id with a query, the object serialised. */
   const usual = (i: number): Promise<{ status: number; text: string }> => text(`/items/${ids[i]}?n=${seeds[i]?.n as number}`);
 

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appStores, runApp } from './helpers/app.js';
-import type { AppHandle } from './helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { appStores, seededApp } from './helpers/app.js';
 
 // Issue 21 (performance): a list with On Get is answered from the stored objects' JSON texts, with
 // the properties a script added appended to them, instead of serialising every object again
@@ -59,24 +58,7 @@ const seeds: Record<string, unknown>[] = [
 ];
 
 describe.each(appStores())('On Get over a list answers what serialising the objects answers (%s)', (store) => {
-  let h: AppHandle;
-  const ids: string[] = [];
-  beforeAll(async () => {
-    h = await runApp(files, { store });
-    for (const seed of seeds) {
-      const res = await h.request('POST', '/things', seed);
-      expect(res.status).toBe(200);
-      ids.push((res.body as { id: string }).id);
-    }
-  });
-  afterAll(async () => {
-    await h.close();
-  });
-
-  const text = async (path: string): Promise<{ status: number; text: string }> => {
-    const res = await fetch(h.url + path);
-    return { status: res.status, text: await res.text() };
-  };
+  const { ids, text } = seededApp(files, store, '/things', seeds);
 
   it('is the GET by id answers joined, in order, without the cancelled object', async () => {
     const list = await text('/things');

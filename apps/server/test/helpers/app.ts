@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, expect } from 'vitest';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -117,4 +118,28 @@ export async function loadOutcome(files: Record<string, string | object>): Promi
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * For a describe block: an app on `store` with `seeds` posted to `resource` before its tests (their
+ * ids in `ids`, in order), closed after them; `text(path)` answers a GET's status and body text.
+ */
+export function seededApp(files: Record<string, string | object>, store: string, resource: string, seeds: readonly object[]) {
+  const app = { h: undefined as unknown as AppHandle, ids: [] as string[] };
+  beforeAll(async () => {
+    app.h = await runApp(files, { store });
+    for (const seed of seeds) {
+      const res = await app.h.request('POST', resource, seed);
+      expect(res.status).toBe(200);
+      app.ids.push((res.body as { id: string }).id);
+    }
+  });
+  afterAll(async () => {
+    await app.h.close();
+  });
+  const text = async (path: string): Promise<{ status: number; text: string }> => {
+    const res = await fetch(app.h.url + path);
+    return { status: res.status, text: await res.text() };
+  };
+  return { app, ids: app.ids, text };
 }
