@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Collection, UserCollection } from '@svc/core';
+import { UserCollection } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
+import { expandCollections } from './helpers/expandApps.js';
 import type { TestClient, TestServer } from './helpers/http.js';
 
 // Issue 25: a list with `$expand` keeps each object's spliced text for the next list that expands
@@ -27,8 +28,7 @@ describe.each(storeKinds())('$expand answers after writes, per caller ($name sto
 
   beforeAll(async () => {
     store = await kind.make();
-    const c = (path: string, properties: Record<string, unknown>, extra: Record<string, unknown> = {}): Collection =>
-      new Collection({ path, properties: { unused: { type: 'string' }, ...properties } as never, store: store.store.collection(path.slice(1)), ...extra });
+    const c = expandCollections(store.store);
     t = await startTestServer(store.store, [
       new UserCollection({ path: '/users', properties: { name: { type: 'string' } }, store: store.store.collection('users'), passwordCost: 4, loginRateLimit: { max: 1000 } }),
       // Hidden authors are listed to their owner only (and root).

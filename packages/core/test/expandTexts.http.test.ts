@@ -4,6 +4,7 @@ import type { StoreCollection } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
+import { expandCollections } from './helpers/expandApps.js';
 import type { TestClient, TestServer } from './helpers/http.js';
 
 // Issue 25: a list with `$expand` is written from the stored objects' kept JSON texts (each
@@ -41,8 +42,7 @@ describe.each(storeKinds())('expand from stored texts equals the object path ($n
 
   beforeAll(async () => {
     store = await kind.make();
-    const c = (path: string, properties: Record<string, unknown>, extra: Record<string, unknown> = {}): Collection =>
-      new Collection({ path, properties: { unused: { type: 'string' }, ...properties } as never, store: store.store.collection(path.slice(1)), ...extra });
+    const c = expandCollections(store.store);
     t = await startTestServer(store.store, [
       new UserCollection({ path: '/users', properties: { name: { type: 'string' }, role: { type: 'string' } }, store: store.store.collection('users'), passwordCost: 4, loginRateLimit: { max: 1000 } }),
       // A list rule: hidden authors are absent (null) for everyone but root.

@@ -197,7 +197,7 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       try {
         checkDepth({ shared, objects: [] }, compiled.filename);
         if (compiled.plan !== undefined) {
-          const changes = runPlanColumns(compiled.plan, compiled.usage.thisProps, shared, keys, values, count);
+          const changes = runPlanColumns(compiled.plan, compiled.usage.thisProps, { shared, keys, values, count });
           if (changes !== undefined) {
             counts.planned++;
             return changes;

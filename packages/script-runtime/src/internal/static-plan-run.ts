@@ -361,23 +361,25 @@ function resultOf(state: RunState, input: Record<string, unknown>, assigned: rea
   return result;
 }
 
+/** A runColumns job: `count` objects given as the values of `keys` (`values[i * keys.length + k]`). */
+export interface ColumnsJob {
+  readonly shared: SharedInput;
+  readonly keys: readonly string[];
+  readonly values: readonly unknown[];
+  readonly count: number;
+}
+
 /**
  * runColumns by a plan: the RunChanges the script processes would answer for `count` objects given
  * as the values of `keys` (undefined: the object has none), or undefined when a run declines.
  * Runs with the same outcome share one RunChanges (read only), as the isolate path's repeats do.
  */
-export function runPlanColumns(
-  plan: StaticPlan,
-  thisProps: readonly string[] | undefined,
-  shared: SharedInput,
-  keys: readonly string[],
-  values: readonly unknown[],
-  count: number,
-): RunChanges[] | undefined {
+export function runPlanColumns(plan: StaticPlan, thisProps: readonly string[] | undefined, job: ColumnsJob): RunChanges[] | undefined {
   if (plan.constant) {
-    const constant = constantColumns(plan, thisProps, shared, keys, values, count);
+    const constant = constantColumns(plan, thisProps, job);
     if (constant !== NOT_MODELLED) return constant;
   }
+  const { shared, keys, values, count } = job;
   const objects: Record<string, unknown>[] = new Array<Record<string, unknown>>(count);
   for (let i = 0, at = 0; i < count; i++) {
     const obj: Record<string, unknown> = {};
@@ -434,14 +436,7 @@ const NOT_MODELLED: unique symbol = Symbol('not modelled here');
  * lists in the order assignedOf gives). No object is built per row. NOT_MODELLED sends the job to
  * the general path (a set property that is not one of the columns, more than 15 of them).
  */
-function constantColumns(
-  plan: StaticPlan,
-  thisProps: readonly string[] | undefined,
-  shared: SharedInput,
-  keys: readonly string[],
-  values: readonly unknown[],
-  count: number,
-): RunChanges[] | undefined | typeof NOT_MODELLED {
+function constantColumns(plan: StaticPlan, thisProps: readonly string[] | undefined, { shared, keys, values, count }: ColumnsJob): RunChanges[] | undefined | typeof NOT_MODELLED {
   try {
     checkShared(plan, shared);
     const template = evaluate(plan, {}, { locals: shared.locals }, thisProps);
