@@ -379,6 +379,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       const name = folder.path.slice(1);
       // Made once: every run of every request used to build its label and inputs by spreading.
       const labels = new Map([...scripts.keys()].map((event) => [event, `${name} ${EVENT_LABEL[event] ?? event}`]));
+      const getLabel = `${name} On Get`;
       return {
         has: (event) => scripts.has(event),
         async run(event: CollectionEvent, input): Promise<EventOutcome> {
@@ -421,6 +422,21 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
             r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected, changes: changesOf(r) },
           );
         },
+        getNow(object) {
+          const compiled = scripts.get('get');
+          const script = compiled?.script;
+          if (script === undefined || script instanceof ScriptSyntaxError || !script.constant) return undefined;
+          let result: RunResult | undefined;
+          try {
+            // A constant plan reads no variable: the request's locals would make no difference.
+            result = runtimeOf(script).runNow(script, { thisObj: object, locals: NO_LOCALS, label: getLabel });
+          } catch {
+            // What run() would reject with: the usual path runs it again and answers that.
+            return undefined;
+          }
+          if (result === undefined || result.cancelled || result.errors) return undefined;
+          return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, changes: changesOf(result) };
+        },
         getReads() {
           const { script } = scripts.get('get') ?? {};
           return script === undefined || script instanceof ScriptSyntaxError ? undefined : script.reads;
@@ -452,6 +468,9 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     },
   };
 }
+
+/** The locals of a run that reads none (a constant static plan). */
+const NO_LOCALS: Record<string, unknown> = Object.freeze({});
 
 /** The changes of a run that assigned or deleted nothing. */
 const NONE: readonly string[] = Object.freeze([]);

@@ -18,6 +18,13 @@ const files = {
   'resources/guarded/beforerequest.js': "if (event === 'GET' && !me) cancel('log in first', 401);\n",
   'resources/notes/config.json': { type: 'Collection', properties: { title: { type: 'string' }, plans: { type: 'string', private: true } } },
   'resources/users/config.json': { type: 'UserCollection', properties: { name: { type: 'string' } } },
+  // On Get that does the same whatever the request (a static plan that reads nothing): answered at once too.
+  'resources/marked/config.json': { type: 'Collection', properties: { title: { type: 'string' }, seen: { type: 'boolean' }, secret: { type: 'string' } } },
+  'resources/marked/get.js': "this.seen = true;\nthis.tags = ['a', {b: null}];\nhide('secret');\n",
+  'resources/closed/config.json': { type: 'Collection', properties: { title: { type: 'string' } } },
+  'resources/closed/get.js': "cancel('closed for now', 403);\n",
+  'resources/dynamic/config.json': { type: 'Collection', properties: { title: { type: 'string' } } },
+  'resources/dynamic/get.js': 'this.seen = String(this.title).length > 0;\n',
 };
 
 describe.each(appStores())('GET by id answered at once (%s store)', (store) => {
@@ -67,6 +74,32 @@ describe.each(appStores())('GET by id answered at once (%s store)', (store) => {
     const login = t.client();
     await login('POST', '/users/login', { username: 'ann', password: 'pw-ann' });
     expect((await login('GET', `/guarded/${ids.guarded}`)).body).toEqual({ id: ids.guarded, title: 'g' });
+  });
+
+  it('answers an On Get that reads nothing at once, with what the full path answers', async () => {
+    const marked: string[] = [];
+    for (const body of [{ title: 'new' }, { title: 'unseen', seen: false }, { title: 'seen', seen: true, secret: 's' }, { title: 'tagged', tags: ['a', { b: null }] }]) {
+      marked.push(((await t.request('POST', '/marked', body, root)).body as Obj).id);
+    }
+    const resource = (path: string) => t.app.server.resources.find((r) => r.path === path) as { answerNow(parts: readonly string[]): string | undefined };
+    for (const id of marked) {
+      const full = await shape(await fresh(`/marked/${id}`));
+      expect(await shape(await asAnon(`/marked/${id}`))).toEqual(full);
+      // Answered without a context or a script process: the same bytes (a store that keeps texts).
+      expect(resource('/marked').answerNow([id])).toBe(store === 'embedded' ? full.body : undefined);
+      const shown = JSON.parse(full.body) as Obj;
+      expect(shown).toMatchObject({ seen: true, tags: ['a', { b: null }] });
+      expect(shown).not.toHaveProperty('secret');
+    }
+    expect(resource('/marked').answerNow(['nope'])).toBeUndefined();
+    // A cancel, even one that always happens, and a script the plan cannot answer take the full path.
+    const closed = ((await t.request('POST', '/closed', { title: 'c' }, root)).body as Obj).id;
+    const dynamic = ((await t.request('POST', '/dynamic', { title: 'd' }, root)).body as Obj).id;
+    expect(resource('/closed').answerNow([closed])).toBeUndefined();
+    expect(resource('/dynamic').answerNow([dynamic])).toBeUndefined();
+    expect(resource('/seen').answerNow([ids.seen as string])).toBeUndefined();
+    expect(await shape(await asAnon(`/closed/${closed}`))).toMatchObject({ status: 403, body: JSON.stringify({ status: 403, statusCode: 403, message: 'closed for now' }) });
+    expect(await (await asAnon(`/dynamic/${dynamic}`)).json()).toEqual({ id: dynamic, title: 'd', seen: true });
   });
 
   it('private properties, users and root: each answered as before', async () => {

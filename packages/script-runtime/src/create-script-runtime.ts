@@ -162,6 +162,21 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       }
     },
 
+    runNow(script, input) {
+      const compiled = own(script);
+      if (compiled.plan === undefined) return undefined;
+      let result: RunResult | undefined;
+      try {
+        [result] = planned(compiled, [input], false) ?? [];
+      } catch (err) {
+        counts.runs++;
+        throw err;
+      }
+      // Counted as a job only when it was one: a declined run is run() next and counted there.
+      if (result !== undefined) counts.runs++;
+      return result;
+    },
+
     async runBatch(script, inputs, options = {}) {
       const compiled = own(script);
       if (inputs.length === 0) return [];

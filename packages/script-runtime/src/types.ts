@@ -68,6 +68,12 @@ export interface Script {
    * calling process (no code runs), except runs whose inputs the plan does not model.
    */
   readonly planned: boolean;
+  /**
+   * True when the script is planned and its plan reads nothing (no condition: `this.seen = true`,
+   * `hide('secret')`): every run does the same whatever the request, but for what `this` held
+   * before. A caller without a request at hand may still answer it with runNow().
+   */
+  readonly constant: boolean;
 }
 
 /**
@@ -154,6 +160,14 @@ export interface ScriptRuntime {
    * callbacks) have finished. Rejects with ScriptRuntimeError, ScriptTimeoutError or ScriptMemoryError.
    */
   run(script: Script, input: RunInput): Promise<RunResult>;
+  /**
+   * run() answered at once by the script's static plan (Script.planned), in the calling process
+   * and without a promise: the same result run() would give, or undefined when the script has no
+   * plan or the plan does not model this run (then run() it). Never starts a script process.
+   * Throws what run() would reject with before any run (ScriptInputError: request data nested
+   * too deep).
+   */
+  runNow(script: Script, input: RunInput): RunResult | undefined;
   /**
    * Runs the script once per input with a single call into the isolate (On Get over a list). The
    * results are in input order and equal those of N run() calls; the first failing input (in

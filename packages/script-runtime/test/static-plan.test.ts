@@ -217,4 +217,40 @@ describe('planned runs', () => {
     expect(b?.thisObj.tags).toEqual(['a']);
     expect(a?.errors).not.toBe(b?.errors);
   });
+
+  test('runNow answers at once what run() answers, or undefined when run() must answer', async () => {
+    const { runtime } = setup({ isolates: 1 });
+    const guard = runtime.compile(GUARD, 'todos/get.js');
+    const mine = { id: 't1', owner: 'u1', secret: 's' };
+    const now = runtime.runNow(guard, { thisObj: mine, locals: { me: { id: 'u1' } } });
+    expect(now).toEqual(await runtime.run(guard, { thisObj: mine, locals: { me: { id: 'u1' } } }));
+    expect(mine).toEqual({ id: 't1', owner: 'u1', secret: 's' });
+    expect(guard.constant).toBe(false);
+    // Not modelled (a property of undefined): undefined, and no run is counted.
+    const owner = runtime.compile("if (this.owner !== me.id) cancel('not yours', 403);", 'owner.js');
+    expect(runtime.runNow(owner, { thisObj: { owner: 'u1' }, locals: {} })).toBeUndefined();
+    // Outside the subset: undefined.
+    const unplanned = runtime.compile('var unplanned;\nthis.seen = true;', 'unplanned.js');
+    expect(unplanned.planned).toBe(false);
+    expect(runtime.runNow(unplanned, { thisObj: {}, locals: {} })).toBeUndefined();
+    // A spent budget: run() rejects, so runNow leaves it to run().
+    const budget = new RunBudget({ cpuMs: 1000, wallMs: 60_000 });
+    budget.cancel('gone');
+    const seen = runtime.compile('this.seen = true;', 'seen.js');
+    expect(runtime.runNow(seen, { thisObj: {}, locals: {}, budget })).toBeUndefined();
+    // Request data too deep: the error run() rejects with.
+    let deep: unknown = 1;
+    for (let i = 0; i < 70; i++) deep = { deep };
+    expect(() => runtime.runNow(guard, { thisObj: {}, locals: { me: deep } })).toThrow(ScriptInputError);
+    expect(runtime.stats()).toMatchObject({ runs: 3, planned: 2 });
+  });
+
+  test('constant: planned and reading nothing, so that every run does the same', () => {
+    const { runtime } = setup();
+    expect(runtime.compile("this.seen = true; hide('secret'); this.tags = ['a'];", 'c.js').constant).toBe(true);
+    expect(runtime.compile("cancel('closed', 403);", 'c.js').constant).toBe(true);
+    expect(runtime.compile("if (!me) cancel('login first', 401);", 'c.js').constant).toBe(false);
+    expect(runtime.compile("errorIf(this.title === '', 'title', 'empty');", 'c.js').constant).toBe(false);
+    expect(runtime.compile('var x; this.seen = true;', 'c.js').constant).toBe(false);
+  });
 });

@@ -181,17 +181,30 @@ export class Collection implements Resource {
   }
 
   /**
-   * GET /<c>/<id> from an anonymous, non-root visitor, with no query and no script on the way (no
-   * On BeforeRequest, no On Get): the stored object's own JSON text, without a context or a promise.
-   * A read rule is tested on that text as for an anonymous caller. Not found, hidden by the rule,
-   * a write under way or anything else: undefined, and `handle` answers.
+   * GET /<c>/<id> from an anonymous, non-root visitor, with no query and no script on the way that
+   * needs the request (no On BeforeRequest; On Get only when it does the same whatever the
+   * request, see CollectionEventRunner.getNow): the stored object's own JSON text, patched with
+   * On Get's changes, without a context or a promise. A read rule is tested on the stored text as
+   * for an anonymous caller, before On Get (as on the usual path). Not found, hidden by the rule,
+   * a write under way, an On Get that needs the request or anything else: undefined, and
+   * `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
     if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
     const id = parts[0] as string;
-    if (id === '' || id === 'count' || this.events.has('beforerequest') || this.events.has('get') || !this.storedIsShown()) return undefined;
+    if (id === '' || id === 'count' || id === 'aggregate' || this.events.has('beforerequest') || !this.storedIsShown()) return undefined;
+    if (this.events.has('get')) return this.answerScriptedNow(id);
     const text = this.store.findOneJsonNow(id) ?? undefined;
     return text !== undefined && this.access.anonymousAllowsText(id, text) ? text : undefined;
+  }
+
+  /** answerNow with On Get: only when the runner answers the run at once (getNow). */
+  private answerScriptedNow(id: string): string | undefined {
+    if (this.events.getNow === undefined || this.store.findOneWithJsonNow === undefined) return undefined;
+    const found = this.store.findOneWithJsonNow(id) ?? undefined;
+    if (found === undefined || !this.access.anonymousAllowsText(id, found.text)) return undefined;
+    const outcome = this.events.getNow(found.doc);
+    return outcome === undefined ? undefined : objectJson(found.text, outcome);
   }
 
   /** Root and event scripts (internal requests) see `private` properties; nobody else does (but a user at /me). */

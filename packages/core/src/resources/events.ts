@@ -74,6 +74,14 @@ export interface CollectionEventRunner {
    * objects. Nothing is copied: per object what its run changed, or null when it cancelled.
    */
   runGetChanges?(ctx: Context, keys: readonly string[], values: readonly unknown[], count: number): Promise<(GetChanges | null)[]>;
+  /**
+   * Optional: On Get over one stored object at once, with no request at hand (a GET by id that
+   * Collection.answerNow answers without a context): the outcome when On Get does the same
+   * whatever the request (a static plan that reads nothing) and that plan models the run; undefined
+   * otherwise, and for a run that cancels or calls error() (the request then takes the usual path,
+   * which answers those). The object is the caller's copy: the runner may change it.
+   */
+  getNow?(object: Doc): EventOutcome | undefined;
 }
 
 /** What an On Get run changed (runGetChanges): `values[k]` is the new value of `assigned[k]`. */

@@ -32,6 +32,10 @@ export class CompiledScript implements Script {
     return this.plan !== undefined;
   }
 
+  get constant(): boolean {
+    return this.plan?.constant === true;
+  }
+
   get names(): ReadonlySet<string> | undefined {
     return this.usage.names;
   }
