@@ -429,7 +429,8 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           let result: RunResult | undefined;
           try {
             // A constant plan reads no variable: the request's locals would make no difference.
-            result = runtimeOf(script).runNow(script, { thisObj: object, locals: NO_LOCALS, label: getLabel });
+            // The object is the caller's copy: changed in place.
+            result = runtimeOf(script).runNow(script, { thisObj: object, locals: NO_LOCALS, label: getLabel }, { inPlace: true });
           } catch {
             // What run() would reject with: the usual path runs it again and answers that.
             return undefined;

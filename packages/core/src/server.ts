@@ -388,7 +388,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
         status: res.headersSent ? res.statusCode : 0,
         ms: Math.round((performance.now() - started) * 10) / 10,
         uid: note.uid,
-        client: clientOf(req).address,
+        client: proxies.addressOf(req),
         bytes: socket.bytesWritten - sentBefore,
         aborted: !res.writableFinished,
       });

@@ -56,6 +56,20 @@ describe('createConsoleLogger', () => {
     expect(out.lines().map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['GET /todos/1 200', 'boom']);
   });
 
+  it('text: the duration written as ${ms} writes it, and every control character escaped', () => {
+    const out = sink();
+    const log = createConsoleLogger({ stream: out });
+    const durations = [0, 0.1, 0.3, 1.5, 2, 9.9, 10, 12.7, 99.9, 1234.5, 1e6 + 0.1, 2 ** 31 + 0.5, 0.25, 1 / 3, 1e-7, 1e21, -1.5, Number.NaN];
+    for (let i = 0; i < 2000; i++) durations.push(Math.round(Math.random() * 10 ** (1 + (i % 7))) / 10);
+    for (const ms of durations) log.access({ ...entry, ms });
+    for (const code of [0, 9, 10, 13, 0x1f, 0x7f, 0x2028, 0x2029]) log.access({ ...entry, path: `/x${String.fromCharCode(code)}y` });
+    log.error('flush');
+    const lines = out.lines();
+    durations.forEach((ms, i) => expect(lines[i]?.split(' ')[5]).toBe(`${ms}ms`));
+    const escaped = lines.slice(durations.length, -1).map((line) => line.split(' ')[3]);
+    expect(escaped).toEqual(['/x\\u0000y', '/x\\u0009y', '/x\\u000ay', '/x\\u000dy', '/x\\u001fy', '/x\\u007fy', '/x\\u2028y', '/x\\u2029y']);
+  });
+
   it('text: one line per event, a client\'s control characters escaped', async () => {
     const out = sink();
     const log = createConsoleLogger({ stream: out });

@@ -46,6 +46,11 @@ describe('ProxyTrust: the client address', () => {
     ['both headers naming the same client', ['127.0.0.1'], { peer: '127.0.0.1', headers: { forwarded: 'for=203.0.113.9', 'x-forwarded-for': '203.0.113.9' } }, '203.0.113.9'],
   ])('%s', (_name, setting, r, expected) => {
     expect(clientOf(setting, r).address).toBe(expected);
+    // The access line's shortcut says the same, asked first or after clientOf.
+    expect(new ProxyTrust(setting).addressOf(request(r))).toBe(expected);
+    const trust = new ProxyTrust(setting);
+    const req = request(r);
+    expect([trust.clientOf(req).address, trust.addressOf(req)]).toEqual([expected, expected]);
   });
 
   it('X-Forwarded-Proto counts from a trusted peer only', () => {

@@ -162,12 +162,20 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       }
     },
 
-    runNow(script, input) {
+    runNow(script, input, options = {}) {
       const compiled = own(script);
       if (compiled.plan === undefined) return undefined;
+      const inPlace = options.inPlace === true;
       let result: RunResult | undefined;
       try {
-        [result] = planned(compiled, [input], false) ?? [];
+        // A constant plan (GET by id's `this.seen = true`) is evaluated once per script.
+        const constant = compiled.runsOfConstant();
+        if (constant !== undefined) {
+          checkDepth([input], compiled.filename);
+          result = constant.run(input, inPlace);
+          if (result !== undefined) counts.planned++;
+        }
+        if (result === undefined) [result] = planned(compiled, [input], inPlace) ?? [];
       } catch (err) {
         counts.runs++;
         throw err;

@@ -165,9 +165,10 @@ export interface ScriptRuntime {
    * and without a promise: the same result run() would give, or undefined when the script has no
    * plan or the plan does not model this run (then run() it). Never starts a script process.
    * Throws what run() would reject with before any run (ScriptInputError: request data nested
-   * too deep).
+   * too deep). With `inPlace`, a changed `thisObj` is updated in place instead of copied (an
+   * object the caller owns), as runBatch's.
    */
-  runNow(script: Script, input: RunInput): RunResult | undefined;
+  runNow(script: Script, input: RunInput, options?: { inPlace?: boolean }): RunResult | undefined;
   /**
    * Runs the script once per input with a single call into the isolate (On Get over a list). The
    * results are in input order and equal those of N run() calls; the first failing input (in

@@ -133,7 +133,16 @@ async function outcome(runtime: ScriptRuntime, source: string, inputs: RunInput[
       (err: Error) => ({ error: err.message }),
     );
   }
-  return { one, batch, each, columns, objects, inputsAfter: copies.map((i) => i.thisObj) };
+  // runNow where the plan answers at once (GET by id), else run(): the same results.
+  const now: unknown[] = [];
+  for (const i of structuredClone(inputs)) {
+    try {
+      now.push(shown(runtime.runNow(s, i) ?? (await runtime.run(s, i))));
+    } catch (err) {
+      now.push({ error: (err as Error).message });
+    }
+  }
+  return { one, batch, each, columns, now, objects, inputsAfter: copies.map((i) => i.thisObj) };
 }
 
 function shown(result: RunResult): Record<string, unknown> {
@@ -203,4 +212,37 @@ test('runColumns of a constant plan: rows whose values are absent, equal or diff
   const before = planned.stats().planned;
   expect(await answer(planned)).toEqual(await answer(isolate));
   expect(planned.stats().planned).toBe(before + 1);
+});
+
+test('runNow of a constant plan (evaluated once per script): objects whose values are absent, equal or different give what the isolate gives', async () => {
+  const planned = setup({ isolates: 1 }).runtime;
+  const isolate = setup({ isolates: 1, staticPlans: false }).runtime;
+  const source = "this.seen = true;\nthis.tags = ['a', {b: 1}];\nhide('secret');";
+  const objects: Record<string, unknown>[] = [
+    { id: '1' },
+    { id: '2', seen: true },
+    { id: '3', seen: false, secret: 's' },
+    { id: '4', seen: true, tags: ['a', { b: 1 }] },
+    { tags: ['a', { b: 2 }], id: '5' },
+    { id: '6', seen: 'yes', tags: ['a', { b: 1 }] },
+    { id: '7' },
+    { id: '8', seen: true, tags: ['a', { b: 1 }] },
+  ];
+  const p = planned.compile(source, 'test/constant.js');
+  const i = isolate.compile(source, 'test/constant.js');
+  expect(p.constant).toBe(true);
+  const before = planned.stats().planned;
+  for (const inPlace of [false, true, false]) {
+    for (const object of objects) {
+      const mine = structuredClone(object);
+      const result = planned.runNow(p, { thisObj: mine, locals: {} }, { inPlace });
+      expect(result).toBeDefined();
+      const expected = await isolate.run(i, { thisObj: structuredClone(object), locals: {} });
+      expect(canonical({ ...result })).toBe(canonical({ ...expected }));
+      // In place: the caller's object is the result's; otherwise it is left as it was.
+      if (inPlace) expect(result?.thisObj === mine || result?.assigned === undefined).toBe(true);
+      else expect(mine).toEqual(object);
+    }
+  }
+  expect(planned.stats().planned).toBe(before + objects.length * 3);
 });

@@ -21,7 +21,7 @@ import type { RelationSettings } from '../relations/relationSettings.js';
 import type { ExpandNode } from '../relations/parseExpand.js';
 import { expandTexts, expandsAsText, keysToExpand } from '../relations/expandTexts.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
-import { listJson, objectJson } from './storedJson.js';
+import { listJson, objectJson, Patcher } from './storedJson.js';
 import { listFromChanges } from './storedChanges.js';
 
 /** Options of a {@link Collection}. */
@@ -66,6 +66,8 @@ export class Collection implements Resource {
   /** Stored fields that neither scripts nor clients ever see, nor updates ever unset (a password hash). */
   protected readonly storeOnly: ReadonlySet<string> = new Set();
   protected readonly events: CollectionEventRunner;
+  /** answerNow's patcher of stored texts with On Get's changes (made at the first such answer). */
+  private nowPatcher: Patcher | undefined;
   private readonly publicCount: boolean;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
@@ -204,7 +206,9 @@ export class Collection implements Resource {
     const found = this.store.findOneWithJsonNow(id) ?? undefined;
     if (found === undefined || !this.access.anonymousAllowsText(id, found.text)) return undefined;
     const outcome = this.events.getNow(found.doc);
-    return outcome === undefined ? undefined : objectJson(found.text, outcome);
+    // One patcher for these answers: runs that compare alike share their assigned list, so the
+    // text it appends is made once.
+    return outcome === undefined ? undefined : objectJson(found.text, outcome, (this.nowPatcher ??= new Patcher()));
   }
 
   /** Root and event scripts (internal requests) see `private` properties; nobody else does (but a user at /me). */

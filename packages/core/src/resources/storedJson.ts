@@ -26,8 +26,8 @@ export function listJson(texts: readonly string[], outcomes: readonly (EventOutc
 }
 
 /** The JSON text of one object after On Get (GET by id), from its stored text: see listJson. */
-export function objectJson(text: string, outcome: EventOutcome): string {
-  return new Patcher().patched(text, outcome) ?? JSON.stringify(applyHidden(outcome));
+export function objectJson(text: string, outcome: EventOutcome, patcher = new Patcher()): string {
+  return patcher.patched(text, outcome) ?? JSON.stringify(applyHidden(outcome));
 }
 
 /**
@@ -41,7 +41,7 @@ export function objectJson(text: string, outcome: EventOutcome): string {
  * key list per distinct set of keys): the text appended for the previous object is reused while
  * its key list and primitive values are the same.
  */
-class Patcher {
+export class Patcher {
   private lastKeys: readonly string[] | undefined;
   /** `"name":` of each key of lastKeys, for the test that the stored text has no such property. */
   private names: string[] = [];

@@ -2,6 +2,7 @@ import type { Script } from '../types.js';
 import { analyzeSource } from './analyze.js';
 import type { SourceUsage } from './analyze.js';
 import type { StaticPlan } from './static-plan.js';
+import { ConstantRuns } from './static-plan-run.js';
 import { wrapSource } from './wrap-source.js';
 
 /** The runtime's Script: the source, its wrapped form and an id that names it inside each isolate. */
@@ -14,6 +15,7 @@ export class CompiledScript implements Script {
   readonly group: string;
   /** Set by compile() when the source is in the static subset: its runs need no script process. */
   plan: StaticPlan | undefined = undefined;
+  private constantRuns: ConstantRuns | undefined;
 
   constructor(
     readonly id: number,
@@ -34,6 +36,12 @@ export class CompiledScript implements Script {
 
   get constant(): boolean {
     return this.plan?.constant === true;
+  }
+
+  /** The runs of a constant plan, kept with the script (the plan evaluated once); undefined without one. */
+  runsOfConstant(): ConstantRuns | undefined {
+    if (this.plan?.constant !== true) return undefined;
+    return (this.constantRuns ??= new ConstantRuns(this.plan, this.usage.thisProps));
   }
 
   get names(): ReadonlySet<string> | undefined {

@@ -361,6 +361,62 @@ function resultOf(state: RunState, input: Record<string, unknown>, assigned: rea
   return result;
 }
 
+/**
+ * One run of a constant plan (one that reads nothing: plan.constant), for a caller that runs the
+ * same script once per request (GET by id): the plan is evaluated once per script, and each run
+ * only compares `this` with it (absent, equal or different per set property). Runs that compare
+ * alike share their `assigned` list (read only, as the isolate path's repeats do), so that a
+ * caller may recognise it by identity. Undefined when the run declines, or for an input that
+ * starts with hidden or protected properties (runPlan answers those).
+ */
+export class ConstantRuns {
+  private template: RunState | undefined;
+  private sets: [string, PlanJson][] = [];
+  private readonly assignedByState = new Map<number, readonly string[] | undefined>();
+
+  constructor(
+    private readonly plan: StaticPlan,
+    private readonly thisProps: readonly string[] | undefined,
+  ) {}
+
+  run(input: RunInput, inPlace: boolean): RunResult | undefined {
+    // Without thisProps the order of changed properties is the object's own: not one per state.
+    if (this.thisProps === undefined || (input.hidden !== undefined && input.hidden.length > 0) || (input.protected !== undefined && input.protected.length > 0)) return undefined;
+    try {
+      checkShared(this.plan, input);
+      checkThis(input.thisObj);
+      const template = this.evaluated();
+      const sets = this.sets;
+      if (sets.length > 15) return undefined;
+      // Two bits per set property, as constantColumns tells them: 1 absent (added), 2 different.
+      let state = 0;
+      for (let k = 0; k < sets.length; k++) {
+        const [key, literal] = sets[k] as [string, PlanJson];
+        const sent = sentValue(input.thisObj, key, this.thisProps);
+        const bits = sent === NOT_SENT ? 1 : sameJson(literal, sent) ? 0 : 2;
+        state |= bits << (k * 2);
+      }
+      let assigned = this.assignedByState.get(state);
+      if (assigned === undefined && !this.assignedByState.has(state)) {
+        assigned = assignedOf(template, input.thisObj);
+        this.assignedByState.set(state, assigned);
+      }
+      return resultOf(template, input.thisObj, assigned, inPlace, true);
+    } catch (err) {
+      if (err === DECLINE) return undefined;
+      throw err;
+    }
+  }
+
+  private evaluated(): RunState {
+    if (this.template === undefined) {
+      this.template = evaluate(this.plan, {}, { locals: NO_LOCALS }, this.thisProps);
+      this.sets = this.template.sets === undefined ? [] : [...this.template.sets];
+    }
+    return this.template;
+  }
+}
+
 /** A runColumns job: `count` objects given as the values of `keys` (`values[i * keys.length + k]`). */
 export interface ColumnsJob {
   readonly shared: SharedInput;
