@@ -20,6 +20,7 @@ import type { Resource, ResourceHost } from './resource.js';
 import type { LoginLimitsFactory } from './resources/loginLimiter.js';
 import { isUserResource } from './resource.js';
 import { Router } from './router.js';
+import type { RouteMatch } from './router.js';
 import type { SessionManagerOptions, SessionRecord } from './sessions.js';
 import { SessionManager } from './sessions.js';
 import type { Store } from './store/Store.js';
@@ -257,7 +258,12 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     return (await users.findUser(session.uid)) ?? undefined;
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, note: RequestNote): Promise<void> {
+  /**
+   * Answers a request. What is answered at once (health, OPTIONS, a plain GET answered by
+   * answerNow) is answered synchronously and gives undefined; the rest gives the promise of its
+   * answer. It may throw: the caller answers the error either way (see {@link handleAndCatch}).
+   */
+  function handle(req: IncomingMessage, res: ServerResponse, note: RequestNote): void | Promise<void> {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
@@ -278,12 +284,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       return route.handle(req, res);
     }
     const match = router.match(pathname);
-    if (match === undefined) {
-      note.resource = 'public';
-      if (options.publicDir && (await serveStatic(options.publicDir, pathname, req, res))) return;
-      note.resource = 'none';
-      throw new SvcError('NOT_FOUND', `no resource at ${pathname}`);
-    }
+    if (match === undefined) return handleUnrouted(req, res, note, pathname);
     note.resource = match.resource.path;
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
@@ -293,6 +294,27 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       const text = match.resource.answerNow(match.parts);
       if (text !== undefined) return writeReply(res, { status: 200, body: text, headers: JSON_HEADERS });
     }
+    return handleRouted(req, res, note, match, search, sid, anonymous);
+  }
+
+  /** A path no resource owns: a public/ file, or 404. */
+  async function handleUnrouted(req: IncomingMessage, res: ServerResponse, note: RequestNote, pathname: string): Promise<void> {
+    note.resource = 'public';
+    if (options.publicDir && (await serveStatic(options.publicDir, pathname, req, res))) return;
+    note.resource = 'none';
+    throw new SvcError('NOT_FOUND', `no resource at ${pathname}`);
+  }
+
+  /** handle() for a resource's request that was not answered at once: session, body, context, the resource. */
+  async function handleRouted(
+    req: IncomingMessage,
+    res: ServerResponse,
+    note: RequestNote,
+    match: RouteMatch,
+    search: string,
+    sid: string | undefined,
+    anonymous: SessionRecord | undefined,
+  ): Promise<void> {
     // Who sent it, once for the whole request (the fast path above needs no client).
     const client = clientOf(req);
     let record = anonymous ?? (await sessions.load(sid));
@@ -401,7 +423,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     // svc's own server marks its answers itself (ConnectionDrain); a host's server does not.
     if (draining && !ownServer) res.setHeader('connection', 'close');
     if (writeAccess === undefined && observe === undefined) {
-      handle(req, res, unnoted).catch((err: unknown) => failed(req, res, err, id));
+      handleAndCatch(req, res, unnoted, id);
       return;
     }
     const note: RequestNote = { resource: 'none', uid: undefined };
@@ -413,8 +435,21 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
         observe({ resource: note.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - started) / 1000 });
       });
     }
-    handle(req, res, note).catch((err: unknown) => failed(req, res, err, id));
+    handleAndCatch(req, res, note, id);
   };
+
+  /** handle(), its error answered whether it threw or its promise failed; no promise at all for what is answered at once. */
+  function handleAndCatch(req: IncomingMessage, res: ServerResponse, note: RequestNote, id: string): void {
+    let pending: void | Promise<void>;
+    try {
+      pending = handle(req, res, note);
+    } catch (err) {
+      failed(req, res, err, id);
+      return;
+    }
+    // A route's handler may give anything (`res.end()` gives the response): only a promise is waited for.
+    if (typeof (pending as Promise<void> | undefined)?.then === 'function') Promise.resolve(pending).catch((err: unknown) => failed(req, res, err, id));
+  }
 
   async function request(input: InternalRequest): Promise<Reply> {
     const match = router.match(input.path);
