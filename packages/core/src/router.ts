@@ -19,6 +19,11 @@ export class Router {
   private readonly byExactPath = new Map<string, Resource>();
   /** By case-folded path: resources differing in case only are refused (rooms and folders fold case). */
   private readonly byFoldedPath = new Map<string, Resource>();
+  /**
+   * Whether every resource's path is one segment ('/todos', not '/api/todos' nor '/'): then the
+   * first segment alone decides, and match() looks it up once instead of walking the path back.
+   */
+  private readonly oneSegment: boolean;
 
   constructor(resources: readonly Resource[]) {
     for (const resource of resources) {
@@ -29,6 +34,7 @@ export class Router {
       this.byExactPath.set(path, resource);
       this.byFoldedPath.set(folded, resource);
     }
+    this.oneSegment = [...this.byExactPath.keys()].every((path) => path.length > 1 && path.indexOf('/', 1) === -1);
   }
 
   /** The resource at a stored path (a session's user collection), in any case: at most one can match. */
@@ -38,6 +44,15 @@ export class Router {
 
   /** The match, or undefined when no resource owns the path (or its encoding is malformed). */
   match(pathname: string): RouteMatch | undefined {
+    if (this.oneSegment) {
+      // The walk below would end at the first segment too: no other prefix can name a resource.
+      const slash = pathname.indexOf('/', 1);
+      const resource = this.byExactPath.get(slash === -1 ? pathname : pathname.slice(0, slash));
+      if (resource === undefined) return undefined;
+      const rest = slash === -1 ? '/' : pathname.slice(slash);
+      const parts = splitParts(rest);
+      return parts === undefined ? undefined : { resource, rest, parts };
+    }
     // Walk from the whole path towards its first segment: nested resources win over parents.
     let candidate = pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname;
     for (;;) {

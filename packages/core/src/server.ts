@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { SvcError } from './errors.js';
 import { bearerSessionId, requestSessionId, serializeCookie } from './http/cookies.js';
 import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
-import { toErrorReply, writeReply } from './http/reply.js';
+import { toErrorReply, writeJsonText, writeReply } from './http/reply.js';
 import { serveStatic } from './http/staticFiles.js';
 import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js';
 import { ProxyTrust } from './http/ProxyTrust.js';
@@ -204,7 +204,6 @@ const MAX_LOGGED_PATH = 1024;
 const SESSIONS_COLLECTION = '_sessions';
 const NO_BODY = { kind: 'none', value: undefined } as const;
 const SWEEP_MS = 60 * 60 * 1000;
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
 
 /** Assembles an svc server from a store and resources. Nothing listens until `listen()`. */
 export async function createServer(options: SvcServerOptions): Promise<SvcServer> {
@@ -292,7 +291,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined) {
       // A plain GET the resource answers at once (an object by id): no context, no promise turns.
       const text = match.resource.answerNow(match.parts);
-      if (text !== undefined) return writeReply(res, { status: 200, body: text, headers: JSON_HEADERS });
+      if (text !== undefined) return writeJsonText(res, text);
     }
     return handleRouted(req, res, note, match, search, sid, anonymous);
   }

@@ -52,6 +52,17 @@ export function writeReply(res: ServerResponse, reply: Reply): void {
   res.end(bytes);
 }
 
+/**
+ * writeReply for a 200 whose body is a JSON text, for a request without a body (a GET answered at
+ * once): the same bytes, without walking a reply's headers.
+ */
+export function writeJsonText(res: ServerResponse, text: string): void {
+  if (res.headersSent || res.writableEnded) return;
+  if (text.length >= LARGE_PAYLOAD || bodyUnread(res.req)) return writeReply(res, { status: 200, body: text, headers: { 'content-type': JSON_TYPE } });
+  res.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
 const LOGGED_WHERE_THEY_HAPPEN = new Set(['SCRIPT_ERROR', 'SCRIPT_TIMEOUT', 'STORAGE_FULL', 'STORAGE_FAILED']);
 /**
  * A script's own answer: cancel(message, status) and error(). Its status, even 501 or 503, is what
