@@ -57,7 +57,7 @@ describe.each(appStores())('GET by id answered at once (%s store)', (store) => {
   });
 
   it('answers what the full path answers: body bytes, status and content type, found or not', async () => {
-    for (const path of [`/todos/${ids.todos}`, '/todos/nope', '/todos/count', '/todos/', `/todos/${ids.todos}/more`, '/todos/__proto__']) {
+    for (const path of [`/todos/${ids.todos}`, '/todos/nope', '/todos/count', '/todos/aggregate', '/todos/', `/todos/${ids.todos}/more`, '/todos/__proto__']) {
       const now = await shape(await asAnon(path));
       const full = await shape(await fresh(path));
       expect({ path, ...now }).toEqual({ path, ...full });
