@@ -167,7 +167,8 @@ export class Collection implements Resource {
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
     }
-    const related = method === 'GET' && this.relations.asked(ctx.query) ? await this.relations.takeQuery(ctx) : undefined;
+    let related = method === 'GET' && this.relations.asked(ctx.query) ? this.relations.takeQuery(ctx) : undefined;
+    if (related instanceof Promise) related = await related;
     // Expanding splices the stored texts (handleGet, where every collection read shows them as
     // stored) or needs objects: the plain stored-JSON answers would only be parsed again.
     if (related?.expand !== undefined) this.expanding.set(ctx, related.expand);
@@ -177,7 +178,9 @@ export class Collection implements Resource {
     const plan = this.access.readPlan(ctx);
     const visible = this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
     if (related === undefined) return visible;
-    return this.relations.finish(ctx, this.expandedAsText.has(ctx) ? { ...related, expand: undefined } : related, visible);
+    // Expanded from the texts already, and no total to add: finish would answer it as it is.
+    if (this.expandedAsText.has(ctx)) return related.total ? this.relations.finish(ctx, { ...related, expand: undefined }, visible) : visible;
+    return this.relations.finish(ctx, related, visible);
   }
 
   /**
@@ -766,13 +769,17 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
 }
 
 /**
- * `[a,b,...]` as one chain of concatenations, flattened once where it is written (join, then the
- * brackets, would copy the 40 KB of an expanded list once more).
+ * `[a,b,...]` as one flat string, copied once: the brackets go onto the first and last texts
+ * (`texts` is this request's own list), so join makes the answer (join, then the brackets, would
+ * copy the 40 KB of an expanded list once more; a chain of 200 concatenations allocates 200
+ * links, then is copied where it is written).
  */
-function listText(texts: readonly string[]): string {
-  let out = '[';
-  for (let i = 0; i < texts.length; i++) out += i === 0 ? (texts[i] as string) : `,${texts[i] as string}`;
-  return `${out}]`;
+function listText(texts: string[]): string {
+  const last = texts.length - 1;
+  if (last < 0) return '[]';
+  texts[0] = `[${texts[0] as string}`;
+  texts[last] = `${texts[last] as string}]`;
+  return texts.join(',');
 }
 
 /**
