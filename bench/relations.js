@@ -120,7 +120,7 @@ try {
       const figures = JSON.parse(run.stdout.trim().split('\n').pop());
       if (figures.non2xx > 0 || figures.errors > 0) throw new Error(`${id}: ${figures.non2xx} non-2xx, ${figures.errors} errors`);
       results[id].push(figures);
-      log(`round ${round + 1} ${id}: ${figures.rps.toFixed(0)} req/s, p99 ${figures.latencyMs.p99} ms, ${figures.cpuUsPerRequest?.toFixed(0)} us CPU/req`);
+      log(`round ${round + 1} ${id}: ${figures.rps.toFixed(0)} req/s, p99 ${figures.latencyMs.p99} ms, ${figures.cpuUsPerRequest?.toFixed(0)} us CPU/req (user ${figures.userCpuUsPerRequest?.toFixed(0)} us)`);
     }
   }
   const has = (...ids) => ids.every((id) => results[id] !== undefined);
@@ -133,7 +133,7 @@ try {
     connections,
     events: eventCount,
     medians: Object.fromEntries(
-      Object.entries(results).map(([id, rs]) => [id, { bytesPerResponse: Math.round(median(rs.map((r) => r.bytes / r.requests))), rps: Math.round(median(rs.map((r) => r.rps))), p50: median(rs.map((r) => r.latencyMs.p50)), p99: median(rs.map((r) => r.latencyMs.p99)), cpuUsPerRequest: Math.round(median(rs.map((r) => r.cpuUsPerRequest))) }]),
+      Object.entries(results).map(([id, rs]) => [id, { bytesPerResponse: Math.round(median(rs.map((r) => r.bytes / r.requests))), rps: Math.round(median(rs.map((r) => r.rps))), p50: median(rs.map((r) => r.latencyMs.p50)), p99: median(rs.map((r) => r.latencyMs.p99)), cpuUsPerRequest: Math.round(median(rs.map((r) => r.cpuUsPerRequest))), userCpuUsPerRequest: Math.round(median(rs.map((r) => r.userCpuUsPerRequest))) }]),
     ),
     ratios: {
       'list/expand (req/s, <= 1.5 aimed)': ratio('list', 'expand'),

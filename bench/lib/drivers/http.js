@@ -82,6 +82,7 @@ const seconds = Number(t1 - t0) / 1e9;
 const serverCpu = cpu1.total - cpu0.total;
 // The server process alone, without its children (svc's script processes).
 const ownCpu = cpu1.self - cpu0.self;
+const userCpu = cpu1.user - cpu0.user;
 let sum = 0;
 for (let us = 0; us <= MAX_US; us++) sum += us * histogram.counts[us];
 
@@ -107,6 +108,7 @@ process.stdout.write(
     serverCores: serverCpu / seconds,
     cpuUsPerRequest: responses ? (serverCpu * 1e6) / responses : null,
     ownCpuUsPerRequest: responses ? (ownCpu * 1e6) / responses : null,
+    userCpuUsPerRequest: responses ? (userCpu * 1e6) / responses : null,
     loadgenCores: (own.user + own.system) / 1e6 / seconds,
     // CPU of the server's core used by anything but the server (other processes, interrupts).
     otherOnServerCore: serverCoreBusy === null ? null : Math.max(0, serverCoreBusy - serverCpu) / seconds,

@@ -46,7 +46,7 @@ export function writeReply(res: ServerResponse, reply: Reply): void {
     return;
   }
   // Encoded once: measuring the length of a large string and then writing it would scan it twice.
-  const bytes = Buffer.from(payload, 'utf8');
+  const bytes = utf8Of(payload);
   headers['content-length'] = bytes.length;
   res.writeHead(reply.status, headers);
   res.end(bytes);
@@ -61,6 +61,21 @@ export function writeJsonText(res: ServerResponse, text: string): void {
   if (text.length >= LARGE_PAYLOAD || bodyUnread(res.req)) return writeReply(res, { status: 200, body: text, headers: { 'content-type': JSON_TYPE } });
   res.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * A large payload's UTF-8 bytes (as `Buffer.from(payload, 'utf8')`: a lone surrogate is U+FFFD
+ * either way). Buffer.from counts the bytes in a pass of its own before it writes them (7 µs of
+ * 14 for a 40 KB answer on the bench machine); a JSON answer is mostly ASCII, as many bytes as
+ * characters, so it is encoded straight into a buffer of that size, and only an answer that does
+ * not fit (characters beyond ASCII) is encoded again by Buffer.from.
+ */
+export function utf8Of(payload: string): Buffer {
+  const bytes = Buffer.allocUnsafe(payload.length);
+  const { read, written } = encoder.encodeInto(payload, bytes);
+  return read === payload.length ? bytes.subarray(0, written) : Buffer.from(payload, 'utf8');
 }
 
 const LOGGED_WHERE_THEY_HAPPEN = new Set(['SCRIPT_ERROR', 'SCRIPT_TIMEOUT', 'STORAGE_FULL', 'STORAGE_FAILED']);

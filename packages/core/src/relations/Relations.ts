@@ -205,9 +205,10 @@ export class Relations {
   /**
    * Takes `$expand`, `$total` and filters across a relation (`{"author.name": "ann"}`) out of a
    * GET's query; the last become `{author: {$in: [ids the caller may read and that match]}}`.
-   * Undefined when the query asks for none of them.
+   * Undefined when the query asks for none of them. Answered at once (no promise) when there is
+   * no filter across a relation to read for.
    */
-  async takeQuery(ctx: Context): Promise<RelationQuery | undefined> {
+  takeQuery(ctx: Context): RelationQuery | undefined | Promise<RelationQuery | undefined> {
     const query = ctx.query;
     const hasExpand = query.$expand !== undefined;
     const hasTotal = query.$total !== undefined;
@@ -219,6 +220,10 @@ export class Relations {
     if (hasExpand) out.expand = parseExpand(query.$expand, this.settings.expandDepth);
     delete query.$expand;
     delete query.$total;
+    return across.size === 0 ? out : this.compileAllAcross(ctx, across, out);
+  }
+
+  private async compileAllAcross(ctx: Context, across: Map<string, Record<string, unknown>>, out: RelationQuery): Promise<RelationQuery> {
     for (const [head, conditions] of across) await this.compileAcross(ctx, head, conditions);
     return out;
   }

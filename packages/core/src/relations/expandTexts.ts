@@ -183,13 +183,19 @@ async function readTexts(target: Relations, ctx: Context, query: Record<string, 
  */
 class Edits {
   private readonly rows: TextRows;
-  /** Per row (made when needed): start, end and text of each replaced value, in the order they came. */
-  private readonly replaced: ((number | string)[] | undefined)[];
+  /**
+   * Each row's first replaced value, as start, end and text at 3 * row (undefined: none): one
+   * flat list instead of a small list per row, as most expansions replace one value per object.
+   */
+  private readonly first: (number | string | undefined)[];
+  /** Per row (made when needed): start, end and text of the values it replaces after its first, in the order they came. */
+  private readonly more: ((number | string)[] | undefined)[];
   private readonly added: (string[] | undefined)[];
 
   constructor(rows: TextRows) {
     this.rows = rows;
-    this.replaced = new Array<undefined>(rows.texts.length);
+    this.first = new Array<undefined>(rows.texts.length * 3);
+    this.more = new Array<undefined>(rows.texts.length);
     this.added = new Array<undefined>(rows.texts.length);
   }
 
@@ -199,9 +205,14 @@ class Edits {
     const start = this.rows.spans[at] as number;
     if (start < 0) return false;
     const end = this.rows.spans[at + 1] as number;
-    const edits = this.replaced[i];
-    if (edits === undefined) this.replaced[i] = [start, end, text];
-    else edits.push(start, end, text);
+    const f = i * 3;
+    if (this.first[f] === undefined) {
+      this.first[f] = start;
+      this.first[f + 1] = end;
+      this.first[f + 2] = text;
+    } else {
+      (this.more[i] ??= []).push(start, end, text);
+    }
     return true;
   }
 
@@ -214,18 +225,35 @@ class Edits {
 
   apply(): void {
     const texts = this.rows.texts;
+    // A row's one replacement is looked up in the memo through this list (the memo keeps no list
+    // it is asked with): no list made per row but for a miss.
+    const one: (number | string)[] = [0, 0, ''];
     for (let i = 0; i < texts.length; i++) {
-      const replaced = this.replaced[i];
+      const f = i * 3;
+      const start = this.first[f];
       const added = this.added[i];
-      if (replaced === undefined && added === undefined) continue;
+      if (start === undefined && added === undefined) continue;
+      let replaced: (number | string)[] | undefined;
+      if (start !== undefined) {
+        const more = this.more[i];
+        if (more === undefined) {
+          one[0] = start;
+          one[1] = this.first[f + 1] as number;
+          one[2] = this.first[f + 2] as string;
+          replaced = one;
+        } else {
+          replaced = [start, this.first[f + 1] as number, this.first[f + 2] as string, ...more];
+        }
+      }
       const text = texts[i] as string;
       const kept = spliced.get(text, replaced, added);
       if (kept !== undefined) {
         texts[i] = kept;
         continue;
       }
-      const out = splice(text, replaced, added);
-      spliced.set(text, replaced, added, out);
+      const own = replaced === one ? one.slice() : replaced;
+      const out = splice(text, own, added);
+      spliced.set(text, own, added, out);
       texts[i] = out;
     }
   }

@@ -39,7 +39,7 @@ export class SplicedTexts {
     this.budget = budget;
   }
 
-  /** `text` spliced with these edits, if it was kept. */
+  /** `text` spliced with these edits, if it was kept (nothing of the edits is kept: the caller may reuse their lists). */
   get(text: string, replaced: Replaced, added: Added): string | undefined {
     const kept = this.young.get(text);
     if (kept !== undefined) return sameList(kept.replaced, replaced) && sameList(kept.added, added) ? kept.out : undefined;

@@ -24,6 +24,13 @@ import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } f
 import { listJson, objectJson, Patcher } from './storedJson.js';
 import { listFromChanges } from './storedChanges.js';
 
+/** A request's `$expand` while it is dispatched (Collection.expanding). */
+interface Expanding {
+  tree: ReadonlyMap<string, ExpandNode>;
+  /** Its list was answered expanded, from the stored texts (nothing left for Relations.finish to expand). */
+  asText: boolean;
+}
+
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
   /** Mount path, '/todos'. */
@@ -75,10 +82,13 @@ export class Collection implements Resource {
   private readonly changeListeners = new Map<CollectionChangeListener, ChangesWanted>();
   /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
   readonly relations: Relations;
-  /** Requests whose answer `$expand` completes, with what it expands. */
-  private readonly expanding = new WeakMap<Context, ReadonlyMap<string, ExpandNode>>();
-  /** Requests whose list was answered expanded already, from the stored texts. */
-  private readonly expandedAsText = new WeakSet<Context>();
+  /**
+   * Requests under way whose answer `$expand` completes, with what it expands and whether their
+   * list was answered expanded already, from the stored texts. Each entry lives while its request
+   * is dispatched (`handle` removes it): a Map, not a WeakMap, whose entries keyed by a young
+   * object cost the garbage collector at every scavenge.
+   */
+  private readonly expanding = new Map<Context, Expanding>();
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -169,17 +179,30 @@ export class Collection implements Resource {
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
     }
-    const related = method === 'GET' && this.relations.asked(ctx.query) ? await this.relations.takeQuery(ctx) : undefined;
+    let related = method === 'GET' && this.relations.asked(ctx.query) ? this.relations.takeQuery(ctx) : undefined;
+    if (related instanceof Promise) related = await related;
     // Expanding splices the stored texts (handleGet, where every collection read shows them as
     // stored) or needs objects: the plain stored-JSON answers would only be parsed again.
-    if (related?.expand !== undefined) this.expanding.set(ctx, related.expand);
-    const reply = await this.dispatch(ctx);
+    const expanding: Expanding | undefined = related?.expand !== undefined ? { tree: related.expand, asText: false } : undefined;
+    let reply: Reply;
+    if (expanding === undefined) {
+      reply = await this.dispatch(ctx);
+    } else {
+      this.expanding.set(ctx, expanding);
+      try {
+        reply = await this.dispatch(ctx);
+      } finally {
+        this.expanding.delete(ctx);
+      }
+    }
     // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
     // (Rules that depend on the object were applied where the stored object was in hand.)
     const plan = this.access.readPlan(ctx);
     const visible = this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
     if (related === undefined) return visible;
-    return this.relations.finish(ctx, this.expandedAsText.has(ctx) ? { ...related, expand: undefined } : related, visible);
+    // Expanded from the texts already, and no total to add: finish would answer it as it is.
+    if (expanding?.asText === true) return related.total ? this.relations.finish(ctx, { ...related, expand: undefined }, visible) : visible;
+    return this.relations.finish(ctx, related, visible);
   }
 
   /**
@@ -361,14 +384,15 @@ export class Collection implements Resource {
     }
     const scripted = !skipEvents && this.events.has('get');
     compiled.filter = andFilters(compiled.filter, this.access.filter(ctx, 'list'));
-    const expand = this.expanding.get(ctx);
-    if (expand !== undefined && !scripted && this.store.findTexts && this.showsStoredTo(ctx, 'list') && compiled.options.fields === undefined && expandsAsText(this.relations, ctx, expand)) {
+    const expanding = this.expanding.get(ctx);
+    const expand = expanding?.tree;
+    if (expanding !== undefined && expand !== undefined && !scripted && this.store.findTexts && this.showsStoredTo(ctx, 'list') && compiled.options.fields === undefined && expandsAsText(this.relations, ctx, expand)) {
       // $expand from the stored texts: each object's text with its related objects' texts spliced in.
       const { fields: _fields, ...rest } = compiled.options;
       const pick = keysToExpand(expand);
       const rows = { ...(await this.store.findTexts(compiled.filter, rest, pick)), pick };
       if (await expandTexts(this.relations, ctx, rows, expand)) {
-        this.expandedAsText.add(ctx);
+        expanding.asText = true;
         return { status: 200, body: listText(rows.texts), headers: { 'content-type': JSON_TYPE } };
       }
     }
@@ -783,13 +807,17 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
 }
 
 /**
- * `[a,b,...]` as one chain of concatenations, flattened once where it is written (join, then the
- * brackets, would copy the 40 KB of an expanded list once more).
+ * `[a,b,...]` as one flat string, copied once: the brackets go onto the first and last texts
+ * (`texts` is this request's own list), so join makes the answer (join, then the brackets, would
+ * copy the 40 KB of an expanded list once more; a chain of 200 concatenations allocates 200
+ * links, then is copied where it is written).
  */
-function listText(texts: readonly string[]): string {
-  let out = '[';
-  for (let i = 0; i < texts.length; i++) out += i === 0 ? (texts[i] as string) : `,${texts[i] as string}`;
-  return `${out}]`;
+function listText(texts: string[]): string {
+  const last = texts.length - 1;
+  if (last < 0) return '[]';
+  texts[0] = `[${texts[0] as string}`;
+  texts[last] = `${texts[last] as string}]`;
+  return texts.join(',');
 }
 
 /**

@@ -257,9 +257,15 @@ class EmbeddedCollection implements StoreCollection {
    */
   async findJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<string> {
     const raws = await this.#matching(filter, options);
-    let out = '[';
-    for (let i = 0; i < raws.length; i++) out += (i === 0 ? '' : ',') + jsonOf(raws[i] as Raw);
-    return `${out}]`;
+    const last = raws.length - 1;
+    if (last < 0) return '[]';
+    // One flat string, copied once by join (the brackets on the first and last texts), as the
+    // expanded list is made (Collection's listText): no chain of concatenations to flatten later.
+    const texts = new Array<string>(raws.length);
+    for (let i = 0; i <= last; i++) texts[i] = jsonOf(raws[i] as Raw);
+    texts[0] = `[${texts[0] as string}`;
+    texts[last] = `${texts[last] as string}]`;
+    return texts.join(',');
   }
 
   /**
