@@ -106,11 +106,7 @@ export const variants = {
     app: 'bench/app-scripts',
     build: ['@svc/server...'],
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
-    command: (ctx) => {
-      const file = join(ctx.appDir, 'resources/todos/get.js');
-      writeFileSync(file, `var unplanned;\n${readFileSync(file, 'utf8')}`);
-      return svcCommand(ctx);
-    },
+    command: (ctx) => unplanned({ command: svcCommand }).command(ctx),
   },
   'svc-get-no-access': {
     title: 'svc + trivial On Get, access log off',
@@ -130,7 +126,20 @@ export const variants = {
   'svc-get-other': otherCheckout('bench/app-scripts', 'svc + trivial On Get, built from $BENCH_OTHER'),
   'svc-get-dyn-other': otherCheckout('bench/app-scripts-dynamic', 'svc + On Get calling a function, built from $BENCH_OTHER'),
   'svc-other': otherCheckout('bench/app', 'svc, built from $BENCH_OTHER'),
+  'svc-get-isolate-other': unplanned(otherCheckout('bench/app-scripts', 'svc + trivial On Get in a script process, built from $BENCH_OTHER')),
 };
+
+/** A variant whose On Get is taken out of static plans' subset (`var unplanned;` first), as svc-get-isolate's. */
+function unplanned(variant) {
+  return {
+    ...variant,
+    command: (ctx) => {
+      const file = join(ctx.appDir, 'resources/todos/get.js');
+      writeFileSync(file, `var unplanned;\n${readFileSync(file, 'utf8')}`);
+      return variant.command(ctx);
+    },
+  };
+}
 
 function otherCheckout(app, title) {
   const bin = () => (process.env.BENCH_OTHER ? join(process.env.BENCH_OTHER, 'apps/server/bin/svc.js') : '');

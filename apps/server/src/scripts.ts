@@ -380,6 +380,8 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       // Made once: every run of every request used to build its label and inputs by spreading.
       const labels = new Map([...scripts.keys()].map((event) => [event, `${name} ${EVENT_LABEL[event] ?? event}`]));
       const getLabel = `${name} On Get`;
+      const getScript = scripts.get('get')?.script;
+      const constantGet = getScript !== undefined && !(getScript instanceof ScriptSyntaxError) && getScript.constant ? getScript : undefined;
       return {
         has: (event) => scripts.has(event),
         async run(event: CollectionEvent, input): Promise<EventOutcome> {
@@ -422,10 +424,9 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
             r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected, changes: changesOf(r) },
           );
         },
-        getNow(object) {
-          const compiled = scripts.get('get');
-          const script = compiled?.script;
-          if (script === undefined || script instanceof ScriptSyntaxError || !script.constant) return undefined;
+        // Only for an On Get that reads nothing: Collection.answerNow reads the object only then.
+        getNow: constantGet === undefined ? undefined : (object: Record<string, unknown>) => {
+          const script = constantGet;
           let result: RunResult | undefined;
           try {
             // A constant plan reads no variable: the request's locals would make no difference.
