@@ -43,8 +43,20 @@ export class ConnectionDrain {
   /** Answers not yet finished (not a `Set`: see SwapSet, the GC cost of one per request). */
   readonly #pending = new SwapSet<ServerResponse>();
   #changed: (() => void) | undefined;
+  /**
+   * A tracked answer's 'close' listener, one for all (`this` is the response): 'close' comes once
+   * per answer, so `on` with it spares the closure and the wrapper `once` would make per request.
+   */
+  readonly #answerClosed: (this: ServerResponse) => void;
 
   constructor(private readonly server: Server) {
+    const pending = this.#pending;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the listener's own `this` is the response
+    const drain = this;
+    this.#answerClosed = function (this: ServerResponse) {
+      pending.delete(this);
+      drain.#changed?.();
+    };
     server.on('connection', (socket: Socket) => {
       this.#sockets.add(socket);
       socket.once('close', () => {
@@ -63,10 +75,7 @@ export class ConnectionDrain {
   track(res: ServerResponse): void {
     if (this.#draining) res.setHeader('connection', 'close');
     this.#pending.add(res);
-    res.once('close', () => {
-      this.#pending.delete(res);
-      this.#changed?.();
-    });
+    res.on('close', this.#answerClosed);
   }
 
   /** Drains once; later calls answer the same outcome. */
