@@ -370,8 +370,7 @@ function resultOf(state: RunState, input: Record<string, unknown>, assigned: rea
  * starts with hidden or protected properties (runPlan answers those).
  */
 export class ConstantRuns {
-  private template: RunState | undefined;
-  private sets: [string, PlanJson][] = [];
+  private constant: ConstantTemplate | undefined;
   private readonly assignedByState = new Map<number, readonly string[] | undefined>();
 
   constructor(
@@ -380,25 +379,23 @@ export class ConstantRuns {
   ) {}
 
   run(input: RunInput, inPlace: boolean): RunResult | undefined {
+    const thisProps = this.thisProps;
     // Without thisProps the order of changed properties is the object's own: not one per state.
-    if (this.thisProps === undefined || (input.hidden !== undefined && input.hidden.length > 0) || (input.protected !== undefined && input.protected.length > 0)) return undefined;
+    if (thisProps === undefined || (input.hidden !== undefined && input.hidden.length > 0) || (input.protected !== undefined && input.protected.length > 0)) return undefined;
     try {
       checkShared(this.plan, input);
       checkThis(input.thisObj);
-      const template = this.evaluated();
-      const sets = this.sets;
-      if (sets.length > 15) return undefined;
-      // Two bits per set property, as constantColumns tells them: 1 absent (added), 2 different.
+      const { template, sets } = (this.constant ??= constantTemplate(this.plan, thisProps));
+      if (sets.length > MAX_CONSTANT_SETS) return undefined;
       let state = 0;
       for (let k = 0; k < sets.length; k++) {
         const [key, literal] = sets[k] as [string, PlanJson];
-        const sent = sentValue(input.thisObj, key, this.thisProps);
-        const bits = sent === NOT_SENT ? 1 : sameJson(literal, sent) ? 0 : 2;
-        state |= bits << (k * 2);
+        state |= setBits(literal, sentValue(input.thisObj, key, thisProps)) << (k * 2);
       }
       let assigned = this.assignedByState.get(state);
       if (assigned === undefined && !this.assignedByState.has(state)) {
-        assigned = assignedOf(template, input.thisObj);
+        const keys = assignedOfState(sets, state, thisProps);
+        assigned = keys.length === 0 ? undefined : keys;
         this.assignedByState.set(state, assigned);
       }
       return resultOf(template, input.thisObj, assigned, inPlace, true);
@@ -407,14 +404,46 @@ export class ConstantRuns {
       throw err;
     }
   }
+}
 
-  private evaluated(): RunState {
-    if (this.template === undefined) {
-      this.template = evaluate(this.plan, {}, { locals: NO_LOCALS }, this.thisProps);
-      this.sets = this.template.sets === undefined ? [] : [...this.template.sets];
-    }
-    return this.template;
+/** A constant plan evaluated once (it reads nothing) and the properties it sets, in first-assignment order. */
+interface ConstantTemplate {
+  readonly template: RunState;
+  readonly sets: readonly [string, PlanJson][];
+}
+
+/** More set properties than fit two bits each in a state number: such a plan takes the general path. */
+const MAX_CONSTANT_SETS = 15;
+
+function constantTemplate(plan: StaticPlan, thisProps: readonly string[] | undefined): ConstantTemplate {
+  const template = evaluate(plan, {}, { locals: NO_LOCALS }, thisProps);
+  return { template, sets: template.sets === undefined ? [] : [...template.sets] };
+}
+
+/**
+ * How a value `this` was sent compares with what a constant plan sets: 1 absent (the run adds
+ * it), 2 different (the run changes it), 0 equal (the isolate reports it unchanged).
+ */
+function setBits(literal: PlanJson, sent: unknown): number {
+  if (sent === NOT_SENT || sent === undefined || typeof sent === 'function') return 1;
+  return sameJson(literal, sent) ? 0 : 2;
+}
+
+/**
+ * The assigned list of a constant plan's run whose values told `state` (setBits per set property),
+ * in the order assignedOf gives: the changed ones in the order sent, then the added ones.
+ */
+function assignedOfState(sets: readonly [string, PlanJson][], state: number, thisProps: readonly string[]): string[] {
+  const changed: string[] = [];
+  const added: string[] = [];
+  for (let k = 0; k < sets.length; k++) {
+    const bits = (state >> (k * 2)) & 3;
+    const key = (sets[k] as [string, PlanJson])[0];
+    if (bits === 1) added.push(key);
+    else if (bits === 2) changed.push(key);
   }
+  if (changed.length > 1) changed.sort((a, b) => thisProps.indexOf(a) - thisProps.indexOf(b));
+  return changed.concat(added);
 }
 
 /** A runColumns job: `count` objects given as the values of `keys` (`values[i * keys.length + k]`). */
@@ -495,23 +524,16 @@ const NOT_MODELLED: unique symbol = Symbol('not modelled here');
 function constantColumns(plan: StaticPlan, thisProps: readonly string[] | undefined, { shared, keys, values, count }: ColumnsJob): RunChanges[] | undefined | typeof NOT_MODELLED {
   try {
     checkShared(plan, shared);
-    const template = evaluate(plan, {}, { locals: shared.locals }, thisProps);
-    const sets = template.sets === undefined ? [] : [...template.sets];
-    if (sets.length > 15 || thisProps === undefined) return NOT_MODELLED;
+    const { template, sets } = constantTemplate(plan, thisProps);
+    if (sets.length > MAX_CONSTANT_SETS || thisProps === undefined) return NOT_MODELLED;
     const columns = sets.map(([key]) => keys.indexOf(key));
     if (columns.some((c, k) => c < 0 || !thisProps.includes((sets[k] as [string, PlanJson])[0]))) return NOT_MODELLED;
     const width = keys.length;
     const byState = new Map<number, RunChanges>();
     const out: RunChanges[] = new Array<RunChanges>(count);
     for (let i = 0; i < count; i++) {
-      // Two bits per set property: 1 absent (added), 2 different (changed), 0 equal.
       let state = 0;
-      for (let k = 0; k < sets.length; k++) {
-        const sent = values[i * width + (columns[k] as number)];
-        const absent = sent === undefined || typeof sent === 'function';
-        const bits = absent ? 1 : sameJson((sets[k] as [string, PlanJson])[1], sent) ? 0 : 2;
-        state |= bits << (k * 2);
-      }
+      for (let k = 0; k < sets.length; k++) state |= setBits((sets[k] as [string, PlanJson])[1], values[i * width + (columns[k] as number)]) << (k * 2);
       let changes = byState.get(state);
       if (changes === undefined) byState.set(state, (changes = constantChanges(template, sets, state, thisProps)));
       out[i] = changes;
@@ -525,16 +547,7 @@ function constantColumns(plan: StaticPlan, thisProps: readonly string[] | undefi
 
 /** The RunChanges of a constant plan's run whose rows told `state` (see constantColumns). */
 function constantChanges(template: RunState, sets: readonly [string, PlanJson][], state: number, thisProps: readonly string[]): RunChanges {
-  const changed: string[] = [];
-  const added: string[] = [];
-  for (let k = 0; k < sets.length; k++) {
-    const bits = (state >> (k * 2)) & 3;
-    const key = (sets[k] as [string, PlanJson])[0];
-    if (bits === 1) added.push(key);
-    else if (bits === 2) changed.push(key);
-  }
-  if (changed.length > 1) changed.sort((a, b) => thisProps.indexOf(a) - thisProps.indexOf(b));
-  const assigned = changed.concat(added);
+  const assigned = assignedOfState(sets, state, thisProps);
   const changes: RunChanges = { hidden: template.hidden === undefined ? NONE : template.hidden.slice(), protected: template.protect ?? NONE };
   if (assigned.length > 0) {
     changes.assigned = assigned;
