@@ -23,6 +23,7 @@ import { expandTexts, expandsAsText, keysToExpand } from '../relations/expandTex
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 import { listJson, objectJson, Patcher } from './storedJson.js';
 import { listFromChanges } from './storedChanges.js';
+import { jsonList } from '../jsonList.js';
 
 /** A request's `$expand` while it is dispatched (Collection.expanding). */
 interface Expanding {
@@ -385,15 +386,15 @@ export class Collection implements Resource {
     const scripted = !skipEvents && this.events.has('get');
     compiled.filter = andFilters(compiled.filter, this.access.filter(ctx, 'list'));
     const expanding = this.expanding.get(ctx);
-    const expand = expanding?.tree;
-    if (expanding !== undefined && expand !== undefined && !scripted && this.store.findTexts && this.showsStoredTo(ctx, 'list') && compiled.options.fields === undefined && expandsAsText(this.relations, ctx, expand)) {
+    if (expanding !== undefined && !scripted && this.store.findTexts && this.showsStoredTo(ctx, 'list') && compiled.options.fields === undefined && expandsAsText(this.relations, ctx, expanding.tree)) {
       // $expand from the stored texts: each object's text with its related objects' texts spliced in.
+      const expand = expanding.tree;
       const { fields: _fields, ...rest } = compiled.options;
       const pick = keysToExpand(expand);
       const rows = { ...(await this.store.findTexts(compiled.filter, rest, pick)), pick };
       if (await expandTexts(this.relations, ctx, rows, expand)) {
         expanding.asText = true;
-        return { status: 200, body: listText(rows.texts), headers: { 'content-type': JSON_TYPE } };
+        return { status: 200, body: jsonList(rows.texts), headers: { 'content-type': JSON_TYPE } };
       }
     }
     if (!scripted && this.store.findJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
@@ -804,20 +805,6 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
     out[key] = query[key];
   }
   return out;
-}
-
-/**
- * `[a,b,...]` as one flat string, copied once: the brackets go onto the first and last texts
- * (`texts` is this request's own list), so join makes the answer (join, then the brackets, would
- * copy the 40 KB of an expanded list once more; a chain of 200 concatenations allocates 200
- * links, then is copied where it is written).
- */
-function listText(texts: string[]): string {
-  const last = texts.length - 1;
-  if (last < 0) return '[]';
-  texts[0] = `[${texts[0] as string}`;
-  texts[last] = `${texts[last] as string}]`;
-  return texts.join(',');
 }
 
 /**

@@ -18,6 +18,7 @@ import { repairTornTail } from './internal/tornTail.js';
 import { DiskState, diskErrorCode } from './internal/diskError.js';
 import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
 import { collectionOfDataFile, dataFileOfCollection } from './embeddedSnapshot.js';
+import { jsonList } from '../jsonList.js';
 
 /** Options of {@link createEmbeddedStore}. */
 export interface EmbeddedStoreOptions {
@@ -257,15 +258,9 @@ class EmbeddedCollection implements StoreCollection {
    */
   async findJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<string> {
     const raws = await this.#matching(filter, options);
-    const last = raws.length - 1;
-    if (last < 0) return '[]';
-    // One flat string, copied once by join (the brackets on the first and last texts), as the
-    // expanded list is made (Collection's listText): no chain of concatenations to flatten later.
     const texts = new Array<string>(raws.length);
-    for (let i = 0; i <= last; i++) texts[i] = jsonOf(raws[i] as Raw);
-    texts[0] = `[${texts[0] as string}`;
-    texts[last] = `${texts[last] as string}]`;
-    return texts.join(',');
+    for (let i = 0; i < raws.length; i++) texts[i] = jsonOf(raws[i] as Raw);
+    return jsonList(texts);
   }
 
   /**
@@ -337,15 +332,14 @@ class EmbeddedCollection implements StoreCollection {
    * object is in the answer (StoredTexts.listedRows).
    */
   #withIdsKept(ids: readonly string[], options: Omit<FindOptions, 'fields'>): { raws: Raw[]; kept: Kept[]; listedRows?: number[] } {
-    const index = indexesOf(this.#db)._id as unknown as { tree?: unknown; getMatching(value: string): Raw[] };
-    const tree = index.tree instanceof HashTree ? index.tree : undefined;
+    const byId = idLookup(this.#db);
     const mark = ++readMark;
     const raws: Raw[] = [];
     const kept: Kept[] = [];
     const listedRows = new Array<number>(ids.length);
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i] as string;
-      const raw = (tree !== undefined ? tree.first(id) : index.getMatching(id)[0]) as Raw | undefined;
+      const raw = byId(id);
       if (raw === undefined) {
         listedRows[i] = -1;
         continue;
@@ -420,11 +414,9 @@ class EmbeddedCollection implements StoreCollection {
    */
   #withIds(db: Db, ids: ReadonlySet<string>, options: Omit<FindOptions, 'fields'>): Raw[] {
     const found: Raw[] = [];
-    const index = indexesOf(db)._id as unknown as { tree?: unknown; getMatching(value: string): Raw[] };
-    // The id index's own map when it is one: looked up once, not through nedb's Index per id.
-    const tree = index.tree instanceof HashTree ? index.tree : undefined;
+    const byId = idLookup(db);
     for (const id of ids) {
-      const raw = (tree !== undefined ? tree.first(id) : index.getMatching(id)[0]) as Raw | undefined;
+      const raw = byId(id);
       if (raw !== undefined) found.push(raw);
     }
     const ordered = options.sort ? sorter(renameId(options.sort))(found) : options.anyOrder === true ? found : insertionOrder(found);
@@ -1150,6 +1142,16 @@ interface Kept {
   pick: readonly string[] | undefined;
   pickSpans: number[] | undefined;
   values: unknown[] | undefined;
+}
+
+/**
+ * Cached objects by id through the _id index: the index's own map when it is one (looked up once
+ * per read, not through nedb's Index per id).
+ */
+function idLookup(db: Db): (id: string) => Raw | undefined {
+  const index = indexesOf(db)._id as unknown as { tree?: unknown; getMatching(value: string): Raw[] };
+  const tree = index.tree instanceof HashTree ? index.tree : undefined;
+  return tree !== undefined ? (id) => tree.first(id) as Raw | undefined : (id) => index.getMatching(id)[0];
 }
 
 /** Numbers the reads that mark what they found. */
