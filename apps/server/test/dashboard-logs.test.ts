@@ -233,12 +233,23 @@ describe('LogRing', () => {
     expect(ring.find({ user: 'ユーザー' }, 10)).toEqual([entry]);
   });
 
-  it('holds nothing of what it was handed: the entry read back is a new object', () => {
+  it('holds nothing of what it was handed but its time and client texts: the entry read back is a new object', () => {
     const ring = new LogRing({ maxEntries: 10 });
     const entry = access(5);
     ring.push(entry);
     const [back] = ring.find({}, 1);
     expect(back).toEqual(entry);
     expect(back).not.toBe(entry);
+  });
+
+  it('holds the first of a run of equal time and client texts, and a client beyond Latin-1 as it is', () => {
+    const ring = new LogRing({ maxEntries: 10 });
+    const pushed = [0, 1, 2].map((i) => ({ ...access(i), time: i < 2 ? '2026-11-27T00:00:00.000Z' : '2026-11-27T00:00:00.001Z', client: i === 2 ? 'クライアント' : ['127', '0', '0', '1'].join('.') }));
+    for (const entry of pushed) ring.push(entry);
+    const back = ring.find({}, 10) as AccessLogEntry[];
+    expect(back).toEqual(pushed);
+    expect(back[0]?.time).toBe(back[1]?.time);
+    expect(back[0]?.client).toBe('127.0.0.1');
+    expect(back[2]?.client).toBe('クライアント');
   });
 });

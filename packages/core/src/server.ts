@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SvcError } from './errors.js';
 import { bearerSessionId, requestSessionId, serializeCookie } from './http/cookies.js';
 import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
@@ -9,11 +9,12 @@ import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js'
 import { ProxyTrust } from './http/ProxyTrust.js';
 import type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 import type { HttpLimits } from './http/svcHttpServer.js';
-import type { ConnectionDrain, DrainOutcome } from './http/connectionDrain.js';
+import { ANSWER_WATCHER, tellAnswerWatcher } from './http/connectionDrain.js';
+import type { AnswerWatcher, ConnectionDrain, DrainOutcome, WatchedResponse } from './http/connectionDrain.js';
 import { createHealth, DEFAULT_HEALTH_PATHS } from './http/health.js';
 import type { HealthOptions } from './http/health.js';
 import { requestIdOf } from './http/requestId.js';
-import type { AccessEntry, Logger } from './logger.js';
+import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
 import type { Resource, ResourceHost } from './resource.js';
@@ -192,11 +193,34 @@ export interface SvcServer {
   close(): Promise<void>;
 }
 
-/** What the access line learns while the request is handled. */
 /** What handle() learns of a request for its access line and metrics: who answered, whose session. */
 interface RequestNote {
   resource: string;
   uid: string | undefined;
+}
+
+/**
+ * A request's note with what its access line and metrics need once the answer is over: one
+ * object per request, told by the response's one 'close' listener (no closure per request).
+ */
+class AnswerNote implements RequestNote, AnswerWatcher {
+  resource = 'none';
+  uid: string | undefined = undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly socket: Socket,
+    readonly id: string,
+    /** performance.now() at the request's arrival in the handler. */
+    readonly started: number,
+    /** The socket's bytes written before this answer (0 when no access line is written). */
+    readonly sentBefore: number,
+    private readonly closed: (note: AnswerNote, res: ServerResponse) => void,
+  ) {}
+
+  answerClosed(res: ServerResponse): void {
+    this.closed(this, res);
+  }
 }
 
 /** A longer path is cut in the access log (a request line may be 16 kB). */
@@ -392,31 +416,33 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   const writeAccess = options.accessLog === false ? undefined : logger.access?.bind(logger);
   const logHealth = options.accessLog !== false && options.accessLog?.health === true;
 
-  /** Writes the request's access line once its answer is over (sent, or its connection gone). */
-  function followAnswer(req: IncomingMessage, res: ServerResponse, id: string, write: (entry: AccessEntry) => void, note: RequestNote): void {
-    const started = performance.now();
-    const socket = req.socket;
-    const sentBefore = socket.bytesWritten;
-    // 'close' comes once per answer, sent or cut: `on` spares the wrapper `once` makes.
-    res.on('close', () => {
+  /** The access line and the metrics sample of an answer that is over (sent, or its connection gone). */
+  const answerClosed = (note: AnswerNote, res: ServerResponse): void => {
+    const req = note.req;
+    if (writeAccess !== undefined) {
       const path = pathOf(req.url ?? '/');
-      if (!logHealth && health.owns(path)) return;
-      write({
-        time: isoNow(),
-        id,
-        method: req.method ?? 'GET',
-        path: path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}...` : path,
-        status: res.headersSent ? res.statusCode : 0,
-        ms: Math.round((performance.now() - started) * 10) / 10,
-        uid: note.uid,
-        client: proxies.addressOf(req),
-        bytes: socket.bytesWritten - sentBefore,
-        aborted: !res.writableFinished,
-      });
-    });
-  }
+      if (logHealth || !health.owns(path)) {
+        writeAccess({
+          time: isoNow(),
+          id: note.id,
+          method: req.method ?? 'GET',
+          path: path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}...` : path,
+          status: res.headersSent ? res.statusCode : 0,
+          ms: Math.round((performance.now() - note.started) * 10) / 10,
+          uid: note.uid,
+          client: proxies.addressOf(req),
+          bytes: note.socket.bytesWritten - note.sentBefore,
+          aborted: !res.writableFinished,
+        });
+      }
+    }
+    if (observe !== undefined) {
+      // 'close' follows 'finish', and comes alone when the client left first: one sample either way.
+      observe({ resource: note.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - note.started) / 1000 });
+    }
+  };
 
-  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+  const handler = (req: IncomingMessage, res: WatchedResponse): void => {
     const id = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', id);
     // svc's own server marks its answers itself (ConnectionDrain); a host's server does not.
@@ -425,15 +451,12 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       handleAndCatch(req, res, unnoted, id);
       return;
     }
-    const note: RequestNote = { resource: 'none', uid: undefined };
-    if (writeAccess !== undefined) followAnswer(req, res, id, writeAccess, note);
-    if (observe !== undefined) {
-      const started = performance.now();
-      // 'close' follows 'finish', and comes alone when the client left first: one sample either way.
-      res.once('close', () => {
-        observe({ resource: note.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - started) / 1000 });
-      });
-    }
+    const socket = req.socket;
+    const note = new AnswerNote(req, socket, id, performance.now(), writeAccess === undefined ? 0 : socket.bytesWritten, answerClosed);
+    // svc's own server's drain has a 'close' listener on every answer already (null here): it tells the note.
+    const drainTells = res[ANSWER_WATCHER] === null;
+    res[ANSWER_WATCHER] = note;
+    if (!drainTells) res.on('close', tellAnswerWatcher);
     handleAndCatch(req, res, note, id);
   };
 

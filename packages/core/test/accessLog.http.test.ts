@@ -1,9 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Collection, createEmbeddedStore, UserCollection } from '@svc/core';
-import type { AccessEntry, Logger, Store } from '@svc/core';
+import { Collection, createEmbeddedStore, createServer, UserCollection } from '@svc/core';
+import type { AccessEntry, Logger, RequestSample, Store } from '@svc/core';
 import { startTestServer } from './helpers/http.js';
 import type { TestServer } from './helpers/http.js';
 
@@ -96,5 +98,40 @@ describe('access log', () => {
     const res = await t.request('GET', '/todos', { headers: { origin: 'http://web.example' } });
     expect(res.headers.get('access-control-allow-origin')).toBe('http://web.example');
     expect(res.headers.get('access-control-expose-headers')).toBe('X-Request-Id, X-Total-Count');
+  });
+
+  it('the access line and the metrics sample both come once per answer, on svc\'s own server and on a host\'s', async () => {
+    const samples: RequestSample[] = [];
+    const observe = (sample: RequestSample): void => void samples.push(sample);
+    // svc's own server: its drain's one 'close' listener tells both.
+    const own = await serve({ observe });
+    const a = await own.request('GET', '/todos/none');
+    const ownLine = await lineOf(a.headers.get('x-request-id'));
+    expect(ownLine).toMatchObject({ path: '/todos/none', status: 404, aborted: false });
+    expect(ownLine.bytes).toBeGreaterThan(Number(a.headers.get('content-length')));
+    // A host application's server: svc adds its own 'close' listener.
+    const host = createHttpServer();
+    const svc = await createServer({ store, resources: [new Collection({ path: '/notes', properties: {}, store: store.collection('notes-host') })], logger, observe, httpServer: host });
+    host.on('request', (req, res) => svc.handler(req, res));
+    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${url}/notes`);
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        const line = await lineOf(res.headers.get('x-request-id'));
+        expect(line).toMatchObject({ method: 'GET', path: '/notes', status: 200, client: '127.0.0.1', aborted: false });
+        expect(line.bytes).toBeGreaterThan(Number(res.headers.get('content-length')));
+        expect(lines.filter((l) => l.id === line.id)).toHaveLength(1);
+      }
+      for (let i = 0; i < 200 && samples.filter((x) => x.resource === '/notes').length < 3; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(samples.filter((x) => x.resource === '/notes')).toHaveLength(3);
+      expect(samples.filter((x) => x.resource === '/todos')).toMatchObject([{ method: 'GET', status: 404 }]);
+      for (const x of samples) expect(x.seconds).toBeGreaterThanOrEqual(0);
+    } finally {
+      await svc.close();
+      await new Promise((resolve) => host.close(resolve));
+    }
   });
 });

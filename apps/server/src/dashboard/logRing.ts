@@ -12,8 +12,8 @@ const MAX_KEPT_MESSAGE = 8192;
 const ENTRY_OVERHEAD = 200;
 /** The texts arena's first size; it doubles as needed, up to half the byte bound. */
 const FIRST_ARENA_BYTES = 64 * 1024;
-/** Texts of an access entry in the arena, in this order: time, id, path, client, uid. */
-const TEXTS = 5;
+/** Texts of an access entry in the arena, in this order: id, path, uid (time and client are held). */
+const TEXTS = 3;
 /** The uid's length when there is none. */
 const NO_UID = 0xffffffff;
 
@@ -26,16 +26,24 @@ export type AccessFields = Omit<AccessEntry, 'uid'> & { uid?: string | undefined
  * the same at any size.
  *
  * Access entries (one per request) are kept in columns, their numbers in typed arrays and their
- * texts as bytes in one arena, and are made objects again only when read. Kept as objects, each
- * one (and its strings) outlived the young generation and was copied into the old one: garbage
- * collection took a third of a scripted request's time (bench/RESULTS.md, issue 21). Server lines
- * are rare and stay objects.
+ * own texts (id, path, uid) as bytes in one arena, and are made objects again only when read.
+ * Kept as objects, each one (and its strings) outlived the young generation and was copied into
+ * the old one: garbage collection took a third of a scripted request's time (bench/RESULTS.md,
+ * issue 21). The time and the client are held as they are: the server makes one time text per
+ * millisecond and one client text per connection, shared by many entries, so holding them keeps
+ * next to nothing alive, and a run of equal ones keeps the first. Server lines are rare and stay
+ * objects.
  */
 export class LogRing {
   /** Server lines (and the rare access entry with a text beyond Latin-1), else undefined. */
   private readonly objects: (LogEntry | undefined)[];
   private readonly sizes: Float64Array;
   private readonly methods: string[];
+  /** Per slot: the time and client texts, held (see the class comment). */
+  private readonly times: string[];
+  private readonly clients: string[];
+  private lastTime = '';
+  private lastClient = '';
   private readonly statuses: Uint16Array;
   private readonly durations: Float64Array;
   private readonly byteCounts: Float64Array;
@@ -59,6 +67,8 @@ export class LogRing {
     this.objects = new Array<LogEntry | undefined>(n).fill(undefined);
     this.sizes = new Float64Array(n);
     this.methods = new Array<string>(n).fill('');
+    this.times = new Array<string>(n).fill('');
+    this.clients = new Array<string>(n).fill('');
     this.statuses = new Uint16Array(n);
     this.durations = new Float64Array(n);
     this.byteCounts = new Float64Array(n);
@@ -87,14 +97,13 @@ export class LogRing {
   /** An answered request, kept in columns (nothing of `entry` is held once this returns). */
   pushAccess(entry: AccessFields): void {
     const uid = entry.uid;
-    const textBytes = entry.time.length + entry.id.length + entry.path.length + entry.client.length + (uid?.length ?? 0);
-    const at = this.makeRoom(ENTRY_OVERHEAD + 2 * (entry.path.length + entry.id.length + (uid?.length ?? 0)));
+    const textBytes = entry.id.length + entry.path.length + (uid?.length ?? 0);
+    // A time or client text of another entry's length counts too: a caller may make a new one each time.
+    const at = this.makeRoom(ENTRY_OVERHEAD + 2 * (entry.path.length + entry.id.length + (uid?.length ?? 0) + entry.time.length + entry.client.length));
     const start = this.reserve(textBytes);
     let end = start;
-    end = latin1Into(this.arena, end, entry.time);
-    if (end >= 0) end = latin1Into(this.arena, end, entry.id);
+    end = latin1Into(this.arena, end, entry.id);
     if (end >= 0) end = latin1Into(this.arena, end, entry.path);
-    if (end >= 0) end = latin1Into(this.arena, end, entry.client);
     if (end >= 0 && uid !== undefined) end = latin1Into(this.arena, end, uid);
     if (end < 0) {
       // A text beyond Latin-1 (a uid in another script): kept as it is, as an object.
@@ -109,11 +118,12 @@ export class LogRing {
     this.objects[at] = undefined;
     this.starts[at] = start;
     const l = at * TEXTS;
-    this.lengths[l] = entry.time.length;
-    this.lengths[l + 1] = entry.id.length;
-    this.lengths[l + 2] = entry.path.length;
-    this.lengths[l + 3] = entry.client.length;
-    this.lengths[l + 4] = uid === undefined ? NO_UID : uid.length;
+    this.lengths[l] = entry.id.length;
+    this.lengths[l + 1] = entry.path.length;
+    this.lengths[l + 2] = uid === undefined ? NO_UID : uid.length;
+    // Equal to the last one: the last one is held (compared by reference first, then by characters).
+    this.times[at] = entry.time === this.lastTime ? this.lastTime : (this.lastTime = entry.time);
+    this.clients[at] = entry.client === this.lastClient ? this.lastClient : (this.lastClient = entry.client);
     // req.method is one of Node's constant strings: holding it keeps nothing young alive.
     this.methods[at] = entry.method;
     this.statuses[at] = entry.status;
@@ -143,12 +153,10 @@ export class LogRing {
       from += length;
       return s;
     };
-    const time = text(this.lengths[l] as number);
-    const id = text(this.lengths[l + 1] as number);
-    const path = text(this.lengths[l + 2] as number);
-    const client = text(this.lengths[l + 3] as number);
-    const uidLength = this.lengths[l + 4] as number;
-    const entry: AccessLogEntry = { kind: 'access', time, level: 'info', id, method: this.methods[at] as string, path, status: this.statuses[at] as number, ms: this.durations[at] as number, client, bytes: this.byteCounts[at] as number, aborted: this.aborted[at] === 1 };
+    const id = text(this.lengths[l] as number);
+    const path = text(this.lengths[l + 1] as number);
+    const uidLength = this.lengths[l + 2] as number;
+    const entry: AccessLogEntry = { kind: 'access', time: this.times[at] as string, level: 'info', id, method: this.methods[at] as string, path, status: this.statuses[at] as number, ms: this.durations[at] as number, client: this.clients[at] as string, bytes: this.byteCounts[at] as number, aborted: this.aborted[at] === 1 };
     if (uidLength !== NO_UID) entry.uid = text(uidLength);
     return entry;
   }

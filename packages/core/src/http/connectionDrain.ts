@@ -25,6 +25,29 @@ export interface DrainOptions {
 }
 
 /**
+ * What wants to know when an answer is over (the access line, metrics), kept on the response under
+ * {@link ANSWER_WATCHER}: the drain's one 'close' listener tells it, so a request does not add a
+ * second listener (two make node keep them in an array and copy it at every emit).
+ */
+export interface AnswerWatcher {
+  answerClosed(res: ServerResponse): void;
+}
+
+/** The response's property holding its {@link AnswerWatcher}. */
+export const ANSWER_WATCHER: unique symbol = Symbol('svc.answerWatcher');
+
+/** A response that may carry an {@link AnswerWatcher}. */
+export type WatchedResponse = ServerResponse & { [ANSWER_WATCHER]?: AnswerWatcher | null };
+
+/**
+ * A 'close' listener for an answer outside a drain (a host application's server): tells the
+ * response's watcher. One function for all responses (`this` is the response).
+ */
+export function tellAnswerWatcher(this: WatchedResponse): void {
+  this[ANSWER_WATCHER]?.answerClosed(this);
+}
+
+/**
  * Shuts svc's own HTTP server down without cutting a request: it stops accepting, answers every
  * request in flight or still arriving on an open connection with `Connection: close` (so the
  * client, or a proxy such as nginx, knows not to send another on it), and lets idle keep-alive
@@ -47,14 +70,15 @@ export class ConnectionDrain {
    * A tracked answer's 'close' listener, one for all (`this` is the response): 'close' comes once
    * per answer, so `on` with it spares the closure and the wrapper `once` would make per request.
    */
-  readonly #answerClosed: (this: ServerResponse) => void;
+  readonly #answerClosed: (this: WatchedResponse) => void;
 
   constructor(private readonly server: Server) {
     const pending = this.#pending;
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the listener's own `this` is the response
     const drain = this;
-    this.#answerClosed = function (this: ServerResponse) {
+    this.#answerClosed = function (this: WatchedResponse) {
       pending.delete(this);
+      this[ANSWER_WATCHER]?.answerClosed(this);
       drain.#changed?.();
     };
     server.on('connection', (socket: Socket) => {
@@ -71,10 +95,15 @@ export class ConnectionDrain {
     return this.#draining;
   }
 
-  /** Tracks one request of the server until its answer is finished (or its connection closed). */
-  track(res: ServerResponse): void {
+  /**
+   * Tracks one request of the server until its answer is finished (or its connection closed). The
+   * response's {@link ANSWER_WATCHER} is set to null, "the drain tells": a watcher put there
+   * afterwards is told at that moment.
+   */
+  track(res: WatchedResponse): void {
     if (this.#draining) res.setHeader('connection', 'close');
     this.#pending.add(res);
+    res[ANSWER_WATCHER] = null;
     res.on('close', this.#answerClosed);
   }
 
