@@ -100,7 +100,10 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
     if (ids.length > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
   }
   // Joined by place, not by the read's order: only a many relation's `$sort` needs that.
-  const related = ids.length === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: ids } }, ['id']), keysToExpand(node.children), node.sort === undefined);
+  const pick = keysToExpand(node.children);
+  // Without a `$sort`, the ids straight from the store's id index when nothing else limits the read.
+  const now = ids.length === 0 || node.sort !== undefined ? undefined : readTextsOfIdsNow(target, ctx, ids, pick);
+  const related = ids.length === 0 ? undefined : (now ?? (await readTexts(target, ctx, readQuery(node, { id: { $in: ids } }, ['id']), pick, node.sort === undefined)));
   if (ids.length > 0 && related === undefined) return false;
   if (related !== undefined && node.children.size > 0 && !(await expandTexts(target, ctx, related, node.children))) return false;
   // Where each listed id's object is in the related read (-1: absent, or hidden from the caller).
@@ -168,6 +171,11 @@ async function expandBack(relations: Relations, ctx: Context, rows: TextRows, ed
     if (!edits.add(i, k, `${key}[${(node.limit === undefined ? list : list.slice(0, node.limit)).join(',')}]`)) return false;
   }
   return true;
+}
+
+function readTextsOfIdsNow(target: Relations, ctx: Context, ids: readonly string[], pick: string[]): TextRows | undefined {
+  const found = target.owner.readTextsOfIdsNow?.(ctx, ids, pick);
+  return found === undefined ? undefined : { ...found, pick };
 }
 
 async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: string[], anyOrder = false): Promise<TextRows | undefined> {
