@@ -1215,6 +1215,8 @@ function textsOf(raws: readonly Raw[], found: readonly Kept[] | undefined, pick:
     const raw = raws[i] as Raw;
     const facts = found !== undefined ? (found[i] as Kept) : keptOf(raw);
     texts[i] = facts.text;
+    // Nothing picked: the kept picks of another reader's names stay.
+    if (width === 0) continue;
     const row = pickRow(raw, facts, pick);
     const own = row.pickSpans;
     for (let s = 0; s < own.length; s++) spans[i * width * 2 + s] = own[s] as number;

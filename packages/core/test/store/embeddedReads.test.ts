@@ -69,6 +69,9 @@ describe('embedded store reads', () => {
       const now = coll.findTextsOfIdsNow?.(ids, pick);
       expect(now).toEqual(await coll.findTexts?.({ id: { $in: ids } }, { anyOrder: true }, pick));
       expect(now?.listedRows).toHaveLength(ids.length);
+      // Nothing picked (a last level of $expand joins by the store's places): the same texts and places.
+      const bare = coll.findTextsOfIdsNow?.(ids, []);
+      expect([bare?.texts, bare?.listedRows, bare?.values, bare?.spans]).toEqual([now?.texts, now?.listedRows, [], []]);
     }
     // An object changed is read changed; one removed is not read.
     await coll.update({ id: 't5' }, { $set: { n: 50 } });
