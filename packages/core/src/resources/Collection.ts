@@ -20,10 +20,10 @@ import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
 import type { ExpandNode } from '../relations/parseExpand.js';
 import { expandTexts, expandsAsText, keysToExpand } from '../relations/expandTexts.js';
-import { ExpandedList } from '../relations/expandedList.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 import { listJson, objectJson, Patcher } from './storedJson.js';
 import { listFromChanges } from './storedChanges.js';
+import { jsonList } from '../jsonList.js';
 
 /** A request's `$expand` while it is dispatched (Collection.expanding). */
 interface Expanding {
@@ -90,8 +90,6 @@ export class Collection implements Resource {
    * object cost the garbage collector at every scavenge.
    */
   private readonly expanding = new Map<Context, Expanding>();
-  /** The last list answered expanded from the stored texts, for the same list again (relations/expandedList.ts). */
-  private readonly expandedList = new ExpandedList();
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -396,7 +394,7 @@ export class Collection implements Resource {
       const rows = { ...(await this.store.findTexts(compiled.filter, rest, pick)), pick };
       if (await expandTexts(this.relations, ctx, rows, expand)) {
         expanding.asText = true;
-        return { status: 200, body: this.expandedList.join(rows.texts), headers: { 'content-type': JSON_TYPE } };
+        return { status: 200, body: jsonList(rows.texts), headers: { 'content-type': JSON_TYPE } };
       }
     }
     if (!scripted && this.store.findJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
