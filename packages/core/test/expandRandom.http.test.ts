@@ -8,7 +8,7 @@ import type { TestClient, TestServer } from './helpers/http.js';
 // Issue 25: `$expand` from stored texts against the object path, on random data changed between
 // requests. Related reads by id go straight to the store's id index where nothing limits the
 // caller's read (/writers, /labels) and through the compiled query where a list rule does
-// (/guarded); a list asked again answers its kept join. Every answer must be byte for byte the
+// (/guarded). Every answer must be byte for byte the
 // object path's (the same request with `$fields: {unused: 0}`), and the same request asked again
 // the same bytes. Both stores (on MongoDB both requests take the object path).
 
