@@ -55,6 +55,7 @@ export function gateStore(inner: Store): StoreGate {
       ...(c.findOneJson ? { findOneJson: (id: string) => through(() => (c.findOneJson as NonNullable<StoreCollection['findOneJson']>).call(c, id)) } : {}),
       // At once or not at all: while closed, undefined sends the request the usual way (a 503).
       ...(c.findOneJsonNow ? { findOneJsonNow: (id: string) => (reason !== undefined ? undefined : (c.findOneJsonNow as NonNullable<StoreCollection['findOneJsonNow']>).call(c, id)) } : {}),
+      ...(c.findTextsOfIdsNow ? { findTextsOfIdsNow: (ids: readonly string[], pick: readonly string[]) => (reason !== undefined ? undefined : (c.findTextsOfIdsNow as NonNullable<StoreCollection['findTextsOfIdsNow']>).call(c, ids, pick)) } : {}),
       ...(c.findOneWithJsonNow ? { findOneWithJsonNow: (id: string) => (reason !== undefined ? undefined : (c.findOneWithJsonNow as NonNullable<StoreCollection['findOneWithJsonNow']>).call(c, id)) } : {}),
       ...(c.insertMany ? { insertMany: (docs) => through(() => (c.insertMany as NonNullable<StoreCollection['insertMany']>).call(c, docs)) } : {}),
     };

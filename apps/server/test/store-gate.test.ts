@@ -28,11 +28,13 @@ describe('store gate', () => {
     const wrapped = gateStore(feedStore(inner, new Feed())).store.collection('events');
     const raw = inner.collection('events');
     for (let i = 0; i < 30; i++) await wrapped.insert({ id: `e${i}`, kind: `k${i % 3}`, amount: i });
-    const reads = ['find', 'findOne', 'count', 'findJson', 'findWithJson', 'findTexts', 'findOneJson', 'findOneJsonNow', 'findOneWithJsonNow', 'aggregate'] as const;
+    const reads = ['find', 'findOne', 'count', 'findJson', 'findWithJson', 'findTexts', 'findTextsOfIdsNow', 'findOneJson', 'findOneJsonNow', 'findOneWithJsonNow', 'aggregate'] as const;
     expect(reads.filter((name) => typeof raw[name] === 'function' && typeof wrapped[name] !== 'function')).toEqual([]);
     const spec = { group: ['kind'], count: true, sum: ['amount'], avg: [], min: [], max: [], limit: 10, timeoutMs: 5000, maxScanned: 100 };
     expect(await wrapped.aggregate?.({}, spec)).toEqual(await raw.aggregate?.({}, spec));
     expect(await wrapped.findTexts?.({ id: { $in: ['e2', 'e1'] } }, {}, ['id', 'kind'])).toEqual(await raw.findTexts?.({ id: { $in: ['e1', 'e2'] } }, {}, ['id', 'kind']));
+    expect(wrapped.findTextsOfIdsNow?.(['e2', 'e1', 'e2'], ['id', 'kind'])).toEqual(raw.findTextsOfIdsNow?.(['e2', 'e1', 'e2'], ['id', 'kind']));
+    expect(wrapped.findTextsOfIdsNow?.(['e2'], ['id'])?.texts).toEqual([JSON.stringify(await raw.findOne({ id: 'e2' }))]);
   });
 
   it('closing waits for the calls under way; calls meanwhile answer 503 with Retry-After; open lets them through', async () => {
@@ -50,6 +52,7 @@ describe('store gate', () => {
     expect(isSvcError(refused) && refused.headers?.['retry-after']).toBe('5');
     // The fast path answers nothing at once: the request goes the usual way, and gets the 503.
     expect(todos.findOneJsonNow?.('a')).toBeUndefined();
+    expect(todos.findTextsOfIdsNow?.(['a'], ['id'])).toBeUndefined();
     // Readiness asks ping: not ready while closed.
     await expect(gate.store.ping?.()).rejects.toThrow('restoring');
     // What was under way when it closed is written.
@@ -57,6 +60,7 @@ describe('store gate', () => {
     gate.open();
     expect(await todos.count({})).toBe(2);
     expect(todos.findOneJsonNow?.('a')).toContain('"id":"a"');
+    expect(todos.findTextsOfIdsNow?.(['a'], ['id'])?.values).toEqual(['a']);
   });
 
   it('a call that does not end in time leaves the gate open and the close refused', async () => {

@@ -28,6 +28,14 @@ function counted(inner: StoreCollection, reads: { n: number }): StoreCollection 
           return (target.findTexts as NonNullable<StoreCollection['findTexts']>).call(target, filter, options, pick);
         };
       }
+      if (key === 'findTextsOfIdsNow' && target.findTextsOfIdsNow !== undefined) {
+        return (ids: readonly string[], pick: readonly string[]): StoredTexts | undefined => {
+          // Counted when it answers (undefined: the reader reads with findTexts).
+          const found = (target.findTextsOfIdsNow as NonNullable<StoreCollection['findTextsOfIdsNow']>).call(target, ids, pick);
+          if (found !== undefined) reads.n++;
+          return found;
+        };
+      }
       const value: unknown = Reflect.get(target, key, receiver);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },

@@ -132,6 +132,7 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
   // Without it an aggregate would read every matching object (relations/aggregate.ts aggregateByReading).
   if (inner.aggregate) out.aggregate = inner.aggregate.bind(inner);
   if (inner.findTexts) out.findTexts = inner.findTexts.bind(inner);
+  if (inner.findTextsOfIdsNow) out.findTextsOfIdsNow = inner.findTextsOfIdsNow.bind(inner);
   if (inner.findOneJson) out.findOneJson = inner.findOneJson.bind(inner);
   if (inner.findOneJsonNow) out.findOneJsonNow = inner.findOneJsonNow.bind(inner);
   if (inner.findOneWithJsonNow) out.findOneWithJsonNow = inner.findOneWithJsonNow.bind(inner);

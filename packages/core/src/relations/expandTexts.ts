@@ -100,7 +100,12 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
     if (ids.length > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
   }
   // Joined by place, not by the read's order: only a many relation's `$sort` needs that.
-  const related = ids.length === 0 ? undefined : await readTexts(target, ctx, readQuery(node, { id: { $in: ids } }, ['id']), keysToExpand(node.children), node.sort === undefined);
+  const pick = keysToExpand(node.children);
+  // Without a `$sort`, the ids straight from the store's id index when nothing else limits the
+  // read. Joined by the places the store tells (placeTexts): a last level reading the listed ids
+  // themselves needs no value of the related objects.
+  const now = ids.length === 0 || node.sort !== undefined ? undefined : readTextsOfIdsNow(target, ctx, ids, ids === listed && node.children.size === 0 ? NO_PICK : pick);
+  const related = ids.length === 0 ? undefined : (now ?? (await readTexts(target, ctx, readQuery(node, { id: { $in: ids } }, ['id']), pick, node.sort === undefined)));
   if (ids.length > 0 && related === undefined) return false;
   if (related !== undefined && node.children.size > 0 && !(await expandTexts(target, ctx, related, node.children))) return false;
   // Where each listed id's object is in the related read (-1: absent, or hidden from the caller).
@@ -170,6 +175,16 @@ async function expandBack(relations: Relations, ctx: Context, rows: TextRows, ed
   return true;
 }
 
+/** Nothing picked: the related objects' texts only. */
+const NO_PICK: readonly string[] = [];
+
+function readTextsOfIdsNow(target: Relations, ctx: Context, ids: readonly string[], pick: readonly string[]): TextRows | undefined {
+  const found = target.owner.readTextsOfIdsNow?.(ctx, ids, pick);
+  // Without the store's places the join looks each id up: it needs the ids picked.
+  if (found === undefined || (pick === NO_PICK && found.listedRows?.length !== ids.length)) return undefined;
+  return { ...found, pick };
+}
+
 async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: string[], anyOrder = false): Promise<TextRows | undefined> {
   const read = target.owner.readTextsAs;
   const found = read === undefined ? undefined : await read.call(target.owner, ctx, query, pick, anyOrder);
@@ -189,14 +204,12 @@ class Edits {
    */
   private readonly first: (number | string | undefined)[];
   /** Per row (made when needed): start, end and text of the values it replaces after its first, in the order they came. */
-  private readonly more: ((number | string)[] | undefined)[];
-  private readonly added: (string[] | undefined)[];
+  private more: ((number | string)[] | undefined)[] | undefined;
+  private added: (string[] | undefined)[] | undefined;
 
   constructor(rows: TextRows) {
     this.rows = rows;
     this.first = new Array<undefined>(rows.texts.length * 3);
-    this.more = new Array<undefined>(rows.texts.length);
-    this.added = new Array<undefined>(rows.texts.length);
   }
 
   /** Replaces the value of the k-th picked property of row i; false when the store could not tell where it is. */
@@ -211,7 +224,7 @@ class Edits {
       this.first[f + 1] = end;
       this.first[f + 2] = text;
     } else {
-      (this.more[i] ??= []).push(start, end, text);
+      ((this.more ??= new Array<undefined>(this.rows.texts.length))[i] ??= []).push(start, end, text);
     }
     return true;
   }
@@ -219,7 +232,7 @@ class Edits {
   /** Appends a property to row i, whose name is the k-th picked one; false when the object has one of that name (or the store cannot tell). */
   add(i: number, k: number, property: string): boolean {
     if (this.rows.spans[(i * this.rows.pick.length + k) * 2] !== -1) return false;
-    (this.added[i] ??= []).push(property);
+    ((this.added ??= new Array<undefined>(this.rows.texts.length))[i] ??= []).push(property);
     return true;
   }
 
@@ -231,11 +244,11 @@ class Edits {
     for (let i = 0; i < texts.length; i++) {
       const f = i * 3;
       const start = this.first[f];
-      const added = this.added[i];
+      const added = this.added?.[i];
       if (start === undefined && added === undefined) continue;
       let replaced: (number | string)[] | undefined;
       if (start !== undefined) {
-        const more = this.more[i];
+        const more = this.more?.[i];
         if (more === undefined) {
           one[0] = start;
           one[1] = this.first[f + 1] as number;

@@ -447,6 +447,20 @@ export class Collection implements Resource {
     return this.store.findTexts(filter, anyOrder ? { ...options, anyOrder } : options, pick);
   }
 
+  /**
+   * {@link readTextsAs} of `{id: {$in: ids}}` in any order (`$expand`'s related read), answered at
+   * once from the store's id index when that query is the whole of this caller's read: nothing
+   * refused, no read plan, no access filter (each of which readTextsAs would add). Undefined
+   * otherwise, or when the store cannot answer at once: the caller then asks readTextsAs.
+   */
+  readTextsOfIdsNow(ctx: Context, ids: readonly string[], pick: readonly string[]): StoredTexts | undefined {
+    const byIds = this.store.findTextsOfIdsNow;
+    if (byIds === undefined || !this.showsTextsTo(ctx)) return undefined;
+    const plan = this.access.readPlan(ctx);
+    if (plan !== undefined || this.refusals(ctx, plan) !== NOTHING_REFUSED || hasKeys(this.access.filter(ctx, 'list'))) return undefined;
+    return byIds.call(this.store, ids, pick);
+  }
+
   /** Whether readAs answers ctx's caller the stored objects as they are: no On Get, nothing hidden, a store that keeps texts. */
   showsTextsTo(ctx: Context): boolean {
     return this.store.findTexts !== undefined && !this.events.has('get') && this.showsStoredTo(ctx, 'list');

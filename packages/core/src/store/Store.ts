@@ -86,6 +86,13 @@ export interface StoreCollection {
    */
   findTexts?(filter: Filter, options: Omit<FindOptions, 'fields'>, pick: readonly string[]): Promise<StoredTexts>;
   /**
+   * Optional: what `findTexts({id: {$in: ids}}, {anyOrder: true}, pick)` answers, with its
+   * `listedRows`, when the store can tell at once (nothing being written that it would have to
+   * wait for); undefined when it cannot. `$expand`'s related read by id, without compiling a
+   * filter of the ids.
+   */
+  findTextsOfIdsNow?(ids: readonly string[], pick: readonly string[]): StoredTexts | undefined;
+  /**
    * Optional: the JSON text of the object with this id (what `findOne({id})` answers, serialised),
    * or null, for a store that keeps each object's serialisation.
    */

@@ -325,6 +325,15 @@ class EmbeddedCollection implements StoreCollection {
     return this.#matching(filter, options).then((raws) => textsOf(raws, undefined, pick));
   }
 
+  /** findTexts of `{id: {$in: ids}}` in any order, at once; undefined while the store loads or a write is under way (see #matching). */
+  findTextsOfIdsNow(ids: readonly string[], pick: readonly string[]): StoredTexts | undefined {
+    if (!this.#loaded || this.#writing !== 0) return undefined;
+    const found = this.#withIdsKept(ids, {});
+    const texts = textsOf(found.raws, found.kept, pick);
+    if (found.listedRows !== undefined) texts.listedRows = found.listedRows;
+    return texts;
+  }
+
   /**
    * `{id: {$in: [...]}}` in the list's order, read at once (no write under way: see #matching),
    * each object with its kept facts; an id named twice is answered once (told by a mark on its
@@ -1206,6 +1215,8 @@ function textsOf(raws: readonly Raw[], found: readonly Kept[] | undefined, pick:
     const raw = raws[i] as Raw;
     const facts = found !== undefined ? (found[i] as Kept) : keptOf(raw);
     texts[i] = facts.text;
+    // Nothing picked: the kept picks of another reader's names stay.
+    if (width === 0) continue;
     const row = pickRow(raw, facts, pick);
     const own = row.pickSpans;
     for (let s = 0; s < own.length; s++) spans[i * width * 2 + s] = own[s] as number;
