@@ -141,8 +141,19 @@ describe('the script queue', () => {
   it('a client that goes away has its queued script runs dropped', async () => {
     const gone = (l: string) => /slow ran 10\d$/.test(l);
     const controllers = Array.from({ length: 6 }, () => new AbortController());
-    const sent = controllers.map((c, n) => fetch(`${h.url}/slow/${slow[100 + n]}`, { signal: c.signal }).catch(() => undefined));
-    while (!logger.lines.some(gone)) await new Promise((r) => setTimeout(r, 20));
+    const statuses: (number | string)[] = [];
+    const sent = controllers.map((c, n) =>
+      fetch(`${h.url}/slow/${slow[100 + n]}`, { signal: c.signal }).then(
+        (r) => void statuses.push(r.status),
+        (err: Error) => void statuses.push(err.name),
+      ),
+    );
+    // Until one of them ran; all of them answered before that is a failure worth its own message
+    // (once, on a machine loaded by other runs, this wait outlasted the test's 30 s).
+    while (!logger.lines.some(gone)) {
+      if (statuses.length === controllers.length) throw new Error(`all answered before any ran: ${statuses.join(', ')}; last lines: ${logger.lines.slice(-5).join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
     for (const c of controllers) c.abort();
     await Promise.all(sent);
     // The slow runs of one client and resource run one at a time, in order: once this one ran,
