@@ -379,8 +379,9 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       const name = folder.path.slice(1);
       // Made once: every run of every request used to build its label and inputs by spreading.
       const labels = new Map([...scripts.keys()].map((event) => [event, `${name} ${EVENT_LABEL[event] ?? event}`]));
-      const getLabel = `${name} On Get`;
       const getScript = scripts.get('get')?.script;
+      // Read once: the constant On Get below is answered per request.
+      const getLabel = labels.get('get') as string;
       const constantGet = getScript !== undefined && !(getScript instanceof ScriptSyntaxError) && getScript.constant ? getScript : undefined;
       return {
         has: (event) => scripts.has(event),
