@@ -1,4 +1,5 @@
 import { redactUrl } from './redactUrl.js';
+import { CONTROL, escapeControl, LogBatch } from './logBatch.js';
 
 /** How bad a log line is. */
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -86,9 +87,6 @@ const SECRET_FIELD = /^(?:.*pass(?:word|wd)?|.*secret|.*token|authori[sz]ation|p
 const REDACTED = '[redacted]';
 /** A URL with a user part (`scheme://user:password@host`): its password is masked. */
 const URL_WITH_USER = /\b[a-z][a-z0-9+.-]*:\/\/[^\s/?#"'<>@]*@[^\s"'<>]*/gi;
-/** Characters that would split a text line or hide in a terminal (a path or message of a client). */
-// eslint-disable-next-line no-control-regex -- control characters are what it finds
-const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/g;
 
 /** A text without the passwords of the URLs it names. */
 export function redactText(text: string): string {
@@ -112,18 +110,15 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
   // answered meanwhile instead of one each. A write to a pipe wakes its reader on another core,
   // which costs more than the line (measured: about 9 µs per request when written one by one).
   const flushMs = options.accessFlushMs ?? DEFAULT_ACCESS_FLUSH_MS;
-  let batch = '';
-  let batchLines = 0;
+  const batch = new LogBatch();
   let scheduled = false;
 
   const flush = (): void => {
     scheduled = false;
     exitFlushes.delete(flush);
-    if (batchLines === 0) return;
-    const text = batch;
-    const lines = batchLines;
-    batch = '';
-    batchLines = 0;
+    const lines = batch.lines;
+    if (lines === 0) return;
+    const text = batch.take();
     if (stream.writableLength > maxBacklog) {
       dropped += lines;
       unreported += lines;
@@ -139,9 +134,13 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
 
   /** Queues a line; `now` writes it (and any queued before it, in order) at once. */
   const emit = (line: string, now: boolean): void => {
-    batch += line;
-    batchLines++;
-    if (now || batch.length > MAX_BATCH) return flush();
+    batch.addText(line);
+    queued(now);
+  };
+
+  /** A line was queued: written at once (`now`, or a full batch), else within `flushMs`. */
+  const queued = (now: boolean): void => {
+    if (now || batch.full) return flush();
     if (!scheduled) {
       scheduled = true;
       setTimeout(flush, flushMs).unref();
@@ -175,9 +174,9 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
         emit(`${JSON.stringify({ time, level: 'info', msg: `${entry.method} ${entry.path} ${entry.status}`, type: 'access', ...rest })}\n`, false);
         return;
       }
-      // The replace only for a path that needs it: a regex pass cost more than the rest of the line.
-      const path = hasControl(entry.path) ? entry.path.replace(CONTROL, escapeControl) : entry.path;
-      emit(`${entry.time} info ${entry.method} ${path} ${entry.status} ${msText(entry.ms)}ms ${entry.bytes}B id=${entry.id} client=${entry.client}${entry.uid === undefined ? '' : ` uid=${entry.uid}`}${entry.aborted ? ' aborted' : ''}\n`, false);
+      // Written as bytes into the batch: no string per request (see LogBatch).
+      batch.addAccess(entry);
+      queued(false);
     },
     get dropped() {
       return dropped;
@@ -185,8 +184,6 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
   };
 }
 
-/** Queued access lines past this many characters are written at once. */
-const MAX_BATCH = 64 * 1024;
 /** Every console logger's flush, run when the process exits. */
 const exitFlushes = new Set<() => void>();
 let exitHooked = false;
@@ -200,31 +197,6 @@ function hookExit(): void {
 
 /** A logger that drops everything (tests). */
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
-
-/** Whether the text has a character CONTROL finds (a loop: cheaper than the regex on a short path). */
-function hasControl(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f || c === 0x2028 || c === 0x2029) return true;
-  }
-  return false;
-}
-
-/**
- * `${ms}` for a duration in tenths of a millisecond (what the access entry holds), written from
- * whole numbers: a fraction's shortest-digits conversion cost ~100 ns a line. Any other value as
- * `${ms}` writes it.
- */
-function msText(ms: number): string {
-  const tenths = Math.round(ms * 10);
-  if (tenths / 10 !== ms || tenths < 0 || tenths > 0x3fffffff) return `${ms}`;
-  const whole = (tenths - (tenths % 10)) / 10;
-  return tenths % 10 === 0 ? `${whole}` : `${whole}.${tenths % 10}`;
-}
-
-function escapeControl(c: string): string {
-  return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-}
 
 /** A field named time, level or msg would overwrite the line's own. */
 function withoutReserved(fields: Record<string, unknown>): Record<string, unknown> {
