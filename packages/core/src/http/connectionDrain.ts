@@ -78,8 +78,12 @@ export class ConnectionDrain {
     const drain = this;
     this.#answerClosed = function (this: WatchedResponse) {
       pending.delete(this);
-      this[ANSWER_WATCHER]?.answerClosed(this);
-      drain.#changed?.();
+      try {
+        this[ANSWER_WATCHER]?.answerClosed(this);
+      } finally {
+        // A watcher that throws (a host's own logger) must not keep a drain waiting.
+        drain.#changed?.();
+      }
     };
     server.on('connection', (socket: Socket) => {
       this.#sockets.add(socket);
