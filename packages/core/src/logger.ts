@@ -174,7 +174,7 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
         emit(`${JSON.stringify({ time, level: 'info', msg: `${entry.method} ${entry.path} ${entry.status}`, type: 'access', ...rest })}\n`, false);
         return;
       }
-      // Written as bytes into the batch: no string per request (see LogBatch).
+      // Encoded into the batch at once: only bytes wait for the write (see LogBatch).
       batch.addAccess(entry);
       queued(false);
     },
