@@ -1,8 +1,9 @@
+import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Collection, createEmbeddedStore, UserCollection } from '@svc/core';
+import { Collection, createEmbeddedStore, SessionManager, UserCollection } from '@svc/core';
 import type { Store } from '@svc/core';
 import { startTestServer } from './helpers/http.js';
 import type { TestServer } from './helpers/http.js';
@@ -71,5 +72,32 @@ describe('anonymous visitors', () => {
     expect(await me.json()).toMatchObject({ username: 'ann' });
     await fetch(`${t.url}/users/logout`, { method: 'POST', headers: { cookie: `sid=${session.id}` } });
     expect(await store.collection('_sessions').count({})).toBe(before);
+  });
+});
+
+describe('anonymous ids as made', () => {
+  it('are HMAC-SHA256 of fresh random parts under the stored key, across many draws of the random pool', async () => {
+    const sessions = new SessionManager(store.collection('_sessions'));
+    await sessions.init();
+    const doc = (await store.collection('_sessions').findOne({ id: 'svc:anonymous-session-key' })) as { key: string };
+    const key = Buffer.from(doc.key, 'hex');
+    const randoms = new Set<string>();
+    // 1,000 ids: the random parts are drawn 64 at a time, so this spans 16 draws.
+    for (let i = 0; i < 1000; i++) {
+      const { id } = await sessions.create();
+      expect(id).toMatch(/^[0-9a-f]{128}$/);
+      const random = id.slice(0, 96);
+      randoms.add(random);
+      expect(id.slice(96)).toBe(createHmac('sha256', key).update(Buffer.from(random, 'hex')).digest('hex').slice(0, 32));
+      expect(sessions.anonymous(id)?.anonymous).toBe(true);
+    }
+    expect(randoms.size).toBe(1000);
+    // Verifying an id in between does not disturb the next one's signature (the same buffers sign both).
+    const a = (await sessions.create()).id;
+    const altered = a.slice(0, 10) + (a[10] === '0' ? '1' : '0') + a.slice(11);
+    expect(sessions.anonymous(altered)).toBeUndefined();
+    const b = (await sessions.create()).id;
+    expect(sessions.anonymous(b)?.anonymous).toBe(true);
+    expect(b.slice(96)).toBe(createHmac('sha256', key).update(Buffer.from(b.slice(0, 96), 'hex')).digest('hex').slice(0, 32));
   });
 });
