@@ -79,7 +79,7 @@ describe('anonymous ids as made', () => {
   it('are HMAC-SHA256 of fresh random parts under the stored key, across many draws of the random pool', async () => {
     const sessions = new SessionManager(store.collection('_sessions'));
     await sessions.init();
-    const doc = (await store.collection('_sessions').findOne({ id: 'svc:anonymous-session-key' })) as { key: string };
+    const doc = (await store.collection('_sessions').findOne({ id: 'svc:anonymous-session-key' })) as unknown as { key: string };
     const key = Buffer.from(doc.key, 'hex');
     const randoms = new Set<string>();
     // 1,000 ids: the random parts are drawn 64 at a time, so this spans 16 draws.
