@@ -2,7 +2,15 @@
 // Relations, $expand and aggregates (issue 25):
 //
 //   node bench/relations.js [--rounds 5] [--duration 5] [--warmup 1] [--connections 20] [--events 100000] [--no-build]
-//                           [--only list,expand] [--prof <dir>] [--prof-interval <us>]
+//                           [--only list,expand] [--rate <req/s>] [--prof <dir>] [--prof-interval <us>]
+//
+// --rate sends list, listobjects and expand at that fixed rate (below what expand answers flat out)
+// instead of as fast as they are answered. On one machine over loopback, a server answering fewer
+// requests per second pays more kernel time per answer: its client (the load generator) is idle
+// more often and each answer wakes it. A bare node:http server spending 25 or 50 µs per request on
+// the same 28.6 KB answer paid 12.6-14.7 and 16.1-18.8 µs of system CPU per request (6.9 µs flat
+// out, bench/RESULTS.md). At one rate both requests are in the same state, and the CPU ratio is
+// their work's.
 //
 // --only measures some of the requests (the ratios need theirs); --prof writes the server's V8
 // CPU profile (node --cpu-prof) into <dir> (summarise it with bench/profile-summary.js).
@@ -34,7 +42,7 @@ const svcBin = join(repoRoot, 'apps/server/bin/svc.js');
 const driver = fileURLToPath(new URL('./lib/drivers/http.js', import.meta.url));
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', events: 'number', build: 'boolean', only: 'string', prof: 'string', 'prof-interval': 'number' });
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', events: 'number', build: 'boolean', only: 'string', prof: 'string', 'prof-interval': 'number', rate: 'number' });
 const rounds = opts.rounds ?? 5;
 const duration = opts.duration ?? 5;
 const warmup = opts.warmup ?? 1;
@@ -114,7 +122,8 @@ try {
   const results = Object.fromEntries(Object.keys(scenarios).map((id) => [id, []]));
   for (let round = 0; round < rounds; round++) {
     for (const id of rotate(Object.keys(scenarios), round)) {
-      const cfg = { url: `http://127.0.0.1:${port}${scenarios[id].path}`, method: 'GET', headers: {}, connections: scenarios[id].connections ?? connections, warmup, duration, serverPid: server.pid, serverCore: pins?.server ?? null };
+      const rate = scenarios[id].connections === undefined ? opts.rate : undefined;
+      const cfg = { url: `http://127.0.0.1:${port}${scenarios[id].path}`, method: 'GET', headers: {}, connections: scenarios[id].connections ?? connections, warmup, duration, serverPid: server.pid, serverCore: pins?.server ?? null, rate };
       const run = spawnSync(process.execPath, [driver, JSON.stringify(cfg)], { encoding: 'utf8' });
       if (run.status !== 0) throw new Error(`driver failed: ${run.stderr}`);
       const figures = JSON.parse(run.stdout.trim().split('\n').pop());
@@ -131,6 +140,7 @@ try {
     rounds,
     duration,
     connections,
+    rate: opts.rate ?? null,
     events: eventCount,
     medians: Object.fromEntries(
       Object.entries(results).map(([id, rs]) => [id, { bytesPerResponse: Math.round(median(rs.map((r) => r.bytes / r.requests))), rps: Math.round(median(rs.map((r) => r.rps))), p50: median(rs.map((r) => r.latencyMs.p50)), p99: median(rs.map((r) => r.latencyMs.p99)), cpuUsPerRequest: Math.round(median(rs.map((r) => r.cpuUsPerRequest))), userCpuUsPerRequest: Math.round(median(rs.map((r) => r.userCpuUsPerRequest))) }]),

@@ -1,9 +1,10 @@
 // HTTP load generator, run by the harness as its own process (pinned to the load core):
 //   node bench/lib/drivers/http.js '<json config>'
-// Config: { url, method, headers, body, connections, warmup, duration, serverPid, serverCore }.
+// Config: { url, method, headers, body, connections, warmup, duration, serverPid, serverCore, rate? }.
 // Runs autocannon (no pipelining) for `warmup` s (discarded), then `duration` s measured, and
 // prints one JSON line with the measured figures, including the server's CPU time over the
 // measured window only (/proc/<serverPid>/stat, read right before and right after it).
+// `rate` (req/s over all connections) sends at that fixed rate instead of as fast as answered.
 import autocannon from 'autocannon';
 import { cpuSplit, coreTimes, clkTck } from '../procs.js';
 
@@ -29,6 +30,7 @@ function run(seconds, histogram) {
         pipelining: 1,
         duration: seconds,
         timeout: 10,
+        ...(cfg.rate ? { overallRate: cfg.rate } : {}),
       },
       (err, result) => (err ? reject(err) : resolve({ result, responses })),
     );

@@ -50,9 +50,26 @@ export function expandsAsText(relations: Relations, ctx: Context, tree: Readonly
   return true;
 }
 
+/**
+ * Lists of names handed out by keysToExpand, by their names: the same names give the same list
+ * (bounded: emptied when full). The embedded store keeps, with each object, the names it was last
+ * asked to pick and what it found, and tells the same list by identity at once; a new list each
+ * request made it compare the names (and load another object) for every object of a list.
+ */
+const pickLists = new Map<string, readonly string[]>();
+const PICK_LISTS_MAX = 256;
+
 /** The properties of each object that expanding `tree` reads: `id`, and each relation's (its value, or whether the object has one of a back-relation's name). */
-export function keysToExpand(tree: ReadonlyMap<string, ExpandNode>, ...more: string[]): string[] {
-  return [...new Set(['id', ...tree.keys(), ...more])];
+export function keysToExpand(tree: ReadonlyMap<string, ExpandNode>, ...more: string[]): readonly string[] {
+  const names = ['id'];
+  for (const name of tree.keys()) if (!names.includes(name)) names.push(name);
+  for (const name of more) if (!names.includes(name)) names.push(name);
+  const key = JSON.stringify(names);
+  const kept = pickLists.get(key);
+  if (kept !== undefined) return kept;
+  if (pickLists.size >= PICK_LISTS_MAX) pickLists.clear();
+  pickLists.set(key, names);
+  return names;
 }
 
 /**
@@ -185,7 +202,7 @@ function readTextsOfIdsNow(target: Relations, ctx: Context, ids: readonly string
   return { ...found, pick };
 }
 
-async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: string[], anyOrder = false): Promise<TextRows | undefined> {
+async function readTexts(target: Relations, ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder = false): Promise<TextRows | undefined> {
   const read = target.owner.readTextsAs;
   const found = read === undefined ? undefined : await read.call(target.owner, ctx, query, pick, anyOrder);
   return found === undefined ? undefined : { ...found, pick };

@@ -1147,10 +1147,14 @@ interface Kept {
   /** The read that last found this object, and where in its answer (see #withIdsKept). */
   mark: number;
   row: number;
-  /** The names the last findTexts asked, their spans and, when all primitive, their values (see pickRow). */
+  /**
+   * The names the last findTexts asked, and what it found for them in one list (see pickRow): the
+   * start and end of each value in the text, then, when every value is primitive, the values.
+   */
   pick: readonly string[] | undefined;
-  pickSpans: number[] | undefined;
-  values: unknown[] | undefined;
+  picked: unknown[] | undefined;
+  /** Whether `picked` holds the values after the spans. */
+  pickedValues: boolean;
 }
 
 /**
@@ -1166,8 +1170,14 @@ function idLookup(db: Db): (id: string) => Raw | undefined {
 /** Numbers the reads that mark what they found. */
 let readMark = 0;
 
-/** Per cached object, made on first read; an updated object is a new object. */
-const kept = new WeakMap<Raw, Kept>();
+/**
+ * Per cached object, made on first read and held by the object itself under this symbol (not
+ * enumerable: no copy, spread or for-in of the object takes it, and nedb's copies, serialisation
+ * and JSON.stringify skip symbols); an updated object is a new object. A property instead of a
+ * WeakMap: a list's reads look it up for every object, and a WeakMap lookup hashes into a table
+ * of its own for each.
+ */
+const KEPT = Symbol('svc.kept');
 
 const ABSENT = -1;
 const UNKNOWN = -2;
@@ -1179,7 +1189,7 @@ const UNKNOWN = -2;
  * containing it; or not followed by the value). Found once per object and name: a cached object
  * is never changed (an update replaces it).
  */
-function spanOf(raw: Raw, facts: Kept, key: string, out: number[], at: number): void {
+function spanOf(raw: Raw, facts: Kept, key: string, out: unknown[], at: number): void {
   const spans = (facts.spans ??= []);
   let i = 0;
   while (i < spans.length && spans[i] !== key) i += 3;
@@ -1217,11 +1227,10 @@ function textsOf(raws: readonly Raw[], found: readonly Kept[] | undefined, pick:
     texts[i] = facts.text;
     // Nothing picked: the kept picks of another reader's names stay.
     if (width === 0) continue;
-    const row = pickRow(raw, facts, pick);
-    const own = row.pickSpans;
-    for (let s = 0; s < own.length; s++) spans[i * width * 2 + s] = own[s] as number;
-    const kv = row.values;
-    if (kv !== undefined) for (let k = 0; k < width; k++) values[i * width + k] = kv[k];
+    const picked = pickRow(raw, facts, pick);
+    const at = i * width * 2;
+    for (let s = 0; s < width * 2; s++) spans[at + s] = picked[s] as number;
+    if (facts.pickedValues) for (let k = 0; k < width; k++) values[i * width + k] = picked[width * 2 + k];
     else for (let k = 0; k < width; k++) values[i * width + k] = valueOf(raw, pick[k] as string);
   }
   return { texts, values, spans };
@@ -1229,30 +1238,36 @@ function textsOf(raws: readonly Raw[], found: readonly Kept[] | undefined, pick:
 
 /**
  * The spans of `pick`'s values in the object's text (findTexts's `spans` for one object) and, when
- * they are all primitive, the values, kept with the text while the next read asks for the same
- * names: a list read again and again (On Get over a list reads the script's properties) then finds
- * them with the text, in one lookup, without reading the object.
+ * they are all primitive, the values after them, kept with the text while the next read asks for
+ * the same names (told by identity first: keysToExpand hands out one list per set of names): a
+ * list read again and again (On Get over a list reads the script's properties) then finds them
+ * with the text, in one lookup, without reading the object. One list, not one for spans and one
+ * for values: a list's objects were made at different times, so each list of theirs read is
+ * mostly a cache miss (two, with its elements).
  */
-function pickRow(raw: Raw, facts: Kept, pick: readonly string[]): { pickSpans: number[]; values: unknown[] | undefined } {
-  if (facts.pickSpans !== undefined && (facts.pick === pick || sameNames(facts.pick as readonly string[], pick))) return facts as { pickSpans: number[]; values: unknown[] | undefined };
-  const pickSpans = new Array<number>(pick.length * 2);
-  let values: unknown[] | undefined = [];
-  for (let k = 0; k < pick.length; k++) {
+function pickRow(raw: Raw, facts: Kept, pick: readonly string[]): unknown[] {
+  if (facts.picked !== undefined && (facts.pick === pick || sameNames(facts.pick as readonly string[], pick))) return facts.picked;
+  const width = pick.length;
+  const picked = new Array<unknown>(width * 3);
+  let primitive = true;
+  for (let k = 0; k < width; k++) {
     const key = pick[k] as string;
     const value = valueOf(raw, key);
-    if (value !== null && typeof value === 'object') values = undefined;
-    else values?.push(value);
+    if (value !== null && typeof value === 'object') primitive = false;
+    picked[width * 2 + k] = value;
     if (key === 'id') {
-      pickSpans[k * 2] = UNKNOWN;
-      pickSpans[k * 2 + 1] = UNKNOWN;
+      picked[k * 2] = UNKNOWN;
+      picked[k * 2 + 1] = UNKNOWN;
       continue;
     }
-    spanOf(raw, facts, key, pickSpans, k * 2);
+    spanOf(raw, facts, key, picked, k * 2);
   }
+  // A value that is an object is copied out afresh by each read (valueOf): not kept.
+  if (!primitive) picked.length = width * 2;
   facts.pick = pick;
-  facts.pickSpans = pickSpans;
-  facts.values = values;
-  return facts as { pickSpans: number[]; values: unknown[] | undefined };
+  facts.picked = picked;
+  facts.pickedValues = primitive;
+  return picked;
 }
 
 /** The value of `key` as find() answers the object (a copy): `id` for `_id`, no `_id`, no insertion number. */
@@ -1268,10 +1283,10 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
 }
 
 function keptOf(raw: Raw): Kept {
-  let facts = kept.get(raw);
+  let facts = (raw as unknown as Record<symbol, Kept | undefined>)[KEPT];
   if (facts === undefined) {
-    facts = { text: JSON.stringify(copyDoc(raw)), spans: undefined, mark: 0, row: -1, pick: undefined, pickSpans: undefined, values: undefined };
-    kept.set(raw, facts);
+    facts = { text: JSON.stringify(copyDoc(raw)), spans: undefined, mark: 0, row: -1, pick: undefined, picked: undefined, pickedValues: false };
+    Object.defineProperty(raw, KEPT, { value: facts });
   }
   return facts;
 }

@@ -114,4 +114,32 @@ describe('embedded store reads', () => {
     const updated = await coll.findTexts?.({ id: 'a' }, {}, ['author']);
     expect((updated?.texts[0] as string).slice(updated?.spans[0], updated?.spans[1])).toBe('"u9"');
   });
+
+  it('what a read keeps with each object answers the next read as the first, and stays out of what is handed out', async () => {
+    await coll.insert({ id: 'a', author: 'u1', tags: ['x', 'y'] });
+    await coll.insert({ id: 'b', author: 'u2', tags: [] });
+    const pick = ['id', 'author', 'tags'];
+    const first = await coll.findTexts?.({}, {}, pick);
+    if (first === undefined) throw new Error('the embedded store keeps texts');
+    expect(first.values).toEqual(['a', 'u1', ['x', 'y'], 'b', 'u2', []]);
+    // An object value is a copy each time: changing one handed out changes nothing kept.
+    (first.values[2] as string[]).push('changed');
+    for (const names of [pick, [...pick]]) {
+      const again = await coll.findTexts?.({}, {}, names);
+      expect(again?.values).toEqual(['a', 'u1', ['x', 'y'], 'b', 'u2', []]);
+      expect(again?.spans).toEqual(first.spans);
+    }
+    // Other names for the same objects, then the first ones again.
+    expect((await coll.findTexts?.({}, {}, ['author']))?.values).toEqual(['u1', 'u2']);
+    expect((await coll.findTexts?.({}, {}, pick))?.values).toEqual(['a', 'u1', ['x', 'y'], 'b', 'u2', []]);
+    // Nothing of it is on the objects find answers, nor in their texts.
+    for (const doc of await coll.find({})) {
+      expect(Object.getOwnPropertySymbols(doc)).toEqual([]);
+      expect(Object.keys({ ...doc }).sort()).toEqual(['author', 'id', 'tags']);
+    }
+    expect(JSON.parse((await coll.findJson?.({})) ?? '[]')).toEqual([
+      { id: 'a', author: 'u1', tags: ['x', 'y'] },
+      { id: 'b', author: 'u2', tags: [] },
+    ]);
+  });
 });
