@@ -23,6 +23,22 @@ describe('SplicedTexts', () => {
     expect(memo.get(post, [20, 24, ann], ['"x":[]'])).toBeUndefined();
     expect(memo.get(post, [20, 24, ann, 5, 6, 'null'], undefined)).toBeUndefined();
     expect(memo.get('{"id":"p2","author":"a1"}', [20, 24, ann], undefined)).toBeUndefined();
+    // getOne is get of one replaced value: the same answers.
+    expect(memo.getOne(post, 20, 24, ann, undefined)).toBe(out);
+    expect(memo.getOne(post, 20, 24, 'null', undefined)).toBeUndefined();
+    expect(memo.getOne(post, 20, 25, ann, undefined)).toBeUndefined();
+    expect(memo.getOne(post, 20, 24, ann, ['"x":[]'])).toBeUndefined();
+    // Several replaced values, and only appended ones, are kept and compared too.
+    const two = `{"id":"p1","author":${ann},"editor":null}`;
+    memo.set(post, [20, 24, ann, 30, 34, 'null'], undefined, two);
+    expect(memo.get(post, [20, 24, ann, 30, 34, 'null'], undefined)).toBe(two);
+    expect(memo.get(post, [20, 24, ann, 30, 34, ann], undefined)).toBeUndefined();
+    expect(memo.get(post, [20, 24, ann], undefined)).toBeUndefined();
+    expect(memo.getOne(post, 20, 24, ann, undefined)).toBeUndefined();
+    memo.set(post, undefined, ['"x":[]'], '{"id":"p1","author":"a1","x":[]}');
+    expect(memo.get(post, undefined, ['"x":[]'])).toBe('{"id":"p1","author":"a1","x":[]}');
+    expect(memo.get(post, undefined, ['"x":[1]'])).toBeUndefined();
+    expect(memo.get(post, undefined, undefined)).toBeUndefined();
     // A new splice of the same text replaces the kept one.
     memo.set(post, [20, 24, 'null'], undefined, '{"id":"p1","author":null}');
     expect(memo.get(post, [20, 24, 'null'], undefined)).toBe('{"id":"p1","author":null}');

@@ -255,35 +255,29 @@ class Edits {
 
   apply(): void {
     const texts = this.rows.texts;
-    // A row's one replacement is looked up in the memo through this list (the memo keeps no list
-    // it is asked with): no list made per row but for a miss.
-    const one: (number | string)[] = [0, 0, ''];
     for (let i = 0; i < texts.length; i++) {
       const f = i * 3;
-      const start = this.first[f];
+      const start = this.first[f] as number | undefined;
       const added = this.added?.[i];
       if (start === undefined && added === undefined) continue;
-      let replaced: (number | string)[] | undefined;
-      if (start !== undefined) {
-        const more = this.more?.[i];
-        if (more === undefined) {
-          one[0] = start;
-          one[1] = this.first[f + 1] as number;
-          one[2] = this.first[f + 2] as string;
-          replaced = one;
-        } else {
-          replaced = [start, this.first[f + 1] as number, this.first[f + 2] as string, ...more];
-        }
-      }
       const text = texts[i] as string;
-      const kept = spliced.get(text, replaced, added);
-      if (kept !== undefined) {
-        texts[i] = kept;
-        continue;
+      const more = this.more?.[i];
+      let out: string | undefined;
+      let replaced: (number | string)[] | undefined;
+      if (start !== undefined && more === undefined) {
+        // A row's one replacement is looked up in the memo as it is: no list made but for a miss.
+        const end = this.first[f + 1] as number;
+        const replacement = this.first[f + 2] as string;
+        out = spliced.getOne(text, start, end, replacement, added);
+        if (out === undefined) replaced = [start, end, replacement];
+      } else {
+        if (start !== undefined) replaced = [start, this.first[f + 1] as number, this.first[f + 2] as string, ...(more ?? [])];
+        out = spliced.get(text, replaced, added);
       }
-      const own = replaced === one ? one.slice() : replaced;
-      const out = splice(text, own, added);
-      spliced.set(text, own, added, out);
+      if (out === undefined) {
+        out = splice(text, replaced, added);
+        spliced.set(text, replaced, added, out);
+      }
       texts[i] = out;
     }
   }

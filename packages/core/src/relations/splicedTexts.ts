@@ -19,7 +19,16 @@ export type Replaced = readonly (number | string)[] | undefined;
 export type Added = readonly string[] | undefined;
 
 interface Spliced {
-  replaced: Replaced;
+  /**
+   * The first replaced value's start, end and text (-1, -1, '': nothing replaced), as fields: a
+   * hit reads them with the entry itself. Most splices replace one value, and a list of them is
+   * two more objects to load, mostly cache misses for a list's hundred entries.
+   */
+  start: number;
+  end: number;
+  replacement: string;
+  /** All the triples when there are more than one (then compared as a list), else undefined. */
+  several: Replaced;
   added: Added;
   out: string;
   /** The characters this entry holds (its key, edits' texts and answer). */
@@ -41,13 +50,14 @@ export class SplicedTexts {
 
   /** `text` spliced with these edits, if it was kept (nothing of the edits is kept: the caller may reuse their lists). */
   get(text: string, replaced: Replaced, added: Added): string | undefined {
-    const kept = this.young.get(text);
-    if (kept !== undefined) return sameList(kept.replaced, replaced) && sameList(kept.added, added) ? kept.out : undefined;
-    const older = this.old.get(text);
-    if (older === undefined || !sameList(older.replaced, replaced) || !sameList(older.added, added)) return undefined;
-    this.old.delete(text);
-    this.put(text, older);
-    return older.out;
+    if (replaced === undefined) return this.take(text, -1, -1, '', undefined, added);
+    if (replaced.length === 3) return this.take(text, replaced[0] as number, replaced[1] as number, replaced[2] as string, undefined, added);
+    return this.take(text, replaced[0] as number, replaced[1] as number, replaced[2] as string, replaced, added);
+  }
+
+  /** {@link get} of a text with one value replaced, `[start, end, replacement]`, without making that list. */
+  getOne(text: string, start: number, end: number, replacement: string, added: Added): string | undefined {
+    return this.take(text, start, end, replacement, undefined, added);
   }
 
   /** Keeps `out` as `text` spliced with these edits (an entry larger than the budget is not kept). */
@@ -57,7 +67,16 @@ export class SplicedTexts {
     for (const a of added ?? []) size += a.length;
     if (size > this.budget) return;
     this.old.delete(text);
-    this.put(text, { replaced, added, out, size });
+    const one = replaced !== undefined && replaced.length >= 3;
+    this.put(text, {
+      start: one ? (replaced[0] as number) : -1,
+      end: one ? (replaced[1] as number) : -1,
+      replacement: one ? (replaced[2] as string) : '',
+      several: replaced !== undefined && replaced.length > 3 ? replaced : undefined,
+      added,
+      out,
+      size,
+    });
   }
 
   /** The characters held now (both generations). */
@@ -65,6 +84,17 @@ export class SplicedTexts {
     let old = 0;
     for (const entry of this.old.values()) old += entry.size;
     return this.youngChars + old;
+  }
+
+  /** The kept answer for these edits (`several`: all the triples, when more than one), a hit in the older generation moved to the younger. */
+  private take(text: string, start: number, end: number, replacement: string, several: Replaced, added: Added): string | undefined {
+    const kept = this.young.get(text);
+    if (kept !== undefined) return matches(kept, start, end, replacement, several, added) ? kept.out : undefined;
+    const older = this.old.get(text);
+    if (older === undefined || !matches(older, start, end, replacement, several, added)) return undefined;
+    this.old.delete(text);
+    this.put(text, older);
+    return older.out;
   }
 
   private put(text: string, entry: Spliced): void {
@@ -78,6 +108,11 @@ export class SplicedTexts {
     this.young.set(text, entry);
     this.youngChars += entry.size;
   }
+}
+
+function matches(entry: Spliced, start: number, end: number, replacement: string, several: Replaced, added: Added): boolean {
+  if (entry.start !== start || entry.end !== end || entry.replacement !== replacement || !sameList(entry.added, added)) return false;
+  return several === undefined ? entry.several === undefined : sameList(entry.several, several);
 }
 
 function sameList<T>(a: readonly T[] | undefined, b: readonly T[] | undefined): boolean {
