@@ -28,6 +28,8 @@ export interface RelatedCollection {
   readTextsAs?(ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder?: boolean): Promise<StoredTexts | undefined>;
   /** readTextsAs of `{id: {$in: ids}}` in any order, when the store answers it at once and nothing else limits the caller's read; undefined otherwise. */
   readTextsOfIdsNow?(ctx: Context, ids: readonly string[], pick: readonly string[]): StoredTexts | undefined;
+  /** Whether readTextsOfIdsNow may answer ctx's caller at all (it still answers undefined while the store writes). */
+  readsTextsOfIdsNow?(ctx: Context): boolean;
   /** Whether readAs answers ctx's caller the stored objects as they are, so readTextsAs can answer. */
   showsTextsTo?(ctx: Context): boolean;
   /** Whether its change listeners (live queries) need its writes now: onDelete reads what it changes only then. */

@@ -4,6 +4,7 @@ import type { ExpandNode } from './parseExpand.js';
 import { idsOf, readQuery, tooMany } from './Relations.js';
 import type { Relations } from './Relations.js';
 import { SplicedTexts } from './splicedTexts.js';
+import type { KnownSplice } from './splicedTexts.js';
 
 /** Every object's spliced text, kept for the next list that expands it the same way (splicedTexts.ts). */
 const spliced = new SplicedTexts();
@@ -79,13 +80,68 @@ export function keysToExpand(tree: ReadonlyMap<string, ExpandNode>, ...more: str
  */
 export async function expandTexts(relations: Relations, ctx: Context, rows: TextRows, tree: ReadonlyMap<string, ExpandNode>): Promise<boolean> {
   if (rows.texts.length === 0) return true;
-  const edits = new Edits(rows);
+  const edits = new Edits(rows, knownShape(relations, ctx, tree)?.name);
   for (const [name, node] of tree) {
     const def = relations.forwardFor(ctx, name);
     const done = def !== undefined ? await expandForward(relations, ctx, rows, edits, name, def, node) : await expandBack(relations, ctx, rows, edits, name, node);
     if (!done) return false;
   }
   edits.apply();
+  return true;
+}
+
+/**
+ * The expansions {@link expandKnown} answers: one forward relation to one object (not many), to a
+ * collection that exists and that ctx's caller reads by ids at once (readTextsOfIdsNow), at the
+ * last level (nothing expanded in it), with no `$sort`.
+ */
+function knownShape(relations: Relations, ctx: Context, tree: ReadonlyMap<string, ExpandNode>): { name: string; target: Relations } | undefined {
+  if (tree.size !== 1) return undefined;
+  const [name, node] = tree.entries().next().value as [string, ExpandNode];
+  if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;
+  const def = relations.forwardFor(ctx, name);
+  if (def === undefined || def.many === true) return undefined;
+  const target = relations.relationsAt(def.collection ?? '');
+  return target === undefined || target.owner.readsTextsOfIdsNow?.(ctx) !== true ? undefined : { name, target };
+}
+
+/** Whether {@link expandKnown} may answer `tree` (then the caller reads the texts alone first). */
+export function expandsKnown(relations: Relations, ctx: Context, tree: ReadonlyMap<string, ExpandNode>): boolean {
+  return knownShape(relations, ctx, tree) !== undefined;
+}
+
+/**
+ * {@link expandTexts} of a known shape (knownShape) answered from each object's kept splice
+ * (splicedTexts.ts), without picking any value from the objects or splicing: when every object's
+ * text has a splice kept for this relation, and the text the caller reads now for the id in it
+ * (the related read expandTexts makes: readTextsOfIdsNow, the caller's own access) is the one
+ * spliced in. The id and where it is are in the text itself, so the same text names the same id.
+ * False, with `texts` left as they are, when any object has no such splice or the related read
+ * cannot be made at once: the caller then reads the values and takes expandTexts.
+ */
+export function expandKnown(relations: Relations, ctx: Context, texts: string[], tree: ReadonlyMap<string, ExpandNode>): boolean {
+  const shape = knownShape(relations, ctx, tree);
+  if (shape === undefined) return false;
+  const kept = new Array<KnownSplice>(texts.length);
+  const ids: string[] = [];
+  for (let i = 0; i < texts.length; i++) {
+    const splice = spliced.known(texts[i] as string);
+    if (splice === undefined || splice.relation !== shape.name) return false;
+    kept[i] = splice;
+    if (splice.id !== null) ids.push(splice.id);
+  }
+  // A long list is left to expandTexts, which reads it without its repeats (and refuses too many).
+  if (ids.length > relations.settings.maxExpanded) return false;
+  const related = ids.length === 0 ? undefined : shape.target.owner.readTextsOfIdsNow?.(ctx, ids, NO_PICK);
+  const rows = related?.listedRows;
+  if (ids.length > 0 && (related === undefined || rows === undefined || rows.length !== ids.length)) return false;
+  for (let i = 0, j = 0; i < texts.length; i++) {
+    const splice = kept[i] as KnownSplice;
+    if (splice.id === null) continue;
+    const row = (rows as number[])[j++] as number;
+    if ((row < 0 ? 'null' : (related?.texts[row] as string)) !== splice.replacement) return false;
+  }
+  for (let i = 0; i < texts.length; i++) texts[i] = (kept[i] as KnownSplice).out;
   return true;
 }
 
@@ -138,6 +194,7 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
     if (!many) {
       const at = rowPlace[i] as number;
       replacement = at < 0 ? 'null' : (textAt(at) ?? 'null');
+      if (edits.known === name) edits.readFor(i, at < 0 ? null : (listed[at] as string));
     } else {
       let kept = (rowPlaces[i] ?? []).filter((at) => (rowOf[at] as number) >= 0);
       // The read's order is the `$sort`'s.
@@ -223,10 +280,23 @@ class Edits {
   /** Per row (made when needed): start, end and text of the values it replaces after its first, in the order they came. */
   private more: ((number | string)[] | undefined)[] | undefined;
   private added: (string[] | undefined)[] | undefined;
+  /**
+   * The one forward relation these edits expand, when its splices are kept for expandKnown (see
+   * knownShape), and per row the id its replacement was read for (null: none read).
+   */
+  readonly known: string | undefined;
+  private readonly ids: (string | null)[] | undefined;
 
-  constructor(rows: TextRows) {
+  constructor(rows: TextRows, known?: string) {
     this.rows = rows;
     this.first = new Array<undefined>(rows.texts.length * 3);
+    this.known = known;
+    if (known !== undefined) this.ids = new Array<string | null>(rows.texts.length).fill(null);
+  }
+
+  /** Row i's replacement (of the known relation) was read for this id. */
+  readFor(i: number, id: string | null): void {
+    if (this.ids !== undefined) this.ids[i] = id;
   }
 
   /** Replaces the value of the k-th picked property of row i; false when the store could not tell where it is. */
@@ -259,8 +329,14 @@ class Edits {
       const f = i * 3;
       const start = this.first[f] as number | undefined;
       const added = this.added?.[i];
-      if (start === undefined && added === undefined) continue;
       const text = texts[i] as string;
+      const known = this.known;
+      const id = this.ids?.[i] ?? null;
+      if (start === undefined && added === undefined) {
+        // Unchanged; kept as such for expandKnown (which must know every object of a list).
+        if (known !== undefined && spliced.getOne(text, -1, -1, '', undefined, known, null) === undefined) spliced.set(text, undefined, undefined, text, known, null);
+        continue;
+      }
       const more = this.more?.[i];
       let out: string | undefined;
       let replaced: (number | string)[] | undefined;
@@ -268,7 +344,7 @@ class Edits {
         // A row's one replacement is looked up in the memo as it is: no list made but for a miss.
         const end = this.first[f + 1] as number;
         const replacement = this.first[f + 2] as string;
-        out = spliced.getOne(text, start, end, replacement, added);
+        out = spliced.getOne(text, start, end, replacement, added, known, id);
         if (out === undefined) replaced = [start, end, replacement];
       } else {
         if (start !== undefined) replaced = [start, this.first[f + 1] as number, this.first[f + 2] as string, ...(more ?? [])];
@@ -276,7 +352,7 @@ class Edits {
       }
       if (out === undefined) {
         out = splice(text, replaced, added);
-        spliced.set(text, replaced, added, out);
+        spliced.set(text, replaced, added, out, known, id);
       }
       texts[i] = out;
     }

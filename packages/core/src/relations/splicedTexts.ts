@@ -18,6 +18,19 @@ export type Replaced = readonly (number | string)[] | undefined;
 /** Properties appended to a text. */
 export type Added = readonly string[] | undefined;
 
+/**
+ * A kept splice, as {@link SplicedTexts.known} answers it. `relation` is set when the splice
+ * replaced at most the one value of that forward relation (expandTexts.ts, expandKnown), with
+ * `id` the id its replacement was read for, or null when nothing is read for it: the object has
+ * no value there (nothing replaced), or one that is no id (replaced by null).
+ */
+export interface KnownSplice {
+  readonly relation: string | undefined;
+  readonly id: string | null;
+  readonly replacement: string;
+  readonly out: string;
+}
+
 interface Spliced {
   /**
    * The first replaced value's start, end and text (-1, -1, '': nothing replaced), as fields: a
@@ -30,6 +43,9 @@ interface Spliced {
   /** All the triples when there are more than one (then compared as a list), else undefined. */
   several: Replaced;
   added: Added;
+  /** See KnownSplice. */
+  relation: string | undefined;
+  id: string | null;
   out: string;
   /** The characters this entry holds (its key, edits' texts and answer). */
   size: number;
@@ -55,13 +71,27 @@ export class SplicedTexts {
     return this.take(text, replaced[0] as number, replaced[1] as number, replaced[2] as string, replaced, added);
   }
 
-  /** {@link get} of a text with one value replaced, `[start, end, replacement]`, without making that list. */
-  getOne(text: string, start: number, end: number, replacement: string, added: Added): string | undefined {
-    return this.take(text, start, end, replacement, undefined, added);
+  /**
+   * {@link get} of a text with one value replaced, `[start, end, replacement]`, without making that
+   * list; with `relation`, only a splice kept for that relation and id (see KnownSplice).
+   */
+  getOne(text: string, start: number, end: number, replacement: string, added: Added, relation?: string, id: string | null = null): string | undefined {
+    return this.take(text, start, end, replacement, undefined, added, relation, id);
   }
 
-  /** Keeps `out` as `text` spliced with these edits (an entry larger than the budget is not kept). */
-  set(text: string, replaced: Replaced, added: Added, out: string): void {
+  /** The kept splice of `text`, whatever its edits (the caller checks them: see KnownSplice). */
+  known(text: string): KnownSplice | undefined {
+    const kept = this.young.get(text);
+    if (kept !== undefined) return kept;
+    const older = this.old.get(text);
+    if (older === undefined) return undefined;
+    this.old.delete(text);
+    this.put(text, older);
+    return older;
+  }
+
+  /** Keeps `out` as `text` spliced with these edits (an entry larger than the budget is not kept); `relation` and `id`: see KnownSplice. */
+  set(text: string, replaced: Replaced, added: Added, out: string, relation?: string, id: string | null = null): void {
     let size = text.length + out.length;
     for (const e of replaced ?? []) if (typeof e === 'string') size += e.length;
     for (const a of added ?? []) size += a.length;
@@ -74,6 +104,8 @@ export class SplicedTexts {
       replacement: one ? (replaced[2] as string) : '',
       several: replaced !== undefined && replaced.length > 3 ? replaced : undefined,
       added,
+      relation,
+      id,
       out,
       size,
     });
@@ -87,11 +119,11 @@ export class SplicedTexts {
   }
 
   /** The kept answer for these edits (`several`: all the triples, when more than one), a hit in the older generation moved to the younger. */
-  private take(text: string, start: number, end: number, replacement: string, several: Replaced, added: Added): string | undefined {
+  private take(text: string, start: number, end: number, replacement: string, several: Replaced, added: Added, relation?: string, id: string | null = null): string | undefined {
     const kept = this.young.get(text);
-    if (kept !== undefined) return matches(kept, start, end, replacement, several, added) ? kept.out : undefined;
+    if (kept !== undefined) return matches(kept, start, end, replacement, several, added, relation, id) ? kept.out : undefined;
     const older = this.old.get(text);
-    if (older === undefined || !matches(older, start, end, replacement, several, added)) return undefined;
+    if (older === undefined || !matches(older, start, end, replacement, several, added, relation, id)) return undefined;
     this.old.delete(text);
     this.put(text, older);
     return older.out;
@@ -110,8 +142,9 @@ export class SplicedTexts {
   }
 }
 
-function matches(entry: Spliced, start: number, end: number, replacement: string, several: Replaced, added: Added): boolean {
+function matches(entry: Spliced, start: number, end: number, replacement: string, several: Replaced, added: Added, relation: string | undefined, id: string | null): boolean {
   if (entry.start !== start || entry.end !== end || entry.replacement !== replacement || !sameList(entry.added, added)) return false;
+  if (relation !== undefined && (entry.relation !== relation || entry.id !== id)) return false;
   return several === undefined ? entry.several === undefined : sameList(entry.several, several);
 }
 

@@ -19,7 +19,7 @@ import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
 import type { ExpandNode } from '../relations/parseExpand.js';
-import { expandTexts, expandsAsText, keysToExpand } from '../relations/expandTexts.js';
+import { expandKnown, expandTexts, expandsAsText, expandsKnown, keysToExpand } from '../relations/expandTexts.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 import { listJson, objectJson, Patcher } from './storedJson.js';
 import { listFromChanges } from './storedChanges.js';
@@ -58,6 +58,8 @@ export interface CollectionOptions {
 const NO_MATCH = 'No object exists that matches that query';
 const NOTHING_REFUSED: QueryRefusals = {};
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** No values picked: the objects' texts alone (see StoreCollection.findTexts). */
+const NO_NAMES: readonly string[] = [];
 const NO_EVENTS: CollectionEventRunner = {
   has: () => false,
   run: (_event, input) => Promise.resolve({ object: input.object, hidden: [], protectedProps: [] }),
@@ -90,6 +92,14 @@ export class Collection implements Resource {
    * object cost the garbage collector at every scavenge.
    */
   private readonly expanding = new Map<Context, Expanding>();
+  /**
+   * Whether the last `$expand` here of a shape expandKnown answers was spliced from the stored
+   * texts, each object's splice kept: the next such one then tries the kept splices first (a
+   * read of the texts alone). Otherwise (none yet, or the last try missed: objects or related
+   * objects changed, or a text could not be spliced) it reads the values at once, so a miss costs
+   * one read more once, not every time.
+   */
+  private splicesKept = false;
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -390,9 +400,21 @@ export class Collection implements Resource {
       // $expand from the stored texts: each object's text with its related objects' texts spliced in.
       const expand = expanding.tree;
       const { fields: _fields, ...rest } = compiled.options;
+      const known = expandsKnown(this.relations, ctx, expand);
+      if (known && this.splicesKept) {
+        // Each object's kept splice, when every one still holds: no value read, nothing spliced.
+        const { texts } = await this.store.findTexts(compiled.filter, rest, NO_NAMES);
+        if (expandKnown(this.relations, ctx, texts, expand)) {
+          expanding.asText = true;
+          return { status: 200, body: jsonList(texts), headers: { 'content-type': JSON_TYPE } };
+        }
+        this.splicesKept = false;
+      }
       const pick = keysToExpand(expand);
       const rows = { ...(await this.store.findTexts(compiled.filter, rest, pick)), pick };
-      if (await expandTexts(this.relations, ctx, rows, expand)) {
+      const spliced = await expandTexts(this.relations, ctx, rows, expand);
+      this.splicesKept = spliced && known;
+      if (spliced) {
         expanding.asText = true;
         return { status: 200, body: jsonList(rows.texts), headers: { 'content-type': JSON_TYPE } };
       }
@@ -454,11 +476,14 @@ export class Collection implements Resource {
    * otherwise, or when the store cannot answer at once: the caller then asks readTextsAs.
    */
   readTextsOfIdsNow(ctx: Context, ids: readonly string[], pick: readonly string[]): StoredTexts | undefined {
-    const byIds = this.store.findTextsOfIdsNow;
-    if (byIds === undefined || !this.showsTextsTo(ctx)) return undefined;
+    return this.readsTextsOfIdsNow(ctx) ? this.store.findTextsOfIdsNow?.(ids, pick) : undefined;
+  }
+
+  /** Whether {@link readTextsOfIdsNow} may answer ctx's caller: that query is the whole of its read. */
+  readsTextsOfIdsNow(ctx: Context): boolean {
+    if (this.store.findTextsOfIdsNow === undefined || !this.showsTextsTo(ctx)) return false;
     const plan = this.access.readPlan(ctx);
-    if (plan !== undefined || this.refusals(ctx, plan) !== NOTHING_REFUSED || hasKeys(this.access.filter(ctx, 'list'))) return undefined;
-    return byIds.call(this.store, ids, pick);
+    return plan === undefined && this.refusals(ctx, plan) === NOTHING_REFUSED && !hasKeys(this.access.filter(ctx, 'list'));
   }
 
   /** Whether readAs answers ctx's caller the stored objects as they are: no On Get, nothing hidden, a store that keeps texts. */

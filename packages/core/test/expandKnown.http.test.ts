@@ -1,0 +1,158 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Collection } from '@svc/core';
+import type { StoreCollection } from '@svc/core';
+import { storeKinds } from './helpers/stores.js';
+import type { TestStore } from './helpers/stores.js';
+import { startTestServer } from './helpers/http.js';
+import { expandCollections } from './helpers/expandApps.js';
+import type { TestClient, TestServer } from './helpers/http.js';
+
+// Issue 25: `$expand` of one forward relation, once a list of it was spliced from the stored texts,
+// is answered from each object's kept splice (relations/expandTexts.ts, expandKnown): the posts'
+// texts read alone (findTexts with no names), the writers read by id for the caller, nothing
+// spliced. Every answer must be the object path's (the same query with `$fields: {unused: 0}`),
+// byte for byte, after each kind of change and for each caller; and the kept splices must be what
+// answers when nothing changed. Both stores (on MongoDB every answer is made from objects).
+
+type Obj = Record<string, unknown> & { id: string };
+const ROOT = { 'svc-ssh-key': 'dev' };
+
+/** The posts' store collection, telling the names each findTexts was asked to pick. */
+function counted(inner: StoreCollection, picks: string[][]): StoreCollection {
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (key === 'findTexts') picks.push([...(args[2] as string[])]);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+describe.each(storeKinds())('$expand from kept splices ($name store)', (kind) => {
+  let store: TestStore;
+  let t: TestServer;
+  let anon: TestClient;
+  let root: TestClient;
+  const picks: string[][] = [];
+  const texts = kind.name === 'embedded';
+  const ids: Record<string, string> = {};
+
+  beforeAll(async () => {
+    store = await kind.make();
+    const c = expandCollections(store.store);
+    t = await startTestServer(store.store, [
+      // `pay` is private: root reads writers' texts as stored, a visitor gets objects without it.
+      c('/writers', { name: { type: 'string' }, pay: { type: 'number', private: true } }),
+      c('/people', { name: { type: 'string' } }),
+      new Collection({
+        path: '/posts',
+        properties: { unused: { type: 'string' }, title: { type: 'string' }, n: { type: 'number' }, writer: { type: 'relation', collection: '/writers' }, person: { type: 'relation', collection: '/people' } },
+        store: counted(store.store.collection('posts'), picks),
+      }),
+    ]);
+    anon = t.client();
+    root = { sid: undefined, request: (method, path, options = {}) => t.request(method, path, { ...options, headers: { ...options.headers, ...ROOT } }) };
+    const make = async (path: string, body: object): Promise<string> => {
+      const res = await t.request('POST', path, { body, headers: ROOT });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return (res.body as Obj).id;
+    };
+    ids.w0 = await make('/writers', { name: 'wen', pay: 1 });
+    ids.w1 = await make('/writers', { name: 'wu "quoted"', pay: 2 });
+    ids.ann = await make('/people', { name: 'ann' });
+    ids.bob = await make('/people', { name: 'bob é' });
+    for (let i = 0; i < 6; i++) ids[`p${i}`] = await make('/posts', { title: `p${i}`, n: i, writer: i % 2 === 0 ? ids.w0 : ids.w1, person: i % 3 === 0 ? ids.ann : ids.bob });
+    ids.p6 = await make('/posts', { title: 'p6', n: 6, writer: null, person: null });
+    ids.p7 = await make('/posts', { title: 'p7', n: 7 });
+    // References the app would refuse, written under it: to nothing, and not an id.
+    await store.store.collection('posts').insert({ id: 'p8', title: 'p8', n: 8, writer: 'gone', person: 'gone' });
+    await store.store.collection('posts').insert({ id: 'p9', title: 'p9', n: 9, writer: '', person: 7 });
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+    await store?.dispose();
+  });
+
+  const q = (query: object): string => `/posts?${encodeURIComponent(JSON.stringify(query))}`;
+
+  /** `client`'s answer to `$expand` of `relation`, checked against its object path; the names the posts' findTexts calls picked. */
+  async function expanded(client: TestClient, relation: string, more: object = {}): Promise<{ posts: Obj[]; picks: string[][] }> {
+    const query = { $sort: { n: 1 }, $expand: [relation], ...more };
+    picks.length = 0;
+    const res = await client.request('GET', q(query));
+    const made = [...picks];
+    const objects = await client.request('GET', q({ ...query, $fields: { unused: 0 } }));
+    expect(res.status, res.text).toBe(200);
+    expect(objects.status, objects.text).toBe(200);
+    expect(res.text).toBe(objects.text);
+    return { posts: JSON.parse(res.text) as Obj[], picks: made };
+  }
+
+  const names = (posts: Obj[], relation: string): unknown[] => posts.map((p) => (p[relation] === null ? null : (p[relation] as Obj | undefined)?.name));
+  const put = async (path: string, body: object): Promise<void> => {
+    const res = await t.request('PUT', path, { body, headers: ROOT });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+  };
+  /** Kept splices answered: the texts read alone. */
+  const KEPT = [[]];
+  /** Spliced anew: the texts with the relation's values. */
+  const spliced = (relation: string): string[][] => [['id', relation]];
+
+  it('the second list is answered from the first one\'s splices, for objects with, without and with a broken reference', async () => {
+    const first = await expanded(anon, 'person');
+    expect(names(first.posts, 'person')).toEqual(['ann', 'bob é', 'bob é', 'ann', 'bob é', 'bob é', null, undefined, null, null]);
+    if (texts) expect(first.picks).toEqual(spliced('person'));
+    const second = await expanded(anon, 'person');
+    expect(second.posts).toEqual(first.posts);
+    if (texts) expect(second.picks).toEqual(KEPT);
+    // Another caller reading the same texts: the same kept splices.
+    if (texts) expect((await expanded(root, 'person')).picks).toEqual(KEPT);
+  });
+
+  it('splices kept for one relation never answer another, even where neither reads anything', async () => {
+    // The last four posts name no object either relation could read (null, none, nothing, no id):
+    // what was kept for `person` (p9's 7 made null) is no answer for `writer` (p9's '' made null).
+    const last = { $skip: 6 };
+    // Root: the writers' texts are its to read as stored (a visitor's come from objects).
+    for (let i = 0; i < 2; i++) await expanded(root, 'person', last);
+    const writers = await expanded(root, 'writer', last);
+    expect(writers.posts.map((p) => [p.writer, p.person])).toEqual([[null, null], [undefined, undefined], [null, 'gone'], [null, 7]]);
+    expect((await expanded(root, 'writer', last)).posts).toEqual(writers.posts);
+  });
+
+  it('a related object changed, or a post pointed elsewhere, is spliced anew, then kept again', async () => {
+    await expanded(anon, 'person');
+    await put(`/people/${ids.ann}`, { name: 'ann renamed' });
+    const renamed = await expanded(anon, 'person');
+    expect(names(renamed.posts, 'person').slice(0, 4)).toEqual(['ann renamed', 'bob é', 'bob é', 'ann renamed']);
+    // The kept splices were tried and missed, so the values were read: one read more, once.
+    if (texts) expect(renamed.picks).toEqual([[], ['id', 'person']]);
+    if (texts) expect((await expanded(anon, 'person')).picks).toEqual(KEPT);
+    await put(`/posts/${ids.p1}`, { person: ids.ann });
+    expect(names((await expanded(anon, 'person')).posts, 'person').slice(0, 2)).toEqual(['ann renamed', 'ann renamed']);
+    if (texts) expect((await expanded(anon, 'person')).picks).toEqual(KEPT);
+  });
+
+  it('a related object removed under the app is null, at once', async () => {
+    await expanded(anon, 'person');
+    await store.store.collection('people').remove({ id: ids.bob });
+    expect(names((await expanded(anon, 'person')).posts, 'person')).toEqual(['ann renamed', 'ann renamed', null, 'ann renamed', null, null, null, undefined, null, null]);
+    if (texts) expect((await expanded(anon, 'person')).picks).toEqual(KEPT);
+  });
+
+  it('a private property: root\'s answers from the kept splices, a visitor\'s from objects, neither crossing to the other', async () => {
+    for (const client of [root, root, anon, root, anon]) {
+      const { posts, picks: made } = await expanded(client, 'writer');
+      expect(names(posts, 'writer')).toEqual(['wen', 'wu "quoted"', 'wen', 'wu "quoted"', 'wen', 'wu "quoted"', null, undefined, null, null]);
+      expect((posts[0]?.writer as Obj).pay).toBe(client === root ? 1 : undefined);
+      if (texts && client === anon) expect(made).toEqual([]);
+    }
+    if (texts) expect((await expanded(root, 'writer')).picks).toEqual(KEPT);
+    await put(`/writers/${ids.w0}`, { pay: 5 });
+    expect(((await expanded(root, 'writer')).posts[0]?.writer as Obj).pay).toBe(5);
+    expect(((await expanded(anon, 'writer')).posts[0]?.writer as Obj).pay).toBeUndefined();
+  });
+});
