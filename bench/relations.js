@@ -5,12 +5,9 @@
 //                           [--only list,expand] [--rate <req/s>] [--prof <dir>] [--prof-interval <us>]
 //
 // --rate sends list, listobjects and expand at that fixed rate (below what expand answers flat out)
-// instead of as fast as they are answered. On one machine over loopback, a server answering fewer
-// requests per second pays more kernel time per answer: its client (the load generator) is idle
-// more often and each answer wakes it. A bare node:http server spending 25 or 50 µs per request on
-// the same 28.6 KB answer paid 12.6-14.7 and 16.1-18.8 µs of system CPU per request (6.9 µs flat
-// out, bench/RESULTS.md). At one rate both requests are in the same state, and the CPU ratio is
-// their work's.
+// instead of as fast as they are answered: both requests then load the machine alike. (Their
+// system CPU per request still differs by more than the bytes: on this machine it grows with the
+// server's own work per request, at one rate too; bench/rate-kernel.js measures it.)
 //
 // --only measures some of the requests (the ratios need theirs); --prof writes the server's V8
 // CPU profile (node --cpu-prof) into <dir> (summarise it with bench/profile-summary.js).
