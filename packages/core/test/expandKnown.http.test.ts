@@ -4,7 +4,7 @@ import type { StoreCollection } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
-import { expandCollections } from './helpers/expandApps.js';
+import { expandCollections, watchedCalls } from './helpers/expandApps.js';
 import type { TestClient, TestServer } from './helpers/http.js';
 
 // Issue 25: `$expand` of one forward relation, once a list of it was spliced from the stored texts,
@@ -19,15 +19,8 @@ const ROOT = { 'svc-ssh-key': 'dev' };
 
 /** The posts' store collection, telling the names each findTexts was asked to pick. */
 function counted(inner: StoreCollection, picks: string[][]): StoreCollection {
-  return new Proxy(inner, {
-    get(target, key, receiver) {
-      const value: unknown = Reflect.get(target, key, receiver);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        if (key === 'findTexts') picks.push([...(args[2] as string[])]);
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
+  return watchedCalls(inner, (key, args) => {
+    if (key === 'findTexts') picks.push([...(args[2] as string[])]);
   });
 }
 

@@ -4,7 +4,7 @@ import type { StoreCollection } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
-import { expandCollections } from './helpers/expandApps.js';
+import { expandCollections, watchedCalls } from './helpers/expandApps.js';
 import type { TestClient, TestServer } from './helpers/http.js';
 
 // Issue 25: a list with `$expand` is written from the stored objects' kept JSON texts (each
@@ -19,15 +19,8 @@ const ROOT = { 'svc-ssh-key': 'dev' };
 
 /** A real store collection whose reads are counted by kind (find: objects; findTexts: texts). */
 function counted(inner: StoreCollection, reads: Record<string, number>): StoreCollection {
-  return new Proxy(inner, {
-    get(target, key, receiver) {
-      const value: unknown = Reflect.get(target, key, receiver);
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        if (key === 'find' || key === 'findTexts') reads[key] = (reads[key] ?? 0) + 1;
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
+  return watchedCalls(inner, (key) => {
+    if (key === 'find' || key === 'findTexts') reads[key] = (reads[key] ?? 0) + 1;
   });
 }
 
