@@ -221,7 +221,8 @@ export class SessionManager {
   create(): Promise<SessionRecord> {
     const now = Date.now();
     if (this.randomAt + ANON_RANDOM > this.randoms.length) {
-      this.randoms = randomFillSync(Buffer.allocUnsafe(ANON_RANDOM * ANON_RANDOM_BATCH));
+      // A memory of its own, not a slice of Buffer's shared pool (whose other slices are other code's).
+      this.randoms = randomFillSync(Buffer.allocUnsafeSlow(ANON_RANDOM * ANON_RANDOM_BATCH));
       this.randomAt = 0;
     }
     const random = this.randoms.subarray(this.randomAt, this.randomAt + ANON_RANDOM);

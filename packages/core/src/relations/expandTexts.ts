@@ -340,19 +340,22 @@ class Edits {
       const more = this.more?.[i];
       let out: string | undefined;
       let replaced: (number | string)[] | undefined;
+      // Kept for expandKnown only as it answers: one value replaced, nothing appended.
+      let keptFor = added === undefined ? known : undefined;
       if (start !== undefined && more === undefined) {
         // A row's one replacement is looked up in the memo as it is: no list made but for a miss.
         const end = this.first[f + 1] as number;
         const replacement = this.first[f + 2] as string;
-        out = spliced.getOne(text, start, end, replacement, added, known, id);
+        out = spliced.getOne(text, start, end, replacement, added, keptFor, id);
         if (out === undefined) replaced = [start, end, replacement];
       } else {
+        keptFor = undefined;
         if (start !== undefined) replaced = [start, this.first[f + 1] as number, this.first[f + 2] as string, ...(more ?? [])];
         out = spliced.get(text, replaced, added);
       }
       if (out === undefined) {
         out = splice(text, replaced, added);
-        spliced.set(text, replaced, added, out, known, id);
+        spliced.set(text, replaced, added, out, keptFor, id);
       }
       texts[i] = out;
     }
