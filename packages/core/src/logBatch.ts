@@ -11,8 +11,8 @@ export function escapeControl(c: string): string {
   return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 }
 
-// eslint-disable-next-line no-control-regex -- control characters are what it finds
-const HAS_CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/;
+/** CONTROL without its `g` flag: a test of it keeps no position between texts. */
+const HAS_CONTROL = new RegExp(CONTROL.source);
 
 /**
  * Whether the text has a character CONTROL finds: a test, not CONTROL's replace (a new text each
@@ -35,7 +35,7 @@ export function msText(ms: number): string {
   return tenths % 10 === 0 ? `${whole}` : `${whole}.${tenths % 10}`;
 }
 
-/** The text access line of an entry (what {@link LogBatch.addAccess} writes as bytes). */
+/** The text access line of an entry. */
 export function accessText(entry: AccessEntry): string {
   // The replace only for a path that needs it: a regex pass cost more than the rest of the line.
   const path = hasControl(entry.path) ? entry.path.replace(CONTROL, escapeControl) : entry.path;
@@ -68,12 +68,6 @@ export class LogBatch {
     this.room(line.length * 3);
     this.at += this.bytes.write(line, this.at, 'utf8');
     this.count++;
-  }
-
-  /** Adds an entry's text access line ({@link accessText}). */
-  addAccess(entry: AccessEntry): void {
-    // Made as text and encoded at once, while its few pieces are young and at hand.
-    this.addText(accessText(entry));
   }
 
   /** The lines held, as text, and an empty batch. */

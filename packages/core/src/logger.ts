@@ -1,5 +1,5 @@
 import { redactUrl } from './redactUrl.js';
-import { CONTROL, escapeControl, LogBatch } from './logBatch.js';
+import { accessText, CONTROL, escapeControl, LogBatch } from './logBatch.js';
 
 /** How bad a log line is. */
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -134,12 +134,8 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
 
   /** Queues a line; `now` writes it (and any queued before it, in order) at once. */
   const emit = (line: string, now: boolean): void => {
+    // Encoded into the batch at once: only bytes wait for the write (see LogBatch).
     batch.addText(line);
-    queued(now);
-  };
-
-  /** A line was queued: written at once (`now`, or a full batch), else within `flushMs`. */
-  const queued = (now: boolean): void => {
     if (now || batch.full) return flush();
     if (!scheduled) {
       scheduled = true;
@@ -174,9 +170,7 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
         emit(`${JSON.stringify({ time, level: 'info', msg: `${entry.method} ${entry.path} ${entry.status}`, type: 'access', ...rest })}\n`, false);
         return;
       }
-      // Encoded into the batch at once: only bytes wait for the write (see LogBatch).
-      batch.addAccess(entry);
-      queued(false);
+      emit(accessText(entry), false);
     },
     get dropped() {
       return dropped;

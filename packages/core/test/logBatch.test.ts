@@ -42,7 +42,7 @@ describe('LogBatch', () => {
     fc.assert(
       fc.property(entry, (e) => {
         const batch = new LogBatch();
-        batch.addAccess(e);
+        batch.addText(accessText(e));
         expect(batch.lines).toBe(1);
         expect(batch.take()).toBe(Buffer.from(accessText(e), 'utf8').toString('utf8'));
       }),
@@ -60,7 +60,7 @@ describe('LogBatch', () => {
             batch.addText(item);
             expected += item;
           } else {
-            batch.addAccess(item);
+            batch.addText(accessText(item));
             expected += accessText(item);
           }
         }
@@ -76,7 +76,7 @@ describe('LogBatch', () => {
   it('is full past its size, and a line longer than the whole batch is kept whole', () => {
     const batch = new LogBatch();
     const line: AccessEntry = { time: '2026-11-27T00:00:00.000Z', id: 'a-1', method: 'GET', path: '/p', status: 200, ms: 0.5, uid: undefined, client: '127.0.0.1', bytes: 300, aborted: false };
-    while (!batch.full) batch.addAccess(line);
+    while (!batch.full) batch.addText(accessText(line));
     expect(batch.lines).toBeGreaterThan(BATCH_BYTES / 100);
     const long = `${'x'.repeat(3 * BATCH_BYTES)}\n`;
     batch.addText(long);
