@@ -76,11 +76,12 @@ export function keysToExpand(tree: ReadonlyMap<string, ExpandNode>, ...more: str
 /**
  * Expands `tree` in `rows` (texts replaced in place), as Relations.expand does in objects. False
  * when some text cannot be spliced for sure (the store could not tell where a value is): the
- * answer must then be made from objects.
+ * answer must then be made from objects. `known`: the tree's knownShape, when the caller may
+ * answer its next list with expandKnown (its splices are then kept for that).
  */
-export async function expandTexts(relations: Relations, ctx: Context, rows: TextRows, tree: ReadonlyMap<string, ExpandNode>): Promise<boolean> {
+export async function expandTexts(relations: Relations, ctx: Context, rows: TextRows, tree: ReadonlyMap<string, ExpandNode>, known?: KnownShape): Promise<boolean> {
   if (rows.texts.length === 0) return true;
-  const edits = new Edits(rows, knownShape(relations, ctx, tree)?.name);
+  const edits = new Edits(rows, known?.name);
   for (const [name, node] of tree) {
     const def = relations.forwardFor(ctx, name);
     const done = def !== undefined ? await expandForward(relations, ctx, rows, edits, name, def, node) : await expandBack(relations, ctx, rows, edits, name, node);
@@ -90,12 +91,19 @@ export async function expandTexts(relations: Relations, ctx: Context, rows: Text
   return true;
 }
 
+/** An expansion {@link expandKnown} answers (see {@link knownShape}): its one relation and the collection it reads. */
+export interface KnownShape {
+  name: string;
+  target: Relations;
+}
+
 /**
- * The expansions {@link expandKnown} answers: one forward relation to one object (not many), to a
- * collection that exists and that ctx's caller reads by ids at once (readTextsOfIdsNow), at the
- * last level (nothing expanded in it), with no `$sort`.
+ * The expansion `tree` as {@link expandKnown} answers it, or undefined: one forward relation to
+ * one object (not many), to a collection that exists and that ctx's caller reads by ids at once
+ * (readTextsOfIdsNow), at the last level (nothing expanded in it), with no `$sort`. Given to
+ * expandTexts too, which then keeps its splices for expandKnown.
  */
-function knownShape(relations: Relations, ctx: Context, tree: ReadonlyMap<string, ExpandNode>): { name: string; target: Relations } | undefined {
+export function knownShape(relations: Relations, ctx: Context, tree: ReadonlyMap<string, ExpandNode>): KnownShape | undefined {
   if (tree.size !== 1) return undefined;
   const [name, node] = tree.entries().next().value as [string, ExpandNode];
   if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;
@@ -105,13 +113,8 @@ function knownShape(relations: Relations, ctx: Context, tree: ReadonlyMap<string
   return target === undefined || target.owner.readsTextsOfIdsNow?.(ctx) !== true ? undefined : { name, target };
 }
 
-/** Whether {@link expandKnown} may answer `tree` (then the caller reads the texts alone first). */
-export function expandsKnown(relations: Relations, ctx: Context, tree: ReadonlyMap<string, ExpandNode>): boolean {
-  return knownShape(relations, ctx, tree) !== undefined;
-}
-
 /**
- * {@link expandTexts} of a known shape (knownShape) answered from each object's kept splice
+ * {@link expandTexts} of a known shape ({@link knownShape}) answered from each object's kept splice
  * (splicedTexts.ts), without picking any value from the objects or splicing: when every object's
  * text has a splice kept for this relation, and the text the caller reads now for the id in it
  * (the related read expandTexts makes: readTextsOfIdsNow, the caller's own access) is the one
@@ -119,9 +122,7 @@ export function expandsKnown(relations: Relations, ctx: Context, tree: ReadonlyM
  * False, with `texts` left as they are, when any object has no such splice or the related read
  * cannot be made at once: the caller then reads the values and takes expandTexts.
  */
-export function expandKnown(relations: Relations, ctx: Context, texts: string[], tree: ReadonlyMap<string, ExpandNode>): boolean {
-  const shape = knownShape(relations, ctx, tree);
-  if (shape === undefined) return false;
+export function expandKnown(relations: Relations, ctx: Context, texts: string[], shape: KnownShape): boolean {
   const kept = new Array<KnownSplice>(texts.length);
   const ids: string[] = [];
   for (let i = 0; i < texts.length; i++) {
@@ -281,8 +282,8 @@ class Edits {
   private more: ((number | string)[] | undefined)[] | undefined;
   private added: (string[] | undefined)[] | undefined;
   /**
-   * The one forward relation these edits expand, when its splices are kept for expandKnown (see
-   * knownShape), and per row the id its replacement was read for (null: none read).
+   * The one forward relation these edits expand, when its splices are kept for expandKnown (the
+   * caller gave its knownShape), and per row the id its replacement was read for (null: none read).
    */
   readonly known: string | undefined;
   private readonly ids: (string | null)[] | undefined;

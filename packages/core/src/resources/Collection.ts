@@ -19,7 +19,7 @@ import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
 import type { ExpandNode } from '../relations/parseExpand.js';
-import { expandKnown, expandTexts, expandsAsText, expandsKnown, keysToExpand } from '../relations/expandTexts.js';
+import { expandKnown, expandTexts, expandsAsText, keysToExpand, knownShape } from '../relations/expandTexts.js';
 import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 import { listJson, objectJson, Patcher } from './storedJson.js';
 import { listFromChanges } from './storedChanges.js';
@@ -400,11 +400,11 @@ export class Collection implements Resource {
       // $expand from the stored texts: each object's text with its related objects' texts spliced in.
       const expand = expanding.tree;
       const { fields: _fields, ...rest } = compiled.options;
-      const known = expandsKnown(this.relations, ctx, expand);
-      if (known && this.splicesKept) {
+      const known = knownShape(this.relations, ctx, expand);
+      if (known !== undefined && this.splicesKept) {
         // Each object's kept splice, when every one still holds: no value read, nothing spliced.
         const { texts } = await this.store.findTexts(compiled.filter, rest, NO_NAMES);
-        if (expandKnown(this.relations, ctx, texts, expand)) {
+        if (expandKnown(this.relations, ctx, texts, known)) {
           expanding.asText = true;
           return { status: 200, body: jsonList(texts), headers: { 'content-type': JSON_TYPE } };
         }
@@ -412,8 +412,8 @@ export class Collection implements Resource {
       }
       const pick = keysToExpand(expand);
       const rows = { ...(await this.store.findTexts(compiled.filter, rest, pick)), pick };
-      const spliced = await expandTexts(this.relations, ctx, rows, expand);
-      this.splicesKept = spliced && known;
+      const spliced = await expandTexts(this.relations, ctx, rows, expand, known);
+      this.splicesKept = spliced && known !== undefined;
       if (spliced) {
         expanding.asText = true;
         return { status: 200, body: jsonList(rows.texts), headers: { 'content-type': JSON_TYPE } };
