@@ -440,6 +440,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
           if (result === undefined || result.cancelled || result.errors) return undefined;
           return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, changes: changesOf(result) };
         },
+        getNowRepeated: constantGet === undefined ? undefined : () => runtimeOf(constantGet).repeatNow(constantGet),
         getReads() {
           const { script } = scripts.get('get') ?? {};
           return script === undefined || script instanceof ScriptSyntaxError ? undefined : script.reads;

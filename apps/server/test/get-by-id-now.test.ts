@@ -10,7 +10,7 @@ import type { AppHandle } from './helpers/app.js';
 type Obj = Record<string, unknown> & { id: string };
 
 const files = {
-  'app.json': { cors: { origins: ['https://app.example'] } },
+  'app.json': { cors: { origins: ['https://app.example'] }, metrics: {} },
   'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string' }, n: { type: 'number' } } },
   'resources/seen/config.json': { type: 'Collection', properties: { title: { type: 'string' } } },
   'resources/seen/get.js': "this.seen = true;\nif (this.title === 'secret') cancel('not for you', 403);\n",
@@ -100,6 +100,37 @@ describe.each(appStores())('GET by id answered at once (%s store)', (store) => {
     expect(resource('/seen').answerNow([ids.seen as string])).toBeUndefined();
     expect(await shape(await asAnon(`/closed/${closed}`))).toMatchObject({ status: 403, body: JSON.stringify({ status: 403, statusCode: 403, message: 'closed for now' }) });
     expect(await (await asAnon(`/dynamic/${dynamic}`)).json()).toEqual({ id: dynamic, title: 'd', seen: true });
+  });
+
+  it("keeps an On Get that reads nothing's answer per stored text: counted as a run, made anew when the object changes", async () => {
+    const scriptCounts = async () => {
+      const text = await (await fetch(`${t.url}/metrics`, { headers: root })).text();
+      const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+      return { runs: value('svc_script_runs_total'), planned: value('svc_script_planned_total') };
+    };
+    const id = ((await t.request('POST', '/marked', { title: 'aaaa', secret: 's' }, root)).body as Obj).id;
+    const read = async () => {
+      const before = await scriptCounts();
+      const answer = await shape(await asAnon(`/marked/${id}`));
+      const after = await scriptCounts();
+      // One run per request, kept answer or not (the metrics requests run no script).
+      expect({ runs: after.runs - before.runs, planned: after.planned - before.planned }).toEqual({ runs: 1, planned: 1 });
+      return answer;
+    };
+    const first = await read();
+    expect(await read()).toEqual(first);
+    expect(await read()).toEqual(await shape(await fresh(`/marked/${id}`)));
+    // Changed: a text of the same length, then another property; each answered anew, then kept again.
+    for (const change of [{ title: 'bbbb' }, { secret: 'other' }, { title: 'a longer title' }]) {
+      await t.request('PUT', `/marked/${id}`, change, root);
+      const full = await shape(await fresh(`/marked/${id}`));
+      expect(await read()).toEqual(full);
+      expect(await read()).toEqual(full);
+    }
+    expect(JSON.parse((await read()).body)).toEqual({ id, title: 'a longer title', seen: true, tags: ['a', { b: null }] });
+    // Removed: not found, whatever was kept.
+    await t.request('DELETE', `/marked/${id}`, undefined, root);
+    expect((await asAnon(`/marked/${id}`)).status).toBe(404);
   });
 
   it('private properties, users and root: each answered as before', async () => {

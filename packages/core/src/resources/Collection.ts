@@ -14,6 +14,7 @@ import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
+import { NowAnswers } from './nowAnswers.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
@@ -78,6 +79,8 @@ export class Collection implements Resource {
   protected readonly events: CollectionEventRunner;
   /** answerNow's patcher of stored texts with On Get's changes (made at the first such answer). */
   private nowPatcher: Patcher | undefined;
+  /** answerNow's answers with On Get, by stored text (made at the first such answer). */
+  private nowAnswers: NowAnswers | undefined;
   private readonly publicCount: boolean;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
@@ -234,15 +237,33 @@ export class Collection implements Resource {
     return text !== undefined && this.access.anonymousAllowsText(id, text) ? text : undefined;
   }
 
-  /** answerNow with On Get: only when the runner answers the run at once (getNow). */
+  /**
+   * answerNow with On Get: only when the runner answers the run at once (getNow). The outcome
+   * depends on the object alone, so the answer made for a stored text is kept (nowAnswers) and
+   * given again, counted as a run, while the object's stored text is that one.
+   */
   private answerScriptedNow(id: string): string | undefined {
-    if (this.events.getNow === undefined || this.store.findOneWithJsonNow === undefined) return undefined;
+    const events = this.events;
+    if (events.getNow === undefined || this.store.findOneJsonNow === undefined || this.store.findOneWithJsonNow === undefined) return undefined;
+    const repeats = events.getNowRepeated !== undefined;
+    if (repeats) {
+      const text = this.store.findOneJsonNow(id) ?? undefined;
+      if (text === undefined || !this.access.anonymousAllowsText(id, text)) return undefined;
+      const kept = this.nowAnswers?.get(id, text);
+      if (kept !== undefined) {
+        events.getNowRepeated?.();
+        return kept;
+      }
+    }
     const found = this.store.findOneWithJsonNow(id) ?? undefined;
     if (found === undefined || !this.access.anonymousAllowsText(id, found.text)) return undefined;
-    const outcome = this.events.getNow(found.doc);
+    const outcome = events.getNow(found.doc);
+    if (outcome === undefined) return undefined;
     // One patcher for these answers: runs that compare alike share their assigned list, so the
     // text it appends is made once.
-    return outcome === undefined ? undefined : objectJson(found.text, outcome, (this.nowPatcher ??= new Patcher()));
+    const answer = objectJson(found.text, outcome, (this.nowPatcher ??= new Patcher()));
+    if (repeats) (this.nowAnswers ??= new NowAnswers()).set(id, found.text, answer);
+    return answer;
   }
 
   /** Root and event scripts (internal requests) see `private` properties; nobody else does (but a user at /me). */

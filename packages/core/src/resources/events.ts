@@ -82,6 +82,12 @@ export interface CollectionEventRunner {
    * which answers those). The object is the caller's copy: the runner may change it.
    */
   getNow?(object: Doc): EventOutcome | undefined;
+  /**
+   * With getNow: a run of getNow that the caller answered with what an earlier one gave for an
+   * object of the same stored text (getNow's outcome depends on the object alone), counted as the
+   * run it stands for.
+   */
+  getNowRepeated?(): void;
 }
 
 /** What an On Get run changed (runGetChanges): `values[k]` is the new value of `assigned[k]`. */
