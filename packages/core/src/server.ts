@@ -311,7 +311,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     note.resource = match.resource.path;
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
-    const anonymous = sessions.anonymous(sid);
+    const anonymous = sessions.anonymous(sid, req.socket);
     if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined) {
       // A plain GET the resource answers at once (an object by id): no context, no promise turns.
       const text = match.resource.answerNow(match.parts);

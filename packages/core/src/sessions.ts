@@ -146,6 +146,13 @@ export class SessionManager {
    * one cannot), and the map is bounded.
    */
   private readonly verified = new Map<string, true>();
+  /**
+   * Per connection (a request's socket), the anonymous id it presented last, verified: a
+   * keep-alive connection sends the same id with each request, and comparing the two costs less
+   * than a lookup in `verified`, which hashes each request's new 128-character string (~0.18 µs).
+   * Held weakly: a closed connection's entry goes with it.
+   */
+  private readonly lastOnConnection = new WeakMap<object, string>();
 
   private isAnonymous(sid: string): boolean {
     if (sid.length !== ANON_LENGTH) return false;
@@ -165,10 +172,13 @@ export class SessionManager {
    * The record of an anonymous visitor's signed id, at once (no store read, no promise), or
    * undefined when `sid` is not one (then `load` decides).
    */
-  anonymous(sid: string | undefined): SessionRecord | undefined {
+  anonymous(sid: string | undefined, connection?: object): SessionRecord | undefined {
     if (sid === undefined || sid.length !== ANON_LENGTH) return undefined;
-    // A remembered id passed the pattern and the signature before: neither is run again.
-    if (!this.verified.has(sid) && (!SESSION_ID.test(sid) || !this.isAnonymous(sid))) return undefined;
+    if (connection === undefined || this.lastOnConnection.get(connection) !== sid) {
+      // A remembered id passed the pattern and the signature before: neither is run again.
+      if (!this.verified.has(sid) && (!SESSION_ID.test(sid) || !this.isAnonymous(sid))) return undefined;
+      if (connection !== undefined) this.lastOnConnection.set(connection, sid);
+    }
     const now = Date.now();
     return { id: sid, createdAt: now, lastSeen: now, anonymous: true };
   }

@@ -99,5 +99,22 @@ describe('anonymous ids as made', () => {
     const b = (await sessions.create()).id;
     expect(sessions.anonymous(b)?.anonymous).toBe(true);
     expect(b.slice(96)).toBe(createHmac('sha256', key).update(Buffer.from(b.slice(0, 96), 'hex')).digest('hex').slice(0, 32));
+    // Per connection: the id it presented last is known, any other is checked again.
+    const connection = {};
+    const other = {};
+    for (let round = 0; round < 2; round++) {
+      expect(sessions.anonymous(altered, connection)).toBeUndefined();
+      expect(sessions.anonymous(a, connection)?.id).toBe(a);
+      expect(sessions.anonymous(a.slice(0, 127) + (a[127] === '0' ? '1' : '0'), connection)).toBeUndefined();
+      expect(sessions.anonymous(`${a.slice(0, 64)}${a.slice(64)}`, connection)?.id).toBe(a);
+      expect(sessions.anonymous(altered, connection)).toBeUndefined();
+      expect(sessions.anonymous(altered, other)).toBeUndefined();
+      expect(sessions.anonymous(b, other)?.id).toBe(b);
+    }
+    // A forged id never verified, presented on a connection first: refused each time.
+    const forged = 'f'.repeat(128);
+    const third = {};
+    expect(sessions.anonymous(forged, third)).toBeUndefined();
+    expect(sessions.anonymous(forged, third)).toBeUndefined();
   });
 });
