@@ -4,6 +4,7 @@
 //   node bench/peers.js --scenario rules    [--count 100000] [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
 //   node bench/peers.js --scenario expand   [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
 //   node bench/peers.js --scenario realtime [--subscribers 1000] [--rate 1000] [--seconds 5] [--rounds 5]
+//   node bench/peers.js --scenario hook     [--loadgen wrk|autocannon] [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
 //   [--no-write]: do not touch bench/RESULTS.md; [--profile <dir>]: svc's .cpuprofile of the run there;
 //   --scenario <s> --report bench/results/peers-<s>-<date>.json: the section again from a saved run;
 //   [--tag <name>]: write the section under its own marker (peers-<scenario>-<name>)
@@ -13,6 +14,9 @@
 //           `author = @request.auth.id`, the same data.
 // expand:   GET 100 posts with their author: svc `$expand: ["author"]` (and the same list without
 //           expand), PocketBase `expand=author`, Feathers 5 (memory) with a batched populate hook.
+// hook:     issue 21's aim on the shared harness's scenario d: GET one of 1,000 todos by id, svc
+//           with get.js `this.seen = true;` vs Feathers 5 (memory) with an after hook, and both
+//           without; wrk by default, as autocannon saturates its core before svc does.
 // realtime: `subscribers` logged-in users, each seeing only their own posts (owner rule), each
 //           subscribed once (svc: a live query `svc:subscribe` on /posts; PocketBase: an SSE
 //           connection subscribed to `posts/*`, its view rule checked per event); `rate` writes a
@@ -28,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stopAll, waitListening } from './lib/procs.js';
+import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
 import { machine } from './lib/machine.js';
 import { runLoad } from './lib/load.js';
 import { request, closeAgent } from './lib/http.js';
@@ -39,11 +43,11 @@ import { runRealtime, renderRealtime } from './peers/realtime.js';
 
 const args = parseArgs(process.argv.slice(2), {
   scenario: 'string', count: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number',
-  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', profile: 'string', report: 'string', tag: 'string',
+  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string',
 });
 const scenario = args.scenario;
-if (!['rules', 'expand', 'realtime'].includes(scenario)) {
-  process.stderr.write('usage: node bench/peers.js --scenario rules|expand|realtime [options] (see the head of this file)\n');
+if (!['rules', 'expand', 'realtime', 'hook'].includes(scenario)) {
+  process.stderr.write('usage: node bench/peers.js --scenario rules|expand|realtime|hook [options] (see the head of this file)\n');
   process.exit(2);
 }
 const rounds = args.rounds ?? 5;
@@ -55,7 +59,14 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 const log = (line) => process.stderr.write(`${line}\n`);
 const fmt = (n, d = 0) => (n == null ? '?' : n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }));
 
-if (!PB.havePocketBase()) {
+// The HTTP load generator: autocannon (lib/drivers/http.js), or wrk (lib/drivers/wrk.js, the hook
+// scenario's default: svc answers faster than autocannon asks there).
+const loadgen = args.loadgen ?? (scenario === 'hook' ? 'wrk' : 'autocannon');
+if (!['autocannon', 'wrk'].includes(loadgen)) {
+  process.stderr.write('--loadgen: autocannon or wrk\n');
+  process.exit(2);
+}
+if (scenario !== 'hook' && !PB.havePocketBase()) {
   process.stderr.write(`PocketBase's benchmark binary is missing (${PB.PB_BIN}): build it with ../shared/peers/run-all.sh's PocketBase step, or set PB_BIN\n`);
   process.exit(2);
 }
@@ -84,7 +95,7 @@ async function measureHttp(kinds) {
       for (const v of rotate(ids, r)) {
         const x = k.variants[v];
         const la = loadavg();
-        const cfg = { url: x.url, method: 'GET', headers: x.headers, connections, warmup, duration, serverPid: x.pid, serverCore: pin?.server };
+        const cfg = { url: x.url, paths: x.paths, method: 'GET', headers: x.headers, connections, warmup, duration, serverPid: x.pid, serverCore: pin?.server, driver: loadgen };
         let m = await runLoad(cfg, pin?.load);
         if (m.requests === 0) {
           // Seen on the shared machine: a window in which the server got (almost) no CPU. Once more.
@@ -93,8 +104,8 @@ async function measureHttp(kinds) {
           if (m.requests === 0) throw new Error(`${kind} ${v}: no answer in two windows (${x.label}: ${x.tail?.() ?? ''})`);
         }
         if (m.non2xx > 0 || m.errors > 0) throw new Error(`${kind} ${v}: ${m.non2xx} non-2xx, ${m.errors} errors`);
-        got[v] = { rps: m.rps, p50: m.latencyMs.p50, p99: m.latencyMs.p99, cpuUs: m.cpuUsPerRequest, serverCores: m.serverCores, bytes: m.bytes / m.requests, loadavg: la };
-        log(`   ${kind} r${r + 1} ${v.padEnd(16)} ${fmt(m.rps).padStart(7)} req/s (${m.requests})  p50 ${m.latencyMs.p50.toFixed(2)} p99 ${m.latencyMs.p99.toFixed(2)} ms  ${m.cpuUsPerRequest.toFixed(0)} µs CPU/req  (server ${m.serverCores.toFixed(2)} core, others on its core ${m.otherOnServerCore?.toFixed(2)}, load ${la.join(' ')})`);
+        got[v] = { rps: m.rps, p50: m.latencyMs.p50, p99: m.latencyMs.p99, cpuUs: m.cpuUsPerRequest, serverCores: m.serverCores, loadgenCores: m.loadgenCores, bytes: m.bytes / m.requests, loadavg: la };
+        log(`   ${kind} r${r + 1} ${v.padEnd(16)} ${fmt(m.rps).padStart(7)} req/s (${m.requests})  p50 ${m.latencyMs.p50.toFixed(2)} p99 ${m.latencyMs.p99.toFixed(2)} ms  ${m.cpuUsPerRequest.toFixed(1)} µs CPU/req  (server ${m.serverCores.toFixed(2)} core, load generator ${m.loadgenCores?.toFixed(2)}, others on the server's core ${m.otherOnServerCore?.toFixed(2)}, load ${la.join(' ')})`);
       }
       perRound.push(got);
     }
@@ -105,6 +116,7 @@ async function measureHttp(kinds) {
       p99: median(perRound.map((g) => g[v].p99)),
       cpuUs: median(perRound.map((g) => g[v].cpuUs)),
       serverCores: median(perRound.map((g) => g[v].serverCores)),
+      loadgenCores: perRound.every((g) => g[v].loadgenCores != null) ? median(perRound.map((g) => g[v].loadgenCores)) : null,
       bytes: median(perRound.map((g) => g[v].bytes)),
     }]));
     const ref = ids[0];
@@ -119,11 +131,11 @@ async function measureHttp(kinds) {
 }
 
 function httpTables(results) {
-  const lines = ['| request | server | req/s | p50 ms | p99 ms | server CPU µs/req | server cores | bytes/resp |', '|---|---|---:|---:|---:|---:|---:|---:|'];
+  const lines = ['| request | server | req/s | p50 ms | p99 ms | server CPU µs/req | server cores | load generator cores | bytes/resp |', '|---|---|---:|---:|---:|---:|---:|---:|---:|'];
   for (const r of Object.values(results)) {
     // The driver's latency histogram stops at 1 s.
     const p99 = (v) => (v.p99 >= 1000 ? '>= 1,000 (cap)' : v.p99.toFixed(2));
-    for (const v of Object.values(r.variants)) lines.push(`| ${r.name} | ${v.label} | ${fmt(v.rps)} | ${v.p50.toFixed(2)} | ${p99(v)} | ${fmt(v.cpuUs)} | ${v.serverCores.toFixed(2)} | ${fmt(v.bytes)} |`);
+    for (const v of Object.values(r.variants)) lines.push(`| ${r.name} | ${v.label} | ${fmt(v.rps)} | ${v.p50.toFixed(2)} | ${p99(v)} | ${fmt(v.cpuUs, v.cpuUs < 100 ? 1 : 0)} | ${v.serverCores.toFixed(2)} | ${v.loadgenCores == null ? '-' : v.loadgenCores.toFixed(2)} | ${fmt(v.bytes)} |`);
   }
   lines.push('', '| request | svc against | svc / peer, req/s | peer / svc, server CPU per request (svc is x times cheaper) | per round (req/s; CPU) |', '|---|---|---:|---:|---|');
   for (const r of Object.values(results)) {
@@ -348,7 +360,92 @@ function renderExpand({ results }) {
   };
 }
 
-const render = { rules: renderRules, expand: renderExpand, realtime: renderRealtime };
+// --- hook (issue 21's aim on the shared harness's scenario d) ----------------------------------------
+
+/** The harness's Feathers 5 server (memory service at /todos; `--hook`: an after hook that sets seen), started pinned. */
+async function startFeathersTodos(hook) {
+  if (!existsSync(join(FEATHERS_MODULES, '@feathersjs/memory'))) throw new Error(`Feathers 5 is not installed at ${FEATHERS_MODULES} (../shared/peers/run-all.sh installs it; or --feathers-modules <dir>)`);
+  const dir = join(work, `feathers-todos${hook ? '-hook' : ''}`);
+  mkdirSync(dir, { recursive: true });
+  copyFileSync(fileURLToPath(new URL('./peers/feathers-todos.mjs', import.meta.url)), join(dir, 'server.mjs'));
+  symlinkSync(FEATHERS_MODULES, join(dir, 'node_modules'));
+  const port = await freePort();
+  const child = spawnNode([join(dir, 'server.mjs'), String(port), ...(hook ? ['--hook'] : [])], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: dir });
+  await waitListening(child, 60_000);
+  return { child, port };
+}
+
+async function hookScenario() {
+  const SEED = 1000;
+  // The harness's objects (../shared/peers/harness/peers.mjs): ~200 bytes each.
+  const FILLER = 'lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore';
+  const todo = (i) => ({ title: `todo ${String(i).padStart(4, '0')} ${FILLER}`, done: i % 2 === 1, n: (i * 7919) % 1000, tags: [`tag${i % 10}`, `group${i % 7}`, 'bench'] });
+  const todos = { type: 'Collection', properties: { title: { type: 'string' }, done: { type: 'boolean' }, n: { type: 'number' }, tags: { type: 'array' } } };
+  const servers = {};
+  for (const hook of [false, true]) {
+    const dir = join(work, hook ? 'svc-hook' : 'svc');
+    writeApp(dir, { resources: { todos }, files: hook ? { 'todos/get.js': 'this.seen = true;' } : {} });
+    const svc = await startSvc(dir, pin?.server, svcFlags);
+    // A browser sends its session cookie back: so does the load (as the harness does).
+    const cookie = (await request(svc.port, { path: '/todos' })).cookies.map((c) => c.split(';')[0]).join('; ');
+    const ids = [];
+    for (let i = 0; i < SEED; i++) ids.push((await call(svc.port, 'POST', '/todos', { body: todo(i), cookie })).body.id);
+    servers[hook ? 'svcHook' : 'svc'] = { ...svc, cookie, paths: ids.map((id) => `/todos/${id}`) };
+    const fe = await startFeathersTodos(hook);
+    const feIds = [];
+    for (let i = 0; i < SEED; i++) feIds.push((await call(fe.port, 'POST', '/todos', { body: todo(i) })).body.id);
+    servers[hook ? 'feathersHook' : 'feathers'] = { ...fe, cookie: undefined, paths: feIds.map((id) => `/todos/${id}`) };
+  }
+  // Same answers before timing: the object by id, with seen: true where a hook runs.
+  for (const [name, x] of Object.entries(servers)) {
+    const i = SEED / 2;
+    const got = (await call(x.port, 'GET', x.paths[i], { cookie: x.cookie })).body;
+    const { id: _id, ...rest } = got;
+    const want = name.endsWith('Hook') ? { ...todo(i), seen: true } : todo(i);
+    if (JSON.stringify(Object.fromEntries(Object.entries(rest).sort())) !== JSON.stringify(Object.fromEntries(Object.entries(want).sort()))) throw new Error(`${name}: ${JSON.stringify(got)}`);
+  }
+  log(`   checked: each server answers todo ${SEED / 2} by id, with seen: true where its hook runs`);
+  const variant = (label, x) => ({ label, url: `http://127.0.0.1:${x.port}${x.paths[0]}`, paths: x.paths, headers: x.cookie ? { cookie: x.cookie } : {}, pid: x.child.pid });
+  const results = await measureHttp({
+    hook: {
+      name: `GET one of ${fmt(SEED)} by id, with a trivial read hook`,
+      variants: {
+        svc: variant('svc, `get.js`: `this.seen = true;`', servers.svcHook),
+        feathers: variant('Feathers 5 memory, after hook `seen = true`', servers.feathersHook),
+      },
+    },
+    plain: {
+      name: `GET one of ${fmt(SEED)} by id, no hook`,
+      variants: {
+        svc: variant('svc', servers.svc),
+        feathers: variant('Feathers 5 memory', servers.feathers),
+      },
+    },
+  });
+  for (const x of Object.values(servers)) await stop(x.child);
+  return {
+    title: "Peers, GET by id with a trivial read hook (issue 21's aim on the harness's scenario d), svc beside Feathers",
+    command: `node bench/peers.js --scenario hook --loadgen ${loadgen}${args.tag ? ` --tag ${args.tag}` : ''} --rounds ${rounds} --duration ${duration} --warmup ${warmup} --connections ${connections}`,
+    setup: `The shared harness's scenario d (../shared/peers): ${fmt(SEED)} todos of ~200 bytes written through each server's API, then GET by id of each in turn. svc (production, embedded store) with \`resources/todos/get.js\` = \`this.seen = true;\`, its session cookie sent back; Feathers 5.0.50 (Koa, memory service) with an after hook on get that sets \`seen = true\` (the harness's \`feathers/server.mjs\`, as \`peers/feathers-todos.mjs\`). The second table is the same without a hook. Load generator: ${loadgen === 'wrk' ? "wrk 4.1 (Debian), one thread, which leaves part of its core idle (the table's load generator cores: that core's busy time, the kernel's share of loopback traffic included), where autocannon (the harness's) saturates its core at about 60,000 req/s, before svc's server is" : 'autocannon, as the harness (it saturates its core at about 60,000 req/s)'}. Checked before timing: each server answers the same object, with seen where its hook runs.`,
+    results,
+  };
+}
+
+function renderHook({ results }) {
+  const hook = results.hook.ratios.feathers;
+  const plain = results.plain.ratios.feathers;
+  // The script's cost on svc's own GET: hook / plain req/s, median of the same-round ratios.
+  const scriptShare = median(results.hook.rounds.map((g, i) => g.svc.rps / results.plain.rounds[i].svc.rps));
+  return {
+    tables: httpTables(results),
+    aims: [
+      `Issue 21, svc ahead of Feathers' hook by >= 1.5x on scenario d: svc / Feathers ${hook.rps.toFixed(2)}x the req/s, for ${(1 / hook.cpu).toFixed(2)}x less server CPU per request: **${hook.rps >= 1.5 && hook.cpu <= 1 / 1.5 ? 'met' : 'not met'}**. Without a hook: ${plain.rps.toFixed(2)}x the req/s, ${(1 / plain.cpu).toFixed(2)}x less CPU.`,
+      `Issue 21, a trivial On Get >= 0.75x the req/s of no script: svc with \`get.js\` answers ${scriptShare.toFixed(2)}x the req/s of svc without it (median of same-round ratios): **${scriptShare >= 0.75 ? 'met' : 'not met'}**.`,
+    ],
+  };
+}
+
+const render = { rules: renderRules, expand: renderExpand, realtime: renderRealtime, hook: renderHook };
 
 // --- main ----------------------------------------------------------------------------------------------
 
@@ -366,6 +463,7 @@ if (args.report) {
     log(`peers ${scenario}: load average ${loadAtStart.join(' ')} on ${mach.nproc} cores; working in ${work}`);
     if (scenario === 'rules') report = await rulesScenario();
     else if (scenario === 'expand') report = await expandScenario();
+    else if (scenario === 'hook') report = await hookScenario();
     else report = await runRealtime({ work, pin, args, log, fmt, loadavg, svcFlags });
   } finally {
     closeAgent();

@@ -4,13 +4,18 @@
 import { fileURLToPath } from 'node:url';
 import { spawnNode } from './procs.js';
 
-const driver = fileURLToPath(new URL('./drivers/http.js', import.meta.url));
+const drivers = { autocannon: fileURLToPath(new URL('./drivers/http.js', import.meta.url)), wrk: fileURLToPath(new URL('./drivers/wrk.js', import.meta.url)) };
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 
-/** `cfg`: { url, method, headers, connections, warmup, duration, serverPid, serverCore }; `core`: the load core. */
+/**
+ * `cfg`: { url, method, headers, connections, warmup, duration, serverPid, serverCore, driver? };
+ * `core`: the load core. `driver`: 'autocannon' (default, drivers/http.js) or 'wrk' (drivers/wrk.js).
+ */
 export function runLoad(cfg, core) {
   return new Promise((resolve, reject) => {
-    const child = spawnNode([driver, JSON.stringify(cfg)], { core, cwd: repo });
+    const driver = drivers[cfg.driver ?? 'autocannon'];
+    if (driver === undefined) throw new Error(`no load driver ${cfg.driver}`);
+    const child = spawnNode([driver, JSON.stringify({ ...cfg, loadCore: core })], { core, cwd: repo });
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.exited.then(({ code }) => {

@@ -1,6 +1,6 @@
 // HTTP load generator, run by the harness as its own process (pinned to the load core):
 //   node bench/lib/drivers/http.js '<json config>'
-// Config: { url, method, headers, body, connections, warmup, duration, serverPid, serverCore, rate? }.
+// Config: { url, paths?, method, headers, body, connections, warmup, duration, serverPid, serverCore, rate? }.
 // Runs autocannon (no pipelining) for `warmup` s (discarded), then `duration` s measured, and
 // prints one JSON line with the measured figures, including the server's CPU time over the
 // measured window only (/proc/<serverPid>/stat, read right before and right after it).
@@ -26,6 +26,8 @@ function run(seconds, histogram) {
         method: cfg.method,
         headers: cfg.headers,
         body: cfg.body,
+        // `paths`: one of these paths of url's origin at random per request (as the shared harness).
+        ...(cfg.paths ? { requests: [{ setupRequest: (req) => ({ ...req, path: cfg.paths[Math.floor(Math.random() * cfg.paths.length)] }) }] } : {}),
         connections: cfg.connections,
         pipelining: 1,
         duration: seconds,
