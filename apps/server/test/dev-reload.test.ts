@@ -44,6 +44,21 @@ describe('development reload (svc watching the app folder)', () => {
     expect(svc.stderr() + svc.stdout()).toMatch(/reloaded 1 resources in \d+ ms/);
   });
 
+  it("an edited On Get that reads nothing applies to GET by id at once, whatever answers were kept for the previous one", async () => {
+    const id = (await post('/todos', { title: 'kept' })).body.id as string;
+    const sid = /sid=([0-9a-f]+)/.exec((await fetch(`${svc.url}/todos`)).headers.getSetCookie().join(','))?.[1] as string;
+    // A returning anonymous visitor's GET by id: the path that keeps a constant On Get's answers.
+    const seen = async () => ((await (await fetch(`${svc.url}/todos/${id}`, { headers: { cookie: `sid=${sid}` } })).json()) as Record<string, unknown>).seen;
+    for (const version of ['g1', 'g2', 'g3']) {
+      await writeFile(join(dir, 'resources/todos/get.js'), `this.seen = '${version}';\n`);
+      await until(async () => (await seen()) === version);
+      for (let i = 0; i < 5; i++) expect(await seen()).toBe(version);
+    }
+    await rm(join(dir, 'resources/todos/get.js'));
+    await until(async () => (await seen()) === undefined);
+    expect(await seen()).toBeUndefined();
+  });
+
   it('a new resource folder is served once its config.json is written; /svc.js knows it', async () => {
     await mkdir(join(dir, 'resources/notes'), { recursive: true });
     await writeFile(join(dir, 'resources/notes/config.json'), JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' } } }));
