@@ -66,6 +66,17 @@ if (!['autocannon', 'wrk'].includes(loadgen)) {
   process.stderr.write('--loadgen: autocannon or wrk\n');
   process.exit(2);
 }
+if (loadgen === 'wrk') {
+  try {
+    execFileSync('wrk', ['--version'], { stdio: 'ignore' });
+  } catch (err) {
+    // wrk --version prints its banner and exits 1; only a missing program is an error here.
+    if (err.code === 'ENOENT') {
+      process.stderr.write("wrk is not installed: Debian's package (apt-get install wrk), or --loadgen autocannon\n");
+      process.exit(2);
+    }
+  }
+}
 if (scenario !== 'hook' && !PB.havePocketBase()) {
   process.stderr.write(`PocketBase's benchmark binary is missing (${PB.PB_BIN}): build it with ../shared/peers/run-all.sh's PocketBase step, or set PB_BIN\n`);
   process.exit(2);
