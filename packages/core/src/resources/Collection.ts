@@ -245,24 +245,23 @@ export class Collection implements Resource {
   private answerScriptedNow(id: string): string | undefined {
     const events = this.events;
     if (events.getNow === undefined || this.store.findOneJsonNow === undefined || this.store.findOneWithJsonNow === undefined) return undefined;
-    const repeats = events.getNowRepeated !== undefined;
-    if (repeats) {
-      const text = this.store.findOneJsonNow(id) ?? undefined;
-      if (text === undefined || !this.access.anonymousAllowsText(id, text)) return undefined;
-      const kept = this.nowAnswers?.get(id, text);
-      if (kept !== undefined) {
-        events.getNowRepeated?.();
-        return kept;
-      }
+    const text = this.store.findOneJsonNow(id) ?? undefined;
+    if (text === undefined || !this.access.anonymousAllowsText(id, text)) return undefined;
+    // Kept only where the runner counts repeats (getNowRepeated), so a kept answer implies it.
+    const kept = this.nowAnswers?.get(id, text);
+    if (kept !== undefined) {
+      events.getNowRepeated?.();
+      return kept;
     }
+    // The same object as the text (nothing runs in between): the rule above holds for it.
     const found = this.store.findOneWithJsonNow(id) ?? undefined;
-    if (found === undefined || !this.access.anonymousAllowsText(id, found.text)) return undefined;
+    if (found === undefined) return undefined;
     const outcome = events.getNow(found.doc);
     if (outcome === undefined) return undefined;
     // One patcher for these answers: runs that compare alike share their assigned list, so the
     // text it appends is made once.
     const answer = objectJson(found.text, outcome, (this.nowPatcher ??= new Patcher()));
-    if (repeats) (this.nowAnswers ??= new NowAnswers()).set(id, found.text, answer);
+    if (events.getNowRepeated !== undefined) (this.nowAnswers ??= new NowAnswers()).set(id, found.text, answer);
     return answer;
   }
 
