@@ -22,6 +22,8 @@ export interface ScriptFactoryOptions {
   request(input: InternalRequest): Promise<Reply>;
   /** What scripts may require() (app.json scripts.modules, bundled and checked: loadScriptModules). */
   modules?: readonly ScriptModule[];
+  /** false: scripts always run in the script processes, never as static plans (app.json `fastPaths`). */
+  fastPaths?: boolean;
 }
 
 /** The script factory, plus what the server binds once every resource exists. */
@@ -174,6 +176,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.isolates !== undefined ? { isolates: settings.isolates } : {}),
       ...(settings.queueLimit !== undefined ? { queueLimit: settings.queueLimit } : {}),
+      ...(options.fastPaths === false ? { staticPlans: false } : {}),
       modules,
       log,
     }));

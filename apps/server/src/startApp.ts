@@ -53,6 +53,13 @@ export interface StartOptions {
   dashboard?: boolean;
   /** Root keys beside .svc/keys.json (the CLI passes SVC_ROOT_KEYS); they work while keys.json is unreadable too. */
   rootKeys?: readonly string[];
+  /** false: every shortcut of the read side off (wins over app.json `fastPaths`). */
+  fastPaths?: boolean;
+  /**
+   * An open store to serve instead of the one `db` or the app folder names (programs and tests
+   * that run two servers over one store). The caller closes it: close() leaves it open.
+   */
+  store?: Store;
 }
 
 /** How a running app stops. */
@@ -131,7 +138,9 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
   if (options.db) logger.info('connecting to MongoDB (--db)');
-  const rawStore: Store = options.db
+  const rawStore: Store = options.store
+    ? keptOpen(options.store)
+    : options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
     : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
   // Closed (503) while the dashboard restores a backup; the restore itself writes to rawStore.
@@ -160,7 +169,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     }
     const weak = rootKeys.filter((k) => k.length < MIN_KEY_LENGTH).length;
     if (env === 'production' && weak > 0) logger.warn(`root keys: ${weak} of keys.json ${weak === 1 ? 'is' : 'are'} shorter than ${MIN_KEY_LENGTH} characters and could be guessed; replace with: svc keygen, then svc keygen --revoke <old key>`);
-    const scripts = createScriptFactory({ app, env, logger, realtime, request, modules });
+    const fastPaths = options.fastPaths ?? app.settings.fastPaths ?? true;
+    const scripts = createScriptFactory({ app, env, logger, realtime, request, modules, fastPaths });
     const metricsSettings = app.settings.metrics;
     const metrics = metricsSettings === undefined || metricsSettings.enabled === false ? undefined : new AppMetrics({ scripts: () => scripts.stats(), sockets: () => socketsOf(realtime), store: rawStore }, logger);
     const metricsPath = metricsSettings?.path ?? '/metrics';
@@ -189,7 +199,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             reload,
             current: () => current,
             typesText: async () => (await writeTypes(appDir, '-', logger)).text,
-            backupSource: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+            backupSource: options.db || options.store ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
             exclusive,
             rawStore,
             gate,
@@ -237,6 +247,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(app.settings.trustProxy !== undefined ? { trustProxy: app.settings.trustProxy } : {}),
       health: { ...app.settings.health, checks: [() => scripts.unready()] },
       accessLog: app.settings.log?.access === false ? false : { health: app.settings.log?.health === true },
+      fastPaths,
     });
     bound.server = server;
     // Once per start: what anyone may write (Deployd's open default), with the fix.
@@ -307,7 +318,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       // The embedded store is read from its files (as svc backup does), MongoDB through the store.
       stopBackups = scheduleBackups({
         dir: join(appDir, 'backups'),
-        source: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+        source: options.db || options.store ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
         intervalMs: backups.intervalMinutes * 60_000,
         keep: backups.keep ?? 7,
         logger,
@@ -412,6 +423,18 @@ export async function attachApp(httpServer: Server, options: AttachOptions): Pro
     throw err;
   }
   return { server: built.server, middleware: built.server.middleware, close: () => built.close() };
+}
+
+/** A store given by the caller (StartOptions.store): everything of it but close(), which is the caller's. */
+function keptOpen(store: Store): Store {
+  return {
+    kind: store.kind,
+    collection: (name) => store.collection(name),
+    close: () => Promise.resolve(),
+    ...(store.renameCollection ? { renameCollection: store.renameCollection.bind(store) } : {}),
+    ...(store.listCollections ? { listCollections: store.listCollections.bind(store) } : {}),
+    ...(store.ping ? { ping: store.ping.bind(store) } : {}),
+  };
 }
 
 /** The realtime sockets open in this process, when the transport is Socket.IO's. */

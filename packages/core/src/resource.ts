@@ -16,6 +16,12 @@ export interface ResourceHost {
   readonly loginLimits?: LoginLimitsFactory | undefined;
   /** The app's resource at a path ('/users'), as the server currently serves it (relations, live queries). */
   resourceAt?(path: string): Resource | undefined;
+  /**
+   * false: resources answer every request by their plain path, none of their shortcuts (answers
+   * from kept texts, kept answers, answers at once): the server option and app.json `fastPaths`.
+   * Answers are the same either way (the differential suite proves it); only the cost differs.
+   */
+  readonly fastPaths?: boolean;
 }
 
 /** The methods a resource offers the client library (svc.<r>.get, .login, ...). */

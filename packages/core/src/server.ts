@@ -83,6 +83,13 @@ export interface SvcServerOptions {
    * when the logger writes access lines, health checks left out; `false` turns it off.
    */
   accessLog?: false | AccessLogOptions;
+  /**
+   * false turns every shortcut of the read side off (app.json `fastPaths`): each request takes
+   * the plain path (compile, store find, On Get, finish). The answers are the same bytes either
+   * way; this exists to prove it (the differential suite) and to rule shortcuts out when
+   * diagnosing. Default true.
+   */
+  fastPaths?: boolean;
 }
 
 /** Options of the access log ({@link SvcServerOptions.accessLog}). */
@@ -247,6 +254,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   const proxies = new ProxyTrust(options.trustProxy);
   const clientOf = (req: IncomingMessage): RequestClient => proxies.clientOf(req);
   const refusedRoot = new Set<string>();
+  const fastPaths = options.fastPaths !== false;
   await sessions.init();
   const sessionListeners = new Set<SessionChangeListener>();
   const host: ResourceHost = {
@@ -259,6 +267,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       for (const listener of sessionListeners) listener({ sessionId, uid, previousSessionId });
     },
     resourceAt: (path) => router.byPath(path),
+    fastPaths: options.fastPaths !== false,
   };
   for (const resource of options.resources) await resource.init?.(host);
   const ownServer = options.httpServer === undefined;
@@ -312,7 +321,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
     const anonymous = sessions.anonymous(sid, req.socket);
-    if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined) {
+    if (fastPaths && anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined) {
       // A plain GET the resource answers at once (an object by id): no context, no promise turns.
       const text = match.resource.answerNow(match.parts);
       if (text !== undefined) return writeJsonText(res, text);

@@ -103,6 +103,8 @@ export class Collection implements Resource {
    * one read more once, not every time.
    */
   private splicesKept = false;
+  /** false: every read takes the plain path (ResourceHost.fastPaths, from init). */
+  private fastPaths = true;
 
   /** `private` properties, and the properties without them (what other requests may query). */
   private readonly privateProps: ReadonlySet<string>;
@@ -181,6 +183,7 @@ export class Collection implements Resource {
   /** Creates the indexes that `unique` and `index` properties ask for. */
   async init(host?: ResourceHost): Promise<void> {
     this.logger = host?.logger;
+    this.fastPaths = host?.fastPaths !== false;
     if (host !== undefined) this.relations.attach(host);
     for (const [field, def] of Object.entries(this.properties)) {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
@@ -229,7 +232,7 @@ export class Collection implements Resource {
    * `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
-    if (parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
+    if (!this.fastPaths || parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
     const id = parts[0] as string;
     if (id === '' || id === 'count' || id === 'aggregate' || this.events.has('beforerequest') || !this.storedIsShown()) return undefined;
     if (this.events.has('get')) return this.answerScriptedNow(id);
@@ -281,7 +284,7 @@ export class Collection implements Resource {
 
   /** {@link answersStoredJson} but for `$expand`, which splices texts (relations/expandTexts.ts). */
   private showsStoredTo(ctx: Context, action: 'list' | 'read'): boolean {
-    return !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
+    return this.fastPaths && !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
   }
 
   /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
