@@ -7,13 +7,15 @@
 
 const config = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ type: 'Collection', properties, ...extra });
 
-/** Properties most collections share: a relation to project, a private and an owner. */
+/**
+ * Properties every collection of objects has: an owner and a relation to a project. Only `privy`
+ * (and users) have a private property: a shortcut is taken only where nothing is hidden.
+ */
 const COMMON = {
   title: { type: 'string' },
   n: { type: 'number' },
   done: { type: 'boolean' },
   owner: { type: 'string' },
-  secret: { type: 'string', private: true },
   tags: { type: 'array' },
   project: { type: 'relation', collection: '/projects', onDelete: 'setNull' },
 };
@@ -22,11 +24,13 @@ const COMMON = {
 export const COLLECTIONS = {
   // No rule on reads, no script: the stored texts answer (A, D, G, H, I). delete: root only,
   // so that a DELETE the plain path refuses is one a shortcut taking it for a GET would answer.
-  todos: 'open, private property, no script',
+  todos: 'open, no script',
+  privy: 'a private property',
   owned: 'owner rules on list and read',
   notices: 'a read rule that lets anonymous visitors in and keeps a blocked user out',
   ruled: 'property read rules: one per object, one for nobody',
   marked: 'constant On Get (hide, constant values)',
+  markedPrivy: 'constant On Get and a private property',
   personal: 'On Get reading me and query',
   heavy: 'On Get the static plans do not model (isolate)',
   named: 'On Get naming the properties it reads (columns)',
@@ -48,11 +52,15 @@ export function differentialApp(): Record<string, string | object> {
     },
     'resources/projects/config.json': config({ name: { type: 'string' }, owner: { type: 'string' }, lead: { type: 'relation', collection: '/users', onDelete: 'setNull' } }),
     'resources/todos/config.json': config(COMMON, { rules: { delete: false } }),
+    'resources/privy/config.json': config({ ...COMMON, secret: { type: 'string', private: true } }),
     'resources/owned/config.json': config(COMMON, { rules: { list: { owner: '@me.id' }, read: { owner: '@me.id' }, update: { owner: '@me.id' }, delete: { owner: '@me.id' } } }),
     'resources/notices/config.json': config(COMMON, { rules: { list: { $nor: [{ '@me.role': 'blocked' }] }, read: { $nor: [{ '@me.role': 'blocked' }] } } }),
     'resources/ruled/config.json': config({ ...COMMON, score: { type: 'number', read: { owner: '@me.id' } }, note: { type: 'string', read: false } }),
     'resources/marked/config.json': config(COMMON),
     'resources/marked/get.js': "this.seen = true;\nthis.label = 'fixed';\nhide('tags');\n",
+    // The same with a private property: never answered at once.
+    'resources/markedPrivy/config.json': config({ ...COMMON, secret: { type: 'string', private: true } }),
+    'resources/markedPrivy/get.js': "this.seen = true;\nhide('tags');\n",
     'resources/personal/config.json': config(COMMON),
     'resources/personal/get.js': 'if (me) this.viewer = me.name;\nif (query.flag) this.flag = query.flag;\nthis.rootFlag = isRoot;\n',
     'resources/heavy/config.json': config(COMMON),
@@ -97,9 +105,6 @@ function listQueries(name: CollectionName): string[] {
     q({ $skip: 2 }),
     q({ $fields: { title: 1, n: 1 } }),
     q({ $fields: { tags: 0 } }),
-    q({ $fields: { secret: 0 } }),
-    q({ secret: 'ann-secret' }),
-    q({ $sort: { secret: 1 } }),
     q({ $total: true, $limit: 2 }),
     q({ done: false, $sort: { n: 1 }, $limit: 20, $expand: ['project'] }),
     q({ $expand: ['project'] }),
@@ -111,6 +116,7 @@ function listQueries(name: CollectionName): string[] {
     q({ $skipEvents: true }),
     q({ n: { $gt: 1 }, $sort: { title: -1 } }),
   ];
+  if (name === 'privy' || name === 'markedPrivy') out.push(q({ $fields: { secret: 0 } }), q({ secret: 'ann-secret' }), q({ $sort: { secret: 1 } }));
   if (name === 'ruled') out.push(q({ $sort: { score: 1 } }), q({ score: { $gt: 0 } }), q({ $fields: { note: 1 } }));
   if (name === 'projects') out.push(q({ $expand: ['lead'] }), q({ $expand: { todos_via_project: { $sort: { n: 1 }, $limit: 2 } } }), q({ $expand: { todos_via_project: { $expand: ['project'] } } }));
   if (name === 'users') out.push(q({ $fields: { diary: 1 } }), q({ password: 'x' }), q({ $sort: { name: 1 } }));
@@ -119,7 +125,7 @@ function listQueries(name: CollectionName): string[] {
 
 /** Requests of one object, for the given id label. */
 function objectQueries(name: CollectionName): string[] {
-  const out = ['', q({ $fields: { title: 1 } }), q({ $fields: { secret: 1 } }), q({ $expand: ['project'] }), q({ $expand: { project: { $expand: ['lead'] } } }), 'flag=yes', q({ $skipEvents: true })];
+  const out = ['', q({ $fields: { title: 1 } }), q({ $fields: { secret: 1, note: 1, score: 1 } }), q({ $expand: ['project'] }), q({ $expand: { project: { $expand: ['lead'] } } }), 'flag=yes', q({ $skipEvents: true })];
   if (name === 'projects') out.push(q({ $expand: ['lead', 'todos_via_project'] }));
   return out;
 }

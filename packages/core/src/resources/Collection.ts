@@ -1,11 +1,13 @@
 import { AccessRules } from '../access/AccessRules.js';
-import { CollectionAccess } from '../access/CollectionAccess.js';
-import type { AccessExplanation, ReadPlan } from '../access/CollectionAccess.js';
+import { anonymousCaller, CollectionAccess } from '../access/CollectionAccess.js';
+import type { AccessExplanation } from '../access/CollectionAccess.js';
+import { Visibility } from '../access/Visibility.js';
+import type { ReadScope, VisibilityFacts } from '../access/Visibility.js';
 import { andFilters } from '../access/compileRule.js';
 import { SvcError, isSvcError } from '../errors.js';
 import { createId } from '../ids.js';
-import { compileFilter, compileQuery } from '../query/compileQuery.js';
-import type { CompiledQuery, QueryRefusals } from '../query/compileQuery.js';
+import { compileFilter } from '../query/compileQuery.js';
+import type { CompiledQuery } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
@@ -57,7 +59,6 @@ export interface CollectionOptions {
 }
 
 const NO_MATCH = 'No object exists that matches that query';
-const NOTHING_REFUSED: QueryRefusals = {};
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** No values picked: the objects' texts alone (see StoreCollection.findTexts). */
 const NO_NAMES: readonly string[] = [];
@@ -74,14 +75,11 @@ export class Collection implements Resource {
   readonly client: ClientShape = { collection: true };
   readonly properties: Record<string, PropertyDef>;
   protected readonly store: StoreCollection;
-  /** Stored fields that neither scripts nor clients ever see, nor updates ever unset (a password hash). */
-  protected readonly storeOnly: ReadonlySet<string> = new Set();
   protected readonly events: CollectionEventRunner;
   /** answerNow's patcher of stored texts with On Get's changes (made at the first such answer). */
   private nowPatcher: Patcher | undefined;
   /** answerNow's answers with On Get, by stored text (made at the first such answer). */
   private nowAnswers: NowAnswers | undefined;
-  private readonly publicCount: boolean;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
   /** Told every stored write (live queries); deletes read what they remove while one wants them. */
@@ -106,24 +104,29 @@ export class Collection implements Resource {
   /** false: every read takes the plain path (ResourceHost.fastPaths, from init). */
   private fastPaths = true;
 
-  /** `private` properties, and the properties without them (what other requests may query). */
-  private readonly privateProps: ReadonlySet<string>;
   /** The access rules: the one place that decides what a caller may list, read and write. */
   protected readonly access: CollectionAccess;
+  /** What each caller sees: private properties, store-only fields, property read rules, count gates. */
+  protected readonly visibility: Visibility;
+  /** The read scope of each GET under way (made once in handleGet, used again by handle's net). */
+  private readonly scopes = new Map<Context, ReadScope>();
 
-  constructor(options: CollectionOptions) {
+  /**
+   * `facts`: what a subclass tells of its objects (UserCollection: the fields stored only, /me);
+   * see {@link VisibilityFacts}.
+   */
+  constructor(options: CollectionOptions, facts: Omit<VisibilityFacts, 'publicCount'> = {}) {
     this.path = options.path;
     this.properties = options.properties;
-    this.privateProps = new Set(Object.keys(options.properties).filter((name) => options.properties[name]?.private === true));
     this.access = new CollectionAccess(
       AccessRules.parse({ rules: options.rules, properties: options.properties, file: options.configFile ?? `resources${options.path}/config.json`, me: options.meProperties }),
     );
+    this.visibility = new Visibility(this.access, options.properties, { ...facts, publicCount: options.publicCount ?? false });
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
-    this.publicCount = options.publicCount ?? false;
     this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
     // Counts (as /count): On Get may hide objects that a count would reveal.
-    this.relations.countsOpenTo = (ctx) => ctx.isRoot || ctx.internal || this.publicCount || !this.events.has('get');
+    this.relations.countsOpenTo = (ctx) => this.visibility.totalsOpenTo(ctx, this.events.has('get'));
   }
 
   /**
@@ -202,20 +205,20 @@ export class Collection implements Resource {
     // stored) or needs objects: the plain stored-JSON answers would only be parsed again.
     const expanding: Expanding | undefined = related?.expand !== undefined ? { tree: related.expand, asText: false } : undefined;
     let reply: Reply;
-    if (expanding === undefined) {
+    let scope: ReadScope | undefined;
+    if (expanding !== undefined) this.expanding.set(ctx, expanding);
+    try {
       reply = await this.dispatch(ctx);
-    } else {
-      this.expanding.set(ctx, expanding);
-      try {
-        reply = await this.dispatch(ctx);
-      } finally {
-        this.expanding.delete(ctx);
-      }
+    } finally {
+      if (expanding !== undefined) this.expanding.delete(ctx);
+      scope = this.scopes.get(ctx);
+      if (scope !== undefined) this.scopes.delete(ctx);
     }
     // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
     // (Rules that depend on the object were applied where the stored object was in hand.)
-    const plan = this.access.readPlan(ctx);
-    const visible = this.seesPrivate(ctx) && plan === undefined ? reply : visibleReply(reply, (object) => this.finish(ctx, object, null, plan, undefined));
+    scope ??= this.visibility.scope(ctx);
+    const shown = scope;
+    const visible = !shown.hides ? reply : visibleReply(reply, (object) => shown.finish(object, null));
     if (related === undefined) return visible;
     // Expanded from the texts already, and no total to add: finish would answer it as it is.
     if (expanding?.asText === true) return related.total ? this.relations.finish(ctx, { ...related, expand: undefined }, visible) : visible;
@@ -232,12 +235,13 @@ export class Collection implements Resource {
    * `handle` answers.
    */
   answerNow(parts: readonly string[]): string | undefined {
-    if (!this.fastPaths || parts.length !== 1 || this.store.findOneJsonNow === undefined || this.privateProps.size !== 0 || !this.access.showsStored('read')) return undefined;
+    if (!this.fastPaths || parts.length !== 1 || this.store.findOneJsonNow === undefined || !this.visibility.anonymousAsStored) return undefined;
     const id = parts[0] as string;
-    if (id === '' || id === 'count' || id === 'aggregate' || this.events.has('beforerequest') || !this.storedIsShown()) return undefined;
+    if (id === '' || id === 'count' || id === 'aggregate' || this.events.has('beforerequest')) return undefined;
     if (this.events.has('get')) return this.answerScriptedNow(id);
     const text = this.store.findOneJsonNow(id) ?? undefined;
-    return text !== undefined && this.access.anonymousAllowsText(id, text) ? text : undefined;
+    // The rule sees what the usual path gives it: an anonymous visitor whose query is `{id}`.
+    return text !== undefined && this.access.allowsText(anonymousCaller({ id }), text) ? text : undefined;
   }
 
   /**
@@ -249,7 +253,7 @@ export class Collection implements Resource {
     const events = this.events;
     if (events.getNow === undefined || this.store.findOneJsonNow === undefined || this.store.findOneWithJsonNow === undefined) return undefined;
     const text = this.store.findOneJsonNow(id) ?? undefined;
-    if (text === undefined || !this.access.anonymousAllowsText(id, text)) return undefined;
+    if (text === undefined || !this.access.allowsText(anonymousCaller({ id }), text)) return undefined;
     // Kept only where the runner counts repeats (getNowRepeated), so a kept answer implies it.
     const kept = this.nowAnswers?.get(id, text);
     if (kept !== undefined) {
@@ -268,49 +272,28 @@ export class Collection implements Resource {
     return answer;
   }
 
-  /** Root and event scripts (internal requests) see `private` properties; nobody else does (but a user at /me). */
-  protected seesPrivate(ctx: Context): boolean {
-    return this.privateProps.size === 0 || ctx.isRoot || ctx.internal;
+  /** ctx's read scope: the one made for the GET under way, or a new one (reads made on a caller's behalf). */
+  private scopeOf(ctx: Context): ReadScope {
+    return this.scopes.get(ctx) ?? this.visibility.scope(ctx);
   }
 
   /**
-   * Whether an answer may be the stored objects exactly as stored: an HTTP request (scripts get
-   * data, not text), objects answered as they are (no store-only fields such as a password hash,
-   * no present() of a subclass) and no private properties to leave out.
+   * Whether an answer may be the stored objects exactly as stored: shortcuts on, an HTTP request
+   * (scripts get data, not text), a caller shown the objects as they are (ReadScope.asStored), and
+   * no `$expand` to complete from objects.
    */
-  private answersStoredJson(ctx: Context, action: 'list' | 'read'): boolean {
-    return this.showsStoredTo(ctx, action) && !this.expanding.has(ctx);
+  private answersStoredJson(ctx: Context, scope: ReadScope): boolean {
+    return this.showsStoredTo(ctx, scope) && !this.expanding.has(ctx);
   }
 
   /** {@link answersStoredJson} but for `$expand`, which splices texts (relations/expandTexts.ts). */
-  private showsStoredTo(ctx: Context, action: 'list' | 'read'): boolean {
-    return this.fastPaths && !ctx.internal && this.storedIsShown() && this.seesPrivate(ctx) && (this.access.bypasses(ctx) || this.access.showsStored(action));
-  }
-
-  /** Whether objects are shown as stored: no store-only fields, no present() of a subclass. */
-  private storedIsShown(): boolean {
-    return this.storeOnly.size === 0 && this.present === Collection.prototype.present;
-  }
-
-  /**
-   * What ctx's query may not name: private properties (but for root, scripts and /me), properties
-   * whose read rule does not allow this caller on every object, store-only fields (a password
-   * hash). Naming one is refused with 400, so that no answer depends on its value.
-   */
-  private refusals(ctx: Context, plan: ReadPlan | undefined = this.access.readPlan(ctx)): QueryRefusals {
-    const seesPrivate = this.seesPrivate(ctx);
-    if (plan === undefined && (ctx.internal || this.storeOnly.size === 0) && (seesPrivate || this.privateProps.size === 0)) return NOTHING_REFUSED;
-    const hidden = new Set<string>(ctx.internal ? [] : this.storeOnly);
-    if (!seesPrivate) for (const name of this.privateProps) hidden.add(name);
-    if (plan === undefined) return { unqueryable: hidden, unprojectable: hidden };
-    return { unqueryable: new Set([...hidden, ...this.access.unqueryable(plan)]), unprojectable: new Set([...hidden, ...plan.dropped]) };
+  private showsStoredTo(ctx: Context, scope: ReadScope): boolean {
+    return this.fastPaths && !ctx.internal && scope.asStored;
   }
 
   /** The properties ctx's caller may filter, sort and group by (aggregates, filters across relations). */
   queryableFor(ctx: Context): Record<string, PropertyDef> {
-    const refused = this.refusals(ctx).unqueryable;
-    if (refused === undefined || refused.size === 0) return this.properties;
-    return Object.fromEntries(Object.entries(this.properties).filter(([name]) => !refused.has(name)));
+    return this.scopeOf(ctx).queryable();
   }
 
   /**
@@ -318,7 +301,7 @@ export class Collection implements Resource {
    * filter, sort or `$fields` on a property the caller may not read) is refused (live queries).
    */
   compileQueryFor(ctx: Context, query: Record<string, unknown>): CompiledQuery {
-    return compileQuery(query, this.properties, this.refusals(ctx));
+    return this.scopeOf(ctx).compile(query).compiled;
   }
 
   /**
@@ -327,7 +310,7 @@ export class Collection implements Resource {
    * and live queries AND it with their own filter.
    */
   accessFilter(ctx: Context, action: 'list' | 'read'): Filter {
-    return this.access.filter(ctx, action);
+    return this.scopeOf(ctx).filter(action);
   }
 
   /**
@@ -336,9 +319,7 @@ export class Collection implements Resource {
    * dashboard's "try as this user on this object").
    */
   explainAccess(ctx: Context, doc: Record<string, unknown>): AccessExplanation {
-    const explanation = this.access.explain(ctx, doc, Object.keys(this.properties));
-    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) if (explanation.properties[name]) explanation.properties[name].read = false;
-    return explanation;
+    return this.visibility.explain(ctx, doc);
   }
 
   /**
@@ -387,39 +368,39 @@ export class Collection implements Resource {
     if (ctx.parts[0] === 'count') return this.count(ctx);
     if (ctx.parts[0] === 'aggregate') return this.relations.aggregate(ctx);
     const only = ctx.parts[0];
-    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
+    const scope = this.visibility.scope(ctx);
+    this.scopes.set(ctx, scope);
+    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, scope)) {
       // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store),
       // its read rule tested on that very text (one snapshot: no write can come in between).
       ctx.query.id = only;
       const text = await this.store.findOneJson(only);
-      if (text === null || !this.access.allowsText(ctx, text)) throw new SvcError('NOT_FOUND', 'not found');
+      if (text === null || !scope.allowsText(text)) throw new SvcError('NOT_FOUND', 'not found');
       return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
     }
-    if (only !== undefined && only !== '' && this.store.findOneWithJsonNow && !hasKeys(ctx.query) && this.events.has('get') && this.answersStoredJson(ctx, 'read')) {
+    if (only !== undefined && only !== '' && this.store.findOneWithJsonNow && !hasKeys(ctx.query) && this.events.has('get') && this.answersStoredJson(ctx, scope)) {
       // GET /<c>/<id> with On Get: the object at once, and its stored text patched with the run's
       // changes. idOf sets query.id, which the script sees, as on the usual path. The read rule is
       // tested on that very text, before the script runs (an object it hides is not found).
       const found = this.store.findOneWithJsonNow(this.idOf(ctx, false) as string);
-      if (found === null || (found !== undefined && !this.access.allowsText(ctx, found.text))) throw new SvcError('NOT_FOUND', 'not found');
+      if (found === null || (found !== undefined && !scope.allowsText(found.text))) throw new SvcError('NOT_FOUND', 'not found');
       if (found !== undefined) return { status: 200, body: objectJson(found.text, await this.events.run('get', { ctx, object: found.doc })), headers: { 'content-type': JSON_TYPE } };
     }
     const id = this.idOf(ctx, false);
-    const plan = this.access.readPlan(ctx);
-    const compiled = compileQuery(ctx.query, this.properties, this.refusals(ctx, plan));
+    const { compiled, options, projectAfter } = scope.compile(ctx.query);
     const skipEvents = compiled.skipEvents && ctx.isRoot;
-    const { options, projectAfter } = readOptions(compiled.options, plan);
     if (id !== undefined) {
       compiled.filter.id = id;
       // An object the read rule hides is not found (404): no telling whether it exists.
-      const doc = await this.store.findOne(andFilters(compiled.filter, this.access.filter(ctx, 'read')), options);
+      const doc = await this.store.findOne(andFilters(compiled.filter, scope.filter('read')), options);
       if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
       const shown = skipEvents || !this.events.has('get') ? this.present(doc) : await this.afterGetOne(ctx, doc);
-      return { status: 200, body: this.finish(ctx, shown, doc, plan, projectAfter) };
+      return { status: 200, body: scope.finish(shown, doc, projectAfter) };
     }
     const scripted = !skipEvents && this.events.has('get');
-    compiled.filter = andFilters(compiled.filter, this.access.filter(ctx, 'list'));
+    compiled.filter = andFilters(compiled.filter, scope.filter('list'));
     const expanding = this.expanding.get(ctx);
-    if (expanding !== undefined && !scripted && this.store.findTexts && this.showsStoredTo(ctx, 'list') && compiled.options.fields === undefined && expandsAsText(this.relations, ctx, expanding.tree)) {
+    if (expanding !== undefined && !scripted && this.store.findTexts && this.showsStoredTo(ctx, scope) && compiled.options.fields === undefined && expandsAsText(this.relations, ctx, expanding.tree)) {
       // $expand from the stored texts: each object's text with its related objects' texts spliced in.
       const expand = expanding.tree;
       const { fields: _fields, ...rest } = compiled.options;
@@ -442,14 +423,14 @@ export class Collection implements Resource {
         return { status: 200, body: jsonList(rows.texts), headers: { 'content-type': JSON_TYPE } };
       }
     }
-    if (!scripted && this.store.findJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
+    if (!scripted && this.store.findJson && this.answersStoredJson(ctx, scope) && compiled.options.fields === undefined) {
       // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
       const { fields: _fields, ...rest } = compiled.options;
       return { status: 200, body: await this.store.findJson(compiled.filter, rest), headers: { 'content-type': JSON_TYPE } };
     }
     const reads = scripted && this.store.findTexts && this.events.runGetChanges && compiled.options.fields === undefined ? this.events.getReads?.() : undefined;
     // A script naming `this.__proto__` sees what the copy of the object makes of it: the object path.
-    if (reads !== undefined && !reads.includes('__proto__') && this.answersStoredJson(ctx, 'list')) {
+    if (reads !== undefined && !reads.includes('__proto__') && this.answersStoredJson(ctx, scope)) {
       // On Get reading only named properties: those values cross, the run's changes come back and
       // are spliced into the stored texts; no object is copied (storedChanges.ts).
       const { fields: _fields, ...rest } = compiled.options;
@@ -457,14 +438,14 @@ export class Collection implements Resource {
       const changes = await (this.events.runGetChanges as NonNullable<CollectionEventRunner['runGetChanges']>)(ctx, reads, rows.values, rows.texts.length);
       return { status: 200, body: listFromChanges(rows, reads, changes), headers: { 'content-type': JSON_TYPE } };
     }
-    if (scripted && this.store.findWithJson && this.answersStoredJson(ctx, 'list') && compiled.options.fields === undefined) {
+    if (scripted && this.store.findWithJson && this.answersStoredJson(ctx, scope) && compiled.options.fields === undefined) {
       // On Get patches the stored texts: only objects it changed beyond new properties are serialised.
       const { fields: _fields, ...rest } = compiled.options;
       const { docs, texts } = await this.store.findWithJson(compiled.filter, rest);
       return { status: 200, body: listJson(texts, await this.events.runGetBatch(ctx, docs)), headers: { 'content-type': JSON_TYPE } };
     }
     const docs = await this.store.find(compiled.filter, options);
-    return { status: 200, body: (await this.shown(ctx, docs, skipEvents)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter)) };
+    return { status: 200, body: (await this.shown(ctx, docs, skipEvents)).map(([doc, shown]) => scope.finish(shown, doc, projectAfter)) };
   }
 
   /**
@@ -473,9 +454,10 @@ export class Collection implements Resource {
    * what applies to a GET (private properties, On Get, access rules) applies to them all.
    */
   async readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]> {
-    const { plan, compiled, filter, options, projectAfter } = this.readFor(ctx, query);
+    const scope = this.scopeOf(ctx);
+    const { compiled, filter, options, projectAfter } = this.readFor(scope, query);
     const docs = await this.store.find(filter, options);
-    return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map(([doc, shown]) => this.finish(ctx, shown, doc, plan, projectAfter));
+    return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map(([doc, shown]) => scope.finish(shown, doc, projectAfter));
   }
 
   /**
@@ -487,7 +469,7 @@ export class Collection implements Resource {
    */
   async readTextsAs(ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder = false): Promise<StoredTexts | undefined> {
     if (!this.showsTextsTo(ctx) || this.store.findTexts === undefined) return undefined;
-    const { filter, options } = this.readFor(ctx, query);
+    const { filter, options } = this.readFor(this.scopeOf(ctx), query);
     if (options.fields !== undefined) return undefined;
     return this.store.findTexts(filter, anyOrder ? { ...options, anyOrder } : options, pick);
   }
@@ -505,21 +487,19 @@ export class Collection implements Resource {
   /** Whether {@link readTextsOfIdsNow} may answer ctx's caller: that query is the whole of its read. */
   readsTextsOfIdsNow(ctx: Context): boolean {
     if (this.store.findTextsOfIdsNow === undefined || !this.showsTextsTo(ctx)) return false;
-    const plan = this.access.readPlan(ctx);
-    return plan === undefined && this.refusals(ctx, plan) === NOTHING_REFUSED && !hasKeys(this.access.filter(ctx, 'list'));
+    const scope = this.scopeOf(ctx);
+    return scope.plan === undefined && scope.refusals.unqueryable === undefined && !hasKeys(scope.filter('list'));
   }
 
   /** Whether readAs answers ctx's caller the stored objects as they are: no On Get, nothing hidden, a store that keeps texts. */
   showsTextsTo(ctx: Context): boolean {
-    return this.store.findTexts !== undefined && !this.events.has('get') && this.showsStoredTo(ctx, 'list');
+    return this.store.findTexts !== undefined && !this.events.has('get') && this.showsStoredTo(ctx, this.scopeOf(ctx));
   }
 
-  /** readAs's store query for ctx's caller: the query compiled with its refusals, the access rules' filter ANDed in. */
-  private readFor(ctx: Context, query: Record<string, unknown>): { plan: ReadPlan | undefined; compiled: CompiledQuery; filter: Filter; options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
-    const plan = this.access.readPlan(ctx);
-    const compiled = compileQuery(query, this.properties, this.refusals(ctx, plan));
-    const { options, projectAfter } = readOptions(compiled.options, plan);
-    return { plan, compiled, filter: andFilters(compiled.filter, this.access.filter(ctx, 'list')), options, projectAfter };
+  /** readAs's store query for a caller: the query compiled with its refusals, the access rules' filter ANDed in. */
+  private readFor(scope: ReadScope, query: Record<string, unknown>): { compiled: CompiledQuery; filter: Filter; options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
+    const { compiled, options, projectAfter } = scope.compile(query);
+    return { compiled, filter: andFilters(compiled.filter, scope.filter('list')), options, projectAfter };
   }
 
   /**
@@ -531,9 +511,9 @@ export class Collection implements Resource {
     // The read rule, evaluated on each object as stored: what it hides is null, as a GET would 404.
     const allowed = docs.map((d) => this.access.allows(ctx, 'read', d));
     const readable = docs.filter((_d, i) => allowed[i]).map((d) => ({ ...d }));
-    const plan = this.access.readPlan(ctx);
+    const scope = this.scopeOf(ctx);
     const shown = new Map<Doc, Record<string, unknown>>();
-    for (const [doc, object] of await this.shown(ctx, readable, false)) shown.set(doc, this.finish(ctx, object, doc, plan, undefined));
+    for (const [doc, object] of await this.shown(ctx, readable, false)) shown.set(doc, scope.finish(object, doc));
     let next = 0;
     return docs.map((_d, i) => (allowed[i] ? (shown.get(readable[next++] as Doc) ?? null) : null));
   }
@@ -541,7 +521,7 @@ export class Collection implements Resource {
   /** A list's objects, each with what On Get (unless skipped) and present() made of it; those On Get cancelled are left out. */
   private async shown(ctx: Context, docs: Doc[], skipEvents: boolean): Promise<[Doc, Record<string, unknown>][]> {
     if (skipEvents || !this.events.has('get')) return docs.map((d) => [d, this.present(d)]);
-    const outcomes = await this.events.runGetBatch(ctx, this.storeOnly.size === 0 ? docs : docs.map((d) => this.withoutStoreOnly(d)));
+    const outcomes = await this.events.runGetBatch(ctx, this.visibility.storedIsShown ? docs : docs.map((d) => this.withoutStoreOnly(d)));
     const out: [Doc, Record<string, unknown>][] = [];
     outcomes.forEach((outcome, i) => {
       if (outcome !== null) out.push([docs[i] as Doc, this.present(applyHidden(outcome))]);
@@ -549,25 +529,11 @@ export class Collection implements Resource {
     return out;
   }
 
-  /**
-   * An answered object without what the caller may not read: private properties and what property
-   * read rules hide, those evaluated on the object as stored (`stored`; null: only the rules that
-   * do not depend on the object), then the `$fields` projection deferred until after them.
-   */
-  private finish(ctx: Context, object: Record<string, unknown>, stored: Doc | null, plan: ReadPlan | undefined, projectAfter: Record<string, 0 | 1> | undefined): Record<string, unknown> {
-    const shown = this.access.visible(object, plan, stored);
-    let out = shown;
-    if (!this.seesPrivate(ctx)) {
-      out = {};
-      for (const key of Object.keys(shown)) if (!this.privateProps.has(key)) out[key] = shown[key];
-    }
-    return projectAfter === undefined ? out : project(out, projectAfter);
-  }
-
   private async count(ctx: Context): Promise<Reply> {
-    if (!ctx.isRoot && !this.publicCount) throw new SvcError('FORBIDDEN', 'count is available to root only; open it with "publicCount" in app.json');
-    const filter = compileFilter(ctx.query, this.properties, this.refusals(ctx));
-    return { status: 200, body: { count: await this.store.count(andFilters(filter, this.access.filter(ctx, 'list'))) } };
+    this.visibility.assertCount(ctx);
+    const scope = this.scopeOf(ctx);
+    const filter = compileFilter(ctx.query, this.properties, scope.refusals);
+    return { status: 200, body: { count: await this.store.count(andFilters(filter, scope.filter('list'))) } };
   }
 
   private async afterGetOne(ctx: Context, doc: Doc): Promise<Record<string, unknown>> {
@@ -600,9 +566,9 @@ export class Collection implements Resource {
     return Promise.resolve();
   }
 
-  /** What a client may see of a stored object; UserCollection drops the password. */
+  /** What a client may see of a stored object: the store-only fields (a user's password hash) left out. */
   protected present(doc: Record<string, unknown>): Record<string, unknown> {
-    return doc;
+    return this.visibility.withoutStoreOnly(doc);
   }
 
   // ---- write ----
@@ -650,15 +616,16 @@ export class Collection implements Resource {
     if (this.changeListeners.size > 0) await this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
-    return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored, this.access.readPlan(ctx), undefined) };
+    return { status: 200, body: this.visibility.scope(ctx).finish(this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored) };
   }
 
   /** Updates one object: only given properties change; modifiers apply atomically in the store. */
   protected async update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
-    const precondition = compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx));
+    const scope = this.visibility.scope(ctx);
+    const precondition = compileFilter(preconditionOf(ctx.query), this.properties, scope.refusals);
     let filter: Filter = { ...precondition, id };
     // An object the read rule hides answers as a missing one: no telling whether it exists.
-    const previous = await this.store.findOne(andFilters(filter, this.access.filter(ctx, 'read')));
+    const previous = await this.store.findOne(andFilters(filter, scope.filter('read')));
     if (previous === null) throw new SvcError('NO_MATCH', NO_MATCH);
     const sanitized = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: true });
     const visible = this.withoutStoreOnly(previous);
@@ -682,7 +649,7 @@ export class Collection implements Resource {
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, previous);
-    const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
+    const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.visibility.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const updated = await this.writing(() => this.store.update(filter, ops));
@@ -691,7 +658,7 @@ export class Collection implements Resource {
     if (this.changeListeners.size > 0) await this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
-    return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated, this.access.readPlan(ctx), undefined) };
+    return { status: 200, body: this.visibility.scope(ctx).finish(this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated) };
   }
 
   /**
@@ -716,10 +683,7 @@ export class Collection implements Resource {
 
   /** A stored object as scripts may see it. */
   protected withoutStoreOnly(doc: Doc): Doc {
-    if (this.storeOnly.size === 0) return doc;
-    const out = { ...doc };
-    for (const key of this.storeOnly) delete out[key];
-    return out;
+    return this.visibility.withoutStoreOnly(doc);
   }
 
   /** Drops values a store must not keep (undefined); properties scripts added are kept. */
@@ -750,7 +714,8 @@ export class Collection implements Resource {
       if (isPlainObject(ctx.query.id)) return this.deleteMatching(ctx);
       throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
     }
-    let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx)), id };
+    const scope = this.visibility.scope(ctx);
+    let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, scope.refusals), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     const referenced = this.relations.isReferenced();
     const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
@@ -762,7 +727,7 @@ export class Collection implements Resource {
       return { status: 204 };
     }
     // Hidden by the read rule: 404 as if missing; readable but not deletable: 403 naming the rule.
-    const doc = await this.store.findOne(andFilters(filter, this.access.filter(ctx, 'read')));
+    const doc = await this.store.findOne(andFilters(filter, scope.filter('read')));
     if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
     this.access.assert(ctx, 'delete', doc);
     filter = andFilters(filter, this.access.filter(ctx, 'delete'));
@@ -783,7 +748,8 @@ export class Collection implements Resource {
    * it ran for. Answers 204 when something was deleted, else the first script error (or 404).
    */
   private async deleteMatching(ctx: Context): Promise<Reply> {
-    const asked = andFilters(compileFilter(ctx.query, this.properties, this.refusals(ctx)), this.access.filter(ctx, 'read'));
+    const scope = this.visibility.scope(ctx);
+    const asked = andFilters(compileFilter(ctx.query, this.properties, scope.refusals), scope.filter('read'));
     // Only what the delete rule allows is deleted; when that is nothing, 403 if the caller could read some.
     const filter = andFilters(asked, this.access.filter(ctx, 'delete'));
     if (!this.access.rules.isOpen('delete') && !this.access.bypasses(ctx) && (await this.store.count(filter)) === 0) {
@@ -865,32 +831,6 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
     if (key === 'id' || key === '_method') continue;
     if (key.startsWith('$') && key !== '$or' && key !== '$and' && key !== '$nor') continue;
     out[key] = query[key];
-  }
-  return out;
-}
-
-/**
- * The store options of a read, and the `$fields` projection to apply after property read rules
- * that depend on the object (they are evaluated on the whole stored object, so a projection
- * cannot change their outcome). A dotted `$fields` key then selects its whole top-level property.
- */
-function readOptions(options: FindOptions, plan: ReadPlan | undefined): { options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
-  if (plan === undefined || plan.perObject.size === 0 || options.fields === undefined) return { options, projectAfter: undefined };
-  const { fields, ...rest } = options;
-  return { options: rest, projectAfter: fields };
-}
-
-/**
- * `$fields` applied to an object in hand: top-level properties (a dotted key selects or keeps its
- * whole property: what the caller may read anyway); `id` kept unless excluded.
- */
-function project(object: Record<string, unknown>, fields: Record<string, 0 | 1>): Record<string, unknown> {
-  const including = Object.keys(fields).some((k) => k !== 'id' && fields[k] === 1);
-  const included = new Set(Object.keys(fields).filter((k) => fields[k] === 1).map((k) => k.split('.')[0] as string));
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(object)) {
-    const keep = key === 'id' ? fields.id !== 0 : including ? included.has(key) : fields[key] !== 0;
-    if (keep) out[key] = object[key];
   }
   return out;
 }

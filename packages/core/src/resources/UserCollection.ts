@@ -50,14 +50,13 @@ const BAD_CREDENTIALS = 'bad credentials';
 export class UserCollection extends Collection implements UserResource {
   override readonly type: string = 'UserCollection';
   override readonly client: ClientShape = { collection: true, users: true };
-  protected override readonly storeOnly: ReadonlySet<string> = new Set(['password', ...ACCOUNT_FIELDS]);
   private readonly cost: number;
   private readonly limitOptions: LoginLimiterOptions | undefined;
   private limiter: LoginLimits;
   private host: ResourceHost | undefined;
   private dummy: Promise<string> | undefined;
   /** Requests of /me: a user's own private properties are answered to them (README). */
-  private readonly meRequests = new WeakSet<Context>();
+  private readonly meRequests: WeakSet<Context>;
   /** Users created by a provider login: they have no password. */
   private readonly passwordless = new WeakSet<Context>();
   /** OAuth/OIDC and MFA, when config.json's `auth` asks for them. */
@@ -79,7 +78,10 @@ export class UserCollection extends Collection implements UserResource {
       throw new Error(`resource ${options.path.slice(1)}: auth.verification, auth.reset and auth.codes need an "email" property of type string (unique, so that an address names one user)`);
     }
     if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean' };
-    super({ ...options, properties });
+    const meRequests = new WeakSet<Context>();
+    // The facts of users: the password hash and account fields are stored only; /me shows a user's own private properties.
+    super({ ...options, properties }, { storeOnly: ['password', ...ACCOUNT_FIELDS], ownObject: (ctx) => meRequests.has(ctx) });
+    this.meRequests = meRequests;
     this.flows = AccountFlows.create(options, {
       path: this.path,
       properties: this.properties,
@@ -165,13 +167,6 @@ export class UserCollection extends Collection implements UserResource {
   async findUserIds(query: Record<string, unknown>): Promise<string[]> {
     const docs = await this.store.find(compileFilter(query, this.properties), { fields: { id: 1 } });
     return docs.map((d) => d.id);
-  }
-
-  protected override present(doc: Record<string, unknown>): Record<string, unknown> {
-    if (!Object.hasOwn(doc, 'password') && !ACCOUNT_FIELDS.some((field) => Object.hasOwn(doc, field))) return doc;
-    // Destructured, not deleted: objects keep their fast shape for the JSON answer (ACCOUNT_FIELDS).
-    const { password: _password, _mfa, _mfaRecovery, _identities, ...rest } = doc;
-    return rest;
   }
 
   protected override async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
@@ -366,10 +361,6 @@ export class UserCollection extends Collection implements UserResource {
     await host.sessions.destroy(ctx.session.id);
     host.sessionChanged(ctx.session.id, undefined);
     return { status: 204, headers: { 'set-cookie': host.sessionCookie(null, ctx) } };
-  }
-
-  protected override seesPrivate(ctx: Context): boolean {
-    return this.meRequests.has(ctx) || super.seesPrivate(ctx);
   }
 
   /**
