@@ -3,8 +3,8 @@ import { Agent, request as httpRequest } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createEmbeddedStore, createMongoStore, silentLogger } from '@svc/core';
-import type { Store } from '@svc/core';
+import { ANSWER_PLANS, createEmbeddedStore, createMongoStore } from '@svc/core';
+import type { Logger, Store } from '@svc/core';
 import { startApp } from '@svc/server';
 import type { RunningApp } from '@svc/server';
 import { appStores, writeApp } from './helpers/app.js';
@@ -64,6 +64,12 @@ async function json(base: string, method: string, path: string, body: unknown, h
 
 const ROOT = { 'svc-ssh-key': 'development' };
 
+/** A logger that keeps nothing but the plans of the answers (access lines): which ways answered. */
+function planLogger(plans: Map<string, number>): Logger {
+  const none = (): void => undefined;
+  return { info: none, warn: none, error: none, access: (entry) => entry.plan !== undefined && plans.set(entry.plan, (plans.get(entry.plan) ?? 0) + 1) };
+}
+
 describe.each(appStores())('the shortcuts answer what the plain path answers (%s store)', (storeKind) => {
   let dir: string;
   let store: Store;
@@ -73,6 +79,8 @@ describe.each(appStores())('the shortcuts answer what the plain path answers (%s
   const ids: Ids = {};
   const cookies: Record<Caller, Record<string, string>> = { anon: {}, ann: {}, bob: {}, root: {}, internal: {} };
   const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  const fastPlans = new Map<string, number>();
+  const plainPlans = new Map<string, number>();
 
   const asRoot = (method: string, path: string, body?: unknown) => json(fast.url, method, path, body, ROOT);
 
@@ -86,9 +94,9 @@ describe.each(appStores())('the shortcuts answer what the plain path answers (%s
       store = await createEmbeddedStore({ dir: join(dir, 'data') });
     }
     const typeEvent = (await import('@svc/type-event')).default;
-    const common = { appDir: dir, port: 0, host: '127.0.0.1', env: 'development' as const, logger: silentLogger, store, dashboard: false, resourceTypes: [typeEvent] };
-    fast = await startApp(common);
-    plain = await startApp({ ...common, fastPaths: false });
+    const common = { appDir: dir, port: 0, host: '127.0.0.1', env: 'development' as const, store, dashboard: false, resourceTypes: [typeEvent] };
+    fast = await startApp({ ...common, logger: planLogger(fastPlans) });
+    plain = await startApp({ ...common, logger: planLogger(plainPlans), fastPaths: false });
     await seed();
   }, 120_000);
 
@@ -173,6 +181,10 @@ describe.each(appStores())('the shortcuts answer what the plain path answers (%s
 
   it('answers the table alike', async () => {
     expect((await round()).join('\n\n')).toBe('');
+    // The table meets every plan (the shortcuts need the embedded store's texts), and with the
+    // shortcuts off only the plain path answers.
+    expect([...fastPlans.keys()].sort()).toEqual(storeKind === 'embedded' ? [...ANSWER_PLANS].sort() : ['objects']);
+    expect([...plainPlans.keys()]).toEqual(['objects']);
   }, 600_000);
 
   it('answers it alike after objects, related objects and users changed', async () => {

@@ -11,7 +11,7 @@ export type { Context, OnDelete, PropertyDef, PropertyType, Reply, ResourceConfi
 export { backRelationName } from './relations/Relations.js';
 export { DEFAULT_RELATION_SETTINGS, EXPAND_DEPTH_CAP, MAX_EXPANDED_RELATIONS } from './relations/relationSettings.js';
 export type { RelationSettings } from './relations/relationSettings.js';
-export type { ClientShape, Resource, ResourceFiles, ResourceHost, UserResource } from './resource.js';
+export type { ClientShape, NowRequest, Resource, ResourceFiles, ResourceHost, UserResource } from './resource.js';
 export { isUserResource } from './resource.js';
 export { Collection } from './resources/Collection.js';
 export { AccessRules } from './access/AccessRules.js';
@@ -22,6 +22,9 @@ export type { AccessAction, AccessRulesConfig, RuleSource, RuleVariables } from 
 export type { AccessExplanation } from './access/CollectionAccess.js';
 export { deepEqual } from './resources/updates.js';
 export type { CollectionOptions } from './resources/Collection.js';
+export { ANSWER_PLANS } from './resources/read/answerPlan.js';
+export type { AnswerPlan } from './resources/read/answerPlan.js';
+export type { VisibilityFacts } from './access/Visibility.js';
 export { UserCollection } from './resources/UserCollection.js';
 export type { UserAccountOptions, UserCollectionOptions } from './resources/UserCollection.js';
 export { parseAuthSettings } from './resources/accounts/authSettings.js';

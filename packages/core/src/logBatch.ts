@@ -39,7 +39,7 @@ export function msText(ms: number): string {
 export function accessText(entry: AccessEntry): string {
   // The replace only for a path that needs it: a regex pass cost more than the rest of the line.
   const path = hasControl(entry.path) ? entry.path.replace(CONTROL, escapeControl) : entry.path;
-  return `${entry.time} info ${entry.method} ${path} ${entry.status} ${msText(entry.ms)}ms ${entry.bytes}B id=${entry.id} client=${entry.client}${entry.uid === undefined ? '' : ` uid=${entry.uid}`}${entry.aborted ? ' aborted' : ''}\n`;
+  return `${entry.time} info ${entry.method} ${path} ${entry.status} ${msText(entry.ms)}ms ${entry.bytes}B id=${entry.id} client=${entry.client}${entry.uid === undefined ? '' : ` uid=${entry.uid}`}${entry.plan === undefined ? '' : ` plan=${entry.plan}`}${entry.aborted ? ' aborted' : ''}\n`;
 }
 
 /**

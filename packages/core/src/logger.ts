@@ -28,6 +28,8 @@ export interface AccessEntry {
   bytes: number;
   /** True when the connection closed before the whole answer was sent. */
   aborted: boolean;
+  /** Which way a Collection answered a GET (its AnswerPlan); undefined for anything else. */
+  plan?: string | undefined;
 }
 
 /** Where svc writes what happens: one line per event, fields for machines. */

@@ -17,7 +17,7 @@ import { requestIdOf } from './http/requestId.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
-import type { Resource, ResourceHost } from './resource.js';
+import type { NowRequest, Resource, ResourceHost } from './resource.js';
 import type { LoginLimitsFactory } from './resources/loginLimiter.js';
 import { isUserResource } from './resource.js';
 import { Router } from './router.js';
@@ -124,6 +124,8 @@ export interface RequestSample {
   status: number;
   /** From the request's arrival in the handler to its answer's end (or the connection's close). */
   seconds: number;
+  /** Which way a Collection answered a GET (AnswerPlan: 'objects', 'storedText', ...); undefined for anything else. */
+  plan: string | undefined;
 }
 
 /** Receives a {@link RequestSample} per request. */
@@ -200,10 +202,14 @@ export interface SvcServer {
   close(): Promise<void>;
 }
 
-/** What handle() learns of a request for its access line and metrics: who answered, whose session. */
-interface RequestNote {
+/**
+ * What handle() learns of a request for its access line and metrics: who answered, whose session,
+ * which plan. It is also what the server tells a resource's answerNow (NowRequest).
+ */
+interface RequestNote extends NowRequest {
   resource: string;
   uid: string | undefined;
+  plainAnonymous: boolean;
 }
 
 /**
@@ -213,6 +219,8 @@ interface RequestNote {
 class AnswerNote implements RequestNote, AnswerWatcher {
   resource = 'none';
   uid: string | undefined = undefined;
+  plainAnonymous = false;
+  plan: string | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -254,7 +262,6 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   const proxies = new ProxyTrust(options.trustProxy);
   const clientOf = (req: IncomingMessage): RequestClient => proxies.clientOf(req);
   const refusedRoot = new Set<string>();
-  const fastPaths = options.fastPaths !== false;
   await sessions.init();
   const sessionListeners = new Set<SessionChangeListener>();
   const host: ResourceHost = {
@@ -267,6 +274,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       for (const listener of sessionListeners) listener({ sessionId, uid, previousSessionId });
     },
     resourceAt: (path) => router.byPath(path),
+    // Each resource's plan function asks it (a Collection's planAnswer): no shortcut is decided here.
     fastPaths: options.fastPaths !== false,
   };
   for (const resource of options.resources) await resource.init?.(host);
@@ -321,9 +329,11 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
     const anonymous = sessions.anonymous(sid, req.socket);
-    if (fastPaths && anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined) {
-      // A plain GET the resource answers at once (an object by id): no context, no promise turns.
-      const text = match.resource.answerNow(match.parts);
+    if (match.resource.answerNow !== undefined) {
+      // What the server knows of the request; the resource's plan decides whether it answers at
+      // once (an object by id): no context, no promise turns.
+      note.plainAnonymous = anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined;
+      const text = match.resource.answerNow(match.parts, note);
       if (text !== undefined) return writeJsonText(res, text);
     }
     return handleRouted(req, res, note, match, search, sid, anonymous);
@@ -384,7 +394,10 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     };
     if (session.uid !== undefined) ctx.me = (await loadMe(session)) as Context['me'];
     const reply = await match.resource.handle(ctx);
-    if (reply) writeReply(res, reply);
+    if (reply) {
+      note.plan = reply.plan;
+      writeReply(res, reply);
+    }
   }
 
   function isRootRequest(req: IncomingMessage, client: RequestClient): boolean {
@@ -420,7 +433,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${pathOf(req.url ?? '/')} from ${clientOf(req).address} (request ${id})` }));
   };
   // What handle() notes for nobody (no access log, no metrics): written, never read.
-  const unnoted: RequestNote = { resource: 'none', uid: undefined };
+  const unnoted: RequestNote = { resource: 'none', uid: undefined, plainAnonymous: false, plan: undefined };
   // Decided once: a logger without access lines (tests, programs) costs nothing per request.
   const writeAccess = options.accessLog === false ? undefined : logger.access?.bind(logger);
   const logHealth = options.accessLog !== false && options.accessLog?.health === true;
@@ -442,12 +455,13 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
           client: proxies.addressOf(req),
           bytes: note.socket.bytesWritten - note.sentBefore,
           aborted: !res.writableFinished,
+          plan: note.plan,
         });
       }
     }
     if (observe !== undefined) {
       // 'close' follows 'finish', and comes alone when the client left first: one sample either way.
-      observe({ resource: note.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - note.started) / 1000 });
+      observe({ resource: note.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - note.started) / 1000, plan: note.plan });
     }
   };
 

@@ -45,7 +45,7 @@ export type CollectionName = keyof typeof COLLECTIONS;
 /** The app folder of the suite. */
 export function differentialApp(): Record<string, string | object> {
   return {
-    'app.json': { bodyLimit: 4096, publicCount: ['todos', 'owned', 'ruled'], scripts: { isolates: 1, timeoutMs: 60_000, requestWallMs: 120_000, requestCpuMs: 120_000 }, log: { access: false } },
+    'app.json': { bodyLimit: 4096, publicCount: ['todos', 'owned', 'ruled'], scripts: { isolates: 1, timeoutMs: 60_000, requestWallMs: 120_000, requestCpuMs: 120_000 } },
     'resources/users/config.json': {
       type: 'UserCollection',
       properties: { name: { type: 'string' }, role: { type: 'string' }, diary: { type: 'string', private: true } },

@@ -2,7 +2,7 @@ import { SvcError } from '../errors.js';
 import { compileQuery } from '../query/compileQuery.js';
 import type { CompiledQuery, QueryRefusals } from '../query/compileQuery.js';
 import type { Doc, Filter, FindOptions } from '../store/Store.js';
-import type { Context, PropertyDef } from '../types.js';
+import type { Context, PropertyDef, Reply } from '../types.js';
 import type { AccessExplanation, CollectionAccess, ReadPlan } from './CollectionAccess.js';
 
 /**
@@ -24,6 +24,13 @@ export interface VisibilityFacts {
 
 const NOTHING_REFUSED: QueryRefusals = {};
 const NOTHING: ReadonlySet<string> = new Set();
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
+
+/** Marks a reply of stored text made by {@link ReadScope.textReply}, with the scope it was made for. */
+const GRANTED: unique symbol = Symbol('stored text granted');
+
+/** A reply whose body is a stored JSON text (as it is, patched or spliced), and the scope that allowed it. */
+export type TextReply = Reply & { body: string; [GRANTED]: ReadScope };
 
 /**
  * "What this caller sees" of one collection: private properties, store-only fields, property
@@ -160,6 +167,24 @@ export class ReadScope {
   /** What the caller may not filter, sort or project by (400). */
   get refusals(): QueryRefusals {
     return (this.refusalsValue ??= refusalsOf(this.visibility, this.caller.internal, this.seesPrivate, this.plan));
+  }
+
+  /**
+   * The reply of a stored text (as it is, patched by On Get or spliced with related texts) for this
+   * caller: the only way a Collection makes one, refused (500, never sent) unless the caller is
+   * shown stored objects as they are and asks over HTTP. {@link checkText} lets no other text pass.
+   */
+  textReply(text: string, plan: string): TextReply {
+    if (!this.asStored || this.caller.internal) throw new SvcError('INTERNAL', `a stored text may not answer this caller (plan ${plan})`);
+    return { status: 200, body: text, headers: { ...JSON_HEADERS }, plan, [GRANTED]: this };
+  }
+
+  /**
+   * The net on a Collection's answer: a text body passes only when {@link textReply} made it for
+   * this very scope (an answer that does not come from a shortcut is objects, shown by finish()).
+   */
+  checkText(reply: Reply): void {
+    if (typeof reply.body === 'string' && (reply as Partial<TextReply>)[GRANTED] !== this) throw new SvcError('INTERNAL', 'a text answer was made without a read scope that allows it');
   }
 
   /** Whether the net must look at this caller's answers (something may be hidden from it). */

@@ -1,5 +1,5 @@
 import { AccessRules } from '../access/AccessRules.js';
-import { anonymousCaller, CollectionAccess } from '../access/CollectionAccess.js';
+import { CollectionAccess } from '../access/CollectionAccess.js';
 import type { AccessExplanation } from '../access/CollectionAccess.js';
 import { Visibility } from '../access/Visibility.js';
 import type { ReadScope, VisibilityFacts } from '../access/Visibility.js';
@@ -9,31 +9,19 @@ import { createId } from '../ids.js';
 import { compileFilter } from '../query/compileQuery.js';
 import type { CompiledQuery } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
-import type { ClientShape, Resource, ResourceHost } from '../resource.js';
+import type { ClientShape, NowRequest, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
-import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '../store/Store.js';
+import type { Doc, Filter, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
-import { NowAnswers } from './nowAnswers.js';
 import { requiredErrors, sanitizeBody } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
-import type { ExpandNode } from '../relations/parseExpand.js';
-import { expandKnown, expandTexts, expandsAsText, keysToExpand, knownShape } from '../relations/expandTexts.js';
-import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
-import { listJson, objectJson, Patcher } from './storedJson.js';
-import { listFromChanges } from './storedChanges.js';
-import { jsonList } from '../jsonList.js';
-
-/** A request's `$expand` while it is dispatched (Collection.expanding). */
-interface Expanding {
-  tree: ReadonlyMap<string, ExpandNode>;
-  /** Its list was answered expanded, from the stored texts (nothing left for Relations.finish to expand). */
-  asText: boolean;
-}
+import { applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
+import { CollectionReads } from './read/CollectionReads.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -59,9 +47,6 @@ export interface CollectionOptions {
 }
 
 const NO_MATCH = 'No object exists that matches that query';
-const JSON_TYPE = 'application/json; charset=utf-8';
-/** No values picked: the objects' texts alone (see StoreCollection.findTexts). */
-const NO_NAMES: readonly string[] = [];
 const NO_EVENTS: CollectionEventRunner = {
   has: () => false,
   run: (_event, input) => Promise.resolve({ object: input.object, hidden: [], protectedProps: [] }),
@@ -76,40 +61,18 @@ export class Collection implements Resource {
   readonly properties: Record<string, PropertyDef>;
   protected readonly store: StoreCollection;
   protected readonly events: CollectionEventRunner;
-  /** answerNow's patcher of stored texts with On Get's changes (made at the first such answer). */
-  private nowPatcher: Patcher | undefined;
-  /** answerNow's answers with On Get, by stored text (made at the first such answer). */
-  private nowAnswers: NowAnswers | undefined;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
   /** Told every stored write (live queries); deletes read what they remove while one wants them. */
   private readonly changeListeners = new Map<CollectionChangeListener, ChangesWanted>();
   /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
   readonly relations: Relations;
-  /**
-   * Requests under way whose answer `$expand` completes, with what it expands and whether their
-   * list was answered expanded already, from the stored texts. Each entry lives while its request
-   * is dispatched (`handle` removes it): a Map, not a WeakMap, whose entries keyed by a young
-   * object cost the garbage collector at every scavenge.
-   */
-  private readonly expanding = new Map<Context, Expanding>();
-  /**
-   * Whether the last `$expand` here of a shape expandKnown answers was spliced from the stored
-   * texts, each object's splice kept: the next such one then tries the kept splices first (a
-   * read of the texts alone). Otherwise (none yet, or the last try missed: objects or related
-   * objects changed, or a text could not be spliced) it reads the values at once, so a miss costs
-   * one read more once, not every time.
-   */
-  private splicesKept = false;
-  /** false: every read takes the plain path (ResourceHost.fastPaths, from init). */
-  private fastPaths = true;
-
+  /** GETs and the reads made on a caller's behalf: each GET's plan chosen, then answered that way. */
+  private readonly reads: CollectionReads;
   /** The access rules: the one place that decides what a caller may list, read and write. */
   protected readonly access: CollectionAccess;
   /** What each caller sees: private properties, store-only fields, property read rules, count gates. */
   protected readonly visibility: Visibility;
-  /** The read scope of each GET under way (made once in handleGet, used again by handle's net). */
-  private readonly scopes = new Map<Context, ReadScope>();
 
   /**
    * `facts`: what a subclass tells of its objects (UserCollection: the fields stored only, /me);
@@ -127,6 +90,7 @@ export class Collection implements Resource {
     this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
     // Counts (as /count): On Get may hide objects that a count would reveal.
     this.relations.countsOpenTo = (ctx) => this.visibility.totalsOpenTo(ctx, this.events.has('get'));
+    this.reads = new CollectionReads({ store: this.store, events: this.events, access: this.access, visibility: this.visibility, relations: this.relations });
   }
 
   /**
@@ -186,7 +150,7 @@ export class Collection implements Resource {
   /** Creates the indexes that `unique` and `index` properties ask for. */
   async init(host?: ResourceHost): Promise<void> {
     this.logger = host?.logger;
-    this.fastPaths = host?.fastPaths !== false;
+    this.reads.fastPaths = host?.fastPaths !== false;
     if (host !== undefined) this.relations.attach(host);
     for (const [field, def] of Object.entries(this.properties)) {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
@@ -199,96 +163,23 @@ export class Collection implements Resource {
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
     }
-    let related = method === 'GET' && this.relations.asked(ctx.query) ? this.relations.takeQuery(ctx) : undefined;
-    if (related instanceof Promise) related = await related;
-    // Expanding splices the stored texts (handleGet, where every collection read shows them as
-    // stored) or needs objects: the plain stored-JSON answers would only be parsed again.
-    const expanding: Expanding | undefined = related?.expand !== undefined ? { tree: related.expand, asText: false } : undefined;
-    let reply: Reply;
-    let scope: ReadScope | undefined;
-    if (expanding !== undefined) this.expanding.set(ctx, expanding);
-    try {
-      reply = await this.dispatch(ctx);
-    } finally {
-      if (expanding !== undefined) this.expanding.delete(ctx);
-      scope = this.scopes.get(ctx);
-      if (scope !== undefined) this.scopes.delete(ctx);
-    }
-    // Every answer, whatever made it: no private property, nothing a read rule drops for this caller.
-    // (Rules that depend on the object were applied where the stored object was in hand.)
-    scope ??= this.visibility.scope(ctx);
-    const shown = scope;
-    const visible = !shown.hides ? reply : visibleReply(reply, (object) => shown.finish(object, null));
-    if (related === undefined) return visible;
-    // Expanded from the texts already, and no total to add: finish would answer it as it is.
-    if (expanding?.asText === true) return related.total ? this.relations.finish(ctx, { ...related, expand: undefined }, visible) : visible;
-    return this.relations.finish(ctx, related, visible);
+    if (method === 'GET') return this.reads.get(ctx, (c) => this.idOf(c, false));
+    // A write's answer goes through the same net as every read.
+    return this.reads.guard(this.visibility.scope(ctx), await this.dispatch(ctx));
   }
 
   /**
-   * GET /<c>/<id> from an anonymous, non-root visitor, with no query and no script on the way that
-   * needs the request (no On BeforeRequest; On Get only when it does the same whatever the
-   * request, see CollectionEventRunner.getNow): the stored object's own JSON text, patched with
-   * On Get's changes, without a context or a promise. A read rule is tested on the stored text as
-   * for an anonymous caller, before On Get (as on the usual path). Not found, hidden by the rule,
-   * a write under way, an On Get that needs the request or anything else: undefined, and
-   * `handle` answers.
+   * GET /<c>/<id> from an anonymous, non-root visitor with no query, answered at once without a
+   * context or a promise when its plan says so (CollectionReads.answerNow); undefined: `handle`
+   * answers. `answered.plan` tells which plan answered.
    */
-  answerNow(parts: readonly string[]): string | undefined {
-    if (!this.fastPaths || parts.length !== 1 || this.store.findOneJsonNow === undefined || !this.visibility.anonymousAsStored) return undefined;
-    const id = parts[0] as string;
-    if (id === '' || id === 'count' || id === 'aggregate' || this.events.has('beforerequest')) return undefined;
-    if (this.events.has('get')) return this.answerScriptedNow(id);
-    const text = this.store.findOneJsonNow(id) ?? undefined;
-    // The rule sees what the usual path gives it: an anonymous visitor whose query is `{id}`.
-    return text !== undefined && this.access.allowsText(anonymousCaller({ id }), text) ? text : undefined;
+  answerNow(parts: readonly string[], request: NowRequest): string | undefined {
+    return this.reads.answerNow(parts, request.plainAnonymous, request);
   }
 
-  /**
-   * answerNow with On Get: only when the runner answers the run at once (getNow). The outcome
-   * depends on the object alone, so the answer made for a stored text is kept (nowAnswers) and
-   * given again, counted as a run, while the object's stored text is that one.
-   */
-  private answerScriptedNow(id: string): string | undefined {
-    const events = this.events;
-    if (events.getNow === undefined || this.store.findOneJsonNow === undefined || this.store.findOneWithJsonNow === undefined) return undefined;
-    const text = this.store.findOneJsonNow(id) ?? undefined;
-    if (text === undefined || !this.access.allowsText(anonymousCaller({ id }), text)) return undefined;
-    // Kept only where the runner counts repeats (getNowRepeated), so a kept answer implies it.
-    const kept = this.nowAnswers?.get(id, text);
-    if (kept !== undefined) {
-      events.getNowRepeated?.();
-      return kept;
-    }
-    // The same object as the text (nothing runs in between): the rule above holds for it.
-    const found = this.store.findOneWithJsonNow(id) ?? undefined;
-    if (found === undefined) return undefined;
-    const outcome = events.getNow(found.doc);
-    if (outcome === undefined) return undefined;
-    // One patcher for these answers: runs that compare alike share their assigned list, so the
-    // text it appends is made once.
-    const answer = objectJson(found.text, outcome, (this.nowPatcher ??= new Patcher()));
-    if (events.getNowRepeated !== undefined) (this.nowAnswers ??= new NowAnswers()).set(id, found.text, answer);
-    return answer;
-  }
-
-  /** ctx's read scope: the one made for the GET under way, or a new one (reads made on a caller's behalf). */
+  /** ctx's read scope: the one made for the GET under way, or a new one. */
   private scopeOf(ctx: Context): ReadScope {
-    return this.scopes.get(ctx) ?? this.visibility.scope(ctx);
-  }
-
-  /**
-   * Whether an answer may be the stored objects exactly as stored: shortcuts on, an HTTP request
-   * (scripts get data, not text), a caller shown the objects as they are (ReadScope.asStored), and
-   * no `$expand` to complete from objects.
-   */
-  private answersStoredJson(ctx: Context, scope: ReadScope): boolean {
-    return this.showsStoredTo(ctx, scope) && !this.expanding.has(ctx);
-  }
-
-  /** {@link answersStoredJson} but for `$expand`, which splices texts (relations/expandTexts.ts). */
-  private showsStoredTo(ctx: Context, scope: ReadScope): boolean {
-    return this.fastPaths && !ctx.internal && scope.asStored;
+    return this.reads.scopeOf(ctx);
   }
 
   /** The properties ctx's caller may filter, sort and group by (aggregates, filters across relations). */
@@ -349,8 +240,6 @@ export class Collection implements Resource {
 
   private dispatch(ctx: Context): Promise<Reply> {
     switch (ctx.method) {
-      case 'GET':
-        return this.handleGet(ctx);
       case 'POST':
       case 'PUT':
         return this.handleWrite(ctx);
@@ -361,185 +250,36 @@ export class Collection implements Resource {
     }
   }
 
-  // ---- read ----
+  // ---- reads on a caller's behalf (CollectionReads) ----
 
-  private async handleGet(ctx: Context): Promise<Reply> {
-    if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
-    if (ctx.parts[0] === 'count') return this.count(ctx);
-    if (ctx.parts[0] === 'aggregate') return this.relations.aggregate(ctx);
-    const only = ctx.parts[0];
-    const scope = this.visibility.scope(ctx);
-    this.scopes.set(ctx, scope);
-    if (only !== undefined && only !== '' && this.store.findOneJson && !hasKeys(ctx.query) && !this.events.has('get') && this.answersStoredJson(ctx, scope)) {
-      // GET /<c>/<id> and nothing else: the stored object's own JSON text (the embedded store),
-      // its read rule tested on that very text (one snapshot: no write can come in between).
-      ctx.query.id = only;
-      const text = await this.store.findOneJson(only);
-      if (text === null || !scope.allowsText(text)) throw new SvcError('NOT_FOUND', 'not found');
-      return { status: 200, body: text, headers: { 'content-type': JSON_TYPE } };
-    }
-    if (only !== undefined && only !== '' && this.store.findOneWithJsonNow && !hasKeys(ctx.query) && this.events.has('get') && this.answersStoredJson(ctx, scope)) {
-      // GET /<c>/<id> with On Get: the object at once, and its stored text patched with the run's
-      // changes. idOf sets query.id, which the script sees, as on the usual path. The read rule is
-      // tested on that very text, before the script runs (an object it hides is not found).
-      const found = this.store.findOneWithJsonNow(this.idOf(ctx, false) as string);
-      if (found === null || (found !== undefined && !scope.allowsText(found.text))) throw new SvcError('NOT_FOUND', 'not found');
-      if (found !== undefined) return { status: 200, body: objectJson(found.text, await this.events.run('get', { ctx, object: found.doc })), headers: { 'content-type': JSON_TYPE } };
-    }
-    const id = this.idOf(ctx, false);
-    const { compiled, options, projectAfter } = scope.compile(ctx.query);
-    const skipEvents = compiled.skipEvents && ctx.isRoot;
-    if (id !== undefined) {
-      compiled.filter.id = id;
-      // An object the read rule hides is not found (404): no telling whether it exists.
-      const doc = await this.store.findOne(andFilters(compiled.filter, scope.filter('read')), options);
-      if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
-      const shown = skipEvents || !this.events.has('get') ? this.present(doc) : await this.afterGetOne(ctx, doc);
-      return { status: 200, body: scope.finish(shown, doc, projectAfter) };
-    }
-    const scripted = !skipEvents && this.events.has('get');
-    compiled.filter = andFilters(compiled.filter, scope.filter('list'));
-    const expanding = this.expanding.get(ctx);
-    if (expanding !== undefined && !scripted && this.store.findTexts && this.showsStoredTo(ctx, scope) && compiled.options.fields === undefined && expandsAsText(this.relations, ctx, expanding.tree)) {
-      // $expand from the stored texts: each object's text with its related objects' texts spliced in.
-      const expand = expanding.tree;
-      const { fields: _fields, ...rest } = compiled.options;
-      const known = knownShape(this.relations, ctx, expand);
-      if (known !== undefined && this.splicesKept) {
-        // Each object's kept splice, when every one still holds: no value read, nothing spliced.
-        const { texts } = await this.store.findTexts(compiled.filter, rest, NO_NAMES);
-        if (expandKnown(this.relations, ctx, texts, known)) {
-          expanding.asText = true;
-          return { status: 200, body: jsonList(texts), headers: { 'content-type': JSON_TYPE } };
-        }
-        this.splicesKept = false;
-      }
-      const pick = keysToExpand(expand);
-      const rows = { ...(await this.store.findTexts(compiled.filter, rest, pick)), pick };
-      const spliced = await expandTexts(this.relations, ctx, rows, expand, known);
-      this.splicesKept = spliced && known !== undefined;
-      if (spliced) {
-        expanding.asText = true;
-        return { status: 200, body: jsonList(rows.texts), headers: { 'content-type': JSON_TYPE } };
-      }
-    }
-    if (!scripted && this.store.findJson && this.answersStoredJson(ctx, scope) && compiled.options.fields === undefined) {
-      // The stored objects' own JSON texts, joined: no copy, no stringify (the embedded store).
-      const { fields: _fields, ...rest } = compiled.options;
-      return { status: 200, body: await this.store.findJson(compiled.filter, rest), headers: { 'content-type': JSON_TYPE } };
-    }
-    const reads = scripted && this.store.findTexts && this.events.runGetChanges && compiled.options.fields === undefined ? this.events.getReads?.() : undefined;
-    // A script naming `this.__proto__` sees what the copy of the object makes of it: the object path.
-    if (reads !== undefined && !reads.includes('__proto__') && this.answersStoredJson(ctx, scope)) {
-      // On Get reading only named properties: those values cross, the run's changes come back and
-      // are spliced into the stored texts; no object is copied (storedChanges.ts).
-      const { fields: _fields, ...rest } = compiled.options;
-      const rows = await (this.store.findTexts as NonNullable<StoreCollection['findTexts']>)(compiled.filter, rest, reads);
-      const changes = await (this.events.runGetChanges as NonNullable<CollectionEventRunner['runGetChanges']>)(ctx, reads, rows.values, rows.texts.length);
-      return { status: 200, body: listFromChanges(rows, reads, changes), headers: { 'content-type': JSON_TYPE } };
-    }
-    if (scripted && this.store.findWithJson && this.answersStoredJson(ctx, scope) && compiled.options.fields === undefined) {
-      // On Get patches the stored texts: only objects it changed beyond new properties are serialised.
-      const { fields: _fields, ...rest } = compiled.options;
-      const { docs, texts } = await this.store.findWithJson(compiled.filter, rest);
-      return { status: 200, body: listJson(texts, await this.events.runGetBatch(ctx, docs)), headers: { 'content-type': JSON_TYPE } };
-    }
-    const docs = await this.store.find(compiled.filter, options);
-    return { status: 200, body: (await this.shown(ctx, docs, skipEvents)).map(([doc, shown]) => scope.finish(shown, doc, projectAfter)) };
+  /** What GET /<c>?query answers ctx's caller, as objects: the one read path for a caller (see CollectionReads.readAs). */
+  readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]> {
+    return this.reads.readAs(ctx, query);
   }
 
-  /**
-   * The one read path for a caller: what GET /<c>?query answers to ctx's caller, as objects.
-   * REST lists, `$expand` and anything else that reads on a caller's behalf go through it, so
-   * what applies to a GET (private properties, On Get, access rules) applies to them all.
-   */
-  async readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]> {
-    const scope = this.scopeOf(ctx);
-    const { compiled, filter, options, projectAfter } = this.readFor(scope, query);
-    const docs = await this.store.find(filter, options);
-    return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map(([doc, shown]) => scope.finish(shown, doc, projectAfter));
+  /** What readAs answers as the stored texts, when they answer ctx's caller as they are (CollectionReads.readTextsAs). */
+  readTextsAs(ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder = false): Promise<StoredTexts | undefined> {
+    return this.reads.readTextsAs(ctx, query, pick, anyOrder);
   }
 
-  /**
-   * What {@link readAs} answers, as the stored objects' JSON texts beside the values of `pick`,
-   * when readAs would answer ctx's caller the stored objects exactly as they are
-   * ({@link showsTextsTo}, and no `$fields`); undefined otherwise. The same query, access filter
-   * and refusals as readAs: `$expand` writes its answer from these texts. `anyOrder`: the caller
-   * looks each object up by id, so without a `$sort` the store may skip ordering them.
-   */
-  async readTextsAs(ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder = false): Promise<StoredTexts | undefined> {
-    if (!this.showsTextsTo(ctx) || this.store.findTexts === undefined) return undefined;
-    const { filter, options } = this.readFor(this.scopeOf(ctx), query);
-    if (options.fields !== undefined) return undefined;
-    return this.store.findTexts(filter, anyOrder ? { ...options, anyOrder } : options, pick);
-  }
-
-  /**
-   * {@link readTextsAs} of `{id: {$in: ids}}` in any order (`$expand`'s related read), answered at
-   * once from the store's id index when that query is the whole of this caller's read: nothing
-   * refused, no read plan, no access filter (each of which readTextsAs would add). Undefined
-   * otherwise, or when the store cannot answer at once: the caller then asks readTextsAs.
-   */
+  /** readTextsAs of ids, at once, when that is the whole of the caller's read (CollectionReads.readTextsOfIdsNow). */
   readTextsOfIdsNow(ctx: Context, ids: readonly string[], pick: readonly string[]): StoredTexts | undefined {
-    return this.readsTextsOfIdsNow(ctx) ? this.store.findTextsOfIdsNow?.(ids, pick) : undefined;
+    return this.reads.readTextsOfIdsNow(ctx, ids, pick);
   }
 
-  /** Whether {@link readTextsOfIdsNow} may answer ctx's caller: that query is the whole of its read. */
+  /** Whether readTextsOfIdsNow may answer ctx's caller. */
   readsTextsOfIdsNow(ctx: Context): boolean {
-    if (this.store.findTextsOfIdsNow === undefined || !this.showsTextsTo(ctx)) return false;
-    const scope = this.scopeOf(ctx);
-    return scope.plan === undefined && scope.refusals.unqueryable === undefined && !hasKeys(scope.filter('list'));
+    return this.reads.readsTextsOfIdsNow(ctx);
   }
 
-  /** Whether readAs answers ctx's caller the stored objects as they are: no On Get, nothing hidden, a store that keeps texts. */
+  /** Whether readAs answers ctx's caller the stored objects as they are. */
   showsTextsTo(ctx: Context): boolean {
-    return this.store.findTexts !== undefined && !this.events.has('get') && this.showsStoredTo(ctx, this.scopeOf(ctx));
+    return this.reads.showsTextsTo(ctx);
   }
 
-  /** readAs's store query for a caller: the query compiled with its refusals, the access rules' filter ANDed in. */
-  private readFor(scope: ReadScope, query: Record<string, unknown>): { compiled: CompiledQuery; filter: Filter; options: FindOptions; projectAfter: Record<string, 0 | 1> | undefined } {
-    const { compiled, options, projectAfter } = scope.compile(query);
-    return { compiled, filter: andFilters(compiled.filter, scope.filter('list')), options, projectAfter };
-  }
-
-  /**
-   * Objects already read (a live query's changed object, an emitted one), shown to ctx's caller
-   * exactly as a GET by that caller would show them, in order; null where the caller may not see
-   * one (On Get cancelled it, or the read rule hides it).
-   */
-  async showTo(ctx: Context, docs: readonly Doc[]): Promise<(Record<string, unknown> | null)[]> {
-    // The read rule, evaluated on each object as stored: what it hides is null, as a GET would 404.
-    const allowed = docs.map((d) => this.access.allows(ctx, 'read', d));
-    const readable = docs.filter((_d, i) => allowed[i]).map((d) => ({ ...d }));
-    const scope = this.scopeOf(ctx);
-    const shown = new Map<Doc, Record<string, unknown>>();
-    for (const [doc, object] of await this.shown(ctx, readable, false)) shown.set(doc, scope.finish(object, doc));
-    let next = 0;
-    return docs.map((_d, i) => (allowed[i] ? (shown.get(readable[next++] as Doc) ?? null) : null));
-  }
-
-  /** A list's objects, each with what On Get (unless skipped) and present() made of it; those On Get cancelled are left out. */
-  private async shown(ctx: Context, docs: Doc[], skipEvents: boolean): Promise<[Doc, Record<string, unknown>][]> {
-    if (skipEvents || !this.events.has('get')) return docs.map((d) => [d, this.present(d)]);
-    const outcomes = await this.events.runGetBatch(ctx, this.visibility.storedIsShown ? docs : docs.map((d) => this.withoutStoreOnly(d)));
-    const out: [Doc, Record<string, unknown>][] = [];
-    outcomes.forEach((outcome, i) => {
-      if (outcome !== null) out.push([docs[i] as Doc, this.present(applyHidden(outcome))]);
-    });
-    return out;
-  }
-
-  private async count(ctx: Context): Promise<Reply> {
-    this.visibility.assertCount(ctx);
-    const scope = this.scopeOf(ctx);
-    const filter = compileFilter(ctx.query, this.properties, scope.refusals);
-    return { status: 200, body: { count: await this.store.count(andFilters(filter, scope.filter('list'))) } };
-  }
-
-  private async afterGetOne(ctx: Context, doc: Doc): Promise<Record<string, unknown>> {
-    if (!this.events.has('get')) return this.present(doc);
-    const outcome = await this.events.run('get', { ctx, object: this.withoutStoreOnly(doc) });
-    return this.present(applyHidden(outcome));
+  /** Objects already read, shown to ctx's caller as a GET by that caller shows them; null where it may not see one. */
+  showTo(ctx: Context, docs: readonly Doc[]): Promise<(Record<string, unknown> | null)[]> {
+    return this.reads.showTo(ctx, docs);
   }
 
   /**
@@ -567,7 +307,7 @@ export class Collection implements Resource {
   }
 
   /** What a client may see of a stored object: the store-only fields (a user's password hash) left out. */
-  protected present(doc: Record<string, unknown>): Record<string, unknown> {
+  private present(doc: Record<string, unknown>): Record<string, unknown> {
     return this.visibility.withoutStoreOnly(doc);
   }
 
@@ -835,16 +575,3 @@ function preconditionOf(query: Record<string, unknown>): Record<string, unknown>
   return out;
 }
 
-/** A reply whose object or objects are shown through `visible` (what the caller may read of each). */
-function visibleReply(reply: Reply, visible: (object: Record<string, unknown>) => Record<string, unknown>): Reply {
-  const strip = (value: unknown): unknown => (isPlainObject(value) ? visible(value) : value);
-  const body = reply.body;
-  if (Array.isArray(body)) return { ...reply, body: body.map(strip) };
-  return isPlainObject(body) ? { ...reply, body: strip(body) } : reply;
-}
-
-/** Whether an object has an own enumerable key (without listing them all). */
-function hasKeys(value: Record<string, unknown>): boolean {
-  for (const _key in value) return true;
-  return false;
-}

@@ -150,7 +150,7 @@ export class UserCollection extends Collection implements UserResource {
   /** The user as /me and scripts see it. */
   async findUser(uid: string): Promise<Record<string, unknown> | null> {
     const doc = await this.store.findOne({ id: uid });
-    return doc === null ? null : this.present(doc);
+    return doc === null ? null : this.visibility.withoutStoreOnly(doc);
   }
 
   /**
