@@ -1,7 +1,7 @@
 import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
+import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger, forwardStore } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
@@ -427,14 +427,7 @@ export async function attachApp(httpServer: Server, options: AttachOptions): Pro
 
 /** A store given by the caller (StartOptions.store): everything of it but close(), which is the caller's. */
 function keptOpen(store: Store): Store {
-  return {
-    kind: store.kind,
-    collection: (name) => store.collection(name),
-    close: () => Promise.resolve(),
-    ...(store.renameCollection ? { renameCollection: store.renameCollection.bind(store) } : {}),
-    ...(store.listCollections ? { listCollections: store.listCollections.bind(store) } : {}),
-    ...(store.ping ? { ping: store.ping.bind(store) } : {}),
-  };
+  return forwardStore(store, { close: () => Promise.resolve() });
 }
 
 /** The realtime sockets open in this process, when the transport is Socket.IO's. */

@@ -40,6 +40,8 @@ export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, 
 export type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
 export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, StoredTexts, UpdateOps } from './store/Store.js';
+export { forwardCollection, forwardStore, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from './store/forwardStore.js';
+export type { CollectionForwarding, NowMethod, PromisedMethod, StoreForwarding } from './store/forwardStore.js';
 export { SessionManager } from './sessions.js';
 export type { SessionEndListener, SessionManagerOptions, SessionRecord } from './sessions.js';
 export { createConsoleLogger, DEFAULT_LOG_BACKLOG, LOG_FORMATS, redactText, silentLogger } from './logger.js';

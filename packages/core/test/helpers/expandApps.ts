@@ -1,4 +1,4 @@
-import { Collection } from '@svc/core';
+import { Collection, forwardStore } from '@svc/core';
 import type { Resource, Store, StoreCollection } from '@svc/core';
 import { startTestServer } from './http.js';
 import type { TestClient, TestServer } from './http.js';
@@ -15,7 +15,7 @@ export function expandCollections(store: Store) {
  * makes a fresh set (a Collection serves one server). Its close() leaves the store open.
  */
 export function startPlainTwin(store: Store, resources: () => Resource[]): Promise<TestServer> {
-  const open: Store = { kind: store.kind, collection: (name) => store.collection(name), close: () => Promise.resolve() };
+  const open: Store = forwardStore(store, { close: () => Promise.resolve() });
   return startTestServer(open, resources(), { fastPaths: false });
 }
 

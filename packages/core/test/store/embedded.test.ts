@@ -7,14 +7,19 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
 import { runStoreContract } from './contract.js';
+import { OPTIONAL_READS } from './contractTextReads.js';
 
-runStoreContract('embedded', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-store-'));
-  return {
-    open: () => createEmbeddedStore({ dir }),
-    destroy: () => rm(dir, { recursive: true, force: true }),
-  };
-});
+runStoreContract(
+  'embedded',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-store-'));
+    return {
+      open: () => createEmbeddedStore({ dir }),
+      destroy: () => rm(dir, { recursive: true, force: true }),
+    };
+  },
+  { optionalReads: OPTIONAL_READS },
+);
 
 const storeModule = fileURLToPath(new URL('../../src/store/embeddedStore.ts', import.meta.url));
 
