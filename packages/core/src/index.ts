@@ -36,7 +36,7 @@ export type { AccountPolicy, AccountSettings } from './resources/accounts/accoun
 export type { AccountMail, AccountMailer, AccountMailKind } from './resources/accounts/AccountMailer.js';
 export { LoginLimiter, loginLimitSettings } from './resources/loginLimiter.js';
 export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, LoginLimitSettings } from './resources/loginLimiter.js';
-export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, GetChanges } from './resources/events.js';
+export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, GetChanges, GetColumns } from './resources/events.js';
 export type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
 export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, StoredTexts, UpdateOps } from './store/Store.js';

@@ -13,7 +13,6 @@ import type { RelationQuery, Relations } from '../../relations/Relations.js';
 import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '../../store/Store.js';
 import type { Context, Reply } from '../../types.js';
 import type { CollectionEventRunner } from '../events.js';
-import { NowAnswers } from '../nowAnswers.js';
 import { listFromChanges } from '../storedChanges.js';
 import { listJson, objectJson, Patcher } from '../storedJson.js';
 import { applyHidden } from '../updates.js';
@@ -58,8 +57,6 @@ export class CollectionReads {
   private nowFacts: (PlanFacts & { byId: boolean }) | undefined;
   /** The constant On Get's patcher of stored texts (made at the first such answer). */
   private nowPatcher: Patcher | undefined;
-  /** The constant On Get's answers, by stored text (made at the first such answer). */
-  private nowAnswers: NowAnswers | undefined;
   /**
    * Requests under way whose answer `$expand` completes. Each entry lives while its request is
    * answered: a Map, not a WeakMap, whose entries keyed by a young object cost the garbage
@@ -102,7 +99,7 @@ export class CollectionReads {
   private onGet(skipped: boolean): OnGetFacts | undefined {
     const events = this.events;
     if (skipped || !events.has('get')) return undefined;
-    const reads = events.runGetChanges !== undefined ? events.getReads?.() : undefined;
+    const reads = events.getColumns?.reads;
     // A script naming `this.__proto__` sees what the copy of the object makes of it: objects.
     return { constant: events.getNow !== undefined, columns: reads !== undefined && !reads.includes('__proto__') };
   }
@@ -125,7 +122,8 @@ export class CollectionReads {
     const text = this.store.findOneJsonNow?.(id as string) ?? undefined;
     // The one rule evaluator, with the caller the usual path gives it.
     if (text === undefined || !this.access.allowsText(anonymousCaller({ id }), text)) return undefined;
-    const answer = plan === 'constantPlan' ? this.constantNow(id as string, text, answered) : ((answered.plan = plan), text);
+    const answer = plan === 'constantPlan' ? this.constantNow(id as string) : text;
+    if (answer !== undefined) answered.plan = plan;
     // The net of the synchronous path: a text only for a caller shown stored objects as they are.
     if (answer !== undefined && !this.visibility.anonymousAsStored) throw new SvcError('INTERNAL', `a stored text may not answer this caller (plan ${plan})`);
     return answer;
@@ -149,31 +147,16 @@ export class CollectionReads {
     };
   }
 
-  /**
-   * A constant On Get at once: its outcome depends on the object alone, so the answer made for a
-   * stored text is kept (nowAnswers) and given again, counted as a run, while the object's stored
-   * text is that one.
-   */
-  private constantNow(id: string, text: string, answered: { plan: string | undefined }): string | undefined {
-    const events = this.events;
-    // Kept only where the runner counts repeats (getNowRepeated), so a kept answer implies it.
-    const kept = this.nowAnswers?.get(id, text);
-    if (kept !== undefined) {
-      events.getNowRepeated?.();
-      answered.plan = 'keptAnswer';
-      return kept;
-    }
-    // The same object as the text (nothing runs in between): the rule tested on it holds.
+  /** A constant On Get at once: the object read at once, the run's changes patched into its stored text. */
+  private constantNow(id: string): string | undefined {
+    // The same object as the text the rule was tested on (nothing runs in between).
     const found = this.store.findOneWithJsonNow?.(id) ?? undefined;
     if (found === undefined) return undefined;
-    const outcome = events.getNow?.(found.doc);
+    const outcome = this.events.getNow?.(found.doc);
     if (outcome === undefined) return undefined;
     // One patcher for these answers: runs that compare alike share their assigned list, so the
     // text it appends is made once.
-    const answer = objectJson(found.text, outcome, (this.nowPatcher ??= new Patcher()));
-    if (events.getNowRepeated !== undefined) (this.nowAnswers ??= new NowAnswers()).set(id, found.text, answer);
-    answered.plan = 'constantPlan';
-    return answer;
+    return objectJson(found.text, outcome, (this.nowPatcher ??= new Patcher()));
   }
 
   // ---- GET ----
@@ -311,10 +294,10 @@ export class CollectionReads {
       case 'columns': {
         // On Get reading only named properties: those values cross, the run's changes come back and
         // are spliced into the stored texts; no object is copied (storedChanges.ts).
-        const reads = this.events.getReads?.();
-        const rows = reads === undefined ? undefined : await this.store.findTexts?.(filter, options, reads);
-        const changes = rows === undefined || reads === undefined ? undefined : await this.events.runGetChanges?.(ctx, reads, rows.values, rows.texts.length);
-        return rows === undefined || reads === undefined || changes === undefined ? undefined : scope.textReply(listFromChanges(rows, reads, changes), plan);
+        const columns = this.events.getColumns;
+        const rows = columns === undefined ? undefined : await this.store.findTexts?.(filter, options, columns.reads);
+        if (columns === undefined || rows === undefined) return undefined;
+        return scope.textReply(listFromChanges(rows, columns.reads, await columns.run(ctx, rows.values, rows.texts.length)), plan);
       }
       case 'patchedTexts': {
         // On Get patches the stored texts: only objects it changed beyond new properties are serialised.

@@ -17,8 +17,6 @@ export type AnswerPlan =
   | 'storedText'
   /** By id, at once: the stored text patched with the changes of an On Get that does the same whatever the request. */
   | 'constantPlan'
-  /** By id, at once: what a constant On Get answered for the same stored text before (its kept answer). */
-  | 'keptAnswer'
   /** By id: the stored text patched with On Get's changes. */
   | 'scriptedText'
   /** A list with `$expand` of one relation, from each object's kept splice. */
@@ -33,7 +31,7 @@ export type AnswerPlan =
   | 'patchedTexts';
 
 /** Every plan, in the order of the docs (the label values of /metrics). */
-export const ANSWER_PLANS: readonly AnswerPlan[] = ['objects', 'storedText', 'constantPlan', 'keptAnswer', 'scriptedText', 'keptSplices', 'splicedTexts', 'storedTexts', 'columns', 'patchedTexts'];
+export const ANSWER_PLANS: readonly AnswerPlan[] = ['objects', 'storedText', 'constantPlan', 'scriptedText', 'keptSplices', 'splicedTexts', 'storedTexts', 'columns', 'patchedTexts'];
 
 /** The plans whose answer is a stored text (as it is, patched or spliced): only a caller shown stored objects as they are gets one. */
 export const TEXT_PLANS: ReadonlySet<AnswerPlan> = new Set(ANSWER_PLANS.filter((plan) => plan !== 'objects'));
@@ -89,8 +87,7 @@ export interface PlanFacts {
 
 /**
  * The plan of a GET: the one place that decides which way it is answered. The plan chosen may
- * still give way when it runs: a kept answer or kept splices that no longer hold are made anew
- * (`constantPlan`, `splicedTexts`), and a store busy writing, a run that needs the request or a
+ * still give way when it runs: kept splices that no longer hold are made anew (`splicedTexts`), and a store busy writing, a run that needs the request or a
  * text that cannot be spliced for sure falls to `objects`. Whatever answers is told (Reply.plan).
  */
 export function planAnswer(f: PlanFacts): AnswerPlan {
