@@ -6,7 +6,6 @@ const P = 'packages/core/src/resources/read/answerPlan.ts';
 const R = 'packages/core/src/resources/read/CollectionReads.ts';
 const V = 'packages/core/src/access/Visibility.ts';
 const E = 'packages/core/src/relations/expandTexts.ts';
-const N = 'packages/core/src/resources/nowAnswers.ts';
 
 const PLAIN = "note.plainAnonymous = anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined;";
 const BY_ID = "facts.byId = parts.length === 1 && id !== undefined && id !== '' && id !== 'count' && id !== 'aggregate';";
@@ -64,7 +63,6 @@ export const MUTANTS = [
   { id: 'D-readRule', file: R, from: "if (text === null || !scope.allowsText(text)) throw new SvcError('NOT_FOUND', 'not found');", to: "if (text === null) throw new SvcError('NOT_FOUND', 'not found');", what: 'storedText: the read rule' },
   { id: 'E-readRule', file: R, from: 'if (found === null || (found !== undefined && !scope.allowsText(found.text)))', to: 'if (found === null)', what: 'scriptedText: the read rule' },
   // Kept answers and kept splices.
-  { id: 'kept-text', file: N, from: 'return kept !== undefined && kept.stored === stored ? kept.answer : undefined;', to: 'return kept !== undefined ? kept.answer : undefined;', what: 'kept On Get answers: the stored text they were made from' },
   { id: 'kept-constant', file: 'apps/server/src/scripts.ts', from: 'getScript.constant ? getScript : undefined;', to: 'getScript.planned ? getScript : undefined;', what: 'getNow: a plan that reads the request (not constant)' },
   { id: 'splice-relatedFields', file: E, from: '    if (node.fields !== undefined) return false;\n', to: '', what: 'expandsAsText: $fields of a relation' },
   { id: 'splice-relatedShows', file: E, from: 'if (target.owner.showsTextsTo?.(ctx) !== true || !expandsAsText(target, ctx, node.children)) return false;', to: 'if (!expandsAsText(target, ctx, node.children)) return false;', what: 'expandsAsText: a related collection with On Get, private or rule-hidden properties' },
