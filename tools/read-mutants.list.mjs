@@ -63,7 +63,7 @@ export const MUTANTS = [
   { id: 'D-readRule', file: R, from: "if (text === null || !scope.allowsText(text)) throw new SvcError('NOT_FOUND', 'not found');", to: "if (text === null) throw new SvcError('NOT_FOUND', 'not found');", what: 'storedText: the read rule' },
   { id: 'E-readRule', file: R, from: 'if (found === null || (found !== undefined && !scope.allowsText(found.text)))', to: 'if (found === null)', what: 'scriptedText: the read rule' },
   // Kept answers and kept splices.
-  { id: 'kept-constant', file: 'apps/server/src/scripts.ts', from: 'getScript.constant ? getScript : undefined;', to: 'getScript.planned ? getScript : undefined;', what: 'getNow: a plan that reads the request (not constant)' },
+  { id: 'runner-constant', file: 'apps/server/src/collectionEvents.ts', from: 'if (getScript?.constant === true) runner.getNow', to: 'if (getScript?.planned === true) runner.getNow', what: 'getNow: a plan that reads the request (not constant)' },
   { id: 'splice-relatedFields', file: E, from: '    if (node.fields !== undefined) return false;\n', to: '', what: 'expandsAsText: $fields of a relation' },
   { id: 'splice-relatedShows', file: E, from: 'if (target.owner.showsTextsTo?.(ctx) !== true || !expandsAsText(target, ctx, node.children)) return false;', to: 'if (!expandsAsText(target, ctx, node.children)) return false;', what: 'expandsAsText: a related collection with On Get, private or rule-hidden properties' },
   { id: 'splice-knownNested', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.sort !== undefined || node.fields !== undefined) return undefined;', what: 'knownShape: a nested $expand' },
