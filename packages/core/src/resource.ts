@@ -16,6 +16,8 @@ export interface ResourceHost {
   readonly loginLimits?: LoginLimitsFactory | undefined;
   /** The app's resource at a path ('/users'), as the server currently serves it (relations, live queries). */
   resourceAt?(path: string): Resource | undefined;
+  /** The app's resources as the server currently serves them (relations: who points at whom). */
+  resources?(): readonly Resource[];
   /**
    * false: resources answer every request by their plain path, none of their shortcuts (answers
    * from kept texts, kept answers, answers at once): the server option and app.json `fastPaths`.

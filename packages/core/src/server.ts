@@ -274,6 +274,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       for (const listener of sessionListeners) listener({ sessionId, uid, previousSessionId });
     },
     resourceAt: (path) => router.byPath(path),
+    resources: () => resources,
     // Each resource's plan function asks it (a Collection's planAnswer): no shortcut is decided here.
     fastPaths: options.fastPaths !== false,
   };
@@ -431,6 +432,17 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   const failed = (req: IncomingMessage, res: ServerResponse, err: unknown, id: string): void => {
     // The path only: a query string may carry tokens (the access line has the same id).
     writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${pathOf(req.url ?? '/')} from ${clientOf(req).address} (request ${id})` }));
+  };
+  // The time as ISO text, made once per millisecond: every access line asks for it, tens of times a millisecond under load.
+  let isoMs = 0;
+  let isoText = '';
+  const isoNow = (): string => {
+    const now = Date.now();
+    if (now !== isoMs) {
+      isoMs = now;
+      isoText = new Date(now).toISOString();
+    }
+    return isoText;
   };
   // What handle() notes for nobody (no access log, no metrics): written, never read.
   const unnoted: RequestNote = { resource: 'none', uid: undefined, plainAnonymous: false, plan: undefined };
@@ -637,17 +649,6 @@ function methodLabel(method: string | undefined): string {
   return method !== undefined && METHOD_LABELS.has(method) ? method : 'other';
 }
 
-let isoMs = 0;
-let isoText = '';
-/** The time as ISO text, made once per millisecond: every access line asks for it, tens of times a millisecond under load. */
-function isoNow(): string {
-  const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    isoText = new Date(now).toISOString();
-  }
-  return isoText;
-}
 
 function pathOf(url: string): string {
   const q = url.indexOf('?');

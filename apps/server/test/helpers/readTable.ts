@@ -18,6 +18,7 @@ const COMMON = {
   owner: { type: 'string' },
   tags: { type: 'array' },
   project: { type: 'relation', collection: '/projects', onDelete: 'setNull' },
+  label: { type: 'relation', collection: '/labels', onDelete: 'setNull' },
 };
 
 /** Collection name -> what it is there to exercise. */
@@ -36,8 +37,11 @@ export const COLLECTIONS = {
   named: 'On Get naming the properties it reads (columns)',
   cancels: 'On Get cancelling some objects',
   guarded: 'On BeforeRequest',
-  projects: 'relation target, relation to users, back-relation',
+  projects: 'relation target with an owner rule, relation to users, back-relation',
+  labels: 'relation target open to all',
   users: 'UserCollection: password hash, private property',
+  members: 'UserCollection without a private property: the password hash alone',
+  protoGet: 'On Get naming this.__proto__',
 } as const;
 
 export type CollectionName = keyof typeof COLLECTIONS;
@@ -50,7 +54,14 @@ export function differentialApp(): Record<string, string | object> {
       type: 'UserCollection',
       properties: { name: { type: 'string' }, role: { type: 'string' }, diary: { type: 'string', private: true } },
     },
-    'resources/projects/config.json': config({ name: { type: 'string' }, owner: { type: 'string' }, lead: { type: 'relation', collection: '/users', onDelete: 'setNull' } }),
+    'resources/members/config.json': { type: 'UserCollection', properties: { name: { type: 'string' } } },
+    'resources/protoGet/config.json': config(COMMON),
+    'resources/protoGet/get.js': 'this.kind = typeof this.__proto__;\n',
+    'resources/projects/config.json': config(
+      { name: { type: 'string' }, owner: { type: 'string' }, lead: { type: 'relation', collection: '/users', onDelete: 'setNull' } },
+      { rules: { list: { owner: '@me.id' }, read: { owner: '@me.id' } } },
+    ),
+    'resources/labels/config.json': config({ text: { type: 'string' } }),
     'resources/todos/config.json': config(COMMON, { rules: { delete: false } }),
     'resources/privy/config.json': config({ ...COMMON, secret: { type: 'string', private: true } }),
     'resources/owned/config.json': config(COMMON, { rules: { list: { owner: '@me.id' }, read: { owner: '@me.id' }, update: { owner: '@me.id' }, delete: { owner: '@me.id' } } }),
@@ -110,6 +121,9 @@ function listQueries(name: CollectionName): string[] {
     q({ $expand: ['project'] }),
     q({ $expand: { project: { $expand: { lead: true } } } }),
     q({ $expand: { project: { $fields: { name: 1 } } } }),
+    q({ $expand: ['label'] }),
+    q({ $expand: ['label', 'project'] }),
+    q({ done: false, $sort: { n: -1 }, $limit: 3, $expand: ['label'] }),
     q({ 'project.name': 'alpha' }),
     'flag=yes',
     'deny=1',
@@ -133,33 +147,43 @@ function objectQueries(name: CollectionName): string[] {
 /** The labels of the objects of a collection the table asks for by id (`missing` names none). */
 export function idLabels(name: CollectionName): string[] {
   if (name === 'users') return ['ann', 'bob', 'missing'];
+  if (name === 'members') return ['member', 'missing'];
   if (name === 'projects') return ['alpha', 'beta', 'missing'];
+  if (name === 'labels') return ['red', 'blue', 'missing'];
   return [`${name}:ann`, `${name}:bob`, `${name}:none`, `${name}:big`, 'missing'];
 }
 
-/** The table: every caller, every collection, lists, objects, counts, and the odd requests around them. */
-export function requestTable(ids: Ids): TableRequest[] {
+/** What a kept answer may have gone stale on after writes: the lists and objects as they are, and expanded. */
+const AFTER_WRITES_LIST = new Set(['', q({ done: false }), q({ $expand: ['project'] }), q({ $expand: ['label'] }), q({ $expand: ['label', 'project'] }), q({ $expand: { project: { $expand: { lead: true } } } }), q({ done: false, $sort: { n: 1 }, $limit: 20, $expand: ['project'] }), q({ $total: true, $limit: 2 })]);
+
+/**
+ * The table: every caller, every collection, lists, objects, counts, and the odd requests around
+ * them (`full`); after writes (`full` false), the requests whose answers a shortcut may keep.
+ * Scripts' own requests (internal) never get texts: a few of theirs suffice.
+ */
+export function requestTable(ids: Ids, full = true): TableRequest[] {
   const out: TableRequest[] = [];
   for (const caller of CALLERS) {
     for (const name of Object.keys(COLLECTIONS) as CollectionName[]) {
       const at = (path: string): string => (caller === 'internal' ? `/via${path}` : path);
-      for (const query of listQueries(name)) out.push({ caller, method: 'GET', path: at(`/${name}${query}`) });
+      const few = !full || caller === 'internal';
+      for (const query of listQueries(name)) if (!few || AFTER_WRITES_LIST.has(query)) out.push({ caller, method: 'GET', path: at(`/${name}${query}`) });
       idLabels(name).forEach((label, i) => {
         const id = ids[label] ?? 'no-such-object';
         // Every option on the first two objects; the others by themselves and expanded.
-        for (const query of i < 2 ? objectQueries(name) : ['', q({ $expand: ['project'] })]) out.push({ caller, method: 'GET', path: at(`/${name}/${id}${query}`) });
-        if (caller === 'internal' || caller === 'bob' || (i > 0 && label !== 'missing')) return;
+        for (const query of i < 2 && !few ? objectQueries(name) : ['', q({ $expand: ['project'] })]) out.push({ caller, method: 'GET', path: at(`/${name}/${id}${query}`) });
+        if (few || caller === 'bob' || (i > 0 && label !== 'missing')) return;
         // What the server's answer at once must leave alone: HEAD, a longer path, a body.
         out.push({ caller, method: 'HEAD', path: `/${name}/${id}` });
         out.push({ caller, method: 'GET', path: `/${name}/${id}/more` });
         out.push({ caller, method: 'GET', path: `/${name}/${id}`, body: 'x'.repeat(5000) });
         out.push({ caller, method: 'GET', path: `/${name}/${id}`, body: '{}' });
       });
-      if (caller === 'internal') continue;
+      if (few) continue;
       out.push({ caller, method: 'GET', path: `/${name}/count` });
       out.push({ caller, method: 'GET', path: `/${name}/count${q({ done: false })}` });
     }
-    if (caller === 'internal') continue;
+    if (caller === 'internal' || !full) continue;
     out.push({ caller, method: 'GET', path: '/users/me' }, { caller, method: 'GET', path: `/users/me${q({ $fields: { diary: 1 } })}` });
     // Writes every server refuses (a shortcut taking them for a GET would answer the object).
     if (caller !== 'root') out.push({ caller, method: 'DELETE', path: `/todos/${ids['todos:bob'] ?? 'no-such-object'}` });

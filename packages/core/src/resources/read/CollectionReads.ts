@@ -17,6 +17,7 @@ import { listFromChanges } from '../storedChanges.js';
 import { listJson, objectJson, Patcher } from '../storedJson.js';
 import { applyHidden } from '../updates.js';
 import { planAnswer } from './answerPlan.js';
+import { filterKeys, keepAllowed, pickWith } from './rowsAllowed.js';
 import type { AnswerPlan, OnGetFacts, PlanFacts, TextReads } from './answerPlan.js';
 
 /** What a Collection gives its reads. */
@@ -72,6 +73,8 @@ export class CollectionReads {
    * more once, not every time.
    */
   private splicesKept = false;
+  /** The names readTextsOfIdsNow reads with a list rule's, one list per set (pickWith; bounded). */
+  private readonly pickLists = new Map<string, readonly string[]>();
 
   constructor(options: CollectionReadsOptions) {
     this.store = options.store;
@@ -325,7 +328,7 @@ export class CollectionReads {
       }
       this.splicesKept = false;
     }
-    const pick = keysToExpand(expand);
+    const pick = keysToExpand(this.relations, expand);
     const rows = { ...(await store.findTexts(filter, options, pick)), pick };
     const spliced = await expandTexts(this.relations, ctx, rows, expand, known);
     this.splicesKept = spliced && known !== undefined;
@@ -368,14 +371,32 @@ export class CollectionReads {
    * at once: the caller then asks readTextsAs.
    */
   readTextsOfIdsNow(ctx: Context, ids: readonly string[], pick: readonly string[]): StoredTexts | undefined {
-    return this.readsTextsOfIdsNow(ctx) ? this.store.findTextsOfIdsNow?.(ids, pick) : undefined;
+    const filter = this.idsNowFilter(ctx);
+    if (filter === undefined) return undefined;
+    if (filter.keys.length === 0) return this.store.findTextsOfIdsNow?.(ids, pick);
+    // A list rule (an owner rule): the values it tests read beside the texts, its refusals dropped.
+    const all = pickWith(pick, filter.keys, this.pickLists);
+    const found = this.store.findTextsOfIdsNow?.(ids, all);
+    return found === undefined ? undefined : keepAllowed(found, all, pick.length, filter.filter, filter.keys);
   }
 
-  /** Whether {@link readTextsOfIdsNow} may answer ctx's caller: that query is the whole of its read. */
+  /** Whether {@link readTextsOfIdsNow} may answer ctx's caller: that query is the whole of its read but for a list rule it tests on the values. */
   readsTextsOfIdsNow(ctx: Context): boolean {
-    if (this.store.findTextsOfIdsNow === undefined || !this.showsTextsTo(ctx)) return false;
+    return this.idsNowFilter(ctx) !== undefined;
+  }
+
+  /**
+   * The list rule's filter of ctx's caller and the names it tests ({} and none: nothing limits the
+   * read), when readTextsOfIdsNow may answer: a store that reads ids at once, texts shown as
+   * stored, nothing refused, no property rule, and a filter that tests properties only.
+   */
+  private idsNowFilter(ctx: Context): { filter: Filter; keys: readonly string[] } | undefined {
+    if (this.store.findTextsOfIdsNow === undefined || !this.showsTextsTo(ctx)) return undefined;
     const scope = this.scopeOf(ctx);
-    return scope.plan === undefined && scope.refusals.unqueryable === undefined && !hasKeys(scope.filter('list'));
+    if (scope.plan !== undefined || scope.refusals.unqueryable !== undefined) return undefined;
+    const filter = scope.filter('list');
+    const keys = hasKeys(filter) ? filterKeys(filter) : NO_NAMES;
+    return keys === undefined ? undefined : { filter, keys };
   }
 
   /** Whether readAs answers ctx's caller the stored objects as they are: shortcuts on, no On Get, nothing hidden, a store that keeps texts. */
