@@ -49,7 +49,7 @@ export const MUTANTS = [
   { id: 'plan-list-columns', file: P, from: "if (f.onGet.columns && f.store.findTexts) return 'columns';", to: "if (f.store.findTexts) return 'columns';", what: 'list: columns for an On Get that does not name what it reads' },
   // The facts of a GET (CollectionReads).
   weaken('facts-skipped', R, 'if (skipped || !events.has(\'get\')) return undefined;', 'skipped || ', '', 'On Get skipped by root\'s $skipEvents, patched all the same'),
-  weaken('facts-proto', R, ON_GET, " && !reads.includes('__proto__')", '', 'columns: a script naming this.__proto__ (no test app script does: not covered)'),
+  weaken('facts-proto', R, ON_GET, " && !reads.includes('__proto__')", '', 'columns: a script naming this.__proto__ (the analyzer gives such a script no reads: unreachable)'),
   weaken('facts-constant', R, ON_GET, 'events.getNow !== undefined', 'true', 'constant: a runner without getNow (every runner here has it)'),
   { id: 'facts-expand', file: R, from: '      expand: expanding !== undefined,', to: '      expand: false,', what: 'facts: $expand' },
   // Visibility: whether stored texts may answer a caller.

@@ -66,7 +66,7 @@ interface Line {
 
 /**
  * The request counter and histogram, counted in plain numbers: prom-client's own hash their
- * labels on every call (~1-2 µs a request); these cost one Map lookup, and the text is made at
+ * labels on every call (bench/RESULTS.md, "Figures from code comments"); these cost one Map lookup, and the text is made at
  * the scrape.
  */
 class RequestMetrics {

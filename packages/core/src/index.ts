@@ -1,7 +1,7 @@
 export { SvcError, isSvcError, errorStatus } from './errors.js';
 export type { ErrorBody, ErrorCode, SvcErrorOptions } from './errors.js';
 export { createServer, recursionLimitOf } from './server.js';
-export type { AccessLogOptions, ExtraRoute, InternalRequest, RequestObserver, RequestSample, ServerDrainOptions, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
+export type { AccessLogOptions, ExtraRoute, InternalRequest, RequestObserver, RequestSample, ServerDrainOptions, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './serverTypes.js';
 export { DEFAULT_HEALTH_PATHS } from './http/health.js';
 export type { HealthOptions } from './http/health.js';
 export type { DrainOutcome } from './http/connectionDrain.js';

@@ -46,7 +46,7 @@ export function accessText(entry: AccessEntry): string {
  * Log lines waiting to be written together, as UTF-8 bytes in one buffer, each line encoded as it
  * comes. Kept as one text instead, the batch was a chain of ~12,000 strings (a dozen pieces per
  * access line) that outlived the young generation and was flattened when written: flattening
- * that chain alone cost ~0.27 µs per request (bench/RESULTS.md, issue 21).
+ * that chain alone cost a measurable part of a request (bench/RESULTS.md, "Figures from code comments").
  */
 export class LogBatch {
   private bytes = Buffer.allocUnsafeSlow(BATCH_BYTES);

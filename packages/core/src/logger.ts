@@ -110,7 +110,7 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
 
   // Access lines wait up to `accessFlushMs` and go out together: one write for all the requests
   // answered meanwhile instead of one each. A write to a pipe wakes its reader on another core,
-  // which costs more than the line (measured: about 9 µs per request when written one by one).
+  // which costs more than the line (bench/RESULTS.md, "Figures from code comments").
   const flushMs = options.accessFlushMs ?? DEFAULT_ACCESS_FLUSH_MS;
   const batch = new LogBatch();
   let scheduled = false;

@@ -19,6 +19,7 @@ const COMMON = {
   tags: { type: 'array' },
   project: { type: 'relation', collection: '/projects', onDelete: 'setNull' },
   label: { type: 'relation', collection: '/labels', onDelete: 'setNull' },
+  marks: { type: 'relation', collection: '/labels', many: true, onDelete: 'setNull' },
 };
 
 /** Collection name -> what it is there to exercise. */
@@ -41,7 +42,8 @@ export const COLLECTIONS = {
   labels: 'relation target open to all',
   users: 'UserCollection: password hash, private property',
   members: 'UserCollection without a private property: the password hash alone',
-  protoGet: 'On Get naming this.__proto__',
+  localGet: 'On Get a static plan answers, reading a variable of the request',
+  ownedMarked: 'owner rules and a constant On Get',
 } as const;
 
 export type CollectionName = keyof typeof COLLECTIONS;
@@ -55,8 +57,11 @@ export function differentialApp(): Record<string, string | object> {
       properties: { name: { type: 'string' }, role: { type: 'string' }, diary: { type: 'string', private: true } },
     },
     'resources/members/config.json': { type: 'UserCollection', properties: { name: { type: 'string' } } },
-    'resources/protoGet/config.json': config(COMMON),
-    'resources/protoGet/get.js': 'this.kind = typeof this.__proto__;\n',
+    'resources/localGet/config.json': config(COMMON),
+    // A static plan that is not constant: answered at once it would not see `isRoot` (a script process never runs it).
+    'resources/localGet/get.js': "if (isRoot === false) hide('title');\n",
+    'resources/ownedMarked/config.json': config(COMMON, { rules: { list: { owner: '@me.id' }, read: { owner: '@me.id' } } }),
+    'resources/ownedMarked/get.js': 'this.seen = true;\n',
     'resources/projects/config.json': config(
       { name: { type: 'string' }, owner: { type: 'string' }, lead: { type: 'relation', collection: '/users', onDelete: 'setNull' } },
       { rules: { list: { owner: '@me.id' }, read: { owner: '@me.id' } } },
@@ -123,6 +128,7 @@ function listQueries(name: CollectionName): string[] {
     q({ $expand: { project: { $fields: { name: 1 } } } }),
     q({ $expand: ['label'] }),
     q({ $expand: ['label', 'project'] }),
+    q({ $expand: ['marks'] }),
     q({ done: false, $sort: { n: -1 }, $limit: 3, $expand: ['label'] }),
     q({ 'project.name': 'alpha' }),
     'flag=yes',
@@ -154,7 +160,7 @@ export function idLabels(name: CollectionName): string[] {
 }
 
 /** What a kept answer may have gone stale on after writes: the lists and objects as they are, and expanded. */
-const AFTER_WRITES_LIST = new Set(['', q({ done: false }), q({ $expand: ['project'] }), q({ $expand: ['label'] }), q({ $expand: ['label', 'project'] }), q({ $expand: { project: { $expand: { lead: true } } } }), q({ done: false, $sort: { n: 1 }, $limit: 20, $expand: ['project'] }), q({ $total: true, $limit: 2 })]);
+const AFTER_WRITES_LIST = new Set(['', q({ done: false }), q({ $expand: ['project'] }), q({ $expand: ['label'] }), q({ $expand: ['marks'] }), q({ $expand: ['label', 'project'] }), q({ $expand: { project: { $expand: { lead: true } } } }), q({ done: false, $sort: { n: 1 }, $limit: 20, $expand: ['project'] }), q({ $total: true, $limit: 2 })]);
 
 /**
  * The table: every caller, every collection, lists, objects, counts, and the odd requests around

@@ -212,9 +212,9 @@ export class CollectionReads {
     this.scopes.set(ctx, scope);
     const only = ctx.parts[0];
     const byId = only !== undefined && only !== '';
-    if (byId && !hasKeys(ctx.query)) {
-      // GET /<c>/<id> and nothing else: planned before the query is compiled (there is none).
-      const plan = planAnswer(this.facts(ctx, scope, { byId, query: false, fields: false, skipped: false }));
+    if (byId) {
+      // GET /<c>/<id>: planned before the query is compiled (a stored text answers no query at all).
+      const plan = planAnswer(this.facts(ctx, scope, { byId, query: hasKeys(ctx.query), fields: false, skipped: false }));
       const reply = plan === 'objects' ? undefined : await this.objectText(ctx, scope, only, plan, idOf);
       if (reply !== undefined) return reply;
     }
