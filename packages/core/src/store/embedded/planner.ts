@@ -323,8 +323,8 @@ export function or(parts: Condition[]): Condition {
 /**
  * ORDER BY for a sort, or undefined when SQL would order differently from the query language:
  * a property that holds arrays, or values of more than one kind (SQLite puts numbers before
- * strings but reads booleans as numbers and objects as text). Null and missing sort first
- * ascending and last descending, as one (MongoDB's order).
+ * strings but reads booleans as numbers and objects as text). Missing, then null, sort first
+ * ascending and last descending (the old embedded store's order; MongoDB ties them).
  */
 function sortSql(sort: Record<string, 1 | -1>, ctx: PlanContext, params: Params): string | undefined {
   const keys: string[] = [];
@@ -334,6 +334,8 @@ function sortSql(sort: Record<string, 1 | -1>, ctx: PlanContext, params: Params)
     if (o === undefined || !o.plain) return undefined;
     const kinds = o.kinds & ~NULL;
     if (kinds !== 0 && kinds !== NUMBER && kinds !== STRING && kinds !== BOOL && kinds !== DATE) return undefined;
+    // Missing before null (the old store's order): a key of its own, only where nulls are stored.
+    if ((o.kinds & NULL) !== 0) keys.push(`(${o.type} IS NOT NULL) ${direction}`);
     keys.push(`${kinds === DATE ? o.date() : o.value} ${direction}`);
   }
   return keys.join(', ');

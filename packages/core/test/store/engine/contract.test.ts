@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngineStore } from '../../src/store/embedded/index.js';
-import { runStoreContract } from './contract.js';
+import { createEngineStore } from '../../../src/store/embedded/index.js';
+import { runStoreContract } from '../contract.js';
 
 runStoreContract('embedded engine (SQLite)', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-engine-'));
