@@ -1,9 +1,22 @@
-import { DatabaseSync } from 'node:sqlite';
-import type { StatementSync } from 'node:sqlite';
+import type * as NodeSqlite from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Schema } from './schema.js';
 
 /** How a commit reaches the disk (app.json `embeddedStore.durability`). */
 export type Durability = 'normal' | 'full';
+
+/**
+ * node:sqlite, loaded when an engine is opened (not when @svc/core is imported: svc runs on
+ * Node >= 22.12, where node:sqlite needs a flag before 22.13); the engine needs 22.16
+ * (StatementSync.setReturnArrays).
+ */
+function sqlite(): typeof NodeSqlite {
+  const loaded = process.getBuiltinModule('node:sqlite') as typeof NodeSqlite | undefined;
+  if (loaded === undefined || typeof loaded.StatementSync.prototype.setReturnArrays !== 'function') {
+    throw new Error(`the embedded engine (embeddedStore.engine "sqlite") needs Node.js 22.16 or newer; this is ${process.version}`);
+  }
+  return loaded;
+}
 
 /** A write waiting for the next group commit. */
 interface WriteTask {
@@ -41,7 +54,7 @@ export class Engine {
 
   constructor(file: string, durability: Durability) {
     this.file = file;
-    this.db = new DatabaseSync(file);
+    this.db = new (sqlite().DatabaseSync)(file);
     // WAL: readers are not blocked by the writer, a commit appends to one file. The page cache is
     // set (node:sqlite's default is 2 MB): bench/sqlite-drivers.mjs measured the range query at
     // 1.6x the CPU with the default at 100,000 objects.
