@@ -113,24 +113,34 @@ export class Engine {
     if (batch.length === 0) return;
     const results: { ok: boolean; value: unknown }[] = [];
     const db = this.db;
+    // Prepared once (exec would parse each statement again, per write).
+    const savepoint = this.prepare('SAVEPOINT w');
+    const release = this.prepare('RELEASE w');
     try {
-      db.exec('BEGIN IMMEDIATE');
+      this.prepare('BEGIN IMMEDIATE').run();
       for (const task of batch) {
-        db.exec('SAVEPOINT w');
+        // One write alone needs no savepoint: its failure rolls back the whole transaction.
+        const alone = batch.length === 1;
+        if (!alone) savepoint.run();
         const before = this.schema.changes;
         try {
           const value = task.run();
-          db.exec('RELEASE w');
+          if (!alone) release.run();
           results.push({ ok: true, value });
         } catch (err) {
-          db.exec('ROLLBACK TO w');
-          db.exec('RELEASE w');
+          if (alone) {
+            db.exec('ROLLBACK');
+            db.exec('BEGIN IMMEDIATE');
+          } else {
+            this.prepare('ROLLBACK TO w').run();
+            release.run();
+          }
           // What the write changed of the schema or the path facts in memory went back in the database.
           if (this.schema.changes !== before) this.schema.reload();
           results.push({ ok: false, value: err });
         }
       }
-      db.exec('COMMIT');
+      this.prepare('COMMIT').run();
     } catch (err) {
       // The transaction did not commit (a full disk, a failing one): none of the batch is stored.
       if (db.isTransaction) db.exec('ROLLBACK');
