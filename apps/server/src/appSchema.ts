@@ -17,6 +17,7 @@ type Rule =
   | { kind: 'path' }
   | { kind: 'urlPath' }
   | { kind: 'redisPrefix' }
+  | { kind: 'oneOf'; values: readonly string[] }
   | { kind: 'object'; keys: Record<string, Rule> };
 
 const int = (min: number, max?: number): Rule => (max === undefined ? { kind: 'int', min } : { kind: 'int', min, max });
@@ -53,7 +54,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
     kind: 'object',
     keys: { maxSocketsPerAddress: int(0), maxSockets: int(0), maxLiveQueriesPerSocket: int(0), maxLiveQueriesPerUser: int(0), liveReplay: int(1, 100_000), liveBufferedPackets: int(1) },
   },
-  embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
+  embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' }, engine: { kind: 'oneOf', values: ['files', 'sqlite'] } } },
   redisPrefix: { kind: 'redisPrefix' },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000), bucket: { kind: 'string' } } },
   trustProxy: { kind: 'trustProxy' },
@@ -93,6 +94,8 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
       return typeof v === 'boolean' ? undefined : 'true or false';
     case 'string':
       return typeof v === 'string' && v !== '' ? undefined : 'a non-empty string';
+    case 'oneOf':
+      return typeof v === 'string' && rule.values.includes(v) ? undefined : `one of ${rule.values.map((x) => JSON.stringify(x)).join(', ')}`;
     case 'origins':
       return v === '*' || (Array.isArray(v) && v.every((s) => typeof s === 'string' && /^https?:\/\/[^/]+$/.test(s)))
         ? undefined

@@ -56,8 +56,12 @@ export interface AppSettings {
     liveReplay?: number;
     liveBufferedPackets?: number;
   };
-  /** The embedded store: fsync each append before acknowledging it (default false; docs/deploying.md). */
-  embeddedStore?: { fsync?: boolean };
+  /**
+   * The embedded store: fsync each write before acknowledging it (default false; docs/deploying.md);
+   * `engine` "sqlite" runs the on-disk engine (docs/embedded-engine.md) instead of the files kept
+   * in memory ("files", the default while the engine is being completed).
+   */
+  embeddedStore?: { fsync?: boolean; engine?: 'files' | 'sqlite' };
   /**
    * The start of every Redis key and channel of this app (realtime, live queries, login limits,
    * scheduled-job locks), so that several apps can share one Redis. Default "svc".

@@ -58,6 +58,8 @@ export { ProxyTrust } from './http/ProxyTrust.js';
 export type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 export type { HttpLimits } from './http/svcHttpServer.js';
 export { createEmbeddedStore, matchesFilter } from './store/embeddedStore.js';
+export { createEngineStore, ENGINE_FILE } from './store/embedded/index.js';
+export type { EngineStoreOptions } from './store/embedded/index.js';
 export { snapshotEmbeddedStore, collectionOfDataFile, dataFileOfCollection } from './store/embeddedSnapshot.js';
 export type { EmbeddedSnapshot, SnapshotCollection } from './store/embeddedSnapshot.js';
 export { lockDataFolder } from './store/internal/dataLock.js';
