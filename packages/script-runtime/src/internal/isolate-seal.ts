@@ -57,6 +57,8 @@ export function sealRealm(): void {
     [String.prototype, ['constructor', 'toString', 'valueOf']],
     [Boolean.prototype, ['constructor', 'toString', 'valueOf']],
     [Map.prototype, ['constructor']],
+    // Buffer (the npm package scripts get as `buffer`) sets its own toString on a Uint8Array subclass.
+    [(getPrototypeOf(Uint8Array) as { prototype: object }).prototype, '*'],
     [Set.prototype, ['constructor']],
     ...errorTypes.map((E): [object, PropertyKey[]] => [E.prototype, ['constructor', 'message', 'name', 'toString']]),
   ];
