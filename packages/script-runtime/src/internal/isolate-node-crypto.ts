@@ -103,7 +103,7 @@ export function nodeCrypto(module: { exports: unknown }, _exports: unknown, requ
     export(options?: { format?: unknown; type?: unknown; cipher?: unknown; passphrase?: unknown }): unknown {
       const info = INFO.get(this) as KeyInfo;
       if (info.type === 'secret') {
-        if (options?.format === 'jwk') return { kty: 'oct', k: Buffer.from(info.der).toString('base64url') };
+        if (options?.format === 'jwk') return { kty: 'oct', k: Buffer.from(info.der).toString('base64').replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_') };
         return Buffer.from(info.der.slice(0));
       }
       if (options?.cipher !== undefined) throw new Error('KeyObject.export: encrypting a key is not available in event scripts');

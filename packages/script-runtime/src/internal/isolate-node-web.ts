@@ -197,7 +197,7 @@ export function nodeWeb(module: { exports: unknown }, _exports: unknown, require
     }
     #set(key: string, value: unknown): void {
       this.#parts = hostSync('urlSet', this.#parts.href, key, String(value)) as Parts;
-      if (key === 'search' || key === 'href') this.#params && URLSearchParams._reset(this.#params, this.#parts.search);
+      if ((key === 'search' || key === 'href') && this.#params) URLSearchParams._reset(this.#params, this.#parts.search);
     }
     _setSearch(search: string): void {
       this.#parts = hostSync('urlSet', this.#parts.href, 'search', search) as Parts;

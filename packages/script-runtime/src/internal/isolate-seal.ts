@@ -67,6 +67,20 @@ export function sealRealm(): void {
     for (const key of list) tame(target, key);
   }
 
+  // V8's Error.stackTraceLimit: modules (assert) set it around `new Error` in strict code. Writes
+  // are ignored rather than refused: the shared limit stays the same for every run.
+  const limit = getOwnPropertyDescriptor(Error, 'stackTraceLimit');
+  if (limit && 'value' in limit && limit.configurable) {
+    const value: unknown = limit.value;
+    const accessor = {
+      get(): unknown {
+        return value;
+      },
+      set(): void {},
+    };
+    defineProperty(Error, 'stackTraceLimit', { get: accessor.get, set: accessor.set, enumerable: limit.enumerable === true, configurable: false });
+  }
+
   // Intrinsics that no global names, reached through syntax.
   const hidden: unknown[] = [
     getPrototypeOf(function* () {}),

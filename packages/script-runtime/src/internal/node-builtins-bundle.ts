@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import type * as Esbuild from 'esbuild';
 
 /**
  * The Node built-ins that event scripts get as pure JavaScript, from the npm packages that
@@ -44,7 +45,7 @@ export const NODE_GLOBALS_DEFINE: Readonly<Record<string, string>> = Object.from
 /** Bundles every entry of BUNDLED_BUILTINS with esbuild, in one synchronous build (~0.3-1 s). */
 export function bundleBuiltins(): Record<string, string> {
   const require = createRequire(import.meta.url);
-  const esbuild = require('esbuild') as typeof import('esbuild');
+  const esbuild = require('esbuild') as typeof Esbuild;
   const names = Object.keys(BUNDLED_BUILTINS);
   const result = esbuild.buildSync({
     entryPoints: names.map((name, i) => ({ in: require.resolve(BUNDLED_BUILTINS[name] as string), out: `b${i}` })),

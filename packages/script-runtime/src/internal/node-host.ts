@@ -169,6 +169,12 @@ export function makeHostSync(clock: HostClock): (op: unknown, ...args: unknown[]
       clock.overrun = true;
       throw new Error(`the script ran longer than its time limit of ${clock.limitMs} ms`);
     }
-    return (OPS[name] as (...a: unknown[]) => unknown)(...args);
+    if (!UNTIMED.has(name)) return (OPS[name] as (...a: unknown[]) => unknown)(...args);
+    const started = performance.now();
+    try {
+      return (OPS[name] as (...a: unknown[]) => unknown)(...args);
+    } finally {
+      clock.startedAt += performance.now() - started;
+    }
   };
 }
