@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { cp, readFile, realpath, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '@svc/core';
 import { startApp } from '@svc/server';
@@ -16,6 +16,8 @@ import { writeApp } from './helpers/app.js';
 // request's budgets; npm modules that need Node built-ins (jsonwebtoken, yelp-fusion) work.
 
 const SERVER_DIR = fileURLToPath(new URL('..', import.meta.url));
+/** The real jsonwebtoken in Node, to check what the sandboxed one signed. */
+const jwt = createRequire(import.meta.url)('jsonwebtoken') as { verify(token: string, key: string, options?: object): Record<string, unknown> };
 
 /** Copies a package and its dependencies from this repo's pnpm store into an app's node_modules, as npm would lay them out. */
 async function installFromStore(appDir: string, name: string, from = SERVER_DIR): Promise<void> {
