@@ -107,8 +107,9 @@ async function bundleAs(root: string, name: string, entry: string): Promise<Scri
     bundle: true,
     write: false,
     format: 'cjs',
-    // Browser builds of packages (their "browser" field) are the ones meant to run without Node.
-    platform: 'browser',
+    // Packages' Node builds, as Deployd ran them: scripts have Node's pure built-ins, crypto and
+    // http(s) (a browser build may need `window`, as form-data's does in sparkpost's request).
+    platform: 'node',
     target: 'es2023',
     external: [...builtinModules, 'node:*'],
     // A module's free `process`, `Buffer`, `setTimeout`, `URL`, ... are the sandbox's (its wrapper's `__svcGlobals`).

@@ -283,4 +283,43 @@ describe("Deployd apps' npm modules that need Node built-ins", () => {
       await new Promise((resolve) => local.close(resolve));
     }
   });
+
+  it("sparkpost (through request, which names net and tls at load) parses its URLs and sends a transmission through the guard", async () => {
+    const bodies: string[] = [];
+    const local = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        bodies.push(body);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ results: { id: 'tx1', url: req.url, auth: req.headers['authorization'] } }));
+      });
+    });
+    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
+    const localPort = (local.address() as AddressInfo).port;
+    const app = await start(
+      {
+        'app.json': { scripts: { modules: ['sparkpost'] }, outbound: { allow: ['127.0.0.1'] } },
+        'resources/things/config.json': COLLECTION,
+        'resources/things/post.js': `
+          var self = this;
+          var SparkPost = require('sparkpost');
+          var client = new SparkPost('KEY', { origin: 'http://127.0.0.1:${localPort}' });
+          this.out = { host: require('url').parse('https://api.sparkpost.com:443/api/v1').host };
+          client.transmissions.send({ content: { from: 'a@example.com', subject: 'hi', text: 'hello' }, recipients: [{ address: 'b@example.com' }] }, function (err, data) {
+            self.out.error = err ? err.message : null;
+            self.out.data = data;
+          });`,
+      },
+      ['sparkpost'],
+    );
+    try {
+      const res = await app.post({ title: 'x' });
+      expect(res).toMatchObject({ status: 200, body: { out: { host: 'api.sparkpost.com:443', error: null, data: { results: { id: 'tx1', url: '/api/v1/transmissions', auth: 'KEY' } } } } });
+      expect(JSON.parse(bodies[0] as string)).toMatchObject({ content: { subject: 'hi', text: 'hello' } });
+      expect(bodies[0]).toContain('b@example.com');
+    } finally {
+      await app.close();
+      await new Promise((resolve) => local.close(resolve));
+    }
+  });
 });

@@ -174,7 +174,9 @@ describe('isolation between runs', () => {
 describe('built-ins that are not offered', () => {
   const USES_NET: ScriptModule = {
     name: 'uses-net',
-    source: `var net = require('net'), fs = require('fs'); module.exports = { ok: function () { return 'loaded'; }, connect: function () { return net.connect(80); }, read: function () { return fs.readFileSync('/etc/passwd'); } };`,
+    // As forever-agent (in request, in sparkpost) does at load: keeps a function of a built-in.
+    source: `var net = require('net'), fs = require('fs'); var keep = { create: net.createConnection, Socket: net.Socket };
+      module.exports = { ok: function () { return 'loaded'; }, connect: function () { return net.connect(80); }, read: function () { return fs.readFileSync('/etc/passwd'); }, kept: function () { return new keep.Socket(); } };`,
   };
 
   test('a script requiring one fails by name; a module naming one loads and fails by name when it uses it', async () => {
@@ -189,5 +191,7 @@ describe('built-ins that are not offered', () => {
     expect((connect as Error).message).toBe(`module 'net' is a Node built-in that event scripts cannot use (net.connect)`);
     const read = await exec(`require('uses-net').read();`).catch((e: unknown) => e);
     expect((read as Error).message).toBe(`module 'fs' is a Node built-in that event scripts cannot use (fs.readFileSync)`);
+    const kept = await exec(`require('uses-net').kept();`).catch((e: unknown) => e);
+    expect((kept as Error).message).toBe(`module 'net' is a Node built-in that event scripts cannot use (net.Socket)`);
   });
 });

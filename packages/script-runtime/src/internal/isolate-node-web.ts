@@ -380,7 +380,10 @@ export function nodeWeb(module: { exports: unknown }, _exports: unknown, require
   function fetch(input: unknown, init: { method?: unknown; headers?: unknown; body?: unknown; redirect?: unknown; signal?: unknown } = {}): Promise<Response> {
     try {
       const run = sandbox.currentRun();
-      if (run === undefined) throw new Error('fetch: svc cannot tell which script run makes this call (one made after an await by code of several runs, such as a module in a list\'s On Get): make it from the script itself');
+      if (run === undefined) {
+        const why = "svc cannot tell which script run makes this call (one made after an await by code of several runs, such as a module in a list's On Get): make it from the script itself";
+        throw Object.assign(new TypeError(`fetch failed: ${why}`), { cause: Object.assign(new Error(why), { code: 'ERR_SVC_NO_RUN' }) });
+      }
       const url = input instanceof URL ? input.href : String(input);
       const headers = new Headers(init.headers);
       let body: string | undefined;

@@ -166,23 +166,30 @@ export function makeNodeSandbox(deps: NodeSandboxDeps): NodeSandbox {
   }
 
   const refusals = new Map<string, object>();
-  /** A module's stand-in for a built-in that is not offered: it throws, naming it, when used. */
-  function refusing(id: string): object {
-    let stub = refusals.get(id);
+  /**
+   * A module's stand-in for a built-in that is not offered: any property of it is another
+   * stand-in, and calling or constructing one throws, naming it. So a package that only keeps a
+   * reference at load (`Agent.prototype.createConnection = net.createConnection`) loads, and fails
+   * where it would use the built-in.
+   */
+  function refusing(path: string): object {
+    let stub = refusals.get(path);
     if (stub) return stub;
-    const message = (what: string): string => `module '${id}' is a Node built-in that event scripts cannot use (${what})`;
-    const fail = (what: string): never => {
-      throw new Error(message(what));
+    const id = path.split('.')[0] as string;
+    const fail = (): never => {
+      throw new Error(`module '${id}' is a Node built-in that event scripts cannot use (${path})`);
     };
-    const target = freezeObject(Object.create(null) as object);
+    // A function (not an arrow): `new net.Socket()` must reach the construct trap.
+    const target = freezeObject(function () {});
     stub = new Proxy(target, {
-      // A bundler's interop reads `__esModule` and `default`; `then` is read by await.
-      get: (_t, key) => (typeof key === 'symbol' || key === '__esModule' || key === 'then' ? undefined : fail(`${id}.${String(key)}`)),
-      set: () => fail(id),
-      apply: () => fail(id),
-      construct: () => fail(id),
+      // A bundler's interop reads `__esModule`; `then` is read by await. The target's own frozen
+      // properties (length, name) must answer as they are.
+      get: (t, key) => (hasOwn(t, key) ? Reflect.get(t, key) : typeof key === 'symbol' || key === '__esModule' || key === 'then' ? undefined : refusing(`${path}.${key}`)),
+      set: () => fail(),
+      apply: () => fail(),
+      construct: () => fail(),
     });
-    refusals.set(id, stub);
+    if (refusals.size < 1024) refusals.set(path, stub);
     return stub;
   }
 
