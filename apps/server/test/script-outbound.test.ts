@@ -217,6 +217,26 @@ describe('outbound calls of event scripts', () => {
     }
   });
 
+  it('counts each call when it is made: calls started in one turn past requestCalls are refused without being made', async () => {
+    const app = await start({
+      'app.json': { outbound: { allow: ['127.0.0.1'], requestCalls: 3 } },
+      'resources/things/config.json': COLLECTION,
+      'resources/things/post.js': `
+        var calls = [];
+        for (var i = 0; i < 8; i++) calls.push(fetch('http://127.0.0.1:' + this.title + '/echo?burst=' + i).then(function (r) { return r.status; }, function (e) { return e.cause.code; }));
+        this.out = { list: await Promise.all(calls) };`,
+    });
+    try {
+      const before = hits.filter((h) => h.includes('burst=')).length;
+      const out = (await app.post({ title: String(port) })).body.out as { list: unknown[] };
+      expect(out.list.filter((x) => x === 200)).toHaveLength(3);
+      expect(out.list.filter((x) => x === 'ERR_SVC_BUDGET')).toHaveLength(5);
+      expect(hits.filter((h) => h.includes('burst=')).length - before).toBe(3);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('a bad app.json outbound.allow entry stops the start, naming it', async () => {
     const dir = await writeApp({ 'app.json': { outbound: { allow: ['10.0.0.0/99'] } } });
     try {
