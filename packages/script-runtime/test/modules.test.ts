@@ -36,7 +36,7 @@ exports.Point = Point;`;
     expect(first.thisObj).toEqual({ t: 4, evil: true, frozen: true });
   });
 
-  test('Node built-ins are refused by name, with and without node:', async () => {
+  test('Node built-ins svc does not offer are refused by name, with and without node:', async () => {
     const { exec } = setup({ isolates: 1, modules: [PAD] });
     for (const name of ['fs', 'node:fs', 'child_process', 'net']) {
       const err = await exec(`require(${JSON.stringify(name)})`).catch((e: unknown) => e);
