@@ -83,3 +83,8 @@ export type {
 } from './resourceType.js';
 export { RecordingRealtime } from './realtime.js';
 export type { Realtime, RecordedMessage } from './realtime.js';
+export { classifyAddress, parseIp } from './net/addresses.js';
+export type { AddressClass, AddressKind } from './net/addresses.js';
+export { OutboundPolicy } from './net/outboundPolicy.js';
+export { outboundErrorCode, outboundFetch } from './net/outbound.js';
+export type { OutboundErrorCode, OutboundLookup, OutboundRequest, OutboundResponse } from './net/outbound.js';
