@@ -64,6 +64,8 @@ export class UserCollection extends Collection implements UserResource {
   private readonly flows: AccountFlows | undefined;
   /** Password reset, email verification, one-time codes (config.json `auth`); undefined when off. */
   private readonly accounts: Accounts | undefined;
+  /** Properties only the server sets (`verified`): a client's value in a POST or PUT is dropped. */
+  private readonly serverSet: readonly string[];
 
   constructor(options: UserCollectionOptions) {
     const { password, username, ...rest } = options.properties;
@@ -97,6 +99,7 @@ export class UserCollection extends Collection implements UserResource {
     this.limitOptions = options.loginRateLimit;
     this.limiter = new LoginLimiter(options.loginRateLimit);
     this.accounts = options.accounts && this.accountsOf(options.accounts);
+    this.serverSet = serverSetProperties(options, this.properties);
   }
 
   private accountsOf(options: UserAccountOptions): Accounts {
@@ -170,7 +173,7 @@ export class UserCollection extends Collection implements UserResource {
   protected override present(doc: Record<string, unknown>): Record<string, unknown> {
     if (!Object.hasOwn(doc, 'password') && !ACCOUNT_FIELDS.some((field) => Object.hasOwn(doc, field))) return doc;
     // Destructured, not deleted: objects keep their fast shape for the JSON answer (ACCOUNT_FIELDS).
-    const { password: _password, _mfa, _mfaRecovery, _identities, ...rest } = doc;
+    const { password: _password, _mfa, _mfaRecovery, _identities, _emailProof, ...rest } = doc;
     return rest;
   }
 
@@ -217,8 +220,8 @@ export class UserCollection extends Collection implements UserResource {
    * set it). A new copy when something is dropped, so that the caller's body stays as sent.
    */
   private withoutAccountFields(ctx: Context, body: Record<string, unknown>): Record<string, unknown> {
-    if (!this.accounts?.policy.verification.enabled || ctx.isRoot || ctx.internal || !Object.hasOwn(body, 'verified')) return body;
-    const { verified: _verified, ...rest } = body;
+    if (ctx.isRoot || ctx.internal || !this.serverSet.some((name) => Object.hasOwn(body, name))) return body;
+    const rest = Object.fromEntries(Object.entries(body).filter(([name]) => !this.serverSet.includes(name)));
     ctx.body = rest;
     return rest;
   }
@@ -406,6 +409,18 @@ export class UserCollection extends Collection implements UserResource {
 /** The answer of /me without a user (a new object each time: replies may be changed on the way out). */
 function noUser(): Reply {
   return { status: 204 };
+}
+
+/**
+ * The properties only the server sets: `verified` with email verification on, and the property an
+ * OAuth sign-up marks verified (`auth.oauth.verifiedProperty`), so that no client claims it.
+ */
+function serverSetProperties(options: UserCollectionOptions, properties: Readonly<Record<string, PropertyDef>>): string[] {
+  const names = new Set<string>();
+  if (options.accounts?.policy.verification.enabled) names.add('verified');
+  const flag = options.auth?.oauth?.verifiedProperty;
+  if (flag !== undefined && Object.hasOwn(properties, flag) && flag !== 'username' && flag !== 'password') names.add(flag);
+  return [...names];
 }
 
 /** Who is logging in: the request's client (behind trusted proxies, the one they name). */
