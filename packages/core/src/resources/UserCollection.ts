@@ -80,7 +80,8 @@ export class UserCollection extends Collection implements UserResource {
     if (options.accounts && properties.email?.type !== 'string') {
       throw new Error(`resource ${options.path.slice(1)}: auth.verification, auth.reset and auth.codes need an "email" property of type string (unique, so that an address names one user)`);
     }
-    if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean' };
+    if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean', ...readRulesOf(properties.verified) };
+    if (options.auth !== undefined) privateAccountFields(properties, options.auth);
     super({ ...options, properties });
     this.flows = AccountFlows.create(options, {
       path: this.path,
@@ -409,6 +410,26 @@ export class UserCollection extends Collection implements UserResource {
 /** The answer of /me without a user (a new object each time: replies may be changed on the way out). */
 function noUser(): Reply {
   return { status: 204 };
+}
+
+/** A property's own `read` and `private`, when config.json gives them. */
+function readRulesOf(def: PropertyDef | undefined): Partial<PropertyDef> {
+  return { ...(def?.read !== undefined ? { read: def.read } : {}), ...(def?.private !== undefined ? { private: def.private } : {}) };
+}
+
+/**
+ * With `auth`, the account fields (the address, the verified flag) are private unless config.json
+ * gives them a `read` rule or `private` of their own: the user at /me and root read them, others
+ * neither see nor filter them (issue 38: anyone listed every user's address, and `?email=` told
+ * whether an address has an account). `username` stays as in Deployd.
+ */
+function privateAccountFields(properties: Record<string, PropertyDef>, auth: AuthSettings): void {
+  const names = new Set(['email', 'verified', ...(auth.oauth ? [auth.oauth.emailProperty, auth.oauth.verifiedProperty] : [])]);
+  names.delete('username');
+  for (const name of names) {
+    const def = Object.hasOwn(properties, name) ? properties[name] : undefined;
+    if (def !== undefined && def.read === undefined && def.private === undefined) properties[name] = { ...def, private: true };
+  }
 }
 
 /**
