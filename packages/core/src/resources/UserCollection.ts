@@ -135,6 +135,35 @@ export class UserCollection extends Collection implements UserResource {
     if (this.accounts && email && !email.unique && !email.index) await this.store.ensureIndex({ field: 'email' });
     await this.accounts?.init();
     await this.flows?.init();
+    if (this.accounts?.policy.verification.required) await this.warnUnverified();
+  }
+
+  /**
+   * The users `auth.verification.required` keeps from logging in: how many have no verified email
+   * address (`verified` not true), and how many of those have no address at all (no link can
+   * reach them). For the start's warning and the dashboard's Accounts tab.
+   */
+  async unverifiedUsers(): Promise<{ count: number; withoutAddress: number }> {
+    const unverified = { verified: { $ne: true } };
+    const count = await this.store.count(unverified);
+    const withoutAddress = count === 0 ? 0 : await this.store.count({ ...unverified, $or: [{ email: { $exists: false } }, { email: null }, { email: '' }] });
+    return { count, withoutAddress };
+  }
+
+  /** Turning `verification.required` on locks out every user not verified yet: said at each start, with the count. */
+  private async warnUnverified(): Promise<void> {
+    const name = this.path.slice(1);
+    try {
+      const { count, withoutAddress } = await this.unverifiedUsers();
+      if (count === 0) return;
+      this.logger?.warn(
+        `${name}: auth.verification.required is on and ${count} user${count === 1 ? ' has' : 's have'} no verified email address` +
+          `${withoutAddress > 0 ? ` (${withoutAddress} without any address)` : ''}: they cannot log in until they confirm one. ` +
+          `They ask for a link with POST /${name}/requestVerification {email}; root may mark users it trusts "verified": true; see docs/accounts.md ("Turning verification.required on")`,
+      );
+    } catch (err) {
+      this.logger?.warn(`${name}: could not count the users without a verified email address: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   override handle(ctx: Context): Promise<Reply> {
