@@ -18,6 +18,7 @@ import type { CredentialCheck } from './accounts/Accounts.js';
 import type { AccountMailer } from './accounts/AccountMailer.js';
 import type { AccountPolicy } from './accounts/accountSettings.js';
 import { isEmailAddress } from './accounts/accountInput.js';
+import { EMAIL_PROOF, provesEmail } from './accounts/emailProof.js';
 
 /** Options of a {@link UserCollection}. */
 export interface UserCollectionOptions extends CollectionOptions {
@@ -317,14 +318,27 @@ export class UserCollection extends Collection implements UserResource {
     return user;
   }
 
+  /**
+   * POST /<users>/login: `{username, password}` (Deployd's), or `{email, password}` when a mail
+   * flow is on (a given username wins, as Deployd ignored other keys).
+   * Either way one lookup and one bcrypt check, an unknown account against a stand-in hash, and
+   * the same 401: neither the time nor the answer tells whether an account exists.
+   */
   private async login(ctx: Context): Promise<Reply> {
     const body = (ctx.body ?? {}) as Record<string, unknown>;
-    const { username, password } = body;
-    if (typeof username !== 'string' || typeof password !== 'string' || username === '' || password === '') {
-      throw new SvcError('BAD_REQUEST', 'username or password not specified');
+    const { username, password, email } = body;
+    const byEmail = username === undefined && email !== undefined;
+    const name = byEmail ? email : username;
+    if (typeof name !== 'string' || typeof password !== 'string' || name === '' || password === '') {
+      throw new SvcError('BAD_REQUEST', byEmail ? 'email or password not specified' : 'username or password not specified');
     }
-    return this.authenticate(ctx, username, async () => {
-      const user = await this.store.findOne({ username });
+    if (byEmail && !this.accounts) {
+      // Only then is the address a credential that no other caller may change (see update()).
+      throw new SvcError('BAD_REQUEST', `log in with {username, password}: login by email needs auth.verification, auth.reset or auth.codes on ${this.path.slice(1)}`);
+    }
+    // The limits count the text given (a username and an identical address share a count), never the account.
+    return this.authenticate(ctx, name, async () => {
+      const user = byEmail ? await this.userOfEmail(name) : await this.store.findOne({ username: name });
       const stored = typeof user?.password === 'string' ? user.password : undefined;
       // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
       const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
@@ -333,6 +347,17 @@ export class UserCollection extends Collection implements UserResource {
       }
       return { user, ok };
     });
+  }
+
+  /**
+   * The user an address names for a login: the one user with it, or, where several have it (no
+   * unique index), the one whose address svc proved; otherwise nobody (answered as unknown).
+   */
+  private async userOfEmail(email: string): Promise<Doc | null> {
+    const holders = await this.store.find({ email }, { limit: 2 });
+    if (holders.length < 2) return holders[0] ?? null;
+    const proved = await this.store.find({ email, [`${EMAIL_PROOF}.email`]: email });
+    return proved.find((user) => provesEmail(user, email)) ?? null;
   }
 
   /**
