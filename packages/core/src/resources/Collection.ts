@@ -15,7 +15,7 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { NowAnswers } from './nowAnswers.js';
-import { requiredErrors, sanitizeBody } from './sanitize.js';
+import { namedBy, requiredErrors, sanitizeBody } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
@@ -662,10 +662,16 @@ export class Collection implements Resource {
     const merged: Record<string, unknown> = { ...visible, ...sanitized.values };
     for (const name of sanitized.cleared) delete merged[name];
     applyModifiersLocally(merged, sanitized.modifiers);
+    // What the caller may not read: no answer may depend on its value (issue 38). One the body
+    // names is written whatever the value (the stored one again is no "no change": that would
+    // tell a guess right); one it does not name is not checked below.
+    const named = namedBy(sanitized);
+    const unreadable = this.unreadableOn(ctx, previous);
+    const untouched = new Set([...unreadable].filter((name) => !named.has(name)));
     if (!this.access.bypasses(ctx)) {
       const values = { new: merged, old: visible };
       this.access.assert(ctx, 'update', previous, values);
-      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => !deepEqual(visible[name], merged[name])), values);
+      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => (unreadable.has(name) && named.has(name)) || !deepEqual(visible[name], merged[name])), values);
       // The stored object must still be one the rule allows when the write lands.
       filter = andFilters(filter, this.access.writeFilter(ctx, 'update', values));
     }
@@ -676,9 +682,10 @@ export class Collection implements Resource {
       outcome = await this.runWriteEvents(ctx, 'put', merged, visible);
       object = outcome.object;
     }
-    const missing = requiredErrors(object, this.properties);
+    const missing = requiredErrors(object, this.properties, untouched);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
-    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, previous);
+    // A relation the caller may not read and sends is checked whole, its stored ids too.
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, hideFrom(previous, [...unreadable].filter((name) => named.has(name))) as Doc);
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
@@ -709,6 +716,28 @@ export class Collection implements Resource {
       protectedProps = outcome.protectedProps;
     }
     return { object: current, hidden, protectedProps };
+  }
+
+  /**
+   * The properties of a stored object ctx's caller may not read: private ones, and those a read
+   * rule hides on it (none for root and scripts' own calls).
+   */
+  private unreadableOn(ctx: Context, stored: Doc): Set<string> {
+    if (this.access.bypasses(ctx)) return new Set();
+    const hidden = this.access.hiddenOn(this.access.readPlan(ctx), stored);
+    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) hidden.add(name);
+    return hidden;
+  }
+
+  /**
+   * Throws 403 when ctx's caller may not give `name` this value on the stored object, checked as
+   * an update checks it: when the value differs, or always when the caller may not read it.
+   */
+  protected assertPropertyWrite(ctx: Context, stored: Doc, name: string, value: unknown): void {
+    if (this.access.bypasses(ctx)) return;
+    const old = this.withoutStoreOnly(stored);
+    if (deepEqual(old[name], value) && !this.unreadableOn(ctx, stored).has(name)) return;
+    this.access.assertWrites(ctx, stored, [name], { new: { ...old, [name]: value }, old });
   }
 
   /** A stored object as scripts may see it. */

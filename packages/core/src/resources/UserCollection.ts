@@ -266,7 +266,10 @@ export class UserCollection extends Collection implements UserResource {
     const email = body.email;
     if (!isEmailAddress(email)) throw new SvcError('VALIDATION_FAILED', undefined, { errors: { email: 'is not an email address' } });
     const user = await this.store.findOne({ id });
-    if (user === null || user.email === email) return undefined;
+    if (user === null) return undefined;
+    // The held address leaves the update: its write rule is checked here, before the comparison.
+    this.assertPropertyWrite(ctx, user, 'email', email);
+    if (user.email === email) return undefined;
     await this.accounts.countMail(ctx, email);
     return { user, email };
   }

@@ -142,11 +142,21 @@ function assertStorableKeys(name: string, value: unknown, depth: number): void {
   }
 }
 
-/** The `required` rule: undefined, null and '' are missing; false and 0 are values. */
-export function requiredErrors(object: Record<string, unknown>, properties: Record<string, PropertyDef>): Record<string, string> | undefined {
+/** The properties a sanitized body names: set, cleared or changed by a modifier. */
+export function namedBy(body: SanitizedBody): Set<string> {
+  const named = new Set([...Object.keys(body.values), ...body.cleared]);
+  for (const ops of Object.values(body.modifiers)) for (const name of Object.keys(ops ?? {})) named.add(name);
+  return named;
+}
+
+/**
+ * The `required` rule: undefined, null and '' are missing; false and 0 are values. `skip`: names
+ * not checked (on an update, properties the caller may not read and did not send).
+ */
+export function requiredErrors(object: Record<string, unknown>, properties: Record<string, PropertyDef>, skip?: ReadonlySet<string>): Record<string, string> | undefined {
   let errors: Record<string, string> | undefined;
   for (const name of Object.keys(properties)) {
-    if (!properties[name]?.required) continue;
+    if (!properties[name]?.required || skip?.has(name) === true) continue;
     const v = object[name];
     if (v === undefined || v === null || v === '') (errors ??= {})[name] = 'is required';
   }
