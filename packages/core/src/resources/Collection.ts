@@ -15,7 +15,7 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { NowAnswers } from './nowAnswers.js';
-import { namedBy, requiredErrors, sanitizeBody } from './sanitize.js';
+import { namedBy, requiredErrors, sanitizeBody, typeErrors } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
@@ -664,7 +664,7 @@ export class Collection implements Resource {
     applyModifiersLocally(merged, sanitized.modifiers);
     // What the caller may not read: no answer may depend on its value (issue 38). One the body
     // names is written whatever the value (the stored one again is no "no change": that would
-    // tell a guess right); one it does not name is not checked below.
+    // tell a guess right); one it does not name is neither validated nor checked below.
     const named = namedBy(sanitized);
     const unreadable = this.unreadableOn(ctx, previous);
     const untouched = new Set([...unreadable].filter((name) => !named.has(name)));
@@ -675,6 +675,9 @@ export class Collection implements Resource {
       // The stored object must still be one the rule allows when the write lands.
       filter = andFilters(filter, this.access.writeFilter(ctx, 'update', values));
     }
+    // As Deployd 1.2: the merged object's values must be of their types (a script's, an old one).
+    const wrongTypes = typeErrors(merged, this.properties, untouched);
+    if (wrongTypes) throw new SvcError('VALIDATION_FAILED', undefined, { errors: wrongTypes });
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let object = merged;
     let outcome: EventOutcome | undefined;
