@@ -58,6 +58,7 @@ export interface CollectionOptions {
 
 const NO_MATCH = 'No object exists that matches that query';
 const NOTHING_REFUSED: QueryRefusals = {};
+const NO_PROPERTIES: ReadonlySet<string> = new Set();
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** No values picked: the objects' texts alone (see StoreCollection.findTexts). */
 const NO_NAMES: readonly string[] = [];
@@ -308,6 +309,11 @@ export class Collection implements Resource {
     const refused = this.refusals(ctx).unqueryable;
     if (refused === undefined || refused.size === 0) return this.properties;
     return Object.fromEntries(Object.entries(this.properties).filter(([name]) => !refused.has(name)));
+  }
+
+  /** The properties `$fields` leaves out for ctx's caller: what it may not read on any object. */
+  unprojectableFor(ctx: Context): ReadonlySet<string> {
+    return this.refusals(ctx).unprojectable ?? NO_PROPERTIES;
   }
 
   /**
