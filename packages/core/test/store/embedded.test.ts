@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
+import { snapshotEmbeddedStore } from '../../src/store/embeddedSnapshot.js';
 import { runStoreContract } from './contract.js';
 
 runStoreContract('embedded', async () => {
@@ -153,6 +154,14 @@ describe('embedded store files', () => {
     const text = `${lines.join('\n')}\n`;
     expect(text).toMatch(/[\u0085\u2028\u2029]/);
     await writeFile(join(dir, 'posts.db'), text);
+    // A backup (snapshot) reads such a file whole too: its lines end at '\n' only.
+    const snapshot = await snapshotEmbeddedStore(dir);
+    expect(await snapshot.collections[0]?.read()).toEqual([
+      { id: 'p1', title: 'a\u2028b\u2028updated' },
+      { id: 'p2', title: 'c\u2029d', list: ['\u0085', { deep: 'e\u2028\u2029f' }] },
+      { id: 'p3\u2028', ['k\u0085']: 'g\r\nh' },
+    ]);
+    await snapshot.close();
     const warnings: string[] = [];
     const store = await createEmbeddedStore({ dir, warn: (m) => warnings.push(m) });
     const posts = store.collection('posts');
