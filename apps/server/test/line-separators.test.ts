@@ -30,9 +30,10 @@ async function call(method: string, url: string, body?: unknown, cookie?: string
   return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined, sid: sid?.slice(0, sid.indexOf(';')) };
 }
 
-describe('U+2028, U+2029 and NEL posted by a client', () => {
+describe.each(['files', 'sqlite'])('U+2028, U+2029 and NEL posted by a client (embedded engine %s)', (engine) => {
   it('are stored and answered intact after a restart (collections, users, sessions)', async () => {
     dir = await writeApp({
+      'app.json': { embeddedStore: { engine } },
       'resources/posts/config.json': { type: 'Collection', properties: { title: { type: 'string' }, tags: { type: 'array' } } },
       'resources/users/config.json': { type: 'UserCollection', properties: { name: { type: 'string' } } },
     });
