@@ -40,6 +40,7 @@ describe.each(storeKinds())('writes tell nothing of values the caller may not re
         list: { type: 'array', read: false },
         link: { type: 'relation', collection: '/things', read: false },
         hiddenRequired: { type: 'string', required: true, read: false },
+        note: { type: 'string', private: true, write: false },
       },
       rules: { update: { owner: '@me.id' } },
     });
@@ -51,7 +52,7 @@ describe.each(storeKinds())('writes tell nothing of values the caller may not re
     thingB = (await t.request('POST', '/things', { body: { name: 'b' }, headers: ROOT })).body as Obj;
     doc = (
       await t.request('POST', '/docs', {
-        body: { title: 't', owner: ownerId, kind: 'k', pin: 1234, tags: ['x', 'y'], code: 'c0de', list: ['p', 'q'], link: thingA.id, hiddenRequired: 'h' },
+        body: { title: 't', owner: ownerId, kind: 'k', note: 'private note', pin: 1234, tags: ['x', 'y'], code: 'c0de', list: ['p', 'q'], link: thingA.id, hiddenRequired: 'h' },
         headers: ROOT,
       })
     ).body as Obj;
@@ -71,6 +72,8 @@ describe.each(storeKinds())('writes tell nothing of values the caller may not re
 
   it('a property the caller may neither read nor write is refused whatever the value sent, the stored one included', async () => {
     expect((await same({ pin: 1234 }, { pin: 1111 })).status).toBe(403);
+    // A private property is one the caller may not read (write: false: root only).
+    expect((await same({ note: 'private note' }, { note: 'guess' })).status).toBe(403);
     expect((await put({ pin: 1234 })).body).toMatchObject({ message: 'forbidden by properties.pin.write' });
     expect((await same({ tags: ['x', 'y'] }, { tags: ['z'] })).status).toBe(403);
     expect((await same({ pin: { $inc: 0 } }, { pin: { $inc: 1 } })).status).toBe(403);

@@ -734,8 +734,13 @@ export class Collection implements Resource {
   private unreadableOn(ctx: Context, stored: Doc): Set<string> {
     if (this.access.bypasses(ctx)) return new Set();
     const hidden = this.access.hiddenOn(this.access.readPlan(ctx), stored);
-    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) hidden.add(name);
+    if (!this.seesPrivate(ctx) && !this.readsOwnPrivate(ctx, stored)) for (const name of this.privateProps) hidden.add(name);
     return hidden;
+  }
+
+  /** Whether ctx's caller reads this stored object's private properties on another path (UserCollection: the user at /me). */
+  protected readsOwnPrivate(_ctx: Context, _stored: Doc): boolean {
+    return false;
   }
 
   /**

@@ -429,6 +429,11 @@ export class UserCollection extends Collection implements UserResource {
     return { status: 204, headers: { 'set-cookie': host.sessionCookie(null, ctx) } };
   }
 
+  /** A user reads their own private properties at /me: on their own object they are no secret to them. */
+  protected override readsOwnPrivate(ctx: Context, stored: Doc): boolean {
+    return ctx.me?.id === stored.id && ctx.session.path?.toLowerCase() === this.path.toLowerCase();
+  }
+
   protected override seesPrivate(ctx: Context): boolean {
     return this.meRequests.has(ctx) || super.seesPrivate(ctx);
   }
