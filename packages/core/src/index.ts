@@ -44,6 +44,7 @@ export type { AccessEntry, ConsoleLogger, ConsoleLoggerOptions, LogFormat, Logge
 export { createId } from './ids.js';
 export { isLocalHostName } from './rootKeys.js';
 export { redactUrl } from './redactUrl.js';
+export { escapeLineBreaks } from './lineBreaks.js';
 export { withoutPaths } from './withoutPaths.js';
 export { isPlainObject, parseQueryString } from './query/parseQueryString.js';
 export { compileQuery } from './query/compileQuery.js';

@@ -15,7 +15,7 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { NowAnswers } from './nowAnswers.js';
-import { requiredErrors, sanitizeBody } from './sanitize.js';
+import { namedBy, requiredErrors, sanitizeBody, typeErrors } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
@@ -58,6 +58,7 @@ export interface CollectionOptions {
 
 const NO_MATCH = 'No object exists that matches that query';
 const NOTHING_REFUSED: QueryRefusals = {};
+const NO_PROPERTIES: ReadonlySet<string> = new Set();
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** No values picked: the objects' texts alone (see StoreCollection.findTexts). */
 const NO_NAMES: readonly string[] = [];
@@ -308,6 +309,11 @@ export class Collection implements Resource {
     const refused = this.refusals(ctx).unqueryable;
     if (refused === undefined || refused.size === 0) return this.properties;
     return Object.fromEntries(Object.entries(this.properties).filter(([name]) => !refused.has(name)));
+  }
+
+  /** The properties `$fields` leaves out for ctx's caller: what it may not read on any object. */
+  unprojectableFor(ctx: Context): ReadonlySet<string> {
+    return this.refusals(ctx).unprojectable ?? NO_PROPERTIES;
   }
 
   /**
@@ -662,13 +668,22 @@ export class Collection implements Resource {
     const merged: Record<string, unknown> = { ...visible, ...sanitized.values };
     for (const name of sanitized.cleared) delete merged[name];
     applyModifiersLocally(merged, sanitized.modifiers);
+    // What the caller may not read: no answer may depend on its value (issue 38). One the body
+    // names is written whatever the value (the stored one again is no "no change": that would
+    // tell a guess right); one it does not name is neither validated nor checked below.
+    const named = namedBy(sanitized);
+    const unreadable = this.unreadableOn(ctx, previous);
+    const untouched = new Set([...unreadable].filter((name) => !named.has(name)));
     if (!this.access.bypasses(ctx)) {
       const values = { new: merged, old: visible };
       this.access.assert(ctx, 'update', previous, values);
-      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => !deepEqual(visible[name], merged[name])), values);
+      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => (unreadable.has(name) && named.has(name)) || !deepEqual(visible[name], merged[name])), values);
       // The stored object must still be one the rule allows when the write lands.
       filter = andFilters(filter, this.access.writeFilter(ctx, 'update', values));
     }
+    // As Deployd 1.2: the merged object's values must be of their types (a script's, an old one).
+    const wrongTypes = typeErrors(merged, this.properties, untouched);
+    if (wrongTypes) throw new SvcError('VALIDATION_FAILED', undefined, { errors: wrongTypes });
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let object = merged;
     let outcome: EventOutcome | undefined;
@@ -676,9 +691,10 @@ export class Collection implements Resource {
       outcome = await this.runWriteEvents(ctx, 'put', merged, visible);
       object = outcome.object;
     }
-    const missing = requiredErrors(object, this.properties);
+    const missing = requiredErrors(object, this.properties, untouched);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
-    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, previous);
+    // A relation the caller may not read and sends is checked whole, its stored ids too.
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, hideFrom(previous, [...unreadable].filter((name) => named.has(name))) as Doc);
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
@@ -709,6 +725,33 @@ export class Collection implements Resource {
       protectedProps = outcome.protectedProps;
     }
     return { object: current, hidden, protectedProps };
+  }
+
+  /**
+   * The properties of a stored object ctx's caller may not read: private ones, and those a read
+   * rule hides on it (none for root and scripts' own calls).
+   */
+  private unreadableOn(ctx: Context, stored: Doc): Set<string> {
+    if (this.access.bypasses(ctx)) return new Set();
+    const hidden = this.access.hiddenOn(this.access.readPlan(ctx), stored);
+    if (!this.seesPrivate(ctx) && !this.readsOwnPrivate(ctx, stored)) for (const name of this.privateProps) hidden.add(name);
+    return hidden;
+  }
+
+  /** Whether ctx's caller reads this stored object's private properties on another path (UserCollection: the user at /me). */
+  protected readsOwnPrivate(_ctx: Context, _stored: Doc): boolean {
+    return false;
+  }
+
+  /**
+   * Throws 403 when ctx's caller may not give `name` this value on the stored object, checked as
+   * an update checks it: when the value differs, or always when the caller may not read it.
+   */
+  protected assertPropertyWrite(ctx: Context, stored: Doc, name: string, value: unknown): void {
+    if (this.access.bypasses(ctx)) return;
+    const old = this.withoutStoreOnly(stored);
+    if (deepEqual(old[name], value) && !this.unreadableOn(ctx, stored).has(name)) return;
+    this.access.assertWrites(ctx, stored, [name], { new: { ...old, [name]: value }, old });
   }
 
   /** A stored object as scripts may see it. */

@@ -266,7 +266,10 @@ export class UserCollection extends Collection implements UserResource {
     const email = body.email;
     if (!isEmailAddress(email)) throw new SvcError('VALIDATION_FAILED', undefined, { errors: { email: 'is not an email address' } });
     const user = await this.store.findOne({ id });
-    if (user === null || user.email === email) return undefined;
+    if (user === null) return undefined;
+    // The held address leaves the update: its write rule is checked here, before the comparison.
+    this.assertPropertyWrite(ctx, user, 'email', email);
+    if (user.email === email) return undefined;
     await this.accounts.countMail(ctx, email);
     return { user, email };
   }
@@ -424,6 +427,11 @@ export class UserCollection extends Collection implements UserResource {
     await host.sessions.destroy(ctx.session.id);
     host.sessionChanged(ctx.session.id, undefined);
     return { status: 204, headers: { 'set-cookie': host.sessionCookie(null, ctx) } };
+  }
+
+  /** A user reads their own private properties at /me: on their own object they are no secret to them. */
+  protected override readsOwnPrivate(ctx: Context, stored: Doc): boolean {
+    return ctx.me?.id === stored.id && ctx.session.path?.toLowerCase() === this.path.toLowerCase();
   }
 
   protected override seesPrivate(ctx: Context): boolean {

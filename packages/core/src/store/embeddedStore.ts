@@ -15,6 +15,8 @@ import { nedbModel } from './internal/nedbModel.js';
 import { renameId } from './internal/renameId.js';
 import { lockDataFolder } from './internal/dataLock.js';
 import { repairTornTail } from './internal/tornTail.js';
+import { escapeLineBreaks } from '../lineBreaks.js';
+import { readLineBreaksAsText } from './internal/nedbLineBreaks.js';
 import { DiskState, diskErrorCode } from './internal/diskError.js';
 import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
 import { collectionOfDataFile, dataFileOfCollection } from './embeddedSnapshot.js';
@@ -178,7 +180,10 @@ class EmbeddedCollection implements StoreCollection {
     this.#disk = disk;
     // No corrupt line is tolerated (nedb's default drops up to 10% silently): a torn last line is
     // repaired before loading (see repairTornTail), anything else refuses to start.
-    this.#db = new Datastore({ filename, corruptAlertThreshold: 0 });
+    // afterSerialization writes compactions with NEL, U+2028 and U+2029 escaped (appends do the
+    // same in appendThroughOpenHandle); readLineBreaksAsText loads files written with them raw.
+    this.#db = new Datastore({ filename, corruptAlertThreshold: 0, afterSerialization: escapeLineBreaks, beforeDeserialization: (line: string) => line });
+    readLineBreaksAsText(this.#db);
     // Ids are looked up, never walked in order: a hash instead of nedb's tree (see HashTree).
     hashIdIndex(this.#db);
     this.#executor = Reflect.get(this.#db, 'executor') as Executor;

@@ -536,6 +536,34 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.count({ text: { $regex: /GRÜSSE|grüße/i } })).toBe(1);
     });
 
+    // Issue 38 item 2: JSON leaves U+2028, U+2029 and U+0085 unescaped, and a line reader that
+    // splits on them (as nedb's did) cut a stored object in two: the collection no longer loaded.
+    test('line and paragraph separators in strings and names round-trip, across a reopen', async ({ coll, reopen }) => {
+      const breaks = ['\u2028', '\u2029', '\u0085', '\r', '\n', '\r\n', '\v', '\f', '\u001c', '\u001e'];
+      const text = `a${breaks.join('b')}z`;
+      const doc = { id: `line\u2028id\u0085`, title: text, list: ['\u2029', { deep: `x\u2028y` }], [`key\u2028\u2029\u0085`]: 1, nested: { [`k\u0085`]: '\u2028' } };
+      await coll.insert(structuredClone(doc));
+      for (const [i, c] of breaks.entries()) await coll.insert({ id: `b${i}`, title: `before${c}after`, n: i });
+      await coll.ensureIndex({ field: 'title', unique: true });
+      await coll.update({ id: 'b0' }, { $set: { more: `m\u2029n` }, $push: { tags: ['\u0085', '\u2028'] } });
+      await coll.remove({ id: 'b1' });
+      const check = async (c: StoreCollection): Promise<void> => {
+        expect(await c.findOne({ id: doc.id })).toEqual(doc);
+        expect(await c.count({ title: text })).toBe(1);
+        expect(await c.count({ 'list.deep': 'x\u2028y' })).toBe(1);
+        expect(await c.count({ 'list.deep': { $regex: /^x[^a-z]y$/ } })).toBe(1);
+        expect(await c.findOne({ id: 'b0' })).toEqual({ id: 'b0', title: 'before\u2028after', n: 0, more: 'm\u2029n', tags: ['\u0085', '\u2028'] });
+        expect(await c.findOne({ id: 'b1' })).toBeNull();
+        expect((await c.find({ n: { $gte: 0 } }, { sort: { n: 1 } })).map((d) => d.title)).toEqual(breaks.filter((_, i) => i !== 1).map((b) => `before${b}after`));
+        await expect(c.insert({ id: 'dup', title: 'before\u0085after' })).rejects.toBeInstanceOf(DuplicateKeyError);
+      };
+      await check(coll);
+      const name = coll.name;
+      // Twice: the first start after these writes reads what they appended, the second what that start (or its compaction) wrote.
+      await check((await reopen()).collection(name));
+      await check((await reopen()).collection(name));
+    });
+
     test('values that look like operators are stored as plain data', async ({ coll }) => {
       const doc = { id: 'ops', op: '$gt', list: ['$set', '$where', { note: '$ne' }], nested: { value: '$inc' }, json: '{"$ne":null}' };
       await coll.insert(doc);
