@@ -293,7 +293,11 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const pathname = q === -1 ? url : url.slice(0, q);
     const search = q === -1 ? '' : url.slice(q + 1);
     // Before the session, CORS and any log line: balancers ask every few seconds.
-    if (health.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD') && !shadowed(pathname)) return health.answer(pathname, req, res);
+    if (health.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD') && !shadowed(pathname)) {
+      // Counted under its own path (a configured one: bounded), not with the 404s as 'none'.
+      note.resource = pathname;
+      return health.answer(pathname, req, res);
+    }
     const cors = corsHeaders(req, allowedOrigins);
     if (cors) for (const [k, v] of cors) res.setHeader(k, v);
     if (req.method === 'OPTIONS') {
