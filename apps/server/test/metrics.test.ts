@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadApp } from '@svc/server';
 import { createConsoleLogger, silentLogger } from '@svc/core';
+import type { LogStream } from '@svc/core';
 import { memoryLogger, runApp, writeApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 import { bareSocketIo } from './helpers/bareSocketIo.js';
@@ -243,7 +244,8 @@ describe('metrics in development and by default', () => {
 
   it('a scrape on the app\'s port has its access line as any root request (docs/deploying.md says so)', async () => {
     let written = '';
-    const logger = createConsoleLogger({ stream: { write: (text: string) => ((written += text), true), writableLength: 0 } as unknown as NodeJS.WritableStream, accessFlushMs: 0 });
+    const stream: LogStream = { write: (text: string) => ((written += text), true), writableLength: 0 };
+    const logger = createConsoleLogger({ stream, accessFlushMs: 0 });
     const on = await runApp({ 'app.json': { metrics: {} } }, { logger });
     try {
       expect((await fetch(`${on.url}/metrics`, { headers: { 'svc-ssh-key': 'any', 'x-request-id': 'scrape-1' } })).status).toBe(200);
