@@ -5,6 +5,7 @@ import { ApiError, call, follow, rootKey, whenUnauthorized } from './api.ts';
 import type { AppView, FeedEvent, ResourceView } from './api.ts';
 import { DataGrid } from './data.tsx';
 import { PropertiesEditor } from './properties.tsx';
+import { counted } from './words.ts';
 import { RulesPage } from './rules.tsx';
 import { AccountsPage } from './accounts.tsx';
 import { ConfigPage } from './config.tsx';
@@ -215,7 +216,7 @@ function Home({ app }: { app: AppView }) {
             <TypeIcon type={r.type} />
             <div>
               <strong>/{r.name}</strong>
-              <div class="muted">{r.type}{isCollection(r) ? ` · ${Object.keys(r.config.properties ?? {}).length} properties` : ''} · {r.files.length} event scripts</div>
+              <div class="muted">{r.type}{isCollection(r) ? ` · ${counted(Object.keys(r.config.properties ?? {}).length, 'property', 'properties')}` : ''} · {counted(r.files.length, 'event script')}</div>
             </div>
           </a>
         ))}
@@ -386,8 +387,8 @@ function LogPanel({ logs, clear }: { logs: LogLine[]; clear(): void }) {
     <section class={`log ${open ? 'open' : ''}`} data-test="log-panel">
       <div class="log-head" onClick={() => setOpen(!open)}>
         <strong>Server log</strong>
-        <span class="muted">{logs.length} lines</span>
-        {errors > 0 && <span class="badge error">{errors} errors</span>}
+        <span class="muted">{counted(logs.length, 'line')}</span>
+        {errors > 0 && <span class="badge error">{counted(errors, 'error')}</span>}
         <span class="grow" />
         {open && (
           <>
