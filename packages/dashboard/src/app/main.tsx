@@ -313,12 +313,8 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
       </div>
       {!resource.installed && <div class="notice warn">Type {resource.type} is not installed: add its package to the app's package.json and restart the server.</div>}
       {renaming && <RenameDialog resource={resource} close={() => setRenaming(false)} setApp={setApp} />}
-      <nav class="tabs">
-        {tabs.map((t) => (
-          <a key={t} class={`tab ${t === current ? 'active' : ''}`} href={`#/r/${resource.name}/${t}`}>{t === 'api' ? 'API' : t[0]?.toUpperCase() + t.slice(1)}</a>
-        ))}
-      </nav>
-      <div class="tab-body">
+      <Tabs tabs={tabs} current={current} label={`/${resource.name}`} href={(t) => `#/r/${resource.name}/${t}`} />
+      <div class="tab-body" role="tabpanel" id="tab-panel" aria-labelledby={`tab-${current}`} tabIndex={0}>
         {current === 'data' && <DataGrid key={query ?? ''} resource={resource} subscribe={subscribe} resources={app.resources} initialQuery={query} />}
         {current === 'properties' && <PropertiesEditor resource={resource} setApp={setApp} />}
         {current === 'rules' && <RulesPage app={app} resource={resource} setApp={setApp} />}
@@ -328,6 +324,32 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
         {current === 'api' && <ApiPage resource={resource} type={type} env={env} />}
       </div>
     </div>
+  );
+}
+
+/**
+ * A resource's tabs as ARIA tabs (tablist, tab, aria-selected; the panel is #tab-panel): links, so
+ * each tab has an address, with the keyboard of a tab list. Left and right arrows (wrapping), Home
+ * and End move to a tab and open it; only the open tab is in the Tab order.
+ */
+function Tabs({ tabs, current, label, href }: { tabs: string[]; current: string; label: string; href(tab: string): string }) {
+  const onKeyDown = (e: KeyboardEvent) => {
+    const at = tabs.indexOf(current);
+    const to = e.key === 'ArrowRight' ? (at + 1) % tabs.length : e.key === 'ArrowLeft' ? (at - 1 + tabs.length) % tabs.length : e.key === 'Home' ? 0 : e.key === 'End' ? tabs.length - 1 : -1;
+    if (to === -1) return;
+    e.preventDefault();
+    const tab = tabs[to] as string;
+    document.getElementById(`tab-${tab}`)?.focus();
+    go(href(tab));
+  };
+  return (
+    <nav class="tabs" role="tablist" aria-label={label} onKeyDown={onKeyDown}>
+      {tabs.map((t) => (
+        <a key={t} id={`tab-${t}`} role="tab" aria-selected={t === current ? 'true' : 'false'} aria-controls="tab-panel" tabIndex={t === current ? 0 : -1} class={`tab ${t === current ? 'active' : ''}`} href={href(t)}>
+          {t === 'api' ? 'API' : t[0]?.toUpperCase() + t.slice(1)}
+        </a>
+      ))}
+    </nav>
   );
 }
 
