@@ -316,7 +316,7 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
       <Tabs tabs={tabs} current={current} label={`/${resource.name}`} href={(t) => `#/r/${resource.name}/${t}`} />
       <div class="tab-body" role="tabpanel" id="tab-panel" aria-labelledby={`tab-${current}`} tabIndex={0}>
         {current === 'data' && <DataGrid key={query ?? ''} resource={resource} subscribe={subscribe} resources={app.resources} initialQuery={query} />}
-        {current === 'properties' && <PropertiesEditor resource={resource} setApp={setApp} />}
+        {current === 'properties' && <PropertiesEditor app={app} resource={resource} setApp={setApp} />}
         {current === 'rules' && <RulesPage app={app} resource={resource} setApp={setApp} />}
         {current === 'accounts' && <AccountsPage app={app} resource={resource} setApp={setApp} />}
         {current === 'config' && <ConfigPage resource={resource} type={type} setApp={setApp} />}
