@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
-import { ApiError, call, follow, rootKey, whenUnauthorized } from './api.ts';
+import { ApiError, call, follow, rootKey, setOwnRequestIdPrefix, whenUnauthorized } from './api.ts';
 import type { AppView, FeedEvent, ResourceView } from './api.ts';
 import { DataGrid } from './data.tsx';
 import { PropertiesEditor } from './properties.tsx';
@@ -18,6 +18,8 @@ interface Session {
   env: string;
   root: boolean;
   app?: string;
+  /** The prefix of this page's request ids (root only). */
+  requestIdPrefix?: string;
 }
 
 type LogLine = Extract<FeedEvent, { kind: 'log' }>;
@@ -62,7 +64,8 @@ function App() {
   const load = useCallback(async () => {
     try {
       const s = await call<Session>('GET', '/dashboard/api/session');
-      // The app's name comes only with a valid key.
+      // The app's name (and the prefix of this page's request ids) come only with a valid key.
+      setOwnRequestIdPrefix(s.requestIdPrefix);
       setSession(s);
       if (s.env === 'production' && rootKey.get() === null) return setNeedKey(true);
       setApp(await call<AppView>('GET', '/dashboard/api/app'));
