@@ -108,6 +108,8 @@ describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
         tabs: [...document.querySelectorAll('[role=tablist] [role=tab]')].map((t) => `${t.id}:${t.getAttribute('aria-selected')}:${t.getAttribute('tabindex')}`),
         panel: document.querySelector('[role=tabpanel]')?.getAttribute('aria-labelledby'),
       }));
+    // Generous: a loaded machine renders slowly.
+    const moved = (hash: string) => until(async () => (await state()).hash === hash, 30_000);
     expect(await page.getAttribute('[role=tablist]', 'aria-label')).toBe('/posts');
     expect((await state()).tabs).toEqual(['tab-data:true:0', 'tab-properties:false:-1', 'tab-rules:false:-1', 'tab-events:false:-1', 'tab-api:false:-1']);
     expect((await state()).panel).toBe('tab-data');
@@ -115,18 +117,18 @@ describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
 
     await page.focus('#tab-data');
     await page.keyboard.press('ArrowRight');
-    await until(async () => (await state()).hash === '#/r/posts/properties');
+    await moved('#/r/posts/properties');
     expect(await state()).toMatchObject({ focused: 'tab-properties', panel: 'tab-properties' });
     expect((await state()).tabs.filter((t) => t.endsWith(':true:0'))).toEqual(['tab-properties:true:0']);
     await page.keyboard.press('End');
-    await until(async () => (await state()).hash === '#/r/posts/api');
+    await moved('#/r/posts/api');
     expect((await state()).focused).toBe('tab-api');
     await page.keyboard.press('ArrowRight');
-    await until(async () => (await state()).hash === '#/r/posts/data');
+    await moved('#/r/posts/data');
     await page.keyboard.press('ArrowLeft');
-    await until(async () => (await state()).hash === '#/r/posts/api');
+    await moved('#/r/posts/api');
     await page.keyboard.press('Home');
-    await until(async () => (await state()).hash === '#/r/posts/data');
+    await moved('#/r/posts/data');
     expect(await state()).toMatchObject({ focused: 'tab-data', panel: 'tab-data' });
     // A UserCollection has its Accounts tab among them.
     await page.goto(`${app.url}/dashboard/#/r/users/accounts`);
