@@ -17,6 +17,21 @@ import { chromiumAvailable, launchChromium, until } from './browser-helpers.js';
 const run = chromiumAvailable('dashboard first-day browser tests');
 const SHOTS = fileURLToPath(new URL('../test-output/dashboard/', import.meta.url));
 
+/** What the checks run in the page use of the DOM (this file is compiled without the DOM's types). */
+interface PageElement {
+  id: string;
+  textContent: string | null;
+  scrollWidth: number;
+  clientWidth: number;
+  getAttribute(name: string): string | null;
+  getBoundingClientRect(): { left: number; right: number; top: number; bottom: number; width: number };
+  closest(selector: string): PageElement | null;
+}
+interface PageGlobals {
+  location: { hash: string };
+  document: { activeElement: PageElement | null; querySelector(selector: string): PageElement | null; querySelectorAll(selector: string): ArrayLike<PageElement> };
+}
+
 const LONG_RULE = { $or: [{ owner: '@me.id' }, { editors: { $in: ['@me.id'] } }, { status: { $nin: ['archived', 'locked', 'deleted', 'hidden'] } }] };
 
 describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
@@ -102,12 +117,15 @@ describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
     await page.goto(`${app.url}/dashboard/#/r/posts/data`);
     await page.waitForSelector('[role=tablist]');
     const state = () =>
-      page.evaluate(() => ({
-        hash: location.hash,
-        focused: document.activeElement?.id ?? '',
-        tabs: [...document.querySelectorAll('[role=tablist] [role=tab]')].map((t) => `${t.id}:${t.getAttribute('aria-selected')}:${t.getAttribute('tabindex')}`),
-        panel: document.querySelector('[role=tabpanel]')?.getAttribute('aria-labelledby'),
-      }));
+      page.evaluate(() => {
+        const { document, location } = globalThis as unknown as PageGlobals;
+        return {
+          hash: location.hash,
+          focused: document.activeElement?.id ?? '',
+          tabs: Array.from(document.querySelectorAll('[role=tablist] [role=tab]')).map((t) => `${t.id}:${t.getAttribute('aria-selected')}:${t.getAttribute('tabindex')}`),
+          panel: document.querySelector('[role=tabpanel]')?.getAttribute('aria-labelledby'),
+        };
+      });
     // Generous: a loaded machine renders slowly.
     const moved = (hash: string) => until(async () => (await state()).hash === hash, 30_000);
     expect(await page.getAttribute('[role=tablist]', 'aria-label')).toBe('/posts');
@@ -158,8 +176,9 @@ describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
     await page.goto(`${app.url}/dashboard/#/r/users/accounts`);
     await page.waitForSelector('[data-test=accounts] [data-test=mail]');
     const layout = await page.evaluate(() => {
-      const main = document.querySelector('.main') as HTMLElement;
-      const boxes = [...document.querySelectorAll('[data-test=accounts] input, [data-test=accounts] select')]
+      const { document } = globalThis as unknown as PageGlobals;
+      const main = document.querySelector('.main') as PageElement;
+      const boxes = Array.from(document.querySelectorAll('[data-test=accounts] input, [data-test=accounts] select'))
         .map((el) => ({ label: el.getAttribute('aria-label') ?? '', r: el.getBoundingClientRect() }))
         .filter((b) => b.r.width > 0);
       const overlaps: string[] = [];
@@ -168,7 +187,7 @@ describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
           if (a.r.left < b.r.right - 1 && b.r.left < a.r.right - 1 && a.r.top < b.r.bottom - 1 && b.r.top < a.r.bottom - 1) overlaps.push(`${a.label} / ${b.label}`);
         }
       }
-      const mail = (document.querySelector('[data-test=mail]') as HTMLElement).getBoundingClientRect();
+      const mail = (document.querySelector('[data-test=mail]') as PageElement).getBoundingClientRect();
       const outside = boxes.filter((b) => b.r.right > mail.right + 1 && b.r.top >= mail.top && b.r.bottom <= mail.bottom).map((b) => b.label);
       return { overflow: main.scrollWidth - main.clientWidth, overlaps, outside, password: (document.querySelector('[aria-label="smtp password"]')?.closest('.secret-field')?.textContent ?? '').trim() };
     });
