@@ -8,6 +8,7 @@ export type {
   AccessorOf,
   AccountCalls,
   LoginAnswer,
+  LoginCredentials,
   MfaCalls,
   MfaStep,
   ProviderLoginOptions,
