@@ -307,8 +307,6 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
       }`,
     );
   }
-  process.stdout.write(`listening on port ${app.port}\n`);
-  logger.info(`dashboard: ${app.url}/dashboard/${env === 'production' ? ' (asks for a root key: svc showkey)' : ''}`);
   let stoppingSince: number | undefined;
   const stop = (signal: string): void => {
     if (stoppingSince !== undefined) {
@@ -337,8 +335,12 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
       },
     );
   };
+  // Before "listening": a supervisor may signal as soon as it reads that line, and a signal with
+  // no handler yet ends the process at once, without the drain.
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  process.stdout.write(`listening on port ${app.port}\n`);
+  logger.info(`dashboard: ${app.url}/dashboard/${env === 'production' ? ' (asks for a root key: svc showkey)' : ''}`);
   return new Promise<number>(() => {});
 }
 
