@@ -95,6 +95,33 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     expect((await app.request('POST', '/users/confirmVerification', { token })).status).toBe(400);
   });
 
+  it('the built-in mails say in words how long they work, and a flow without a url calls no token a link (issue 38, 18)', async () => {
+    const user = fresh();
+    // users: verification without a url (1 day), reset and codes with one (1 hour, 10 minutes).
+    expect((await app.request('POST', '/users', user)).status).toBe(200);
+    const verification = await smtp.next(user.email);
+    expect(verification.parsed.text).toContain('enter this key where the app asks for it:');
+    expect(verification.parsed.text).toContain('The key is valid for 1 day.');
+    expect(verification.parsed.text).not.toMatch(/link|minutes/);
+    expect(verification.parsed.html).toContain('The key is valid for 1 day.');
+    await app.request('POST', '/users/requestPasswordReset', { email: user.email });
+    const reset = await smtp.next(user.email);
+    expect(reset.parsed.text).toContain('https://app.example.com/reset?token=');
+    expect(reset.parsed.text).toContain('The link is valid for 1 hour and works once.');
+    await app.request('POST', '/users/requestCode', { email: user.email });
+    const code = await smtp.next(user.email);
+    expect(code.parsed.text).toMatch(/or sign in with this link:\n\nhttps:\/\/app\.example\.com\/magic\?token=/);
+    expect(code.parsed.text).toContain('Both are valid for 10 minutes and work once.');
+    // members: codes without a url: the code alone, no token called a link.
+    const member = fresh();
+    expect((await app.request('POST', '/members', member)).status).toBe(200);
+    await smtp.next(member.email);
+    await app.request('POST', '/members/requestCode', { email: member.email });
+    const memberCode = await smtp.next(member.email);
+    expect(memberCode.parsed.text).toMatch(/^Hello [^\n]+,\n\nyour sign-in code is \d{6}\n\nIt is valid for 10 minutes and works once\./);
+    expect(memberCode.parsed.text).not.toMatch(/link|[A-Za-z0-9_-]{43}/);
+  });
+
   it('verified cannot be written by a client (create or update), but root can', async () => {
     const user = fresh();
     const client = app.client();

@@ -110,6 +110,26 @@ describe('svc command line', () => {
     expect((await json(`${p.url}/todos/count`, { headers: { 'svc-ssh-key': offByOne } })).status).toBe(403);
   });
 
+  it('a production start says it is production, whoever chose it; a finished drain says so before the exit (issue 38, 18)', async () => {
+    const app = join(dir, 'app');
+    await runSvc(['create', app]);
+    const key = 'k'.repeat(40);
+    const byFlag = await start([app, '--env', 'production', '--host', '127.0.0.1'], { SVC_ROOT_KEYS: key, NODE_ENV: '', SVC_ENV: '' });
+    expect(byFlag.stderr()).toMatch(/ info production \(--env\)/);
+    expect((await json(`${byFlag.url}/todos`)).status).toBe(200);
+    expect(await byFlag.stop('SIGTERM')).toBe(0);
+    expect(byFlag.stderr()).toMatch(/ info shutdown: drained in \d+ ms, no request cut; exiting\n/);
+    const byVariable = await start([app, '--host', '127.0.0.1'], { SVC_ROOT_KEYS: key, NODE_ENV: '', SVC_ENV: 'production' });
+    expect(byVariable.stderr()).toMatch(/ info production \(SVC_ENV\)/);
+    expect(await byVariable.stop('SIGTERM')).toBe(0);
+    // Development says so as before, and Ctrl-C's quick drain is reported too.
+    const dev = await start([app], { NODE_ENV: '', SVC_ENV: '' });
+    expect(dev.stderr()).not.toMatch(/ info production/);
+    expect(dev.stderr()).toMatch(/development mode/);
+    expect(await dev.stop('SIGINT')).toBe(0);
+    expect(dev.stderr()).toMatch(/shutdown: drained in \d+ ms/);
+  }, 120_000);
+
   it('a config naming a type that is not installed stops start-up with a clear message', async () => {
     await mkdir(join(dir, 'resources/mail'), { recursive: true });
     await writeFile(join(dir, 'resources/mail/config.json'), JSON.stringify({ type: 'Mailer' }));

@@ -2,6 +2,7 @@ import { makeAccessor } from './internal/accessors.js';
 import type { AccessorContext } from './internal/accessors.js';
 import { CookieJar } from './internal/cookieJar.js';
 import { RealtimeLink } from './internal/realtimeLink.js';
+import type { OpenSocket } from './internal/realtimeLink.js';
 import { Transport } from './internal/transport.js';
 import type { ClientTypes, ResourceAccessor, ResourceInfo, ResourceList, SvcClient, UntypedClientTypes } from './types.js';
 
@@ -21,6 +22,12 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** Send with XMLHttpRequest instead of fetch (what /svc.js does, as dpd.js did). Default false. */
   xhr?: boolean;
+  /**
+   * Opens the Socket.IO connection (default: socket.io-client's `io`). /svc.js passes one that
+   * calls the page's `io.connect`, as dpd.js did, so that a page or a test double replacing it
+   * sees the connection.
+   */
+  openSocket?: OpenSocket;
 }
 
 /** 'add-follower' -> 'addfollower': the property name of a top-level resource. */
@@ -51,7 +58,7 @@ export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl
   const jar = keepCookies ? new CookieJar() : undefined;
   const ctx: AccessorContext = {
     transport: new Transport({ baseUrl: base, headers: () => ajax.headers, ...(jar ? { jar } : {}), ...(options.xhr === true ? { xhr: true } : {}) }),
-    realtime: new RealtimeLink(base, jar),
+    realtime: new RealtimeLink(base, jar, options.openSocket),
   };
   const infos = new Map<string, ResourceInfo>();
   for (const info of options.resources ?? []) infos.set(normalisePath(info.path), info);

@@ -1,5 +1,6 @@
 export { createClient, propertyName } from './createClient.js';
 export type { ClientOptions } from './createClient.js';
+export type { OpenSocket } from './internal/realtimeLink.js';
 export { SvcPromise } from './SvcPromise.js';
 export { otpauthQrSvg } from './qrSvg.js';
 export type { QrSvgOptions } from './qrSvg.js';

@@ -5,7 +5,7 @@ import { isPlainObject, SvcError, UserCollection } from '@svc/core';
 import type { Resource } from '@svc/core';
 import type { AccountMailKind, ResourceConfig } from '@svc/core';
 import { PROVIDER_PRESETS } from '@svc/core';
-import { DEFAULT_TEMPLATES } from '../accountMailTemplates.js';
+import { builtInTemplates } from '../accountMailTemplates.js';
 import type { MailTemplate } from '../accountMailTemplates.js';
 
 // The dashboard's Accounts tab (issue 27): a UserCollection's `auth` settings and its mail
@@ -93,7 +93,7 @@ async function view(deps: AccountsDeps, name: string): Promise<Record<string, un
     presets: Object.keys(PROVIDER_PRESETS),
     messages: KINDS,
     parts: Object.keys(PARTS),
-    placeholders: ['link', 'token', 'code', 'email', 'username', 'expiresMinutes', 'collection'],
+    placeholders: ['link', 'token', 'code', 'email', 'username', 'expires', 'expiresMinutes', 'collection'],
   };
 }
 
@@ -158,7 +158,10 @@ async function readTemplate(deps: AccountsDeps, name: string, query: Record<stri
   if ((await checkNoLink(target.root, 'dir')) && (target.dir === target.root || (await checkNoLink(target.dir, 'dir')))) {
     for (const part of Object.keys(PARTS) as Part[]) files[part] = (await readPart(target.dir, `${target.kind}.${PARTS[part]}`)) ?? null;
   }
-  const builtIn: MailTemplate = DEFAULT_TEMPLATES[target.kind];
+  // The built-in text the server would send: with a link when the flow has a url (the mailer decides the same).
+  const auth = userCollection(deps, name).config.auth;
+  const flow = isPlainObject(auth) ? auth[target.kind === 'code' ? 'codes' : target.kind] : undefined;
+  const builtIn: MailTemplate = builtInTemplates(isPlainObject(flow) && typeof flow.url === 'string')[target.kind];
   return { language: typeof query.language === 'string' ? query.language : '', message: target.kind, files, builtIn };
 }
 

@@ -252,6 +252,7 @@ function SecretField({ label, value, set }: { label: string; value: unknown; set
   const bad = name !== '' && !ENV_NAME.test(name);
   return (
     <span class={`secret-field ${bad ? 'has-error' : ''}`}>
+      <span class="field-name">{label.split(' ').slice(-1)[0]}</span>
       <span class="mono muted">{'${env:'}</span>
       <input
         class="mono"

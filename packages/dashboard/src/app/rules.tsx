@@ -36,6 +36,15 @@ function valueOf(draft: RuleDraft): { value?: unknown; error?: string } {
   }
 }
 
+/**
+ * Rows a query's text needs to be read whole (a long `$or` wraps instead of being cut): its lines,
+ * each counted by ~56 characters a row, at most 16 (then the field scrolls and can be dragged taller).
+ */
+function queryRows(text: string): number {
+  const rows = text.split('\n').reduce((n, line) => n + Math.max(1, Math.ceil(line.length / 56)), 0);
+  return Math.min(16, Math.max(1, rows));
+}
+
 /** One rule: its kind and, for a query, its JSON. */
 function RuleField({ label, draft, set }: { label: string; draft: RuleDraft; set(d: RuleDraft): void }) {
   const error = valueOf(draft).error;
@@ -48,7 +57,15 @@ function RuleField({ label, draft, set }: { label: string; draft: RuleDraft; set
         <option value="query">query</option>
       </select>
       {draft.kind === 'query' && (
-        <input class="mono rule-query" value={draft.text} placeholder='{"owner": "@me.id"}' onInput={(e) => set({ ...draft, text: (e.target as HTMLInputElement).value })} aria-label={`${label} query`} />
+        <textarea
+          class="mono rule-query"
+          rows={queryRows(draft.text)}
+          spellcheck={false}
+          value={draft.text}
+          placeholder='{"owner": "@me.id"}'
+          onInput={(e) => set({ ...draft, text: (e.target as HTMLTextAreaElement).value })}
+          aria-label={`${label} query`}
+        />
       )}
       {error && <div class="cell-error">{error}</div>}
     </div>

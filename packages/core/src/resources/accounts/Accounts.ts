@@ -124,11 +124,11 @@ export class Accounts {
       const { codes } = this.policy;
       const code = await this.tokens.issueCode(uid, email, codes.length, codes.expiresMs);
       const token = await this.tokens.issue('login', { uid, email }, codes.expiresMs);
-      return { kind, to: email, language, values: { ...values, code, token, link: linkOf(codes.url, token), expiresMinutes: minutes(codes.expiresMs) } };
+      return { kind, to: email, language, values: { ...values, code, token, link: linkOf(codes.url, token), ...expiryValues(codes.expiresMs) } };
     }
     const policy = kind === 'reset' ? this.policy.reset : this.policy.verification;
     const token = await this.tokens.issue(kind, { uid, email, ...(kind === 'verification' ? { from: email } : {}) }, policy.expiresMs);
-    return { kind, to: email, language, values: { ...values, token, link: linkOf(policy.url, token), expiresMinutes: minutes(policy.expiresMs) } };
+    return { kind, to: email, language, values: { ...values, token, link: linkOf(policy.url, token), ...expiryValues(policy.expiresMs) } };
   }
 
   /**
@@ -284,7 +284,7 @@ export class Accounts {
    */
   async emailChangeAsked(ctx: Context, user: Doc, email: string): Promise<void> {
     const token = await this.tokens.issue('verification', { uid: user.id, email, from: typeof user.email === 'string' ? user.email : '' }, this.policy.verification.expiresMs);
-    const values = { email, username: typeof user.username === 'string' ? user.username : '', collection: this.users.path.slice(1), token, link: linkOf(this.policy.verification.url, token), expiresMinutes: minutes(this.policy.verification.expiresMs) };
+    const values = { email, username: typeof user.username === 'string' ? user.username : '', collection: this.users.path.slice(1), token, link: linkOf(this.policy.verification.url, token), ...expiryValues(this.policy.verification.expiresMs) };
     this.sendLater(ctx, { kind: 'verification', to: email, language: languageOf({}, headerOf(ctx, 'accept-language')), values });
   }
 }
@@ -293,8 +293,15 @@ function linkOf(url: string | undefined, token: string): string {
   return url === undefined ? token : url.replaceAll('{token}', encodeURIComponent(token));
 }
 
-function minutes(ms: number): string {
-  return String(Math.round(ms / 60_000));
+/**
+ * How long a mail's token or code works: `expiresMinutes` (a number, for templates written before)
+ * and `expires` in words, in the largest unit that says it exactly ('10 minutes', '1 hour',
+ * '90 minutes', '1 day', '30 days'): a reader should not have to divide 1440 by 60.
+ */
+function expiryValues(ms: number): { expires: string; expiresMinutes: string } {
+  const minutes = Math.round(ms / 60_000);
+  const [count, unit] = minutes % 1440 === 0 ? [minutes / 1440, 'day'] : minutes % 60 === 0 ? [minutes / 60, 'hour'] : [minutes, 'minute'];
+  return { expires: `${count} ${unit}${count === 1 ? '' : 's'}`, expiresMinutes: String(minutes) };
 }
 
 function headerOf(ctx: Context, name: string): string | undefined {
