@@ -102,8 +102,11 @@ export interface Image {
 
 const me = userInfo();
 
-/** Runs the Dockerfile's stages in folders under `root`, with `context` as the build context. */
-export async function buildImage(stages: Stage[], root: string, context: string): Promise<Image> {
+/**
+ * Runs the Dockerfile's stages in folders under `root`, with `context` as the build context;
+ * `runEnv` is what the machine that builds gives RUN steps beside the stage's ENV (a registry).
+ */
+export async function buildImage(stages: Stage[], root: string, context: string, runEnv: Record<string, string> = {}): Promise<Image> {
   const ignored = await dockerignore(join(context, '.dockerignore'));
   const roots = new Map<string, string>();
   let image: Image | undefined;
@@ -144,7 +147,7 @@ export async function buildImage(stages: Stage[], root: string, context: string)
         case 'RUN': {
           // The image's `node` user is this test's user here.
           const command = step.args.replaceAll('node:node', `${me.uid}:${me.gid}`);
-          const done = await run('sh', ['-c', command], workdir, env);
+          const done = await run('sh', ['-c', command], workdir, { ...runEnv, ...env });
           if (done.code !== 0) throw new Error(`RUN ${command} failed:\n${done.out}`);
           break;
         }
