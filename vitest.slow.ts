@@ -1,0 +1,22 @@
+// The test files that `pnpm test:reliability` runs instead of `pnpm test`, so that the README's
+// test command stays under 10 minutes on a 2-core machine: each drives chromium (a page, the
+// dashboard) or injects faults into processes it starts (kill -9, links, FIFOs, signals), and
+// takes tens of seconds to minutes. CI runs both commands, so nothing is dropped. A new test file
+// that launches chromium belongs here.
+export const SLOW_TESTS = [
+  'apps/server/test/browser-accounts.test.ts',
+  'apps/server/test/browser-client.test.ts',
+  'apps/server/test/browser-dpd.test.ts',
+  'apps/server/test/browser-example.test.ts',
+  'apps/server/test/browser-live.test.ts',
+  'apps/server/test/browser-oidc.test.ts',
+  'apps/server/test/dashboard.test.ts',
+  'apps/server/test/dashboard-accounts-browser.test.ts',
+  'apps/server/test/dashboard-answers.test.ts',
+  'apps/server/test/dashboard-logs-browser.test.ts',
+  'apps/server/test/dashboard-relations-browser.test.ts',
+  'apps/server/test/dashboard-reset-mfa-browser.test.ts',
+  'apps/server/test/dashboard-rules-browser.test.ts',
+  // The migrated app in chromium, and links, FIFOs, sockets and SIGINT during a migration.
+  'apps/server/test/deployd-migration.test.ts',
+];
