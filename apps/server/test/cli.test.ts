@@ -24,6 +24,8 @@ async function start(args: string[], env: Record<string, string> = {}): Promise<
   return p;
 }
 
+if (!process.env.SVC_TEST_MONGODB_URL) process.stderr.write('SKIPPED svc --db on MongoDB (cli.test.ts): SVC_TEST_MONGODB_URL is not set\n');
+
 /** Root in development (any key from this machine): the durability tests write past the scaffolded rules. */
 const ROOT = { 'svc-ssh-key': 'development' };
 
