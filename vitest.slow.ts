@@ -1,7 +1,7 @@
 // The test files that `pnpm test:reliability` runs instead of `pnpm test`, so that the README's
 // test command stays under 10 minutes on a 2-core machine: each drives chromium (a page, the
-// dashboard) or injects faults into processes it starts (kill -9, links, FIFOs, signals), and
-// takes tens of seconds to minutes. CI runs both commands, so nothing is dropped. A new test file
+// dashboard), injects faults into processes it starts (kill -9, links, FIFOs, signals) or packs
+// and installs the packages, and takes tens of seconds to minutes. CI runs both commands, so nothing is dropped. A new test file
 // that launches chromium belongs here.
 export const SLOW_TESTS = [
   'apps/server/test/browser-accounts.test.ts',
@@ -19,4 +19,6 @@ export const SLOW_TESTS = [
   'apps/server/test/dashboard-rules-browser.test.ts',
   // The migrated app in chromium, and links, FIFOs, sockets and SIGINT during a migration.
   'apps/server/test/deployd-migration.test.ts',
+  // pnpm pack of every package, npm install of the tarballs, publint and attw.
+  'apps/server/test/pack-install.test.ts',
 ];
