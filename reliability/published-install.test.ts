@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,6 +54,23 @@ function nodeHeaders(): Record<string, string> {
 }
 
 const ROOT_KEY = `k${'0123456789abcdef'.repeat(3)}`;
+
+/** CPU seconds (user + system) a process has used so far, from /proc (0 where there is none). */
+function processCpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after "pid (comm) ".
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** The children's user + system CPU seconds from the last line bash's `times` printed. */
+function childrenCpu(out: string): number {
+  const last = /(\d+)m([\d.]+)s (\d+)m([\d.]+)s\s*$/.exec(out.trim());
+  return last ? Number(last[1]) * 60 + Number(last[2]) + Number(last[3]) * 60 + Number(last[4]) : NaN;
+}
 
 /** The checkout's changed and new files, as git lists them. */
 function gitStatus(): string {
@@ -185,13 +202,17 @@ describe.runIf(runnable)('the published packages, from a local registry, as a us
   it('from an empty folder to a running app with a warm npm cache: create, install, start (time printed)', async () => {
     const folder = join(user, 'quick');
     await mkdir(folder);
+    const registryCpu = processCpuSeconds(registry.pid);
     const started = performance.now();
-    await ok('npx', ['@svc/server', 'create', 'app'], folder);
-    await ok('npm', ['install'], join(folder, 'app'));
+    // The README's commands; `times` adds what they cost in CPU, which a loaded machine does not inflate.
+    const out = await ok('bash', ['-c', 'npx @svc/server create app && cd app && npm install; status=$?; times; exit $status'], folder);
+    const installed = performance.now();
     const { url, server } = await serve('npm', ['start', '--', '--port', '0'], join(folder, 'app'));
     const seconds = (performance.now() - started) / 1000;
     // Reported, not asserted (a loaded machine runs 2-3x slower): issue 40 asks for under 60 s.
-    process.stdout.write(`[published-install] empty folder to a running app, warm npm cache: ${seconds.toFixed(1)} s\n`);
+    process.stdout.write(
+      `[published-install] empty folder to a running app, warm npm cache: ${seconds.toFixed(1)} s (create + install ${((installed - started) / 1000).toFixed(1)} s, start ${((performance.now() - installed) / 1000).toFixed(1)} s); CPU: npx and npm ${childrenCpu(out).toFixed(1)} s, the registry ${(processCpuSeconds(registry.pid) - registryCpu).toFixed(1)} s; load average ${loadavg()[0]?.toFixed(1)}\n`,
+    );
     expect((await fetch(`${url}/todos`)).status).toBe(200);
     await stopServer(server);
   }, 300_000);
