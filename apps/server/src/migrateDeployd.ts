@@ -1,6 +1,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
 import { extname, join, resolve } from 'node:path';
+import { OFFERED_BUILTINS } from '@svc/script-runtime';
 import { readAppTree, readEntry } from './appTree.js';
 import type { AppTree } from './appTree.js';
 import { DEPLOYD_TYPE_NAMES } from './loadApp.js';
@@ -359,6 +360,7 @@ async function scriptModules(tree: AppTree, label: string, pkgText: string | und
     const pkgName = name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : (name.split('/')[0] as string);
     const loses = 'the script fails where it requires it (the request answers 500)';
     if (name.startsWith('.') || name.startsWith('/')) module(`${where}: a file, not a package: svc scripts require packages only; ${loses} (copy the code into the script, or make it a package in node_modules and add it to app.json scripts.modules)`);
+    else if (isBuiltin(name) && OFFERED_BUILTINS.includes(name.replace(/^node:/, ''))) module(`${where}: a Node built-in svc scripts have (in the sandbox; http/https reach hosts app.json outbound allows besides the public Internet): nothing to do`);
     else if (isBuiltin(name)) module(`${where}: a Node built-in: no host access from svc scripts; ${loses} (do the work in a resource type or a separate service)`);
     else if (pkgName === 'deployd' || pkgName.startsWith('dpd-')) module(`${where}: Deployd's own module: no equivalent in svc scripts; ${loses}`);
     else if (moduleNameProblem(name) !== undefined) module(`${where}: not a package name svc can allow; ${loses}`);

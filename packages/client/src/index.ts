@@ -7,6 +7,7 @@ export type {
   AccessorOf,
   AccountCalls,
   LoginAnswer,
+  LoginCredentials,
   MfaCalls,
   MfaStep,
   ProviderLoginOptions,

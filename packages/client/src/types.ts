@@ -26,6 +26,12 @@ export type Segment = string | number;
 /** A loose query object for resources without types. */
 export type QueryObject = Record<string, unknown>;
 
+/**
+ * What `login` takes: Deployd's username and password, or the email address and password (when
+ * the user collection has a mail flow on: docs/accounts.md).
+ */
+export type LoginCredentials = { username: string; password: string } | { email: string; password: string };
+
 /** The session record a login answers. */
 export interface SessionInfo {
   /** The session id. */
@@ -363,7 +369,7 @@ export interface UserCollectionAccessor<Item extends { id: string; username: str
     AccountCalls,
     MailAccountCalls<Login> {
   /** The session; with two-factor (`auth.mfa`), {@link MfaStep} when the user must give a code. */
-  login(credentials: { username: string; password: string }, fn?: Callback<Login>): SvcPromise<Login>;
+  login(credentials: LoginCredentials, fn?: Callback<Login>): SvcPromise<Login>;
   /** The result is always null. */
   logout(fn?: Callback<null>): SvcPromise<null>;
   /** The current user, or null when nobody is logged in; the query (`$fields`, ...) as in get. */
@@ -402,7 +408,7 @@ export interface MailAccountCalls<Login extends LoginAnswer = SessionInfo> {
 /** A resource without types: every call, untyped results. */
 export interface LooseAccessor extends ResourceAccessor, Listening, MailAccountCalls<LoginAnswer> {
   subscribe<R extends { id: string } = { id: string } & Record<string, unknown>>(query: Record<string, unknown>, handler: LiveHandler<R>, options?: SubscribeOptions): Unsubscribe;
-  login(credentials: { username: string; password: string }, fn?: Callback<LoginAnswer>): SvcPromise<LoginAnswer>;
+  login(credentials: LoginCredentials, fn?: Callback<LoginAnswer>): SvcPromise<LoginAnswer>;
   loginWithProvider: AccountCalls['loginWithProvider'];
   providerLoginResult: AccountCalls['providerLoginResult'];
   readonly mfa: MfaCalls;

@@ -58,6 +58,8 @@ export { ProxyTrust } from './http/ProxyTrust.js';
 export type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 export type { HttpLimits } from './http/svcHttpServer.js';
 export { createEmbeddedStore, matchesFilter } from './store/embeddedStore.js';
+export { createEngineStore, ENGINE_FILE } from './store/embedded/index.js';
+export type { EngineStoreOptions } from './store/embedded/index.js';
 export { snapshotEmbeddedStore, collectionOfDataFile, dataFileOfCollection } from './store/embeddedSnapshot.js';
 export type { EmbeddedSnapshot, SnapshotCollection } from './store/embeddedSnapshot.js';
 export { lockDataFolder } from './store/internal/dataLock.js';
@@ -81,3 +83,8 @@ export type {
 } from './resourceType.js';
 export { RecordingRealtime } from './realtime.js';
 export type { Realtime, RecordedMessage } from './realtime.js';
+export { classifyAddress, parseIp } from './net/addresses.js';
+export type { AddressClass, AddressKind } from './net/addresses.js';
+export { OutboundPolicy } from './net/outboundPolicy.js';
+export { outboundErrorCode, outboundFetch } from './net/outbound.js';
+export type { OutboundErrorCode, OutboundLookup, OutboundRequest, OutboundResponse } from './net/outbound.js';

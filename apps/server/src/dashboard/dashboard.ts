@@ -312,7 +312,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     });
   }
 
-  const accountsDeps: AccountsDeps = { folderOf, saveConfig: writeConfig, serial, reloadOrUndo, writeAtomic };
+  const accountsDeps: AccountsDeps = { folderOf, saveConfig: writeConfig, serial, reloadOrUndo, writeAtomic, resources: () => options.resources() };
 
   /**
    * A rename that a failure of the store left unfinished in this process (the next start would

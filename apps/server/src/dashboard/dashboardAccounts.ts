@@ -22,6 +22,8 @@ export interface AccountsDeps {
   serial<T>(work: () => Promise<T>): Promise<T>;
   reloadOrUndo(undo: () => Promise<void>): Promise<void>;
   writeAtomic(file: string, text: string): Promise<void>;
+  /** The running resources (the Accounts tab counts the users `verification.required` would keep out). */
+  resources(): readonly Resource[];
 }
 
 /** What a secret written as a value in config.json is answered as (never the value itself). */
@@ -77,12 +79,17 @@ function userCollection(deps: AccountsDeps, name: string): { dir: string; config
   return folder;
 }
 
-/** GET accounts: the `auth` settings (secrets as references or hidden), the presets, the messages. */
-function view(deps: AccountsDeps, name: string): Record<string, unknown> {
+/**
+ * GET accounts: the `auth` settings (secrets as references or hidden), the presets, the messages,
+ * and how many users have no verified address (whom `verification.required` keeps out).
+ */
+async function view(deps: AccountsDeps, name: string): Promise<Record<string, unknown>> {
   const { config } = userCollection(deps, name);
   const auth = isPlainObject(config.auth) ? (redactSecrets(config).auth as Record<string, unknown>) : {};
+  const users = deps.resources().find((r) => r.path === `/${name}`);
   return {
     auth,
+    unverified: users instanceof UserCollection ? await users.unverifiedUsers() : null,
     presets: Object.keys(PROVIDER_PRESETS),
     messages: KINDS,
     parts: Object.keys(PARTS),

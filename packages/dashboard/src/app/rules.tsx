@@ -55,6 +55,33 @@ function RuleField({ label, draft, set }: { label: string; draft: RuleDraft; set
   );
 }
 
+/** Account fields a UserCollection with `auth` keeps private unless they have a read rule or `private` of their own (UserCollection.ts). */
+const ACCOUNT_FIELDS = ['email', 'verified'];
+
+/**
+ * Who can list a UserCollection's users and see their account fields, from the saved rules (what
+ * a production start warns about: openWriteRules.ts).
+ */
+function WhoListsUsers({ resource, rule }: { resource: ResourceView; rule: unknown }) {
+  const properties = resource.config.properties ?? {};
+  const accounts = resource.config.auth !== undefined && resource.config.auth !== null;
+  const hidden = Object.entries(properties)
+    .filter(([name, def]) => def.private === true || (accounts && ACCOUNT_FIELDS.includes(name) && def.read === undefined && def.private === undefined))
+    .map(([name]) => name);
+  const open = rule === undefined || rule === true;
+  const who =
+    rule === undefined ? 'Anyone, logged in or not, can list every user (no list rule, as in Deployd): a production start warns about it.'
+    : rule === true ? 'Anyone, logged in or not, can list every user (anyone: open on purpose).'
+    : rule === false ? 'Only root (and event scripts) can list users.'
+    : `Users are listed to those the list rule allows: ${JSON.stringify(rule)}.`;
+  return (
+    <div class={`notice ${open ? 'warn' : ''}`} data-test="who-lists-users">
+      <strong>Who can list users.</strong> {who}{' '}
+      {hidden.length > 0 ? <>Private to the user (at /me) and root: <code>{hidden.join(', ')}</code>.</> : open ? 'Every property but the password is in the list.' : ''}
+    </div>
+  );
+}
+
 /** A collection's access rules (config.json `rules`, and each property's `read` and `write`), and "try as this user on this object". */
 export function RulesPage({ app, resource, setApp }: { app: AppView; resource: ResourceView; setApp(a: AppView): void }) {
   const rulesOf = (): Record<string, unknown> => (typeof resource.config.rules === 'object' && resource.config.rules !== null ? (resource.config.rules as Record<string, unknown>) : {});
@@ -125,6 +152,7 @@ export function RulesPage({ app, resource, setApp }: { app: AppView; resource: R
           Anyone may {openWrites.join(', ')} (no rule, as in Deployd): a production start lists this collection. Choose a rule, or <code>anyone (true)</code> to say it is open on purpose.
         </div>
       )}
+      {resource.type === 'UserCollection' && <WhoListsUsers resource={resource} rule={rulesOf().list} />}
       <h2 class="section">Who may do what</h2>
       <table class="grid props-table" data-test="action-rules">
         <thead><tr><th>Action</th><th>Rule</th><th>What it decides</th></tr></thead>
