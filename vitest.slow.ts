@@ -1,8 +1,9 @@
 // The test files that `pnpm test:reliability` runs instead of `pnpm test`, so that the README's
 // test command stays under 10 minutes on a 2-core machine: each drives chromium (a page, the
 // dashboard), injects faults into processes it starts (kill -9, links, FIFOs, signals) or packs
-// and installs the packages, and takes tens of seconds to minutes. CI runs both commands, so nothing is dropped. A new test file
-// that launches chromium belongs here.
+// and installs the packages, and takes tens of seconds to minutes. CI runs both commands, so
+// nothing is dropped. A new test file that is mostly chromium belongs here
+// (accounts-verification-required.test.ts, one chromium test among server tests, stays in pnpm test).
 export const SLOW_TESTS = [
   'apps/server/test/browser-accounts.test.ts',
   'apps/server/test/browser-client.test.ts',
