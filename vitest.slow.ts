@@ -22,4 +22,13 @@ export const SLOW_TESTS = [
   'apps/server/test/deployd-migration.test.ts',
   // pnpm pack of every package, npm install of the tarballs, publint and attw.
   'apps/server/test/pack-install.test.ts',
+  // svc processes started and stopped per test: restarts, kill -9, a second process on one
+  // folder, every flag's error (create from a checkout: create-from-checkout.test.ts stays).
+  'apps/server/test/cli.test.ts',
+  // Attacks on the script sandbox (endless loops, memory bombs, V8's fatal OOM) killing and
+  // replacing script processes, in the runtime and against a production server.
+  'packages/script-runtime/test/containment.test.ts',
+  'apps/server/test/script-containment.test.ts',
+  // A differential property test: generated scripts through a runtime with and without plans.
+  'packages/script-runtime/test/static-plan-differential.test.ts',
 ];
