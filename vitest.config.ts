@@ -1,7 +1,6 @@
 import { readdirSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { configDefaults, defineConfig } from 'vitest/config';
-import { SLOW_TESTS } from './vitest.slow.js';
+import { defineConfig } from 'vitest/config';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 
@@ -21,8 +20,6 @@ export default defineConfig({
   resolve: { alias },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'apps/*/test/**/*.test.ts', 'bench/test/**/*.test.ts'],
-    // Browser and fault suites run in `pnpm test:reliability` (vitest.slow.ts says why).
-    exclude: [...configDefaults.exclude, ...SLOW_TESTS],
     // isolated-vm refuses to load with the V8 startup snapshot on.
     execArgv: ['--no-node-snapshot'],
     testTimeout: 30_000,
