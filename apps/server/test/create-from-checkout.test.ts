@@ -62,7 +62,7 @@ describe('an app made by svc create from the checkout', () => {
     const help = await runSvc(['create', '--help']);
     expect(help.stdout).toContain('npx @svc/server create <dir>');
     expect(help.stdout).toMatch(/once the packages are published, replace both with "\^<version>"/);
-  });
+  }, 120_000);
 
   it('installs with npm without a registry and serves with npm start', async () => {
     const app = join(dir, 'with-npm');
