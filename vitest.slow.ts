@@ -1,5 +1,5 @@
 // The test files that `pnpm test:reliability` runs instead of `pnpm test`, so that the README's
-// test command stays under 10 minutes on a 2-core machine: each drives chromium (a page, the
+// test command aims at under 10 minutes on an idle 2-core machine: each drives chromium (a page, the
 // dashboard), injects faults into processes it starts (kill -9, links, FIFOs, signals) or packs
 // and installs the packages, and takes tens of seconds to minutes. CI runs both commands, so
 // nothing is dropped. A new test file that is mostly chromium belongs here
