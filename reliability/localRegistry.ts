@@ -39,6 +39,9 @@ function config(dir: string, upstream: string): string {
     '  upstream:',
     `    url: ${JSON.stringify(upstream)}`,
     '    timeout: 120s',
+    // Metadata fetched once is served for the rest of the test, as a registry's CDN would: an
+    // install then waits on npm and the packages, not on a round trip per package upstream.
+    '    maxage: 30m',
     '    max_fails: 10',
     'packages:',
     // No proxy for @svc: a package of this checkout that was not published is a 404, never
