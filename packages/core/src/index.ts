@@ -50,6 +50,7 @@ export { isPlainObject, parseQueryString } from './query/parseQueryString.js';
 export { compileQuery } from './query/compileQuery.js';
 export type { CompiledQuery, QueryRefusals } from './query/compileQuery.js';
 export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from './http/cors.js';
+export { etagOf } from './resources/conditional.js';
 export { readCookie, requestSessionId } from './http/cookies.js';
 export type { CorsOptions } from './http/cors.js';
 export { servedFile } from './http/servedFile.js';
