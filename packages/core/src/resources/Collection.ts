@@ -7,7 +7,7 @@ import { createId } from '../ids.js';
 import { compileFilter, compileQuery } from '../query/compileQuery.js';
 import type { CompiledQuery, QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
-import type { ClientShape, Resource, ResourceHost } from '../resource.js';
+import type { ClientShape, ConflictPolicy, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Logger } from '../logger.js';
@@ -55,6 +55,8 @@ export interface CollectionOptions {
   meProperties?: Record<string, PropertyDef>;
   /** Limits of `$expand`, filters across relations and aggregates (app.json `relations`, `aggregate`). */
   relations?: Partial<RelationSettings>;
+  /** How offline clients settle conflicts (config.json `offline.conflicts`): told to them with the resources. */
+  conflicts?: ConflictPolicy;
 }
 
 const NO_MATCH = 'No object exists that matches that query';
@@ -73,7 +75,11 @@ const NO_EVENTS: CollectionEventRunner = {
 export class Collection implements Resource {
   readonly path: string;
   readonly type: string = 'Collection';
-  readonly client: ClientShape = { collection: true };
+  get client(): ClientShape {
+    return this.conflicts === undefined ? { collection: true } : { collection: true, conflicts: this.conflicts };
+  }
+  /** The declared conflict policy of offline writes (docs/offline.md). */
+  readonly conflicts: ConflictPolicy | undefined;
   readonly properties: Record<string, PropertyDef>;
   protected readonly store: StoreCollection;
   /** Stored fields that neither scripts nor clients ever see, nor updates ever unset (a password hash). */
@@ -121,6 +127,7 @@ export class Collection implements Resource {
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
+    this.conflicts = options.conflicts;
     this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
     // Counts (as /count): On Get may hide objects that a count would reveal.
     this.relations.countsOpenTo = (ctx) => ctx.isRoot || ctx.internal || this.publicCount || !this.events.has('get');
