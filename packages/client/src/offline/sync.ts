@@ -19,6 +19,7 @@ type Outcome = 'sent' | 'stop';
  */
 export class Sync {
   private running: Promise<void> | undefined;
+  private again: Promise<void> | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private watching = false;
 
@@ -58,9 +59,19 @@ export class Sync {
     }
   }
 
-  /** A round of sending (one at a time: a second call answers the round under way). */
+  /**
+   * A round of sending, one at a time: a call during a round answers the next round, run after it
+   * (the one under way may have started before the network came back).
+   */
   flush(): Promise<void> {
-    this.running ??= this.round().finally(() => {
+    if (this.running !== undefined) {
+      this.again ??= this.running.then(() => {
+        this.again = undefined;
+        return this.flush();
+      });
+      return this.again;
+    }
+    this.running = this.round().finally(() => {
       this.running = undefined;
     });
     return this.running;
