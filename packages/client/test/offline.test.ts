@@ -68,7 +68,7 @@ describe('svc.offline: the local replica and its queued writes', () => {
     return c;
   };
   const users = (c: SvcClient) => (c as unknown as { users: { login(creds: object): Promise<unknown>; put(id: string, body: object): Promise<unknown> } }).users;
-  const serverGet = async (path: string, id: string): Promise<unknown> => root()(path).get(id).catch((e: { status: number }) => e.status);
+  const serverGet = async (path: string, id: string): Promise<unknown> => root()(path).get(id).catch((e: unknown) => (e as { status: number }).status);
 
   it('writes made offline apply at once, wait in order, and reach the server once, ids and relations kept', async () => {
     const svc = await started('order');
@@ -150,7 +150,7 @@ describe('svc.offline: the local replica and its queued writes', () => {
     await svc.offline.flush();
     expect(rejected).toHaveLength(1);
     expect(rejected[0]?.error.status).toBe(403);
-    expect(await svc('guarded').get(bad.id).catch((e: { status: number }) => e.status)).toBe(404);
+    expect(await svc('guarded').get(bad.id).catch((e: unknown) => (e as { status: number }).status)).toBe(404);
     expect(await serverGet('guarded', bad.id)).toBe(404);
     expect(await serverGet('guarded', good.id)).toEqual(good);
   });
