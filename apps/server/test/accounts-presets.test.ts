@@ -5,7 +5,7 @@ import type { AppHandle } from './helpers/app.js';
 import { TestBrowser } from './helpers/oidc.js';
 import { startSmtp, tokenIn } from './helpers/smtp.js';
 import type { TestSmtp } from './helpers/smtp.js';
-import { MS_CONSUMERS, STAND_IN_SECRET, formFields, startStandIns } from './helpers/standIns.js';
+import { MS_CONSUMERS, STAND_IN_SECRET, formFields, numericId, startStandIns } from './helpers/standIns.js';
 import type { PresetName, StandIns } from './helpers/standIns.js';
 
 // Issue 43: sign-in presets for 15 providers, each against a local stand-in of its endpoints
@@ -274,6 +274,34 @@ for (const store of appStores()) {
       const res = await signIn('bitbucket', 'bitbucket', 'bb-paged');
       expect(res.status).toBe(200);
       expect(await me(res.browser)).toMatchObject({ email: 'paged@example.com', verified: true, displayName: 'Bee Bee' });
+    });
+
+    it('Bitbucket: a next page on another host is not asked (the access token goes to the API only)', async () => {
+      stand.add('bitbucket', { sub: 'bb-elsewhere', email: 'elsewhere@example.com', verified: true, nextPage: `${stand.url.replace('127.0.0.1', 'localhost')}/bitbucket/api/2.0/user/emails?page=2` });
+      const before = stand.seen.length;
+      const res = await signIn('bitbucket', 'bitbucket', 'bb-elsewhere');
+      expect(res.status).toBe(502);
+      expect(res.body.message).toBe('bitbucket named a page of another host');
+      expect(stand.seen.slice(before).filter((s) => s.step === 'api').map((s) => s.params.path)).toEqual(['/user', '/user/emails']);
+    });
+
+    it('X: a name such as x:<id> taken first by a password sign-up keeps nobody out; parallel first sign-ins make one account', async () => {
+      stand.add('x', { sub: 'x-squatted', name: 'Sq Uatted' }, { sub: 'x-parallel', name: 'Pa Rallel' });
+      const name = `x:${numericId('x-squatted')}`;
+      expect((await h.request('POST', '/users', { username: name, password: 'squatter' })).status).toBe(200);
+      const res = await signIn('x', 'x', 'x-squatted');
+      expect(res.status).toBe(200);
+      expect(await me(res.browser)).toMatchObject({ username: expect.stringMatching(new RegExp(`^${name}:[\\w-]{8}$`)), displayName: 'Sq Uatted' });
+      // The same person's two first sign-ins at once: one account (the other may be refused, never a second account).
+      const browsers = [new TestBrowser(), new TestBrowser()];
+      const callbacks = [];
+      for (const b of browsers) callbacks.push(await toCallback(b, 'users', 'x', 'x', 'x-parallel'));
+      const results = await Promise.all(browsers.map((b, i) => complete(b, callbacks[i] as { url: string })));
+      expect(results.some((r) => r.status === 200)).toBe(true);
+      const all = (await h.request('GET', '/users', undefined, ROOT)).body as { id: string; username: string }[];
+      const made = all.filter((u) => u.username.startsWith(`x:${numericId('x-parallel')}`));
+      expect(made).toHaveLength(1);
+      expect((await signIn('x', 'x', 'x-parallel')).body.uid).toBe(made[0]?.id);
     });
 
     it('Google: an ID token naming the issuer without its scheme is accepted', async () => {

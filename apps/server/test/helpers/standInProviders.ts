@@ -29,8 +29,9 @@ export interface StandInPerson {
   privateRelay?: boolean;
   /** GitHub: a verified secondary address beside the primary. */
   secondary?: string;
-  /** Bitbucket: the primary address only on the second page of /user/emails. */
+  /** Bitbucket: the primary address only on the second page of /user/emails; or a next page on `nextPage` (another host). */
   primaryOnPage2?: boolean;
+  nextPage?: string;
 }
 
 /** What the authorization request asked (kept with its code). */
@@ -70,7 +71,7 @@ const standardError = (error: string) => ({ status: 400, body: { error } });
 const standardClaims = (p: StandInPerson) => ({ ...(p.email ? { email: p.email, email_verified: p.verified === true } : {}), ...(p.name ? { name: p.name } : {}) });
 const ok = (body: unknown) => ({ status: 200, body });
 /** A provider's numeric id of a person (GitHub's, Discord's snowflake, X's, Facebook's), stable per sub. */
-const numericId = (sub: string) => parseInt(createHash('sha256').update(sub).digest('hex').slice(0, 12), 16);
+export const numericId = (sub: string) => parseInt(createHash('sha256').update(sub).digest('hex').slice(0, 12), 16);
 
 /** Each provider's stand-in, by preset. */
 export const STAND_INS: Record<PresetName, StandInDef> = {
@@ -131,6 +132,7 @@ export const STAND_INS: Record<PresetName, StandInDef> = {
       if (path !== '/user/emails') return undefined;
       const other = { email: `other-${p.sub}@bitbucket.example`, is_primary: false, is_confirmed: true, type: 'email' };
       const primary = p.email ? [{ email: p.email, is_primary: true, is_confirmed: p.verified === true, type: 'email' }] : [];
+      if (p.nextPage !== undefined) return ok({ pagelen: 1, page: 1, size: 2, values: [other], next: p.nextPage });
       if (!p.primaryOnPage2) return ok({ pagelen: 10, page: 1, size: 1 + primary.length, values: [other, ...primary] });
       if (url.searchParams.get('page') === '2') return ok({ pagelen: 1, page: 2, size: 2, values: primary });
       return ok({ pagelen: 1, page: 1, size: 2, values: [other], next: `${base}/user/emails?page=2` });

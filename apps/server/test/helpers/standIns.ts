@@ -7,7 +7,7 @@ import type { CryptoKey, JWK } from 'jose';
 import { MS_CONSUMERS, PRESET_NAMES, STAND_INS } from './standInProviders.js';
 import type { Grant, PresetName, StandInPerson } from './standInProviders.js';
 
-export { MS_CONSUMERS, PRESET_NAMES } from './standInProviders.js';
+export { MS_CONSUMERS, PRESET_NAMES, numericId } from './standInProviders.js';
 export type { PresetName, StandInPerson } from './standInProviders.js';
 
 // Local stand-ins of the sign-in providers svc has presets for (issue 43): one HTTP server on

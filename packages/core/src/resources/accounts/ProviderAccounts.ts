@@ -80,8 +80,8 @@ export class ProviderAccounts {
   /**
    * A new user through POST's path (On Validate and On Post run; no password): the vouched-for
    * address as username and email, or without one `<provider>:<subject>` as username (with a
-   * random tail when someone took that name). The mapped claims never set the address or the
-   * verified flag: only the provider's vouched-for address does.
+   * random tail when someone signed up with that name first). The mapped claims never set the
+   * address or the verified flag: only the provider's vouched-for address does.
    */
   private async create(ctx: Context, provider: OAuthProviderSettings, profile: ProviderProfile, identityKey: string, email: string | undefined): Promise<Doc> {
     const { emailProperty, verifiedProperty } = this.settings;
@@ -97,8 +97,7 @@ export class ProviderAccounts {
         if (!(err instanceof DuplicateKeyError) && !(isSvcError(err) && err.code === 'VALIDATION_FAILED')) throw err;
         const raced = await this.userOfIdentity(identityKey);
         if (raced !== null) return raced;
-        const usernameTaken = isSvcError(err) && err.errors?.username !== undefined;
-        if (email !== undefined || !usernameTaken || name !== username) throw err;
+        if (email !== undefined || name !== username || !(await this.squatted(name))) throw err;
       }
     }
     if (created === undefined) throw new SvcError('INTERNAL', 'the new user was not made');
@@ -109,6 +108,17 @@ export class ProviderAccounts {
       await this.host.updateUser({ id: created.id }, { $set: fields });
     }
     return this.link(identityKey, provider, created.id);
+  }
+
+  /**
+   * Whether a username a new account without an address wanted is held by someone who signed up
+   * with a password (names such as `x:<id>` can be registered first, to keep that person out);
+   * a passwordless holder is the same person's parallel first sign-in, which must not get a
+   * second account.
+   */
+  private async squatted(username: string): Promise<boolean> {
+    const holder = await this.host.findOne({ username });
+    return typeof holder?.password === 'string';
   }
 }
 
