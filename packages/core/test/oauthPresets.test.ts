@@ -65,7 +65,7 @@ describe('sign-in presets', () => {
     ['a@b@c', undefined],
     [`${'a'.repeat(250)}@x.io`, undefined],
     [['a@example.com'], undefined],
-    [{ toString: () => 'a@example.com' }, undefined],
+    [{ toString: (): string => 'a@example.com' }, undefined],
   ])('address(%j) is %j', (value, expected) => {
     expect(address(value)).toBe(expected);
   });
