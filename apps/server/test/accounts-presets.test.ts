@@ -294,9 +294,9 @@ for (const store of appStores()) {
       expect(await me(res.browser)).toMatchObject({ username: expect.stringMatching(new RegExp(`^${name}:[\\w-]{8}$`)), displayName: 'Sq Uatted' });
       // The same person's two first sign-ins at once: one account (the other may be refused, never a second account).
       const browsers = [new TestBrowser(), new TestBrowser()];
-      const callbacks = [];
+      const callbacks: { url: string; fields?: Record<string, string> }[] = [];
       for (const b of browsers) callbacks.push(await toCallback(b, 'users', 'x', 'x', 'x-parallel'));
-      const results = await Promise.all(browsers.map((b, i) => complete(b, callbacks[i] as { url: string })));
+      const results = await Promise.all(browsers.map((b, i) => complete(b, callbacks[i] as { url: string; fields?: Record<string, string> })));
       expect(results.some((r) => r.status === 200)).toBe(true);
       const all = (await h.request('GET', '/users', undefined, ROOT)).body as { id: string; username: string }[];
       const made = all.filter((u) => u.username.startsWith(`x:${numericId('x-parallel')}`));
