@@ -28,6 +28,8 @@ export interface Uses {
   ctx: boolean;
   svc: boolean;
   emit: boolean;
+  /** require() (a module or http may call out) or fetch: the run gets the outbound host function. */
+  net: boolean;
 }
 
 /**
@@ -37,7 +39,7 @@ export interface Uses {
  */
 export function usesOf(script: Script): Uses {
   const uses = (name: string): boolean => script.names === undefined || script.names.has(name);
-  return { ctx: uses('ctx'), svc: uses('svc'), emit: uses('emit') };
+  return { ctx: uses('ctx'), svc: uses('svc'), emit: uses('emit'), net: uses('require') || uses('fetch') };
 }
 
 /** The error a run's cancel() or error() answers, if it called one. */

@@ -1,3 +1,4 @@
+import { etagOf } from './resources/conditional.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SvcError } from './errors.js';
@@ -22,7 +23,8 @@ import type { RouteMatch } from './router.js';
 import type { SessionRecord } from './sessions.js';
 import { SessionManager } from './sessions.js';
 import type { Context, Reply, Session } from './types.js';
-import { developmentRootRefusal, RootKeys } from './rootKeys.js';
+import { developmentRootRefusal, localRefusal, RootKeys } from './rootKeys.js';
+import type { DevelopmentRootRefusal } from './rootKeys.js';
 import { corsHeaders, corsOrigins } from './http/cors.js';
 import { createRequestScope } from './requestScope.js';
 import type { InternalRequest, ServerDrainOptions, SessionChangeListener, SvcServer, SvcServerOptions } from './serverTypes.js';
@@ -136,7 +138,11 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const pathname = q === -1 ? url : url.slice(0, q);
     const search = q === -1 ? '' : url.slice(q + 1);
     // Before the session, CORS and any log line: balancers ask every few seconds.
-    if (health.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD') && !shadowed(pathname)) return health.answer(pathname, req, res);
+    if (health.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD') && !shadowed(pathname)) {
+      // Counted under its own path (a configured one: bounded), not with the 404s as 'none'.
+      note.resource = pathname;
+      return health.answer(pathname, req, res);
+    }
     const cors = corsHeaders(req, allowedOrigins);
     if (cors) for (const [k, v] of cors) res.setHeader(k, v);
     if (req.method === 'OPTIONS') {
@@ -158,10 +164,12 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const anonymous = sessions.anonymous(sid, req.socket);
     if (match.resource.answerNow !== undefined) {
       // What the server knows of the request; the resource's plan decides whether it answers at
-      // once (an object by id): no context, no promise turns.
-      note.plainAnonymous = anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined;
+      // once (an object by id): no context, no promise turns. Its ETag as Collection.handle gives
+      // it (conditional.ts); If-None-Match goes the usual way.
+      note.plainAnonymous =
+        anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined && req.headers['if-none-match'] === undefined;
       const text = match.resource.answerNow(match.parts, note);
-      if (text !== undefined) return writeJsonText(res, text);
+      if (text !== undefined) return writeJsonText(res, text, etagOf(text));
     }
     return handleRouted(req, res, note, match, search, sid, anonymous);
   }
@@ -213,7 +221,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       headers: req.headers,
       session,
       me: undefined,
-      isRoot: isRootRequest(req, client),
+      isRoot: rootOf(req, client),
       internal: false,
       scope: createRequestScope(client.address, recursionLimitOf(query), res),
       req,
@@ -230,18 +238,32 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   function isRootRequest(req: IncomingMessage, client: RequestClient): boolean {
     const key = rootHeader(req);
     if (key === undefined || key === '') return false;
-    if (!production) {
-      const refusal = developmentRootRefusal(req, client);
-      if (refusal !== undefined) {
-        // Once per reason: a proxy in front of a development server sends every request this way.
-        if (!refusedRoot.has(refusal.kind)) {
-          refusedRoot.add(refusal.kind);
-          logger.warn(`development: a request with svc-ssh-key from ${client.address} is not root: ${refusal.why}. A development server must never be reachable by others; behind a proxy, run with --env production and a root key (svc keygen)`, { address: client.address });
-        }
-        return false;
-      }
+    if (production) return rootKeys.isRoot(key, true, client.peer);
+    return developmentRefusal(req, client) === undefined;
+  }
+
+  /**
+   * A resource request's root flag. In development a key that is not made root is answered 403
+   * with the reason rather than served as anyone's request: a developer's tool that silently
+   * lost root would read and write as a visitor (production's wrong key stays a visitor's, as in
+   * Deployd, and root-only actions answer their own 401/403).
+   */
+  function rootOf(req: IncomingMessage, client: RequestClient): boolean {
+    const key = rootHeader(req);
+    if (key === undefined || key === '') return false;
+    if (production) return rootKeys.isRoot(key, true, client.peer);
+    const refusal = developmentRefusal(req, client);
+    if (refusal === undefined) return true;
+    // Once per reason: a proxy in front of a development server sends every request this way.
+    if (!refusedRoot.has(refusal.kind)) {
+      refusedRoot.add(refusal.kind);
+      logger.warn(`development: a request with svc-ssh-key from ${client.address} is not root: ${refusal.why}. A development server must never be reachable by others; behind a proxy, run with --env production and a root key (svc keygen)`, { address: client.address });
     }
-    return rootKeys.isRoot(key, production, client.peer, { host: req.headers.host, origin: req.headers.origin });
+    throw new SvcError('FORBIDDEN', `svc-ssh-key refused: ${refusal.why}. Development gives root only to programs on this machine that reach svc directly (docs/deploying.md)`);
+  }
+
+  function developmentRefusal(req: IncomingMessage, client: RequestClient): DevelopmentRootRefusal | undefined {
+    return developmentRootRefusal(req, client) ?? localRefusal(client.peer, { host: req.headers.host, origin: req.headers.origin });
   }
 
   function sessionCookie(id: string | null, req: IncomingMessage | undefined): string {

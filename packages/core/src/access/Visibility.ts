@@ -18,6 +18,11 @@ export interface VisibilityFacts {
   readonly storeOnly?: readonly string[];
   /** Whether ctx's caller asks for their own object and may see its private properties (/me). */
   readonly ownObject?: (ctx: Context) => boolean;
+  /**
+   * Whether ctx's caller reads this stored object's private properties on another path (a user's
+   * own object, shown to them at /me): a write's checks treat them as readable by that caller.
+   */
+  readonly ownStored?: (ctx: Context, stored: Doc) => boolean;
   /** app.json `publicCount`: GET /<c>/count open to every caller. */
   readonly publicCount?: boolean;
 }
@@ -43,6 +48,8 @@ export class Visibility {
   /** See {@link VisibilityFacts.storeOnly}. */
   readonly storeOnly: ReadonlySet<string>;
   private readonly ownObject: ((ctx: Context) => boolean) | undefined;
+  /** See {@link VisibilityFacts.ownStored}. */
+  readonly ownStored: ((ctx: Context, stored: Doc) => boolean) | undefined;
   private readonly publicCount: boolean;
 
   constructor(
@@ -53,6 +60,7 @@ export class Visibility {
     this.privateProps = new Set(Object.keys(properties).filter((name) => properties[name]?.private === true));
     this.storeOnly = new Set(facts.storeOnly ?? []);
     this.ownObject = facts.ownObject;
+    this.ownStored = facts.ownStored;
     this.publicCount = facts.publicCount ?? false;
   }
 
@@ -224,6 +232,18 @@ export class ReadScope {
       for (const key of Object.keys(shown)) if (!this.visibility.privateProps.has(key)) out[key] = shown[key];
     }
     return projectAfter === undefined ? out : project(out, projectAfter);
+  }
+
+  /**
+   * The properties of a stored object the caller may not read: those the property read rules hide
+   * on it and the private ones (none for root and scripts' own calls). A write's answer must not
+   * depend on their values.
+   */
+  hiddenOn(stored: Doc): Set<string> {
+    if (this.trusted) return new Set();
+    const hidden = this.visibility.access.hiddenOn(this.plan, stored);
+    if (!this.seesPrivate && this.visibility.ownStored?.(this.caller, stored) !== true) for (const name of this.visibility.privateProps) hidden.add(name);
+    return hidden;
   }
 
   /** The properties the caller may filter, sort and group by (aggregates, filters across relations). */

@@ -9,19 +9,22 @@ import { createId } from '../ids.js';
 import { compileFilter } from '../query/compileQuery.js';
 import type { CompiledQuery } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
-import type { ClientShape, NowRequest, Resource, ResourceHost } from '../resource.js';
+import type { ClientShape, ConflictPolicy, NowRequest, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
-import type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './changes.js';
-import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
-import { requiredErrors, sanitizeBody } from './sanitize.js';
+import { ChangeListeners } from './changes.js';
+import type { ChangesWanted, CollectionChangeListener, ObjectChange } from './changes.js';
+import type { CollectionEventRunner, EventOutcome } from './events.js';
+import { afterCommit, beforeRequest, preconditionOf, runWriteEvents, skipEventsAsked } from './writeEvents.js';
+import { namedBy, requiredErrors, sanitizeBody, typeErrors } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
 import { applyModifiersLocally, deepEqual, diffUpdate, hideFrom } from './updates.js';
 import { CollectionReads } from './read/CollectionReads.js';
+import { assertClientId, conditionHolds, conditionOf, etagOf, isGetById, MOVED, preconditionFailed, settled, taggedGet } from './conditional.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -44,9 +47,12 @@ export interface CollectionOptions {
   meProperties?: Record<string, PropertyDef>;
   /** Limits of `$expand`, filters across relations and aggregates (app.json `relations`, `aggregate`). */
   relations?: Partial<RelationSettings>;
+  /** How offline clients settle conflicts (config.json `offline.conflicts`): told to them with the resources. */
+  conflicts?: ConflictPolicy;
 }
 
 const NO_MATCH = 'No object exists that matches that query';
+const NO_PROPERTIES: ReadonlySet<string> = new Set();
 const NO_EVENTS: CollectionEventRunner = {
   has: () => false,
   run: (_event, input) => Promise.resolve({ object: input.object, hidden: [], protectedProps: [] }),
@@ -57,14 +63,18 @@ const NO_EVENTS: CollectionEventRunner = {
 export class Collection implements Resource {
   readonly path: string;
   readonly type: string = 'Collection';
-  readonly client: ClientShape = { collection: true };
+  get client(): ClientShape {
+    return this.conflicts === undefined ? { collection: true } : { collection: true, conflicts: this.conflicts };
+  }
+  /** The declared conflict policy of offline writes (docs/offline.md). */
+  readonly conflicts: ConflictPolicy | undefined;
   readonly properties: Record<string, PropertyDef>;
   protected readonly store: StoreCollection;
   protected readonly events: CollectionEventRunner;
   /** The server's logger, from init(). */
   protected logger: Logger | undefined;
   /** Told every stored write (live queries); deletes read what they remove while one wants them. */
-  private readonly changeListeners = new Map<CollectionChangeListener, ChangesWanted>();
+  private readonly changes: ChangeListeners;
   /** Relation properties, `$expand`, filters across relations, `$total` and aggregates. */
   readonly relations: Relations;
   /** GETs and the reads made on a caller's behalf: each GET's plan chosen, then answered that way. */
@@ -87,6 +97,8 @@ export class Collection implements Resource {
     this.visibility = new Visibility(this.access, options.properties, { ...facts, publicCount: options.publicCount ?? false });
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
+    this.conflicts = options.conflicts;
+    this.changes = new ChangeListeners((doc) => this.visibility.withoutStoreOnly(doc));
     this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
     // Counts (as /count): On Get may hide objects that a count would reveal.
     this.relations.countsOpenTo = (ctx) => this.visibility.totalsOpenTo(ctx, this.events.has('get'));
@@ -100,14 +112,12 @@ export class Collection implements Resource {
    * while some listener does.
    */
   watchChanges(listener: CollectionChangeListener, wanted: ChangesWanted = () => true): () => void {
-    this.changeListeners.set(listener, wanted);
-    return () => this.changeListeners.delete(listener);
+    return this.changes.watch(listener, wanted);
   }
 
   /** Whether some change listener needs this collection's writes now (cheap: asked per delete). */
   wantsChanges(): boolean {
-    for (const wanted of this.changeListeners.values()) if (wanted()) return true;
-    return false;
+    return this.changes.wanted();
   }
 
   /**
@@ -115,36 +125,12 @@ export class Collection implements Resource {
    * paths (relations' onDelete upkeep, imports), objects as stored; store-only fields are dropped.
    */
   async tellChanges(changes: readonly ObjectChange[]): Promise<void> {
-    if (this.changeListeners.size === 0) return;
-    for (const change of changes) {
-      await this.changed(
-        change.kind === 'update'
-          ? { kind: 'update', object: this.withoutStoreOnly(change.object), previous: this.withoutStoreOnly(change.previous) }
-          : { kind: change.kind, object: this.withoutStoreOnly(change.object) },
-      );
-    }
+    for (const change of changes) await this.changes.tell(change);
   }
 
   /** Tells the change listeners that objects changed without saying which (a restore): they start afresh. */
   async tellResync(): Promise<void> {
-    await this.changed({ kind: 'resync' });
-  }
-
-  private async changed(change: CollectionChange): Promise<void> {
-    for (const listener of this.changeListeners.keys()) await listener(change);
-  }
-
-  /**
-   * After a delete: the objects read before it, told deleted; or, when none was read because no
-   * listener wanted changes then but one does now (a live query started meanwhile), a resync.
-   */
-  private async deleted(docs: readonly Doc[] | undefined): Promise<void> {
-    if (this.changeListeners.size === 0) return;
-    if (docs === undefined) {
-      if (this.wantsChanges()) await this.tellResync();
-      return;
-    }
-    for (const doc of docs) await this.changed({ kind: 'delete', object: this.withoutStoreOnly(doc) });
+    await this.changes.tell({ kind: 'resync' });
   }
 
   /** Creates the indexes that `unique` and `index` properties ask for. */
@@ -159,9 +145,15 @@ export class Collection implements Resource {
   }
 
   async handle(ctx: Context): Promise<Reply> {
+    const reply = await this.answer(ctx);
+    // ETag and If-None-Match on the answer as made, whichever read path made it (conditional.ts).
+    return isGetById(ctx) ? taggedGet(ctx, reply) : reply;
+  }
+
+  private async answer(ctx: Context): Promise<Reply> {
     const method = ctx.method;
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
-      await this.beforeRequest(ctx);
+      await beforeRequest(this.events, ctx);
     }
     if (method === 'GET') return this.reads.get(ctx, (c) => this.idOf(c, false));
     // A write's answer goes through the same net as every read.
@@ -185,6 +177,11 @@ export class Collection implements Resource {
   /** The properties ctx's caller may filter, sort and group by (aggregates, filters across relations). */
   queryableFor(ctx: Context): Record<string, PropertyDef> {
     return this.scopeOf(ctx).queryable();
+  }
+
+  /** The properties `$fields` leaves out for ctx's caller: what it may not read on any object. */
+  unprojectableFor(ctx: Context): ReadonlySet<string> {
+    return this.scopeOf(ctx).refusals.unprojectable ?? NO_PROPERTIES;
   }
 
   /**
@@ -213,29 +210,9 @@ export class Collection implements Resource {
     return this.visibility.explain(ctx, doc);
   }
 
-  /**
-   * On BeforeRequest (Deployd 1.2): before any other event of a GET, POST, PUT or DELETE, with
-   * `event` the method; it may cancel, change `query`, and (POST, PUT) change the body as `this`.
-   */
-  private async beforeRequest(ctx: Context): Promise<void> {
-    if (ctx.isRoot && skipEventsAsked(ctx, isPlainObject(ctx.body) ? ctx.body : undefined)) return;
-    const hasBody = (ctx.method === 'POST' || ctx.method === 'PUT') && isPlainObject(ctx.body);
-    const outcome = await this.events.run('beforerequest', { ctx, object: hasBody ? { ...(ctx.body as Record<string, unknown>) } : {}, locals: { event: ctx.method } });
-    if (outcome.query !== undefined) ctx.query = outcome.query;
-    if (hasBody) ctx.body = outcome.object;
-  }
-
-  /**
-   * On AfterCommit (Deployd 1.2): after a write is stored, with the stored object as `this` and
-   * `event` the method. The write stands whatever the script does; its errors are logged.
-   */
-  protected async afterCommit(ctx: Context, object: Record<string, unknown>, previous: Record<string, unknown> | undefined): Promise<void> {
-    if (!this.events.has('aftercommit') || (ctx.isRoot && skipEventsAsked(ctx, isPlainObject(ctx.body) ? ctx.body : undefined))) return;
-    try {
-      await this.events.run('aftercommit', { ctx, object: { ...object }, previous: previous ?? {}, locals: { event: ctx.method } });
-    } catch (err) {
-      this.logger?.warn(`${this.path.slice(1)} On AfterCommit: ${err instanceof Error ? err.message : String(err)} (the write is stored)`);
-    }
+  /** On AfterCommit, its errors logged (the write stands). */
+  private afterCommit(ctx: Context, object: Record<string, unknown>, previous: Record<string, unknown> | undefined): Promise<void> {
+    return afterCommit(this.events, ctx, object, previous, (message) => this.logger?.warn(`${this.path.slice(1)} ${message}`));
   }
 
   private dispatch(ctx: Context): Promise<Reply> {
@@ -318,6 +295,11 @@ export class Collection implements Resource {
     const body = ctx.body === undefined ? {} : ctx.body;
     if (!isPlainObject(body)) throw new SvcError('BAD_REQUEST', 'the body must be a JSON object');
     const id = this.idOf(ctx, true);
+    if (id !== undefined && ctx.method === 'POST' && conditionOf(ctx, 'if-none-match') === '*') {
+      // A create at an id the client chose (offline clients): never an update of an existing one.
+      assertClientId(id);
+      return this.create(ctx, body, id);
+    }
     if (id === undefined) {
       if (ctx.method === 'PUT') throw new SvcError('BAD_REQUEST', 'an id is required to update an object (in the path, the query or the body)');
       return this.create(ctx, body);
@@ -326,7 +308,7 @@ export class Collection implements Resource {
   }
 
   /** Creates an object: sanitize, defaults, On Validate, required, On Post, insert. */
-  protected async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
+  protected async create(ctx: Context, body: Record<string, unknown>, chosenId?: string): Promise<Reply> {
     const { values } = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: false });
     const given = Object.keys(values);
     for (const [name, def] of Object.entries(this.properties)) {
@@ -337,12 +319,12 @@ export class Collection implements Resource {
     this.access.assertWrites(ctx, values, given, { new: values });
     // As in Deployd 1.2, the id is given after On Validate (apps test `!this.id` there to tell a
     // create from an update) and before On Post, which can use (and emit) it.
-    const id = createId();
+    const id = chosenId ?? createId();
     let object: Record<string, unknown> = { ...values };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let outcome: EventOutcome | undefined;
     if (!skipEvents) {
-      outcome = await this.runWriteEvents(ctx, 'post', object, {}, id);
+      outcome = await runWriteEvents(this.events, ctx, 'post', object, {}, id);
       object = outcome.object;
       // protect() on create keeps the client's value out of the new object.
       for (const key of outcome.protectedProps) delete object[key];
@@ -351,74 +333,109 @@ export class Collection implements Resource {
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
-    const stored = await this.writing(() => this.store.insert(doc));
+    const stored = await this.writing(() => this.store.insert(doc), chosenId !== undefined);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
-    if (this.changeListeners.size > 0) await this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
+    await this.changes.tell({ kind: 'create', object: stored });
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
     return { status: 200, body: this.visibility.scope(ctx).finish(this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored) };
   }
 
-  /** Updates one object: only given properties change; modifiers apply atomically in the store. */
+  /**
+   * Updates one object: only given properties change; modifiers apply atomically in the store.
+   * With If-Match, only while the caller's view of it has that ETag (412 else), compared and set
+   * at the revision read (a move in between runs the update again, at most 3 times).
+   */
   protected async update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
+    const expected = conditionOf(ctx, 'if-match');
+    return settled(() => this.updateOnce(ctx, id, body, expected), 'updated');
+  }
+
+  private async updateOnce(ctx: Context, id: string, body: Record<string, unknown>, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
+    // Read before the object: a write between the two moves it, and the update below then fails.
+    const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
     const scope = this.visibility.scope(ctx);
     const precondition = compileFilter(preconditionOf(ctx.query), this.properties, scope.refusals);
     let filter: Filter = { ...precondition, id };
     // An object the read rule hides answers as a missing one: no telling whether it exists.
     const previous = await this.store.findOne(andFilters(filter, scope.filter('read')));
     if (previous === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    if (expected !== undefined) await this.assertMatches(ctx, previous, expected);
     const sanitized = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: true });
     const visible = this.withoutStoreOnly(previous);
     const merged: Record<string, unknown> = { ...visible, ...sanitized.values };
     for (const name of sanitized.cleared) delete merged[name];
     applyModifiersLocally(merged, sanitized.modifiers);
+    // What the caller may not read: no answer may depend on its value (issue 38). One the body
+    // names is written whatever the value (the stored one again is no "no change": that would
+    // tell a guess right); one it does not name is neither validated nor checked below.
+    const named = namedBy(sanitized);
+    const unreadable = this.unreadableOn(ctx, previous);
+    const untouched = new Set([...unreadable].filter((name) => !named.has(name)));
     if (!this.access.bypasses(ctx)) {
       const values = { new: merged, old: visible };
       this.access.assert(ctx, 'update', previous, values);
-      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => !deepEqual(visible[name], merged[name])), values);
+      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => (unreadable.has(name) && named.has(name)) || !deepEqual(visible[name], merged[name])), values);
       // The stored object must still be one the rule allows when the write lands.
       filter = andFilters(filter, this.access.writeFilter(ctx, 'update', values));
     }
+    // As Deployd 1.2: the merged object's values must be of their types (a script's, an old one).
+    const wrongTypes = typeErrors(merged, this.properties, untouched);
+    if (wrongTypes) throw new SvcError('VALIDATION_FAILED', undefined, { errors: wrongTypes });
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let object = merged;
     let outcome: EventOutcome | undefined;
     if (!skipEvents) {
-      outcome = await this.runWriteEvents(ctx, 'put', merged, visible);
+      outcome = await runWriteEvents(this.events, ctx, 'put', merged, visible);
       object = outcome.object;
     }
-    const missing = requiredErrors(object, this.properties);
+    const missing = requiredErrors(object, this.properties, untouched);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
-    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, previous);
+    // A relation the caller may not read and sends is checked whole, its stored ids too.
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, hideFrom(previous, [...unreadable].filter((name) => named.has(name))) as Doc);
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.visibility.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
-    const updated = await this.writing(() => this.store.update(filter, ops));
+    const condition = revised ? { revision: revised.revision } : undefined;
+    const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
+    const updated = await this.writing(() => this.store.update(target, ops, condition));
+    if (updated === null && condition !== undefined) return MOVED;
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
-    if (this.changeListeners.size > 0) await this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
+    await this.changes.tell({ kind: 'update', object: updated, previous });
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
     return { status: 200, body: this.visibility.scope(ctx).finish(this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated) };
   }
 
   /**
-   * On Validate, then On Post or On Put, unless a script cancelled or reported errors. As in
-   * Deployd, the two share one object: what On Validate hid or protected still is in On Post/Put,
-   * and on an update `id` is protected from the start. `id` (create) is given before On Post.
+   * The properties of a stored object ctx's caller may not read: private ones, and those a read
+   * rule hides on it (none for root and scripts' own calls).
    */
-  private async runWriteEvents(ctx: Context, event: CollectionEvent, object: Record<string, unknown>, previous: Record<string, unknown>, id?: string): Promise<EventOutcome> {
-    let hidden: readonly string[] = [];
-    let protectedProps: readonly string[] = event === 'put' ? ['id'] : [];
-    let current = object;
-    for (const name of ['validate', event] as const) {
-      if (name === event && id !== undefined) current = { ...current, id };
-      if (!this.events.has(name)) continue;
-      const outcome = await this.events.run(name, { ctx, object: current, previous, hidden, protectedProps });
-      current = outcome.object;
-      hidden = outcome.hidden;
-      protectedProps = outcome.protectedProps;
-    }
-    return { object: current, hidden, protectedProps };
+  private unreadableOn(ctx: Context, stored: Doc): Set<string> {
+    return this.visibility.scope(ctx).hiddenOn(stored);
+  }
+
+  /**
+   * Throws 403 when ctx's caller may not give `name` this value on the stored object, checked as
+   * an update checks it: when the value differs, or always when the caller may not read it.
+   */
+  protected assertPropertyWrite(ctx: Context, stored: Doc, name: string, value: unknown): void {
+    if (this.access.bypasses(ctx)) return;
+    const old = this.withoutStoreOnly(stored);
+    if (deepEqual(old[name], value) && !this.unreadableOn(ctx, stored).has(name)) return;
+    this.access.assertWrites(ctx, stored, [name], { new: { ...old, [name]: value }, old });
+  }
+
+  /**
+   * If-Match: the caller's view of the stored object (read rules, On Get, private properties: what
+   * a GET by id answers) must have one of the ETags named, else 412 with that view.
+   */
+  private async assertMatches(ctx: Context, stored: Doc, expected: readonly string[] | '*'): Promise<void> {
+    if (expected === '*') return;
+    const [view] = await this.showTo(ctx, [stored]);
+    if (view === null || view === undefined) throw new SvcError('NO_MATCH', NO_MATCH);
+    if (!conditionHolds(expected, etagOf(JSON.stringify(view)))) throw preconditionFailed(view);
   }
 
   /** A stored object as scripts may see it. */
@@ -434,10 +451,14 @@ export class Collection implements Resource {
   }
 
   /** Maps store refusals to client errors: a unique property's duplicate is a validation error. */
-  protected async writing<T>(write: () => Promise<T>): Promise<T> {
+  protected async writing<T>(write: () => Promise<T>, idChosen = false): Promise<T> {
     try {
       return await write();
     } catch (err) {
+      if (idChosen && err instanceof DuplicateKeyError && err.field === 'id') {
+        // If-None-Match: * on an id in use: refused, never an overwrite.
+        throw new SvcError('PRECONDITION_FAILED', 'an object with this id exists (If-None-Match: *)', { cause: err });
+      }
       if (err instanceof DuplicateKeyError) {
         throw new SvcError('VALIDATION_FAILED', undefined, { errors: { [err.field]: 'is already in use' }, cause: err });
       }
@@ -454,28 +475,42 @@ export class Collection implements Resource {
       if (isPlainObject(ctx.query.id)) return this.deleteMatching(ctx);
       throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
     }
+    const expected = conditionOf(ctx, 'if-match');
+    return settled(() => this.deleteOne(ctx, id, expected), 'deleted');
+  }
+
+  /** DELETE /<c>/<id>; with If-Match as update() has it. */
+  private async deleteOne(ctx: Context, id: string, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
+    const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
     const scope = this.visibility.scope(ctx);
     let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, scope.refusals), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     const referenced = this.relations.isReferenced();
     const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
-    if (!guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
+    if (expected === undefined && !guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
       const gone = this.wantsChanges() ? await this.store.findOne(filter) : undefined;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
-      await this.deleted(gone === null ? [] : gone === undefined ? undefined : [gone]);
+      await this.changes.deleted(gone === null ? [] : gone === undefined ? undefined : [gone]);
       await this.afterDelete([id]);
       return { status: 204 };
     }
     // Hidden by the read rule: 404 as if missing; readable but not deletable: 403 naming the rule.
     const doc = await this.store.findOne(andFilters(filter, scope.filter('read')));
     if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
+    if (expected !== undefined) await this.assertMatches(ctx, doc, expected);
     this.access.assert(ctx, 'delete', doc);
     filter = andFilters(filter, this.access.filter(ctx, 'delete'));
     const object = this.withoutStoreOnly(doc);
     if (this.events.has('delete') && !skipEvents) await this.events.run('delete', { ctx, object });
+    const condition = revised ? { revision: revised.revision } : undefined;
+    if (condition !== undefined && (await this.store.findRevised(id))?.revision !== condition.revision) return MOVED;
     const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
-    if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
-    await this.deleted([doc]);
+    const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
+    if ((await this.store.remove(target, condition)) === 0) {
+      if (condition !== undefined && (await this.store.findOne(filter)) !== null) return MOVED;
+      throw new SvcError('NOT_FOUND', 'not found');
+    }
+    await this.changes.deleted([doc]);
     if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete([id]);
     if (!skipEvents) await this.afterCommit(ctx, object, undefined);
@@ -506,14 +541,14 @@ export class Collection implements Resource {
         if (ids.length === 0) throw new SvcError('NOT_FOUND', 'not found');
         const plan = referenced ? await this.relations.beforeRemove(ids) : undefined;
         if ((await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
-        await this.deleted(wanted ? docs : undefined);
+        await this.changes.deleted(wanted ? docs : undefined);
         if (plan !== undefined) await this.relations.afterRemove(plan);
         await this.afterDelete(ids);
         return { status: 204 };
       }
       const removed = await this.store.remove(filter);
       if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');
-      await this.deleted(undefined);
+      await this.changes.deleted(undefined);
       return { status: 204 };
     }
     const docs = await this.store.find(filter, {});
@@ -532,7 +567,7 @@ export class Collection implements Resource {
     if (deleted.length === 0) throw firstError;
     const plan = this.relations.isReferenced() ? await this.relations.beforeRemove(deleted.map((d) => d.id)) : undefined;
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
-    await this.deleted(deleted);
+    await this.changes.deleted(deleted);
     if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
@@ -557,21 +592,3 @@ export class Collection implements Resource {
     return id;
   }
 }
-
-
-function skipEventsAsked(ctx: Context, body: Record<string, unknown> | undefined): boolean {
-  const q = ctx.query.$skipEvents;
-  return q === true || q === 'true' || body?.$skipEvents === true;
-}
-
-/** A precondition is the query without its id and commands. */
-function preconditionOf(query: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(query)) {
-    if (key === 'id' || key === '_method') continue;
-    if (key.startsWith('$') && key !== '$or' && key !== '$and' && key !== '$nor') continue;
-    out[key] = query[key];
-  }
-  return out;
-}
-

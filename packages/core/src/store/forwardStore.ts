@@ -15,6 +15,7 @@ export const PROMISED_METHODS = [
   'findWithJson',
   'findTexts',
   'findOneJson',
+  'findRevised',
   'count',
   'insert',
   'insertMany',
