@@ -156,8 +156,8 @@ export class Collection implements Resource {
       await beforeRequest(this.events, ctx);
     }
     if (method === 'GET') return this.reads.get(ctx, (c) => this.idOf(c, false));
-    // A write's answer goes through the same net as every read.
-    return this.reads.guard(this.visibility.scope(ctx), await this.dispatch(ctx));
+    // A write's answer goes through the same net as every read, with the scope its checks took.
+    return this.reads.withScope(ctx, () => this.dispatch(ctx));
   }
 
   /**
@@ -338,7 +338,7 @@ export class Collection implements Resource {
     await this.changes.tell({ kind: 'create', object: stored });
     await this.afterWrite(ctx, stored, undefined);
     await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
-    return { status: 200, body: this.visibility.scope(ctx).finish(this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored) };
+    return { status: 200, body: this.scopeOf(ctx).finish(this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored) };
   }
 
   /**
@@ -354,7 +354,7 @@ export class Collection implements Resource {
   private async updateOnce(ctx: Context, id: string, body: Record<string, unknown>, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
     // Read before the object: a write between the two moves it, and the update below then fails.
     const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
-    const scope = this.visibility.scope(ctx);
+    const scope = this.scopeOf(ctx);
     const precondition = compileFilter(preconditionOf(ctx.query), this.properties, scope.refusals);
     let filter: Filter = { ...precondition, id };
     // An object the read rule hides answers as a missing one: no telling whether it exists.
@@ -405,7 +405,7 @@ export class Collection implements Resource {
     await this.changes.tell({ kind: 'update', object: updated, previous });
     await this.afterWrite(ctx, updated, previous);
     await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
-    return { status: 200, body: this.visibility.scope(ctx).finish(this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated) };
+    return { status: 200, body: this.scopeOf(ctx).finish(this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated) };
   }
 
   /**
@@ -413,7 +413,7 @@ export class Collection implements Resource {
    * rule hides on it (none for root and scripts' own calls).
    */
   private unreadableOn(ctx: Context, stored: Doc): Set<string> {
-    return this.visibility.scope(ctx).hiddenOn(stored);
+    return this.scopeOf(ctx).hiddenOn(stored);
   }
 
   /**
@@ -482,7 +482,7 @@ export class Collection implements Resource {
   /** DELETE /<c>/<id>; with If-Match as update() has it. */
   private async deleteOne(ctx: Context, id: string, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
     const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
-    const scope = this.visibility.scope(ctx);
+    const scope = this.scopeOf(ctx);
     let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, scope.refusals), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     const referenced = this.relations.isReferenced();
@@ -523,7 +523,7 @@ export class Collection implements Resource {
    * it ran for. Answers 204 when something was deleted, else the first script error (or 404).
    */
   private async deleteMatching(ctx: Context): Promise<Reply> {
-    const scope = this.visibility.scope(ctx);
+    const scope = this.scopeOf(ctx);
     const asked = andFilters(compileFilter(ctx.query, this.properties, scope.refusals), scope.filter('read'));
     // Only what the delete rule allows is deleted; when that is nothing, 403 if the caller could read some.
     const filter = andFilters(asked, this.access.filter(ctx, 'delete'));

@@ -93,7 +93,21 @@ export class CollectionReads {
     };
   }
 
-  /** ctx's read scope: the one made for the GET under way, or a new one (reads made on a caller's behalf). */
+  /**
+   * Runs a write request with ctx's read scope made once: its pre-read, its checks of what the
+   * caller may not read and the net on its answer all take that scope ({@link scopeOf}).
+   */
+  async withScope(ctx: Context, run: (scope: ReadScope) => Promise<Reply>): Promise<Reply> {
+    const scope = this.visibility.scope(ctx);
+    this.scopes.set(ctx, scope);
+    try {
+      return this.guard(scope, await run(scope));
+    } finally {
+      this.scopes.delete(ctx);
+    }
+  }
+
+  /** ctx's read scope: the one made for the request under way, or a new one (reads made on a caller's behalf). */
   scopeOf(ctx: Context): ReadScope {
     return this.scopes.get(ctx) ?? this.visibility.scope(ctx);
   }
@@ -206,10 +220,11 @@ export class CollectionReads {
 
   private async answer(ctx: Context, idOf: (ctx: Context) => string | undefined): Promise<Reply> {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
-    if (ctx.parts[0] === 'count') return this.count(ctx);
-    if (ctx.parts[0] === 'aggregate') return this.relations.aggregate(ctx);
+    // Made once here, taken by every read of this request (counts, aggregates, $expand's own reads of this collection, the net).
     const scope = this.visibility.scope(ctx);
     this.scopes.set(ctx, scope);
+    if (ctx.parts[0] === 'count') return this.count(ctx);
+    if (ctx.parts[0] === 'aggregate') return this.relations.aggregate(ctx);
     const only = ctx.parts[0];
     const byId = only !== undefined && only !== '';
     if (byId) {
