@@ -334,6 +334,18 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     expect((await filesUnder(dir)).filter((f) => f.startsWith(`posts/${a.id}/`) || f.startsWith(`posts/${b.id}/`))).toEqual([]);
   });
 
+  it('a form create at an id the client chose (If-None-Match: *) gets that id, its files under it; a second is refused and keeps nothing', async () => {
+    const id = `offline-${Date.now().toString(36)}-abcdef`;
+    const res = await form('POST', `/posts/${id}`, { title: 'chosen', photo: [[PNG, 'c.png']] }, { 'if-none-match': '*' });
+    expect(res.status).toBe(200);
+    expect(res.body.id).toBe(id);
+    expect((res.body.photo as StoredFile).url).toMatch(new RegExp(`^/posts/${id}/photo/`));
+    expect((await download((res.body.photo as StoredFile).url)).status).toBe(200);
+    const again = await form('POST', `/posts/${id}`, { title: 'again', photo: [[PNG, 'd.png']] }, { 'if-none-match': '*' });
+    expect(again.status).toBe(412);
+    expect((await filesUnder(dir)).filter((f) => f.startsWith(`posts/${id}/`))).toEqual([`posts/${id}/photo/${(res.body.photo as StoredFile).id}`]);
+  });
+
   it('a thumbnail size not declared is refused (no unbounded resize requests)', async () => {
     const post = (await form('POST', '/posts', { photo: [[PNG, 'a.png']] })).body as Obj;
     expect((await download(`${(post.photo as StoredFile).url}?thumb=100x100`)).status).toBe(400);

@@ -69,9 +69,12 @@ export function fileSettingsOf(resource: string, name: string, def: PropertyDef)
   return { name, many, maxSize, maxFiles, types, thumbs };
 }
 
+/** Markup that can hold scripts: a wildcard (`image/*`) never takes it; a property names it to allow it. */
+const ONLY_BY_NAME = new Set(['image/svg+xml']);
+
 /** Whether a sniffed type is one the property allows. */
 export function typeAllowed(settings: FileSettings, type: string): boolean {
   if (settings.types === undefined) return true;
   const slash = type.indexOf('/');
-  return settings.types.some((allowed) => allowed === type || (allowed.endsWith('/*') && allowed.slice(0, -1) === type.slice(0, slash + 1)));
+  return settings.types.some((allowed) => allowed === type || (allowed.endsWith('/*') && !ONLY_BY_NAME.has(type) && allowed.slice(0, -1) === type.slice(0, slash + 1)));
 }

@@ -698,7 +698,7 @@ export class Collection implements Resource {
   protected async create(ctx: Context, body: Record<string, unknown>, chosenId?: string): Promise<Reply> {
     const { values } = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: false });
     // A create's id comes first when its files were stored before it (their keys hold it).
-    const id = this.fileProps?.idFor(ctx) ?? createId();
+    const id = chosenId ?? this.fileProps?.idFor(ctx) ?? createId();
     this.fileProps?.resolve(ctx, values, undefined, new Set(Object.keys(values)));
     const given = Object.keys(values);
     for (const [name, def] of Object.entries(this.properties)) {
