@@ -12,7 +12,7 @@ export interface FilesSettings {
   maxPixels?: number;
   /** Files no object holds are removed once this old (default 60 minutes). */
   orphanGraceMinutes?: number;
-  /** How often the orphan sweep runs (default 10 minutes; 0: at start only... never periodically). */
+  /** How often the orphan sweep runs, the first pass right after start (default 10 minutes; 0: never on its own). */
   sweepMinutes?: number;
 }
 
