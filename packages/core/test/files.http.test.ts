@@ -346,6 +346,34 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     expect((await filesUnder(dir)).filter((f) => f.startsWith(`posts/${id}/`))).toEqual([`posts/${id}/photo/${(res.body.photo as StoredFile).id}`]);
   });
 
+  it('hostile fields and names: a file part named __proto__ or after a non-file property is refused; quotes and CRLF in names stay out of headers; HEAD is checked as GET', async () => {
+    const before = await filesUnder(dir);
+    for (const field of ['__proto__', 'constructor', 'title']) {
+      const res = await form('POST', '/posts', { [field]: [[PNG, 'x.png']] });
+      expect(res.status).toBe(400);
+    }
+    const polluted = await form('POST', '/posts', { $json: '{"__proto__": {"photo": "x", "isRoot": true}, "title": "p"}' });
+    expect(polluted.status).toBe(200);
+    expect(({} as Record<string, unknown>).isRoot).toBeUndefined();
+    expect(polluted.body.photo).toBeUndefined();
+    expect((await filesUnder(dir)).filter((f) => !before.includes(f) && !f.startsWith('.tmp/'))).toEqual([]);
+    const post = (await t.request('POST', '/posts', { body: { title: 'names', hidden: true, owner: 'nobody' } })).body as Obj;
+    const res = await fetch(`${t.url}/posts/${post.id}/attachments`, { method: 'POST', body: 'hi', headers: { ...root, 'content-disposition': 'attachment; filename="a\\"; x=\\".txt"' } });
+    const name = 'evil"\r\nSet-Cookie: sid=x; .txt';
+    const added = await fetch(`${t.url}/posts/${post.id}/attachments?name=${encodeURIComponent(name)}`, { method: 'POST', body: 'hi', headers: root });
+    expect([res.status, added.status]).toEqual([200, 200]);
+    const files = ((await added.json()) as Obj).attachments as StoredFile[];
+    const last = files[files.length - 1] as StoredFile;
+    expect(last.name).toBe('evil"Set-Cookie: sid=x; .txt');
+    const served = await download(last.url, root);
+    expect(served.headers.get('set-cookie') ?? '').not.toContain('sid=x');
+    expect(served.headers.get('content-disposition')).toMatch(/^inline; filename="evil_Set-Cookie: sid=x; .txt"; filename\*=UTF-8''/);
+    // The object is hidden from anonymous callers: HEAD answers as GET does.
+    expect((await fetch(t.url + last.url, { method: 'HEAD' })).status).toBe(404);
+    const head = await fetch(t.url + last.url, { method: 'HEAD', headers: root });
+    expect([head.status, head.headers.get('content-length'), (await head.arrayBuffer()).byteLength]).toEqual([200, '2', 0]);
+  });
+
   it('a thumbnail size not declared is refused (no unbounded resize requests)', async () => {
     const post = (await form('POST', '/posts', { photo: [[PNG, 'a.png']] })).body as Obj;
     expect((await download(`${(post.photo as StoredFile).url}?thumb=100x100`)).status).toBe(400);

@@ -133,8 +133,7 @@ export class CollectionFiles {
       }
       return lockId === undefined ? await host.handleRequest(ctx) : await this.locked(lockId, () => host.handleRequest(ctx));
     } catch (err) {
-      // Refused before the body was read whole: the connection closes rather than reading the rest.
-      if (ctx.req !== undefined && !ctx.req.complete && ctx.res && !ctx.res.headersSent) ctx.res.setHeader('connection', 'close');
+      if (ctx.req !== undefined && !ctx.req.complete) await refusedEarly(ctx.req, ctx.res);
       throw err;
     } finally {
       this.requests.delete(ctx);
@@ -387,6 +386,34 @@ export class CollectionFiles {
     });
     return { status: ctx.res.statusCode };
   }
+}
+
+/** The rest of a refused body that is read and dropped (so the client gets the answer) rather than closing. */
+const DRAIN_BYTES = 1024 * 1024;
+const DRAIN_MS = 5000;
+
+/**
+ * Refused before the body was read whole: a short rest (its Content-Length at most
+ * {@link DRAIN_BYTES}) is read and dropped, so that a client still sending gets the answer rather
+ * than a broken pipe; a longer or unknown one closes the connection after the answer.
+ */
+async function refusedEarly(req: IncomingMessage, res: Context['res']): Promise<void> {
+  const length = Number(req.headers['content-length']);
+  if (req.headers['content-length'] !== undefined && Number.isSafeInteger(length) && length <= DRAIN_BYTES && !req.destroyed) {
+    // Bounded in time too: a client that stops sending gets the answer and the connection closes.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, DRAIN_MS);
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      req.once('end', done);
+      req.once('close', done);
+      req.resume();
+    });
+    if (req.complete) return;
+  }
+  if (res && !res.headersSent) res.setHeader('connection', 'close');
 }
 
 /** The files a stored value holds (one, a list, or none), as stored. */
