@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Collection, UserCollection, createDiskFileStorage } from '@svc/core';
-import type { FileStorage, PropertyDef, StoredFile } from '@svc/core';
+import type { CollectionEventRunner, FileStorage, PropertyDef, StoredFile } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
@@ -52,6 +52,11 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
   let storage: FileStorage;
   let posts: Collection;
   const root = { 'svc-ssh-key': 'any' };
+  const gate = (() => {
+    let reach = (): void => {};
+    let open = (): void => {};
+    return { reached: new Promise<void>((r) => (reach = r)), reach: () => reach(), opened: new Promise<void>((r) => (open = r)), open: () => open() };
+  })();
 
   beforeAll(async () => {
     store = await kind.make();
@@ -69,8 +74,25 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
       },
       files,
     });
+    // On Put of an object titled 'slow' waits for the test (gate.open()): a request held between its read and its write.
+    const gated = new Collection({
+      path: '/gated',
+      properties: { title: { type: 'string' }, attachments: { type: 'file', many: true } },
+      store: store.store.collection('gated'),
+      files,
+      events: {
+        has: (name: string) => name === 'put',
+        run: async (_name: string, args: { object: Record<string, unknown>; hidden: readonly string[]; protectedProps: readonly string[] }) => {
+          if (args.object.title === 'slow') {
+            gate.reach();
+            await gate.opened;
+          }
+          return { object: args.object, hidden: args.hidden, protectedProps: args.protectedProps };
+        },
+      } as unknown as CollectionEventRunner,
+    });
     const users = new UserCollection({ path: '/users', properties: { username: { type: 'string' } }, store: store.store.collection('users'), files });
-    t = await startTestServer(store.store, [posts, users]);
+    t = await startTestServer(store.store, [posts, users, gated]);
   });
   afterAll(async () => {
     await t.close();
@@ -294,6 +316,23 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     const final = ((await t.request('GET', `/posts/${post.id}`)).body as Obj).photo as StoredFile;
     expect((await download(final.url)).status).toBe(200);
     expect((await filesUnder(dir)).filter((f) => f.startsWith(`posts/${post.id}/`))).toEqual([`posts/${post.id}/photo/${final.id}`]);
+  });
+
+  it('a JSON update made from a file list another request changed meanwhile is made again from the new list: it never holds a removed file', async () => {
+    const post = (await form('POST', '/gated', { attachments: [[Buffer.from('1'), '1.txt'], [Buffer.from('2'), '2.txt']] })).body as Obj;
+    const [one, two] = post.attachments as StoredFile[];
+    // A client saves the object as it read it; its On Put waits while file 1 is removed.
+    const saving = t.request('PUT', `/gated/${post.id}`, { body: { title: 'slow', attachments: [one, two] } });
+    await gate.reached;
+    const removed = await fetch(`${t.url}/gated/${post.id}/attachments/${(one as StoredFile).id}`, { method: 'DELETE' });
+    expect(removed.status).toBe(200);
+    gate.open();
+    const saved = await saving;
+    expect(saved.status).toBe(400);
+    expect(saved.body).toMatchObject({ errors: { attachments: 'names a file this object does not hold' } });
+    const held = ((await t.request('GET', `/gated/${post.id}`)).body as Obj).attachments as StoredFile[];
+    expect(held.map((f) => f.id)).toEqual([(two as StoredFile).id]);
+    expect((await filesUnder(dir)).filter((f) => f.startsWith(`gated/${post.id}/`))).toEqual([`gated/${post.id}/attachments/${(two as StoredFile).id}`]);
   });
 
   it('a Range request answers 206 with the bytes asked; a bad range 416; If-None-Match 304', async () => {

@@ -70,7 +70,8 @@ function namespaceOf(path: string): string {
 
 /**
  * The calls of one resource. `full` accessors (svc.<r>) add the collection shorthands, login,
- * logout and me for user collections, the type's methods and namespaced on/off/once;
+ * logout and me for user collections, upload and removeFile for collections (file properties),
+ * the type's methods and namespaced on/off/once;
  * `svc('<name>')` answers only get, post, put, del and exec.
  */
 export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceInfo | undefined, full: boolean): Record<string, Fn> {
@@ -106,6 +107,7 @@ export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceI
       return run(ctx, execCall(path, String(func), a), a.fn);
     },
   };
+  if (!full) return out;
   if (collection || info === undefined) {
     // File properties (docs/files.md): a file's bytes to /<c>/<id>/<property>, PUT to replace, POST to add.
     out.upload = (id, property, file, options, fn) => {
@@ -119,7 +121,6 @@ export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceI
       return run(ctx, { method: 'DELETE', path: joinPath(path, segments) }, callback(typeof fileId === 'function' ? fileId : fn));
     };
   }
-  if (!full) return out;
   if (info === undefined || info.kind === 'users') {
     out.login = (credentials, fn) => run(ctx, { method: 'POST', path: `${path}/login`, body: credentials }, callback(fn));
     out.logout = (fn) => run(ctx, { method: 'POST', path: `${path}/logout` }, callback(fn), toNull);

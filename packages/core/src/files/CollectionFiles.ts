@@ -215,6 +215,13 @@ export class CollectionFiles {
     return ids;
   }
 
+  /** Whether an update changes file properties: by this request's files, or by naming one in its body. */
+  touches(ctx: Context, body: Record<string, unknown>): boolean {
+    if ((this.requests.get(ctx)?.ops.size ?? 0) > 0) return true;
+    for (const name of this.settings.keys()) if (Object.hasOwn(body, name)) return true;
+    return false;
+  }
+
   /** The id a create gets when its files were stored first (their keys hold it); undefined: a new one. */
   idFor(ctx: Context): string | undefined {
     return this.requests.get(ctx)?.objectId;

@@ -748,7 +748,10 @@ export class Collection implements Resource {
 
   private async updateOnce(ctx: Context, id: string, body: Record<string, unknown>, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
     // Read before the object: a write between the two moves it, and the update below then fails.
-    const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
+    // A write of file properties is always conditional: one made from a stale list could hold a
+    // file another request removed meanwhile (files/CollectionFiles.ts afterCommit).
+    const conditional = (expected !== undefined && expected !== '*') || this.fileProps?.touches(ctx, body) === true;
+    const revised = conditional ? await this.store.findRevised(id) : undefined;
     const precondition = compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx));
     let filter: Filter = { ...precondition, id };
     // An object the read rule hides answers as a missing one: no telling whether it exists.
