@@ -91,7 +91,7 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
         },
       } as unknown as CollectionEventRunner,
     });
-    const users = new UserCollection({ path: '/users', properties: { username: { type: 'string' } }, store: store.store.collection('users'), files });
+    const users = new UserCollection({ path: '/users', properties: { username: { type: 'string' }, idCard: { type: 'file', private: true } }, store: store.store.collection('users'), files });
     t = await startTestServer(store.store, [posts, users, gated]);
   });
   afterAll(async () => {
@@ -287,6 +287,25 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     expect(refused.status).toBe(403);
     const before = await filesUnder(dir);
     expect(before.filter((f) => f.startsWith(`posts/${open.id}/`))).toEqual([]);
+  });
+
+  it("a user's own private file: shown at /users/me and served to that user only", async () => {
+    const carol = t.client();
+    await carol.request('POST', '/users', { body: { username: 'carol', password: 'pw' } });
+    await carol.request('POST', '/users/login', { body: { username: 'carol', password: 'pw' } });
+    const cookie = { cookie: `sid=${carol.sid as string}` };
+    const me = (await carol.request('GET', '/users/me')).body as Obj;
+    const put = await fetch(`${t.url}/users/${me.id}/idCard?name=id.txt`, { method: 'PUT', body: 'card', headers: cookie });
+    expect(put.status).toBe(200);
+    expect(((await put.json()) as Obj).idCard).toBeUndefined();
+    const card = ((await carol.request('GET', '/users/me')).body as Obj).idCard as StoredFile;
+    expect((await download(card.url, cookie)).bytes.toString()).toBe('card');
+    expect((await download(card.url)).status).toBe(404);
+    const dave = t.client();
+    await dave.request('POST', '/users', { body: { username: 'dave', password: 'pw' } });
+    await dave.request('POST', '/users/login', { body: { username: 'dave', password: 'pw' } });
+    expect((await download(card.url, { cookie: `sid=${dave.sid as string}` })).status).toBe(404);
+    expect(JSON.stringify((await dave.request('GET', `/users/${me.id}`)).body)).not.toContain(card.id);
   });
 
   it('path traversal in names is harmless: names keep their last segment only, keys are ids', async () => {
