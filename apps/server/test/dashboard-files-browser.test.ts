@@ -59,13 +59,14 @@ describe.skipIf(!run)('dashboard file properties in the browser', () => {
       { name: 'a.txt', mimeType: 'text/plain', buffer: Buffer.from('alpha') },
       { name: 'b.html', mimeType: 'text/html', buffer: Buffer.from('<html><script>alert(1)</script></html>') },
     ]);
-    await page.waitForFunction((sel) => document.querySelectorAll(`${sel} [data-test=file]`).length === 2, cell('docs'));
+    await page.waitForSelector(`${cell('docs')} [data-test=file]:has-text("b.html")`);
     expect(((await get()).docs ?? []).map((f) => f.name)).toEqual(['a.txt', 'b.html']);
     const [download] = await Promise.all([page.waitForEvent('download'), page.click(`${cell('docs')} a:has-text("b.html")`)]);
     expect(download.suggestedFilename()).toBe('b.html');
     expect(page.url()).toContain('/dashboard/');
     await page.click(`${cell('docs')} [aria-label="remove a.txt"]`);
-    await page.waitForFunction((sel) => document.querySelectorAll(`${sel} [data-test=file]`).length === 1, cell('docs'));
+    await page.waitForSelector(`${cell('docs')}:not(:has([data-test=file]:has-text("a.txt")))`);
+    expect(await page.locator(`${cell('docs')} [data-test=file]`).count()).toBe(1);
     expect(((await get()).docs ?? []).map((f) => f.name)).toEqual(['b.html']);
     await page.click(`${cell('photo')} [aria-label="remove dot.png"]`);
     await page.waitForSelector(`${cell('photo')}:not(:has([data-test=file]))`);
