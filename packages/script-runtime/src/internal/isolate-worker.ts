@@ -25,8 +25,12 @@ export const MODULE_TIME_FACTOR = 5;
 /** A module that could not be loaded into an isolate: nothing can run there. */
 export class ModuleLoadError extends Error {}
 
-/** Why an isolate had to go: the whole script process is replaced after it. */
-export type FatalKind = 'timeout' | 'memory' | 'crash';
+/**
+ * Why an isolate had to go: the whole script process is replaced after it. 'starved': a call was
+ * stopped by the wall clock although it had used little CPU time (the machine did not let it
+ * run): nobody is to blame and its runs may run again.
+ */
+export type FatalKind = 'timeout' | 'memory' | 'crash' | 'starved';
 
 /** Options of one isolate. */
 export interface WorkerOptions {
@@ -57,6 +61,21 @@ export interface WorkerOptions {
 
 /** Jobs listed in shared memory per call (see isolateMain's `enter`); more share nothing. */
 const MAX_ENTERED = 30;
+/**
+ * How far a call's wall-clock limit stretches at most on a busy machine (see `pace`): a run
+ * that never ends is stopped after at most this many times the time limit, by the wall clock.
+ */
+const MAX_STRETCH = 10;
+/** Stretches of work shorter than this (ms, wall clock) say nothing of how busy the machine is. */
+const MEASURED_MS = 20;
+/**
+ * Wall-clock time per CPU time of this process's recent work: 1 while the machine lets it run,
+ * more while it is preempted (script processes run at the lowest priority; at load 8-12 on 2
+ * cores they may wait seconds). isolated-vm's time limit is one of wall-clock time: a call may
+ * take the time limit times this, so that a healthy run is not stopped for the machine's delays.
+ * The process's, not a worker's: it outlives an isolate replaced after a call that was stopped.
+ */
+const pace = { stretch: 1 };
 /**
  * Calls shorter than this are not charged to anyone: the calls of cheap runs cost nothing to
  * account for. A run that makes many short calls is bounded by its request's deadline instead.
@@ -90,6 +109,8 @@ export class IsolateWorker {
   private replies = new Map<number, string[]>();
   private flushing = false;
   private dead = false;
+  /** This process's thread CPU time when the current drive began (a call's CPU time is at most what came since). */
+  private driveCpu: NodeJS.CpuUsage | undefined;
 
   constructor(private readonly options: WorkerOptions) {}
 
@@ -203,8 +224,33 @@ export class IsolateWorker {
     }
   }
 
-  /** One call, then `resume` until the queue is empty and `collect` after microtasks. */
+  /**
+   * One call, then `resume` until the queue is empty and `collect` after microtasks; the wall and
+   * CPU time they took tell how busy the machine keeps this process (`pace`).
+   */
   private drive(live: Live, method: 'batch' | 'deliver' | 'resume', args: unknown[]): void {
+    const wall = performance.now();
+    const cpu = (this.driveCpu = process.threadCpuUsage());
+    try {
+      this.driveCalls(live, method, args);
+    } finally {
+      this.driveCpu = undefined;
+      this.measure(performance.now() - wall, cpu);
+    }
+  }
+
+  /** Updates `pace` from a drive's wall-clock time (ms) and the thread's CPU time when it began. */
+  private measure(wallMs: number, cpuBefore: NodeJS.CpuUsage): void {
+    if (wallMs < MEASURED_MS) {
+      // Done promptly: the machine lets this process run (or it did too little to tell).
+      if (pace.stretch > 1) pace.stretch = Math.max(1, pace.stretch * 0.9);
+      return;
+    }
+    const ratio = wallMs / Math.max(cpuMs(process.threadCpuUsage(cpuBefore)), 1);
+    pace.stretch = Math.min(MAX_STRETCH, Math.max(1, pace.stretch * 0.5 + ratio * 0.5));
+  }
+
+  private driveCalls(live: Live, method: 'batch' | 'deliver' | 'resume', args: unknown[]): void {
     let out = this.call(live, method, args);
     while (out !== undefined && out !== '' && !this.dead) {
       const newline = out.indexOf('\n');
@@ -243,7 +289,7 @@ export class IsolateWorker {
       // The time of a synchronous call is the isolate's CPU time, unless the machine preempts
       // this process meanwhile (a busy machine charges a little more): isolate.cpuTime costs more.
       const before = performance.now();
-      const out = live.refs[method].applySync(undefined, args, { timeout: this.options.timeoutMs }) as unknown;
+      const out = live.refs[method].applySync(undefined, args, { timeout: Math.ceil(this.options.timeoutMs * pace.stretch) }) as unknown;
       const ms = performance.now() - before;
       if (ms >= MIN_CHARGE_MS) this.share(ms);
       if (method === 'drop') return '';
@@ -254,10 +300,20 @@ export class IsolateWorker {
       return out;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      const kind: FatalKind = /timed out/i.test(message) ? 'timeout' : live.isolate.isDisposed || /memory/i.test(message) ? 'memory' : 'crash';
+      const kind: FatalKind = /timed out/i.test(message) ? this.timeoutKind() : live.isolate.isDisposed || /memory/i.test(message) ? 'memory' : 'crash';
       this.fatal(kind, this.shared[0] as number, message);
       return undefined;
     }
+  }
+
+  /**
+   * A call stopped by its wall-clock limit: the script's time limit, unless this process used less
+   * than half of it since the drive began (the call used at most that): then the machine kept it
+   * from running, and it was stopped for nothing the script did.
+   */
+  private timeoutKind(): FatalKind {
+    const since = this.driveCpu;
+    return since !== undefined && cpuMs(process.threadCpuUsage(since)) < this.options.timeoutMs / 2 ? 'starved' : 'timeout';
   }
 
   /**
@@ -325,4 +381,9 @@ export class IsolateWorker {
       }
     });
   }
+}
+
+/** User and system CPU time, ms. */
+function cpuMs(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1000;
 }
