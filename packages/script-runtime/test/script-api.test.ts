@@ -66,6 +66,17 @@ describe('Script API', () => {
     }
   }, 120_000);
 
+  test('Script API names and implicit globals written with unicode escapes or letters beyond ASCII work as JavaScript says (issue 38 item 8)', async () => {
+    for (const staticPlans of [true, false]) {
+      const { exec } = setup({ staticPlans });
+      const hidden = await exec("\\u0068ide('secret'); \\u{75}nhide('x');", { thisObj: { secret: 1, x: 2 }, hidden: ['x'] });
+      expect(hidden.hidden).toEqual(['secret']);
+      const globals = await exec('caf\\u00e9 = 1; café += 1; ä = café; this.sum = \\u00e4 + caf\\u{e9};');
+      expect(globals.thisObj).toEqual({ sum: 4 });
+      expect((await exec("c\\u0061ncelIf(true, 'no', 401);")).cancelled).toEqual({ message: 'no', status: 401 });
+    }
+  });
+
   test('an invalid status is an error the script may catch; a cancel the script caught stays the first one', async () => {
     const { exec } = setup();
     expect((await exec("try { cancel('no', 0.5); } catch (e) { this.caught = e instanceof TypeError; }")).thisObj).toEqual({ caught: true });
