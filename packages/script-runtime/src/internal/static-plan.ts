@@ -64,6 +64,11 @@ export interface StaticPlan {
   readonly reads: readonly string[];
   /** True when no step reads anything (no condition): every run does the same. */
   readonly constant: boolean;
+  /**
+   * With `constant`: every run ends cancelled or with errors (a cancel() or error() comes before
+   * any `return`), so no run gives an object to answer with.
+   */
+  readonly cancels: boolean;
 }
 
 /** The result of planning a source: a plan, or why there is none (for tests and docs). */
@@ -99,7 +104,9 @@ export function planScript(source: string): PlanOutcome {
   try {
     const steps = program.body.map((statement) => step(statement as Statement, reads, 0)).filter((s): s is PlanStep => s !== undefined);
     const constant = steps.every((s) => s.t !== 'if' && !((s.t === 'cancel' || s.t === 'error') && s.when !== undefined));
-    return { plan: { steps, reads: [...reads], constant } };
+    const ends = steps.findIndex((s) => s.t === 'return' || s.t === 'cancel' || s.t === 'error');
+    const cancels = constant && ends >= 0 && steps[ends]?.t !== 'return';
+    return { plan: { steps, reads: [...reads], constant, cancels } };
   } catch (err) {
     if (err instanceof Refused) return { refused: err.message };
     throw err;
