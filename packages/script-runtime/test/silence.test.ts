@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
-import { ScriptTimeoutError } from '@svc/script-runtime';
+import { RunBudget, ScriptTimeoutError } from '@svc/script-runtime';
 import type { RunInput, Script, ScriptRuntime } from '@svc/script-runtime';
 import { CompiledScript } from '../src/internal/compiled-script.js';
 import { progressAvailable, readProgress } from '../src/internal/process-progress.js';
@@ -99,7 +99,9 @@ describe.skipIf(!progressAvailable())('the pool on a busy machine (Linux /proc)'
       // A process started meanwhile (a cold start on a saturated machine).
       const cold = setup({ isolates: 1, timeoutMs: 1000, staticPlans: false });
       const coldRun = run(cold.runtime);
-      while (!over) outcomes.push(...(await Promise.allSettled(Array.from({ length: 8 }, () => run(warm.runtime)))));
+      // Each run with a request's budget: the CPU time a starved call did not use is not charged.
+      const budget = () => new RunBudget({ cpuMs: 300, wallMs: 120_000 });
+      while (!over) outcomes.push(...(await Promise.allSettled(Array.from({ length: 8 }, () => run(warm.runtime, { budget: budget() })))));
       outcomes.push(...(await Promise.allSettled([coldRun])));
       const stoppedOutcome = await stoppedRun;
       expect(stoppedOutcome).toBeInstanceOf(ScriptTimeoutError);
@@ -117,6 +119,42 @@ describe.skipIf(!progressAvailable())('the pool on a busy machine (Linux /proc)'
     expect(outcomes.length).toBeGreaterThan(8);
     expect(warm.lines.filter((line) => line.includes('killed'))).toEqual([]);
     expect(warm.runtime.processIds()).toEqual(pids);
+  }, 120_000);
+
+  test('a run the machine stopped in the middle is charged the CPU time it used, not the time it waited', async () => {
+    const { runtime } = setup({ isolates: 1, timeoutMs: 20_000, staticPlans: false });
+    await run(runtime);
+    const [pid] = runtime.processIds() as [number];
+    // About a second of CPU (more on a slow machine), in one call.
+    const script = runtime.compile('var n = 0, t = Date.now(); while (Date.now() - t < 1000) n++; this.n = n;', 'long/get.js');
+    const cpu0 = readProgress(pid)?.cpuMs ?? 0;
+    const running = runtime.run(script, { thisObj: {}, locals: {}, budget: new RunBudget({ cpuMs: 5000, wallMs: 120_000 }) });
+    await expect.poll(() => (readProgress(pid)?.cpuMs ?? 0) - cpu0, { timeout: 30_000, interval: 20 }).toBeGreaterThan(50);
+    // Stopped for 6 s in the middle of the call: the clock says 7 s or more, the CPU about 1.
+    process.kill(pid, 'SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    process.kill(pid, 'SIGCONT');
+    expect((await running).thisObj.n).toBeGreaterThan(0);
+  }, 120_000);
+
+  test('a call the clock stopped while the machine kept its process from running blames no script: the run goes again', async () => {
+    const { runtime, lines } = setup({ isolates: 1, timeoutMs: 300, staticPlans: false });
+    await run(runtime);
+    const [pid] = runtime.processIds() as [number];
+    // A tenth of a second of CPU or so, in one call, counted in iterations (not by the clock).
+    const script = runtime.compile('var n = 0; for (var i = 0; i < 5e7; i++) n += i % 7; this.n = n;', 'steady/get.js');
+    const cpu0 = readProgress(pid)?.cpuMs ?? 0;
+    const running = runtime.run(script, { thisObj: {}, locals: {} });
+    await expect.poll(() => (readProgress(pid)?.cpuMs ?? 0) - cpu0, { timeout: 30_000, interval: 5 }).toBeGreaterThan(10);
+    // The machine saturated in the middle of the call: it gets almost no CPU until the time
+    // limit, stretched at most ten times, has passed by the clock.
+    const hogs = saturate(4 * availableParallelism(), 6000);
+    try {
+      expect((await running).thisObj.n).toBeGreaterThan(0);
+    } finally {
+      hogs.stop();
+    }
+    expect(lines.join('\n')).toMatch(/stopped by the wall clock after the machine kept its script process from running.*1 job\(s\) were in it and run again/);
   }, 120_000);
 
   const HUNG_HOST = fileURLToPath(new URL('./fixtures/hung-script-host.mjs', import.meta.url));

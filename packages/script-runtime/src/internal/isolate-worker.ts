@@ -287,10 +287,13 @@ export class IsolateWorker {
   private call(live: Live, method: (typeof BRIDGE)[number], args: unknown[]): string | undefined {
     try {
       // The time of a synchronous call is the isolate's CPU time, unless the machine preempts
-      // this process meanwhile (a busy machine charges a little more): isolate.cpuTime costs more.
+      // this process meanwhile (isolate.cpuTime is no better: it counts that time too). A long
+      // call is charged at most the thread's CPU time since its drive began, read then only: a
+      // busy machine must not spend a request's CPU budget for it.
       const before = performance.now();
       const out = live.refs[method].applySync(undefined, args, { timeout: Math.ceil(this.options.timeoutMs * pace.stretch) }) as unknown;
-      const ms = performance.now() - before;
+      const wallMs = performance.now() - before;
+      const ms = wallMs >= MEASURED_MS && this.driveCpu !== undefined ? Math.min(wallMs, cpuMs(process.threadCpuUsage(this.driveCpu))) : wallMs;
       if (ms >= MIN_CHARGE_MS) this.share(ms);
       if (method === 'drop') return '';
       if (typeof out !== 'string') {
