@@ -69,13 +69,15 @@ const MAX_STRETCH = 10;
 /** Stretches of work shorter than this (ms, wall clock) say nothing of how busy the machine is. */
 const MEASURED_MS = 20;
 /**
- * Wall-clock time per CPU time of this process's recent work: 1 while the machine lets it run,
- * more while it is preempted (script processes run at the lowest priority; at load 8-12 on 2
- * cores they may wait seconds). isolated-vm's time limit is one of wall-clock time: a call may
- * take the time limit times this, so that a healthy run is not stopped for the machine's delays.
- * The process's, not a worker's: it outlives an isolate replaced after a call that was stopped.
+ * How long this process recently waited for a CPU while it had work, ms (a drive's wall-clock
+ * time less its CPU time; the latest, or the earlier ones decaying by a tenth per drive). Script
+ * processes run at the lowest priority: at load 8-12 on 2 cores they may wait seconds. isolated-
+ * vm's time limit is one of wall-clock time: a call may take the time limit plus twice this (at
+ * most MAX_STRETCH times the limit), so that a healthy run is not stopped for the machine's
+ * delays, while on a machine that lets it run the limit stays the limit. The process's, not a
+ * worker's: it outlives an isolate replaced after a call that was stopped.
  */
-const pace = { stretch: 1 };
+const pace = { waitMs: 0 };
 /**
  * Calls shorter than this are not charged to anyone: the calls of cheap runs cost nothing to
  * account for. A run that makes many short calls is bounded by its request's deadline instead.
@@ -241,13 +243,16 @@ export class IsolateWorker {
 
   /** Updates `pace` from a drive's wall-clock time (ms) and the thread's CPU time when it began. */
   private measure(wallMs: number, cpuBefore: NodeJS.CpuUsage): void {
-    if (wallMs < MEASURED_MS) {
-      // Done promptly: the machine lets this process run (or it did too little to tell).
-      if (pace.stretch > 1) pace.stretch = Math.max(1, pace.stretch * 0.9);
-      return;
-    }
-    const ratio = wallMs / Math.max(cpuMs(process.threadCpuUsage(cpuBefore)), 1);
-    pace.stretch = Math.min(MAX_STRETCH, Math.max(1, pace.stretch * 0.5 + ratio * 0.5));
+    const earlier = pace.waitMs * 0.9;
+    // Done promptly: the machine lets this process run (or it did too little to tell).
+    if (wallMs < MEASURED_MS) pace.waitMs = earlier < 1 ? 0 : earlier;
+    else pace.waitMs = Math.max(earlier, wallMs - cpuMs(process.threadCpuUsage(cpuBefore)));
+  }
+
+  /** A call's wall-clock limit, ms: the time limit, and the time the machine keeps this process waiting. */
+  private limitMs(): number {
+    const limit = this.options.timeoutMs;
+    return Math.ceil(limit + Math.min((MAX_STRETCH - 1) * limit, 2 * pace.waitMs));
   }
 
   private driveCalls(live: Live, method: 'batch' | 'deliver' | 'resume', args: unknown[]): void {
@@ -291,7 +296,7 @@ export class IsolateWorker {
       // call is charged at most the thread's CPU time since its drive began, read then only: a
       // busy machine must not spend a request's CPU budget for it.
       const before = performance.now();
-      const out = live.refs[method].applySync(undefined, args, { timeout: Math.ceil(this.options.timeoutMs * pace.stretch) }) as unknown;
+      const out = live.refs[method].applySync(undefined, args, { timeout: this.limitMs() }) as unknown;
       const wallMs = performance.now() - before;
       const ms = wallMs >= MEASURED_MS && this.driveCpu !== undefined ? Math.min(wallMs, cpuMs(process.threadCpuUsage(this.driveCpu))) : wallMs;
       if (ms >= MIN_CHARGE_MS) this.share(ms);
