@@ -68,6 +68,8 @@ const MAX_ENTERED = 30;
 const MAX_STRETCH = 10;
 /** Stretches of work shorter than this (ms, wall clock) say nothing of how busy the machine is. */
 const MEASURED_MS = 20;
+/** How often a drive reads the thread's CPU time at most, ms (see `cpuMark`). */
+const CPU_MARK_MS = 5;
 /**
  * How long this process recently waited for a CPU while it had work, ms (a drive's wall-clock
  * time less its CPU time; the latest, or the earlier ones decaying by a tenth per drive). Script
@@ -111,8 +113,13 @@ export class IsolateWorker {
   private replies = new Map<number, string[]>();
   private flushing = false;
   private dead = false;
-  /** This process's thread CPU time when the current drive began (a call's CPU time is at most what came since). */
-  private driveCpu: NodeJS.CpuUsage | undefined;
+  /**
+   * The thread's CPU time at a recent drive's start, read at most every CPU_MARK_MS (~2 µs a read:
+   * as much as a trivial run costs): a call's CPU time is at most what came since, and that bound
+   * is off by at most CPU_MARK_MS.
+   */
+  private cpuMark: NodeJS.CpuUsage | undefined;
+  private cpuMarkAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: WorkerOptions) {}
 
@@ -232,21 +239,28 @@ export class IsolateWorker {
    */
   private drive(live: Live, method: 'batch' | 'deliver' | 'resume', args: unknown[]): void {
     const wall = performance.now();
-    const cpu = (this.driveCpu = process.threadCpuUsage());
+    if (wall - this.cpuMarkAt >= CPU_MARK_MS) {
+      this.cpuMark = process.threadCpuUsage();
+      this.cpuMarkAt = wall;
+    }
     try {
       this.driveCalls(live, method, args);
     } finally {
-      this.driveCpu = undefined;
-      this.measure(performance.now() - wall, cpu);
+      this.measure(performance.now() - wall);
     }
   }
 
-  /** Updates `pace` from a drive's wall-clock time (ms) and the thread's CPU time when it began. */
-  private measure(wallMs: number, cpuBefore: NodeJS.CpuUsage): void {
+  /** Updates `pace` from a drive's wall-clock time, ms. */
+  private measure(wallMs: number): void {
     const earlier = pace.waitMs * 0.9;
     // Done promptly: the machine lets this process run (or it did too little to tell).
     if (wallMs < MEASURED_MS) pace.waitMs = earlier < 1 ? 0 : earlier;
-    else pace.waitMs = Math.max(earlier, wallMs - cpuMs(process.threadCpuUsage(cpuBefore)));
+    else pace.waitMs = Math.max(earlier, wallMs - this.cpuSinceMark());
+  }
+
+  /** The thread's CPU time since the mark, ms (at least that of the calls of the current drive). */
+  private cpuSinceMark(): number {
+    return this.cpuMark === undefined ? Number.POSITIVE_INFINITY : cpuMs(process.threadCpuUsage(this.cpuMark));
   }
 
   /** A call's wall-clock limit, ms: the time limit, and the time the machine keeps this process waiting. */
@@ -293,12 +307,12 @@ export class IsolateWorker {
     try {
       // The time of a synchronous call is the isolate's CPU time, unless the machine preempts
       // this process meanwhile (isolate.cpuTime is no better: it counts that time too). A long
-      // call is charged at most the thread's CPU time since its drive began, read then only: a
-      // busy machine must not spend a request's CPU budget for it.
+      // call is charged at most the thread's CPU time since the mark, read then only: a busy
+      // machine must not spend a request's CPU budget for it.
       const before = performance.now();
       const out = live.refs[method].applySync(undefined, args, { timeout: this.limitMs() }) as unknown;
       const wallMs = performance.now() - before;
-      const ms = wallMs >= MEASURED_MS && this.driveCpu !== undefined ? Math.min(wallMs, cpuMs(process.threadCpuUsage(this.driveCpu))) : wallMs;
+      const ms = wallMs >= MEASURED_MS ? Math.min(wallMs, this.cpuSinceMark()) : wallMs;
       if (ms >= MIN_CHARGE_MS) this.share(ms);
       if (method === 'drop') return '';
       if (typeof out !== 'string') {
@@ -315,13 +329,12 @@ export class IsolateWorker {
   }
 
   /**
-   * A call stopped by its wall-clock limit: the script's time limit, unless this process used less
-   * than half of it since the drive began (the call used at most that): then the machine kept it
-   * from running, and it was stopped for nothing the script did.
+   * A call stopped by its wall-clock limit: the script's time limit, unless the thread used less
+   * than half of it since the mark (the call used at most that): then the machine kept it from
+   * running, and it was stopped for nothing the script did.
    */
   private timeoutKind(): FatalKind {
-    const since = this.driveCpu;
-    return since !== undefined && cpuMs(process.threadCpuUsage(since)) < this.options.timeoutMs / 2 ? 'starved' : 'timeout';
+    return this.cpuSinceMark() < this.options.timeoutMs / 2 ? 'starved' : 'timeout';
   }
 
   /**
