@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
 import { RunBudget, ScriptTimeoutError } from '@svc/script-runtime';
@@ -46,28 +45,6 @@ describe('judgeSilence', () => {
   });
 });
 
-/**
- * `n` processes that keep a CPU busy for `ms` and then end by themselves (bounded even if the test
- * dies); `stop()` kills each by its PID.
- */
-function saturate(n: number, ms: number): { over: Promise<void>; stop(): void } {
-  const hogs = Array.from({ length: n }, () => spawn(process.execPath, ['-e', `const end = Date.now() + ${ms}; while (Date.now() < end);`], { stdio: 'ignore' }));
-  const over = Promise.all(hogs.map((hog) => new Promise<void>((resolve) => (hog.exitCode !== null ? resolve() : hog.once('exit', () => resolve()))))).then(() => undefined);
-  return {
-    over,
-    stop() {
-      for (const hog of hogs) {
-        if (hog.exitCode !== null || hog.signalCode !== null || hog.pid === undefined) continue;
-        try {
-          process.kill(hog.pid, 'SIGKILL');
-        } catch {
-          // ended meanwhile
-        }
-      }
-    },
-  };
-}
-
 const SCRIPT = 'var n = 0; for (var i = 0; i < 1000; i++) n += i; this.n = n;';
 const compiled = new WeakMap<ScriptRuntime, Script>();
 /** A run of a cheap, healthy script (compiled once per runtime). */
@@ -77,84 +54,23 @@ function run(runtime: ScriptRuntime, input: Partial<RunInput> = {}) {
   return runtime.run(script, { thisObj: {}, locals: {}, ...input });
 }
 
-describe.skipIf(!progressAvailable())('the pool on a busy machine (Linux /proc)', () => {
-  test('saturated by other processes: no healthy script process is killed, a new one may start, a stopped one is still found', async () => {
-    const warm = setup({ isolates: 2, timeoutMs: 1000, staticPlans: false });
-    const stoppable = setup({ isolates: 1, timeoutMs: 1000, staticPlans: false });
-    await Promise.all([run(warm.runtime), run(warm.runtime), run(stoppable.runtime)]);
-    const pids = warm.runtime.processIds();
-    const [stopped] = stoppable.runtime.processIds() as [number];
-    // Four busy processes per core at normal priority: script processes (the lowest) get almost no CPU.
-    const hogs = saturate(4 * availableParallelism(), 12_000);
-    let over = false;
-    void hogs.over.then(() => (over = true));
-    const outcomes: PromiseSettledResult<unknown>[] = [];
-    try {
-      // A process stopped meanwhile (SIGSTOP): found by its state, while the machine is saturated.
-      process.kill(stopped, 'SIGSTOP');
-      const stoppedRun = run(stoppable.runtime).then(
-        () => 'answered',
-        (err: Error) => err,
-      );
-      // A process started meanwhile (a cold start on a saturated machine).
-      const cold = setup({ isolates: 1, timeoutMs: 1000, staticPlans: false });
-      const coldRun = run(cold.runtime);
-      // Each run with a request's budget: the CPU time a starved call did not use is not charged.
-      const budget = () => new RunBudget({ cpuMs: 300, wallMs: 120_000 });
-      while (!over) outcomes.push(...(await Promise.allSettled(Array.from({ length: 8 }, () => run(warm.runtime, { budget: budget() })))));
-      outcomes.push(...(await Promise.allSettled([coldRun])));
-      const stoppedOutcome = await stoppedRun;
-      expect(stoppedOutcome).toBeInstanceOf(ScriptTimeoutError);
-      expect((stoppedOutcome as Error).message).toMatch(/^script process ended: it stopped answering for \d+ ms: it was stopped/);
-      expect(cold.lines.filter((line) => line.includes('killed'))).toEqual([]);
-    } finally {
-      hogs.stop();
-      try {
-        process.kill(stopped, 'SIGCONT');
-      } catch {
-        // killed by the pool already
-      }
-    }
-    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
-    expect(outcomes.length).toBeGreaterThan(8);
-    expect(warm.lines.filter((line) => line.includes('killed'))).toEqual([]);
-    expect(warm.runtime.processIds()).toEqual(pids);
-  }, 120_000);
-
+// The tests with the machine saturated by other processes are in reliability/busy-machine.test.ts
+// (one file at a time there: here they would starve the script processes of every test beside).
+describe.skipIf(!progressAvailable())('the pool judges silent processes (Linux /proc)', () => {
   test('a run the machine stopped in the middle is charged the CPU time it used, not the time it waited', async () => {
     const { runtime } = setup({ isolates: 1, timeoutMs: 20_000, staticPlans: false });
     await run(runtime);
     const [pid] = runtime.processIds() as [number];
-    // About a second of CPU (more on a slow machine), in one call.
-    const script = runtime.compile('var n = 0, t = Date.now(); while (Date.now() - t < 1000) n++; this.n = n;', 'long/get.js');
+    // A fifth of a second of CPU or so, in one call, counted in iterations (not by the clock).
+    const script = runtime.compile('var n = 0; for (var i = 0; i < 1e8; i++) n += i % 7; this.n = n;', 'long/get.js');
     const cpu0 = readProgress(pid)?.cpuMs ?? 0;
     const running = runtime.run(script, { thisObj: {}, locals: {}, budget: new RunBudget({ cpuMs: 5000, wallMs: 120_000 }) });
-    await expect.poll(() => (readProgress(pid)?.cpuMs ?? 0) - cpu0, { timeout: 30_000, interval: 20 }).toBeGreaterThan(50);
-    // Stopped for 6 s in the middle of the call: the clock says 7 s or more, the CPU about 1.
+    await expect.poll(() => (readProgress(pid)?.cpuMs ?? 0) - cpu0, { timeout: 30_000, interval: 5 }).toBeGreaterThan(10);
+    // Stopped for 6 s in the middle of the call: the clock says 6 s or more, the CPU a fraction of one.
     process.kill(pid, 'SIGSTOP');
     await new Promise((resolve) => setTimeout(resolve, 6000));
     process.kill(pid, 'SIGCONT');
     expect((await running).thisObj.n).toBeGreaterThan(0);
-  }, 120_000);
-
-  test('a call the clock stopped while the machine kept its process from running blames no script: the run goes again', async () => {
-    const { runtime, lines } = setup({ isolates: 1, timeoutMs: 300, staticPlans: false });
-    await run(runtime);
-    const [pid] = runtime.processIds() as [number];
-    // A tenth of a second of CPU or so, in one call, counted in iterations (not by the clock).
-    const script = runtime.compile('var n = 0; for (var i = 0; i < 5e7; i++) n += i % 7; this.n = n;', 'steady/get.js');
-    const cpu0 = readProgress(pid)?.cpuMs ?? 0;
-    const running = runtime.run(script, { thisObj: {}, locals: {} });
-    await expect.poll(() => (readProgress(pid)?.cpuMs ?? 0) - cpu0, { timeout: 30_000, interval: 5 }).toBeGreaterThan(10);
-    // The machine saturated in the middle of the call: it gets almost no CPU until the time
-    // limit, stretched at most ten times, has passed by the clock.
-    const hogs = saturate(4 * availableParallelism(), 6000);
-    try {
-      expect((await running).thisObj.n).toBeGreaterThan(0);
-    } finally {
-      hogs.stop();
-    }
-    expect(lines.join('\n')).toMatch(/stopped by the wall clock after the machine kept its script process from running.*1 job\(s\) were in it and run again/);
   }, 120_000);
 
   const HUNG_HOST = fileURLToPath(new URL('./fixtures/hung-script-host.mjs', import.meta.url));

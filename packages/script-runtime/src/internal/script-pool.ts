@@ -700,7 +700,11 @@ export class ScriptPool {
     if (!blameless && !culprit && jobs.length === 1) culprit = jobs[0];
     for (const job of jobs) {
       if (job === culprit) job.reject(this.blame(job, fatal, child));
-      else if (job.hostCalled || job.attempts >= MAX_ATTEMPTS) job.reject(new ScriptRestartedError(job.script.filename));
+      else if (blameless && (job.hostCalled || job.attempts >= MAX_ATTEMPTS)) {
+        // Stopped by the clock, again or after a host call: a run that loops and one the machine
+        // kept from running look alike from here; either ran past its limit by the clock.
+        job.reject(new ScriptTimeoutError(`script ran past its time limit of ${this.options.timeoutMs} ms by the clock while the machine kept its script process from running`, { filename: job.script.filename }, false));
+      } else if (job.hostCalled || job.attempts >= MAX_ATTEMPTS) job.reject(new ScriptRestartedError(job.script.filename));
       else {
         job.attempts++;
         job.suspect = !blameless && culprit === undefined;
