@@ -695,13 +695,16 @@ export class ScriptPool {
    */
   private settleLost(jobs: PoolJob[], fatal: { kind: FatalKind; culprit: number; detail: string } | undefined, child: Child): void {
     // Starved: a call stopped by the wall clock while the machine kept the process from running.
+    // The run whose code it was (`stopped`) is to blame for nothing, yet: it runs again if it can.
     const blameless = fatal?.kind === 'starved';
-    let culprit = !blameless && fatal && fatal.culprit >= 0 ? jobs.find((job) => job.id === fatal.culprit) : undefined;
-    if (!blameless && !culprit && jobs.length === 1) culprit = jobs[0];
+    let culprit = fatal && fatal.culprit >= 0 ? jobs.find((job) => job.id === fatal.culprit) : undefined;
+    if (!culprit && jobs.length === 1) culprit = jobs[0];
+    const stopped = blameless ? culprit : undefined;
+    if (blameless) culprit = undefined;
     for (const job of jobs) {
       if (job === culprit) job.reject(this.blame(job, fatal, child));
-      else if (blameless && (job.hostCalled || job.attempts >= MAX_ATTEMPTS)) {
-        // Stopped by the clock, again or after a host call: a run that loops and one the machine
+      else if (job === stopped && (job.hostCalled || job.attempts >= MAX_ATTEMPTS)) {
+        // Stopped by the clock again, or after a host call: a run that loops and one the machine
         // kept from running look alike from here; either ran past its limit by the clock.
         job.reject(new ScriptTimeoutError(`script ran past its time limit of ${this.options.timeoutMs} ms by the clock while the machine kept its script process from running`, { filename: job.script.filename }, false));
       } else if (job.hostCalled || job.attempts >= MAX_ATTEMPTS) job.reject(new ScriptRestartedError(job.script.filename));
