@@ -65,7 +65,7 @@ const MAX_ENTERED = 30;
  * How far a call's wall-clock limit stretches at most on a busy machine (see `pace`): a run
  * that never ends is stopped after at most this many times the time limit, by the wall clock.
  */
-const MAX_STRETCH = 10;
+const MAX_STRETCH = 4;
 /** Stretches of work shorter than this (ms, wall clock) say nothing of how busy the machine is. */
 const MEASURED_MS = 20;
 /** How often a drive reads the thread's CPU time at most, ms (see `cpuMark`). */

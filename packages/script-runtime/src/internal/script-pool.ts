@@ -695,7 +695,8 @@ export class ScriptPool {
    */
   private settleLost(jobs: PoolJob[], fatal: { kind: FatalKind; culprit: number; detail: string } | undefined, child: Child): void {
     // Starved: a call stopped by the wall clock while the machine kept the process from running.
-    // The run whose code it was (`stopped`) is to blame for nothing, yet: it runs again if it can.
+    // The run whose code it was (`stopped`) is to blame for nothing, yet: it runs again, once (a
+    // loop is so stopped after at most two calls' limits, each at most MAX_STRETCH times its own).
     const blameless = fatal?.kind === 'starved';
     let culprit = fatal && fatal.culprit >= 0 ? jobs.find((job) => job.id === fatal.culprit) : undefined;
     if (!culprit && jobs.length === 1) culprit = jobs[0];
@@ -703,7 +704,7 @@ export class ScriptPool {
     if (blameless) culprit = undefined;
     for (const job of jobs) {
       if (job === culprit) job.reject(this.blame(job, fatal, child));
-      else if (job === stopped && (job.hostCalled || job.attempts >= MAX_ATTEMPTS)) {
+      else if (job === stopped && (job.hostCalled || job.attempts > 0)) {
         // Stopped by the clock again, or after a host call: a run that loops and one the machine
         // kept from running look alike from here; either ran past its limit by the clock.
         job.reject(new ScriptTimeoutError(`script ran past its time limit of ${this.options.timeoutMs} ms by the clock while the machine kept its script process from running`, { filename: job.script.filename }, false));
