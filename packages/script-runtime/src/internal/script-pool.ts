@@ -707,7 +707,7 @@ export class ScriptPool {
       else if (job === stopped && (job.hostCalled || job.attempts > 0)) {
         // Stopped by the clock again, or after a host call: a run that loops and one the machine
         // kept from running look alike from here; either ran past its limit by the clock.
-        job.reject(new ScriptTimeoutError(`script ran past its time limit of ${this.options.timeoutMs} ms by the clock while the machine kept its script process from running`, { filename: job.script.filename }, false));
+        job.reject(new ScriptTimeoutError(`script ran past its time limit of ${this.options.timeoutMs} ms by the clock while the machine kept its script process from running`, { filename: job.script.filename }, true));
       } else if (job.hostCalled || job.attempts >= MAX_ATTEMPTS) job.reject(new ScriptRestartedError(job.script.filename));
       else {
         job.attempts++;
