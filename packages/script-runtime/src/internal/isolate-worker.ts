@@ -116,7 +116,7 @@ export class IsolateWorker {
   /**
    * The thread's CPU time at a recent drive's start, read at most every CPU_MARK_MS (~2 µs a read:
    * as much as a trivial run costs): a call's CPU time is at most what came since, and that bound
-   * is off by at most CPU_MARK_MS.
+   * is off by at most CPU_MARK_MS (timeoutKind, measure).
    */
   private cpuMark: NodeJS.CpuUsage | undefined;
   private cpuMarkAt = Number.NEGATIVE_INFINITY;
@@ -306,13 +306,11 @@ export class IsolateWorker {
   private call(live: Live, method: (typeof BRIDGE)[number], args: unknown[]): string | undefined {
     try {
       // The time of a synchronous call is the isolate's CPU time, unless the machine preempts
-      // this process meanwhile (isolate.cpuTime is no better: it counts that time too). A long
-      // call is charged at most the thread's CPU time since the mark, read then only: a busy
-      // machine must not spend a request's CPU budget for it.
+      // this process meanwhile (a busy machine charges more: the pool's cost estimate, which
+      // schedules by how long a run holds its process, wants that; isolate.cpuTime counts it too).
       const before = performance.now();
       const out = live.refs[method].applySync(undefined, args, { timeout: this.limitMs() }) as unknown;
-      const wallMs = performance.now() - before;
-      const ms = wallMs >= MEASURED_MS ? Math.min(wallMs, this.cpuSinceMark()) : wallMs;
+      const ms = performance.now() - before;
       if (ms >= MIN_CHARGE_MS) this.share(ms);
       if (method === 'drop') return '';
       if (typeof out !== 'string') {
