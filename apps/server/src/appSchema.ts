@@ -1,4 +1,4 @@
-import { isPlainObject, ProxyTrust } from '@svc/core';
+import { isPlainObject, OutboundPolicy, ProxyTrust } from '@svc/core';
 import { moduleNameProblem } from './scriptModules.js';
 
 /**
@@ -14,9 +14,11 @@ type Rule =
   | { kind: 'publicCount' }
   | { kind: 'trustProxy' }
   | { kind: 'modules' }
+  | { kind: 'outboundAllow' }
   | { kind: 'path' }
   | { kind: 'urlPath' }
   | { kind: 'redisPrefix' }
+  | { kind: 'oneOf'; values: readonly string[] }
   | { kind: 'object'; keys: Record<string, Rule> };
 
 const int = (min: number, max?: number): Rule => (max === undefined ? { kind: 'int', min } : { kind: 'int', min, max });
@@ -53,7 +55,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
     kind: 'object',
     keys: { maxSocketsPerAddress: int(0), maxSockets: int(0), maxLiveQueriesPerSocket: int(0), maxLiveQueriesPerUser: int(0), liveReplay: int(1, 100_000), liveBufferedPackets: int(1) },
   },
-  embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' } } },
+  embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' }, engine: { kind: 'oneOf', values: ['files', 'sqlite'] } } },
   redisPrefix: { kind: 'redisPrefix' },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000), bucket: { kind: 'string' } } },
   trustProxy: { kind: 'trustProxy' },
@@ -61,6 +63,10 @@ export const APP_SCHEMA: Record<string, Rule> = {
   log: { kind: 'object', keys: { access: { kind: 'boolean' }, health: { kind: 'boolean' } } },
   relations: { kind: 'object', keys: { expandDepth: int(1, 4), maxExpanded: int(1), maxFilterIds: int(1) } },
   aggregate: { kind: 'object', keys: { maxGroups: int(1), maxScanned: int(1), timeoutMs: int(1, 600_000) } },
+  outbound: {
+    kind: 'object',
+    keys: { allow: { kind: 'outboundAllow' }, timeoutMs: int(1, 600_000), maxBytes: int(1, 32 * 1024 * 1024), maxRedirects: int(0, 20), requestCalls: int(0, 100_000), concurrent: int(1, 100) },
+  },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */
@@ -93,6 +99,8 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
       return typeof v === 'boolean' ? undefined : 'true or false';
     case 'string':
       return typeof v === 'string' && v !== '' ? undefined : 'a non-empty string';
+    case 'oneOf':
+      return typeof v === 'string' && rule.values.includes(v) ? undefined : `one of ${rule.values.map((x) => JSON.stringify(x)).join(', ')}`;
     case 'origins':
       return v === '*' || (Array.isArray(v) && v.every((s) => typeof s === 'string' && /^https?:\/\/[^/]+$/.test(s)))
         ? undefined
@@ -113,6 +121,15 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
       const problem = v.map(moduleNameProblem).find((p) => p !== undefined);
       if (problem !== undefined) return `an array of npm package names (${problem})`;
       return new Set(v).size === v.length ? undefined : 'an array of npm package names, each once';
+    }
+    case 'outboundAllow': {
+      if (!Array.isArray(v)) return 'an array of addresses, ranges or host names, such as ["10.0.0.5", "10.1.0.0/16", "api.internal:8443"]';
+      try {
+        new OutboundPolicy(v);
+        return undefined;
+      } catch (err) {
+        return `an array of addresses, ranges or host names (${(err as Error).message})`;
+      }
     }
     case 'object':
       if (!isPlainObject(v)) return `an object with ${Object.keys(rule.keys).join(', ')}`;

@@ -4,6 +4,7 @@ import { join, relative, sep } from 'node:path';
 import { isPlainObject } from '@svc/core';
 import type { HttpLimits, Logger, ResourceConfig } from '@svc/core';
 import { validateAppJson } from './appSchema.js';
+import type { OutboundSettings } from './scriptOutbound.js';
 
 /** app.json: every key optional. */
 export interface AppSettings {
@@ -37,6 +38,12 @@ export interface AppSettings {
   relations?: { expandDepth?: number; maxExpanded?: number; maxFilterIds?: number };
   /** GET /<c>/aggregate: groups answered, objects read, time in ms; beyond them 413. */
   aggregate?: { maxGroups?: number; maxScanned?: number; timeoutMs?: number };
+  /**
+   * Event scripts' http, https and fetch: who besides the public Internet may be reached
+   * (`allow`: addresses, CIDR ranges, host names) and the limits of each call and of a request's
+   * calls. See docs/event-scripts.md.
+   */
+  outbound?: OutboundSettings;
   /** bcrypt cost of user passwords (default 10). */
   passwordCost?: number;
   /** Failed logins allowed per username and per client address (default 10 a minute). */
@@ -56,8 +63,12 @@ export interface AppSettings {
     liveReplay?: number;
     liveBufferedPackets?: number;
   };
-  /** The embedded store: fsync each append before acknowledging it (default false; docs/deploying.md). */
-  embeddedStore?: { fsync?: boolean };
+  /**
+   * The embedded store: fsync each write before acknowledging it (default false; docs/deploying.md);
+   * `engine` "sqlite" runs the on-disk engine (docs/embedded-engine.md) instead of the files kept
+   * in memory ("files", the default while the engine is being completed).
+   */
+  embeddedStore?: { fsync?: boolean; engine?: 'files' | 'sqlite' };
   /**
    * The start of every Redis key and channel of this app (realtime, live queries, login limits,
    * scheduled-job locks), so that several apps can share one Redis. Default "svc".

@@ -1,7 +1,7 @@
 import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { createEmbeddedStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
+import { createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources } from './buildResources.js';
 import { loadInstalledTypes } from './installedTypes.js';
@@ -13,7 +13,7 @@ import type { AppFolder } from './loadApp.js';
 import { DEFAULT_REDIS_PREFIX, createLiveRealtime, followChangesOf, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
 import { watchApp } from './watch.js';
-import { warnOpenWrites } from './openWriteRules.js';
+import { warnOpenRules } from './openWriteRules.js';
 import { createDashboard } from './dashboard/dashboard.js';
 import { resumeFolder, resumeObjects } from './dashboard/renameJournal.js';
 import { Feed, feedStore, teeLogger } from './dashboard/feed.js';
@@ -133,7 +133,9 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   if (options.db) logger.info('connecting to MongoDB (--db)');
   const rawStore: Store = options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
-    : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
+    : app.settings.embeddedStore?.engine === 'sqlite'
+      ? await createEngineStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), durability: app.settings.embeddedStore?.fsync === true ? 'full' : 'normal' })
+      : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
   // Closed (503) while the dashboard restores a backup; the restore itself writes to rawStore.
   const gate = gateStore(feedStore(rawStore, feed));
   const store: Store = gate.store;
@@ -239,8 +241,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       accessLog: app.settings.log?.access === false ? false : { health: app.settings.log?.health === true },
     });
     bound.server = server;
-    // Once per start: what anyone may write (Deployd's open default), with the fix.
-    if (env === 'production') warnOpenWrites(app, logger);
+    // Once per start: what anyone may write, and which users anyone may list (Deployd's open default), with the fix.
+    if (env === 'production') warnOpenRules(app, logger);
     let metricsListener: Server | undefined;
     const startMetrics = async (): Promise<void> => {
       if (!metrics) return;

@@ -32,7 +32,8 @@ const THIS = new RegExp(`(?<!${PART})this(?!${PART})`, 'gu');
 const MEMBER = new RegExp(`^\\s*\\.\\s*(${ID})(?!${PART})`, 'u');
 /** `\u0068` and `\u{68}`: in an identifier, the character itself (JavaScript reads `\u0068ide` as `hide`). */
 const ESCAPE = /\\u(?:\{([0-9a-fA-F]{1,6})\}|([0-9a-fA-F]{4}))/g;
-const DEFERS = ['then', 'catch', 'finally', 'Promise', 'async', 'await'];
+// `require` and `fetch`: modules and outbound calls may go on in microtasks (isolate-node.ts).
+const DEFERS = ['then', 'catch', 'finally', 'Promise', 'async', 'await', 'require', 'fetch'];
 
 /** Script API functions that read a variable on the script's behalf. */
 const IMPLIED: Record<string, readonly string[]> = {

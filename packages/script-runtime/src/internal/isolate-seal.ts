@@ -57,12 +57,28 @@ export function sealRealm(): void {
     [String.prototype, ['constructor', 'toString', 'valueOf']],
     [Boolean.prototype, ['constructor', 'toString', 'valueOf']],
     [Map.prototype, ['constructor']],
+    // Buffer (the npm package scripts get as `buffer`) sets its own toString on a Uint8Array subclass.
+    [(getPrototypeOf(Uint8Array) as { prototype: object }).prototype, '*'],
     [Set.prototype, ['constructor']],
     ...errorTypes.map((E): [object, PropertyKey[]] => [E.prototype, ['constructor', 'message', 'name', 'toString']]),
   ];
   for (const [target, keys] of tamed) {
     const list = keys === '*' ? [...getOwnPropertyNames(target), ...getOwnPropertySymbols(target)] : keys;
     for (const key of list) tame(target, key);
+  }
+
+  // V8's Error.stackTraceLimit: modules (assert) set it around `new Error` in strict code. Writes
+  // are ignored rather than refused: the shared limit stays the same for every run.
+  const limit = getOwnPropertyDescriptor(Error, 'stackTraceLimit');
+  if (limit && 'value' in limit && limit.configurable) {
+    const value: unknown = limit.value;
+    const accessor = {
+      get(): unknown {
+        return value;
+      },
+      set(): void {},
+    };
+    defineProperty(Error, 'stackTraceLimit', { get: accessor.get, set: accessor.set, enumerable: limit.enumerable === true, configurable: false });
   }
 
   // Intrinsics that no global names, reached through syntax.

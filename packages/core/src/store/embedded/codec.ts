@@ -1,0 +1,76 @@
+import type { Doc } from '../Store.js';
+
+/**
+ * How the embedded engine keeps an object: one JSON text, `id` first, as `JSON.stringify` writes
+ * it, except that a Date is `{"$$date": <ms>}` (the old store's line format, so converted files
+ * need no rewriting of dates). Property names may not start with `$` nor contain `.` (the old
+ * store refused them too): `{"$$date": n}` is then always a date, and a dotted path always names
+ * nested properties.
+ *
+ * The stored text is also what text reads answer (`findJson` joins them), so `JSON.stringify` of
+ * what `find` answers must equal it: `find` parses the text, and `JSON.parse` then `JSON.stringify`
+ * gives back the same text. A text holding a date is the exception: its answer is written anew
+ * (see {@link answerText}).
+ */
+
+const DATE_KEY = '"$$date"';
+
+/** The stored text of an object about to be written; throws a TypeError for names it refuses. */
+export function encodeDoc(doc: Doc): string {
+  const dated = checkNames(doc, 0);
+  const { id, ...rest } = doc;
+  const ordered = { id, ...rest };
+  return dated ? JSON.stringify(ordered, dateReplacer) : JSON.stringify(ordered);
+}
+
+/** The object a stored text holds (a new object at each call: callers may change it). */
+export function decodeDoc(text: string): Doc {
+  return (text.includes(DATE_KEY) ? JSON.parse(text, dateReviver) : JSON.parse(text)) as Doc;
+}
+
+/** `JSON.stringify(decodeDoc(text))`, made only when the text holds a date. */
+export function answerText(text: string): string {
+  return text.includes(DATE_KEY) ? JSON.stringify(JSON.parse(text, dateReviver)) : text;
+}
+
+/** Whether the stored text answers as it is (it holds no date). */
+export function isAnswerText(text: string): boolean {
+  return !text.includes(DATE_KEY);
+}
+
+function dateReplacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
+  const raw = this[key];
+  return raw instanceof Date ? { $$date: raw.getTime() } : value;
+}
+
+function dateReviver(_key: string, value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const date = (value as Record<string, unknown>).$$date;
+  if (typeof date !== 'number') return value;
+  for (const key in value) if (key !== '$$date') return value;
+  return new Date(date);
+}
+
+const MAX_DEPTH = 200;
+
+/**
+ * Refuses property names the engine cannot keep (see above) and nesting deeper than SQLite's JSON
+ * functions read (they stop at 1,000 levels); answers whether the object holds a Date.
+ */
+function checkNames(value: unknown, depth: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (value instanceof Date) return true;
+  if (depth > MAX_DEPTH) throw new TypeError(`objects nested more than ${MAX_DEPTH} levels deep cannot be stored`);
+  let dated = false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (checkNames(item, depth + 1)) dated = true;
+    return dated;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    if (key.startsWith('$')) throw new TypeError(`property names cannot begin with the $ character (${JSON.stringify(key)})`);
+    if (key.includes('.')) throw new TypeError(`property names cannot contain a . (${JSON.stringify(key)})`);
+    if (checkNames((value as Record<string, unknown>)[key], depth + 1)) dated = true;
+  }
+  return dated;
+}

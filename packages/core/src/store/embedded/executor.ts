@@ -1,0 +1,103 @@
+import type { Doc, Filter, FindOptions } from '../Store.js';
+import { matchesFilter } from '../embeddedStore.js';
+import { nedbModel } from '../internal/nedbModel.js';
+import { decodeDoc } from './codec.js';
+import type { Engine } from './engine.js';
+import { planRead } from './planner.js';
+import type { ReadPlan } from './planner.js';
+import type { TableInfo } from './schema.js';
+import { ident } from './sqlText.js';
+
+/**
+ * The executor: runs a plan (planner.ts) on a collection's table. An exact plan is answered by
+ * SQL alone (WHERE, ORDER BY, LIMIT/OFFSET); otherwise the rows SQL selects are tested with the
+ * query language's matcher one by one (and sorted here when SQL cannot sort them), stopping at
+ * the page's end when the order is SQL's.
+ */
+
+/** Matching objects in answer order: their stored texts, their sequence numbers, and the objects when they had to be read. */
+export interface Rows {
+  texts: string[];
+  seqs: number[];
+  /** `docs[i]` is decodeDoc(texts[i]) when the matcher or the sort read it (undefined otherwise). */
+  docs: (Doc | undefined)[];
+}
+
+/** The objects `filter` matches, ordered and paged as `options` say. */
+export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>): Rows {
+  const plan = planRead(filter, options, info);
+  const from = options.skip ?? 0;
+  const to = options.limit ? from + options.limit : undefined;
+  const order = plan.sortInProcess || (options.anyOrder === true && options.sort === undefined && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
+  const base = `SELECT seq, doc FROM ${ident(info.tbl)} WHERE ${plan.where}${order}`;
+  const rows: Rows = { texts: [], seqs: [], docs: [] };
+  if (plan.pageInSql) {
+    const n = plan.params.length;
+    const sql = from > 0 || to !== undefined ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
+    const args = from > 0 || to !== undefined ? [...plan.params, to === undefined ? -1 : to - from, from] : plan.params;
+    for (const row of engine.prepare(sql).all(...args) as unknown as [number, string][]) {
+      rows.seqs.push(row[0]);
+      rows.texts.push(row[1]);
+      rows.docs.push(undefined);
+    }
+    return rows;
+  }
+  const statement = engine.prepare(base);
+  let skipped = 0;
+  const matched: { seq: number; text: string; doc: Doc }[] = [];
+  for (const row of statement.iterate(...plan.params) as unknown as Iterable<[number, string]>) {
+    const doc = decodeDoc(row[1]);
+    if (!plan.exact && !matchesFilter(doc, filter)) continue;
+    if (!plan.sortInProcess) {
+      if (skipped < from) {
+        skipped++;
+        continue;
+      }
+      rows.seqs.push(row[0]);
+      rows.texts.push(row[1]);
+      rows.docs.push(doc);
+      if (to !== undefined && rows.texts.length >= to - from) break;
+      continue;
+    }
+    matched.push({ seq: row[0], text: row[1], doc });
+  }
+  if (!plan.sortInProcess) return rows;
+  sortInProcess(matched, options.sort ?? {});
+  for (const m of matched.slice(from, to)) {
+    rows.seqs.push(m.seq);
+    rows.texts.push(m.text);
+    rows.docs.push(m.doc);
+  }
+  return rows;
+}
+
+/** How many objects `filter` matches. */
+export function countRows(engine: Engine, info: TableInfo, filter: Filter): number {
+  const plan: ReadPlan = planRead(filter, {}, info);
+  if (plan.exact) {
+    const row = engine.prepare(`SELECT count(*) FROM ${ident(info.tbl)} WHERE ${plan.where}`).get(...plan.params) as unknown as [number];
+    return row[0];
+  }
+  let n = 0;
+  for (const row of engine.prepare(`SELECT doc FROM ${ident(info.tbl)} WHERE ${plan.where}`).iterate(...plan.params) as unknown as Iterable<[string]>) {
+    if (matchesFilter(decodeDoc(row[0]), filter)) n++;
+  }
+  return n;
+}
+
+/**
+ * Sorts in place with the query language's order across kinds (nedb's compareThings, as the old
+ * store sorted); ties keep insertion order.
+ */
+function sortInProcess(matched: { seq: number; doc: Doc }[], sort: Record<string, 1 | -1>): void {
+  const keys = Object.entries(sort).map(([field, direction]) => ({ field, direction: Number(direction) < 0 ? -1 : 1 }));
+  const rows = matched.map((m) => ({ m, values: keys.map((k) => nedbModel.getDotValue(m.doc, k.field)) }));
+  rows.sort((a, b) => {
+    for (let i = 0; i < keys.length; i++) {
+      const c = nedbModel.compareThings(a.values[i], b.values[i]);
+      if (c !== 0) return c * (keys[i] as { direction: number }).direction;
+    }
+    return a.m.seq - b.m.seq;
+  });
+  for (let i = 0; i < rows.length; i++) matched[i] = (rows[i] as { m: { seq: number; doc: Doc } }).m as (typeof matched)[number];
+}

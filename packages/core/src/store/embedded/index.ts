@@ -1,0 +1,93 @@
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { assertCollectionName } from '../Store.js';
+import type { Store, StoreCollection } from '../Store.js';
+import { lockDataFolder } from '../internal/dataLock.js';
+import { DiskState } from '../internal/diskError.js';
+import { EngineCollection } from './collection.js';
+import { Engine } from './engine.js';
+import type { Durability } from './engine.js';
+import { ident } from './sqlText.js';
+
+/** Options of {@link createEngineStore}. */
+export interface EngineStoreOptions {
+  /** The data folder (`<app>/data`), created when missing; the database is `store.sqlite` in it. */
+  dir: string;
+  /** Where the store reports what it repaired or refused; default console.warn. */
+  warn?: (message: string) => void;
+  /**
+   * `normal` (default): an acknowledged write survives a crash of the process; a power cut or a
+   * crash of the operating system can lose the writes acknowledged since the last checkpoint of
+   * the WAL. `full`: every group commit waits for fsync, and survives those too. See Engine.
+   */
+  durability?: Durability;
+}
+
+/** The database file of a data folder. */
+export const ENGINE_FILE = 'store.sqlite';
+
+/**
+ * Opens the on-disk embedded engine (SQLite through node:sqlite): every collection of the data
+ * folder in one database, objects as JSON text, declared indexes as expression indexes, writes
+ * in group commits. One process per data folder (the folder's lock).
+ */
+export async function createEngineStore(options: EngineStoreOptions): Promise<Store> {
+  const dir = resolve(options.dir);
+  await mkdir(dir, { recursive: true });
+  const unlock = await lockDataFolder(dir);
+  let engine: Engine;
+  try {
+    engine = new Engine(join(dir, ENGINE_FILE), options.durability ?? 'normal');
+  } catch (err) {
+    await unlock();
+    throw err;
+  }
+  const warn = options.warn ?? ((message: string) => console.warn(message));
+  const disk = new DiskState(dir, warn);
+  const collections = new Map<string, EngineCollection>();
+  let closed = false;
+  return {
+    kind: 'embedded',
+    collection(name: string): StoreCollection {
+      if (closed) throw new Error('the store is closed');
+      let collection = collections.get(name);
+      if (collection === undefined) {
+        assertCollectionName(name);
+        collection = new EngineCollection(name, engine, disk);
+        collections.set(name, collection);
+      }
+      return collection;
+    },
+    async renameCollection(from: string, to: string): Promise<boolean> {
+      assertCollectionName(from);
+      assertCollectionName(to);
+      return engine.write(() => {
+        const target = engine.schema.table(to);
+        if (target !== undefined && engine.prepare(`SELECT 1 FROM ${ident(target.tbl)} LIMIT 1`).get() !== undefined) return false;
+        if (engine.schema.table(from) === undefined) {
+          if (target !== undefined) engine.schema.drop(to);
+          return true;
+        }
+        engine.schema.rename(from, to);
+        return true;
+      });
+    },
+    async listCollections(): Promise<string[]> {
+      if (engine.busy) await engine.whenIdle();
+      return engine.schema.names().sort();
+    },
+    async ping(): Promise<void> {
+      if (closed) throw new Error('the store is closed');
+      engine.prepare('SELECT 1').get();
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      try {
+        await engine.close();
+      } finally {
+        await unlock();
+      }
+    },
+  };
+}

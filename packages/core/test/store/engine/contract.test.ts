@@ -1,0 +1,13 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEngineStore } from '../../../src/store/embedded/index.js';
+import { runStoreContract } from '../contract.js';
+
+runStoreContract('embedded engine (SQLite)', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-engine-'));
+  return {
+    open: () => createEngineStore({ dir }),
+    destroy: () => rm(dir, { recursive: true, force: true }),
+  };
+});

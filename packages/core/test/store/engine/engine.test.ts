@@ -1,0 +1,178 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createEngineStore, ENGINE_FILE } from '../../../src/store/embedded/index.js';
+
+const storeModule = fileURLToPath(new URL('../../../src/store/embedded/index.ts', import.meta.url));
+
+// A child node writing without pause (Node strips the types; the hook maps `.js` specifiers of
+// our sources to their `.ts` files): four writers, inserts and an $inc/$push on one counter.
+const writer = `
+import { registerHooks } from 'node:module';
+registerHooks({
+  resolve(specifier, context, next) {
+    if (specifier.startsWith('.') && specifier.endsWith('.js') && context.parentURL?.endsWith('.ts')) {
+      return next(specifier.slice(0, -3) + '.ts', context);
+    }
+    return next(specifier, context);
+  },
+});
+const { createEngineStore } = await import(process.env.STORE_MODULE);
+const store = await createEngineStore({ dir: process.env.STORE_DIR });
+const coll = store.collection('crash/test');
+await coll.ensureIndex({ field: 'w' });
+await coll.insert({ id: 'counter', n: 0 });
+const payload = 'p'.repeat(500);
+await Promise.all([0, 1, 2, 3].map(async (w) => {
+  for (let i = 0; ; i++) {
+    const id = 'w' + w + '-' + i;
+    await coll.insert({ id, w, i, payload, flag: i % 7 === 0 ? true : i });
+    process.stdout.write('insert ' + id + '\\n');
+    const after = await coll.update({ id: 'counter' }, { $inc: { n: 1 }, $push: { seen: [id] } });
+    process.stdout.write('inc ' + after.n + '\\n');
+  }
+}));
+`;
+
+describe('embedded engine', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-engine-files-'));
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', writer], {
+      env: { ...process.env, STORE_MODULE: storeModule, STORE_DIR: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((done) => child.on('exit', (_code, signal) => done(signal)));
+    const acknowledged: string[] = [];
+    let counter = 0;
+    for await (const line of createInterface({ input: child.stdout })) {
+      const [kind, value = ''] = line.split(' ');
+      if (kind === 'insert') acknowledged.push(value);
+      if (kind === 'inc') counter = Math.max(counter, Number(value));
+      if (acknowledged.length === 400) child.kill('SIGKILL');
+    }
+    expect(await exited, stderr).toBe('SIGKILL');
+
+    const store = await createEngineStore({ dir });
+    const coll = store.collection('crash/test');
+    const stored = new Set((await coll.find({ id: { $ne: 'counter' } }, { fields: { id: 1 } })).map((d) => d.id));
+    expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
+    const after = await coll.findOne({ id: 'counter' });
+    expect(after?.n).toBeGreaterThanOrEqual(counter);
+    expect((after?.seen as unknown[]).length).toBe(after?.n);
+    // The path facts came through too: `flag` holds booleans and numbers, so {flag: 1} is guarded.
+    expect(await coll.count({ flag: 1 })).toBe(await coll.count({ i: 1 }));
+    expect(await coll.count({ w: 0 })).toBe((await coll.find({ w: 0 })).length);
+    await store.close();
+  });
+
+  it('keeps the path facts of the database when a write that grew them fails (a unique index refusing it)', async () => {
+    // The refused insert would have taught the facts that `n` holds booleans; its savepoint is
+    // rolled back, so the facts in memory are read again. Without that, the next boolean `n`
+    // would not be written to svc_paths, and after a restart {n: 1} would match `true` too.
+    let store = await createEngineStore({ dir });
+    let coll = store.collection('things');
+    await coll.ensureIndex({ field: 'email', unique: true });
+    await coll.insert({ id: 'a', email: 'x', n: 1 });
+    await expect(coll.insert({ id: 'b', email: 'x', n: true })).rejects.toMatchObject({ field: 'email' });
+    await coll.insert({ id: 'c', email: 'y', n: true });
+    await store.close();
+    store = await createEngineStore({ dir });
+    coll = store.collection('things');
+    expect((await coll.find({ n: 1 })).map((d) => d.id)).toEqual(['a']);
+    expect((await coll.find({ n: true })).map((d) => d.id)).toEqual(['c']);
+    await store.close();
+  });
+
+  it('compares dates only with dates, and sorts by them', async () => {
+    const store = await createEngineStore({ dir });
+    const coll = store.collection('events');
+    await coll.insert({ id: 'e1', at: new Date(2000) });
+    await coll.insert({ id: 'e2', at: null });
+    await coll.insert({ id: 'e3' });
+    await coll.insert({ id: 'e4', at: new Date(1000) });
+    await coll.insert({ id: 'e5', at: '1970-01-01T00:00:00.500Z' });
+    expect((await coll.find({ at: { $lte: new Date(5000) } })).map((d) => d.id)).toEqual(['e1', 'e4']);
+    expect((await coll.find({ at: new Date(1000) })).map((d) => d.id)).toEqual(['e4']);
+    expect((await coll.find({ id: { $in: ['e1', 'e4'] } }, { sort: { at: -1 } })).map((d) => d.at)).toEqual([new Date(2000), new Date(1000)]);
+    await store.close();
+  });
+
+  it('keeps raw U+2028, U+2029 and U+0085 inside strings', async () => {
+    let store = await createEngineStore({ dir });
+    const text = 'a\u2028b\u2029c\u0085d\r\ne';
+    await store.collection('notes').insert({ id: 'n1', text, [`k\u2028`]: 1 });
+    await store.close();
+    store = await createEngineStore({ dir });
+    expect(await store.collection('notes').findOne({ id: 'n1' })).toEqual({ id: 'n1', text, [`k\u2028`]: 1 });
+    expect(await store.collection('notes').count({ text })).toBe(1);
+    await store.close();
+  });
+
+  it('refuses property names the codec cannot keep, as the old store did', async () => {
+    const store = await createEngineStore({ dir });
+    const coll = store.collection('names');
+    await expect(coll.insert({ id: 'x', $where: 1 })).rejects.toThrow(/\$ character/);
+    await expect(coll.insert({ id: 'x', nested: { 'a.b': 1 } })).rejects.toThrow(/contain a \./);
+    await expect(coll.update({ id: 'x' }, { $set: { 'a.b': 1 } })).resolves.toBeNull();
+    expect(await coll.count({})).toBe(0);
+    await store.close();
+  });
+
+  it('holds the data folder: a second store on it is refused until the first closes', async () => {
+    const first = await createEngineStore({ dir });
+    await expect(createEngineStore({ dir })).rejects.toThrow();
+    await first.close();
+    const second = await createEngineStore({ dir });
+    await second.close();
+  });
+
+  it('renames a collection in one step, and refuses when the target holds objects', async () => {
+    const store = await createEngineStore({ dir });
+    await store.collection('from').ensureIndex({ field: 'n', unique: true });
+    await store.collection('from').insert({ id: 'a', n: 1 });
+    await store.collection('full').insert({ id: 'b' });
+    await store.collection('empty').insert({ id: 'c' });
+    await store.collection('empty').remove({});
+    expect(await store.renameCollection?.('from', 'full')).toBe(false);
+    expect(await store.renameCollection?.('from', 'empty')).toBe(true);
+    expect(await store.collection('empty').find({})).toEqual([{ id: 'a', n: 1 }]);
+    expect(await store.collection('from').find({})).toEqual([]);
+    await expect(store.collection('empty').insert({ id: 'd', n: 1 })).rejects.toMatchObject({ field: 'n' });
+    expect(await store.listCollections?.()).toEqual(['empty', 'full']);
+    await store.close();
+  });
+
+  it('keeps its data in one WAL database file (durability full included)', async () => {
+    const pragma = (): number => {
+      const db = new DatabaseSync(join(dir, ENGINE_FILE), { readOnly: true });
+      try {
+        return (db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode === 'wal' ? 1 : 0;
+      } finally {
+        db.close();
+      }
+    };
+    const store = await createEngineStore({ dir, durability: 'full' });
+    await store.collection('x').insert({ id: 'a' });
+    await store.close();
+    expect(pragma()).toBe(1);
+    expect((await readdir(dir)).filter((f) => f.startsWith(ENGINE_FILE))).toContain(ENGINE_FILE);
+  });
+
+  it('refuses collections once closed', async () => {
+    const store = await createEngineStore({ dir });
+    await store.close();
+    expect(() => store.collection('late')).toThrow(/closed/);
+  });
+});
