@@ -1,10 +1,6 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
-import { ScriptTimeoutError } from '@svc/script-runtime';
-import { CompiledScript } from '../src/internal/compiled-script.js';
 import { progressAvailable, readProgress } from '../src/internal/process-progress.js';
-import { ScriptPool } from '../src/internal/script-pool.js';
 import { COLD_START_CPU_MS, judgeSilence, SILENCE_GRACE_MS, STILL_MS } from '../src/internal/silence.js';
 import type { SilenceFacts } from '../src/internal/silence.js';
 
@@ -43,30 +39,9 @@ describe('judgeSilence', () => {
   });
 });
 
-// The tests with the machine saturated by other processes are in reliability/busy-machine.test.ts
-// (one file at a time there: here they would starve the script processes of every test beside).
-describe.skipIf(!progressAvailable())('the pool judges silent processes (Linux /proc)', () => {
-  const HUNG_HOST = fileURLToPath(new URL('./fixtures/hung-script-host.mjs', import.meta.url));
-  const hungPool = (mode: 'busy' | 'asleep', lines: string[]) =>
-    new ScriptPool({ size: 1, memoryLimitMb: 64, timeoutMs: 300, queueLimit: 10, log: (line) => lines.push(line), modules: [], entry: { file: HUNG_HOST, execArgv: [], args: [mode] } });
-
-  test.each(['busy', 'asleep'] as const)('a process %s with work waiting, never answering, is killed and its job fails', async (mode) => {
-    const lines: string[] = [];
-    const pool = hungPool(mode, lines);
-    try {
-      const script = new CompiledScript(1, 'hung/get.js', 'this.x = 1;', {});
-      const err = await pool.submit(script, 1, '[]', []).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(ScriptTimeoutError);
-      expect((err as Error).message).toMatch(mode === 'busy' ? /^script process ended: it stopped answering while it used \d+ ms of CPU time \(time limit 300 ms\)$/ : /asleep with work waiting/);
-      expect(lines.join('\n')).toMatch(/had work and it stopped answering.*killed and replaced; 1 job/);
-    } finally {
-      pool.dispose();
-    }
-  }, 120_000);
-
+// Processes that hang are in hung-processes.test.ts, the machine saturated by other processes in
+// reliability/busy-machine.test.ts (one file at a time: it would starve the tests beside it).
+describe.skipIf(!progressAvailable())('process progress (Linux /proc)', () => {
   test('readProgress: a running, a stopped and an ended process', async () => {
     const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     const pid = child.pid as number;
