@@ -1,4 +1,4 @@
-import { SvcError } from '@svc/core';
+import { isAnswerStatus, SvcError } from '@svc/core';
 import type { Logger } from '@svc/core';
 import { ScriptError } from '@svc/script-runtime';
 import type { RunResult, Script, ScriptSyntaxError } from '@svc/script-runtime';
@@ -42,12 +42,21 @@ export function usesOf(script: Script): Uses {
   return { ctx: uses('ctx'), svc: uses('svc'), emit: uses('emit'), net: uses('require') || uses('fetch') };
 }
 
-/** The error a run's cancel() or error() answers, if it called one. */
+/**
+ * The error a run's cancel() or error() answers, if it called one. The runtime's cancel() answers
+ * only statuses from 200 to 599 (a script's other status is its error, with its line): checked
+ * again here, where the status enters the server, since it crosses from the script process.
+ */
 export function cancelOf(result: RunResult): SvcError | undefined {
-  if (result.errors && Object.keys(result.errors).length > 0) {
-    return new SvcError('VALIDATION_FAILED', result.cancelled?.message, { errors: result.errors, status: result.cancelled?.status ?? 400 });
+  const cancelled = result.cancelled;
+  if (cancelled !== undefined && !isAnswerStatus(cancelled.status)) {
+    // INTERNAL: logged with its cause by the reply path (a SCRIPT_ERROR is logged where it happens).
+    return new SvcError('INTERNAL', 'internal server error', { cause: new Error(`a script run answered the status ${String(cancelled.status)}, which is not an HTTP status`) });
   }
-  return result.cancelled ? new SvcError('CANCELLED', result.cancelled.message, { status: result.cancelled.status }) : undefined;
+  if (result.errors && Object.keys(result.errors).length > 0) {
+    return new SvcError('VALIDATION_FAILED', cancelled?.message, { errors: result.errors, status: cancelled?.status ?? 400 });
+  }
+  return cancelled ? new SvcError('CANCELLED', cancelled.message, { status: cancelled.status }) : undefined;
 }
 
 /** A script's failure as the client sees it: 500, with the message in development only; always logged with file and line. */

@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { SvcError } from './errors.js';
 import { bearerSessionId, requestSessionId, serializeCookie } from './http/cookies.js';
 import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
-import { toErrorReply, writeJsonText, writeReply } from './http/reply.js';
+import { toErrorReply, writeInternalError, writeJsonText, writeReply } from './http/reply.js';
 import { serveStatic } from './http/staticFiles.js';
 import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js';
 import { ProxyTrust } from './http/ProxyTrust.js';
@@ -205,7 +205,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const session = sessionOf(record, isNew);
     note.uid = session.uid;
     const query = parseQueryString(search);
-    const parsed = match.resource.rawBody || !hasBody(req) ? NO_BODY : await readBody(req, bodyLimit);
+    const parsed = match.resource.rawBody || !hasBody(req) || match.resource.streamsBody?.(req, match.parts) === true ? NO_BODY : await readBody(req, bodyLimit);
     let method = req.method ?? 'GET';
     if (method === 'HEAD') method = 'GET';
     const override = overrideOf(query, parsed.value, overrideKey);
@@ -231,7 +231,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const reply = await match.resource.handle(ctx);
     if (reply) {
       note.plan = reply.plan;
-      writeReply(res, reply);
+      writeReply(res, reply, logger);
     }
   }
 
@@ -277,9 +277,22 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   }
 
   const observe = options.observe;
+  /**
+   * Answers a request that failed. Never throws: it runs in handleAndCatch's catch and in a
+   * promise's rejection handler, where a throw would end the process (an unhandled rejection).
+   */
   const failed = (req: IncomingMessage, res: ServerResponse, err: unknown, id: string): void => {
-    // The path only: a query string may carry tokens (the access line has the same id).
-    writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${pathOf(req.url ?? '/')} from ${clientOf(req).address} (request ${id})` }));
+    let reply: Reply;
+    try {
+      // The path only: a query string may carry tokens (the access line has the same id).
+      reply = toErrorReply(err, { production, logger, where: `${req.method} ${pathOf(req.url ?? '/')} from ${clientOf(req).address} (request ${id})` });
+    } catch {
+      // A value thrown whose fields throw when read, or a logger of the host's that throws: the
+      // failure cannot be described, only answered.
+      writeInternalError(res);
+      return;
+    }
+    writeReply(res, reply, logger);
   };
   // The time as ISO text, made once per millisecond: every access line asks for it, tens of times a millisecond under load.
   let isoMs = 0;
@@ -392,14 +405,14 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     if (owns(pathname)) return handler(req, res);
     const pass = (): void => {
       if (next) next();
-      else writeReply(res, toErrorReply(new SvcError('NOT_FOUND', `no resource at ${pathname}`), { production, logger, where: `${req.method} ${url}` }));
+      else writeReply(res, toErrorReply(new SvcError('NOT_FOUND', `no resource at ${pathname}`), { production, logger, where: `${req.method} ${url}` }), logger);
     };
     if (!options.publicDir || (req.method !== 'GET' && req.method !== 'HEAD')) return pass();
     serveStatic(options.publicDir, pathname, req, res).then(
       (served) => {
         if (!served) pass();
       },
-      (err: unknown) => (next ? next(err) : writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${url}` }))),
+      (err: unknown) => (next ? next(err) : writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${url}` }), logger)),
     );
   };
 

@@ -435,6 +435,12 @@ export class UserCollection extends Collection implements UserResource {
     return { status: 204, headers: { 'set-cookie': host.sessionCookie(null, ctx) } };
   }
 
+  /** A file download (files/CollectionFiles.ts): a user's own private files are theirs to fetch, as /me shows them. */
+  override async readOneAs(ctx: Context, id: string): Promise<{ stored: Doc; shown: Record<string, unknown> } | null> {
+    if (ctx.me?.id === id && ctx.session.path?.toLowerCase() === this.path.toLowerCase()) this.meRequests.add(ctx);
+    return super.readOneAs(ctx, id);
+  }
+
   /**
    * GET /<users>/me (Deployd 1.2): GET /<users>/<uid> of the logged-in user, with the request's
    * query, On BeforeRequest and On Get (hide() applies), with the user's own private properties.

@@ -366,6 +366,15 @@ export class CollectionReads {
     return (await this.shown(ctx, docs, compiled.skipEvents && ctx.isRoot)).map(([doc, shown]) => scope.finish(shown, doc, projectAfter));
   }
 
+  /** GET /<c>/<id>'s object for ctx's caller and the stored object it was made of; null where the read rule hides it (Collection.readOneAs). */
+  async readOneAs(ctx: Context, id: string): Promise<{ stored: Doc; shown: Record<string, unknown> } | null> {
+    const scope = this.scopeOf(ctx);
+    const doc = await this.store.findOne(andFilters({ id }, scope.filter('read')));
+    if (doc === null) return null;
+    const shown = this.events.has('get') ? await this.afterGetOne(ctx, doc) : this.visibility.withoutStoreOnly(doc);
+    return { stored: doc, shown: scope.finish(shown, doc) };
+  }
+
   /**
    * What {@link readAs} answers, as the stored objects' JSON texts beside the values of `pick`,
    * when readAs would answer ctx's caller the stored objects exactly as they are
