@@ -2,6 +2,9 @@ import type * as NodeSqlite from 'node:sqlite';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Schema } from './schema.js';
 
+/** The database file of a data folder. */
+export const ENGINE_FILE = 'store.sqlite';
+
 /** How a commit reaches the disk (app.json `embeddedStore.durability`). */
 export type Durability = 'normal' | 'full';
 
@@ -10,7 +13,7 @@ export type Durability = 'normal' | 'full';
  * Node >= 22.12, where node:sqlite needs a flag before 22.13); the engine needs 22.16
  * (StatementSync.setReturnArrays).
  */
-function sqlite(): typeof NodeSqlite {
+export function sqlite(): typeof NodeSqlite {
   const loaded = process.getBuiltinModule('node:sqlite') as typeof NodeSqlite | undefined;
   if (loaded === undefined || typeof loaded.StatementSync.prototype.setReturnArrays !== 'function') {
     throw new Error(`the embedded engine (embeddedStore.engine "sqlite") needs Node.js 22.16 or newer; this is ${process.version}`);
