@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
@@ -18,6 +19,7 @@ import { repairTornTail } from './internal/tornTail.js';
 import { DiskState, diskErrorCode } from './internal/diskError.js';
 import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
 import { collectionOfDataFile, dataFileOfCollection } from './embeddedSnapshot.js';
+import { ENGINE_FILE } from './embedded/engine.js';
 import { jsonList } from '../jsonList.js';
 
 /** Options of {@link createEmbeddedStore}. */
@@ -86,6 +88,13 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
   await mkdir(dir, { recursive: true });
   // One process per data folder: a second one would rewrite the files the first appends to.
   const unlock = await lockDataFolder(dir);
+  if (existsSync(join(dir, ENGINE_FILE))) {
+    await unlock();
+    // The app's data went to the engine (converted, or written there): these files would start empty.
+    throw new Error(
+      `the data folder ${dir} holds ${ENGINE_FILE}, the embedded engine's database, which app.json "embeddedStore": {"engine": "files"} does not read: run on the engine (remove that setting), or move the data back to files with svc export (on the engine) and svc import (on files), then remove ${ENGINE_FILE}`,
+    );
+  }
   const warn = options.warn ?? ((message: string) => console.warn(message));
   const disk = new DiskState(dir, warn);
   const collections = new Map<string, EmbeddedCollection>();

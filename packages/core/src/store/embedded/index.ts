@@ -6,6 +6,7 @@ import type { Store, StoreCollection } from '../Store.js';
 import { lockDataFolder } from '../internal/dataLock.js';
 import { DiskState } from '../internal/diskError.js';
 import { EngineCollection } from './collection.js';
+import { convertOldFiles } from './convert.js';
 import { ENGINE_FILE, Engine } from './engine.js';
 import type { Durability } from './engine.js';
 import { ident } from './sqlText.js';
@@ -35,7 +36,9 @@ export interface EngineStoreOptions {
 /**
  * Opens the on-disk embedded engine (SQLite through node:sqlite): every collection of the data
  * folder in one database, objects as JSON text, declared indexes as expression indexes, writes
- * in group commits. One process per data folder (the folder's lock).
+ * in group commits. One process per data folder (the folder's lock). A folder holding the old
+ * embedded store's data files is converted first (convertOldFiles: resumable, verified, the old
+ * files moved aside, not deleted).
  */
 export async function createEngineStore(options: EngineStoreOptions): Promise<Store> {
   const dir = resolve(options.dir);
@@ -44,6 +47,8 @@ export async function createEngineStore(options: EngineStoreOptions): Promise<St
   const warn = options.warn ?? ((message: string) => console.warn(message));
   let engine: Engine;
   try {
+    // The old store's files, when the folder holds them: converted first (see convert.ts).
+    await convertOldFiles(dir, warn);
     engine = new Engine(join(dir, ENGINE_FILE), options.durability ?? 'normal');
   } catch (err) {
     await unlock();
