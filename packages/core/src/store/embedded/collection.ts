@@ -134,7 +134,7 @@ export class EngineCollection implements StoreCollection {
       } catch (err) {
         throw this.#translate(info, err);
       }
-    });
+    }, true);
     return stored;
   }
 
@@ -193,7 +193,7 @@ export class EngineCollection implements StoreCollection {
         throw this.#translate(info, err);
       }
       return stored;
-    });
+    }, true);
   }
 
   async remove(filter: Filter): Promise<number> {
@@ -205,7 +205,7 @@ export class EngineCollection implements StoreCollection {
       const seqs = selectRows(this.#engine, info, filter, { anyOrder: true }).seqs;
       if (seqs.length === 0) return 0;
       return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`).run(JSON.stringify(seqs)).changes);
-    });
+    }, true);
   }
 
   async ensureIndex(spec: IndexSpec): Promise<void> {
@@ -240,9 +240,9 @@ export class EngineCollection implements StoreCollection {
   }
 
   /** A write through the group commit; a disk that refuses it answers the client's SvcError (507/503). */
-  async #write<T>(run: () => T): Promise<T> {
+  async #write<T>(run: () => T, oneStatement = false): Promise<T> {
     try {
-      const value = await this.#engine.write(run);
+      const value = await this.#engine.write(run, oneStatement);
       this.#disk.wrote();
       return value;
     } catch (err) {

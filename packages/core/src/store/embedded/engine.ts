@@ -24,6 +24,8 @@ export function sqlite(): typeof NodeSqlite {
 /** A write waiting for the next group commit. */
 interface WriteTask {
   run(): unknown;
+  /** See {@link Engine.write}'s `oneStatement`. */
+  oneStatement: boolean;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -98,11 +100,16 @@ export class Engine {
     return this.#idle.promise;
   }
 
-  /** Queues a write for the next group commit; answers what `run` answered, once committed. */
-  write<T>(run: () => T): Promise<T> {
+  /**
+   * Queues a write for the next group commit; answers what `run` answered, once committed.
+   * `oneStatement`: the write changes the database with one statement only, the last it runs (the
+   * path facts it saves before it only ever grow, so they may stay when the statement fails): it
+   * needs no savepoint, since SQLite undoes a failed statement by itself (see #flush).
+   */
+  write<T>(run: () => T, oneStatement = false): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('the store is closed'));
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({ run, oneStatement, resolve: resolve as (value: unknown) => void, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => this.#flush());
@@ -122,24 +129,30 @@ export class Engine {
     try {
       this.prepare('BEGIN IMMEDIATE').run();
       for (const task of batch) {
-        // One write alone needs no savepoint: its failure rolls back the whole transaction.
+        // One write alone needs no savepoint: its failure rolls back the whole transaction. Nor
+        // does a write of one statement: SQLite undoes a statement that fails (a unique index
+        // refusing it) and nothing else, unless the error ended the transaction (a full disk).
         const alone = batch.length === 1;
-        if (!alone) savepoint.run();
+        const bare = alone || task.oneStatement;
+        if (!bare) savepoint.run();
         const before = this.schema.changes;
         try {
           const value = task.run();
-          if (!alone) release.run();
+          if (!bare) release.run();
           results.push({ ok: true, value });
         } catch (err) {
+          // SQLite rolled the whole transaction back (SQLITE_FULL, an I/O error): the writes
+          // before this one are gone too, so none of the batch is acknowledged.
+          if (!db.isTransaction) throw err;
           if (alone) {
             db.exec('ROLLBACK');
             db.exec('BEGIN IMMEDIATE');
-          } else {
+          } else if (!bare) {
             this.prepare('ROLLBACK TO w').run();
             release.run();
           }
           // What the write changed of the schema or the path facts in memory went back in the database.
-          if (this.schema.changes !== before) this.schema.reload();
+          if (!(bare && !alone) && this.schema.changes !== before) this.schema.reload();
           results.push({ ok: false, value: err });
         }
       }
@@ -175,6 +188,8 @@ export class Engine {
     this.#statements.clear();
     try {
       this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    } catch {
+      // A full (or failing) disk: the WAL stays as it is, whole, and is read at the next open.
     } finally {
       this.db.close();
     }
