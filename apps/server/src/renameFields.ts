@@ -4,6 +4,9 @@ import { isPlainObject } from '@svc/core';
 import type { Logger, StoreCollection } from '@svc/core';
 import type { ResourceFolder } from './loadApp.js';
 
+/** Objects read and renamed at a time. */
+const RENAME_BATCH = 500;
+
 /**
  * Deployd's `$renameFrom` on a property (written by its dashboard when a property is renamed): the
  * field is renamed in every stored object at start, then the key is removed from config.json so
@@ -26,9 +29,17 @@ export async function applyPropertyRenames(folder: ResourceFolder, store: StoreC
   if (!found) return;
   for (const [from, to] of renames) {
     const started = performance.now();
-    const docs = await store.find({ [from]: { $exists: true } }, {});
-    for (const doc of docs) await store.update({ id: doc.id }, { $set: { [to]: doc[from] }, $unset: { [from]: true } });
-    logger.info(`resource ${folder.path.slice(1)}: renamed ${from} to ${to} in ${docs.length} objects (${Math.round(performance.now() - started)} ms)`);
+    let renamed = 0;
+    // A batch at a time (a collection of the embedded engine may not fit in memory), each object
+    // in one update of its own: a process killed midway leaves every object renamed or not, and
+    // the next start renames the rest.
+    for (;;) {
+      const docs = await store.find({ [from]: { $exists: true } }, { limit: RENAME_BATCH });
+      if (docs.length === 0) break;
+      await Promise.all(docs.map((doc) => store.update({ id: doc.id }, { $set: { [to]: doc[from] }, $unset: { [from]: true } })));
+      renamed += docs.length;
+    }
+    logger.info(`resource ${folder.path.slice(1)}: renamed ${from} to ${to} in ${renamed} objects (${Math.round(performance.now() - started)} ms)`);
   }
   await dropRenameKeys(folder, logger);
 }
