@@ -3,6 +3,7 @@ import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, 
 import { groupRows } from '../internal/groupRows.js';
 import type { DiskState } from '../internal/diskError.js';
 import { jsonList } from '../../jsonList.js';
+import { aggregateInSql } from './aggregateSql.js';
 import { answerText, decodeDoc, encodeDoc } from './codec.js';
 import type { Engine } from './engine.js';
 import { countRows, selectRows } from './executor.js';
@@ -214,8 +215,9 @@ export class EngineCollection implements StoreCollection {
   }
 
   /**
-   * Groups in the process what the filter matches (SQL narrows it through the indexes); the
-   * matches are counted first, so that too many fail before any is read.
+   * Groups what the filter matches in SQL where it can (aggregateSql.ts), else in the process
+   * (SQL narrows the objects through the indexes); the matches are counted first, so that too
+   * many fail before any is read.
    */
   async aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
     const started = Date.now();
@@ -223,6 +225,8 @@ export class EngineCollection implements StoreCollection {
     if (info === undefined) return groupRows([], spec, { started, idKey: 'id' });
     const scanned = countRows(this.#engine, info, filter);
     if (scanned > spec.maxScanned) throw new AggregateScanError(scanned);
+    const grouped = aggregateInSql(this.#engine, info, filter, spec);
+    if (grouped !== undefined) return grouped;
     const rows = selectRows(this.#engine, info, filter, { anyOrder: true });
     const docs = rows.texts.map((text, i) => rows.docs[i] ?? decodeDoc(text));
     return groupRows(docs, spec, { started, idKey: 'id' });
