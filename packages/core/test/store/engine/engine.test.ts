@@ -170,6 +170,21 @@ describe('embedded engine', () => {
     expect((await readdir(dir)).filter((f) => f.startsWith(ENGINE_FILE))).toContain(ENGINE_FILE);
   });
 
+  it('several stores in one process (several apps): each its own folder, database and group commit', async () => {
+    const dirs = [join(dir, 'a'), join(dir, 'b'), join(dir, 'c')];
+    const stores = await Promise.all(dirs.map((d) => createEngineStore({ dir: d })));
+    await Promise.all(stores.map((store, s) => Promise.all(Array.from({ length: 200 }, (_, i) => store.collection('todos').insert({ id: `s${s}-${i}`, s, i })))));
+    for (const [s, store] of stores.entries()) expect(await store.collection('todos').count({ s })).toBe(200);
+    expect(await stores[0]?.collection('todos').count({ s: 1 })).toBe(0);
+    // One closed: the others write and read on, and its folder opens again.
+    await stores[1]?.close();
+    await stores[0]?.collection('todos').update({ id: 's0-1' }, { $set: { i: -1 } });
+    expect(await stores[2]?.collection('todos').findOne({ id: 's2-5' })).toEqual({ id: 's2-5', s: 2, i: 5 });
+    const again = await createEngineStore({ dir: dirs[1] as string });
+    expect(await again.collection('todos').count({})).toBe(200);
+    await Promise.all([again.close(), stores[0]?.close(), stores[2]?.close()]);
+  });
+
   it('refuses collections once closed', async () => {
     const store = await createEngineStore({ dir });
     await store.close();
