@@ -1,3 +1,4 @@
+import type { StatementSync } from 'node:sqlite';
 import { AggregateScanError, DuplicateKeyError } from '../Store.js';
 import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, StoreCollection, StoredTexts, UpdateOps } from '../Store.js';
 import { groupRows } from '../internal/groupRows.js';
@@ -9,7 +10,7 @@ import type { Engine } from './engine.js';
 import { countRows, selectRows } from './executor.js';
 import { planRead } from './planner.js';
 import { isUniqueViolation } from './schema.js';
-import type { TableInfo } from './schema.js';
+import type { TableInfo, TableStatements } from './schema.js';
 import { ident } from './sqlText.js';
 import { textsOf } from './texts.js';
 import { applyUpdate, isEmptyUpdate } from './updateOps.js';
@@ -114,7 +115,7 @@ export class EngineCollection implements StoreCollection {
   #textOf(id: string): string | null {
     const info = this.#engine.schema.table(this.name);
     if (info === undefined) return null;
-    const row = this.#engine.prepare(`SELECT doc FROM ${ident(info.tbl)} WHERE id = ?1`).get(id) as unknown as [string] | undefined;
+    const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [string] | undefined;
     return row === undefined ? null : row[0];
   }
 
@@ -131,7 +132,7 @@ export class EngineCollection implements StoreCollection {
       const info = this.#engine.schema.ensureTable(this.name);
       this.#learn(info, stored);
       try {
-        this.#engine.prepare(`INSERT INTO ${ident(info.tbl)} (id, doc) VALUES (?1, ?2)`).run(doc.id, text);
+        tableStatements(this.#engine, info).insert.run(doc.id, text);
       } catch (err) {
         throw this.#translate(info, err);
       }
@@ -159,7 +160,7 @@ export class EngineCollection implements StoreCollection {
     if (rows.length > 0) {
       const failed = await this.#write(() => {
         const info = this.#engine.schema.ensureTable(this.name);
-        const insert = this.#engine.prepare(`INSERT INTO ${ident(info.tbl)} (id, doc) VALUES (?1, ?2)`);
+        const insert = tableStatements(this.#engine, info).insert;
         for (const row of rows) {
           this.#learn(info, row.stored);
           try {
@@ -181,15 +182,19 @@ export class EngineCollection implements StoreCollection {
     return this.#write(() => {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return null;
-      const found = selectRows(this.#engine, info, filter, { limit: 1 });
-      const text = found.texts[0];
+      const statements = tableStatements(this.#engine, info);
+      // By id (PUT /<c>/<id>): the row found and changed through the id's index, no plan made.
+      const id = onlyId(filter);
+      const found = id === undefined ? selectRows(this.#engine, info, filter, { limit: 1 }) : undefined;
+      const text = found === undefined ? (statements.byId.get(id as string) as unknown as [string] | undefined)?.[0] : found.texts[0];
       if (text === undefined) return null;
-      const after = applyUpdate(found.docs[0] ?? decodeDoc(text), ops);
+      const after = applyUpdate(found?.docs[0] ?? decodeDoc(text), ops);
       const next = encodeDoc(after);
       const stored = decodeDoc(next);
       this.#learn(info, stored);
       try {
-        this.#engine.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE seq = ?2`).run(next, found.seqs[0] as number);
+        if (found === undefined) statements.updateById.run(next, id as string);
+        else statements.updateBySeq.run(next, found.seqs[0] as number);
       } catch (err) {
         throw this.#translate(info, err);
       }
@@ -253,6 +258,32 @@ export class EngineCollection implements StoreCollection {
       throw this.#disk.refused(sqliteDiskError(err), this.#engine.file);
     }
   }
+}
+
+/** The table's hot statements, prepared at first use (kept with the table's info: a schema reload makes new ones). */
+function tableStatements(engine: Engine, info: TableInfo): TableStatements {
+  return (info.statements ??= {
+    insert: engine.db.prepare(`INSERT INTO ${ident(info.tbl)} (id, doc) VALUES (?1, ?2)`),
+    byId: arrays(engine.db.prepare(`SELECT doc FROM ${ident(info.tbl)} WHERE id = ?1`)),
+    updateBySeq: engine.db.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE seq = ?2`),
+    updateById: engine.db.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE id = ?2`),
+  });
+}
+
+/** The id of a filter that is `{id: <string>}` and nothing else. */
+function onlyId(filter: Filter): string | undefined {
+  let id: unknown;
+  let keys = 0;
+  for (const key in filter) {
+    if (key !== 'id' || ++keys > 1) return undefined;
+    id = filter[key];
+  }
+  return typeof id === 'string' ? id : undefined;
+}
+
+function arrays(statement: StatementSync): StatementSync {
+  statement.setReturnArrays(true);
+  return statement;
 }
 
 /** `{id: {$in: [<string>, ...]}}` and nothing else: the ids, as listed. */

@@ -1,4 +1,4 @@
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { DuplicateKeyError } from '../Store.js';
 import { PathFacts } from './paths.js';
 import { ident, pathLiteral } from './sqlText.js';
@@ -28,6 +28,16 @@ export interface TableInfo {
   readonly indexes: Map<string, { name: string; unique: boolean }>;
   /** Properties with an index, for the planner. */
   readonly indexed: Set<string>;
+  /** The statements every request runs on the table, prepared once (see tableStatements). */
+  statements?: TableStatements;
+}
+
+/** The statements of one table that the hot paths run. */
+export interface TableStatements {
+  insert: StatementSync;
+  byId: StatementSync;
+  updateBySeq: StatementSync;
+  updateById: StatementSync;
 }
 
 const FORMAT = '1';
