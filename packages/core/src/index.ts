@@ -61,6 +61,8 @@ export { createEmbeddedStore, matchesFilter } from './store/embeddedStore.js';
 export { createEngineStore, DEFAULT_EMBEDDED_ENGINE, ENGINE_FILE, replaceEngineDatabase } from './store/embedded/index.js';
 export type { EmbeddedEngine, EngineStoreOptions } from './store/embedded/index.js';
 export { snapshotEngineStore } from './store/embedded/snapshot.js';
+export { matchesSearch, searchWords, MAX_SEARCH_LENGTH, MAX_SEARCH_WORDS } from './query/search.js';
+export type { SearchFilter } from './query/search.js';
 export { snapshotEmbeddedStore, collectionOfDataFile, dataFileOfCollection } from './store/embeddedSnapshot.js';
 export type { EmbeddedSnapshot, SnapshotCollection } from './store/embeddedSnapshot.js';
 export { lockDataFolder } from './store/internal/dataLock.js';

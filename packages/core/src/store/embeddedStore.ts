@@ -20,6 +20,7 @@ import { DiskState, diskErrorCode } from './internal/diskError.js';
 import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
 import { collectionOfDataFile, dataFileOfCollection } from './embeddedSnapshot.js';
 import { ENGINE_FILE } from './embedded/engine.js';
+import { isSearchFilter, matchesSearch } from '../query/search.js';
 import { jsonList } from '../jsonList.js';
 
 /** Options of {@link createEmbeddedStore}. */
@@ -891,11 +892,22 @@ function toNedbFilter(filter: Filter): Query {
     if (key === '$and') and.push(...subFilters(key, value));
     else if (key === '$or') out.$or = subFilters(key, value);
     else if (key === '$nor') and.push({ $not: { $or: subFilters(key, value) } });
+    else if (key === '$search') and.push(searchWhere(value));
     else if (key.startsWith('$')) throw new Error(`unsupported query operator ${key}`);
     else addCondition(key === 'id' ? '_id' : key, value, out, and);
   }
   if (and.length > 0) out.$and = and;
   return out;
+}
+
+/** `$search` in the process (query/search.ts): every word in one of the fields, tested by a `$where` of nedb. */
+function searchWhere(value: unknown): Query {
+  if (!isSearchFilter(value)) throw new Error('$search needs words and fields');
+  return {
+    $where(this: Record<string, unknown>): boolean {
+      return matchesSearch(this, value);
+    },
+  };
 }
 
 function subFilters(operator: string, value: unknown): Query[] {

@@ -4,6 +4,7 @@ import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, 
 import { groupRows } from '../internal/groupRows.js';
 import type { DiskState } from '../internal/diskError.js';
 import { jsonList } from '../../jsonList.js';
+import { projector } from '../internal/projector.js';
 import { aggregateInSql } from './aggregateSql.js';
 import { answerText, decodeDoc, encodeDoc } from './codec.js';
 import type { Engine } from './engine.js';
@@ -219,6 +220,11 @@ export class EngineCollection implements StoreCollection {
     await this.#write(() => this.#engine.schema.ensureIndex(this.#engine.schema.ensureTable(this.name), spec.field, spec.unique ?? false));
   }
 
+  async ensureSearch(fields: string[]): Promise<void> {
+    if (fields.length === 0 && this.#engine.schema.table(this.name)?.search === undefined) return;
+    await this.#write(() => this.#engine.schema.ensureSearch(this.#engine.schema.ensureTable(this.name), fields));
+  }
+
   /**
    * Groups what the filter matches in SQL where it can (aggregateSql.ts), else in the process
    * (SQL narrows the objects through the indexes); the matches are counted first, so that too
@@ -296,26 +302,4 @@ function idList(filter: Filter): string[] | undefined {
   const list = (condition as Record<string, unknown>).$in;
   if (ops.length !== 1 || !Array.isArray(list) || !list.every((id) => typeof id === 'string')) return undefined;
   return list as string[];
-}
-
-/** The projection of `fields` (`id` kept unless excluded by name). */
-export function projector(fields: Record<string, 0 | 1> | undefined): (doc: Doc) => Doc {
-  if (!fields) return (doc) => doc;
-  const keys = Object.keys(fields).filter((k) => k !== 'id');
-  const included = keys.filter((k) => fields[k] === 1);
-  const withId = fields.id !== 0;
-  if (included.length > 0 && included.length < keys.length) throw new Error('a projection cannot both include and exclude properties other than id');
-  if (included.length > 0 || (fields.id === 1 && keys.length === 0)) {
-    return (doc) => {
-      const out: Record<string, unknown> = withId ? { id: doc.id } : {};
-      for (const key of included) if (Object.hasOwn(doc, key)) out[key] = doc[key];
-      return out as Doc;
-    };
-  }
-  const excluded = new Set(keys);
-  return (doc) => {
-    const out: Record<string, unknown> = withId ? { id: doc.id } : {};
-    for (const key in doc) if (key !== 'id' && !excluded.has(key) && Object.hasOwn(doc, key)) out[key] = doc[key];
-    return out as Doc;
-  };
 }

@@ -1,6 +1,7 @@
 import type * as NodeSqlite from 'node:sqlite';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Schema } from './schema.js';
+import { registerWords } from './search.js';
 
 /** The database file of a data folder. */
 export const ENGINE_FILE = 'store.sqlite';
@@ -66,6 +67,7 @@ export class Engine {
     this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF;`);
     const mode = (this.db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode;
     if (mode !== 'wal') throw new Error(`embedded store: ${file} could not be put in WAL mode (${mode})`);
+    registerWords(this.db);
     this.schema = new Schema(this.db);
   }
 

@@ -25,11 +25,12 @@ export interface Rows {
 
 /** The objects `filter` matches, ordered and paged as `options` say. */
 export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>): Rows {
-  const plan = planRead(filter, options, info);
+  const anyOrder = options.anyOrder === true && options.sort === undefined;
+  const plan = planRead(filter, options, info, !anyOrder);
   const from = options.skip ?? 0;
   const to = options.limit ? from + options.limit : undefined;
-  const order = plan.sortInProcess || (options.anyOrder === true && options.sort === undefined && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
-  const base = `SELECT seq, doc FROM ${ident(info.tbl)} WHERE ${plan.where}${order}`;
+  const order = plan.sortInProcess || (anyOrder && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
+  const base = `SELECT seq, doc FROM ${ident(info.tbl)}${plan.join} WHERE ${plan.where}${order}`;
   const rows: Rows = { texts: [], seqs: [], docs: [] };
   if (plan.pageInSql) {
     const n = plan.params.length;

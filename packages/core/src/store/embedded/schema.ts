@@ -1,6 +1,8 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { DuplicateKeyError } from '../Store.js';
 import { PathFacts } from './paths.js';
+import { dropSearch, ensureSearch, loadSearch, SEARCH_DDL } from './search.js';
+import type { SearchInfo } from './search.js';
 import { ident, pathLiteral } from './sqlText.js';
 
 /**
@@ -28,6 +30,8 @@ export interface TableInfo {
   readonly indexes: Map<string, { name: string; unique: boolean }>;
   /** Properties with an index, for the planner. */
   readonly indexed: Set<string>;
+  /** Its search table, when properties of it are searchable (search.ts). */
+  search?: SearchInfo;
   /** The statements every request runs on the table, prepared once (see tableStatements). */
   statements?: TableStatements;
 }
@@ -59,6 +63,7 @@ export class Schema {
       CREATE TABLE IF NOT EXISTS svc_collections (name TEXT PRIMARY KEY, tbl TEXT NOT NULL UNIQUE) STRICT;
       CREATE TABLE IF NOT EXISTS svc_indexes (tbl TEXT NOT NULL, field TEXT NOT NULL, uniq INTEGER NOT NULL, name TEXT NOT NULL UNIQUE, PRIMARY KEY (tbl, field)) STRICT;
       CREATE TABLE IF NOT EXISTS svc_paths (tbl TEXT NOT NULL, path TEXT NOT NULL, kinds INTEGER NOT NULL, PRIMARY KEY (tbl, path)) STRICT;
+      ${SEARCH_DDL}
     `);
     const format = db.prepare('SELECT value FROM svc_meta WHERE key = ?').get('format') as { value: string } | undefined;
     if (format === undefined) db.prepare('INSERT INTO svc_meta (key, value) VALUES (?, ?)').run('format', FORMAT);
@@ -87,6 +92,7 @@ export class Schema {
       info.indexes.set(row.field, { name: row.name, unique: row.uniq === 1 });
       info.indexed.add(row.field);
     }
+    loadSearch(this.#db, byTbl);
     this.#tables = tables;
     this.changes++;
   }
@@ -152,6 +158,20 @@ export class Schema {
     info.indexed.add(field);
   }
 
+  /**
+   * Makes the collection's search table for `fields` (see search.ts), anew when they changed.
+   * Inside a write transaction.
+   */
+  ensureSearch(info: TableInfo, fields: readonly string[]): void {
+    // Counted first: a failure halfway (a full disk) has the schema read again (see Engine).
+    this.changes++;
+    ensureSearch(this.#db, info, fields, () => {
+      const next = Number((this.#db.prepare('SELECT value FROM svc_meta WHERE key = ?').get('next_search') as { value: string } | undefined)?.value ?? '1');
+      this.#db.prepare('INSERT OR REPLACE INTO svc_meta (key, value) VALUES (?, ?)').run('next_search', String(next + 1));
+      return `s${next}`;
+    });
+  }
+
   /** The property a unique violation is about (`id` for the id column). */
   violatedField(info: TableInfo, err: unknown): string {
     const message = err instanceof Error ? err.message : '';
@@ -176,6 +196,7 @@ export class Schema {
   drop(name: string): void {
     const info = this.#tables.get(name);
     if (info === undefined) return;
+    dropSearch(this.#db, info);
     this.#db.exec(`DROP TABLE ${ident(info.tbl)}`);
     this.#db.prepare('DELETE FROM svc_indexes WHERE tbl = ?').run(info.tbl);
     this.#db.prepare('DELETE FROM svc_paths WHERE tbl = ?').run(info.tbl);
