@@ -15,6 +15,7 @@ import type { TableInfo, TableStatements } from './schema.js';
 import { ident } from './sqlText.js';
 import { textsOf } from './texts.js';
 import { applyUpdate, isEmptyUpdate } from './updateOps.js';
+import { HotTexts } from './hotTexts.js';
 import { sqliteDiskError } from './diskErrors.js';
 
 /**
@@ -25,6 +26,8 @@ export class EngineCollection implements StoreCollection {
   readonly name: string;
   readonly #engine: Engine;
   readonly #disk: DiskState;
+  /** Texts read by id lately (see HotTexts for when they are dropped). */
+  readonly #hot = new HotTexts();
 
   constructor(name: string, engine: Engine, disk: DiskState) {
     this.name = name;
@@ -114,10 +117,19 @@ export class EngineCollection implements StoreCollection {
   }
 
   #textOf(id: string): string | null {
+    const hot = this.#hot.get(id);
+    if (hot !== undefined) return hot;
     const info = this.#engine.schema.table(this.name);
     if (info === undefined) return null;
     const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [string] | undefined;
-    return row === undefined ? null : row[0];
+    if (row === undefined) return null;
+    this.#hot.set(id, row[0]);
+    return row[0];
+  }
+
+  /** Drops what is kept of the collection's texts (a rename of the collection; see HotTexts). */
+  forgetTexts(): void {
+    this.#hot.clear();
   }
 
   async count(filter: Filter): Promise<number> {
@@ -190,6 +202,7 @@ export class EngineCollection implements StoreCollection {
       const text = found === undefined ? (statements.byId.get(id as string) as unknown as [string] | undefined)?.[0] : found.texts[0];
       if (text === undefined) return null;
       const after = applyUpdate(found?.docs[0] ?? decodeDoc(text), ops);
+      this.#hot.delete(after.id);
       const next = encodeDoc(after);
       const stored = decodeDoc(next);
       this.#learn(info, stored);
@@ -207,6 +220,7 @@ export class EngineCollection implements StoreCollection {
     return this.#write(() => {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return 0;
+      this.#hot.clear();
       const plan = planRead(filter, {}, info);
       if (plan.exact) return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE ${plan.where}`).run(...plan.params).changes);
       const seqs = selectRows(this.#engine, info, filter, { anyOrder: true }).seqs;

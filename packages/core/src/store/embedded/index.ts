@@ -73,6 +73,8 @@ export async function createEngineStore(options: EngineStoreOptions): Promise<St
       assertCollectionName(from);
       assertCollectionName(to);
       return engine.write(() => {
+        collections.get(from)?.forgetTexts();
+        collections.get(to)?.forgetTexts();
         const target = engine.schema.table(to);
         if (target !== undefined && engine.prepare(`SELECT 1 FROM ${ident(target.tbl)} LIMIT 1`).get() !== undefined) return false;
         if (engine.schema.table(from) === undefined) {

@@ -117,6 +117,7 @@ describe.skipIf(mountError !== undefined)('embedded engine on a full disk', () =
     // An update too big for what is left: the old object stays, in the index too.
     await expect(things.update({ id: 'a1' }, { $set: { group: 'moved', big: 'x'.repeat(200_000) } })).rejects.toSatisfy(isStorageFull);
     expect(await things.findOne({ id: 'a1' })).toEqual({ id: 'a1', group: 'early', n: 1 });
+    expect(things.findOneJsonNow?.('a1')).toBe('{"id":"a1","group":"early","n":1}');
     expect(await things.find({ group: 'moved' })).toEqual([]);
     // A remove of many: either all of it or none (its pages may not fit in the WAL).
     const removed = await things.remove({ group: 'early' }).then(

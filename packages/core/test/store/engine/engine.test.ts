@@ -185,6 +185,37 @@ describe('embedded engine', () => {
     await Promise.all([again.close(), stores[0]?.close(), stores[2]?.close()]);
   });
 
+  it('the texts kept for GET by id follow every write: update (by id or not, refused too), remove, rename', async () => {
+    const store = await createEngineStore({ dir });
+    const c = store.collection('kept');
+    await c.ensureIndex({ field: 'email', unique: true });
+    await c.insert({ id: 'a', email: 'a@x', n: 1 });
+    await c.insert({ id: 'b', email: 'b@x', n: 2 });
+    expect(c.findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":1}');
+    await c.update({ id: 'a' }, { $inc: { n: 1 } });
+    expect(c.findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":2}');
+    await c.update({ email: 'a@x' }, { $set: { n: 3 } });
+    expect(c.findOneWithJsonNow?.('a')).toEqual({ doc: { id: 'a', email: 'a@x', n: 3 }, text: '{"id":"a","email":"a@x","n":3}' });
+    // Refused (the unique index) in a group commit with an accepted one: the kept text is the stored one.
+    const [refused, accepted] = await Promise.allSettled([c.update({ id: 'a' }, { $set: { email: 'b@x' } }), c.update({ id: 'b' }, { $set: { n: 20 } })]);
+    expect(refused.status).toBe('rejected');
+    expect(accepted.status).toBe('fulfilled');
+    expect(c.findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":3}');
+    expect(c.findOneJsonNow?.('b')).toBe('{"id":"b","email":"b@x","n":20}');
+    await c.remove({ n: { $gt: 10 } });
+    expect(c.findOneJsonNow?.('b')).toBeNull();
+    await c.insert({ id: 'b', email: 'b2@x' });
+    expect(c.findOneJsonNow?.('b')).toBe('{"id":"b","email":"b2@x"}');
+    expect(await store.renameCollection?.('kept', 'moved')).toBe(true);
+    expect(c.findOneJsonNow?.('a')).toBeNull();
+    expect(store.collection('moved').findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":3}');
+    await store.collection('moved').remove({});
+    expect(await store.renameCollection?.('moved', 'kept')).toBe(true);
+    expect(store.collection('moved').findOneJsonNow?.('a')).toBeNull();
+    expect(c.findOneJsonNow?.('a')).toBeNull();
+    await store.close();
+  });
+
   it('refuses collections once closed', async () => {
     const store = await createEngineStore({ dir });
     await store.close();
