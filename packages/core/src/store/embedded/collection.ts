@@ -44,7 +44,7 @@ export class EngineCollection implements StoreCollection {
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
     const info = await this.#table();
     if (info === undefined) return [];
-    const rows = selectRows(this.#engine, info, filter, options);
+    const rows = selectRows(this.#engine, info, filter, options, this.#hot);
     const project = projector(options.fields);
     return rows.texts.map((text, i) => project(rows.docs[i] ?? decodeDoc(text)));
   }
@@ -60,13 +60,13 @@ export class EngineCollection implements StoreCollection {
   async findJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<string> {
     const info = await this.#table();
     if (info === undefined) return '[]';
-    return jsonList(selectRows(this.#engine, info, filter, options).texts.map(answerText));
+    return jsonList(selectRows(this.#engine, info, filter, options, this.#hot).texts.map(answerText));
   }
 
   async findWithJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<{ docs: Doc[]; texts: string[] }> {
     const info = await this.#table();
     if (info === undefined) return { docs: [], texts: [] };
-    const rows = selectRows(this.#engine, info, filter, options);
+    const rows = selectRows(this.#engine, info, filter, options, this.#hot);
     return { docs: rows.texts.map((text, i) => rows.docs[i] ?? decodeDoc(text)), texts: rows.texts.map(answerText) };
   }
 
@@ -75,7 +75,7 @@ export class EngineCollection implements StoreCollection {
     if (info === undefined) return { texts: [], values: [], spans: [] };
     const ids = options.sort === undefined && options.anyOrder === true && !options.skip && !options.limit ? idList(filter) : undefined;
     if (ids !== undefined) return this.#textsOfIds(info, ids, pick);
-    const rows = selectRows(this.#engine, info, filter, options);
+    const rows = selectRows(this.#engine, info, filter, options, this.#hot);
     return textsOf(rows.texts, rows.docs, pick);
   }
 
@@ -117,14 +117,14 @@ export class EngineCollection implements StoreCollection {
   }
 
   #textOf(id: string): string | null {
-    const hot = this.#hot.get(id);
+    const hot = this.#hot.byId(id);
     if (hot !== undefined) return hot;
     const info = this.#engine.schema.table(this.name);
     if (info === undefined) return null;
-    const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [string] | undefined;
+    const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
     if (row === undefined) return null;
-    this.#hot.set(id, row[0]);
-    return row[0];
+    this.#hot.set(row[0], id, row[1]);
+    return row[1];
   }
 
   /** Drops what is kept of the collection's texts (a rename of the collection; see HotTexts). */
@@ -199,10 +199,10 @@ export class EngineCollection implements StoreCollection {
       // By id (PUT /<c>/<id>): the row found and changed through the id's index, no plan made.
       const id = onlyId(filter);
       const found = id === undefined ? selectRows(this.#engine, info, filter, { limit: 1 }) : undefined;
-      const text = found === undefined ? (statements.byId.get(id as string) as unknown as [string] | undefined)?.[0] : found.texts[0];
+      const text = found === undefined ? (statements.byId.get(id as string) as unknown as [number, string] | undefined)?.[1] : found.texts[0];
       if (text === undefined) return null;
       const after = applyUpdate(found?.docs[0] ?? decodeDoc(text), ops);
-      this.#hot.delete(after.id);
+      this.#hot.delete(found?.seqs[0], after.id);
       const next = encodeDoc(after);
       const stored = decodeDoc(next);
       this.#learn(info, stored);
@@ -284,7 +284,7 @@ export class EngineCollection implements StoreCollection {
 function tableStatements(engine: Engine, info: TableInfo): TableStatements {
   return (info.statements ??= {
     insert: engine.db.prepare(`INSERT INTO ${ident(info.tbl)} (id, doc) VALUES (?1, ?2)`),
-    byId: arrays(engine.db.prepare(`SELECT doc FROM ${ident(info.tbl)} WHERE id = ?1`)),
+    byId: arrays(engine.db.prepare(`SELECT seq, doc FROM ${ident(info.tbl)} WHERE id = ?1`)),
     updateBySeq: engine.db.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE seq = ?2`),
     updateById: engine.db.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE id = ?2`),
   });

@@ -7,6 +7,8 @@ import { planRead } from './planner.js';
 import type { ReadPlan } from './planner.js';
 import type { TableInfo } from './schema.js';
 import { ident } from './sqlText.js';
+import type { SqlValue } from './sqlText.js';
+import type { HotTexts } from './hotTexts.js';
 
 /**
  * The executor: runs a plan (planner.ts) on a collection's table. An exact plan is answered by
@@ -23,8 +25,12 @@ export interface Rows {
   docs: (Doc | undefined)[];
 }
 
-/** The objects `filter` matches, ordered and paged as `options` say. */
-export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>): Rows {
+/**
+ * The objects `filter` matches, ordered and paged as `options` say. With `hot`, a plan whose order
+ * and page SQL gives reads only the rows' numbers, and the texts kept in `hot` (those not kept are
+ * read in one more statement, and kept).
+ */
+export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, hot?: HotTexts): Rows {
   const anyOrder = options.anyOrder === true && options.sort === undefined;
   const plan = planRead(filter, options, info, !anyOrder);
   const from = options.skip ?? 0;
@@ -34,8 +40,10 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
   const rows: Rows = { texts: [], seqs: [], docs: [] };
   if (plan.pageInSql) {
     const n = plan.params.length;
-    const sql = from > 0 || to !== undefined ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
-    const args = from > 0 || to !== undefined ? [...plan.params, to === undefined ? -1 : to - from, from] : plan.params;
+    const paged = from > 0 || to !== undefined;
+    const args = paged ? [...plan.params, to === undefined ? -1 : to - from, from] : plan.params;
+    if (hot !== undefined && paged) return keptRows(engine, info, `SELECT seq${base.slice('SELECT seq, doc'.length)} LIMIT ?${n + 1} OFFSET ?${n + 2}`, args, hot);
+    const sql = paged ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
     for (const row of engine.prepare(sql).all(...args) as unknown as [number, string][]) {
       rows.seqs.push(row[0]);
       rows.texts.push(row[1]);
@@ -70,6 +78,27 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
     rows.docs.push(m.doc);
   }
   return rows;
+}
+
+/** A page of rows by their numbers, their texts from `hot` or read in one statement (see selectRows). */
+function keptRows(engine: Engine, info: TableInfo, sql: string, args: SqlValue[], hot: HotTexts): Rows {
+  const seqs = (engine.prepare(sql).all(...args) as unknown as [number][]).map((row) => row[0]);
+  const texts: string[] = [];
+  let missing: number[] | undefined;
+  for (const seq of seqs) {
+    const text = hot.bySeq(seq);
+    if (text === undefined) (missing ??= []).push(seq);
+    texts.push(text as string);
+  }
+  if (missing !== undefined) {
+    const read = new Map<number, string>();
+    for (const [seq, id, doc] of engine.prepare(`SELECT seq, id, doc FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(missing)) as unknown as [number, string, string][]) {
+      read.set(seq, doc);
+      hot.set(seq, id, doc);
+    }
+    for (let i = 0; i < seqs.length; i++) if (texts[i] === undefined) texts[i] = read.get(seqs[i] as number) as string;
+  }
+  return { texts, seqs, docs: new Array<undefined>(seqs.length) };
 }
 
 /** How many objects `filter` matches. */

@@ -1,43 +1,60 @@
 /**
- * The stored texts of objects read by id lately, per collection (GET by id answers them without
- * asking SQLite), at most MAX_BYTES of text: past it the oldest entries go first.
+ * The stored texts of objects read lately, per collection, by their row (`seq`) and by id: GET by
+ * id, and the pages of lists whose order SQL gives, are answered without reading the objects'
+ * texts out of SQLite (a list reads only the rows' numbers from an index). At most MAX_BYTES of
+ * text: past it the oldest entries go first.
  *
  * Invalidation, stated: an entry is only ever the text of a committed row. It is made by a read
  * (reads run when no write is queued, so what they see is committed); a write that may change or
- * remove a row drops its entry, or the whole collection's, when the write runs in its group commit,
- * before it is committed (a write that then fails leaves no entry either: the next read reads the
- * database again). So an update drops its object's entry, a remove (any filter) and a rename of
- * the collection drop them all; an insert makes a new id, which has no entry.
+ * remove a row drops its entry, or the whole collection's, when the write runs in its group
+ * commit, before it is committed (a write that then fails leaves no entry either: the next read
+ * reads the database again). So an update drops its object's entry, a remove (any filter) and a
+ * rename of the collection drop them all; an insert makes a new row, which has no entry.
  */
 export class HotTexts {
   static readonly MAX_BYTES = 4 * 1024 * 1024;
-  readonly #texts = new Map<string, string>();
+  readonly #bySeq = new Map<number, { id: string; text: string }>();
+  readonly #byId = new Map<string, number>();
   #bytes = 0;
 
-  get(id: string): string | undefined {
-    return this.#texts.get(id);
+  /** The text of the object with this id, when kept. */
+  byId(id: string): string | undefined {
+    const seq = this.#byId.get(id);
+    return seq === undefined ? undefined : this.#bySeq.get(seq)?.text;
   }
 
-  set(id: string, text: string): void {
+  /** The text of the row `seq`, when kept. */
+  bySeq(seq: number): string | undefined {
+    return this.#bySeq.get(seq)?.text;
+  }
+
+  set(seq: number, id: string, text: string): void {
     if (text.length > HotTexts.MAX_BYTES / 64) return;
-    this.delete(id);
-    this.#texts.set(id, text);
+    this.#drop(seq);
+    this.#bySeq.set(seq, { id, text });
+    this.#byId.set(id, seq);
     this.#bytes += text.length + id.length;
-    while (this.#bytes > HotTexts.MAX_BYTES) {
-      const oldest = this.#texts.keys().next().value as string;
-      this.delete(oldest);
-    }
+    while (this.#bytes > HotTexts.MAX_BYTES) this.#drop(this.#bySeq.keys().next().value as number);
   }
 
-  delete(id: string): void {
-    const text = this.#texts.get(id);
-    if (text === undefined) return;
-    this.#texts.delete(id);
-    this.#bytes -= text.length + id.length;
+  /** Drops the entry of an object (an update), by its row or its id. */
+  delete(seq: number | undefined, id: string): void {
+    if (seq !== undefined) this.#drop(seq);
+    const known = this.#byId.get(id);
+    if (known !== undefined) this.#drop(known);
   }
 
   clear(): void {
-    this.#texts.clear();
+    this.#bySeq.clear();
+    this.#byId.clear();
     this.#bytes = 0;
+  }
+
+  #drop(seq: number): void {
+    const entry = this.#bySeq.get(seq);
+    if (entry === undefined) return;
+    this.#bySeq.delete(seq);
+    if (this.#byId.get(entry.id) === seq) this.#byId.delete(entry.id);
+    this.#bytes -= entry.text.length + entry.id.length;
   }
 }

@@ -202,7 +202,16 @@ describe('embedded engine', () => {
     expect(accepted.status).toBe('fulfilled');
     expect(c.findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":3}');
     expect(c.findOneJsonNow?.('b')).toBe('{"id":"b","email":"b@x","n":20}');
+    // A page of a list keeps its texts too: an update of one of them, by id or not, shows at once.
+    const page = async (): Promise<string> => (await c.findJson?.({ n: { $gte: 0 } }, { sort: { n: 1 }, limit: 5 })) ?? '';
+    expect(await page()).toBe('[{"id":"a","email":"a@x","n":3},{"id":"b","email":"b@x","n":20}]');
+    await c.update({ n: 3 }, { $set: { n: 4 } });
+    expect(await page()).toBe('[{"id":"a","email":"a@x","n":4},{"id":"b","email":"b@x","n":20}]');
+    await c.update({ id: 'b' }, { $set: { n: 21 } });
+    expect(await page()).toBe('[{"id":"a","email":"a@x","n":4},{"id":"b","email":"b@x","n":21}]');
+    await c.update({ id: 'a' }, { $set: { n: 3 } });
     await c.remove({ n: { $gt: 10 } });
+    expect(await page()).toBe('[{"id":"a","email":"a@x","n":3}]');
     expect(c.findOneJsonNow?.('b')).toBeNull();
     await c.insert({ id: 'b', email: 'b2@x' });
     expect(c.findOneJsonNow?.('b')).toBe('{"id":"b","email":"b2@x"}');
