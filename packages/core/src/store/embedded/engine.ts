@@ -31,6 +31,9 @@ interface WriteTask {
   reject(err: unknown): void;
 }
 
+/** How often the WAL is checkpointed (and so synced) while writes come in. */
+export const CHECKPOINT_MS = 1000;
+
 /** Prepared statements kept per SQL text; past this many the oldest is let go. */
 const MAX_STATEMENTS = 500;
 
@@ -41,11 +44,12 @@ const MAX_STATEMENTS = 500;
  * Group commit: a write is queued and the queue is run at the next turn of the event loop
  * (setImmediate: after the I/O callbacks of this turn, so the writes of every request that arrived
  * together) in one transaction, each write in a savepoint of its own (a write that fails, a
- * unique index refusing it, takes back only itself). A write is acknowledged once the COMMIT
+ * unique index refusing it, takes back only itself; a write of one statement needs none). A write is acknowledged once the COMMIT
  * returned. With `synchronous = NORMAL` (the default) a commit is in the WAL file in the operating
  * system's cache, not yet on the disk: a crash of the process loses nothing acknowledged, a power
- * cut or kernel crash can lose the commits since the last checkpoint (SQLite checkpoints every
- * 1,000 pages of WAL, and at close). With `full` each COMMIT waits for fsync of the WAL: nothing
+ * cut or kernel crash can lose the commits since the last checkpoint, which syncs the WAL: at most
+ * CHECKPOINT_MS after a commit (or at 10,000 pages of WAL, and at close). With `full` each COMMIT
+ * waits for fsync of the WAL: nothing
  * acknowledged is lost by a power cut either, at the cost of one fsync per group commit.
  */
 export class Engine {
@@ -57,6 +61,9 @@ export class Engine {
   #scheduled = false;
   #idle: { promise: Promise<void>; resolve(): void } | undefined;
   #closed = false;
+  /** Something was committed since the last checkpoint. */
+  #written = false;
+  readonly #checkpoints: NodeJS.Timeout;
 
   constructor(file: string, durability: Durability) {
     this.file = file;
@@ -64,11 +71,31 @@ export class Engine {
     // WAL: readers are not blocked by the writer, a commit appends to one file. The page cache is
     // set (node:sqlite's default is 2 MB): bench/sqlite-drivers.mjs measured the range query at
     // 1.6x the CPU with the default at 100,000 objects.
-    this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF;`);
+    // Checkpoints: every CHECKPOINT_MS when something was written (so that the WAL is synced at
+    // least that often: see Durability), else at 10,000 pages of WAL (~40 MB): a page written many
+    // times meanwhile is copied into the database once (bench: ~20% less CPU per insert than
+    // SQLite's default of 1,000 pages). The WAL file is cut back to 64 MB after a checkpoint.
+    this.db.exec(
+      `PRAGMA journal_mode = WAL; PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF; PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864;`,
+    );
     const mode = (this.db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode;
     if (mode !== 'wal') throw new Error(`embedded store: ${file} could not be put in WAL mode (${mode})`);
     registerWords(this.db);
     this.schema = new Schema(this.db);
+    this.#checkpoints = setInterval(() => this.#checkpoint(), CHECKPOINT_MS);
+    this.#checkpoints.unref();
+  }
+
+  /** A passive checkpoint when something was committed since the last one (never waits for readers). */
+  #checkpoint(): void {
+    if (!this.#written || this.#closed) return;
+    this.#written = false;
+    try {
+      this.prepare('PRAGMA wal_checkpoint(PASSIVE)').run();
+    } catch {
+      // A full or failing disk: the WAL keeps every commit; the next checkpoint tries again.
+      this.#written = true;
+    }
   }
 
   /** A prepared statement answering rows as arrays (no object made per row). */
@@ -159,6 +186,7 @@ export class Engine {
         }
       }
       this.prepare('COMMIT').run();
+      this.#written = true;
     } catch (err) {
       // The transaction did not commit (a full disk, a failing one): none of the batch is stored.
       if (db.isTransaction) db.exec('ROLLBACK');
@@ -187,6 +215,7 @@ export class Engine {
     if (this.#closed) return;
     await this.whenIdle();
     this.#closed = true;
+    clearInterval(this.#checkpoints);
     this.#statements.clear();
     try {
       this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
