@@ -8,8 +8,7 @@ import { projector } from '../internal/projector.js';
 import { aggregateInSql } from './aggregateSql.js';
 import { answerText, decodeDoc, encodeDoc } from './codec.js';
 import type { Engine } from './engine.js';
-import { countRows, selectRows } from './executor.js';
-import { planRead } from './planner.js';
+import { countRows, planOf, selectRows } from './executor.js';
 import { isUniqueViolation } from './schema.js';
 import type { TableInfo, TableStatements } from './schema.js';
 import { ident } from './sqlText.js';
@@ -221,7 +220,7 @@ export class EngineCollection implements StoreCollection {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return 0;
       this.#hot.clear();
-      const plan = planRead(filter, {}, info);
+      const plan = planOf(info, filter, {}, false);
       if (plan.exact) return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE ${plan.where}`).run(...plan.params).changes);
       const seqs = selectRows(this.#engine, info, filter, { anyOrder: true }).seqs;
       if (seqs.length === 0) return 0;
@@ -260,7 +259,10 @@ export class EngineCollection implements StoreCollection {
   /** The path facts learn what an object about to be written holds (saved in the same transaction). */
   #learn(info: TableInfo, doc: Doc): void {
     const grown = info.facts.add(doc);
-    if (grown !== undefined) this.#engine.schema.saveFacts(info, grown);
+    if (grown === undefined) return;
+    this.#engine.schema.saveFacts(info, grown);
+    // The plans were made on what the facts said before (an exact one may not be any more).
+    info.plans?.clear();
   }
 
   #translate(info: TableInfo, err: unknown): unknown {

@@ -116,6 +116,7 @@ async function convertFile(engine: Engine, dir: string, f: OldDataFile, warn: (m
       const insert = engine.prepare(`INSERT INTO ${ident(info.tbl)} (id, doc) VALUES (?1, ?2)`);
       for (const row of rows) {
         const grown = info.facts.add(decodeDoc(row.text));
+        if (grown !== undefined) info.plans?.clear();
         if (grown !== undefined) engine.schema.saveFacts(info, grown);
         insert.run(row.id, row.text);
       }

@@ -32,7 +32,7 @@ export interface Rows {
  */
 export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, hot?: HotTexts): Rows {
   const anyOrder = options.anyOrder === true && options.sort === undefined;
-  const plan = planRead(filter, options, info, !anyOrder);
+  const plan = planOf(info, filter, options, !anyOrder);
   const from = options.skip ?? 0;
   const to = options.limit ? from + options.limit : undefined;
   const order = plan.sortInProcess || (anyOrder && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
@@ -101,9 +101,43 @@ function keptRows(engine: Engine, info: TableInfo, sql: string, args: SqlValue[]
   return { texts, seqs, docs: new Array<undefined>(seqs.length) };
 }
 
+/** Plans kept per table at most. */
+const MAX_PLANS = 256;
+/** A filter whose key is longer (a long `$in`) is planned each time. */
+const MAX_KEY = 2048;
+
+/**
+ * planRead's plan, kept per table by the exact filter and sort (a query asked again, a list polled,
+ * plans once). Dropped when what the planner reads changes: the path facts grow (TableInfo.plans
+ * is cleared by the write that grew them), an index or the search table is made (Schema), the
+ * schema is read again (a new TableInfo).
+ */
+export function planOf(info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, ranked: boolean): ReadPlan {
+  const key = JSON.stringify([filter, options.sort ?? 0, ranked], exactValues);
+  if (key.length > MAX_KEY) return planRead(filter, options, info, ranked);
+  const plans = (info.plans ??= new Map());
+  let plan = plans.get(key);
+  if (plan === undefined) {
+    plan = planRead(filter, options, info, ranked);
+    if (plans.size >= MAX_PLANS) plans.delete(plans.keys().next().value as string);
+    plans.set(key, plan);
+  }
+  return plan;
+}
+
+/** A replacer telling apart what JSON would confuse (dates and strings, RegExps, undefined, NaN and null). */
+function exactValues(this: Record<string, unknown>, key: string, value: unknown): unknown {
+  const raw = this[key];
+  if (raw instanceof Date) return { $d: raw.getTime() };
+  if (raw instanceof RegExp) return { $r: raw.source, f: raw.flags };
+  if (raw === undefined) return { $u: 1 };
+  if (typeof raw === 'number' && !Number.isFinite(raw)) return { $n: String(raw) };
+  return value;
+}
+
 /** How many objects `filter` matches. */
 export function countRows(engine: Engine, info: TableInfo, filter: Filter): number {
-  const plan: ReadPlan = planRead(filter, {}, info);
+  const plan: ReadPlan = planOf(info, filter, {}, false);
   if (plan.exact) {
     const row = engine.prepare(`SELECT count(*) FROM ${ident(info.tbl)} WHERE ${plan.where}`).get(...plan.params) as unknown as [number];
     return row[0];

@@ -3,6 +3,7 @@ import { DuplicateKeyError } from '../Store.js';
 import { PathFacts } from './paths.js';
 import { dropSearch, ensureSearch, loadSearch, SEARCH_DDL } from './search.js';
 import type { SearchInfo } from './search.js';
+import type { ReadPlan } from './planner.js';
 import { ident, pathLiteral } from './sqlText.js';
 
 /**
@@ -32,6 +33,8 @@ export interface TableInfo {
   readonly indexed: Set<string>;
   /** Its search table, when properties of it are searchable (search.ts). */
   search?: SearchInfo;
+  /** Plans by filter (executor.ts, planOf); cleared when what the planner reads changes. */
+  plans?: Map<string, ReadPlan>;
   /** The statements every request runs on the table, prepared once (see tableStatements). */
   statements?: TableStatements;
 }
@@ -156,6 +159,7 @@ export class Schema {
     this.#db.prepare('INSERT INTO svc_indexes (tbl, field, uniq, name) VALUES (?, ?, ?, ?)').run(info.tbl, field, unique ? 1 : 0, name);
     info.indexes.set(field, { name, unique });
     info.indexed.add(field);
+    info.plans?.clear();
   }
 
   /**
@@ -165,6 +169,7 @@ export class Schema {
   ensureSearch(info: TableInfo, fields: readonly string[]): void {
     // Counted first: a failure halfway (a full disk) has the schema read again (see Engine).
     this.changes++;
+    info.plans?.clear();
     ensureSearch(this.#db, info, fields, () => {
       const next = Number((this.#db.prepare('SELECT value FROM svc_meta WHERE key = ?').get('next_search') as { value: string } | undefined)?.value ?? '1');
       this.#db.prepare('INSERT OR REPLACE INTO svc_meta (key, value) VALUES (?, ?)').run('next_search', String(next + 1));

@@ -225,6 +225,34 @@ describe('embedded engine', () => {
     await store.close();
   });
 
+  it('a query asked again is planned again once a write changed what the planner knows (kinds, an index, a search table)', async () => {
+    const store = await createEngineStore({ dir });
+    const c = store.collection('plans');
+    await c.insert({ id: 'n1', flag: 1, title: 'apple' });
+    // Planned while `flag` holds only numbers: no type guard; kept.
+    expect((await c.find({ flag: 1 })).map((d) => d.id)).toEqual(['n1']);
+    // `true` is 1 to SQLite: the kept plan would now match it too.
+    await c.insert({ id: 'b1', flag: true, title: 'apple pie' });
+    expect((await c.find({ flag: 1 })).map((d) => d.id)).toEqual(['n1']);
+    expect(await c.count({ flag: 1 })).toBe(1);
+    // Arrays on the way: the plan must leave it to the matcher.
+    await c.insert({ id: 'a1', flag: [1, 2], title: 'x' });
+    expect((await c.find({ flag: 1 })).map((d) => d.id)).toEqual(['n1', 'a1']);
+    await c.ensureIndex({ field: 'flag' });
+    expect((await c.find({ flag: 1 })).map((d) => d.id)).toEqual(['n1', 'a1']);
+    // A search before and after its table is made (the matcher, then FTS5): the same answers.
+    const search = { $search: { words: ['apple'], fields: ['title'] } };
+    expect((await c.find(search)).map((d) => d.id)).toEqual(['n1', 'b1']);
+    await c.ensureSearch?.(['title']);
+    expect((await c.find(search)).map((d) => d.id).sort()).toEqual(['b1', 'n1']);
+    // Values JSON would confuse are told apart: a date and its ISO text, NaN and null.
+    await c.insert({ id: 'd1', at: new Date(0) });
+    await c.insert({ id: 'd2', at: '1970-01-01T00:00:00.000Z' });
+    expect((await c.find({ at: new Date(0) })).map((d) => d.id)).toEqual(['d1']);
+    expect((await c.find({ at: '1970-01-01T00:00:00.000Z' })).map((d) => d.id)).toEqual(['d2']);
+    await store.close();
+  });
+
   it('refuses collections once closed', async () => {
     const store = await createEngineStore({ dir });
     await store.close();
