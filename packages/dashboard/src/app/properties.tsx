@@ -72,7 +72,7 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
     <div class="props">
       <table class="grid props-table" data-test="properties">
         <thead>
-          <tr><th /><th>Property</th><th>Type</th><th title="a value is needed on create">Required</th><th title="no two objects share a value">Unique</th><th title="queries and sorts on it are faster">Index</th><th title="never answered, never queryable by non-root">Private</th><th /></tr>
+          <tr><th /><th>Property</th><th>Type</th><th title="a value is needed on create">Required</th><th title="no two objects share a value">Unique</th><th title="queries and sorts on it are faster">Index</th><th title="found by the grid's search box and $search (a string or array property)">Search</th><th title="never answered, never queryable by non-root">Private</th><th /></tr>
         </thead>
         <tbody>
           {resource.type === 'UserCollection' && (
@@ -94,7 +94,7 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
                   {TYPES.map((t) => <option key={t}>{t}</option>)}
                 </select>
               </td>
-              {(['required', 'unique', 'index', 'private'] as const).map((flag) => (
+              {(['required', 'unique', 'index', 'search', 'private'] as const).map((flag) => (
                 <td key={flag} class="center"><input type="checkbox" checked={p.def[flag] === true} onChange={() => update(i, { [flag]: !(p.def[flag] === true) })} aria-label={`${p.name} ${flag}`} /></td>
               ))}
               <td><button class="icon-btn" onClick={() => setProps(props.filter((_, j) => j !== i))} aria-label={`remove ${p.name}`} title="remove (stored values stay in the store)">✕</button></td>
@@ -124,7 +124,7 @@ function toConfig(props: Prop[]): Record<string, PropertyDef> {
   for (const { name, def, from } of props) {
     const clean: PropertyDef = { ...def };
     if (from !== undefined && from !== name) clean.$renameFrom = from;
-    for (const flag of ['required', 'unique', 'index', 'private'] as const) if (clean[flag] !== true) delete clean[flag];
+    for (const flag of ['required', 'unique', 'index', 'search', 'private'] as const) if (clean[flag] !== true) delete clean[flag];
     delete clean.order;
     out[name] = clean;
   }

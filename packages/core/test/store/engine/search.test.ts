@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { matchesSearch, searchWords } from '../../../src/query/search.js';
 import type { SearchFilter } from '../../../src/query/search.js';
 import type { Doc, Store, StoreCollection } from '../../../src/store/Store.js';
+import { matchesFilter } from '../../../src/store/embeddedStore.js';
 import { createEngineStore } from '../../../src/store/embedded/index.js';
 
 // Issue 41: full-text search on the engine: an FTS5 table per collection kept by triggers in the
@@ -35,6 +36,11 @@ describe('full-text search of the embedded engine', () => {
   it('cuts words as svc does: case and accents folded, punctuation and FTS5 syntax only separate', () => {
     expect(searchWords('Crème Brûlée\'s "title:x" NEAR(a b) OR -not *')).toEqual(['creme', 'brulee', 's', 'title', 'x', 'near', 'a', 'b', 'or', 'not']);
     expect(searchWords('  ')).toEqual([]);
+    // Live queries and access checks test objects in hand with matchesFilter: the same rule.
+    const doc = { id: 'x', title: 'Crème brûlée', tags: ['Dessert', 3], done: false };
+    expect(matchesFilter(doc, { $search: search('CREME dessert', ['title', 'tags']), done: false })).toBe(true);
+    expect(matchesFilter(doc, { $search: search('creme cream', ['title', 'tags']) })).toBe(false);
+    expect(matchesFilter(doc, { $or: [{ $search: search('cream') }, { done: false }] })).toBe(true);
   });
 
   it('finds what the in-process matcher finds, through inserts, updates and removes, with filters, in $or, counted, and after a reopen', async () => {
