@@ -142,6 +142,7 @@ export class EngineCollection implements StoreCollection {
     const stored = decodeDoc(text);
     await this.#write(() => {
       const info = this.#engine.schema.ensureTable(this.name);
+      this.#hot.written();
       this.#learn(info, stored);
       try {
         tableStatements(this.#engine, info).insert.run(doc.id, text);
@@ -172,6 +173,7 @@ export class EngineCollection implements StoreCollection {
     if (rows.length > 0) {
       const failed = await this.#write(() => {
         const info = this.#engine.schema.ensureTable(this.name);
+        this.#hot.written();
         const insert = tableStatements(this.#engine, info).insert;
         for (const row of rows) {
           this.#learn(info, row.stored);
@@ -202,6 +204,7 @@ export class EngineCollection implements StoreCollection {
       if (text === undefined) return null;
       const after = applyUpdate(found?.docs[0] ?? decodeDoc(text), ops);
       this.#hot.delete(found?.seqs[0], after.id);
+      this.#hot.written();
       const next = encodeDoc(after);
       const stored = decodeDoc(next);
       this.#learn(info, stored);
@@ -230,12 +233,18 @@ export class EngineCollection implements StoreCollection {
 
   async ensureIndex(spec: IndexSpec): Promise<void> {
     if (spec.field === 'id') return;
-    await this.#write(() => this.#engine.schema.ensureIndex(this.#engine.schema.ensureTable(this.name), spec.field, spec.unique ?? false));
+    await this.#write(() => {
+      this.#hot.written();
+      this.#engine.schema.ensureIndex(this.#engine.schema.ensureTable(this.name), spec.field, spec.unique ?? false);
+    });
   }
 
   async ensureSearch(fields: string[]): Promise<void> {
     if (fields.length === 0 && this.#engine.schema.table(this.name)?.search === undefined) return;
-    await this.#write(() => this.#engine.schema.ensureSearch(this.#engine.schema.ensureTable(this.name), fields));
+    await this.#write(() => {
+      this.#hot.written();
+      this.#engine.schema.ensureSearch(this.#engine.schema.ensureTable(this.name), fields);
+    });
   }
 
   /**

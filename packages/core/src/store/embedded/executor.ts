@@ -7,7 +7,6 @@ import { planRead } from './planner.js';
 import type { ReadPlan } from './planner.js';
 import type { TableInfo } from './schema.js';
 import { ident } from './sqlText.js';
-import type { SqlValue } from './sqlText.js';
 import type { HotTexts } from './hotTexts.js';
 
 /**
@@ -32,7 +31,8 @@ export interface Rows {
  */
 export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, hot?: HotTexts): Rows {
   const anyOrder = options.anyOrder === true && options.sort === undefined;
-  const plan = planOf(info, filter, options, !anyOrder);
+  const key = planKey(filter, options, !anyOrder);
+  const plan = planOf(info, filter, options, !anyOrder, key);
   const from = options.skip ?? 0;
   const to = options.limit ? from + options.limit : undefined;
   const order = plan.sortInProcess || (anyOrder && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
@@ -42,7 +42,14 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
     const n = plan.params.length;
     const paged = from > 0 || to !== undefined;
     const args = paged ? [...plan.params, to === undefined ? -1 : to - from, from] : plan.params;
-    if (hot !== undefined && paged) return keptRows(engine, info, `SELECT seq${base.slice('SELECT seq, doc'.length)} LIMIT ?${n + 1} OFFSET ?${n + 2}`, args, hot);
+    if (hot !== undefined) {
+      const listKey = key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
+      const listed = listKey === undefined ? undefined : hot.list(listKey);
+      if (listed !== undefined) return textsOfRows(engine, info, listed, hot);
+      const seqs = (engine.prepare(paged ? `SELECT seq${base.slice('SELECT seq, doc'.length)} LIMIT ?${n + 1} OFFSET ?${n + 2}` : `SELECT seq${base.slice('SELECT seq, doc'.length)}`).all(...args) as unknown as [number][]).map((row) => row[0]);
+      if (listKey !== undefined) hot.keepList(listKey, seqs);
+      return textsOfRows(engine, info, seqs, hot);
+    }
     const sql = paged ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
     for (const row of engine.prepare(sql).all(...args) as unknown as [number, string][]) {
       rows.seqs.push(row[0]);
@@ -80,9 +87,8 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
   return rows;
 }
 
-/** A page of rows by their numbers, their texts from `hot` or read in one statement (see selectRows). */
-function keptRows(engine: Engine, info: TableInfo, sql: string, args: SqlValue[], hot: HotTexts): Rows {
-  const seqs = (engine.prepare(sql).all(...args) as unknown as [number][]).map((row) => row[0]);
+/** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows). */
+function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTexts): Rows {
   const texts: string[] = [];
   let missing: number[] | undefined;
   for (const seq of seqs) {
@@ -112,8 +118,7 @@ const MAX_KEY = 2048;
  * is cleared by the write that grew them), an index or the search table is made (Schema), the
  * schema is read again (a new TableInfo).
  */
-export function planOf(info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, ranked: boolean): ReadPlan {
-  const key = JSON.stringify([filter, options.sort ?? 0, ranked], exactValues);
+export function planOf(info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, ranked: boolean, key = planKey(filter, options, ranked)): ReadPlan {
   if (key.length > MAX_KEY) return planRead(filter, options, info, ranked);
   const plans = (info.plans ??= new Map());
   let plan = plans.get(key);
@@ -123,6 +128,11 @@ export function planOf(info: TableInfo, filter: Filter, options: Omit<FindOption
     plans.set(key, plan);
   }
   return plan;
+}
+
+/** The exact key of a plan: the filter (values told apart, see exactValues), the sort, whether ranked. */
+export function planKey(filter: Filter, options: Omit<FindOptions, 'fields'>, ranked: boolean): string {
+  return JSON.stringify([filter, options.sort ?? 0, ranked], exactValues);
 }
 
 /** A replacer telling apart what JSON would confuse (dates and strings, RegExps, undefined, NaN and null). */

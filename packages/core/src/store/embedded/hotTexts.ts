@@ -10,12 +10,40 @@
  * commit, before it is committed (a write that then fails leaves no entry either: the next read
  * reads the database again). So an update drops its object's entry, a remove (any filter) and a
  * rename of the collection drop them all; an insert makes a new row, which has no entry.
+ *
+ * The rows each query answered (`list`) are kept until any write of the collection (an insert,
+ * an update, a remove, a rename, an index made: `written`), when the write runs: a list polled
+ * between writes is answered from them, texts included.
  */
 export class HotTexts {
   static readonly MAX_BYTES = 4 * 1024 * 1024;
+  /** Lists kept at most, and rows in them in all. */
+  static readonly MAX_LISTS = 256;
+  static readonly MAX_LISTED = 100_000;
   readonly #bySeq = new Map<number, { id: string; text: string }>();
   readonly #byId = new Map<string, number>();
   #bytes = 0;
+  /** The rows a query answered (by its exact plan key and page), until the next write of the collection. */
+  readonly #lists = new Map<string, number[]>();
+  #listed = 0;
+
+  /** The rows, in order, that the query `key` answered since the collection was last written to. */
+  list(key: string): number[] | undefined {
+    return this.#lists.get(key);
+  }
+
+  keepList(key: string, seqs: number[]): void {
+    if (seqs.length > HotTexts.MAX_LISTED / 16) return;
+    if (this.#lists.size >= HotTexts.MAX_LISTS || this.#listed + seqs.length > HotTexts.MAX_LISTED) this.written();
+    this.#lists.set(key, seqs);
+    this.#listed += seqs.length;
+  }
+
+  /** A write of the collection (any): the lists may answer otherwise now. */
+  written(): void {
+    this.#lists.clear();
+    this.#listed = 0;
+  }
 
   /** The text of the object with this id, when kept. */
   byId(id: string): string | undefined {
@@ -48,6 +76,7 @@ export class HotTexts {
     this.#bySeq.clear();
     this.#byId.clear();
     this.#bytes = 0;
+    this.written();
   }
 
   #drop(seq: number): void {

@@ -209,6 +209,13 @@ describe('embedded engine', () => {
     expect(await page()).toBe('[{"id":"a","email":"a@x","n":4},{"id":"b","email":"b@x","n":20}]');
     await c.update({ id: 'b' }, { $set: { n: 21 } });
     expect(await page()).toBe('[{"id":"a","email":"a@x","n":4},{"id":"b","email":"b@x","n":21}]');
+    // The rows of a list asked again are kept until a write of any kind: an insert shows at once.
+    expect(await page()).toBe(await page());
+    await c.insert({ id: 'c', email: 'c@x', n: 0 });
+    expect(await page()).toBe('[{"id":"c","email":"c@x","n":0},{"id":"a","email":"a@x","n":4},{"id":"b","email":"b@x","n":21}]');
+    await c.insertMany?.([{ id: 'd', email: 'd@x', n: 1 }]);
+    expect(JSON.parse(await page()).map((d: { id: string }) => d.id)).toEqual(['c', 'd', 'a', 'b']);
+    await c.remove({ id: { $in: ['c', 'd'] } });
     await c.update({ id: 'a' }, { $set: { n: 3 } });
     await c.remove({ n: { $gt: 10 } });
     expect(await page()).toBe('[{"id":"a","email":"a@x","n":3}]');
