@@ -1,4 +1,4 @@
-import { isPlainObject, ProxyTrust } from '@svc/core';
+import { isPlainObject, OutboundPolicy, ProxyTrust } from '@svc/core';
 import { moduleNameProblem } from './scriptModules.js';
 
 /**
@@ -14,6 +14,7 @@ type Rule =
   | { kind: 'publicCount' }
   | { kind: 'trustProxy' }
   | { kind: 'modules' }
+  | { kind: 'outboundAllow' }
   | { kind: 'path' }
   | { kind: 'urlPath' }
   | { kind: 'redisPrefix' }
@@ -62,6 +63,10 @@ export const APP_SCHEMA: Record<string, Rule> = {
   log: { kind: 'object', keys: { access: { kind: 'boolean' }, health: { kind: 'boolean' } } },
   relations: { kind: 'object', keys: { expandDepth: int(1, 4), maxExpanded: int(1), maxFilterIds: int(1) } },
   aggregate: { kind: 'object', keys: { maxGroups: int(1), maxScanned: int(1), timeoutMs: int(1, 600_000) } },
+  outbound: {
+    kind: 'object',
+    keys: { allow: { kind: 'outboundAllow' }, timeoutMs: int(1, 600_000), maxBytes: int(1, 32 * 1024 * 1024), maxRedirects: int(0, 20), requestCalls: int(0, 100_000), concurrent: int(1, 100) },
+  },
 };
 
 /** Checks a parsed app.json; throws naming the file and the first wrong key. */
@@ -116,6 +121,15 @@ function check(rule: Rule, v: unknown, file: string, path: string): string | und
       const problem = v.map(moduleNameProblem).find((p) => p !== undefined);
       if (problem !== undefined) return `an array of npm package names (${problem})`;
       return new Set(v).size === v.length ? undefined : 'an array of npm package names, each once';
+    }
+    case 'outboundAllow': {
+      if (!Array.isArray(v)) return 'an array of addresses, ranges or host names, such as ["10.0.0.5", "10.1.0.0/16", "api.internal:8443"]';
+      try {
+        new OutboundPolicy(v);
+        return undefined;
+      } catch (err) {
+        return `an array of addresses, ranges or host names (${(err as Error).message})`;
+      }
     }
     case 'object':
       if (!isPlainObject(v)) return `an object with ${Object.keys(rule.keys).join(', ')}`;

@@ -5,6 +5,7 @@ import { isPlainObject } from '@svc/core';
 import { DEFAULT_EMBEDDED_ENGINE } from '@svc/core';
 import type { EmbeddedEngine, HttpLimits, Logger, ResourceConfig } from '@svc/core';
 import { validateAppJson } from './appSchema.js';
+import type { OutboundSettings } from './scriptOutbound.js';
 
 /** app.json: every key optional. */
 export interface AppSettings {
@@ -38,6 +39,12 @@ export interface AppSettings {
   relations?: { expandDepth?: number; maxExpanded?: number; maxFilterIds?: number };
   /** GET /<c>/aggregate: groups answered, objects read, time in ms; beyond them 413. */
   aggregate?: { maxGroups?: number; maxScanned?: number; timeoutMs?: number };
+  /**
+   * Event scripts' http, https and fetch: who besides the public Internet may be reached
+   * (`allow`: addresses, CIDR ranges, host names) and the limits of each call and of a request's
+   * calls. See docs/event-scripts.md.
+   */
+  outbound?: OutboundSettings;
   /** bcrypt cost of user passwords (default 10). */
   passwordCost?: number;
   /** Failed logins allowed per username and per client address (default 10 a minute). */

@@ -3,7 +3,7 @@ import { builtinModules, isBuiltin } from 'node:module';
 import { join, sep } from 'node:path';
 import type { Plugin } from 'esbuild';
 import type { Logger } from '@svc/core';
-import { checkScriptModules } from '@svc/script-runtime';
+import { checkScriptModules, NODE_GLOBALS_DEFINE } from '@svc/script-runtime';
 import type { ScriptModule } from '@svc/script-runtime';
 
 /**
@@ -107,11 +107,13 @@ async function bundleAs(root: string, name: string, entry: string): Promise<Scri
     bundle: true,
     write: false,
     format: 'cjs',
-    // Browser builds of packages (their "browser" field) are the ones meant to run without Node.
-    platform: 'browser',
+    // Packages' Node builds, as Deployd ran them: scripts have Node's pure built-ins, crypto and
+    // http(s) (a browser build may need `window`, as form-data's does in sparkpost's request).
+    platform: 'node',
     target: 'es2023',
     external: [...builtinModules, 'node:*'],
-    define: { 'process.env.NODE_ENV': '"production"', global: 'globalThis' },
+    // A module's free `process`, `Buffer`, `setTimeout`, `URL`, ... are the sandbox's (its wrapper's `__svcGlobals`).
+    define: { ...NODE_GLOBALS_DEFINE, 'process.env.NODE_ENV': '"production"' },
     legalComments: 'none',
     logLevel: 'silent',
     plugins: [insideApp(root)],

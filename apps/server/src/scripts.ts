@@ -7,6 +7,7 @@ import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { DEFAULT_RECURSION_CAP, scriptClient, scriptClientNames } from './scriptClient.js';
 import type { ScriptClientLimits } from './scriptClient.js';
+import { createScriptOutbound } from './scriptOutbound.js';
 
 /** Script CPU time one request may use over all its runs and its internal calls' runs, ms (app.json scripts.requestCpuMs). */
 export const DEFAULT_REQUEST_CPU_MS = 5000;
@@ -122,6 +123,8 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   const settings = options.app.settings.scripts ?? {};
   const requestCpuMs = settings.requestCpuMs ?? DEFAULT_REQUEST_CPU_MS;
   const requestWallMs = settings.requestWallMs ?? DEFAULT_REQUEST_WALL_MS;
+  // Throws naming a bad app.json outbound.allow entry: the start stops.
+  const outbound = createScriptOutbound(options.app.settings.outbound);
   const clientLimits: ScriptClientLimits = {
     recursionCap: settings.recursionCap ?? DEFAULT_RECURSION_CAP,
     check(ctx) {
@@ -198,7 +201,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
         if (!(err instanceof ScriptSyntaxError) || env === 'production') throw err;
         logger.error(`${filename}:${err.line ?? '?'}: ${err.message} (this event answers 500 until fixed)`);
         // It never runs, so it uses nothing.
-        out.set(file.slice(0, -3), { script: err, uses: { ctx: false, svc: false, emit: false } });
+        out.set(file.slice(0, -3), { script: err, uses: { ctx: false, svc: false, emit: false, net: false } });
       }
     }
     return out;
@@ -208,6 +211,8 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   function host(ctx: Context, uses: Uses, collection?: string): HostApi {
     const api = uses.svc ? scriptClient(clientNames, ctx, options.request, clientLimits) : {};
     if (uses.emit) api.emit = ctx.showing === true ? () => undefined : (...args: unknown[]) => emit(args, collection);
+    // The scripts' http, https and fetch (a name scripts cannot write: only the built-ins call it).
+    if (uses.net) api['#net'] = outbound.hostFunction(ctx, () => budgetOf(ctx));
     return api;
   }
 
@@ -301,12 +306,13 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       api.emit = (...args: unknown[]) => {
         emits.push(args);
       };
+      api['#net'] = () => ({ error: { message: 'a trial run makes no outbound requests', code: 'ERR_SVC_TRIAL' } });
       const ctx = { ...input.parent, query: input.query ?? {}, me: input.me as Context['me'] };
       trialLogs.set(label, logs);
       try {
         const result = await runtimeOf(script).run(script, {
           thisObj: input.object,
-          locals: { ...locals(ctx, { ctx: true, svc: true, emit: true }, { previous: input.previous ?? {} }), isRoot: false, internal: false },
+          locals: { ...locals(ctx, { ctx: true, svc: true, emit: true, net: true }, { previous: input.previous ?? {} }), isRoot: false, internal: false },
           host: api,
           label,
         });
@@ -500,6 +506,8 @@ interface Uses {
   ctx: boolean;
   svc: boolean;
   emit: boolean;
+  /** require() (a module or http may call out) or fetch: the run gets the outbound host function. */
+  net: boolean;
 }
 
 /**
@@ -509,7 +517,7 @@ interface Uses {
  */
 function usesOf(script: Script): Uses {
   const uses = (name: string): boolean => script.names === undefined || script.names.has(name);
-  return { ctx: uses('ctx'), svc: uses('svc'), emit: uses('emit') };
+  return { ctx: uses('ctx'), svc: uses('svc'), emit: uses('emit'), net: uses('require') || uses('fetch') };
 }
 
 function throwIfCancelled(result: RunResult): void {

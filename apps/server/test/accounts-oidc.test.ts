@@ -81,6 +81,8 @@ for (const store of appStores()) {
         { sub: 'blocked-sub', email: 'blocked@example.com', email_verified: true },
         { sub: 'mfa-sub', email: 'mfa@example.com', email_verified: true },
         { sub: 'apple-sub', email: 'apple@example.com', email_verified: 'true' },
+        { sub: 'apple-post-sub', email: 'apple-post@example.com', email_verified: 'true' },
+        { sub: 'proxied-sub', email: 'proxied@example.com', email_verified: true },
       ];
       for (const p of people) op.accounts.set(p.sub, p);
       // The same sub at another provider is another person.
@@ -242,9 +244,9 @@ for (const store of appStores()) {
 
     it('the ID token path works through the proxy when the token is untouched (control)', async () => {
       proxy.mode = 'resign';
-      const { status, browser } = await login('evil', 'bob-sub');
+      const { status, browser } = await login('evil', 'proxied-sub');
       expect(status).toBe(200);
-      expect(await me(browser)).toMatchObject({ username: 'bob@example.com' });
+      expect(await me(browser)).toMatchObject({ username: 'proxied@example.com' });
     });
 
     it.each<[IdTokenTamper, number]>([
@@ -268,17 +270,27 @@ for (const store of appStores()) {
       }
     });
 
-    it('an unverified email (false, "false", missing) creates no user and links to nobody', async () => {
-      for (const sub of ['mallory-sub', 'string-false', 'no-email']) {
+    it('an unverified email (false, "false", missing) joins no account: an account holding it is refused (409), else a new one without the address is made', async () => {
+      const victim = await h.request('POST', '/users', { username: 'victim', email: 'victim@example.com', password: 'pw' });
+      expect(victim.status).toBe(200);
+      for (const sub of ['mallory-sub', 'string-false']) {
         const res = await login('op', sub);
-        expect(res.status).toBe(403);
-        expect(res.body.message).toMatch(/verified email/);
+        expect(res.status).toBe(409);
+        expect(res.body.message).toMatch(/op does not vouch for the address/);
         expect(await me(res.browser)).toBeUndefined();
       }
-      expect((await h.request('GET', '/users?email=victim@example.com', undefined, ROOT)).body).toEqual([]);
+      // No address at all: a new account of its own, with no address (nothing a reset link could reach).
+      const none = await login('op', 'no-email');
+      expect(none.status).toBe(200);
+      const made = await me(none.browser);
+      expect(made).toMatchObject({ id: none.body.uid, username: 'op:no-email' });
+      expect(made).not.toHaveProperty('email');
+      expect(made).not.toHaveProperty('verified');
+      expect((await login('op', 'no-email')).body.uid).toBe(none.body.uid);
+      expect(((await h.request('GET', '/users?email=victim@example.com', undefined, ROOT)).body as { id: string }[]).map((u) => u.id)).toEqual([(victim.body as { id: string }).id]);
     });
 
-    it('pre-hijack: an unverified password account with the email is not linked; a verified one is', async () => {
+    it('pre-hijack: a password account with the email is not linked, whatever its verified says; its owner links from it', async () => {
       // The attacker registers the victim's email first, with a password of theirs.
       const squatted = await h.request('POST', '/users', { username: 'owner@example.com', email: 'owner@example.com', password: 'attacker', verified: true });
       expect(squatted.status).toBe(200);
@@ -286,12 +298,17 @@ for (const store of appStores()) {
       expect(refused.status).toBe(409);
       expect(await me(refused.browser)).toBeUndefined();
       expect((await login('op', 'owner-sub')).status).toBe(409);
-      // An account whose email was verified (by the app, as root here) is linked, and stays linked.
+      // Marked verified by root (svc did not prove the address): not linked either
+      // (accounts-prehijack.test.ts: addresses svc proved by mail are).
       const checked = await h.request('POST', '/users', { username: 'checked', email: 'checked@example.com', password: 'pw' });
-      await h.request('PUT', `/users/${(checked.body as { id: string }).id}`, { verified: true }, ROOT);
-      const linked = await login('op', 'verified-owner-sub');
-      expect(linked.body.uid).toBe((checked.body as { id: string }).id);
-      expect((await login('op', 'verified-owner-sub')).body.uid).toBe((checked.body as { id: string }).id);
+      const checkedId = (checked.body as { id: string }).id;
+      await h.request('PUT', `/users/${checkedId}`, { verified: true }, ROOT);
+      expect((await login('op', 'verified-owner-sub')).status).toBe(409);
+      // The owner logs in and links the provider; it stays linked.
+      const owner = new TestBrowser();
+      await owner.get(`${h.url}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'checked', password: 'pw' }) });
+      expect((await login('op', 'verified-owner-sub', owner, '?link=true')).body.uid).toBe(checkedId);
+      expect((await login('op', 'verified-owner-sub')).body.uid).toBe(checkedId);
     });
 
     it('a logged-in user links a provider explicitly (any email); a linked identity is not taken over', async () => {
@@ -317,14 +334,17 @@ for (const store of appStores()) {
       expect(await me(other.browser)).toMatchObject({ username: 'mallory@evil.example' });
       // An unverified claim of alice's email at the other provider gets nothing.
       const claim = await login('other', 'bob-sub');
-      expect(claim.status).toBe(403);
+      expect(claim.status).toBe(409);
+      expect(await me(claim.browser)).toBeUndefined();
     });
 
     it('provider logins count in the login limiter: the 11th refused login of one identity is a 429', async () => {
+      // An unverified address an account holds: refused (409) each time.
+      await h.request('POST', '/users', { username: 'limited', email: 'limited@example.com', password: 'pw' });
       op.accounts.set('limited-sub', { sub: 'limited-sub', email: 'limited@example.com', email_verified: false });
       const statuses: number[] = [];
       for (let i = 0; i < 11; i++) statuses.push((await login('op', 'limited-sub')).status);
-      expect(statuses).toEqual([...Array(10).fill(403), 429]);
+      expect(statuses).toEqual([...Array(10).fill(409), 429]);
     });
 
     it('On Login runs for provider logins and may refuse them', async () => {
@@ -355,11 +375,11 @@ for (const store of appStores()) {
 
     it('a refused login with a redirect goes back to the app with the error in the fragment', async () => {
       const b = new TestBrowser();
-      const res = await b.get(await toCallback(b, 'op', 'mallory-sub', `?redirect=${encodeURIComponent(AFTER)}`));
+      const res = await b.get(await toCallback(b, 'op', 'blocked-sub', `?redirect=${encodeURIComponent(AFTER)}`));
       expect(res.status).toBe(302);
       const location = new URL(res.headers.get('location') as string);
       expect(`${location.origin}${location.pathname}`).toBe(AFTER);
-      expect(new URLSearchParams(location.hash.slice(1)).get('svc_oauth_error')).toMatch(/verified email/);
+      expect(new URLSearchParams(location.hash.slice(1)).get('svc_oauth_error')).toBe('blocked by On Login');
     });
 
     it('a login the person refused at the provider comes back as an error, and its state is spent', async () => {
@@ -387,9 +407,14 @@ for (const store of appStores()) {
       expect(ok.status).toBe(200);
       expect(await me(ok.browser)).toMatchObject({ username: 'octo@example.com', displayName: 'Octo', verified: true });
       expect((await login('github', 'gh-ok')).body.uid).toBe(ok.body.uid);
-      // A verified secondary email is not the person's address of record: nothing is created.
-      const refused = await login('github', 'gh-unverified');
-      expect(refused.status).toBe(403);
+      // An unverified primary: an account without an address (a verified secondary email is not the
+      // person's address of record either).
+      const unvouched = await login('github', 'gh-unverified');
+      expect(unvouched.status).toBe(200);
+      const made = await me(unvouched.browser);
+      expect(made).toMatchObject({ id: unvouched.body.uid, username: 'github:gh-unverified' });
+      expect(made).not.toHaveProperty('email');
+      expect(made).not.toHaveProperty('verified');
       // GitHub's id 'alice-sub' is not op's 'alice-sub'.
       op.accounts.set('alice-sub', { sub: 'alice-sub', email: 'alice-gh@example.com', email_verified: true });
       const gh = await login('github', 'alice-sub');
@@ -400,7 +425,7 @@ for (const store of appStores()) {
 
     it('Apple: the provider POSTs the answer (form_post) and the login completes; a GET callback is refused', async () => {
       const b = new TestBrowser();
-      op.next = 'apple-sub';
+      op.next = 'apple-post-sub';
       const start = await b.get(`${h.url}/users/oauth/apple`);
       expect(start.headers.getSetCookie().join()).toMatch(/svc_oauth=.*SameSite=None/);
       const authorize = new URL(start.headers.get('location') as string);
@@ -423,7 +448,7 @@ for (const store of appStores()) {
         body: new URLSearchParams(fields as Record<string, string>).toString(),
       });
       expect(posted.status).toBe(200);
-      expect(await me(b)).toMatchObject({ username: 'apple@example.com' });
+      expect(await me(b)).toMatchObject({ username: 'apple-post@example.com' });
     });
 
     it('lists the providers; an unknown provider is a 404', async () => {

@@ -85,12 +85,12 @@ describe('require() in event scripts', () => {
     }
   });
 
-  it('a module sees no host: no process, no global require, a frozen realm; its exports are frozen for every run', async () => {
+  it('a module sees no host: a process of its own, no global require, built-ins not offered refused when used, a frozen realm; its exports are frozen for every run', async () => {
     const app = await runApp({
       'app.json': { scripts: { modules: ['probe'] } },
       ...pkg('probe', {
-        'index.js': `var seen = { process: typeof process, globalRequire: typeof globalThis.require, fetch: typeof fetch };
-try { require('child_process'); seen.cp = 'loaded'; } catch (e) { seen.cp = 'refused'; }
+        'index.js': `var seen = { process: typeof process, env: JSON.stringify(process.env), pid: process.pid, globalRequire: typeof globalThis.require, fetch: typeof fetch };
+try { require('child_process').exec('id'); seen.cp = 'ran'; } catch (e) { seen.cp = 'refused'; }
 module.exports = { seen: seen, counter: { n: 0 } };`,
       }),
       'resources/things/config.json': COLLECTION,
@@ -99,7 +99,8 @@ module.exports = { seen: seen, counter: { n: 0 } };`,
     try {
       for (let i = 0; i < 2; i++) {
         const res = await app.request('POST', '/things', { title: 'a' });
-        expect(JSON.parse((res.body as { out: string }).out)).toEqual([{ process: 'undefined', globalRequire: 'undefined', fetch: 'undefined', cp: 'refused' }, 0, null]);
+        // The sandbox's process (nothing of the server's) and fetch (through the outbound guard).
+        expect(JSON.parse((res.body as { out: string }).out)).toEqual([{ process: 'object', env: '{"NODE_ENV":"production"}', pid: 0, globalRequire: 'undefined', fetch: 'function', cp: 'refused' }, 0, null]);
       }
     } finally {
       await app.close();
@@ -152,7 +153,7 @@ module.exports = { seen: seen, counter: { n: 0 } };`,
     expect(await startFails({ 'app.json': { scripts: { modules: ['looper'], timeoutMs: 100 } }, ...pkg('looper', { 'index.js': `while (true) {}` }) })).toContain(
       "module 'looper' cannot be loaded for event scripts: its top-level code ran longer than 5 times the script time limit (500 ms)",
     );
-    expect(await startFails({ 'app.json': { scripts: { modules: ['needsfs'] } }, ...pkg('needsfs', { 'index.js': `module.exports = require('fs').readFileSync;` }) })).toContain(
+    expect(await startFails({ 'app.json': { scripts: { modules: ['needsfs'] } }, ...pkg('needsfs', { 'index.js': `module.exports = require('fs').readFileSync('/etc/passwd');` }) })).toContain(
       "module 'needsfs' cannot be loaded for event scripts: it threw: module 'fs' is a Node built-in",
     );
   });

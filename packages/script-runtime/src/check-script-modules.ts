@@ -1,7 +1,7 @@
 import { fork } from 'node:child_process';
 import type { ChildMessage, ParentMessage } from './internal/pool-messages.js';
 import { MODULE_TIME_FACTOR } from './internal/isolate-worker.js';
-import { entryPoint } from './internal/script-pool.js';
+import { builtinsForInit, entryPoint } from './internal/script-pool.js';
 import type { ScriptModule } from './types.js';
 
 /** Largest bundled source of one module, bytes: every isolate holds each module (and its source). */
@@ -63,7 +63,7 @@ export async function checkScriptModules(modules: readonly ScriptModule[], limit
         reject(new Error(`the modules of event scripts could not be loaded: their script process ended (exit code ${code ?? '-'}, signal ${signal ?? '-'})${memory}`));
       });
       proc.on('error', reject);
-      const init: ParentMessage = { t: 'init', memoryLimitMb, timeoutMs, modules };
+      const init: ParentMessage = { t: 'init', memoryLimitMb, timeoutMs, modules, ...builtinsForInit() };
       proc.send(init);
       proc.send({ t: 'check' } satisfies ParentMessage);
     });

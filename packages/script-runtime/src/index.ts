@@ -10,5 +10,6 @@ export type { ScriptErrorCode, ScriptErrorLocation } from './errors.js';
 export { RunBudget } from './budget.js';
 export type { BudgetFailure, RunBudgetOptions } from './budget.js';
 export { CallbackError } from './callback-error.js';
+export { NODE_GLOBALS_DEFINE, OFFERED_BUILTINS } from './internal/node-builtins-bundle.js';
 export { limitRepeats } from './limit-repeats.js';
 export type { LimitRepeatsOptions } from './limit-repeats.js';

@@ -36,7 +36,7 @@ exports.Point = Point;`;
     expect(first.thisObj).toEqual({ t: 4, evil: true, frozen: true });
   });
 
-  test('Node built-ins are refused by name, with and without node:', async () => {
+  test('Node built-ins svc does not offer are refused by name, with and without node:', async () => {
     const { exec } = setup({ isolates: 1, modules: [PAD] });
     for (const name of ['fs', 'node:fs', 'child_process', 'net']) {
       const err = await exec(`require(${JSON.stringify(name)})`).catch((e: unknown) => e);
@@ -58,12 +58,12 @@ exports.Point = Point;`;
     expect(out.thisObj.p).toBe('--42');
   });
 
-  test('a module gets no host access: no process, no require of its own beyond named modules, a sealed realm', async () => {
+  test('a module gets no host access: no process, built-ins not offered only as stand-ins that throw, a sealed realm', async () => {
     const probe: ScriptModule = {
       name: 'probe',
       source: `var r = {};
 r.process = typeof process; r.globalRequire = typeof globalThis.require; r.fetch = typeof fetch;
-try { require('fs'); r.fs = 'loaded'; } catch (e) { r.fs = e.message; }
+try { require('fs').readFileSync('/etc/passwd'); r.fs = 'read'; } catch (e) { r.fs = e.message; }
 try { Object.prototype.polluted = 1; } catch (e) {}
 r.proto = ({}).polluted === undefined ? 'frozen' : 'changed';
 try { globalThis.leak = 1; } catch (e) {}
@@ -73,7 +73,7 @@ module.exports = r;`,
     const { exec } = setup({ isolates: 1, modules: [probe] });
     const out = await exec(`var r = require('probe'); this.r = JSON.parse(JSON.stringify(r)); this.polluted = ({}).polluted;`);
     expect(out.thisObj).toEqual({
-      r: { process: 'undefined', globalRequire: 'undefined', fetch: 'undefined', fs: "module 'fs' is a Node built-in and cannot be used in event scripts", proto: 'frozen', leak: 'undefined' },
+      r: { process: 'undefined', globalRequire: 'undefined', fetch: 'undefined', fs: "module 'fs' is a Node built-in that event scripts cannot use (fs.readFileSync)", proto: 'frozen', leak: 'undefined' },
     });
   });
 });
@@ -87,8 +87,11 @@ describe('checkScriptModules', () => {
     await expect(checkScriptModules([{ name: 'bad', source: `throw new Error('broken at load')` }])).rejects.toThrow(/module 'bad' cannot be loaded for event scripts: it threw: .*broken at load/);
   });
 
-  test('a module that requires a Node built-in at load fails', async () => {
-    await expect(checkScriptModules([{ name: 'needs-fs', source: `module.exports = require('fs').readFileSync` }])).rejects.toThrow(/module 'needs-fs' cannot be loaded.*module 'fs' is a Node built-in/);
+  test('a module that uses a Node built-in svc does not offer at load fails (one that only names it loads)', async () => {
+    await expect(checkScriptModules([{ name: 'needs-fs', source: `module.exports = require('fs').readFileSync('/etc/passwd')` }])).rejects.toThrow(
+      /module 'needs-fs' cannot be loaded.*module 'fs' is a Node built-in that event scripts cannot use \(fs\.readFileSync\)/,
+    );
+    await expect(checkScriptModules([{ name: 'names-fs', source: `module.exports = require('fs').readFileSync` }])).resolves.toBeUndefined();
   });
 
   test('a module that loops forever at load fails within the time limit', async () => {

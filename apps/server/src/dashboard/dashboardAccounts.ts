@@ -5,7 +5,7 @@ import { isPlainObject, SvcError, UserCollection } from '@svc/core';
 import type { Resource } from '@svc/core';
 import type { AccountMailKind, ResourceConfig } from '@svc/core';
 import { PROVIDER_PRESETS } from '@svc/core';
-import { DEFAULT_TEMPLATES } from '../accountMailTemplates.js';
+import { builtInTemplates } from '../accountMailTemplates.js';
 import type { MailTemplate } from '../accountMailTemplates.js';
 
 // The dashboard's Accounts tab (issue 27): a UserCollection's `auth` settings and its mail
@@ -22,6 +22,8 @@ export interface AccountsDeps {
   serial<T>(work: () => Promise<T>): Promise<T>;
   reloadOrUndo(undo: () => Promise<void>): Promise<void>;
   writeAtomic(file: string, text: string): Promise<void>;
+  /** The running resources (the Accounts tab counts the users `verification.required` would keep out). */
+  resources(): readonly Resource[];
 }
 
 /** What a secret written as a value in config.json is answered as (never the value itself). */
@@ -34,11 +36,15 @@ type Part = keyof typeof PARTS;
 const LANGUAGE = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$/;
 const MAX_TEMPLATE = 64 * 1024;
 
-/** The places in `auth` that hold a secret: provider client secrets and the SMTP password. */
+/** The places in `auth` that hold a secret: provider client secrets, Apple's key and the SMTP password. */
 function secretSlots(auth: Record<string, unknown>): { holder: Record<string, unknown>; key: string; where: string }[] {
   const out: { holder: Record<string, unknown>; key: string; where: string }[] = [];
   const providers = isPlainObject(auth.oauth) && isPlainObject(auth.oauth.providers) ? auth.oauth.providers : {};
-  for (const [name, p] of Object.entries(providers)) if (isPlainObject(p)) out.push({ holder: p, key: 'clientSecret', where: `auth.oauth.providers.${name}.clientSecret` });
+  for (const [name, p] of Object.entries(providers)) {
+    if (!isPlainObject(p)) continue;
+    out.push({ holder: p, key: 'clientSecret', where: `auth.oauth.providers.${name}.clientSecret` });
+    if (p.privateKey !== undefined) out.push({ holder: p, key: 'privateKey', where: `auth.oauth.providers.${name}.privateKey` });
+  }
   if (isPlainObject(auth.mail) && isPlainObject(auth.mail.smtp)) out.push({ holder: auth.mail.smtp, key: 'password', where: 'auth.mail.smtp.password' });
   return out;
 }
@@ -77,16 +83,23 @@ function userCollection(deps: AccountsDeps, name: string): { dir: string; config
   return folder;
 }
 
-/** GET accounts: the `auth` settings (secrets as references or hidden), the presets, the messages. */
-function view(deps: AccountsDeps, name: string): Record<string, unknown> {
+/**
+ * GET accounts: the `auth` settings (secrets as references or hidden), the presets, the messages,
+ * and how many users have no verified address (whom `verification.required` keeps out).
+ */
+async function view(deps: AccountsDeps, name: string): Promise<Record<string, unknown>> {
   const { config } = userCollection(deps, name);
   const auth = isPlainObject(config.auth) ? (redactSecrets(config).auth as Record<string, unknown>) : {};
+  const users = deps.resources().find((r) => r.path === `/${name}`);
   return {
     auth,
+    unverified: users instanceof UserCollection ? await users.unverifiedUsers() : null,
     presets: Object.keys(PROVIDER_PRESETS),
+    // Where an app is registered with each preset's provider (the tab shows it with the callback URL).
+    consoles: Object.fromEntries(Object.entries(PROVIDER_PRESETS).map(([name, preset]) => [name, preset.console])),
     messages: KINDS,
     parts: Object.keys(PARTS),
-    placeholders: ['link', 'token', 'code', 'email', 'username', 'expiresMinutes', 'collection'],
+    placeholders: ['link', 'token', 'code', 'email', 'username', 'expires', 'expiresMinutes', 'collection'],
   };
 }
 
@@ -151,7 +164,10 @@ async function readTemplate(deps: AccountsDeps, name: string, query: Record<stri
   if ((await checkNoLink(target.root, 'dir')) && (target.dir === target.root || (await checkNoLink(target.dir, 'dir')))) {
     for (const part of Object.keys(PARTS) as Part[]) files[part] = (await readPart(target.dir, `${target.kind}.${PARTS[part]}`)) ?? null;
   }
-  const builtIn: MailTemplate = DEFAULT_TEMPLATES[target.kind];
+  // The built-in text the server would send: with a link when the flow has a url (the mailer decides the same).
+  const auth = userCollection(deps, name).config.auth;
+  const flow = isPlainObject(auth) ? auth[target.kind === 'code' ? 'codes' : target.kind] : undefined;
+  const builtIn: MailTemplate = builtInTemplates(isPlainObject(flow) && typeof flow.url === 'string')[target.kind];
   return { language: typeof query.language === 'string' ? query.language : '', message: target.kind, files, builtIn };
 }
 

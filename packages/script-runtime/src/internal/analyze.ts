@@ -25,7 +25,8 @@ export interface SourceUsage {
 const IDENTIFIER = /[A-Za-z_$][\w$]*/g;
 const THIS = /\bthis\b/g;
 const MEMBER = /^\s*\.\s*([A-Za-z_$][\w$]*)(?![\w$])/;
-const DEFERS = ['then', 'catch', 'finally', 'Promise', 'async', 'await'];
+// `require` and `fetch`: modules and outbound calls may go on in microtasks (isolate-node.ts).
+const DEFERS = ['then', 'catch', 'finally', 'Promise', 'async', 'await', 'require', 'fetch'];
 
 /** Script API functions that read a variable on the script's behalf. */
 const IMPLIED: Record<string, readonly string[]> = {

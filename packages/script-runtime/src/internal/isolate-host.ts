@@ -12,6 +12,8 @@ export function makeHostBridge(runtime: {
   enter: (jobId: number) => void;
   fail: (run: IsolateRun, err: unknown) => void;
   settle: (run: IsolateRun) => void;
+  /** Runs `fn` as code of `run` (built-ins acting for a run find it: isolate-node.ts). */
+  within: <T>(run: IsolateRun, fn: () => T) => T;
 }): HostBridge {
   const calls = new Map<number, PendingCall>();
   const hostErrors = new WeakSet<object>();
@@ -45,7 +47,7 @@ export function makeHostBridge(runtime: {
   const baseThen = Promise.prototype.then as (this: Promise<unknown>, ok?: unknown, err?: unknown) => Promise<unknown>;
   const baseFinally = Promise.prototype.finally as (this: Promise<unknown>, f?: unknown) => Promise<unknown>;
   const bindTo = (run: IsolateRun, fn: unknown): unknown =>
-    typeof fn === 'function' ? (value: unknown) => (fn as (this: unknown, v: unknown) => unknown).call(run.thisObj, value) : fn;
+    typeof fn === 'function' ? (value: unknown) => runtime.within(run, () => (fn as (this: unknown, v: unknown) => unknown).call(run.thisObj, value)) : fn;
   function watch(run: IsolateRun, promise: Promise<unknown>): void {
     promiseRuns.set(promise, run);
     baseThen.call(promise, undefined, (err: unknown) => {
@@ -84,10 +86,13 @@ export function makeHostBridge(runtime: {
     if (pending.callback && !run.cancelled) {
       try {
         // Spec: `this` is bound in callbacks.
-        if (failed) pending.callback.call(run.thisObj, null, reply.e);
-        // A CallbackError of the host: the callback gets the error, the promise the value.
-        else if ('n' in reply) pending.callback.call(run.thisObj, null, reply.n);
-        else pending.callback.call(run.thisObj, reply.r, null);
+        const callback = pending.callback;
+        runtime.within(run, () => {
+          if (failed) callback.call(run.thisObj, null, reply.e);
+          // A CallbackError of the host: the callback gets the error, the promise the value.
+          else if ('n' in reply) callback.call(run.thisObj, null, reply.n);
+          else callback.call(run.thisObj, reply.r, null);
+        });
       } catch (err) {
         runtime.fail(run, err);
       }
@@ -95,8 +100,8 @@ export function makeHostBridge(runtime: {
     // Remembered, so that an uncaught one stays a script error rather than reading as a thrown
     // plain object (which rejects the request like cancel()).
     if (failed && reply.e !== null && typeof reply.e === 'object') hostErrors.add(reply.e);
-    if (failed) pending.reject(reply.e);
-    else pending.resolve(reply.r);
+    // Resolved as code of the run: what the reply's microtasks start (after an await) belongs to it.
+    runtime.within(run, () => (failed ? pending.reject(reply.e) : pending.resolve(reply.r)));
     run.pending--;
     runtime.settle(run);
   }
@@ -137,5 +142,5 @@ export function makeHostBridge(runtime: {
   }
 
   const isHostError = (value: unknown): boolean => value !== null && typeof value === 'object' && hostErrors.has(value);
-  return { requests, build, tree, receive, forget, isHostError };
+  return { requests, call, build, tree, receive, forget, isHostError };
 }

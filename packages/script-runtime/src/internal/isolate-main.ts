@@ -1,4 +1,5 @@
 import type { IsolateBridge, IsolateJob, IsolateRun, LiveTables, MakeHostBridge, MakeOutcome, MakeScriptApi, ScriptFactory } from './isolate-types.js';
+import type { NodeSandbox, NodeSandboxDeps } from './isolate-node.js';
 import type { JobTables, JobWire, PackedJob, RunWire } from './wire.js';
 
 /**
@@ -24,8 +25,12 @@ export function isolateMain(
   sealRealm: () => void,
   sab: SharedArrayBuffer,
   budgetMs: number,
-  /** Node's built-in module names (node:module builtinModules): their require() is refused by name. */
+  /** Node's built-in module names (node:module builtinModules): those not offered are refused by name. */
   builtins: readonly string[],
+  /** Node's built-ins inside the isolate (isolate-node.ts), its synchronous calls and the script process's version. */
+  makeNodeSandbox: (deps: NodeSandboxDeps) => NodeSandbox,
+  hostSync: NodeSandboxDeps['hostSync'],
+  nodeInfo: NodeSandboxDeps['node'],
 ): IsolateBridge {
   const shared = new Int32Array(sab);
   const factories = new Map<number, ScriptFactory>();
@@ -82,6 +87,8 @@ export function isolateMain(
   };
   /** Every call starts unattributed: code that runs before an enter() is nobody's for sure. */
   const beginCall = (): void => {
+    ambient = undefined;
+    ambientMany = false;
     lastEntered = -1;
     enteredJobs = 0;
     shared[0] = -1;
@@ -104,12 +111,36 @@ export function isolateMain(
     },
     (value) => copy(value),
   );
-  const host = makeHostBridge({ enter, fail, settle });
+  /**
+   * The run whose code runs now (a body, a host call's callback or handler, a built-in's event),
+   * and the run(s) this call ran code for: code that runs in a microtask after an await belongs
+   * to one of those, so when there was only one, a built-in acting for a run (http, fetch) knows
+   * whose it is.
+   */
+  let running: IsolateRun | undefined;
+  let ambient: IsolateRun | undefined;
+  let ambientMany = false;
+  const touch = (run: IsolateRun): void => {
+    if (ambient === undefined) ambient = run;
+    else if (ambient !== run) ambientMany = true;
+  };
+  function within<T>(run: IsolateRun, fn: () => T): T {
+    const prior = running;
+    running = run;
+    touch(run);
+    try {
+      return fn();
+    } finally {
+      running = prior;
+    }
+  }
+  const host = makeHostBridge({ enter, fail, settle, within });
+  const builtinApi = makeNodeSandbox({ hostSync, builtins, currentRun: () => running ?? (ambientMany ? undefined : ambient), within, call: host.call, node: nodeInfo });
   const { diff, repeatIfSame, copy, setOwn } = makeOutcome(ITEM_VALUES, { SET: HAS_SET, UNSET: HAS_UNSET, HIDDEN: HAS_HIDDEN, PROTECT: HAS_PROTECT, REST: HAS_REST, REPEAT });
 
   function declares(run: IsolateRun, name: string): boolean {
     const job = run.job;
-    return api.names.has(name) || DECLARED.has(name) || job.locals[run.li]?.k.includes(name) === true || job.trees[run.hi]?.has(name) === true;
+    return api.names.has(name) || DECLARED.has(name) || builtinApi.globals.has(name) || job.locals[run.li]?.k.includes(name) === true || job.trees[run.hi]?.has(name) === true;
   }
 
   /** Script API functions of synchronous runs: one per name for all, acting on `current`. */
@@ -117,7 +148,8 @@ export function isolateMain(
   const getCurrent = (): IsolateRun | undefined => current;
 
   function materialize(run: IsolateRun, name: string): unknown {
-    if (name === 'require') return requireModule;
+    if (name === 'require') return Object.freeze((id: unknown) => requireFor(run, id));
+    if (builtinApi.globals.has(name) && !run.job.locals[run.li]?.k.includes(name) && run.job.trees[run.hi]?.has(name) !== true) return builtinApi.global(name, run);
     if (api.names.has(name)) {
       if (!run.job.fast) return api.create(() => run, name);
       let fn = currentApi.get(name);
@@ -223,7 +255,7 @@ export function isolateMain(
   function scopeFor(names: readonly string[], assigned: ReadonlySet<string>, locals: ReadonlySet<string>): object {
     const scope = Object.create(null) as Record<string, unknown>;
     for (const name of names) {
-      const always = api.names.has(name) || DECLARED.has(name);
+      const always = api.names.has(name) || DECLARED.has(name) || builtinApi.globals.has(name);
       if (name in globalThis && !always) continue;
       if (!always && !locals.has(name) && !assigned.has(name)) continue;
       Object.defineProperty(scope, name, {
@@ -371,7 +403,7 @@ export function isolateMain(
       // Its own scope: the run may go on after its body returned (see runFast for those that cannot).
       const target = Object.create(null) as Record<string | symbol, unknown>;
       target[RUN] = run;
-      returned = job.factory(new Proxy(target, scopeHandler)).call(run.thisObj);
+      returned = within(run, () => job.factory(new Proxy(target, scopeHandler)).call(run.thisObj));
     } catch (err) {
       return ended(run, err ?? null);
     }
@@ -759,52 +791,27 @@ export function isolateMain(
    * still shared by the runs of this isolate: docs/event-scripts.md).
    */
   const modules = new Map<string, unknown>();
-  const builtinNames = new Set(builtins);
+  /** require() of modules: other modules and built-ins; a built-in not offered is a stand-in that throws when used. */
   const requireModule = Object.freeze(function require(name: unknown): unknown {
     const id = String(name);
     if (modules.has(id)) return modules.get(id);
-    if (id.startsWith('node:') || builtinNames.has(id)) throw new Error(`module '${id}' is a Node built-in and cannot be used in event scripts`);
+    const builtin = builtinApi.require(id, undefined);
+    if (builtin !== undefined) return builtin;
     throw new Error(`module '${id}' is not allowed: add it to app.json scripts.modules`);
   });
-
-  /**
-   * Freezes everything reachable from a value: properties, prototypes, accessors' functions and
-   * what their getters answer (an ES module's exports are getters of its bindings). A getter
-   * that throws hides nothing shared: what it would answer is made anew each time.
-   */
-  function freezeAll(root: unknown): void {
-    const seen = new WeakSet<object>();
-    const stack: unknown[] = [root];
-    while (stack.length > 0) {
-      const value = stack.pop();
-      if (value === null || (typeof value !== 'object' && typeof value !== 'function')) continue;
-      const obj = value as object;
-      if (seen.has(obj)) continue;
-      seen.add(obj);
-      Object.freeze(obj);
-      stack.push(Object.getPrototypeOf(obj));
-      for (const key of Reflect.ownKeys(obj)) {
-        const desc = Object.getOwnPropertyDescriptor(obj, key);
-        if (!desc) continue;
-        if ('value' in desc) stack.push(desc.value);
-        else {
-          stack.push(desc.get, desc.set);
-          if (desc.get) {
-            try {
-              stack.push(Reflect.apply(desc.get, obj, []));
-            } catch {
-              // Nothing to freeze.
-            }
-          }
-        }
-      }
-    }
+  /** require() of a run's script: a built-in not offered throws by name. */
+  function requireFor(run: IsolateRun, name: unknown): unknown {
+    const id = String(name);
+    if (modules.has(id)) return modules.get(id);
+    const builtin = builtinApi.require(id, run);
+    if (builtin !== undefined) return builtin;
+    throw new Error(`module '${id}' is not allowed: add it to app.json scripts.modules`);
   }
 
-  function load(name: string, factory: (module: { exports: unknown }, exports: unknown, require: (name: string) => unknown) => void): void {
+  function load(name: string, factory: (module: { exports: unknown }, exports: unknown, require: (name: string) => unknown, globals: object) => void): void {
     const module = { exports: {} as unknown };
-    factory.call(module.exports, module, module.exports, requireModule);
-    freezeAll(module.exports);
+    factory.call(module.exports, module, module.exports, requireModule, builtinApi.moduleGlobals);
+    builtinApi.freeze(module.exports);
     modules.set(name, module.exports);
   }
 

@@ -57,12 +57,23 @@ export function sealRealm(): void {
     [String.prototype, ['constructor', 'toString', 'valueOf']],
     [Boolean.prototype, ['constructor', 'toString', 'valueOf']],
     [Map.prototype, ['constructor']],
+    // Buffer (the npm package scripts get as `buffer`) sets its own toString on a Uint8Array subclass.
+    [(getPrototypeOf(Uint8Array) as { prototype: object }).prototype, '*'],
     [Set.prototype, ['constructor']],
     ...errorTypes.map((E): [object, PropertyKey[]] => [E.prototype, ['constructor', 'message', 'name', 'toString']]),
   ];
   for (const [target, keys] of tamed) {
     const list = keys === '*' ? [...getOwnPropertyNames(target), ...getOwnPropertySymbols(target)] : keys;
     for (const key of list) tame(target, key);
+  }
+
+  // V8's Error.stackTraceLimit stays a data property (V8 reads only a data property when it
+  // captures a stack: an accessor here would leave every error without a stack, so without its
+  // script's line), made read-only: the limit is the same for every run. The bundled `assert`
+  // sets it around `new Error` in strict code; the build removes those writes (node-builtins-bundle.ts).
+  const limit = getOwnPropertyDescriptor(Error, 'stackTraceLimit');
+  if (limit && 'value' in limit && limit.configurable) {
+    defineProperty(Error, 'stackTraceLimit', { value: limit.value, writable: false, enumerable: limit.enumerable === true, configurable: false });
   }
 
   // Intrinsics that no global names, reached through syntax.

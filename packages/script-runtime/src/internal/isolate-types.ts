@@ -30,7 +30,7 @@ export interface IsolateBridge {
   /** Abandons a job (its run exceeded the CPU limit). */
   drop(jobId: number): void;
   /** Runs a module's factory (before any script) and keeps its deep-frozen exports for require(). */
-  load(name: string, factory: (module: { exports: unknown }, exports: unknown, require: (name: string) => unknown) => void): void;
+  load(name: string, factory: (module: { exports: unknown }, exports: unknown, require: (name: string) => unknown, globals: object) => void): void;
 }
 
 /** A job's JobTables as parsed, with what the isolate derives from them (kept per distinct text). */
@@ -152,6 +152,8 @@ export type MakeScriptApi = (
 export interface HostBridge {
   /** Host requests made since the last collect, as JSON arrays [callId, jobId, hostIdx, name, args]. */
   requests: string[];
+  /** Calls the host function `name` for the run (its host table's); the promise settles with the reply. */
+  call(run: IsolateRun, name: string, args: unknown[]): Promise<unknown>;
   build(run: IsolateRun, node: HostNode): unknown;
   tree(names: string[]): Map<string, HostNode>;
   receive(id: number, reply: { r?: unknown; e?: unknown; n?: unknown }): void;
@@ -165,6 +167,7 @@ export type MakeHostBridge = (runtime: {
   enter: (jobId: number) => void;
   fail: (run: IsolateRun, err: unknown) => void;
   settle: (run: IsolateRun) => void;
+  within: <T>(run: IsolateRun, fn: () => T) => T;
 }) => HostBridge;
 
 /** Run outcome flags (wire.ts RUN_FLAGS). */

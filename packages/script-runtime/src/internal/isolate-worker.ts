@@ -7,11 +7,15 @@ import { makeScriptApi } from './isolate-api.js';
 import { makeHostBridge } from './isolate-host.js';
 import { makeOutcome } from './isolate-outcome.js';
 import { isolateMain } from './isolate-main.js';
+import { makeNodeSandbox } from './isolate-node.js';
+import { makeHostSync } from './node-host.js';
+import type { HostClock } from './node-host.js';
 import { sealRealm } from './isolate-seal.js';
 import type { CollectWire } from './wire.js';
 import { parseSyntaxMessage } from './wrap-source.js';
 
-const MAIN_SOURCE = `${sealRealm.toString()}; return (${isolateMain.toString()})(${makeScriptApi.toString()}, ${makeHostBridge.toString()}, ${makeOutcome.toString()}, sealRealm, $0, $1, $2);`;
+const MAIN_SOURCE = `${sealRealm.toString()}; return (${isolateMain.toString()})(${makeScriptApi.toString()}, ${makeHostBridge.toString()}, ${makeOutcome.toString()}, sealRealm, $0, $1, $2, ${makeNodeSandbox.toString()}, $3, $4);`;
+const NODE_INFO = JSON.stringify({ version: process.version, platform: process.platform, arch: process.arch });
 const BRIDGE = ['define', 'check', 'batch', 'deliver', 'resume', 'collect', 'drop', 'load'] as const;
 const BUILTINS = JSON.stringify(builtinModules);
 
@@ -90,8 +94,14 @@ export class IsolateWorker {
   private replies = new Map<number, string[]>();
   private flushing = false;
   private dead = false;
+  /** The current call's start and limit, for the synchronous host calls (crypto) it makes. */
+  private readonly clock: HostClock;
+  private readonly hostSync: ivm.Callback;
 
-  constructor(private readonly options: WorkerOptions) {}
+  constructor(private readonly options: WorkerOptions) {
+    this.clock = { startedAt: 0, limitMs: options.timeoutMs, overrun: false };
+    this.hostSync = new ivm.Callback(makeHostSync(this.clock), { sync: true });
+  }
 
   /** Compiles the script in this isolate (once); throws ScriptSyntaxError. */
   define(script: CompiledScript): void {
@@ -165,7 +175,13 @@ export class IsolateWorker {
     const isolate = new ivm.Isolate({ memoryLimit: this.options.memoryLimitMb });
     const context = isolate.createContextSync();
     const budgetMs = Math.max(1, Math.floor(this.options.timeoutMs / 10));
-    const args = [new ivm.ExternalCopy(this.shared.buffer).copyInto({ release: true }), budgetMs, new ivm.ExternalCopy(JSON.parse(BUILTINS)).copyInto({ release: true })];
+    const args = [
+      new ivm.ExternalCopy(this.shared.buffer).copyInto({ release: true }),
+      budgetMs,
+      new ivm.ExternalCopy(JSON.parse(BUILTINS)).copyInto({ release: true }),
+      this.hostSync,
+      new ivm.ExternalCopy(JSON.parse(NODE_INFO)).copyInto({ release: true }),
+    ];
     const bridge = context.evalClosureSync(MAIN_SOURCE, args, { result: { reference: true } }) as ivm.Reference;
     const refs = Object.fromEntries(BRIDGE.map((name) => [name, bridge.getSync(name, { reference: true })])) as Live['refs'];
     bridge.release();
@@ -187,10 +203,21 @@ export class IsolateWorker {
     const timeout = this.options.timeoutMs * MODULE_TIME_FACTOR;
     try {
       // The wrapper's line break keeps a trailing line comment of the source from eating it.
-      const script = isolate.compileScriptSync(`(function (module, exports, require) {${module.source}\n})`, { filename: `module:${module.name}` });
+      // `__svcGlobals`: a module's free `process`, `Buffer`, ... (NODE_GLOBALS_DEFINE of its bundle).
+      const script = isolate.compileScriptSync(`(function (module, exports, require, __svcGlobals) {${module.source}\n})`, { filename: `module:${module.name}` });
       const factory = script.runSync(context, { reference: true, timeout }) as ivm.Reference;
       script.release();
-      refs.load.applySync(undefined, [module.name, factory.derefInto({ release: true })], { timeout });
+      this.clock.startedAt = performance.now();
+      this.clock.limitMs = timeout;
+      try {
+        refs.load.applySync(undefined, [module.name, factory.derefInto({ release: true })], { timeout });
+      } finally {
+        this.clock.limitMs = this.options.timeoutMs;
+      }
+      if (this.clock.overrun) {
+        this.clock.overrun = false;
+        throw new Error('Script execution timed out.');
+      }
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       const why = /timed out/i.test(message)
@@ -243,8 +270,16 @@ export class IsolateWorker {
       // The time of a synchronous call is the isolate's CPU time, unless the machine preempts
       // this process meanwhile (a busy machine charges a little more): isolate.cpuTime costs more.
       const before = performance.now();
+      this.clock.startedAt = before;
       const out = live.refs[method].applySync(undefined, args, { timeout: this.options.timeoutMs }) as unknown;
       const ms = performance.now() - before;
+      // Synchronous host calls (crypto) past the time limit: isolated-vm's timeout does not count them.
+      if (this.clock.overrun) {
+        this.clock.overrun = false;
+        if (ms >= MIN_CHARGE_MS) this.share(ms);
+        this.fatal('timeout', this.shared[0] as number, `Script execution timed out (host calls past ${this.options.timeoutMs} ms)`);
+        return undefined;
+      }
       if (ms >= MIN_CHARGE_MS) this.share(ms);
       if (method === 'drop') return '';
       if (typeof out !== 'string') {

@@ -3,7 +3,8 @@ import type { FatalKind } from './isolate-worker.js';
 
 /** Server process -> script process. */
 export type ParentMessage =
-  | { t: 'init'; memoryLimitMb: number; timeoutMs: number; modules: readonly ScriptModule[] }
+  /** `builtins`: the bundled Node built-ins, when the script process cannot read them from the built files (tests on sources). */
+  | { t: 'init'; memoryLimitMb: number; timeoutMs: number; modules: readonly ScriptModule[]; builtins?: Readonly<Record<string, string>> }
   /** Load the modules into an isolate now and answer `checked` (checkScriptModules). */
   | { t: 'check' }
   /** Scripts not sent to this process before ([id, filename, source]), then jobs [jobId, scriptId, JobWire JSON]. */

@@ -11,6 +11,7 @@
 import { CompiledScript } from './compiled-script.js';
 import type { ScriptModule } from '../types.js';
 import { IsolateWorker } from './isolate-worker.js';
+import { useBuiltinSources } from './node-builtins-bundle.js';
 import type { FatalKind } from './isolate-worker.js';
 import type { ChildMessage, ParentMessage } from './pool-messages.js';
 
@@ -115,6 +116,7 @@ process.on('message', (raw: unknown) => {
   switch (message.t) {
     case 'init':
       limits = { memoryLimitMb: message.memoryLimitMb, timeoutMs: message.timeoutMs, modules: message.modules };
+      if (message.builtins) useBuiltinSources(message.builtins);
       worker = start();
       break;
     case 'check': {

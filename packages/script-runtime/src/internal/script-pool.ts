@@ -12,6 +12,7 @@ import { hostErrorToWire } from './codec.js';
 import type { CompiledScript } from './compiled-script.js';
 import type { FatalKind } from './isolate-worker.js';
 import type { ChildMessage, ParentMessage } from './pool-messages.js';
+import { BUILT, builtinSources } from './node-builtins-bundle.js';
 import type { JobOutput } from './wire.js';
 
 /** Options of the pool of script processes. */
@@ -112,6 +113,11 @@ registerHooks({
     return next(specifier, context);
   },
 });`;
+
+/** What a script process's `init` carries of the built-ins: nothing when it reads them from the built files. */
+export function builtinsForInit(): { builtins?: Readonly<Record<string, string>> } {
+  return BUILT ? {} : { builtins: builtinSources() };
+}
 
 /** How to start a script process: from the built files, or from the sources under vitest. */
 export function entryPoint(): { file: string; execArgv: string[] } {
@@ -532,7 +538,7 @@ export class ScriptPool {
     proc.on('message', (message: ChildMessage) => this.onMessage(child, message));
     proc.on('error', () => proc.kill('SIGKILL'));
     proc.on('exit', (code, signal) => this.onExit(slot, child, code, signal));
-    this.send(child, { t: 'init', memoryLimitMb: this.options.memoryLimitMb, timeoutMs: this.options.timeoutMs, modules: this.options.modules });
+    this.send(child, { t: 'init', memoryLimitMb: this.options.memoryLimitMb, timeoutMs: this.options.timeoutMs, modules: this.options.modules, ...builtinsForInit() });
     // An idle pool does not keep the server process alive.
     proc.unref();
     (proc.channel as { unref?: () => void } | undefined)?.unref?.();

@@ -1,6 +1,7 @@
 import type { StatementSync } from 'node:sqlite';
 import { AggregateScanError, DuplicateKeyError } from '../Store.js';
-import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, StoreCollection, StoredTexts, UpdateOps } from '../Store.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from '../Store.js';
+import { Revisions, conditionId } from '../internal/revisions.js';
 import { groupRows } from '../internal/groupRows.js';
 import type { DiskState } from '../internal/diskError.js';
 import { jsonList } from '../../jsonList.js';
@@ -27,6 +28,8 @@ export class EngineCollection implements StoreCollection {
   readonly #disk: DiskState;
   /** Texts read by id lately (see HotTexts for when they are dropped). */
   readonly #hot = new HotTexts();
+  /** Kept in memory (see Revised): every write of this collection runs in this process. */
+  readonly #revisions = new Revisions();
 
   constructor(name: string, engine: Engine, disk: DiskState) {
     this.name = name;
@@ -131,6 +134,13 @@ export class EngineCollection implements StoreCollection {
     this.#hot.clear();
   }
 
+  async findRevised(id: string): Promise<Revised | null> {
+    if ((await this.#table()) === undefined) return null;
+    const text = this.#textOf(id);
+    // Read and revision together: nothing is written between the two (no await).
+    return text === null ? null : { doc: decodeDoc(text), revision: this.#revisions.of(id) };
+  }
+
   async count(filter: Filter): Promise<number> {
     const info = await this.#table();
     return info === undefined ? 0 : countRows(this.#engine, info, filter);
@@ -149,6 +159,7 @@ export class EngineCollection implements StoreCollection {
       } catch (err) {
         throw this.#translate(info, err);
       }
+      this.#revisions.advanced(doc.id);
     }, true);
     return stored;
   }
@@ -183,6 +194,7 @@ export class EngineCollection implements StoreCollection {
           } catch (err) {
             return { err: this.#translate(info, err) };
           }
+          this.#revisions.advanced(row.id);
         }
         return undefined;
       });
@@ -191,11 +203,14 @@ export class EngineCollection implements StoreCollection {
     if (refused !== undefined) throw refused;
   }
 
-  async update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
-    if (isEmptyUpdate(ops)) return this.findOne(filter);
+  async update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null> {
+    const only = condition === undefined ? undefined : conditionId(filter);
+    if (isEmptyUpdate(ops)) return only !== undefined && this.#revisions.of(only) !== condition?.revision ? null : this.findOne(filter);
     return this.#write(() => {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return null;
+      // Compared inside the group commit's run: no other write of this process comes in between.
+      if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return null;
       const statements = tableStatements(this.#engine, info);
       // By id (PUT /<c>/<id>): the row found and changed through the id's index, no plan made.
       const id = onlyId(filter);
@@ -214,14 +229,17 @@ export class EngineCollection implements StoreCollection {
       } catch (err) {
         throw this.#translate(info, err);
       }
+      this.#revisions.advanced(stored.id);
       return stored;
     }, true);
   }
 
-  async remove(filter: Filter): Promise<number> {
+  async remove(filter: Filter, condition?: WriteCondition): Promise<number> {
+    const only = condition === undefined ? undefined : conditionId(filter);
     return this.#write(() => {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return 0;
+      if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return 0;
       this.#hot.clear();
       const plan = planOf(info, filter, {}, false);
       if (plan.exact) return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE ${plan.where}`).run(...plan.params).changes);
