@@ -65,9 +65,10 @@ export interface AppSettings {
     liveBufferedPackets?: number;
   };
   /**
-   * The embedded store: fsync each write before acknowledging it (default false; docs/deploying.md);
-   * `engine` "sqlite" runs the on-disk engine (docs/embedded-engine.md) instead of the files kept
-   * in memory ("files", the default while the engine is being completed).
+   * The embedded store: fsync each commit before acknowledging it (default false; docs/deploying.md);
+   * `engine` "sqlite" (the default) is the on-disk engine (docs/embedded-engine.md), "files" the
+   * old store kept in memory (kept while apps move: an app's old files are converted at its first
+   * start on the engine).
    */
   embeddedStore?: { fsync?: boolean; engine?: 'files' | 'sqlite' };
   /**

@@ -17,7 +17,7 @@ export { ENGINE_FILE };
 export type EmbeddedEngine = 'files' | 'sqlite';
 
 /** The embedded store an app runs on when app.json does not choose (`embeddedStore.engine`). */
-export const DEFAULT_EMBEDDED_ENGINE: EmbeddedEngine = 'files';
+export const DEFAULT_EMBEDDED_ENGINE: EmbeddedEngine = 'sqlite';
 
 /** Options of {@link createEngineStore}. */
 export interface EngineStoreOptions {
