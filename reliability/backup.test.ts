@@ -77,7 +77,7 @@ describe.each([
       const before = new Map(acked);
       const file = join(dir, `backup-${engine}.jsonl`);
       const backup = await runSvc(['backup', app, '--out', file]);
-      expect(backup.stderr).toMatch(/wrote .*backup\.jsonl: \d+ objects/);
+      expect(backup.stderr).toMatch(/wrote .*backup-\w+\.jsonl: \d+ objects/);
       expect(backup.code).toBe(0);
       const during = acked.size - before.size;
       stop = true;
