@@ -111,6 +111,7 @@ export class Sync {
   }
 
   private async send(write: QueuedWrite): Promise<Outcome> {
+    let last: SvcErrorBody = { status: 409, statusCode: 409, message: 'the object kept changing while this write was being sent' };
     for (let round = 0; round < MAX_CONFLICT_ROUNDS; round++) {
       try {
         const answer = await this.request(write);
@@ -132,11 +133,17 @@ export class Sync {
           if (!(await this.settle(write, error.current))) return 'sent';
           continue;
         }
+        // The object moved while the server's scripts ran for this write: nothing was written
+        // (the server does not run them twice for one request); sent again, a few times.
+        if (error.status === 409 && write.kind !== 'create') {
+          last = error;
+          continue;
+        }
         await this.refused(write, error);
         return 'sent';
       }
     }
-    await this.refused(write, { status: 409, statusCode: 409, message: 'the object kept changing while this write was being sent' });
+    await this.refused(write, last);
     return 'sent';
   }
 
