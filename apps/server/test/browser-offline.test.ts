@@ -360,4 +360,18 @@ describe.skipIf(!run)('svc.offline in /svc.js, in chromium, with the network cut
     expect(await serverGet('sw', made.id)).toEqual({ id: made.id, title: 'live-known', note: 'edited offline', n: 1 });
     expect(await flags(page, 'sw', made.id)).toEqual({ pending: false, conflicted: false });
   });
+
+  it('the dashboard shows each collection\'s declared conflict policy (config.json offline.conflicts), server-wins by default', async () => {
+    const page = await (await newContext()).newPage();
+    const shown = async (name: string): Promise<[string | null, string]> => {
+      await page.goto(`${url}/dashboard/#/r/${name}/properties`);
+      const el = page.locator('[data-test=offline-conflicts]');
+      await el.waitFor({ timeout: 20_000 });
+      return [await el.getAttribute('data-policy'), (await el.textContent()) ?? ''];
+    };
+    expect(await shown('lww')).toEqual(['last-writer-wins', ' · offline conflicts: the last writer wins, per property']);
+    expect(await shown('merge')).toEqual(['app', ' · offline conflicts: the app decides (its resolve callback)']);
+    expect(await shown('sw')).toEqual(['server-wins', ' · offline conflicts: the server wins']);
+    expect(await shown('guarded')).toEqual(['server-wins', ' · offline conflicts: the server wins (default)']);
+  });
 });
