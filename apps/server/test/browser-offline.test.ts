@@ -374,4 +374,36 @@ describe.skipIf(!run)('svc.offline in /svc.js, in chromium, with the network cut
     expect(await shown('sw')).toEqual(['server-wins', ' · offline conflicts: the server wins']);
     expect(await shown('guarded')).toEqual(['server-wins', ' · offline conflicts: the server wins (default)']);
   });
+
+  it('a write whose answer is lost (the connection drops after the server applied it) is sent again and settled as done: no refusal, no conflict', async () => {
+    const made = (await rest('POST', '/sw', { title: 'base' })).body as Obj;
+    const context = await newContext();
+    const page = await openPage(context, 'lost-answer');
+    await ok(page, 'sw', 'get', made.id);
+    const dropped: string[] = [];
+    // The first POST and the first PUT reach the server, then their answers are cut.
+    await context.route(
+      (u) => u.pathname.startsWith('/sw'),
+      async (route) => {
+        const method = route.request().method();
+        if ((method === 'POST' || method === 'PUT') && !dropped.includes(method)) {
+          dropped.push(method);
+          await route.fetch();
+          return route.abort('connectionreset');
+        }
+        return route.fallback();
+      },
+    );
+    const created = await ok(page, 'sw', 'post', { title: 'created once' });
+    await ok(page, 'sw', 'put', made.id, { note: 'changed once' });
+    await drained(page);
+    expect(dropped).toEqual(['POST', 'PUT']);
+    expect(await events(page, 'rejected')).toEqual([]);
+    expect(await events(page, 'conflict')).toEqual([]);
+    expect(await flags(page, 'sw', made.id)).toEqual({ pending: false, conflicted: false });
+    expect(await serverGet('sw', created.id)).toEqual(created);
+    expect(await serverGet('sw', made.id)).toEqual({ ...made, note: 'changed once' });
+    expect(await ok(page, 'sw', 'get', created.id)).toEqual(created);
+    expect((await rest('GET', `/sw?${new URLSearchParams({ title: 'created once' })}`)).body).toHaveLength(1);
+  });
 });

@@ -129,6 +129,12 @@ export class Sync {
           return 'stop';
         }
         if (error.status === 404 && write.kind === 'delete') return (this.done(write, null), 'sent');
+        // Sent before, its answer lost (the connection dropped after the server applied it): the
+        // server's object already is what this write makes. Done, not a conflict nor a refusal.
+        if (error.status === 412) {
+          const server = write.kind === 'create' ? await this.serverObject(write) : error.current;
+          if (server !== undefined && landed(write, server)) return (this.done(write, server), 'sent');
+        }
         if (error.status === 412 && write.kind !== 'create' && error.current !== undefined) {
           if (!(await this.settle(write, error.current))) return 'sent';
           continue;
@@ -160,6 +166,15 @@ export class Sync {
     const headers = { 'if-match': write.base };
     if (write.kind === 'delete') return this.replica.transport.send({ method: 'DELETE', path: at, headers });
     return this.replica.transport.send({ method: 'PUT', path: at, body: write.body, headers });
+  }
+
+  /** The server's object at a write's id as this session reads it (undefined: none, or unreachable). */
+  private async serverObject(write: QueuedWrite): Promise<ReplicaObject | undefined> {
+    try {
+      return (await this.replica.transport.send({ method: 'GET', path: `${write.path}/${encodeURIComponent(write.id)}` })) as ReplicaObject;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The server took the write: its answer is the confirmed object, the write leaves the queue. */
@@ -222,6 +237,15 @@ export class Sync {
     this.replica.emit('queued', data.queue.length);
     this.replica.emit('object', { path: write.path, id: write.id, flags: this.replica.flags(write.path, write.id) });
   }
+}
+
+/**
+ * Whether the server's object already holds what a create or an update wrote: each property of
+ * its body as written (null: absent). Extra properties (set by the server's scripts) do not count.
+ */
+function landed(write: QueuedWrite, server: ReplicaObject): boolean {
+  if (write.kind === 'delete' || typeof server !== 'object' || server === null || server.id !== write.id) return false;
+  return Object.entries(write.body ?? {}).every(([key, value]) => key === 'id' || (value === null ? !(key in server) : JSON.stringify(server[key]) === JSON.stringify(value)));
 }
 
 /** The PUT body that turns `from` into `to`: changed properties, and null for those `to` lacks. */
