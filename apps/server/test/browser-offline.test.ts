@@ -256,8 +256,12 @@ describe.skipIf(!run)('svc.offline in /svc.js, in chromium, with the network cut
     const dump = await page.evaluate(
       () =>
         new Promise<string>((resolve, reject) => {
-          const open = indexedDB.open('svc-replica', 1);
-          open.onerror = () => reject(open.error);
+          // Typed here: the tests compile without the DOM types.
+          interface Req<T> { result: T; error: unknown; onsuccess: (() => void) | null; onerror: (() => void) | null }
+          interface Db { transaction(name: string, mode: string): { objectStore(name: string): { getAll(): Req<unknown[]> } } }
+          const idb = (globalThis as unknown as { indexedDB: { open(name: string, v: number): Req<Db> } }).indexedDB;
+          const open = idb.open('svc-replica', 1);
+          open.onerror = () => reject(new Error(String(open.error)));
           open.onsuccess = () => {
             const all = open.result.transaction('replicas', 'readonly').objectStore('replicas').getAll();
             all.onsuccess = () => resolve(JSON.stringify(all.result));
