@@ -410,4 +410,28 @@ describe.skipIf(!run)('svc.offline in /svc.js, in chromium, with the network cut
     expect(await ok(page, 'sw', 'get', created.id)).toEqual(created);
     expect((await rest('GET', `/sw?${new URLSearchParams({ title: 'created once' })}`)).body).toHaveLength(1);
   });
+
+  it('a live query keeps an offline write once it is sent, before (or without) the server\'s live message for it', async () => {
+    const context = await newContext();
+    // No realtime socket at all (a proxy that refuses it): lists come from the replica and HTTP.
+    await context.route((u) => u.pathname.startsWith('/socket.io'), (route) => route.abort('connectionrefused'));
+    const page = await openPage(context, 'no-socket');
+    await page.evaluate(() => {
+      const g = globalThis as unknown as { mine: string[] };
+      (svc as unknown as { merge: { subscribe(q: object, h: (e: unknown, o: Obj[]) => void): void } }).merge.subscribe({ note: 'no-socket' }, (_e, objects) => {
+        g.mine = objects.map((o) => String(o.title)).sort();
+      });
+    });
+    const mine = (): Promise<string[] | undefined> => page.evaluate(() => (globalThis as unknown as { mine?: string[] }).mine);
+    await context.setOffline(true);
+    const kept = await ok(page, 'merge', 'post', { title: 'kept', note: 'no-socket' });
+    const moved = await ok(page, 'merge', 'post', { title: 'moved', note: 'no-socket' });
+    await ok(page, 'merge', 'put', moved.id, { note: 'elsewhere' });
+    await eventually(mine, ['kept']);
+    await context.setOffline(false);
+    await drained(page);
+    expect(await serverGet('merge', kept.id)).toEqual(kept);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await mine()).toEqual(['kept']);
+  });
 });

@@ -180,7 +180,7 @@ export class Sync {
   /** The server took the write: its answer is the confirmed object, the write leaves the queue. */
   private done(write: QueuedWrite, answer: unknown): void {
     this.drop(write, false);
-    this.replica.confirmed(write.path, write.id, write.kind === 'delete' ? null : (answer as ReplicaObject));
+    this.replica.written(write.path, write.id, write.kind === 'delete' ? null : (answer as ReplicaObject));
   }
 
   /**
