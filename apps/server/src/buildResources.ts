@@ -1,8 +1,7 @@
-import { Collection, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
+import { Collection, SvcError, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
+import type { BlockedCollection, CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
-import { applyPropertyRenames } from './renameFields.js';
 import { checkRelationTargets, relationLimits, relationOf } from './relationConfig.js';
 import { resolveEnvReferences } from './envReferences.js';
 import { COLLECTION_EVENT_FILES, USER_ONLY_EVENT_FILES } from './scripts.js';
@@ -44,6 +43,8 @@ export interface BuildContext {
   jobs?: ScheduledJobs;
   /** Counters of the account mail limits (shared through Redis with --redis). */
   rateCounter?: RateCounter;
+  /** Collections a failed migration keeps from being served (every request answers 503 MIGRATION_FAILED). */
+  blocked?: ReadonlyMap<string, BlockedCollection>;
 }
 
 /** Without a counter given: one per process, kept across reloads. */
@@ -104,8 +105,9 @@ async function buildCollection(folder: ResourceFolder, context: BuildContext): P
 async function collectionOptions(folder: ResourceFolder, context: BuildContext): Promise<CollectionOptions> {
   const events = context.scripts.forCollection(folder);
   const properties = readProperties(folder, context.logger);
-  const store = context.store.collection(folder.path.slice(1));
-  await applyPropertyRenames(folder, store, context.logger);
+  const name = folder.path.slice(1);
+  const blocked = context.blocked?.get(name);
+  const store = blocked ? refusingCollection(name, blocked) : context.store.collection(name);
   return {
     path: folder.path,
     properties,
@@ -138,6 +140,25 @@ async function buildUserCollection(folder: ResourceFolder, context: BuildContext
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });
+}
+
+/**
+ * The store of a collection whose migration failed: every read and write answers 503
+ * MIGRATION_FAILED (what failed is in the log and in svc migrate status, not in the answer);
+ * making its indexes does nothing. The rest of the app serves.
+ */
+function refusingCollection(name: string, blocked: BlockedCollection): StoreCollection {
+  const refuse = (): Promise<never> => Promise.reject(new SvcError('MIGRATION_FAILED', `${name} is not served: its migration ${blocked.migration} failed; the server's log and svc migrate status tell why`));
+  return {
+    name,
+    find: refuse,
+    findOne: refuse,
+    count: refuse,
+    insert: refuse,
+    update: refuse,
+    remove: refuse,
+    ensureIndex: () => Promise.resolve(),
+  };
 }
 
 /** Validates a Collection's properties: a wrong type stops start-up, naming resource and property. */

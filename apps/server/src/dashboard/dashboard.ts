@@ -51,6 +51,8 @@ export interface DashboardOptions {
   logger: Logger;
   /** Tells the server's session listeners (realtime) that a restore ended these sessions. */
   sessionsEnded(ids: string[]): Promise<void>;
+  /** The migration files the last reload wrote (development: a change of properties becomes one). */
+  writtenMigrations?(): readonly string[];
   /** The resources served now (the Rules tab's "try as this user" asks the live collection). */
   resources(): readonly Resource[];
   /**
@@ -288,7 +290,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const config = body.config;
     if (!isPlainObject(config)) throw new SvcError('BAD_REQUEST', 'config must be an object', { errors: { config: 'an object' } });
     await writeConfig(name, config as ResourceConfig);
-    return { status: 200, body: describe() };
+    const written = options.writtenMigrations?.() ?? [];
+    return { status: 200, body: { ...describe(), ...(written.length > 0 ? { migrations: written.map((id) => `migrations/${id}.json`) } : {}) } };
   }
 
   /** The app as the dashboard shows it: secrets written as values in config.json hidden. */

@@ -42,7 +42,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
   const [newName, setNewName] = useState('');
   const [newType, setNewType] = useState('string');
   const [error, setError] = useState<string | undefined>();
-  const [savedNote, setSavedNote] = useState(false);
+  const [savedNote, setSavedNote] = useState<string | false>(false);
   const [busy, setBusy] = useState(false);
   // Reset when the stored properties change, not each time the app view is fetched again.
   useResetOn(JSON.stringify(resource.config.properties ?? {}), () => setProps(initial()));
@@ -75,10 +75,12 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
     if (bad) return setError(`property "${bad.name}": ${badName(bad, props.indexOf(bad)) ?? ''}`);
     setBusy(true);
     try {
-      setApp(await call<AppView>('PUT', `/dashboard/api/resources/${resource.name}`, { config: { ...resource.config, properties: toConfig(props) } }));
+      const saved = await call<AppView>('PUT', `/dashboard/api/resources/${resource.name}`, { config: { ...resource.config, properties: toConfig(props) } });
+      setApp(saved);
       setError(undefined);
-      setSavedNote(true);
-      setTimeout(() => setSavedNote(false), 2000);
+      const written = saved.migrations ?? [];
+      setSavedNote(written.length > 0 ? `Saved and reloaded; wrote ${written.join(', ')} (commit it with config.json)` : 'Saved and reloaded');
+      setTimeout(() => setSavedNote(false), written.length > 0 ? 10_000 : 2000);
     } catch (err) {
       setError(err instanceof ApiError ? err.message : String(err));
     }
@@ -115,7 +117,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
               {(['required', 'unique', 'index', 'private'] as const).map((flag) => (
                 <td key={flag} class="center"><input type="checkbox" checked={p.def[flag] === true} onChange={() => update(i, { [flag]: !(p.def[flag] === true) })} aria-label={`${p.name} ${flag}`} /></td>
               ))}
-              <td><button class="icon-btn" onClick={() => setProps(props.filter((_, j) => j !== i))} aria-label={`remove ${p.name}`} title="remove (stored values stay in the store)">✕</button></td>
+              <td><button class="icon-btn" onClick={() => setProps(props.filter((_, j) => j !== i))} aria-label={`remove ${p.name}`} title="remove (a migration removes the stored values, kept for svc migrate down)">✕</button></td>
             </tr>
           ))}
         </tbody>
@@ -127,12 +129,12 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
         </select>
         <button class="btn" type="submit" disabled={newName.trim() === ''} data-test="add-property">Add property</button>
         <span class="grow" />
-        {savedNote && <span class="ok">Saved and reloaded</span>}
+        {savedNote && <span class="ok" data-test="saved-note">{savedNote}</span>}
         <button class="btn" disabled={!dirty || busy} onClick={() => setProps(initial())} type="button">Revert</button>
         <button class="btn primary" disabled={!dirty || busy} onClick={() => void save()} type="button" data-test="save-properties">Save</button>
       </form>
       {error && <div class="notice error">{error}</div>}
-      <p class="muted small">Saving writes resources/{resource.name}/config.json; the server serves the change at once. Removing a property leaves stored values in place (they are no longer answered).</p>
+      <p class="muted small">Saving writes resources/{resource.name}/config.json; the server serves the change at once. In development a rename, a removal, a new property, a type change or an index changed is also written as a migration file in migrations/ and applied to the stored objects (a removal keeps the values for svc migrate down; a type change converts them as the file states); commit it with config.json and production applies it at start (docs/migrations.md).</p>
     </div>
   );
 }
