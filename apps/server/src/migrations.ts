@@ -23,10 +23,12 @@ export async function readMigrationFiles(appDir: string): Promise<Migration[]> {
  * Writes a new migration file (a temporary file, synced, renamed into place: never half a file).
  * Answers it as read back.
  */
-export async function writeMigrationFile(appDir: string, collection: string, steps: readonly MigrationStep[], now = new Date()): Promise<Migration> {
+export async function writeMigrationFile(appDir: string, collection: string, steps: readonly MigrationStep[], now = new Date(), options: { once?: boolean } = {}): Promise<Migration> {
   const dir = join(appDir, MIGRATIONS_DIR);
   await mkdir(dir, { recursive: true });
   const base = newMigrationId(collection, steps, now);
+  // `once`: the file of this name is this migration (made from the same time) when it exists.
+  if (options.once && existsSync(join(dir, `${base}.json`))) return parseMigration(base, await readFile(join(dir, `${base}.json`), 'utf8'));
   let id = base;
   for (let n = 2; existsSync(join(dir, `${id}.json`)); n++) id = `${base}-${n}`;
   const text = formatMigration(collection, steps);

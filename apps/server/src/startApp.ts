@@ -148,7 +148,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const jobHost = createJobHost({ redis: options.redis, prefix: redisPrefix, shared: options.db !== undefined, runWallMs: app.settings.scripts?.requestWallMs ?? DEFAULT_REQUEST_WALL_MS, logger });
   let activeJobs: JobMount | undefined;
   try {
-    if (interrupted) await resumeObjects(appDir, store, interrupted, logger);
+    if (interrupted) await resumeObjects(appDir, store, interrupted, logger, env);
     // Migrations (migrations/): written from property changes in development, applied before
     // anything is served. A collection whose migration failed is not served (503), the rest is.
     let batches = 0;

@@ -185,6 +185,11 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
     await page.waitForSelector(':text("renamed from read")');
     await page.click('[data-test=save-properties]');
     await page.waitForSelector('.ok:has-text("Saved")');
+    // The rename is a migration file, named on the page, that production applies at start.
+    const note = await page.textContent('[data-test=saved-note]');
+    const written = /wrote (migrations\/\S+-books-rename-read-finished\.json)/.exec(note ?? '')?.[1];
+    expect(written, note ?? '').toBeDefined();
+    expect(JSON.parse(await readFile(join(dir, written as string), 'utf8'))).toEqual({ svcMigration: 1, collection: 'books', steps: [{ op: 'rename', from: 'read', to: 'finished' }] });
     const book = (await rest(app, 'GET', `/books/${duneId}`)).body;
     expect(book).toMatchObject({ finished: true });
     expect(book).not.toHaveProperty('read');

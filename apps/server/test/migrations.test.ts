@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -146,7 +146,7 @@ describe.each(KINDS)('migrations in an app (%s store)', (kind) => {
     // What the page sends for a rename: the new name with $renameFrom.
     const renamed = await save(dev.app, { n: { type: 'number' }, headline: { type: 'string', $renameFrom: 'title' }, pages: { type: 'string' }, extra: { type: 'object' } });
     expect(renamed.status).toBe(200);
-    const [first] = (await json(renamed)).migrations as string[];
+    const [first] = (await json(renamed) as { migrations: string[] }).migrations;
     expect(first).toMatch(/^migrations\/\d{8}T\d{9}-books-rename-title-headline\.json$/);
     expect((await readMigration(r.dir, (first as string).slice('migrations/'.length))).steps).toEqual([{ op: 'rename', from: 'title', to: 'headline' }]);
     expect(JSON.parse(await readFile(join(r.dir, 'resources/books/config.json'), 'utf8')).properties.headline).toEqual({ type: 'string' });
@@ -154,7 +154,7 @@ describe.each(KINDS)('migrations in an app (%s store)', (kind) => {
 
     const retyped = await save(dev.app, { n: { type: 'number' }, headline: { type: 'string' }, pages: { type: 'number' } });
     expect(retyped.status).toBe(200);
-    const second = (await json(retyped)).migrations as string[];
+    const second = (await json(retyped) as { migrations: string[] }).migrations;
     expect(second).toHaveLength(1);
     expect((await readMigration(r.dir, (second[0] as string).slice('migrations/'.length))).steps.map((s) => [s.op, s.property])).toEqual([['convert', 'pages'], ['remove', 'extra']]);
     expect(await files(r.dir)).toHaveLength(2);
@@ -162,7 +162,7 @@ describe.each(KINDS)('migrations in an app (%s store)', (kind) => {
     expect(books.map((b) => b.pages)).toEqual([undefined, 1, 2, 3, 4, undefined]);
     expect(books.every((b) => !('extra' in b))).toBe(true);
     // Saved again unchanged: nothing more.
-    expect((await json(await save(dev.app, { n: { type: 'number' }, headline: { type: 'string' }, pages: { type: 'number' } }))).migrations).toBeUndefined();
+    expect((await json(await save(dev.app, { n: { type: "number" }, headline: { type: "string" }, pages: { type: "number" } })) as { migrations?: string[] }).migrations).toBeUndefined();
     await dev.app.close();
 
     const prod = await r.start('production');
@@ -176,6 +176,44 @@ describe.each(KINDS)('migrations in an app (%s store)', (kind) => {
     expect(await files(r.dir)).toHaveLength(2);
     expect(JSON.parse(await readFile(join(r.dir, 'resources/books/config.json'), 'utf8')).properties.pages).toEqual({ type: 'number' });
   }, 180_000);
+});
+
+describe('a resource renamed in the dashboard (development)', () => {
+  it.each(KINDS.filter((k) => k !== 'mongodb'))('is a migration file too: the production copy of the app moves its objects at start (%s store)', async (kind) => {
+    const r = await rig(kind, { n: { type: 'number' } });
+    const first = await r.start('production');
+    for (let i = 0; i < 5; i++) expect((await post(first.app, '/books', { n: i })).status).toBe(200);
+    await first.app.close();
+    // Production's copy: the same objects, in a store of its own.
+    const prod = `${r.dir}-prod`;
+    dirs.push(prod);
+    await cp(r.dir, prod, { recursive: true });
+
+    const dev = await r.start('development');
+    const renamed = await fetch(`${dev.app.url}/dashboard/api/resources/books/rename`, { method: 'POST', headers: ROOT, body: JSON.stringify({ to: 'library' }) });
+    expect(renamed.status).toBe(200);
+    const answer = (await json(renamed)) as { moved: number; migrations: string[] };
+    expect(answer.moved).toBe(5);
+    expect(answer.migrations).toEqual([expect.stringMatching(/^migrations\/\d{8}T\d{9}-library-from-books\.json$/)]);
+    expect(await readMigration(r.dir, (answer.migrations[0] as string).slice('migrations/'.length))).toEqual({ svcMigration: 1, collection: 'library', steps: [{ op: 'renameCollection', from: 'books' }] });
+    await dev.app.close();
+    // Recorded as applied where the dashboard moved the objects: a start applies nothing.
+    const again = await r.start('production');
+    expect(again.lines.filter((l) => l.includes('migration'))).toEqual([]);
+    expect(await list(again.app, '/library')).toHaveLength(5);
+    await again.app.close();
+
+    // Deployed: the renamed folder and the migration file.
+    await rm(join(prod, 'resources'), { recursive: true });
+    await cp(join(r.dir, 'resources'), join(prod, 'resources'), { recursive: true });
+    await cp(join(r.dir, 'migrations'), join(prod, 'migrations'), { recursive: true });
+    const logger = memoryLogger();
+    const deployed = await startApp({ appDir: prod, port: 0, host: '127.0.0.1', env: 'production', logger });
+    apps.push(deployed);
+    expect((await list(deployed, '/library')).map((b) => b.n)).toEqual([0, 1, 2, 3, 4]);
+    expect((await fetch(`${deployed.url}/books`)).status).toBe(404);
+    expect(logger.lines.join('\n')).toMatch(/step 1\/1 move the objects of books here: 5 objects changed/);
+  }, 120_000);
 });
 
 /** A production root key for the app (written to .svc/keys.json). */

@@ -43,7 +43,7 @@ export { conversionNote, convertValue } from './migrations/convertValue.js';
 export type { Conversion } from './migrations/convertValue.js';
 export { advanceShape, diffShapes, newMigrationId, shapeOf } from './migrations/diffProperties.js';
 export type { CollectionShape, PropertyShape, ReadShape } from './migrations/diffProperties.js';
-export { applyMigrations, MIGRATIONS_COLLECTION, pendingOf, readRecords, undoMigration, undoTarget } from './migrations/applyMigrations.js';
+export { applyMigrations, forgetRecord, MIGRATIONS_COLLECTION, pendingOf, readRecords, recordApplied, undoMigration, undoTarget } from './migrations/applyMigrations.js';
 export type { ApplyOutcome, BlockedCollection, MigrationRecord, MigrationsOptions, MigrationState, UndoOutcome } from './migrations/applyMigrations.js';
 export { dryRunDown, dryRunUp, migrationStatus } from './migrations/migrationReport.js';
 export type { DryRunMigration, DryRunStep, MigrationStatus } from './migrations/migrationReport.js';

@@ -121,6 +121,26 @@ export async function applyMigrations(options: MigrationsOptions): Promise<Apply
   return outcome;
 }
 
+/**
+ * Records a migration as applied without running it: what it does was done another way in this
+ * store (the dashboard's journaled rename of a resource moved the objects; the file carries the
+ * change to the other stores). A record there already stays as it is.
+ */
+export async function recordApplied(store: Store, migration: Migration, counts: number[] = []): Promise<void> {
+  const now = new Date().toISOString();
+  const record: MigrationRecord = { id: recordId(migration.id), migration: migration.id, collection: migration.collection, checksum: migration.checksum, steps: [...migration.steps], state: 'applied', step: migration.steps.length, phase: 0, cursor: null, touched: 0, counts, startedAt: now, finishedAt: now, by: 'recorded' };
+  try {
+    await store.collection(MIGRATIONS_COLLECTION).insert(record);
+  } catch (err) {
+    if ((err as Error).name !== 'DuplicateKeyError') throw err;
+  }
+}
+
+/** Forgets a migration's record (a change undone before it was kept). */
+export async function forgetRecord(store: Store, id: string): Promise<void> {
+  await store.collection(MIGRATIONS_COLLECTION).remove({ id: recordId(id) });
+}
+
 /** Collections whose objects a migration moves into its own. */
 function renamedFrom(migration: Pick<Migration, 'steps'>): string[] {
   return migration.steps.flatMap((step) => (step.op === 'renameCollection' ? [step.from] : []));
