@@ -1,8 +1,8 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -10,9 +10,9 @@ import { freePort, nginxBinary, runNginx } from '../apps/server/test/helpers/ngi
 import type { NginxProxy } from '../apps/server/test/helpers/nginx.js';
 import { openRules } from '../apps/server/test/cli.js';
 import { PATH, REPO, packAll, run, tarballDependencies } from '../apps/server/test/packedPackages.js';
-import { copyContext, dockerignore, parseDockerfile, stageEnv } from './deployFiles.js';
+import { buildImage, parseDockerfile, startImage, stopImage } from './deployFiles.js';
+import type { Image, Stage } from './deployFiles.js';
 import { accessLogOf, renderDeployNginx, startUpstreamObserver } from './deployNginx.js';
-import type { Stage } from './deployFiles.js';
 
 // Issue 23 (10): the deployment files in docs/deploy are run, not only read. Docker is absent
 // here, so the test does what the Dockerfile says, step by step, in folders (each stage's WORKDIR
@@ -42,120 +42,6 @@ if (!hasPnpm) skipped('the Dockerfile steps', 'no pnpm on PATH to pack the packa
 const composeRunnable = hasPnpm && hasNginx && hasOpenssl && mongoUrl !== undefined && redisUrl !== undefined;
 if (!composeRunnable) skipped('the compose services behind nginx', 'they need nginx, openssl, SVC_TEST_MONGODB_URL and SVC_TEST_REDIS_URL (.ci/run provides them)');
 if (hasDocker) process.stderr.write('docker answers here, but this test runs the steps without it (the same in CI)\n');
-
-/** What the image would run: the last stage's folder, environment, CMD, HEALTHCHECK and STOPSIGNAL. */
-interface Image {
-  workdir: string;
-  env: Record<string, string>;
-  cmd: string[];
-  healthcheck: string[];
-  stopSignal: NodeJS.Signals;
-}
-
-const me = userInfo();
-
-/** Runs the Dockerfile's stages in folders under `root`, with `context` as the build context. */
-async function buildImage(stages: Stage[], root: string, context: string): Promise<Image> {
-  const ignored = await dockerignore(join(context, '.dockerignore'));
-  const roots = new Map<string, string>();
-  let image: Image | undefined;
-  for (const [index, stage] of stages.entries()) {
-    const stageRoot = join(root, `stage-${index}`);
-    await mkdir(stageRoot, { recursive: true });
-    if (stage.name) roots.set(stage.name, stageRoot);
-    let workdir = stageRoot;
-    const env: Record<string, string> = {};
-    const built: Image = { workdir, env, cmd: [], healthcheck: [], stopSignal: 'SIGTERM' };
-    for (const step of stage.steps) {
-      switch (step.op) {
-        case 'WORKDIR':
-          workdir = built.workdir = join(stageRoot, step.args);
-          await mkdir(workdir, { recursive: true });
-          break;
-        case 'ENV':
-          Object.assign(env, stageEnv({ ...stage, steps: [step] }));
-          break;
-        case 'COPY': {
-          const parts = step.args.split(/\s+/);
-          const dest = join(workdir, parts.pop() as string);
-          for (const source of parts) {
-            if (step.flags.from) {
-              const fromRoot = roots.get(step.flags.from);
-              if (!fromRoot) throw new Error(`COPY --from=${step.flags.from}: no such stage`);
-              await cp(join(fromRoot, source), dest, { recursive: true });
-            } else if (source === '.') {
-              await copyContext(context, dest, ignored);
-            } else {
-              // package-lock.json*: the optional-file glob of the deps stage.
-              const pattern = new RegExp(`^${source.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
-              for (const name of (await readdir(context)).filter((n) => pattern.test(n))) await cp(join(context, name), join(dest, name));
-            }
-          }
-          break;
-        }
-        case 'RUN': {
-          // The image's `node` user is this test's user here.
-          const command = step.args.replaceAll('node:node', `${me.uid}:${me.gid}`);
-          const done = await run('sh', ['-c', command], workdir, env);
-          if (done.code !== 0) throw new Error(`RUN ${command} failed:\n${done.out}`);
-          break;
-        }
-        case 'CMD':
-          built.cmd = step.exec ?? ['sh', '-c', step.args];
-          break;
-        case 'HEALTHCHECK':
-          built.healthcheck = step.exec ?? ['sh', '-c', step.args.replace(/^CMD\s+/, '')];
-          break;
-        case 'STOPSIGNAL':
-          built.stopSignal = step.args as NodeJS.Signals;
-          break;
-        default:
-          // USER, EXPOSE, VOLUME: what the container runtime does with them, nothing to run here.
-          break;
-      }
-    }
-    image = built;
-  }
-  if (!image) throw new Error('the Dockerfile has no stage');
-  return image;
-}
-
-/** Starts the image's CMD with `env` on top of the image's; resolves with the port it listens on. */
-function startImage(image: Image, env: Record<string, string>): Promise<{ child: ChildProcess; port: number; out: () => string }> {
-  const [command, ...args] = image.cmd;
-  const child = spawn(command === 'node' ? process.execPath : command, args, { cwd: image.workdir, env: { PATH, HOME: process.env.HOME ?? '/tmp', ...image.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start in 30 s:\n${out}`)), 30_000);
-    const read = (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on port (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, port: Number(m[1]), out: () => out });
-      }
-    };
-    child.stdout?.on('data', read);
-    child.stderr?.on('data', read);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the image's CMD exited with ${code}:\n${out}`));
-    });
-  });
-}
-
-function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.removeAllListeners('exit');
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    });
-    child.kill(signal);
-  });
-}
 
 /** An HTTPS request through nginx (its own certificate: not checked). */
 function viaProxy(port: number, path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
@@ -322,7 +208,7 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
       const health = await run(command === 'node' ? process.execPath : command, args, image.workdir, { ...image.env, PORT: String(server.port) });
       expect(health.code, health.out).toBe(0);
     } finally {
-      expect(await stop(server.child, image.stopSignal)).toBe(0);
+      expect(await stopImage(server.child, image.stopSignal)).toBe(0);
     }
     // With nothing listening the health check fails (it is not a check that cannot fail).
     const [command, ...args] = image.healthcheck;
@@ -364,7 +250,7 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
     }, 120_000);
     afterAll(async () => {
       await nginx?.stop();
-      for (const server of servers) await stop(server.child, 'SIGTERM');
+      for (const server of servers) await stopImage(server.child, 'SIGTERM');
     });
 
     it('http redirects to https; https reaches svc; both processes share the store', async () => {

@@ -1,5 +1,5 @@
-import { Collection, SvcError, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { BlockedCollection, CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
+import { CONFLICT_POLICIES, Collection, SvcError, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
+import type { BlockedCollection, CollectionEventRunner, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { checkRelationTargets, relationLimits, relationOf } from './relationConfig.js';
@@ -23,7 +23,7 @@ const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private',
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
 const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
-const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount', 'rules']);
+const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount', 'rules', 'offline']);
 const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost', 'auth']);
 const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => !USER_ONLY_EVENT_FILES.has(file)));
 
@@ -119,7 +119,19 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
     ...(folder.config.rules !== undefined ? { rules: folder.config.rules } : {}),
     configFile: relative(context.app.dir, join(folder.dir, 'config.json')).split(sep).join('/'),
     meProperties: userProperties(context.app),
+    ...conflictsOf(folder),
   };
+}
+
+/** config.json `offline: {conflicts}`: how offline clients settle conflicts (docs/offline.md). */
+function conflictsOf(folder: ResourceFolder): { conflicts?: ConflictPolicy } {
+  const offline = (folder.config as { offline?: unknown }).offline;
+  if (offline === undefined) return {};
+  const conflicts = typeof offline === 'object' && offline !== null ? (offline as { conflicts?: unknown }).conflicts : undefined;
+  if (!CONFLICT_POLICIES.includes(conflicts as ConflictPolicy)) {
+    throw new Error(`${folder.path}/config.json: offline.conflicts must be one of ${CONFLICT_POLICIES.map((p) => `"${p}"`).join(', ')}`);
+  }
+  return { conflicts: conflicts as ConflictPolicy };
 }
 
 async function buildUserCollection(folder: ResourceFolder, context: BuildContext): Promise<UserCollection> {
@@ -153,6 +165,7 @@ function refusingCollection(name: string, blocked: BlockedCollection): StoreColl
     name,
     find: refuse,
     findOne: refuse,
+    findRevised: refuse,
     count: refuse,
     insert: refuse,
     update: refuse,

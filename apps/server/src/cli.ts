@@ -40,7 +40,13 @@ const COMMANDS: Record<string, { usage: string; about: string; flags: readonly s
     flags: ['port', 'host', 'db', 'redis', 'env', 'log-format'],
     max: 1,
   },
-  create: { usage: 'svc create <dir>', about: 'Scaffolds a new app (a collection and users with access rules, a page, package.json, .gitignore) in an empty or new folder.', flags: [], max: 1 },
+  create: {
+    usage: 'svc create <dir>',
+    about:
+      'Scaffolds a new app (a collection and users with access rules, a page, package.json, .gitignore) in an empty or new folder; then `npm install` (or pnpm install) and `npm start` in it. Made by svc from the registry (npx @svc/server create <dir>), the app depends on "@svc/server": "^<this version>" and installs from the registry. Made from a checkout of the svc repository (pnpm svc create <dir>), it links to that checkout instead ("file:" for npm, "link:" for pnpm in package.json), so it installs with no registry; once the packages are published, replace both with "^<version>" to install from the registry.',
+    flags: [],
+    max: 1,
+  },
   keygen: {
     usage: 'svc keygen [app-dir] [--revoke <key>]',
     about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key); --revoke removes one (the whole key or its first 16 characters or more), refused by a running server from its next request.",

@@ -27,6 +27,7 @@ async function newApp(name: string): Promise<string> {
 }
 
 const mongo = process.env.SVC_TEST_MONGODB_URL;
+if (!mongo) process.stderr.write('SKIPPED the MongoDB import test of svc export/import: SVC_TEST_MONGODB_URL is not set\n');
 
 describe('svc export / svc import between stores', () => {
   it('refuses hostile or broken files with the line, and writes nothing', { timeout: 120_000 }, async () => {

@@ -4,6 +4,7 @@ import { CookieJar } from './internal/cookieJar.js';
 import { RealtimeLink } from './internal/realtimeLink.js';
 import type { OpenSocket } from './internal/realtimeLink.js';
 import { Transport } from './internal/transport.js';
+import { offlineApi } from './offline/offlineApi.js';
 import type { ClientTypes, ResourceAccessor, ResourceInfo, ResourceList, SvcClient, UntypedClientTypes } from './types.js';
 
 /** Options of {@link createClient}. */
@@ -38,7 +39,7 @@ export function propertyName(path: string): string | undefined {
 }
 
 /** The client's own names, which no resource property hides. */
-export const CLIENT_API: ReadonlySet<string> = new Set(['ajax', 'on', 'off', 'once', 'socketReady', 'close', 'socket', 'setBaseUrl']);
+export const CLIENT_API: ReadonlySet<string> = new Set(['ajax', 'on', 'off', 'once', 'socketReady', 'close', 'socket', 'setBaseUrl', 'offline']);
 
 /** Names a Proxy must not invent resources for (promise resolution, inspection, JSON). */
 const RESERVED = new Set(['then', 'catch', 'finally', 'toJSON', 'constructor', 'prototype', 'inspect', 'valueOf', 'toString', 'name', 'length', 'caller', 'arguments', 'apply', 'call', 'bind']);
@@ -79,6 +80,7 @@ export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl
   };
   const core = Object.assign(resource, {
     ajax,
+    offline: offlineApi(ctx, [...infos.values()]),
     on: (message: string, fn: (data: unknown) => void) => ctx.realtime.on(message, fn as (...args: unknown[]) => void),
     off: (message: string, fn?: (data: unknown) => void) => ctx.realtime.off(message, fn as ((...args: unknown[]) => void) | undefined),
     once: (message: string, fn: (data: unknown) => void) => ctx.realtime.once(message, fn as (...args: unknown[]) => void),

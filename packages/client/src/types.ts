@@ -1,3 +1,4 @@
+import type { OfflineApi } from './offline/offlineApi.js';
 import type { QrSvgOptions } from './qrSvg.js';
 import type { SvcPromise } from './SvcPromise.js';
 
@@ -95,6 +96,8 @@ export interface ResourceInfo {
   kind: 'collection' | 'users' | 'custom';
   /** RPC-style methods of custom resource types: name -> HTTP method and func segment. */
   methods?: Record<string, { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; func: string }>;
+  /** A collection's conflict policy for offline writes (config.json `offline.conflicts`). */
+  conflicts?: 'server-wins' | 'last-writer-wins' | 'app';
 }
 
 /** The resources of an app, as `svc types` exports them (`createClient<Types>(url, { resources })`). */
@@ -450,6 +453,8 @@ export interface ClientCore extends Listening {
    * dpd.js's `dpd.setBaseUrl`: 'https://api.example.com' or '' for the page's own origin.
    */
   setBaseUrl(url: string): void;
+  /** The local replica: reads answered at once, writes queued while offline (docs/offline.md). */
+  readonly offline: OfflineApi;
 }
 
 /** A client for an app whose resources `T` describes. */

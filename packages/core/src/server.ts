@@ -1,3 +1,4 @@
+import { etagOf } from './resources/conditional.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SvcError } from './errors.js';
@@ -317,10 +318,11 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
     const anonymous = sessions.anonymous(sid, req.socket);
-    if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined) {
+    if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined && req.headers['if-none-match'] === undefined) {
       // A plain GET the resource answers at once (an object by id): no context, no promise turns.
+      // Its ETag as Collection.handle gives it (conditional.ts); If-None-Match goes the usual way.
       const text = match.resource.answerNow(match.parts);
-      if (text !== undefined) return writeJsonText(res, text);
+      if (text !== undefined) return writeJsonText(res, text, etagOf(text));
     }
     return handleRouted(req, res, note, match, search, sid, anonymous);
   }

@@ -353,7 +353,7 @@ describe.each(storeKinds())('login rate limit, expiry, root, CORS, forms ($name 
     expect(res.headers.get('access-control-allow-credentials')).toBe('true');
     const pre = await t.request('OPTIONS', '/probe', { headers: { origin: 'https://app.example', 'access-control-request-method': 'PUT' } });
     expect(pre.status).toBe(204);
-    expect(pre.headers.get('access-control-allow-headers')).toBe('Origin, Accept, Accept-Language, Content-Language, Content-Type, Last-Event-ID');
+    expect(pre.headers.get('access-control-allow-headers')).toBe('Origin, Accept, Accept-Language, Content-Language, Content-Type, Last-Event-ID, If-Match, If-None-Match');
     expect(pre.headers.get('access-control-allow-methods')).toContain('PUT');
     const other = await t.request('GET', '/probe', { headers: { origin: 'https://evil.example' } });
     expect(other.headers.get('access-control-allow-origin')).toBeNull();

@@ -50,7 +50,9 @@ const BAD_CREDENTIALS = 'bad credentials';
  */
 export class UserCollection extends Collection implements UserResource {
   override readonly type: string = 'UserCollection';
-  override readonly client: ClientShape = { collection: true, users: true };
+  override get client(): ClientShape {
+    return this.conflicts === undefined ? { collection: true, users: true } : { collection: true, users: true, conflicts: this.conflicts };
+  }
   protected override readonly storeOnly: ReadonlySet<string> = new Set(['password', ...ACCOUNT_FIELDS]);
   private readonly cost: number;
   private readonly limitOptions: LoginLimiterOptions | undefined;

@@ -294,6 +294,49 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.count({ name: 'nobody' })).toBe(0);
     });
 
+    test('revisions: an insert and each update advance them, never answered in any read', async ({ coll }) => {
+      expect(await coll.findRevised('r1')).toBeNull();
+      await coll.insert({ id: 'r1', n: 1 });
+      const first = await coll.findRevised('r1');
+      expect(first?.doc).toEqual({ id: 'r1', n: 1 });
+      const r1 = first?.revision as number;
+      expect(r1).toBeGreaterThan(0);
+      await coll.update({ id: 'r1' }, { $set: { n: 2 } });
+      expect((await coll.findRevised('r1'))?.revision).toBe(r1 + 1);
+      await coll.update({ n: 2 }, { $inc: { n: 1 } });
+      expect((await coll.findRevised('r1'))?.revision).toBe(r1 + 2);
+      // The revision is the store's own: no read shows it, no projection names it.
+      const reads = [await coll.findOne({ id: 'r1' }), ...(await coll.find({})), ...(await coll.find({}, { fields: { n: 0 } }))];
+      for (const doc of reads) expect(Object.keys(doc ?? {}).filter((k) => k !== 'id' && k !== 'n')).toEqual([]);
+      if (coll.findJson) expect(await coll.findJson({})).toBe('[{"id":"r1","n":3}]');
+      if (coll.findOneJson) expect(await coll.findOneJson('r1')).toBe('{"id":"r1","n":3}');
+    });
+
+    test('revisions: a conditional update or remove applies only at the revision named', async ({ coll }) => {
+      await coll.insert({ id: 'r2', n: 1 });
+      const read = (await coll.findRevised('r2')) as { revision: number };
+      expect(await coll.update({ id: 'r2' }, { $set: { n: 2 } }, { revision: read.revision + 1 })).toBeNull();
+      expect(await coll.update({ id: 'r2' }, { $set: { n: 2 } }, { revision: read.revision })).toEqual({ id: 'r2', n: 2 });
+      // The same condition again: the revision moved with the first.
+      expect(await coll.update({ id: 'r2' }, { $set: { n: 9 } }, { revision: read.revision })).toBeNull();
+      expect(await coll.remove({ id: 'r2' }, { revision: read.revision })).toBe(0);
+      expect(await coll.findOne({ id: 'r2' })).toEqual({ id: 'r2', n: 2 });
+      expect(await coll.remove({ id: 'r2' }, { revision: read.revision + 1 })).toBe(1);
+      expect(await coll.findOne({ id: 'r2' })).toBeNull();
+      // An insert of the id again starts from a revision no earlier reader holds.
+      await coll.insert({ id: 'r2', n: 5 });
+      expect(await coll.update({ id: 'r2' }, { $set: { n: 6 } }, { revision: read.revision + 1 })).toBeNull();
+    });
+
+    test('revisions: of two conditional updates started together at one revision, one applies', async ({ coll }) => {
+      await coll.insert({ id: 'r3', n: 0 });
+      const { revision } = (await coll.findRevised('r3')) as { revision: number };
+      const outcomes = await Promise.all(Array.from({ length: 8 }, (_v, i) => coll.update({ id: 'r3' }, { $set: { n: i + 1 } }, { revision })));
+      const applied = outcomes.filter((o) => o !== null);
+      expect(applied).toHaveLength(1);
+      expect(await coll.findOne({ id: 'r3' })).toEqual(applied[0]);
+    });
+
     test('update $set answers the object after the update', async ({ coll }) => {
       await seed(coll);
       const after = await coll.update({ id: 'a1' }, { $set: { name: 'Anna', address: { city: 'Rome' }, list: [1] } });
