@@ -8,7 +8,11 @@ import type { Doc, Store, StoreCollection } from '../../src/store/Store.js';
 import { STORE_KINDS, openRig } from './stores.js';
 import type { StoreRig } from './stores.js';
 
-/** Objects per test: fewer on MongoDB, since FerretDB v1 (what CI runs) takes ~25 ms per updated object on a busy machine. */
+/**
+ * Objects per test: fewer on MongoDB, since FerretDB v1 (what CI runs) takes ~25 ms per updated
+ * object on a busy machine (300 there took this file 2 minutes; the crash tests in reliability/
+ * run more).
+ */
 let N = 1200;
 let BATCH = 100;
 const rigs: StoreRig[] = [];
@@ -43,8 +47,8 @@ const run = (store: Store, migrations: Migration[], extra: Partial<Parameters<ty
 
 describe.each(STORE_KINDS)('migrations on the %s store', (kind) => {
   beforeEach(() => {
-    N = kind === 'mongodb' ? 300 : 1200;
-    BATCH = kind === 'mongodb' ? 50 : 100;
+    N = kind === 'mongodb' ? 60 : 1200;
+    BATCH = kind === 'mongodb' ? 10 : 100;
   });
   const rig = async (): Promise<StoreRig> => {
     const made = await openRig(kind);
