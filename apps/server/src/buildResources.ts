@@ -1,4 +1,4 @@
-import { CONFLICT_POLICIES, Collection, SvcError, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
+import { CONFLICT_POLICIES, Collection, SvcError, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
 import type { BlockedCollection, CollectionEventRunner, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -18,7 +18,7 @@ export interface ScriptFactory {
 }
 
 const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', 'collection', 'many', 'onDelete']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', '$default', 'collection', 'many', 'onDelete']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
@@ -188,6 +188,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     }
     const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k) && !DEPLOYD_PROPERTY_KEYS.has(k));
     if (unknown.length > 0) logger.warn(`resource ${folder.path.slice(1)}: property ${name}: ignoring ${unknown.join(', ')}`);
+    checkDefaultHint(folder, name, type as PropertyType, (def as Record<string, unknown>).$default);
     out[name] = {
       type: type as PropertyType,
       required: (def as Record<string, unknown>).required === true,
@@ -200,6 +201,17 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     };
   }
   return out;
+}
+
+/**
+ * `$default` (what the stored objects without a value get, through a migration file): a value of
+ * the property's type that a store can hold. Refused before a migration file is written with it.
+ */
+function checkDefaultHint(folder: ResourceFolder, name: string, type: PropertyType, value: unknown): void {
+  if (value === undefined || value === null) return;
+  const where = `resource ${folder.path.slice(1)}: property ${name}: "$default"`;
+  if (convertValue(value, type).kind !== 'same') throw new Error(`${where} must be a value of type ${type}`);
+  checkMigrationValue(value, where);
 }
 
 /** A property's `read` or `write` rule as written (the Collection checks it). */

@@ -83,9 +83,9 @@ export interface MigrationRun {
  * Migrations at a start or a reload. In development, the changes of each collection's properties
  * become migration files first: on a reload, against the properties served until then (advanced
  * by the migration files that arrived since, so that a `git pull` bringing a change and its file
- * writes nothing more); at a start, only the renames `$renameFrom` names (a start cannot tell
- * what changed while nothing ran: `svc migrate new` records such changes). `$renameFrom` is then
- * removed from config.json. Production writes nothing: a reload that would need a migration fails.
+ * writes nothing more); at a start, only the renames `$renameFrom` names and the defaults
+ * `$default` gives (a start cannot tell what changed while nothing ran: `svc migrate new` records
+ * such changes). `$renameFrom` and `$default` are then removed from config.json. Production writes nothing: a reload that would need a migration fails.
  * Then the pending migrations are applied (applyMigrations); a store is not touched while the app
  * has no migration file.
  */
@@ -151,33 +151,63 @@ function changesToRecord(options: MigrationRunOptions, files: readonly Migration
         base[from] = shape;
       }
     }
-    out.set(name, diffShapes(base, next.shape, next.renames));
+    out.set(name, diffShapes(base, next.shape, next.renames, defaultsToRecord(name, next.defaults, old, files)));
   }
   return out;
 }
+
+/**
+ * The `$default` hints still to become migration steps: on a reload, those the previous load did
+ * not have already (its migration is written; config.json could not be rewritten); at a start,
+ * those no migration file adds with that value.
+ */
+function defaultsToRecord(collection: string, hints: Record<string, unknown>, old: ResourceFolder | undefined, files: readonly Migration[]): Record<string, unknown> {
+  const done = old !== undefined ? shapeOf(old.config.properties).defaults : undefined;
+  const out: Record<string, unknown> = {};
+  for (const [property, value] of Object.entries(hints)) {
+    const seen = done ? Object.hasOwn(done, property) && sameValue(done[property], value) : addedBy(files, collection, property, value);
+    if (!seen) out[property] = value;
+  }
+  return out;
+}
+
+function addedBy(files: readonly Migration[], collection: string, property: string, value: unknown): boolean {
+  return files.some((m) => m.collection === collection && m.steps.some((s) => s.op === 'add' && s.property === property && sameValue(s.default, value)));
+}
+
+const sameValue = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
 function renamedBy(files: readonly Migration[], collection: string, from: string, to: string): boolean {
   return files.some((m) => m.collection === collection && m.steps.some((s) => s.op === 'rename' && s.from === from && s.to === to));
 }
 
-/** Production: a `$renameFrom` no migration file has done is ignored, and said so. */
+/** Production: a `$renameFrom` or `$default` no migration file has done is ignored, and said so. */
 function warnHints(app: AppFolder, files: readonly Migration[], logger: Logger): void {
   for (const [name, folder] of collectionsOf(app)) {
-    for (const [to, from] of Object.entries(shapeOf(folder.config.properties).renames)) {
+    const { renames, defaults } = shapeOf(folder.config.properties);
+    for (const [to, from] of Object.entries(renames)) {
       if (renamedBy(files, name, from, to)) continue;
       logger.warn(`resource ${name}: property ${to}: "$renameFrom": "${from}" is ignored in production: renames are migration files (start the app in development once, or svc migrate new ${name} --rename ${from}:${to}, and deploy the file)`);
+    }
+    for (const [property, value] of Object.entries(defaults)) {
+      if (addedBy(files, name, property, value)) continue;
+      logger.warn(`resource ${name}: property ${property}: "$default" is ignored in production: defaults for stored objects are migration files (start the app in development once, or svc migrate new --collection ${name} --add '${property}:<type>=<value>', and deploy the file)`);
     }
   }
 }
 
-/** Development: config.json without its `$renameFrom` keys, once their migration is written (atomically). */
+/** Development: config.json without its `$renameFrom` and `$default` keys, once their migration is written (atomically). */
 async function dropHints(app: AppFolder, logger: Logger): Promise<void> {
   for (const [name, folder] of collectionsOf(app)) {
-    if (Object.keys(shapeOf(folder.config.properties).renames).length === 0 && !hasHint(folder.config.properties)) continue;
+    if (!hasHint(folder.config.properties)) continue;
     const file = join(folder.dir, 'config.json');
     try {
       const config = JSON.parse(await readFile(file, 'utf8')) as { properties?: Record<string, unknown> };
-      for (const def of Object.values(config.properties ?? {})) if (isPlainObject(def)) delete def.$renameFrom;
+      for (const def of Object.values(config.properties ?? {})) {
+        if (!isPlainObject(def)) continue;
+        delete def.$renameFrom;
+        delete def.$default;
+      }
       const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
       const handle = await open(tmp, 'w');
       try {
@@ -188,11 +218,11 @@ async function dropHints(app: AppFolder, logger: Logger): Promise<void> {
       }
       await rename(tmp, file);
     } catch (err) {
-      logger.warn(`resource ${name}: its migration is written, but config.json could not be rewritten without $renameFrom (tried again at the next start): ${(err as Error).message}`);
+      logger.warn(`resource ${name}: its migration is written, but config.json could not be rewritten without $renameFrom and $default (tried again at the next start): ${(err as Error).message}`);
     }
   }
 }
 
 function hasHint(properties: unknown): boolean {
-  return isPlainObject(properties) && Object.values(properties).some((def) => isPlainObject(def) && def.$renameFrom !== undefined);
+  return isPlainObject(properties) && Object.values(properties).some((def) => isPlainObject(def) && (def.$renameFrom !== undefined || def.$default !== undefined));
 }

@@ -245,6 +245,55 @@ describe('$renameFrom', () => {
   }, 60_000);
 });
 
+describe('$default (a value for the stored objects)', () => {
+  it('a new property: production ignores the hint with a warning; development writes an add with that default (start, hand edit, dashboard), once; a value of another type stops the start', async () => {
+    const r = await rig('sqlite', { title: { type: 'string' } });
+    const config = (properties: Record<string, unknown>) => writeFile(join(r.dir, 'resources/books/config.json'), JSON.stringify({ type: 'Collection', properties }));
+    const first = await r.start('production');
+    for (const title of ['a', 'b', 'c']) expect((await post(first.app, '/books', { title })).status).toBe(200);
+    await first.app.close();
+    await config({ title: { type: 'string' }, rating: { type: 'number', $default: 0 } });
+    const prod = await r.start('production');
+    expect(prod.lines.join('\n')).toContain('resource books: property rating: "$default" is ignored in production');
+    expect(await files(r.dir)).toEqual([]);
+    await prod.app.close();
+
+    // A development start: the hint becomes a migration, applied; config.json loses the hint.
+    const dev = await r.start('development', { watch: true });
+    const [file] = await files(r.dir);
+    expect(file).toMatch(/-books-add-rating\.json$/);
+    expect((await readMigration(r.dir, file as string)).steps).toEqual([{ op: 'add', property: 'rating', type: 'number', default: 0 }]);
+    expect((await list(dev.app, '/books')).map((b) => b.rating)).toEqual([0, 0, 0]);
+    expect(JSON.parse(await readFile(join(r.dir, 'resources/books/config.json'), 'utf8')).properties.rating).toEqual({ type: 'number' });
+
+    // A hand edit while it runs: a second property with a default.
+    await config({ title: { type: 'string' }, rating: { type: 'number' }, status: { type: 'string', $default: 'new' } });
+    await until(async () => (await files(r.dir)).length === 2 && !(await readFile(join(r.dir, 'resources/books/config.json'), 'utf8')).includes('$default'));
+    await until(async () => (await list(dev.app, '/books')).every((b) => b.status === 'new'));
+
+    // The dashboard: what the page sends for a new property with a value for stored objects.
+    const saved = await fetch(`${dev.app.url}/dashboard/api/resources/books`, { method: 'PUT', headers: ROOT, body: JSON.stringify({ config: { type: 'Collection', properties: { title: { type: 'string' }, rating: { type: 'number' }, status: { type: 'string' }, tags: { type: 'array', $default: ['x'] } } } }) });
+    expect(saved.status).toBe(200);
+    const [written] = ((await json(saved)) as { migrations: string[] }).migrations;
+    expect((await readMigration(r.dir, (written as string).slice('migrations/'.length))).steps).toEqual([{ op: 'add', property: 'tags', type: 'array', default: ['x'] }]);
+    expect((await list(dev.app, '/books')).map((b) => b.tags)).toEqual([['x'], ['x'], ['x']]);
+    await dev.app.close();
+
+    // Started again: nothing more is written or applied.
+    const again = await r.start('development');
+    expect(await files(r.dir)).toHaveLength(3);
+    expect(again.lines.filter((l) => l.includes('migration'))).toEqual([]);
+    await again.app.close();
+
+    // A default of another type (or one a store cannot hold) stops the start before a file is written.
+    await config({ title: { type: 'string' }, pages: { type: 'number', $default: 'zero' } });
+    await expect(r.start('development')).rejects.toThrow('resource books: property pages: "$default" must be a value of type number');
+    await config({ title: { type: 'string' }, meta: { type: 'object', $default: { $where: 1 } } });
+    await expect(r.start('development')).rejects.toThrow('resource books: property meta: "$default": key "$where" cannot be stored');
+    expect(await files(r.dir)).toHaveLength(3);
+  }, 120_000);
+});
+
 describe('svc migrate (the server stopped)', () => {
   const run = async (dir: string, action: string, extra: Partial<Parameters<typeof migrateCommand>[0]> = {}): Promise<{ code: number; out: string; err: string }> => {
     const out = new PassThrough();
@@ -273,14 +322,14 @@ describe('svc migrate (the server stopped)', () => {
     expect(pending.out).toContain(`pending  ${id}  (books)\n           1. rename title -> headline\n`);
     const dry = await run(r.dir, 'up', { dryRun: true });
     expect(dry.out.startsWith(`${id}  (books)\n  1. rename title -> headline: 10 objects\n`)).toBe(true);
-    expect(dry.out).toMatch(/2\. convert pages string -> number \(values that do not convert: removed \(kept for down\)\): 10 objects \(2 values do not convert \(e\.g\. objects \w+, \w+\): removed, kept for down\)\n  3\. add rating \(number\) default 0: 10 objects\n  4\. add unique index on headline: 0 objects\n$/);
+    expect(dry.out).toMatch(/2\. convert pages string -> number \(values that do not convert: removed \(kept for down\)\): 10 objects \(2 values do not convert \(e\.g\. objects \w+, \w+\): removed, kept for down\)\n {2}3\. add rating \(number\) default 0: 10 objects\n {2}4\. add unique index on headline: 0 objects\n$/);
     const up = await run(r.dir, 'up');
     expect(up.code).toBe(0);
     expect(up.out).toBe('1 migration applied\n');
     expect(up.err).toMatch(/step 1\/4 rename title -> headline: 10 objects changed/);
     const applied = await run(r.dir, 'status');
     expect(applied.out).toMatch(new RegExp(`^applied  ${id}  \\(books\\) \\S+\\n {11}1\\. rename title -> headline: 10 objects\\n {11}2\\. convert pages .*: 10 objects\\n {11}3\\. add rating \\(number\\) default 0: 10 objects\\n {11}4\\. add unique index on headline: 0 objects\\n$`));
-    expect((await run(r.dir, 'down', { dryRun: true })).out).toMatch(/1\. undo add unique index on headline: 0 objects\n  2\. undo add rating \(number\) default 0: 10 objects \(objects still holding the default lose it\)\n  3\. undo convert .*: 10 objects \(8 converted back to string, 2 values that did not convert put back\)\n  4\. undo rename title -> headline: 10 objects\n$/);
+    expect((await run(r.dir, 'down', { dryRun: true })).out).toMatch(/1\. undo add unique index on headline: 0 objects\n {2}2\. undo add rating \(number\) default 0: 10 objects \(objects still holding the default lose it\)\n {2}3\. undo convert .*: 10 objects \(8 converted back to string, 2 values that did not convert put back\)\n {2}4\. undo rename title -> headline: 10 objects\n$/);
     const down = await run(r.dir, 'down');
     expect(down.out).toContain(`undid ${id} (books): 10, 10, 10, 0 objects changed back`);
     // Pending again: a start would apply it again; its file goes (with config.json's change).

@@ -38,7 +38,7 @@ export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, 
 export type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
 export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, ManyOps, Revised, Store, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from './store/Store.js';
-export { describeStep, formatMigration, invalidWords, isMigrationId, isReversible, MIGRATION_FORMAT, parseMigration } from './migrations/migration.js';
+export { checkValue as checkMigrationValue, describeStep, formatMigration, invalidWords, isMigrationId, isReversible, MIGRATION_FORMAT, parseMigration } from './migrations/migration.js';
 export type { InvalidValues, Migration, MigrationStep } from './migrations/migration.js';
 export { conversionNote, convertValue } from './migrations/convertValue.js';
 export type { Conversion } from './migrations/convertValue.js';

@@ -18,24 +18,32 @@ export interface ReadShape {
   shape: CollectionShape;
   /** new name -> old name, from `$renameFrom` hints (Deployd's key, written by svc's dashboard). */
   renames: Record<string, string>;
+  /**
+   * property -> the value objects without one get, from `$default` hints (config.json, the
+   * dashboard's "value for stored objects"): a migration `add` step with that default.
+   */
+  defaults: Record<string, unknown>;
 }
 
 /**
  * The shape of a config.json `properties` object (already checked by the server: unknown types
- * are left out). `$renameFrom` hints are answered apart.
+ * are left out). `$renameFrom` and `$default` hints are answered apart.
  */
 export function shapeOf(properties: unknown): ReadShape {
   const shape: CollectionShape = {};
   const renames: Record<string, string> = {};
-  if (!isPlainObject(properties)) return { shape, renames };
+  const defaults: Record<string, unknown> = {};
+  if (!isPlainObject(properties)) return { shape, renames, defaults };
   for (const [name, def] of Object.entries(properties)) {
     if (!isPlainObject(def) || typeof def.type !== 'string' || !MIGRATION_PROPERTY_TYPES.includes(def.type as PropertyType)) continue;
     const index = def.unique === true ? 'unique' : def.index === true ? 'index' : undefined;
     shape[name] = { type: def.type as PropertyType, ...(index ? { index } : {}) };
     const from = def.$renameFrom;
     if (typeof from === 'string' && from !== name) renames[name] = from;
+    // null is no default: an add with null would write nothing (null stays null) and read as one.
+    if (def.$default !== undefined && def.$default !== null) defaults[name] = def.$default;
   }
-  return { shape, renames };
+  return { shape, renames, defaults };
 }
 
 /**
@@ -44,8 +52,10 @@ export function shapeOf(properties: unknown): ReadShape {
  * a hint whose old name is not in `before` (done already) is ignored. Order: indexes dropped,
  * renames, conversions, removals, additions, indexes made (a unique index after its values are).
  * Type changes leave values that do not convert `unset` (kept for down); a removal keeps the values.
+ * `defaults` (property -> value) makes each named property of `after` an `add` with that default:
+ * a new one, or one that exists (the objects without a value get it, after any conversion).
  */
-export function diffShapes(before: CollectionShape, after: CollectionShape, renames: Readonly<Record<string, string>> = {}): MigrationStep[] {
+export function diffShapes(before: CollectionShape, after: CollectionShape, renames: Readonly<Record<string, string>> = {}, defaults: Readonly<Record<string, unknown>> = {}): MigrationStep[] {
   const drops: MigrationStep[] = [];
   const moves: MigrationStep[] = [];
   const converts: MigrationStep[] = [];
@@ -64,8 +74,9 @@ export function diffShapes(before: CollectionShape, after: CollectionShape, rena
   for (const [name, shape] of Object.entries(after)) {
     const from = origin.get(name);
     const old = from === undefined ? undefined : before[from];
+    const fill = Object.hasOwn(defaults, name) ? { default: defaults[name] } : {};
     if (from === undefined || old === undefined) {
-      adds.push({ op: 'add', property: name, type: shape.type });
+      adds.push({ op: 'add', property: name, type: shape.type, ...fill });
       if (shape.index) indexes.push({ op: 'addIndex', property: name, unique: shape.index === 'unique' });
       continue;
     }
@@ -73,6 +84,7 @@ export function diffShapes(before: CollectionShape, after: CollectionShape, rena
     if (old.index && indexMoves) drops.push({ op: 'dropIndex', property: from, unique: old.index === 'unique' });
     if (from !== name) moves.push({ op: 'rename', from, to: name });
     if (old.type !== shape.type) converts.push({ op: 'convert', property: name, from: old.type, to: shape.type, invalid: 'unset', note: conversionNote(old.type, shape.type, 'unset') });
+    if ('default' in fill) adds.push({ op: 'add', property: name, type: shape.type, ...fill });
     if (shape.index && indexMoves) indexes.push({ op: 'addIndex', property: name, unique: shape.index === 'unique' });
   }
   const kept = new Set(origin.values());
@@ -100,7 +112,8 @@ export function advanceShape(shape: CollectionShape, steps: readonly MigrationSt
         delete out[step.property];
         break;
       case 'add':
-        out[step.property] = { type: step.type };
+        // An add of a property that exists (a default for the objects without a value) keeps its index.
+        out[step.property] = { ...out[step.property], type: step.type };
         break;
       case 'convert': {
         const prop = out[step.property];

@@ -197,8 +197,11 @@ function checkStep(step: unknown, where: string, collection: string): MigrationS
   }
 }
 
-/** A value a migration stores: JSON with no key a document store reads as an operator. */
-function checkValue(value: unknown, where: string, depth: number): void {
+/**
+ * Checks a value a migration stores (a default, an `invalid.set`): JSON with no key a document
+ * store reads as an operator or a path, nested 32 deep at most. Throws an Error starting with `where`.
+ */
+export function checkValue(value: unknown, where: string, depth = 0): void {
   if (depth > 32) throw new Error(`${where}: nested too deeply`);
   if (Array.isArray(value)) for (const v of value) checkValue(v, where, depth + 1);
   else if (isPlainObject(value)) {

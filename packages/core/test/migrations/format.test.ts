@@ -100,9 +100,13 @@ describe('diffShapes: config.json before and after to steps', () => {
     ['an indexed property renamed', { n: { type: 'number', index: true } }, { m: { type: 'number', index: true, $renameFrom: 'n' } }, [{ op: 'dropIndex', property: 'n', unique: false }, { op: 'rename', from: 'n', to: 'm' }, { op: 'addIndex', property: 'm', unique: false }]],
     ['an indexed property removed', { n: { type: 'number', unique: true } }, {}, [{ op: 'dropIndex', property: 'n', unique: true }, { op: 'remove', property: 'n', type: 'number', keep: true }]],
     ['required, private and rules change no data', { n: { type: 'number' } }, { n: { type: 'number', required: true, private: true, read: false } }, []],
+    ['a new property with $default: added with that default', {}, { rating: { type: 'number', $default: 0 } }, [{ op: 'add', property: 'rating', type: 'number', default: 0 }]],
+    ['$default on a property that exists: the objects without a value get it', { n: { type: 'number', index: true } }, { n: { type: 'number', index: true, $default: 1 } }, [{ op: 'add', property: 'n', type: 'number', default: 1 }]],
+    ['$default on a renamed, retyped property: after the move and the conversion', { pages: { type: 'string' } }, { count: { type: 'number', $renameFrom: 'pages', $default: 0 } }, [{ op: 'rename', from: 'pages', to: 'count' }, { op: 'convert', property: 'count', from: 'string', to: 'number', invalid: 'unset', note: conversionNote('string', 'number', 'unset') }, { op: 'add', property: 'count', type: 'number', default: 0 }]],
+    ['$default null is no default', {}, { rating: { type: 'number', $default: null } }, [{ op: 'add', property: 'rating', type: 'number' }]],
   ])('%s', (_what, before, after, steps) => {
     const next = shape(after);
-    expect(diffShapes(shape(before).shape, next.shape, next.renames)).toEqual(steps);
+    expect(diffShapes(shape(before).shape, next.shape, next.renames, next.defaults)).toEqual(steps);
     // The steps take the old shape to the new one.
     expect(advanceShape(shape(before).shape, steps as MigrationStep[])).toEqual(next.shape);
   });

@@ -34,13 +34,15 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
   const collections = app.resources.filter((r) => r.type === 'Collection' || r.type === 'UserCollection').map((r) => r.name);
   const initial = (): Prop[] =>
     Object.entries(resource.config.properties ?? {}).map(([name, def]) => {
-      const { $renameFrom: _done, ...rest } = def;
+      const { $renameFrom: _done, $default: _filled, ...rest } = def;
       return { name, def: rest, from: name, uid: nextUid++ };
     });
   const saved = (): Record<string, PropertyDef> => toConfig(initial());
   const [props, setProps] = useState<Prop[]>(initial);
   const [newName, setNewName] = useState('');
   const [newType, setNewType] = useState('string');
+  // What the stored objects get for the new property (a migration's add with a default); '' none.
+  const [newDefault, setNewDefault] = useState('');
   const [error, setError] = useState<string | undefined>();
   const [savedNote, setSavedNote] = useState<string | false>(false);
   const [busy, setBusy] = useState(false);
@@ -66,8 +68,12 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
     const name = newName.trim();
     if (!NAME.test(name) || name === 'id') return setError(`"${name}" cannot be a property name: letters, digits, _ and $, not starting with a digit, and not id`);
     if (props.some((p) => p.name === name)) return setError(`${name} exists`);
-    setProps([...props, { name, def: withType({ type: 'string' }, newType, collections), uid: nextUid++ }]);
+    const filled = readDefault(newDefault, newType);
+    if (filled === INVALID_DEFAULT) return setError(`value for stored objects: ${newType === 'string' ? 'a text' : `JSON of a ${newType}`} (or leave it empty)`);
+    const def = withType({ type: 'string' }, newType, collections);
+    setProps([...props, { name, def: filled === undefined ? def : { ...def, $default: filled }, uid: nextUid++ }]);
     setNewName('');
+    setNewDefault('');
     setError(undefined);
   };
   const save = async () => {
@@ -105,6 +111,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
               <td class={`mono ${badName(p, i) ? 'has-error' : ''}`}>
                 <input class="mono prop-name" value={p.name} onInput={(e) => rename(i, (e.target as HTMLInputElement).value.trim())} aria-label={`${p.from ?? p.name} name`} />
                 {p.from !== undefined && p.from !== p.name && <div class="small muted">renamed from {p.from}: stored values move</div>}
+                {p.def.$default !== undefined && <div class="small muted">stored objects get {JSON.stringify(p.def.$default)}</div>}
                 {badName(p, i) && <div class="cell-error">{badName(p, i)}</div>}
               </td>
               <td>
@@ -127,6 +134,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
         <select value={newType} onChange={(e) => setNewType((e.target as HTMLSelectElement).value)} aria-label="new property type">
           {TYPES.map((t) => <option key={t}>{t}</option>)}
         </select>
+        <input placeholder="value for stored objects" value={newDefault} onInput={(e) => setNewDefault((e.target as HTMLInputElement).value)} aria-label="new property value for stored objects" title="optional: the objects stored already get this value (a migration's default); JSON, or a text for a string" />
         <button class="btn" type="submit" disabled={newName.trim() === ''} data-test="add-property">Add property</button>
         <span class="grow" />
         {savedNote && <span class="ok" data-test="saved-note">{savedNote}</span>}
@@ -172,6 +180,24 @@ function withType(def: PropertyDef, type: string, collections: string[]): Proper
     if (typeof next.collection !== 'string' && collections[0] !== undefined) next.collection = collections[0];
   } else for (const key of RELATION_KEYS) delete next[key];
   return next;
+}
+
+const INVALID_DEFAULT = Symbol('invalid');
+
+/**
+ * The value for stored objects typed for a new property: undefined for none, a string property's
+ * text as it is, JSON of the type otherwise (the server checks it again).
+ */
+function readDefault(text: string, type: string): unknown {
+  if (text.trim() === '') return undefined;
+  if (type === 'string') return text;
+  try {
+    const value: unknown = JSON.parse(text);
+    const ok = type === 'number' ? typeof value === 'number' : type === 'boolean' ? typeof value === 'boolean' : type === 'array' ? Array.isArray(value) : type === 'object' ? typeof value === 'object' && value !== null && !Array.isArray(value) : true;
+    return ok && value !== null ? value : INVALID_DEFAULT;
+  } catch {
+    return type === 'date' || type === 'relation' ? text : INVALID_DEFAULT;
+  }
 }
 
 function toConfig(props: Prop[]): Record<string, PropertyDef> {
