@@ -168,7 +168,7 @@ export interface StoreCollection {
   remove(filter: Filter, condition?: WriteCondition): Promise<number>;
   /**
    * Optional: applies `ops` to every matching object in one call (each object changed atomically;
-   * the set as a whole is not), answering how many matched, for a store where one update at a
+   * the set as a whole is not; each one's revision advances), answering how many matched, for a store where one update at a
    * time is slow (a network database). Migrations use it; without it they update one object at a
    * time.
    */

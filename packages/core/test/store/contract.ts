@@ -668,7 +668,11 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       await seed(coll);
       expect(await many({ age: 25 }, { $rename: { name: 'title' } })).toBe(2);
       expect((await coll.find({ age: 25 }, { sort: { id: 1 } })).map((doc) => [doc.title, doc.name])).toEqual([['bob', undefined], ['Dee', undefined]]);
+      const before = (await coll.findRevised('a1'))?.revision as number;
       expect(await many({ id: { $in: ['a1', 'c3'] } }, { $set: { flag: true }, $unset: { tags: true } })).toBe(2);
+      // A write as update's: the revision moves (a conditional write read before it then fails).
+      expect((await coll.findRevised('a1'))?.revision).toBe(before + 1);
+      expect(await coll.update({ id: 'a1' }, { $set: { n: 1 } }, { revision: before })).toBeNull();
       expect(await coll.findOne({ id: 'a1' })).toMatchObject({ flag: true, name: 'Ann' });
       expect((await coll.findOne({ id: 'a1' }))?.tags).toBeUndefined();
       expect(await many({ id: 'nope' }, { $set: { flag: true } })).toBe(0);
