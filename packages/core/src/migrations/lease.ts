@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DuplicateKeyError } from '../store/Store.js';
+import { isUnavailable } from './steps.js';
 import type { StoreCollection } from '../store/Store.js';
 
 /** The lock's object in `_migrations`. */
@@ -57,18 +58,28 @@ export async function acquireLease(coll: StoreCollection, options: LeaseOptions 
   const owner = `${host}:${process.pid}:${randomBytes(6).toString('hex')}`;
   const started = Date.now();
   let told = false;
+  let unanswered = 0;
   for (;;) {
     const mine: LockDoc = { id: LOCK_ID, owner, host, pid: process.pid, expires: Date.now() + leaseMs, since: new Date().toISOString() };
+    let held: LockDoc | null;
     try {
-      await coll.insert({ ...mine });
-      return hold(coll, owner, leaseMs);
+      try {
+        await coll.insert({ ...mine });
+        return hold(coll, owner, leaseMs);
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+      held = (await coll.findOne({ id: LOCK_ID })) as LockDoc | null;
+      if (held !== null && (held.expires < Date.now() || isGone(held, host))) {
+        const taken = await coll.update({ id: LOCK_ID, owner: held.owner, expires: held.expires }, { $set: { owner, host, pid: process.pid, expires: Date.now() + leaseMs, since: mine.since } });
+        if (taken !== null && taken.owner === owner) return hold(coll, owner, leaseMs);
+      }
+      unanswered = 0;
     } catch (err) {
-      if (!(err instanceof DuplicateKeyError)) throw err;
-    }
-    const held = (await coll.findOne({ id: LOCK_ID })) as LockDoc | null;
-    if (held !== null && (held.expires < Date.now() || isGone(held, host))) {
-      const taken = await coll.update({ id: LOCK_ID, owner: held.owner, expires: held.expires }, { $set: { owner, host, pid: process.pid, expires: Date.now() + leaseMs, since: mine.since } });
-      if (taken !== null && taken.owner === owner) return hold(coll, owner, leaseMs);
+      // The holder's work can keep a database busy past its time limit (FerretDB): wait on, for a while.
+      if (!isUnavailable(err) || ++unanswered > 20) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      continue;
     }
     if (held !== null && !told) {
       told = true;

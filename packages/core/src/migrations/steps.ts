@@ -1,3 +1,4 @@
+import { SvcError } from '../errors.js';
 import { deepEqual } from '../resources/updates.js';
 import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, ManyOps, Store, StoreCollection } from '../store/Store.js';
@@ -326,14 +327,35 @@ async function restoreKept(ctx: StepContext, name: string, wanted: (doc: Doc) =>
 async function pages(ctx: StepContext, filter: Filter, names: string[], handle: (docs: Doc[]) => Promise<number>): Promise<number> {
   let { cursor, touched } = ctx.start;
   const fields = names.length === 0 ? { id: 1 as const } : Object.fromEntries([['id', 1], ...names.map((n) => [n, 1])]);
+  let size = ctx.batch;
+  let failures = 0;
   for (;;) {
-    const page = await ctx.coll.find(after(filter, cursor), { sort: { id: 1 }, limit: ctx.batch, fields });
-    const last = page[page.length - 1];
-    if (last === undefined) return touched;
-    touched += await handle(page);
-    cursor = last.id;
-    await ctx.progress({ phase: ctx.start.phase, cursor, touched });
+    try {
+      const page = await ctx.coll.find(after(filter, cursor), { sort: { id: 1 }, limit: size, fields });
+      const last = page[page.length - 1];
+      if (last === undefined) return touched;
+      const done = touched + (await handle(page));
+      await ctx.progress({ phase: ctx.start.phase, cursor: last.id, touched: done });
+      touched = done;
+      cursor = last.id;
+      failures = 0;
+    } catch (err) {
+      // A database that did not answer in time (its time limit per operation, a busy FerretDB
+      // writing each object in a transaction of its own): the page again, smaller. Every step
+      // finds the objects it has still to change, so what the timed-out call did is not done twice.
+      if (!isUnavailable(err) || ++failures > UNAVAILABLE_RETRIES) throw err;
+      size = Math.max(1, Math.floor(size / 2));
+      await new Promise((resolve) => setTimeout(resolve, 250 * failures));
+    }
   }
+}
+
+/** Times a page in a row may meet a database that does not answer before its migration fails. */
+const UNAVAILABLE_RETRIES = 12;
+
+/** The store did not answer (in time): worth another try, not a reason to fail the migration at once. */
+export function isUnavailable(err: unknown): boolean {
+  return err instanceof SvcError && err.code === 'UNAVAILABLE';
 }
 
 function after(filter: Filter, cursor: string | null): Filter {

@@ -4,6 +4,7 @@ import { dryRunDown, dryRunUp, migrationStatus } from '../../src/migrations/migr
 import { formatMigration, parseMigration } from '../../src/migrations/migration.js';
 import type { Migration, MigrationStep } from '../../src/migrations/migration.js';
 import { VALUES_COLLECTION } from '../../src/migrations/steps.js';
+import { SvcError } from '../../src/errors.js';
 import type { Doc, Store, StoreCollection } from '../../src/store/Store.js';
 import { STORE_KINDS, openRig } from './stores.js';
 import type { StoreRig } from './stores.js';
@@ -245,5 +246,40 @@ describe.each(STORE_KINDS)('migrations on the %s store', (kind) => {
     expect(warnings).toEqual([`migration ${m.id} was changed after it was applied to this store: the change is not applied (write a new migration for it)`]);
     expect((await migrationStatus(store, [edited]))[0]).toMatchObject({ state: 'applied', changed: true });
     expect((await migrationStatus(store, []))[0]).toMatchObject({ id: m.id, state: 'applied', fileMissing: true });
+  });
+});
+
+describe('a database that does not answer in time (its time limit per operation)', () => {
+  it('pages again, smaller, until it answers; each object changed once', async () => {
+    const rig = await openRig('sqlite');
+    rigs.push(rig);
+    const books = rig.store.collection('books');
+    await seed(books, 300);
+    // The real store, whose reads of more than 40 objects at once exceed the time limit (as a
+    // busy FerretDB's batch of 500 did: "the database did not answer in time").
+    const limited: Store = {
+      ...rig.store,
+      close: () => rig.store.close(),
+      collection: (name: string) => {
+        const coll = rig.store.collection(name);
+        if (name !== 'books') return coll;
+        const find: StoreCollection['find'] = (filter, options) =>
+          (options?.limit ?? Infinity) > 40 ? Promise.reject(new SvcError('UNAVAILABLE', 'the database did not answer in time')) : coll.find(filter, options);
+        return new Proxy(coll, {
+          get: (target, key) => {
+            if (key === 'find') return find;
+            const value: unknown = Reflect.get(target, key);
+            return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+          },
+        });
+      },
+    };
+    const m = migration('books', [{ op: 'rename', from: 'title', to: 'headline' }, { op: 'add', property: 'rating', type: 'number', default: 0 }]);
+    const outcome = await applyMigrations({ store: limited, migrations: [m], batch: 100 });
+    expect(outcome.blocked.get('books')?.error).toBeUndefined();
+    expect(outcome.blocked.size).toBe(0);
+    // Every fourth book has a rating already.
+    expect(outcome.applied).toEqual([{ id: m.id, counts: [300, 225] }]);
+    expect(await books.count({ headline: { $exists: true }, rating: { $exists: true }, title: { $exists: false } })).toBe(300);
   });
 });
