@@ -1,5 +1,5 @@
 import { CONFLICT_POLICIES, Collection, SvcError, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { BlockedCollection, CollectionEventRunner, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
+import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { checkRelationTargets, relationLimits, relationOf } from './relationConfig.js';
@@ -8,6 +8,7 @@ import { COLLECTION_EVENT_FILES, USER_ONLY_EVENT_FILES } from './scripts.js';
 import { createAccountMailer } from './accountMail.js';
 import { memoryRateCounter } from './rateCounter.js';
 import type { RateCounter } from './rateCounter.js';
+import { filesConfigOf } from './fileStorage.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
 export interface ScriptFactory {
@@ -17,8 +18,8 @@ export interface ScriptFactory {
   forCollection(folder: ResourceFolder): CollectionEventRunner | undefined;
 }
 
-const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', '$default', 'collection', 'many', 'onDelete']);
+const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation', 'file']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', '$default', 'collection', 'many', 'onDelete', 'maxSize', 'maxFiles', 'types', 'thumbs']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
@@ -45,6 +46,8 @@ export interface BuildContext {
   rateCounter?: RateCounter;
   /** Collections a failed migration keeps from being served (every request answers 503 MIGRATION_FAILED). */
   blocked?: ReadonlyMap<string, BlockedCollection>;
+  /** Where file properties keep their files (set by buildResources). */
+  files?: CollectionFilesConfig;
 }
 
 /** Without a counter given: one per process, kept across reloads. */
@@ -54,7 +57,8 @@ const processCounter = memoryRateCounter();
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
   const out: Resource[] = [];
   checkRelationTargets(context.app);
-  for (const folder of context.app.resources) out.push(await buildResource(folder, context));
+  const withFiles = { ...context, files: filesConfigOf(context.app, () => out) };
+  for (const folder of context.app.resources) out.push(await buildResource(folder, withFiles));
   return out;
 }
 
@@ -119,6 +123,7 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
     ...(folder.config.rules !== undefined ? { rules: folder.config.rules } : {}),
     configFile: relative(context.app.dir, join(folder.dir, 'config.json')).split(sep).join('/'),
     meProperties: userProperties(context.app),
+    ...(context.files ? { files: context.files } : {}),
     ...conflictsOf(folder),
   };
 }
@@ -184,7 +189,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     const def = value as Record<string, unknown> | null;
     const type = def?.type;
     if (typeof type !== 'string' || !PROPERTY_TYPES.has(type as PropertyType)) {
-      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array, date or relation`);
+      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array, date, relation or file`);
     }
     const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k) && !DEPLOYD_PROPERTY_KEYS.has(k));
     if (unknown.length > 0) logger.warn(`resource ${folder.path.slice(1)}: property ${name}: ignoring ${unknown.join(', ')}`);
@@ -198,6 +203,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
       ...ruleOf(def as Record<string, unknown>, 'read'),
       ...ruleOf(def as Record<string, unknown>, 'write'),
       ...(type === 'relation' ? relationOf(folder, name, def as Record<string, unknown>) : {}),
+      ...(type === 'file' ? fileOptionsOf(def as Record<string, unknown>) : {}),
     };
   }
   return out;
@@ -210,8 +216,18 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
 function checkDefaultHint(folder: ResourceFolder, name: string, type: PropertyType, value: unknown): void {
   if (value === undefined || value === null) return;
   const where = `resource ${folder.path.slice(1)}: property ${name}: "$default"`;
+  // A file is uploaded, never given as a value (and migrations do not move files).
+  if (type === 'file') throw new Error(`${where}: a file property takes no default`);
   if (convertValue(value, type).kind !== 'same') throw new Error(`${where} must be a value of type ${type}`);
   checkMigrationValue(value, where);
+}
+
+/** A file property's settings as written (the Collection checks them: files/fileSettings.ts). */
+function fileOptionsOf(def: Record<string, unknown>): Partial<PropertyDef> {
+  const out: Partial<PropertyDef> = {};
+  if (def.many !== undefined) out.many = def.many as boolean;
+  for (const key of ['maxSize', 'maxFiles', 'types', 'thumbs'] as const) if (def[key] !== undefined) (out as Record<string, unknown>)[key] = def[key];
+  return out;
 }
 
 /** A property's `read` or `write` rule as written (the Collection checks it). */

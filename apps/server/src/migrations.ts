@@ -151,7 +151,14 @@ function changesToRecord(options: MigrationRunOptions, files: readonly Migration
         base[from] = shape;
       }
     }
-    out.set(name, diffShapes(base, next.shape, next.renames, defaultsToRecord(name, next.defaults, old, files)));
+    // A property that is (or was) a file property is left alone: a type change to or from `file`
+    // removes or converts nothing (stored files are the file properties' own business).
+    const after = { ...next.shape };
+    for (const skipped of [...next.skipped, ...(old ? shapeOf(old.config.properties).skipped : [])]) {
+      delete base[skipped];
+      delete after[skipped];
+    }
+    out.set(name, diffShapes(base, after, next.renames, defaultsToRecord(name, next.defaults, old, files)));
   }
   return out;
 }

@@ -297,6 +297,23 @@ describe('$default (a value for the stored objects)', () => {
   }, 120_000);
 });
 
+describe('file properties', () => {
+  it('a property made a file property (or no longer one) removes and converts nothing; $default on one stops the start', async () => {
+    const r = await rig('sqlite', { title: { type: 'string' }, avatar: { type: 'string' } });
+    const dev = await r.start('development', { watch: true });
+    expect((await post(dev.app, '/books', { title: 'a', avatar: 'old.png' })).status).toBe(200);
+    await writeFile(join(r.dir, 'resources/books/config.json'), JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' }, avatar: { type: 'file' }, cover: { type: 'file' } } }));
+    await until(async () => dev.lines.filter((l) => /reloaded \d+ resources/.test(l)).length >= 1);
+    await writeFile(join(r.dir, 'resources/books/config.json'), JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' }, avatar: { type: 'string' } } }));
+    await until(async () => dev.lines.filter((l) => /reloaded \d+ resources/.test(l)).length >= 2);
+    expect(await files(r.dir)).toEqual([]);
+    expect(await list(dev.app, '/books')).toMatchObject([{ title: 'a', avatar: 'old.png' }]);
+    await dev.app.close();
+    await writeFile(join(r.dir, 'resources/books/config.json'), JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' }, avatar: { type: 'file', $default: 'x.png' } } }));
+    await expect(r.start('development')).rejects.toThrow('resource books: property avatar: "$default": a file property takes no default');
+  }, 60_000);
+});
+
 describe('svc migrate', () => {
   const runCommand = async (dir: string, action: string, extra: Partial<Parameters<typeof migrateCommand>[0]> = {}): Promise<{ code: number; out: string; err: string }> => {
     const out = new PassThrough();

@@ -1,3 +1,4 @@
+import type { FileStorage } from './files/FileStorage.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,6 +113,8 @@ export interface ResourceImplementation {
   close?(): Promise<void>;
   /** See Resource.files. */
   files?: ResourceFiles;
+  /** See Resource.fileStorage. */
+  fileStorage?: FileStorage;
 }
 
 /** A resource type: the public contract of every type package. */
@@ -226,6 +229,7 @@ export function mountResource(type: ResourceType<never> | ResourceType, path: st
     ...(impl.init ? { init: (host: ResourceHost) => (impl.init as (h: ResourceHost) => Promise<void>)(host) } : {}),
     ...(impl.close ? { close: () => (impl.close as () => Promise<void>)() } : {}),
     ...(impl.files ? { files: impl.files } : {}),
+    ...(impl.fileStorage ? { fileStorage: impl.fileStorage } : {}),
   };
   return resource;
 }

@@ -65,6 +65,9 @@ export function convertValue(value: unknown, to: PropertyType): Conversion {
     case 'relation':
       if (typeof value === 'string') return SAME;
       return Array.isArray(value) && value.every((v) => typeof v === 'string') ? SAME : INVALID;
+    case 'file':
+      // A file is uploaded: no value converts to one (migrations leave file properties alone).
+      return INVALID;
   }
 }
 
@@ -93,6 +96,7 @@ const SAMPLES: Record<PropertyType, unknown[]> = {
   array: [['a']],
   object: [{ a: 1 }],
   relation: ['a1b2c3d4e5f60718'],
+  file: [],
 };
 
 /**

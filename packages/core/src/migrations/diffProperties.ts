@@ -23,6 +23,8 @@ export interface ReadShape {
    * dashboard's "value for stored objects"): a migration `add` step with that default.
    */
   defaults: Record<string, unknown>;
+  /** Properties of a type migrations leave alone (`file`: files are uploaded, not converted). */
+  skipped: string[];
 }
 
 /**
@@ -33,9 +35,14 @@ export function shapeOf(properties: unknown): ReadShape {
   const shape: CollectionShape = {};
   const renames: Record<string, string> = {};
   const defaults: Record<string, unknown> = {};
-  if (!isPlainObject(properties)) return { shape, renames, defaults };
+  const skipped: string[] = [];
+  if (!isPlainObject(properties)) return { shape, renames, defaults, skipped };
   for (const [name, def] of Object.entries(properties)) {
-    if (!isPlainObject(def) || typeof def.type !== 'string' || !MIGRATION_PROPERTY_TYPES.includes(def.type as PropertyType)) continue;
+    if (!isPlainObject(def) || typeof def.type !== 'string') continue;
+    if (!MIGRATION_PROPERTY_TYPES.includes(def.type as PropertyType)) {
+      skipped.push(name);
+      continue;
+    }
     const index = def.unique === true ? 'unique' : def.index === true ? 'index' : undefined;
     shape[name] = { type: def.type as PropertyType, ...(index ? { index } : {}) };
     const from = def.$renameFrom;
@@ -43,7 +50,7 @@ export function shapeOf(properties: unknown): ReadShape {
     // null is no default: an add with null would write nothing (null stays null) and read as one.
     if (def.$default !== undefined && def.$default !== null) defaults[name] = def.$default;
   }
-  return { shape, renames, defaults };
+  return { shape, renames, defaults, skipped };
 }
 
 /**
