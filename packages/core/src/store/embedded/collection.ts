@@ -265,6 +265,15 @@ export class EngineCollection implements StoreCollection {
     });
   }
 
+  async dropIndex(field: string): Promise<void> {
+    if (field === 'id' || this.#engine.schema.table(this.name)?.indexes.has(field) !== true) return;
+    await this.#write(() => {
+      const info = this.#engine.schema.table(this.name);
+      this.#hot.written();
+      if (info !== undefined) this.#engine.schema.dropIndex(info, field);
+    });
+  }
+
   /**
    * Groups what the filter matches in SQL where it can (aggregateSql.ts), else in the process
    * (SQL narrows the objects through the indexes); the matches are counted first, so that too
