@@ -19,7 +19,7 @@ export interface ScriptFactory {
 }
 
 const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation', 'file']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', '$default', 'collection', 'many', 'onDelete', 'maxSize', 'maxFiles', 'types', 'thumbs']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'search', 'private', 'read', 'write', '$renameFrom', '$default', 'collection', 'many', 'onDelete', 'maxSize', 'maxFiles', 'types', 'thumbs']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
@@ -199,6 +199,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
       required: (def as Record<string, unknown>).required === true,
       unique: (def as Record<string, unknown>).unique === true,
       index: (def as Record<string, unknown>).index === true,
+      ...searchOf(folder, name, type as PropertyType, def as Record<string, unknown>),
       ...((def as Record<string, unknown>).private === true ? { private: true } : {}),
       ...ruleOf(def as Record<string, unknown>, 'read'),
       ...ruleOf(def as Record<string, unknown>, 'write'),
@@ -207,6 +208,14 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     };
   }
   return out;
+}
+
+/** `search: true` on a string or array property (full-text search, docs/search.md). */
+function searchOf(folder: ResourceFolder, name: string, type: PropertyType, def: Record<string, unknown>): Partial<PropertyDef> {
+  if (def.search === undefined || def.search === false) return {};
+  if (def.search !== true) throw new Error(`resource ${folder.path.slice(1)}: property ${name}: "search" must be true or false`);
+  if (type !== 'string' && type !== 'array') throw new Error(`resource ${folder.path.slice(1)}: property ${name}: only a string or array property can be searchable ("search": true)`);
+  return { search: true };
 }
 
 /**

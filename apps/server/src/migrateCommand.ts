@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { applyMigrations, conversionNote, createEmbeddedStore, createEngineStore, createMongoStore, describeStep, dryRunDown, dryRunUp, isCollectionName, migrationStatus, undoMigration } from '@svc/core';
 import type { DryRunMigration, Logger, MigrationStep, PropertyType, Store } from '@svc/core';
-import { loadApp } from './loadApp.js';
+import { embeddedEngineOf, loadApp } from './loadApp.js';
 import { MIGRATIONS_DIR, readMigrationFiles, writeMigrationFile } from './migrations.js';
 
 /** Options of {@link migrateCommand}. */
@@ -87,7 +87,8 @@ async function openStore(options: MigrateCommandOptions): Promise<Store> {
   const app = await loadApp(options.appDir, cliLogger(options.err));
   const dir = join(options.appDir, 'data');
   const warn = (message: string): void => void options.err.write(`${message}\n`);
-  return app.settings.embeddedStore?.engine === 'sqlite' ? createEngineStore({ dir, warn }) : createEmbeddedStore({ dir, warn });
+  // The engine unless app.json chooses the old store (embeddedStore.engine "files").
+  return embeddedEngineOf(app.settings) === 'sqlite' ? createEngineStore({ dir, warn }) : createEmbeddedStore({ dir, warn });
 }
 
 function cliLogger(err: NodeJS.WritableStream): Logger {

@@ -11,7 +11,7 @@ import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
 import { bundleModules, loadScriptModules } from './scriptModules.js';
 import { MIN_KEY_LENGTH, liveKeys } from './keys.js';
-import { loadApp } from './loadApp.js';
+import { embeddedEngineOf, loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
 import { DEFAULT_REDIS_PREFIX, createLiveRealtime, followChangesOf, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
@@ -136,7 +136,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   if (options.db) logger.info('connecting to MongoDB (--db)');
   const rawStore: Store = options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
-    : app.settings.embeddedStore?.engine === 'sqlite'
+    : embeddedEngineOf(app.settings) === 'sqlite'
       ? await createEngineStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), durability: app.settings.embeddedStore?.fsync === true ? 'full' : 'normal' })
       : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
   // Closed (503) while the dashboard restores a backup; the restore itself writes to rawStore.
@@ -203,7 +203,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             reload,
             current: () => current,
             typesText: async () => (await writeTypes(appDir, '-', logger)).text,
-            backupSource: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+            backupSource: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data'), engine: embeddedEngineOf(app.settings) },
             exclusive,
             rawStore,
             gate,
@@ -323,7 +323,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       // The embedded store is read from its files (as svc backup does), MongoDB through the store.
       stopBackups = scheduleBackups({
         dir: join(appDir, 'backups'),
-        source: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+        source: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data'), engine: embeddedEngineOf(app.settings) },
         intervalMs: backups.intervalMinutes * 60_000,
         keep: backups.keep ?? 7,
         logger,

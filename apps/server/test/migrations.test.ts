@@ -14,7 +14,7 @@ import { migrateCommand } from '../src/migrateCommand.js';
 // files at start, a failed one keeps only its collection from being served; svc migrate.
 
 const mongo = process.env.SVC_TEST_MONGODB_URL;
-/** files: the embedded store of old, sqlite: the embedded engine, mongodb: MongoDB (FerretDB in CI). */
+/** files: the embedded store of old, sqlite: the embedded engine (the default), mongodb: MongoDB (FerretDB in CI). */
 const KINDS = ['files', 'sqlite', ...(mongo ? ['mongodb'] : [])];
 if (!mongo) process.stderr.write('migrations (server) on MongoDB SKIPPED: SVC_TEST_MONGODB_URL is not set\n');
 const ROOT = { 'content-type': 'application/json', 'svc-ssh-key': 'dev' };
@@ -43,7 +43,8 @@ interface Rig {
 
 async function rig(kind: string, books: Record<string, unknown>, extra: Record<string, string | object> = {}): Promise<Rig> {
   const dir = await writeApp({
-    ...(kind === 'sqlite' ? { 'app.json': { embeddedStore: { engine: 'sqlite' } } } : {}),
+    // The engine is the default embedded store: "sqlite" names none, "files" chooses the old one.
+    ...(kind === 'files' ? { 'app.json': { embeddedStore: { engine: 'files' } } } : {}),
     'resources/books/config.json': { type: 'Collection', properties: books },
     'resources/authors/config.json': { type: 'Collection', properties: { name: { type: 'string' } } },
     ...extra,

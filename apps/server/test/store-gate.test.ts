@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEmbeddedStore, isSvcError } from '@svc/core';
+import { createEngineStore, isSvcError } from '@svc/core';
 import type { Store } from '@svc/core';
 import { createExclusive, gateStore } from '../src/storeGate.js';
 import { Feed, feedStore } from '../src/dashboard/feed.js';
@@ -18,7 +18,7 @@ afterEach(async () => {
 
 async function open(): Promise<Store> {
   dir = await mkdtemp(join(tmpdir(), 'svc-gate-'));
-  store = await createEmbeddedStore({ dir });
+  store = await createEngineStore({ dir });
   return store;
 }
 

@@ -200,7 +200,7 @@ export class Collection implements Resource {
     for (const doc of docs) await this.changed({ kind: 'delete', object: this.withoutStoreOnly(doc) });
   }
 
-  /** Creates the indexes that `unique` and `index` properties ask for. */
+  /** Creates the indexes that `unique`, `index` and `search` properties ask for. */
   async init(host?: ResourceHost): Promise<void> {
     this.logger = host?.logger;
     if (host !== undefined) this.relations.attach(host);
@@ -208,6 +208,8 @@ export class Collection implements Resource {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
       else if (def.index) await this.store.ensureIndex({ field });
     }
+    // Always: a collection whose searchable properties were all removed drops its search index.
+    await this.store.ensureSearch?.(Object.keys(this.properties).filter((field) => this.properties[field]?.search === true));
     this.fileSweeper?.start();
   }
 

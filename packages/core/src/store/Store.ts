@@ -3,7 +3,10 @@ export type Doc = { id: string } & Record<string, unknown>;
 
 /**
  * A MongoDB-shaped filter over objects, naming the identifier `id`. Values are already coerced
- * and validated (core/query); `$regex` values are RegExp objects.
+ * and validated (core/query); `$regex` values are RegExp objects. `$search` (anywhere a property
+ * may be) is a full-text search, `{words, fields}` (query/search.ts's SearchFilter): every word a
+ * word of one of the fields; a find with one and no sort answers the most relevant first, where
+ * the store can rank (the embedded engine, MongoDB's text index).
  */
 export type Filter = Record<string, unknown>;
 
@@ -175,6 +178,12 @@ export interface StoreCollection {
   updateMany?(filter: Filter, ops: ManyOps): Promise<number>;
   /** Creates the index when missing (idempotent). */
   ensureIndex(spec: IndexSpec): Promise<void>;
+  /**
+   * Optional: makes the full-text index of `$search` over these properties (all of the
+   * collection's searchable ones; another set replaces it, none removes it). Without it (the old
+   * embedded store), `$search` is tested object by object.
+   */
+  ensureSearch?(fields: string[]): Promise<void>;
   /**
    * Optional: removes the index on the property, when there is one (idempotent). Migrations call
    * it when a property loses `index` or `unique`; a store without it keeps the index.

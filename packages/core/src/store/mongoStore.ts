@@ -7,6 +7,8 @@ import { compareRows } from './internal/compareRows.js';
 import { groupRows } from './internal/groupRows.js';
 import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, ManyOps, Revised, Store, StoreCollection, UpdateOps, WriteCondition } from './Store.js';
 import { renameId } from './internal/renameId.js';
+import { projector } from './internal/projector.js';
+import { ensureTextIndex, hasSearch, searchMatches } from './mongoSearch.js';
 
 /** Options of {@link createMongoStore}. */
 export interface MongoStoreOptions {
@@ -145,6 +147,8 @@ class MongoCollection implements StoreCollection {
   readonly #coll: Collection<Raw>;
 
   readonly #timeoutMs: number;
+  /** Whether the server made the text index (ensureSearch): `$text` finds the candidates of a `$search`. */
+  #text = true;
 
   constructor(name: string, coll: Collection<Raw>, timeoutMs: number) {
     this.name = name;
@@ -153,14 +157,27 @@ class MongoCollection implements StoreCollection {
   }
 
   find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
-    return guarded(this.#timeoutMs, () => this.#find(filter, options));
+    return guarded(this.#timeoutMs, () => (hasSearch(filter) ? this.#search(filter, options) : this.#find(filter, options)));
+  }
+
+  /** `$search` (mongoSearch.ts): candidates by `$text` where the server has it, tested by svc's matcher. */
+  #search(filter: Filter, options: FindOptions): Promise<Doc[]> {
+    return searchMatches(this.#coll as unknown as Collection<Document>, filter, options, { text: this.#text, timeoutMs: this.#timeoutMs, toMongoFilter, toDoc, project: projector });
+  }
+
+  ensureSearch(fields: string[]): Promise<void> {
+    return guarded(this.#timeoutMs, async () => {
+      this.#text = await ensureTextIndex(this.#coll as unknown as Collection<Document>, fields);
+    });
   }
 
   findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
+    if (hasSearch(filter)) return guarded(this.#timeoutMs, async () => (await this.#search(filter, { ...options, limit: 1 }))[0] ?? null);
     return guarded(this.#timeoutMs, () => this.#findOne(filter, options));
   }
 
   count(filter: Filter): Promise<number> {
+    if (hasSearch(filter)) return guarded(this.#timeoutMs, async () => (await this.#search(filter, { fields: { id: 1 } })).length);
     return guarded(this.#timeoutMs, () => this.#coll.countDocuments(toMongoFilter(filter), { maxTimeMS: this.#timeoutMs }));
   }
 
@@ -182,11 +199,22 @@ class MongoCollection implements StoreCollection {
   }
 
   update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null> {
+    if (hasSearch(filter)) {
+      return guarded(this.#timeoutMs, async () => {
+        const first = (await this.#search(filter, { limit: 1, fields: { id: 1 } }))[0];
+        return first === undefined ? null : this.#update({ id: first.id }, ops, condition);
+      });
+    }
     return guarded(this.#timeoutMs, () => this.#update(filter, ops, condition));
   }
 
   remove(filter: Filter, condition?: WriteCondition): Promise<number> {
-    return guarded(this.#timeoutMs, async () => (await this.#coll.deleteMany(revisedFilter(filter, condition))).deletedCount);
+    return guarded(this.#timeoutMs, async () => {
+      if (!hasSearch(filter)) return (await this.#coll.deleteMany(revisedFilter(filter, condition))).deletedCount;
+      const ids = (await this.#search(filter, { fields: { id: 1 } })).map((doc) => doc.id);
+      const revised = condition === undefined ? {} : revisedFilter({ id: filter.id }, condition);
+      return (await this.#coll.deleteMany({ ...revised, _id: { $in: ids } })).deletedCount;
+    });
   }
 
   findRevised(id: string): Promise<Revised | null> {
@@ -240,6 +268,7 @@ class MongoCollection implements StoreCollection {
 
   /** The aggregation pipeline: $match, $group, $limit; the groups are sorted by the caller. */
   aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
+    if (hasSearch(filter)) return guarded(spec.timeoutMs, async () => groupRows(await this.#search(filter, {}), spec, { started: Date.now(), idKey: 'id' }));
     return guarded(spec.timeoutMs, async () => {
       try {
         // Counted in the server first: a pipeline over too many objects is refused before it runs.

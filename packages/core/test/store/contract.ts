@@ -449,6 +449,17 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.count({})).toBe(1);
     });
 
+    // Optional in the contract (MongoDB, the embedded engine): an import's batches.
+    test('insertMany inserts in order and stops at the first refused, keeping the ones before it', async ({ coll }) => {
+      if (!coll.insertMany) return;
+      await coll.ensureIndex({ field: 'email', unique: true });
+      await coll.insertMany([{ id: 'm1', email: 'a', at: new Date(5) }, { id: 'm2', email: 'b' }]);
+      await expect(coll.insertMany([{ id: 'm3', email: 'c' }, { id: 'm4', email: 'a' }, { id: 'm5', email: 'e' }])).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect((await coll.find({})).map((d) => d.id)).toEqual(['m1', 'm2', 'm3']);
+      expect(await coll.findOne({ id: 'm1' })).toEqual({ id: 'm1', email: 'a', at: new Date(5) });
+      expect(await coll.count({ email: 'e' })).toBe(0);
+    });
+
     test('a duplicate id is refused with DuplicateKeyError naming id', async ({ coll }) => {
       await coll.insert({ id: 'same', v: 1 });
       const again = coll.insert({ id: 'same', v: 2 });

@@ -110,6 +110,8 @@ export interface PropertyDef {
   required?: boolean;
   unique?: boolean;
   index?: boolean;
+  /** Searchable by `$search` (the grid's search box). */
+  search?: boolean;
   private?: boolean;
   order?: number;
   [key: string]: unknown;

@@ -96,7 +96,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
     <div class="props">
       <table class="grid props-table" data-test="properties">
         <thead>
-          <tr><th /><th>Property</th><th>Type</th><th title="a value is needed on create">Required</th><th title="no two objects share a value">Unique</th><th title="queries and sorts on it are faster">Index</th><th title="never answered, never queryable by non-root">Private</th><th /></tr>
+          <tr><th /><th>Property</th><th>Type</th><th title="a value is needed on create">Required</th><th title="no two objects share a value">Unique</th><th title="queries and sorts on it are faster">Index</th><th title="found by the grid's search box and $search (a string or array property)">Search</th><th title="never answered, never queryable by non-root">Private</th><th /></tr>
         </thead>
         <tbody>
           {resource.type === 'UserCollection' && (
@@ -121,7 +121,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
                 </select>
                 {p.def.type === 'relation' && <RelationSettings name={p.name} def={p.def} collections={collections} set={(change) => update(i, change)} />}
               </td>
-              {(['required', 'unique', 'index', 'private'] as const).map((flag) => (
+              {(['required', 'unique', 'index', 'search', 'private'] as const).map((flag) => (
                 <td key={flag} class="center"><input type="checkbox" checked={p.def[flag] === true} onChange={() => update(i, { [flag]: !(p.def[flag] === true) })} aria-label={`${p.name} ${flag}`} /></td>
               ))}
               <td><button class="icon-btn" onClick={() => setProps(props.filter((_, j) => j !== i))} aria-label={`remove ${p.name}`} title="remove (a migration removes the stored values, kept for svc migrate down)">✕</button></td>
@@ -205,7 +205,7 @@ function toConfig(props: Prop[]): Record<string, PropertyDef> {
   for (const { name, def, from } of props) {
     const clean: PropertyDef = { ...def };
     if (from !== undefined && from !== name) clean.$renameFrom = from;
-    for (const flag of ['required', 'unique', 'index', 'private'] as const) if (clean[flag] !== true) delete clean[flag];
+    for (const flag of ['required', 'unique', 'index', 'search', 'private'] as const) if (clean[flag] !== true) delete clean[flag];
     delete clean.order;
     out[name] = clean;
   }
