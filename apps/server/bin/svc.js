@@ -4,12 +4,11 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-// Checked first: on an older Node, isolated-vm fails later with "No native build was found", and
-// the embedded store needs node:sqlite as 22.16 has it (unflagged, StatementSync.setReturnArrays).
+// Checked first: on an older Node, isolated-vm fails later with "No native build was found".
 const [major, minor] = process.versions.node.split('.').map(Number);
-if (major < 22 || (major === 22 && minor < 16)) {
+if (major < 22 || (major === 22 && minor < 12)) {
   process.stderr.write(
-    `svc needs Node.js 22.16 or newer (24 LTS recommended); this is Node ${process.versions.node}.\n` +
+    `svc needs Node.js 22.12 or newer (24 LTS recommended); this is Node ${process.versions.node}.\n` +
       'Install Node 24 (https://nodejs.org, or nvm install 24 / fnm install 24) and run svc with it.\n',
   );
   process.exit(1);

@@ -175,10 +175,10 @@ describe('svc command line', () => {
   });
 
   it('an old Node is told what to install before anything else runs', async () => {
-    const old = await runSvc(['--help'], { NODE_OPTIONS: "--import=data:text/javascript,Object.defineProperty(process,'versions',{value:{...process.versions,node:'22.15.0'}})" });
+    const old = await runSvc(['--help'], { NODE_OPTIONS: "--import=data:text/javascript,Object.defineProperty(process,'versions',{value:{...process.versions,node:'22.11.0'}})" });
     expect(old.code).toBe(1);
-    expect(old.stderr).toContain('svc needs Node.js 22.16 or newer');
-    expect(old.stderr).toContain('this is Node 22.15.0');
+    expect(old.stderr).toContain('svc needs Node.js 22.12 or newer');
+    expect(old.stderr).toContain('this is Node 22.11.0');
   });
 
   it('help, per-command help, unknown options and extra arguments', async () => {

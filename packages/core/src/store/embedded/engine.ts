@@ -10,9 +10,9 @@ export const ENGINE_FILE = 'store.sqlite';
 export type Durability = 'normal' | 'full';
 
 /**
- * node:sqlite, loaded when an engine is opened (not when @svc/core is imported: svc runs on
- * Node >= 22.12, where node:sqlite needs a flag before 22.13); the engine needs 22.16
- * (StatementSync.setReturnArrays).
+ * node:sqlite, loaded through process.getBuiltinModule (no static import: svc runs on Node >=
+ * 22.12, where node:sqlite needs a flag before 22.13); the engine needs 22.16
+ * (StatementSync.setReturnArrays). See engineSupported() for the default store without it.
  */
 export function sqlite(): typeof NodeSqlite {
   const loaded = process.getBuiltinModule('node:sqlite') as typeof NodeSqlite | undefined;

@@ -7,7 +7,7 @@ import { lockDataFolder } from '../internal/dataLock.js';
 import { DiskState } from '../internal/diskError.js';
 import { EngineCollection } from './collection.js';
 import { convertOldFiles } from './convert.js';
-import { ENGINE_FILE, Engine } from './engine.js';
+import { ENGINE_FILE, Engine, sqlite } from './engine.js';
 import type { Durability } from './engine.js';
 import { ident } from './sqlText.js';
 
@@ -16,8 +16,22 @@ export { ENGINE_FILE };
 /** Which embedded store keeps a data folder: "files" (the old one, kept in memory) or "sqlite" (the engine). */
 export type EmbeddedEngine = 'files' | 'sqlite';
 
-/** The embedded store an app runs on when app.json does not choose (`embeddedStore.engine`). */
-export const DEFAULT_EMBEDDED_ENGINE: EmbeddedEngine = 'sqlite';
+/** Whether this Node has what the engine needs: node:sqlite with setReturnArrays (Node 24, 22.16+). */
+export function engineSupported(): boolean {
+  try {
+    sqlite();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The embedded store an app runs on when app.json does not choose (`embeddedStore.engine`): the
+ * engine, or on Node 22.12-22.15 (which svc still supports) the files store. A data folder that
+ * holds the engine's database is refused by the files store, never read as empty.
+ */
+export const DEFAULT_EMBEDDED_ENGINE: EmbeddedEngine = engineSupported() ? 'sqlite' : 'files';
 
 /** Options of {@link createEngineStore}. */
 export interface EngineStoreOptions {
