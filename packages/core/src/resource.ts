@@ -56,6 +56,22 @@ export interface Resource {
   close?(): Promise<void>;
   /** Optional: the files it keeps (a Bucket's), for svc's own use: app.json backups.bucket. */
   readonly files?: ResourceFiles;
+  /**
+   * Optional: what the dashboard's root-only API answers under
+   * `/dashboard/api/resources/<name>/-/<parts...>` (a webhook's deliveries). The dashboard has
+   * checked the caller (root, its own page) before calling it.
+   */
+  rootApi?(request: RootApiRequest): Promise<Reply>;
+}
+
+/** A request of the dashboard's root-only API to a resource ({@link Resource.rootApi}). */
+export interface RootApiRequest {
+  method: string;
+  /** The path below `/-/`, split on '/': `['deliveries', '<id>', 'retry']`. */
+  parts: readonly string[];
+  query: Record<string, unknown>;
+  /** The JSON body (an object; `{}` when none). */
+  body: Record<string, unknown>;
 }
 
 /** Files a resource keeps under keys ('backups/x.jsonl'), as svc itself uses them. */

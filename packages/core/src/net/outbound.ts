@@ -31,6 +31,12 @@ export interface OutboundRequest {
   timeoutMs: number;
   /** Largest response body, bytes (after decoding when `decode`). */
   maxBytes: number;
+  /**
+   * Past `maxBytes`, cut the body there (the rest is not read; the connection is closed) and
+   * answer `truncated: true`, instead of failing with ERR_OUTBOUND_TOO_LARGE: for callers that
+   * keep only the start of an answer (a webhook's response excerpt). Not with `decode`.
+   */
+  truncate?: boolean;
   /** Decode gzip, deflate and br bodies (and ask for them when the caller did not say). */
   decode?: boolean;
   /** Host name resolution; default the system's (getaddrinfo, as Node's http does). */
@@ -48,6 +54,8 @@ export interface OutboundResponse {
   /** The URL of the answer (after redirects). */
   url: string;
   redirected: boolean;
+  /** The body was cut at `maxBytes` (only when the request asked for `truncate`). */
+  truncated?: boolean;
 }
 
 /** The code of an outbound failure, as Node names its network errors (see outboundErrorCode). */
@@ -224,20 +232,31 @@ function networkError(url: URL, err: unknown): SvcError {
 /** Reads the body within the size and time limits, decoding it when asked to. */
 async function readAll(res: IncomingMessage, request: OutboundRequest, deadline: number): Promise<Omit<OutboundResponse, 'url' | 'redirected'>> {
   const limit = request.maxBytes;
+  const cut = request.truncate === true && request.decode !== true;
   const tooLarge = (): SvcError => outboundError('ERR_OUTBOUND_TOO_LARGE', `the answer is larger than ${limit} bytes`);
   const declared = Number(res.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
+  if (!cut && Number.isFinite(declared) && declared > limit) {
     res.destroy();
     throw tooLarge();
   }
   const chunks: Buffer[] = [];
   let size = 0;
+  let truncated = false;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => res.destroy(outboundError('ETIMEDOUT', `the answer did not arrive within ${request.timeoutMs} ms`)), Math.max(0, deadline - Date.now()));
     res.on('data', (chunk: Buffer) => {
+      if (truncated) return;
       size += chunk.length;
-      if (size > limit) res.destroy(tooLarge());
-      else chunks.push(chunk);
+      if (size <= limit) chunks.push(chunk);
+      else if (!cut) res.destroy(tooLarge());
+      else {
+        // Enough of it: the start is kept, the rest is neither read nor waited for.
+        chunks.push(chunk.subarray(0, chunk.length - (size - limit)));
+        truncated = true;
+        clearTimeout(timer);
+        resolve();
+        res.destroy();
+      }
     });
     res.once('end', () => {
       clearTimeout(timer);
@@ -263,7 +282,7 @@ async function readAll(res: IncomingMessage, request: OutboundRequest, deadline:
     // The body handed on is decoded: its encoding and length headers no longer describe it.
     for (let i = headers.length - 1; i >= 0; i--) if (/^content-(encoding|length)$/i.test((headers[i] as [string, string])[0])) headers.splice(i, 1);
   }
-  return { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers, body };
+  return { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers, body, ...(truncated ? { truncated } : {}) };
 }
 
 function decoded(body: Buffer, encoding: string, limit: number): Promise<Buffer> {

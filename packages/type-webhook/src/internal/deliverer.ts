@@ -1,0 +1,242 @@
+import type { Logger, OutboundLookup, OutboundPolicy } from '@svc/core';
+import { retryDelay } from './backoff.js';
+import type { Lease } from './lease.js';
+import type { DeliveryRecord, Outbox } from './outbox.js';
+import { showPayload } from './payload.js';
+import type { PayloadSource } from './payload.js';
+import { sendDelivery } from './send.js';
+import type { WebhookConfig } from './settings.js';
+
+/** What a {@link Deliverer} works with. */
+export interface DelivererOptions {
+  name: string;
+  config: WebhookConfig;
+  outbox: Outbox;
+  lease: Lease;
+  policy: OutboundPolicy;
+  logger: Logger;
+  /** Shows a record's objects to the principal (bound to the collection when the webhook starts). */
+  payloadSource(): PayloadSource;
+  /** How often the outbox is looked at when nothing wakes the deliverer, ms (other processes' writes, due retries). */
+  pollMs: number;
+  /** How often a process without the lease tries to take it, ms. */
+  leasePollMs: number;
+  lookup?: OutboundLookup;
+}
+
+/** Attempts finished here lately, by record id: a find begun before one finished must not start it again. */
+const FINISHED_KEPT_MS = 10 * 60_000;
+
+/**
+ * Delivers a webhook's outbox while this instance holds the lease: due records, the earliest
+ * first, `concurrency` at a time; a new event of this process is started at once when a slot is
+ * free (no store read), others are found by reading the outbox (woken by a write here, else every
+ * `pollMs`, and at the next due retry). Each attempt's outcome is stored before the next one of
+ * the same record can start. Nothing here waits in a write's request.
+ */
+export class Deliverer {
+  private readonly inflight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Attempts made here lately: id -> the attempt number finished (a stale find shows fewer). */
+  private readonly finished = new Map<string, { attempt: number; at: number }>();
+  private timer: NodeJS.Timeout | undefined;
+  private passing = false;
+  private again = false;
+  /** The last read of the outbox filled its page: more may be due than we started. */
+  private backlog = true;
+  private stopped = false;
+  private renewing: NodeJS.Timeout | undefined;
+  private readonly stopWaiting: () => void;
+  private completions = 0;
+
+  constructor(private readonly options: DelivererOptions) {
+    this.stopWaiting = options.lease.onRelease(() => this.wake());
+  }
+
+  /** Starts delivering (once the app serves requests). */
+  start(): void {
+    const renewMs = Math.max(250, Math.floor(this.leaseTtl() / 3));
+    this.renewing = setInterval(() => {
+      if (this.options.lease.holds()) this.options.lease.acquire().catch((err: unknown) => this.warn('could not renew its lease', err));
+    }, renewMs);
+    this.renewing.unref();
+    this.wake();
+  }
+
+  /**
+   * A new event of this process: started at once when this instance delivers, a slot is free and
+   * nothing older waits; otherwise the next pass finds it in the outbox.
+   */
+  offer(record: DeliveryRecord): void {
+    // Not delivering here: whoever holds the lease finds it at its next look (pollMs).
+    if (this.stopped || !this.options.lease.holds(1000)) return;
+    if (!this.backlog && !this.passing && this.inflight.size < this.options.config.concurrency) this.begin(record);
+    else this.wake();
+  }
+
+  /** Looks at the outbox soon. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.passing) {
+      this.again = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  /**
+   * Stops: no new attempt starts; those under way get `graceMs` to end, then are aborted (their
+   * records stay as they were, and are attempted again by whoever delivers next). The lease is
+   * released.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearInterval(this.renewing);
+    this.stopWaiting();
+    const all = Promise.all([...this.inflight.values()].map((d) => d.done));
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+    await Promise.race([all, grace]);
+    for (const delivery of this.inflight.values()) delivery.abort.abort();
+    await all;
+    await this.options.lease.release().catch((err: unknown) => this.warn('could not release its lease (it expires by itself)', err));
+  }
+
+  private leaseTtl(): number {
+    return 15_000;
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.pass(), ms);
+    this.timer.unref();
+  }
+
+  /** One look at the outbox: take or renew the lease, start what is due, plan the next look. */
+  private async pass(): Promise<void> {
+    if (this.stopped || this.passing) return;
+    this.passing = true;
+    this.again = false;
+    let next = this.options.pollMs;
+    try {
+      if (!this.options.lease.holds(2000) && !(await this.options.lease.acquire())) {
+        next = this.options.leasePollMs;
+        return;
+      }
+      const config = this.options.config;
+      const free = config.concurrency - this.inflight.size;
+      if (free <= 0) return; // a finishing attempt wakes the deliverer
+      const limit = free + this.inflight.size;
+      const due = await this.options.outbox.due(Date.now(), limit);
+      this.backlog = due.length >= limit;
+      this.forgetOld();
+      let started = 0;
+      for (const record of due) {
+        if (started >= free || this.stopped) break;
+        if (this.inflight.has(record.id) || this.isStale(record)) continue;
+        this.begin(record);
+        started++;
+      }
+      if (this.backlog) next = 0;
+      else {
+        const nextDue = await this.options.outbox.nextDue();
+        if (nextDue !== undefined) next = Math.min(next, Math.max(0, nextDue - Date.now()));
+      }
+    } catch (err) {
+      this.warn('could not read its outbox', err);
+      next = Math.max(next, 1000);
+    } finally {
+      this.passing = false;
+      if (!this.stopped) this.schedule(this.again ? 0 : next);
+    }
+  }
+
+  /** A record read before an attempt of it finished here: what the store said then is out of date. */
+  private isStale(record: DeliveryRecord): boolean {
+    const done = this.finished.get(record.id);
+    return done !== undefined && record.attempts < done.attempt;
+  }
+
+  private forgetOld(): void {
+    if (this.finished.size < 1000) return;
+    const old = Date.now() - FINISHED_KEPT_MS;
+    for (const [id, done] of this.finished) if (done.at < old) this.finished.delete(id);
+  }
+
+  private begin(record: DeliveryRecord): void {
+    const abort = new AbortController();
+    const done = this.attempt(record, abort.signal)
+      .catch((err: unknown) => this.warn(`could not record an attempt of delivery ${record.id}`, err))
+      .finally(() => {
+        this.inflight.delete(record.id);
+        this.wake();
+      });
+    this.inflight.set(record.id, { abort, done });
+  }
+
+  /** One attempt of one record, its outcome stored. */
+  private async attempt(record: DeliveryRecord, signal: AbortSignal): Promise<void> {
+    const { config, outbox } = this.options;
+    const attempt = record.attempts + 1;
+    let body = record.body;
+    let fresh: string | undefined;
+    if (body === undefined) {
+      const shown = await showPayload(this.options.payloadSource(), record).catch((err: unknown) => ({ failed: err instanceof Error ? err.message : String(err) }));
+      if ('failed' in shown) {
+        // The payload could not be made (an On Get script failed): an attempt that failed.
+        await outbox.finish(record, attempt, { ok: false, error: `the payload could not be made: ${shown.failed}`, durationMs: 0, retryAt: Date.now() + retryDelay(attempt, config.retryBaseMs, config.retryMaxMs) });
+        this.finished.set(record.id, { attempt, at: Date.now() });
+        return;
+      }
+      if ('skipped' in shown) {
+        await outbox.skip(record, shown.skipped);
+        this.finished.set(record.id, { attempt: Number.MAX_SAFE_INTEGER, at: Date.now() });
+        return;
+      }
+      body = fresh = JSON.stringify(shown.payload);
+    }
+    const outcome = await sendDelivery({
+      url: config.url,
+      body,
+      secret: config.secret,
+      id: record.id,
+      event: record.event,
+      attempt,
+      policy: this.options.policy,
+      timeoutMs: config.timeoutMs,
+      excerptBytes: config.excerptBytes,
+      maxRedirects: config.maxRedirects,
+      signal,
+      ...(this.options.lookup ? { lookup: this.options.lookup } : {}),
+    });
+    // Stopped under way: the receiver may or may not have it; the record stays as it was, for the next deliverer.
+    if (signal.aborted) return;
+    const status = await outbox.finish(record, attempt, {
+      ok: outcome.ok,
+      durationMs: outcome.durationMs,
+      excerpt: outcome.excerpt,
+      ...(outcome.status !== undefined ? { status: outcome.status } : {}),
+      ...(outcome.error !== undefined ? { error: outcome.error } : {}),
+      ...(fresh !== undefined ? { body: fresh } : {}),
+      ...(outcome.ok ? {} : { retryAt: Date.now() + retryDelay(attempt, config.retryBaseMs, config.retryMaxMs, outcome.retryAfterMs) }),
+    });
+    this.finished.set(record.id, { attempt, at: Date.now() });
+    if (status === 'dead') this.options.logger.warn(`webhook ${this.options.name}: delivery ${record.id} (${record.event} of ${record.objectId}) failed ${attempt} times and is in the dead letters: ${outcome.error ?? ''}`);
+    if (++this.completions % 200 === 0) void this.prune();
+  }
+
+  /** Keeps the delivered and skipped records, and the dead letters, within their bounds. */
+  async prune(): Promise<void> {
+    const { outbox, config } = this.options;
+    try {
+      await outbox.prune(['delivered', 'skipped'], config.keepDelivered);
+      const dropped = await outbox.prune(['dead'], config.keepDead);
+      if (dropped > 0) this.options.logger.warn(`webhook ${this.options.name}: ${dropped} of the oldest dead letters dropped (keepDead ${config.keepDead})`);
+    } catch (err) {
+      this.warn('could not prune its outbox', err);
+    }
+  }
+
+  private warn(what: string, err: unknown): void {
+    this.options.logger.warn(`webhook ${this.options.name}: ${what}: ${err instanceof Error ? err.message : String(err)}`, { error: err });
+  }
+}
