@@ -18,6 +18,8 @@ export interface WebhookTimings {
   pollMs?: number;
   /** How often a process without the lease tries to take it, ms (default 1000). */
   leasePollMs?: number;
+  /** How long the delivering lease lasts unless renewed, ms (default 15 s): how long a killed holder's successor waits, but with the embedded store. */
+  leaseTtlMs?: number;
   /** Time in-flight attempts get to end at close before they are aborted, ms (default 2000). */
   closeGraceMs?: number;
   /** Host name resolution (tests). */
@@ -42,7 +44,7 @@ export function createWebhook(context: ResourceTypeContext<WebhookSettings>, tim
   const base = context.name.replaceAll('/', '_');
   const outbox = new Outbox(context.store.collection(`${base}_webhook`));
   const soleProcess = context.jobs?.scope === 'process';
-  const lease = new Lease({ store: context.store.collection(`${base}_webhook_lease`), key: `${context.appDir}|${context.name}`, ttlMs: LEASE_TTL_MS, soleProcess });
+  const lease = new Lease({ store: context.store.collection(`${base}_webhook_lease`), key: `${context.appDir}|${context.name}`, ttlMs: timings.leaseTtlMs ?? LEASE_TTL_MS, soleProcess });
   const policy = context.outbound?.policy ?? new OutboundPolicy([]);
   let host: ResourceHost | undefined;
   let collection: Watched | undefined;
@@ -113,9 +115,20 @@ function enqueue(change: CollectionChange, filter: Filter | undefined, config: W
   if (!config.events.has(change.kind)) return undefined;
   if (filter !== undefined && !matchesFilter(change.object, filter)) return undefined;
   return outbox.add(change.kind, change.object, change.kind === 'update' ? change.previous : undefined, config.maxAttempts).then(
-    (record) => deliverer.offer(record),
+    (record) => {
+      crashPoint('webhook:stored');
+      deliverer.offer(record);
+    },
     (err: unknown) => logger.error(`webhook ${name}: the ${change.kind} of ${config.collection} ${change.object.id} is stored but its delivery could not be put in the outbox: ${err instanceof Error ? err.message : String(err)}`, { error: err }),
   );
+}
+
+/**
+ * For crash tests only: kills this process at once (kill -9, no cleanup) when SVC_TEST_CRASH_AT
+ * names the step (as the server's own crash points do). Unset, it does nothing.
+ */
+function crashPoint(step: string): void {
+  if (process.env.SVC_TEST_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
 }
 
 /**

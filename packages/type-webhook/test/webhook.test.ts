@@ -135,6 +135,21 @@ describe.each(stores)('Webhook on the $name', ({ db }) => {
     for (const object of Object.values(byHook)) expect(object).not.toHaveProperty('note');
   });
 
+  test('after a reload (the dashboard saved the config) the new webhook hears the new collection', async () => {
+    const a = await start();
+    await a.call('POST', '/todos', { title: 'before' });
+    await receiver.waitFor(1);
+    const saved = await a.call('PUT', '/dashboard/api/resources/hooks', { config: { type: 'Webhook', collection: 'todos', url: receiver.url, secret: SECRET, retryBaseMs: 100, events: ['create', 'update'] } }, { 'svc-ssh-key': 'development' });
+    expect(saved.status).toBe(200);
+    const created = (await a.call('POST', '/todos', { title: 'after' })).body as { id: string };
+    await a.call('DELETE', `/todos/${created.id}`);
+    const [after] = await receiver.waitFor(1, (r) => payloadOf(r).object.title === 'after');
+    expect(payloadOf(after as { body: string }).event).toBe('create');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The new config's events: no delete.
+    expect(receiver.received.map((r) => payloadOf(r).event)).toEqual(['create', 'create']);
+  });
+
   test('a query limits which writes are sent; a query on a private property is refused at start', async () => {
     const a = await start({ hook: { query: { done: true }, events: ['create', 'update'] } });
     const one = (await a.call('POST', '/todos', { title: 'not yet' })).body as { id: string };

@@ -54,7 +54,7 @@ export class Deliverer {
 
   /** Starts delivering (once the app serves requests). */
   start(): void {
-    const renewMs = Math.max(250, Math.floor(this.leaseTtl() / 3));
+    const renewMs = Math.max(100, Math.floor(this.options.lease.ttlMs / 3));
     this.renewing = setInterval(() => {
       if (this.options.lease.holds()) this.options.lease.acquire().catch((err: unknown) => this.warn('could not renew its lease', err));
     }, renewMs);
@@ -99,10 +99,6 @@ export class Deliverer {
     for (const delivery of this.inflight.values()) delivery.abort.abort();
     await all;
     await this.options.lease.release().catch((err: unknown) => this.warn('could not release its lease (it expires by itself)', err));
-  }
-
-  private leaseTtl(): number {
-    return 15_000;
   }
 
   private schedule(ms: number): void {

@@ -37,9 +37,14 @@ export class Lease {
 
   constructor(private readonly options: LeaseOptions) {}
 
-  /** Whether this instance holds the lease for at least `marginMs` more. */
+  /** How long the lease lasts unless renewed, ms. */
+  get ttlMs(): number {
+    return this.options.ttlMs;
+  }
+
+  /** Whether this instance holds the lease for at least `marginMs` more (at most a third of the lease). */
   holds(marginMs = 0): boolean {
-    return this.until - marginMs > Date.now();
+    return this.until - Math.min(marginMs, this.options.ttlMs / 3) > Date.now();
   }
 
   /** Takes or renews the lease; answers whether this instance holds it now. */
