@@ -1,8 +1,9 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { request as httpRequest } from 'node:http';
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { Agent as HttpAgent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import type { LookupFunction, Socket } from 'node:net';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
@@ -39,6 +40,13 @@ export interface OutboundRequest {
   truncate?: boolean;
   /** Decode gzip, deflate and br bodies (and ask for them when the caller did not say). */
   decode?: boolean;
+  /**
+   * Keep-alive agents to reuse connections with (a webhook's many deliveries to one receiver);
+   * default none: a fresh connection per request. A connection is checked when it is made (its
+   * address through this lookup, its peer once connected) and reused only for the same host and
+   * port, so a reused one is one the policy allowed. Give agents only to calls of one policy.
+   */
+  agents?: { http?: HttpAgent; https?: HttpsAgent };
   /** Host name resolution; default the system's (getaddrinfo, as Node's http does). */
   lookup?: OutboundLookup;
   signal?: AbortSignal;
@@ -185,8 +193,9 @@ async function once(url: URL, method: string, headers: [string, string][], body:
     const options = {
       method,
       headers: outgoing,
-      // A fresh connection each time (no pool, no proxy from the environment) to the addresses checked above.
-      agent: false as const,
+      // A fresh connection each time (no pool, no proxy from the environment) to the addresses
+      // checked above, unless the caller pools its own (see OutboundRequest.agents).
+      agent: (url.protocol === 'https:' ? request.agents?.https : request.agents?.http) ?? (false as const),
       lookup: ((_name: string, opts: LookupOptions, callback: (...args: unknown[]) => void): void => {
         const family = opts.family === 'IPv4' ? 4 : opts.family === 'IPv6' ? 6 : opts.family;
         const usable = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
@@ -207,11 +216,14 @@ async function once(url: URL, method: string, headers: [string, string][], body:
     const timer = setTimeout(() => req.destroy(outboundError('ETIMEDOUT', `${url.host} did not answer within ${request.timeoutMs} ms`)), remaining);
     req.once('socket', (socket: Socket) => {
       // The address connected to, checked again (an IPv4-mapped peer is decided as its IPv4 address).
-      socket.once('connect', () => {
+      const check = (): void => {
         const peer = socket.remoteAddress;
         const why = peer === undefined ? 'no peer address' : request.policy.refusal(peer, host, port);
         if (why !== undefined) req.destroy(outboundError('ERR_OUTBOUND_REFUSED', `request to ${url.host} refused: connected to ${why}`));
-      });
+      };
+      // A pooled connection (agents) is connected already: checked now, no listener left on it.
+      if (socket.connecting) socket.once('connect', check);
+      else check();
     });
     req.once('error', fail);
     req.once('response', (res) => {

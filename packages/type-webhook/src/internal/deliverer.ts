@@ -1,3 +1,5 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { Logger, OutboundLookup, OutboundPolicy } from '@svc/core';
 import { retryDelay } from './backoff.js';
 import type { Lease } from './lease.js';
@@ -41,15 +43,30 @@ export class Deliverer {
   private timer: NodeJS.Timeout | undefined;
   private passing = false;
   private again = false;
-  /** The last read of the outbox filled its page: more may be due than we started. */
+  /** Records read (or offered) and not started yet, the oldest first; `queued` holds their ids. */
+  private queue: DeliveryRecord[] = [];
+  private readonly queued = new Set<string>();
+  private filling = false;
+  /** The last read of the outbox filled its page, or offers were dropped: more may be due than known here. */
   private backlog = true;
+  /** The earliest retry this instance scheduled (ms), so the next look is not later than it. */
+  private nextRetry = Infinity;
   private stopped = false;
   private renewing: NodeJS.Timeout | undefined;
   private readonly stopWaiting: () => void;
   private completions = 0;
+  /** Connections to the receiver, kept alive between deliveries (each checked by the guard when made). */
+  private readonly agents: { http: HttpAgent; https: HttpsAgent };
 
   constructor(private readonly options: DelivererOptions) {
     this.stopWaiting = options.lease.onRelease(() => this.wake());
+    const pool = { keepAlive: true, maxSockets: options.config.concurrency, maxFreeSockets: options.config.concurrency, timeout: 60_000 };
+    this.agents = { http: new HttpAgent(pool), https: new HttpsAgent(pool) };
+  }
+
+  /** Records read from the outbox at once. */
+  private get batch(): number {
+    return Math.max(32, this.options.config.concurrency * 4);
   }
 
   /** Starts delivering (once the app serves requests). */
@@ -63,14 +80,27 @@ export class Deliverer {
   }
 
   /**
-   * A new event of this process: started at once when this instance delivers, a slot is free and
-   * nothing older waits; otherwise the next pass finds it in the outbox.
+   * A new event of this process, just stored: queued here when this instance delivers and knows
+   * of nothing older that waits (no store read); started after the current turn, so that the
+   * write's answer goes first. Otherwise the next read of the outbox finds it.
    */
   offer(record: DeliveryRecord): void {
     // Not delivering here: whoever holds the lease finds it at its next look (pollMs).
     if (this.stopped || !this.options.lease.holds(1000)) return;
-    if (!this.backlog && !this.passing && this.inflight.size < this.options.config.concurrency) this.begin(record);
-    else this.wake();
+    if (this.backlog || this.queue.length >= this.batch) {
+      this.backlog = true;
+      if (this.inflight.size === 0) this.wake();
+      return;
+    }
+    this.queue.push(record);
+    this.queued.add(record.id);
+    if (!this.filling) {
+      this.filling = true;
+      setImmediate(() => {
+        this.filling = false;
+        this.fill();
+      });
+    }
   }
 
   /** Looks at the outbox soon. */
@@ -93,11 +123,15 @@ export class Deliverer {
     clearTimeout(this.timer);
     clearInterval(this.renewing);
     this.stopWaiting();
+    this.queue = [];
+    this.queued.clear();
     const all = Promise.all([...this.inflight.values()].map((d) => d.done));
     const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([all, grace]);
     for (const delivery of this.inflight.values()) delivery.abort.abort();
     await all;
+    this.agents.http.destroy();
+    this.agents.https.destroy();
     await this.options.lease.release().catch((err: unknown) => this.warn('could not release its lease (it expires by itself)', err));
   }
 
@@ -107,7 +141,24 @@ export class Deliverer {
     this.timer.unref();
   }
 
-  /** One look at the outbox: take or renew the lease, start what is due, plan the next look. */
+  /** Starts queued records while slots are free; an empty queue with slots free asks for a read. */
+  private fill(): void {
+    if (this.stopped) return;
+    const concurrency = this.options.config.concurrency;
+    while (this.inflight.size < concurrency && this.queue.length > 0) {
+      const record = this.queue.shift() as DeliveryRecord;
+      this.queued.delete(record.id);
+      if (!this.inflight.has(record.id) && !this.isStale(record)) this.begin(record);
+    }
+    if (this.queue.length === 0 && this.backlog && this.inflight.size < concurrency) this.wake();
+  }
+
+  /**
+   * One look at the outbox: take or renew the lease, read what is due (a batch, unless records
+   * wait here already), start it, and plan the next look: at once while more is due, else at the
+   * earliest retry scheduled here or after `pollMs` (other processes' writes, retries of records
+   * read by another instance), whichever comes first.
+   */
   private async pass(): Promise<void> {
     if (this.stopped || this.passing) return;
     this.passing = true;
@@ -115,28 +166,26 @@ export class Deliverer {
     let next = this.options.pollMs;
     try {
       if (!this.options.lease.holds(2000) && !(await this.options.lease.acquire())) {
+        this.queue = [];
+        this.queued.clear();
         next = this.options.leasePollMs;
         return;
       }
-      const config = this.options.config;
-      const free = config.concurrency - this.inflight.size;
-      if (free <= 0) return; // a finishing attempt wakes the deliverer
-      const limit = free + this.inflight.size;
-      const due = await this.options.outbox.due(Date.now(), limit);
-      this.backlog = due.length >= limit;
-      this.forgetOld();
-      let started = 0;
-      for (const record of due) {
-        if (started >= free || this.stopped) break;
-        if (this.inflight.has(record.id) || this.isStale(record)) continue;
-        this.begin(record);
-        started++;
+      if (this.queue.length === 0 && this.inflight.size < this.options.config.concurrency) {
+        const now = Date.now();
+        if (this.nextRetry <= now) this.nextRetry = Infinity;
+        const due = await this.options.outbox.due(now, this.batch);
+        this.backlog = due.length >= this.batch;
+        this.forgetOld();
+        for (const record of due) {
+          if (this.inflight.has(record.id) || this.queued.has(record.id) || this.isStale(record)) continue;
+          this.queue.push(record);
+          this.queued.add(record.id);
+        }
       }
-      if (this.backlog) next = 0;
-      else {
-        const nextDue = await this.options.outbox.nextDue();
-        if (nextDue !== undefined) next = Math.min(next, Math.max(0, nextDue - Date.now()));
-      }
+      this.fill();
+      if (this.backlog && this.queue.length === 0) next = 0;
+      else if (this.nextRetry !== Infinity) next = Math.min(next, Math.max(0, this.nextRetry - Date.now()));
     } catch (err) {
       this.warn('could not read its outbox', err);
       next = Math.max(next, 1000);
@@ -164,7 +213,9 @@ export class Deliverer {
       .catch((err: unknown) => this.warn(`could not record an attempt of delivery ${record.id}`, err))
       .finally(() => {
         this.inflight.delete(record.id);
-        this.wake();
+        // The next queued record takes the slot; an empty queue asks for a read when more may be due.
+        if (this.queue.length > 0) this.fill();
+        else if (this.backlog) this.wake();
       });
     this.inflight.set(record.id, { abort, done });
   }
@@ -179,7 +230,8 @@ export class Deliverer {
       const shown = await showPayload(this.options.payloadSource(), record).catch((err: unknown) => ({ failed: err instanceof Error ? err.message : String(err) }));
       if ('failed' in shown) {
         // The payload could not be made (an On Get script failed): an attempt that failed.
-        await outbox.finish(record, attempt, { ok: false, error: `the payload could not be made: ${shown.failed}`, durationMs: 0, retryAt: Date.now() + retryDelay(attempt, config.retryBaseMs, config.retryMaxMs) });
+        const retryAt = this.noteRetry(Date.now() + retryDelay(attempt, config.retryBaseMs, config.retryMaxMs));
+        await outbox.finish(record, attempt, { ok: false, error: `the payload could not be made: ${shown.failed}`, durationMs: 0, retryAt });
         this.finished.set(record.id, { attempt, at: Date.now() });
         return;
       }
@@ -202,6 +254,7 @@ export class Deliverer {
       excerptBytes: config.excerptBytes,
       maxRedirects: config.maxRedirects,
       signal,
+      agents: this.agents,
       ...(this.options.lookup ? { lookup: this.options.lookup } : {}),
     });
     // Stopped under way: the receiver may or may not have it; the record stays as it was, for the next deliverer.
@@ -213,11 +266,20 @@ export class Deliverer {
       ...(outcome.status !== undefined ? { status: outcome.status } : {}),
       ...(outcome.error !== undefined ? { error: outcome.error } : {}),
       ...(fresh !== undefined ? { body: fresh } : {}),
-      ...(outcome.ok ? {} : { retryAt: Date.now() + retryDelay(attempt, config.retryBaseMs, config.retryMaxMs, outcome.retryAfterMs) }),
+      ...(outcome.ok ? {} : { retryAt: this.noteRetry(Date.now() + retryDelay(attempt, config.retryBaseMs, config.retryMaxMs, outcome.retryAfterMs)) }),
     });
     this.finished.set(record.id, { attempt, at: Date.now() });
     if (status === 'dead') this.options.logger.warn(`webhook ${this.options.name}: delivery ${record.id} (${record.event} of ${record.objectId}) failed ${attempt} times and is in the dead letters: ${outcome.error ?? ''}`);
     if (++this.completions % 200 === 0) void this.prune();
+  }
+
+  /** Remembers when a retry is due, so that the next look at the outbox is not later; answers it. */
+  private noteRetry(at: number): number {
+    if (at < this.nextRetry) {
+      this.nextRetry = at;
+      if (!this.passing && !this.stopped) this.schedule(Math.max(0, Math.min(this.options.pollMs, at - Date.now())));
+    }
+    return at;
   }
 
   /** Keeps the delivered and skipped records, and the dead letters, within their bounds. */

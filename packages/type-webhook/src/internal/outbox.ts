@@ -54,9 +54,11 @@ export interface AttemptResult {
 }
 
 /** What the dashboard lists of a delivery (no stored object, no whole body). */
-export type DeliveryView = Omit<DeliveryRecord, 'object' | 'previous' | 'body'> & { bodyBytes?: number };
+export type DeliveryView = Omit<DeliveryRecord, 'object' | 'previous' | 'body' | 'nextAt'> & { nextAt?: number; bodyBytes?: number };
 
 const LIST_FIELDS = { object: 0, previous: 0 } as const;
+/** `nextAt` of a record no longer pending: past every time, so that a range on nextAt never reaches it. */
+const DONE = Number.MAX_SAFE_INTEGER;
 
 /**
  * A webhook's durable outbox, in the app's store (so: the embedded store's files, or MongoDB),
@@ -81,22 +83,20 @@ export class Outbox {
     return record;
   }
 
-  /** Pending records due by `now`, the earliest first. */
+  /**
+   * Up to `limit` pending records due by `now`. Not sorted: a sort would walk the records kept for
+   * the dashboard too; the status index narrows the read to the pending ones (which the store
+   * answers about in insertion order, so mostly the oldest first).
+   */
   async due(now: number, limit: number): Promise<DeliveryRecord[]> {
-    return (await this.records.find({ status: 'pending', nextAt: { $lte: now } }, { sort: { nextAt: 1 }, limit })) as unknown as DeliveryRecord[];
-  }
-
-  /** When the earliest pending record is due (ms), undefined when none is pending. */
-  async nextDue(): Promise<number | undefined> {
-    const [first] = await this.records.find({ status: 'pending' }, { sort: { nextAt: 1 }, limit: 1, fields: { nextAt: 1 } });
-    return typeof first?.nextAt === 'number' ? first.nextAt : undefined;
+    return (await this.records.find({ status: 'pending', nextAt: { $lte: now } }, { limit })) as unknown as DeliveryRecord[];
   }
 
   /** Records the outcome of attempt number `attempt` of a record; answers the status it now has. */
   async finish(record: DeliveryRecord, attempt: number, result: AttemptResult): Promise<DeliveryStatus> {
     const now = Date.now();
     const status: DeliveryStatus = result.ok ? 'delivered' : attempt >= record.lastAllowed || result.retryAt === undefined ? 'dead' : 'pending';
-    const set: Record<string, unknown> = { status, attempts: attempt, lastAt: now, durationMs: result.durationMs, nextAt: status === 'pending' ? (result.retryAt as number) : 0 };
+    const set: Record<string, unknown> = { status, attempts: attempt, lastAt: now, durationMs: result.durationMs, nextAt: status === 'pending' ? (result.retryAt as number) : DONE };
     if (result.status !== undefined) set.lastStatus = result.status;
     set.lastError = result.error ?? '';
     set.excerpt = result.excerpt ?? '';
@@ -112,7 +112,7 @@ export class Outbox {
   /** Marks a record skipped: its object is not one the principal may read (or no longer exists). */
   async skip(record: DeliveryRecord, reason: string): Promise<void> {
     const now = Date.now();
-    await this.records.update({ id: record.id }, { $set: { status: 'skipped', lastError: reason, doneAt: now, nextAt: 0 }, $unset: { object: true, previous: true } });
+    await this.records.update({ id: record.id }, { $set: { status: 'skipped', lastError: reason, doneAt: now, nextAt: DONE }, $unset: { object: true, previous: true } });
   }
 
   /**
@@ -175,6 +175,8 @@ export class Outbox {
 }
 
 function viewOf(record: DeliveryRecord): DeliveryView {
-  const { object: _object, previous: _previous, body, ...view } = record;
+  const { object: _object, previous: _previous, body, nextAt, ...rest } = record;
+  // The next try means something for a pending record only.
+  const view: DeliveryView = record.status === 'pending' ? { ...rest, nextAt } : (rest as DeliveryView);
   return body !== undefined ? { ...view, bodyBytes: Buffer.byteLength(body) } : view;
 }

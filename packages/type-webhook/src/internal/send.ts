@@ -1,4 +1,6 @@
 import { outboundErrorCode, outboundFetch } from '@svc/core';
+import type { Agent as HttpAgent } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import type { OutboundLookup, OutboundPolicy, OutboundResponse } from '@svc/core';
 import { SIGNATURE_HEADER, signPayload } from '../signature.js';
 
@@ -16,6 +18,8 @@ export interface SendInput {
   excerptBytes: number;
   maxRedirects: number;
   signal: AbortSignal;
+  /** The webhook's keep-alive agents: its deliveries reuse connections to the receiver. */
+  agents: { http: HttpAgent; https: HttpsAgent };
   lookup?: OutboundLookup;
 }
 
@@ -59,7 +63,7 @@ export async function sendDelivery(input: SendInput): Promise<SendOutcome> {
     if (left <= 0) return { ok: false, error: `no answer within ${input.timeoutMs} ms`, excerpt: '', durationMs: Date.now() - started };
     let res: OutboundResponse;
     try {
-      res = await outboundFetch({ url, method: 'POST', headers, body: input.body, redirect: 'manual', policy: input.policy, timeoutMs: left, maxBytes: input.excerptBytes, truncate: true, signal: input.signal, ...(input.lookup ? { lookup: input.lookup } : {}) });
+      res = await outboundFetch({ url, method: 'POST', headers, body: input.body, redirect: 'manual', policy: input.policy, timeoutMs: left, maxBytes: input.excerptBytes, truncate: true, signal: input.signal, agents: input.agents, ...(input.lookup ? { lookup: input.lookup } : {}) });
     } catch (err) {
       const code = outboundErrorCode(err);
       const message = err instanceof Error ? err.message : String(err);
