@@ -1,4 +1,6 @@
 import { Agent as HttpAgent } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Logger, OutboundLookup, OutboundPolicy } from '@svc/core';
 import { retryDelay } from './backoff.js';
@@ -26,6 +28,11 @@ export interface DelivererOptions {
   lookup?: OutboundLookup;
 }
 
+/** Event loop utilisation past which the process counts as saturated by requests. */
+const BUSY = 0.9;
+/** How often the utilisation is sampled, ms. */
+const BUSY_SAMPLE_MS = 200;
+
 /** Attempts finished here lately, by record id: a find begun before one finished must not start it again. */
 const FINISHED_KEPT_MS = 10 * 60_000;
 
@@ -37,7 +44,10 @@ const FINISHED_KEPT_MS = 10 * 60_000;
  * the same record can start. Nothing here waits in a write's request.
  */
 export class Deliverer {
+  /** Records with an attempt under way here (sent, or its outcome being stored), by id. */
   private readonly inflight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Attempts waiting for the receiver: what `concurrency` bounds. */
+  private sending = 0;
   /** Attempts made here lately: id -> the attempt number finished (a stale find shows fewer). */
   private readonly finished = new Map<string, { attempt: number; at: number }>();
   private timer: NodeJS.Timeout | undefined;
@@ -55,6 +65,10 @@ export class Deliverer {
   private renewing: NodeJS.Timeout | undefined;
   private readonly stopWaiting: () => void;
   private completions = 0;
+  /** The event loop was saturated over the last sample: deliveries go one at a time, writes first. */
+  private busy = false;
+  private elu: EventLoopUtilization = performance.eventLoopUtilization();
+  private sampling: NodeJS.Timeout | undefined;
   /** Connections to the receiver, kept alive between deliveries (each checked by the guard when made). */
   private readonly agents: { http: HttpAgent; https: HttpsAgent };
 
@@ -76,7 +90,23 @@ export class Deliverer {
       if (this.options.lease.holds()) this.options.lease.acquire().catch((err: unknown) => this.warn('could not renew its lease', err));
     }, renewMs);
     this.renewing.unref();
+    this.sampling = setInterval(() => {
+      const now = performance.eventLoopUtilization();
+      this.busy = performance.eventLoopUtilization(now, this.elu).utilization > BUSY;
+      this.elu = now;
+      if (!this.busy) this.fill();
+    }, BUSY_SAMPLE_MS);
+    this.sampling.unref();
     this.wake();
+  }
+
+  /**
+   * Attempts waiting for the receiver at most now: the setting, or one while requests saturate
+   * the process (the deliveries are asynchronous: they give way to the requests, keep going one
+   * at a time, and catch up once there is room).
+   */
+  private get slots(): number {
+    return this.busy ? 1 : this.options.config.concurrency;
   }
 
   /**
@@ -89,7 +119,7 @@ export class Deliverer {
     if (this.stopped || !this.options.lease.holds(1000)) return;
     if (this.backlog || this.queue.length >= this.batch) {
       this.backlog = true;
-      if (this.inflight.size === 0) this.wake();
+      if (this.sending === 0) this.wake();
       return;
     }
     this.queue.push(record);
@@ -122,6 +152,7 @@ export class Deliverer {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.renewing);
+    clearInterval(this.sampling);
     this.stopWaiting();
     this.queue = [];
     this.queued.clear();
@@ -144,13 +175,14 @@ export class Deliverer {
   /** Starts queued records while slots are free; an empty queue with slots free asks for a read. */
   private fill(): void {
     if (this.stopped) return;
-    const concurrency = this.options.config.concurrency;
-    while (this.inflight.size < concurrency && this.queue.length > 0) {
+    const concurrency = this.slots;
+    while (this.sending < concurrency && this.queue.length > 0) {
       const record = this.queue.shift() as DeliveryRecord;
       this.queued.delete(record.id);
-      if (!this.inflight.has(record.id) && !this.isStale(record)) this.begin(record);
+      if (this.inflight.has(record.id) || this.isStale(record)) continue;
+      this.begin(record);
     }
-    if (this.queue.length === 0 && this.backlog && this.inflight.size < concurrency) this.wake();
+    if (this.queue.length === 0 && this.backlog && this.sending < concurrency) this.wake();
   }
 
   /**
@@ -171,7 +203,7 @@ export class Deliverer {
         next = this.options.leasePollMs;
         return;
       }
-      if (this.queue.length === 0 && this.inflight.size < this.options.config.concurrency) {
+      if (this.queue.length === 0 && this.sending < this.slots) {
         const now = Date.now();
         if (this.nextRetry <= now) this.nextRetry = Infinity;
         const due = await this.options.outbox.due(now, this.batch);
@@ -209,19 +241,29 @@ export class Deliverer {
 
   private begin(record: DeliveryRecord): void {
     const abort = new AbortController();
-    const done = this.attempt(record, abort.signal)
+    this.sending++;
+    let sent = false;
+    // The slot is free once the receiver answered: the outcome's write to the store does not hold
+    // it (the record stays in `inflight` until that write is done, so no other attempt starts).
+    const release = (): void => {
+      if (sent) return;
+      sent = true;
+      this.sending--;
+      // The next queued record takes the slot; an empty queue asks for a read when more may be due.
+      if (this.queue.length > 0) this.fill();
+      else if (this.backlog) this.wake();
+    };
+    const done = this.attempt(record, abort.signal, release)
       .catch((err: unknown) => this.warn(`could not record an attempt of delivery ${record.id}`, err))
       .finally(() => {
         this.inflight.delete(record.id);
-        // The next queued record takes the slot; an empty queue asks for a read when more may be due.
-        if (this.queue.length > 0) this.fill();
-        else if (this.backlog) this.wake();
+        release();
       });
     this.inflight.set(record.id, { abort, done });
   }
 
   /** One attempt of one record, its outcome stored. */
-  private async attempt(record: DeliveryRecord, signal: AbortSignal): Promise<void> {
+  private async attempt(record: DeliveryRecord, signal: AbortSignal, sent: () => void): Promise<void> {
     const { config, outbox } = this.options;
     const attempt = record.attempts + 1;
     let body = record.body;
@@ -257,6 +299,7 @@ export class Deliverer {
       agents: this.agents,
       ...(this.options.lookup ? { lookup: this.options.lookup } : {}),
     });
+    sent();
     // Stopped under way: the receiver may or may not have it; the record stays as it was, for the next deliverer.
     if (signal.aborted) return;
     const status = await outbox.finish(record, attempt, {

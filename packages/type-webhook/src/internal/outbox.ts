@@ -69,10 +69,13 @@ const DONE = Number.MAX_SAFE_INTEGER;
 export class Outbox {
   constructor(readonly records: StoreCollection) {}
 
+  /**
+   * One index, on `status`: the read of due records is narrowed to the pending ones by it. Every
+   * index is updated at each attempt's write, so there is no other (the dashboard's list sorts the
+   * bounded history without one).
+   */
   async init(): Promise<void> {
-    await this.records.ensureIndex({ field: 'nextAt' });
     await this.records.ensureIndex({ field: 'status' });
-    await this.records.ensureIndex({ field: 'createdAt' });
   }
 
   /** Stores a new event (pending, due now) and answers it. */

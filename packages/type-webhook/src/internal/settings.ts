@@ -37,7 +37,7 @@ export const WEBHOOK_SETTINGS: SettingsSchema = {
   retryBaseMs: { type: 'number', default: 10_000, description: 'Wait before the first retry, ms; doubled at each retry (with jitter)' },
   retryMaxMs: { type: 'number', default: 3_600_000, description: 'Longest wait between two attempts, ms' },
   timeoutMs: { type: 'number', description: 'Time for one attempt, ms (default app.json outbound.timeoutMs, 10 s)' },
-  concurrency: { type: 'number', default: 8, description: 'Deliveries under way at once' },
+  concurrency: { type: 'number', default: 16, description: 'Deliveries waiting for the receiver at once' },
   keepDelivered: { type: 'number', default: 1000, description: 'Delivered (and skipped) deliveries kept for the dashboard' },
   keepDead: { type: 'number', default: 10_000, description: 'Dead letters kept (the oldest go past this)' },
 };
