@@ -150,6 +150,14 @@ describe.each(stores)('Webhook on the $name', ({ db }) => {
     expect(receiver.received.map((r) => payloadOf(r).event)).toEqual(['create', 'create']);
   });
 
+  test('a webhook on a user collection never sends the password hash, even as root', async () => {
+    const a = await start({ resources: { ...USERS, userHook: { type: 'Webhook', collection: 'users', url: receiver.url, secret: SECRET, as: 'root' } } });
+    expect((await a.call('POST', '/users', { username: 'ada', password: 'a long password 3', role: 'x' })).status).toBe(200);
+    const [got] = await receiver.waitFor(1);
+    expect(payloadOf(got as { body: string }).object).toMatchObject({ username: 'ada', role: 'x' });
+    expect((got as { body: string }).body).not.toMatch(/password|\$2[aby]\$|scrypt/);
+  });
+
   test('a query limits which writes are sent; a query on a private property is refused at start', async () => {
     const a = await start({ hook: { query: { done: true }, events: ['create', 'update'] } });
     const one = (await a.call('POST', '/todos', { title: 'not yet' })).body as { id: string };
