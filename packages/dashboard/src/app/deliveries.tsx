@@ -78,7 +78,7 @@ export function DeliveriesPage({ resource }: { resource: ResourceView }) {
   return (
     <div data-test="deliveries-page">
       <p class="muted small">
-        {view.events.join(', ')} of <code>/{view.collection}</code> to <code>{view.url}</code>, as {view.as} reads them; {view.maxAttempts} attempts, then the dead letters.{' '}
+        {view.events.join(', ')} of <code>/{view.collection}</code> to <code>{view.url}</code>, as {view.as} reads them; {view.maxAttempts} {view.maxAttempts === 1 ? 'attempt' : 'attempts'}, then the dead letters.{' '}
         {view.delivering === null ? 'No process delivers right now.' : view.delivering.here ? 'This process delivers.' : 'Another process delivers.'}
       </p>
       <div class="row">
