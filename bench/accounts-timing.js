@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Issue 27: does the time of POST /users/requestPasswordReset (and /requestCode) tell whether a user
-// has the address? One svc process (embedded store), users seeded, then rounds of requests for
+// has the address? Issue 38: and of a wrong login by email (POST /users/login {email, password}),
+// and by username? One svc process (embedded store), users seeded, then rounds of requests for
 // known and unknown addresses interleaved one by one on one keep-alive connection; medians per
 // round and the median of the same-round ratios unknown / known. The mails go to a closed port
 // (they are sent after the answer; a failed send is logged). Numbers go to bench/RESULTS.md by hand.
@@ -8,7 +9,10 @@
 // A pause of --gap ms after each request lets the mail sent after a known address's answer be
 // done before the next request (--gap 0 measures that overlap too).
 //
-//   node bench/accounts-timing.js [--rounds 5] [--requests 300] [--users 200] [--gap 5]
+// The logins use passwordCost 4 (the app's, ~1 ms of bcrypt; 10 in production makes any lookup
+// difference smaller still) and login limits high enough never to refuse.
+//
+//   node bench/accounts-timing.js [--rounds 5] [--requests 300] [--users 200] [--gap 5] [--routes requestPasswordReset,requestCode,login,loginUsername]
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -18,10 +22,24 @@ import { freePort, spawnNode, stop, waitListening } from './lib/procs.js';
 import { median } from './lib/stats.js';
 import { repoRoot } from './variants.js';
 
-const args = { rounds: 5, requests: 300, users: 200, gap: 5, ...parseArgs(process.argv.slice(2), { rounds: 'number', requests: 'number', users: 'number', gap: 'number' }) };
+const args = {
+  rounds: 5,
+  requests: 300,
+  users: 200,
+  gap: 5,
+  routes: 'requestPasswordReset,requestCode,login,loginUsername',
+  ...parseArgs(process.argv.slice(2), { rounds: 'number', requests: 'number', users: 'number', gap: 'number', routes: 'string' }),
+};
+/** Each measured request: its path, its body for a known or unknown address n, the status both answer. */
+const ROUTES = {
+  requestPasswordReset: { path: '/users/requestPasswordReset', body: (email) => ({ email }), status: 202 },
+  requestCode: { path: '/users/requestCode', body: (email) => ({ email }), status: 202 },
+  login: { path: '/users/login', body: (email) => ({ email, password: 'wrong' }), status: 401 },
+  loginUsername: { path: '/users/login', body: (email) => ({ username: email.replace('@example.com', ''), password: 'wrong' }), status: 401 },
+};
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-accounts-'));
 mkdirSync(join(dir, 'resources', 'users'), { recursive: true });
-writeFileSync(join(dir, 'app.json'), JSON.stringify({ passwordCost: 4 }));
+writeFileSync(join(dir, 'app.json'), JSON.stringify({ passwordCost: 4, loginRateLimit: { max: 1_000_000_000, maxPerAddress: 1_000_000_000 } }));
 const closedPort = await freePort();
 writeFileSync(
   join(dir, 'resources', 'users', 'config.json'),
@@ -57,10 +75,10 @@ child.stderr.on('data', (chunk) => {
   const lines = pendingText.split('\n');
   pendingText = lines.pop() ?? '';
   for (const line of lines) {
-    if (!line.includes('/request')) continue;
+    if (!line.includes('/request') && !line.includes('/login')) continue;
     try {
       const entry = JSON.parse(line);
-      if (typeof entry.ms === 'number' && typeof entry.path === 'string' && entry.path.startsWith('/users/request')) serverMs.push(entry.ms);
+      if (typeof entry.ms === 'number' && typeof entry.path === 'string' && (entry.path.startsWith('/users/request') || entry.path === '/users/login')) serverMs.push(entry.ms);
     } catch {
       // not an access line
     }
@@ -77,7 +95,9 @@ try {
     if (status !== 200) throw new Error(`seeding answered ${status}`);
   }
   const results = {};
-  for (const route of ['requestPasswordReset', 'requestCode']) {
+  for (const route of args.routes.split(',')) {
+    const spec = ROUTES[route];
+    if (spec === undefined) throw new Error(`unknown route ${route} (${Object.keys(ROUTES).join(', ')})`);
     const rounds = [];
     for (let r = 0; r < args.rounds; r++) {
       const known = [];
@@ -90,8 +110,8 @@ try {
           // Both cycle over as many addresses: a code request replaces the address's previous code either way.
           const n = (r * args.requests + i) % args.users;
           const email = kind === 'known' ? `user${n}@example.com` : `nobody${n}@example.com`;
-          const { status, ms } = await post(`/users/${route}`, { email });
-          if (status !== 202) throw new Error(`${route} answered ${status}`);
+          const { status, ms } = await post(spec.path, spec.body(email));
+          if (status !== spec.status) throw new Error(`${route} answered ${status}`);
           (kind === 'known' ? known : unknown).push(ms);
           kinds.push(kind);
           if (args.gap > 0) await new Promise((resolve) => setTimeout(resolve, args.gap));

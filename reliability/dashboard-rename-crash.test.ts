@@ -17,6 +17,7 @@ const OBJECTS = 3000;
 /** Root (a development server on loopback): collections the dashboard makes need a login to create. */
 const AS_ROOT = { 'content-type': 'application/json', 'svc-ssh-key': 'dev' };
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
+if (!mongoUrl) process.stderr.write('SKIPPED the MongoDB half of the rename crash test: SVC_TEST_MONGODB_URL is not set\n');
 if (!mongoUrl) process.stderr.write('dashboard rename crash test on MongoDB SKIPPED: SVC_TEST_MONGODB_URL is not set (.ci/run provides it)\n');
 
 const dirs: string[] = [];

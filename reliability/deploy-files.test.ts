@@ -1,8 +1,8 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -10,8 +10,9 @@ import { freePort, nginxBinary, runNginx } from '../apps/server/test/helpers/ngi
 import type { NginxProxy } from '../apps/server/test/helpers/nginx.js';
 import { openRules } from '../apps/server/test/cli.js';
 import { PATH, REPO, packAll, run, tarballDependencies } from '../apps/server/test/packedPackages.js';
-import { copyContext, dockerignore, parseDockerfile, stageEnv } from './deployFiles.js';
-import type { Stage } from './deployFiles.js';
+import { buildImage, parseDockerfile, startImage, stopImage } from './deployFiles.js';
+import type { Image, Stage } from './deployFiles.js';
+import { accessLogOf, renderDeployNginx, startUpstreamObserver } from './deployNginx.js';
 
 // Issue 23 (10): the deployment files in docs/deploy are run, not only read. Docker is absent
 // here, so the test does what the Dockerfile says, step by step, in folders (each stage's WORKDIR
@@ -19,7 +20,9 @@ import type { Stage } from './deployFiles.js';
 // for the registry; then it runs the compose file's svc services (two processes, MongoDB, Redis)
 // behind nginx with docs/deploy/nginx.conf and a certificate of its own. What it changes from the
 // files is said where it does it: the registry (tarballs), the ports, the hosts of MongoDB and
-// Redis, the certificate paths, and the `node` user of the image (the test's own user here).
+// Redis, the certificate paths, the access log's path, and the `node` user of the image (the
+// test's own user here). Issue 38 (15): nginx's idle upstream connections and X-Request-Id, and
+// the single-host variant nginx-site.conf.
 
 const DEPLOY = join(REPO, 'docs', 'deploy');
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
@@ -40,120 +43,6 @@ const composeRunnable = hasPnpm && hasNginx && hasOpenssl && mongoUrl !== undefi
 if (!composeRunnable) skipped('the compose services behind nginx', 'they need nginx, openssl, SVC_TEST_MONGODB_URL and SVC_TEST_REDIS_URL (.ci/run provides them)');
 if (hasDocker) process.stderr.write('docker answers here, but this test runs the steps without it (the same in CI)\n');
 
-/** What the image would run: the last stage's folder, environment, CMD, HEALTHCHECK and STOPSIGNAL. */
-interface Image {
-  workdir: string;
-  env: Record<string, string>;
-  cmd: string[];
-  healthcheck: string[];
-  stopSignal: NodeJS.Signals;
-}
-
-const me = userInfo();
-
-/** Runs the Dockerfile's stages in folders under `root`, with `context` as the build context. */
-async function buildImage(stages: Stage[], root: string, context: string): Promise<Image> {
-  const ignored = await dockerignore(join(context, '.dockerignore'));
-  const roots = new Map<string, string>();
-  let image: Image | undefined;
-  for (const [index, stage] of stages.entries()) {
-    const stageRoot = join(root, `stage-${index}`);
-    await mkdir(stageRoot, { recursive: true });
-    if (stage.name) roots.set(stage.name, stageRoot);
-    let workdir = stageRoot;
-    const env: Record<string, string> = {};
-    const built: Image = { workdir, env, cmd: [], healthcheck: [], stopSignal: 'SIGTERM' };
-    for (const step of stage.steps) {
-      switch (step.op) {
-        case 'WORKDIR':
-          workdir = built.workdir = join(stageRoot, step.args);
-          await mkdir(workdir, { recursive: true });
-          break;
-        case 'ENV':
-          Object.assign(env, stageEnv({ ...stage, steps: [step] }));
-          break;
-        case 'COPY': {
-          const parts = step.args.split(/\s+/);
-          const dest = join(workdir, parts.pop() as string);
-          for (const source of parts) {
-            if (step.flags.from) {
-              const fromRoot = roots.get(step.flags.from);
-              if (!fromRoot) throw new Error(`COPY --from=${step.flags.from}: no such stage`);
-              await cp(join(fromRoot, source), dest, { recursive: true });
-            } else if (source === '.') {
-              await copyContext(context, dest, ignored);
-            } else {
-              // package-lock.json*: the optional-file glob of the deps stage.
-              const pattern = new RegExp(`^${source.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
-              for (const name of (await readdir(context)).filter((n) => pattern.test(n))) await cp(join(context, name), join(dest, name));
-            }
-          }
-          break;
-        }
-        case 'RUN': {
-          // The image's `node` user is this test's user here.
-          const command = step.args.replaceAll('node:node', `${me.uid}:${me.gid}`);
-          const done = await run('sh', ['-c', command], workdir, env);
-          if (done.code !== 0) throw new Error(`RUN ${command} failed:\n${done.out}`);
-          break;
-        }
-        case 'CMD':
-          built.cmd = step.exec ?? ['sh', '-c', step.args];
-          break;
-        case 'HEALTHCHECK':
-          built.healthcheck = step.exec ?? ['sh', '-c', step.args.replace(/^CMD\s+/, '')];
-          break;
-        case 'STOPSIGNAL':
-          built.stopSignal = step.args as NodeJS.Signals;
-          break;
-        default:
-          // USER, EXPOSE, VOLUME: what the container runtime does with them, nothing to run here.
-          break;
-      }
-    }
-    image = built;
-  }
-  if (!image) throw new Error('the Dockerfile has no stage');
-  return image;
-}
-
-/** Starts the image's CMD with `env` on top of the image's; resolves with the port it listens on. */
-function startImage(image: Image, env: Record<string, string>): Promise<{ child: ChildProcess; port: number; out: () => string }> {
-  const [command, ...args] = image.cmd;
-  const child = spawn(command === 'node' ? process.execPath : command, args, { cwd: image.workdir, env: { PATH, HOME: process.env.HOME ?? '/tmp', ...image.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start in 30 s:\n${out}`)), 30_000);
-    const read = (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on port (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, port: Number(m[1]), out: () => out });
-      }
-    };
-    child.stdout?.on('data', read);
-    child.stderr?.on('data', read);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the image's CMD exited with ${code}:\n${out}`));
-    });
-  });
-}
-
-function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.removeAllListeners('exit');
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    });
-    child.kill(signal);
-  });
-}
-
 /** An HTTPS request through nginx (its own certificate: not checked). */
 function viaProxy(port: number, path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
@@ -166,6 +55,92 @@ function viaProxy(port: number, path: string, init: { method?: string; headers?:
     req.end(init.body);
   });
 }
+
+/** A self-signed certificate for 127.0.0.1 in `folder` (fullchain.pem, privkey.pem); answers the folder. */
+async function certificate(folder: string): Promise<string> {
+  await mkdir(folder, { recursive: true });
+  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-keyout', join(folder, 'privkey.pem'), '-out', join(folder, 'fullchain.pem')], { encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
+  return folder;
+}
+
+/** The status of a WebSocket upgrade for realtime through nginx (101 when it passed). */
+function upgradeStatus(port: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path: '/socket.io/?EIO=4&transport=websocket', rejectUnauthorized: false, headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('response', (res) => resolve(res.statusCode ?? 0));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Through nginx to svc: without an X-Request-Id the answer carries nginx's own (`$request_id`, 32
+ * hex digits; svc's own ids look otherwise), and nginx's access log line has the same; a client's
+ * id is kept end to end.
+ */
+async function expectRequestIds(port: number, accessLog: string): Promise<void> {
+  const plain = await viaProxy(port, '/todos');
+  expect(plain.status).toBe(200);
+  const id = String(plain.headers['x-request-id']);
+  expect(id).toMatch(/^[0-9a-f]{32}$/);
+  const own = await viaProxy(port, '/todos', { headers: { 'x-request-id': 'client-trace-42' } });
+  expect(own.headers['x-request-id']).toBe('client-trace-42');
+  // nginx writes its access line when the answer is over: wait for both lines (bounded).
+  let log = '';
+  for (let waited = 0; waited < 10_000 && !(log.includes(`id=${id}`) && log.includes('id=client-trace-42')); waited += 100) {
+    log = await readFile(accessLog, 'utf8').catch(() => '');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(log).toContain(`id=${id}`);
+  expect(log).toContain('id=client-trace-42');
+}
+
+describe.runIf(hasNginx && hasOpenssl)("docs/deploy's nginx files keep idle upstream connections for less than svc's 5 s", () => {
+  // nginx's default keepalive_timeout is 60 s: past svc's http.keepAliveTimeoutMs, nginx sends a
+  // request into a connection svc is closing, and answers 502. The upstream here never closes an
+  // idle connection itself, so each close it sees is nginx's.
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-deploy-nginx-'));
+  });
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['nginx.conf', 'conf', 2],
+    ['nginx-site.conf', 'site', 1],
+  ] as const)('%s: nginx closes an idle upstream connection well before 60 s, and sends X-Request-Id', async (file, kind, upstreams) => {
+    const observer = await startUpstreamObserver();
+    const certs = await certificate(join(dir, `certs-${kind}`));
+    const httpPort = await freePort();
+    const source = await readFile(join(DEPLOY, file), 'utf8');
+    const nginx = await runNginx(({ dir: prefix, port }) => renderDeployNginx(source, kind, { prefix, httpsPort: port, httpPort, upstreams: Array(upstreams).fill(observer.port), certs }));
+    try {
+      const answer = await viaProxy(nginx.port, '/anything');
+      expect(answer.status).toBe(200);
+      expect(observer.connections).toHaveLength(1);
+      const [connection] = observer.connections;
+      // nginx's $request_id towards the upstream when the client sends none.
+      expect(connection?.requestIds).toEqual([expect.stringMatching(/^[0-9a-f]{32}$/)]);
+      expect((JSON.parse(answer.body) as { id: string }).id).toBe(connection?.requestIds[0]);
+      // The connection is kept for the next request: not closed after the answer.
+      expect(connection?.endedByProxy).toBe(false);
+      // Closed by nginx once idle for its keepalive_timeout (4 s); 30 s is a bound that a
+      // loaded machine keeps and nginx's default (60 s) does not.
+      for (let waited = 0; waited < 30_000 && !connection?.endedByProxy; waited += 200) await new Promise((r) => setTimeout(r, 200));
+      expect(connection?.endedByProxy).toBe(true);
+    } finally {
+      await nginx.stop();
+      await observer.close();
+    }
+  }, 60_000);
+});
 
 describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run without Docker', () => {
   let dir: string;
@@ -233,7 +208,7 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
       const health = await run(command === 'node' ? process.execPath : command, args, image.workdir, { ...image.env, PORT: String(server.port) });
       expect(health.code, health.out).toBe(0);
     } finally {
-      expect(await stop(server.child, image.stopSignal)).toBe(0);
+      expect(await stopImage(server.child, image.stopSignal)).toBe(0);
     }
     // With nothing listening the health check fails (it is not a check that cannot fail).
     const [command, ...args] = image.healthcheck;
@@ -245,6 +220,7 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
     let nginx: NginxProxy | undefined;
     let httpsPort: number;
     let httpPort: number;
+    let nginxPrefix = '';
 
     beforeAll(async () => {
       const compose = parseYaml(await readFile(join(DEPLOY, 'compose.yaml'), 'utf8')) as { services: Record<string, { build?: string; environment?: Record<string, string>; image?: string }> };
@@ -263,37 +239,18 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
         servers.push(await startImage(image, { ...env, PORT: '0' }));
       }
       // nginx.conf with the lines marked "test:" pointed at this test's ports and certificate.
-      const certs = join(dir, 'certs');
-      await mkdir(certs, { recursive: true });
-      const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-keyout', join(certs, 'privkey.pem'), '-out', join(certs, 'fullchain.pem')], { encoding: 'utf8' });
-      if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
+      const certs = await certificate(join(dir, 'certs'));
       httpPort = await freePort();
       const source = await readFile(join(DEPLOY, 'nginx.conf'), 'utf8');
       nginx = await runNginx(({ dir: prefix, port }) => {
-        let upstream = 0;
-        const text = source
-          .split('\n')
-          .map((line) => {
-            if (!line.includes('# test:')) return line;
-            const mark = /# test: (\w+)/.exec(line)?.[1];
-            if (mark === 'upstream') return `    server 127.0.0.1:${servers[upstream++].port};`;
-            if (mark === 'http') return `    listen 127.0.0.1:${httpPort};`;
-            if (mark === 'https') return `    listen 127.0.0.1:${port} ssl http2;`;
-            if (mark === 'cert') return `    ssl_certificate ${join(certs, 'fullchain.pem')};`;
-            if (mark === 'key') return `    ssl_certificate_key ${join(certs, 'privkey.pem')};`;
-            throw new Error(`unknown test mark in nginx.conf: ${line}`);
-          })
-          .join('\n')
-          // One worker, and the pid file in the test's folder.
-          .replace(/^worker_processes auto;/m, `worker_processes 1;\npid ${prefix}/nginx.pid;${process.getuid?.() === 0 ? '\nuser root;' : ''}`);
-        expect(upstream).toBe(2);
-        return text;
+        nginxPrefix = prefix;
+        return renderDeployNginx(source, 'conf', { prefix, httpsPort: port, httpPort, upstreams: servers.map((s) => s.port), certs });
       });
       httpsPort = nginx.port;
     }, 120_000);
     afterAll(async () => {
       await nginx?.stop();
-      for (const server of servers) await stop(server.child, 'SIGTERM');
+      for (const server of servers) await stopImage(server.child, 'SIGTERM');
     });
 
     it('http redirects to https; https reaches svc; both processes share the store', async () => {
@@ -310,17 +267,7 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
     });
 
     it('a WebSocket upgrade for realtime goes through nginx', async () => {
-      const status = await new Promise<number>((resolve, reject) => {
-        const req = httpsRequest({ host: '127.0.0.1', port: httpsPort, path: '/socket.io/?EIO=4&transport=websocket', rejectUnauthorized: false, headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
-        req.on('upgrade', (res, socket) => {
-          socket.destroy();
-          resolve(res.statusCode ?? 0);
-        });
-        req.on('response', (res) => resolve(res.statusCode ?? 0));
-        req.on('error', reject);
-        req.end();
-      });
-      expect(status).toBe(101);
+      expect(await upgradeStatus(httpsPort)).toBe(101);
     });
 
     it('svc sees https and the client address nginx passes on (trustProxy 1), not the proxy itself', async () => {
@@ -330,6 +277,46 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
       expect(login.status, login.body).toBe(200);
       // The session cookie is Secure: svc knows the client used https (X-Forwarded-Proto from a trusted hop).
       expect(String(login.headers['set-cookie'])).toMatch(/;\s*Secure/i);
+    });
+
+    it("X-Request-Id: nginx's own id when the client sends none, the client's when it does; the answer and nginx's access log carry the same", async () => {
+      await expectRequestIds(httpsPort, accessLogOf(nginxPrefix));
+    });
+  });
+
+  describe.runIf(hasNginx && hasOpenssl)('nginx-site.conf: one svc process on the same host', () => {
+    let server: { child: ChildProcess; port: number; out: () => string } | undefined;
+    let nginx: NginxProxy | undefined;
+    let prefix = '';
+
+    beforeAll(async () => {
+      // The embedded store (no --db), as svc.service runs it; trustProxy 1 from the app.json above
+      // stands for the guide's ["loopback"] (one hop, on this machine).
+      server = await startImage(image, { PORT: '0', SVC_ROOT_KEYS: rootKey });
+      const certs = await certificate(join(dir, 'site-certs'));
+      const httpPort = await freePort();
+      const source = await readFile(join(DEPLOY, 'nginx-site.conf'), 'utf8');
+      nginx = await runNginx(({ dir: place, port }) => {
+        prefix = place;
+        return renderDeployNginx(source, 'site', { prefix: place, httpsPort: port, httpPort, upstreams: [server?.port ?? 0], certs });
+      });
+    }, 120_000);
+    afterAll(async () => {
+      await nginx?.stop();
+      if (server) await stop(server.child, 'SIGTERM');
+    });
+
+    it('https reaches svc, which sees https and the client behind nginx; WebSocket upgrades pass', async () => {
+      const port = nginx?.port ?? 0;
+      const signup = await viaProxy(port, '/users', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'site', password: 'a-long-password-1' }) });
+      expect(signup.status, signup.body).toBe(200);
+      const login = await viaProxy(port, '/users/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'site', password: 'a-long-password-1' }) });
+      expect(String(login.headers['set-cookie'])).toMatch(/;\s*Secure/i);
+      expect(await upgradeStatus(port)).toBe(101);
+    });
+
+    it("X-Request-Id: nginx's own id or the client's, the same in the answer and the site's access log", async () => {
+      await expectRequestIds(nginx?.port ?? 0, accessLogOf(prefix));
     });
   });
 });

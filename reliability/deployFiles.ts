@@ -1,5 +1,9 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { cp, mkdir, readFile, readdir } from 'node:fs/promises';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
+import { PATH, run } from '../apps/server/test/packedPackages.js';
 
 // Reads docs/deploy/Dockerfile into stages and runs what it says without Docker: each stage is a
 // folder, its WORKDIR mapped into that folder. Only the instructions the file uses are known; any
@@ -85,4 +89,121 @@ export async function dockerignore(file: string): Promise<string[]> {
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith('#'))
     .map((l) => l.replace(/^\/|\/$/g, ''));
+}
+
+/** What the image would run: the last stage's folder, environment, CMD, HEALTHCHECK and STOPSIGNAL. */
+export interface Image {
+  workdir: string;
+  env: Record<string, string>;
+  cmd: string[];
+  healthcheck: string[];
+  stopSignal: NodeJS.Signals;
+}
+
+const me = userInfo();
+
+/**
+ * Runs the Dockerfile's stages in folders under `root`, with `context` as the build context;
+ * `runEnv` is what the machine that builds gives RUN steps beside the stage's ENV (a registry).
+ */
+export async function buildImage(stages: Stage[], root: string, context: string, runEnv: Record<string, string> = {}): Promise<Image> {
+  const ignored = await dockerignore(join(context, '.dockerignore'));
+  const roots = new Map<string, string>();
+  let image: Image | undefined;
+  for (const [index, stage] of stages.entries()) {
+    const stageRoot = join(root, `stage-${index}`);
+    await mkdir(stageRoot, { recursive: true });
+    if (stage.name) roots.set(stage.name, stageRoot);
+    let workdir = stageRoot;
+    const env: Record<string, string> = {};
+    const built: Image = { workdir, env, cmd: [], healthcheck: [], stopSignal: 'SIGTERM' };
+    for (const step of stage.steps) {
+      switch (step.op) {
+        case 'WORKDIR':
+          workdir = built.workdir = join(stageRoot, step.args);
+          await mkdir(workdir, { recursive: true });
+          break;
+        case 'ENV':
+          Object.assign(env, stageEnv({ ...stage, steps: [step] }));
+          break;
+        case 'COPY': {
+          const parts = step.args.split(/\s+/);
+          const dest = join(workdir, parts.pop() as string);
+          for (const source of parts) {
+            if (step.flags.from) {
+              const fromRoot = roots.get(step.flags.from);
+              if (!fromRoot) throw new Error(`COPY --from=${step.flags.from}: no such stage`);
+              await cp(join(fromRoot, source), dest, { recursive: true });
+            } else if (source === '.') {
+              await copyContext(context, dest, ignored);
+            } else {
+              // package-lock.json*: the optional-file glob of the deps stage.
+              const pattern = new RegExp(`^${source.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+              for (const name of (await readdir(context)).filter((n) => pattern.test(n))) await cp(join(context, name), join(dest, name));
+            }
+          }
+          break;
+        }
+        case 'RUN': {
+          // The image's `node` user is this test's user here.
+          const command = step.args.replaceAll('node:node', `${me.uid}:${me.gid}`);
+          const done = await run('sh', ['-c', command], workdir, { ...runEnv, ...env });
+          if (done.code !== 0) throw new Error(`RUN ${command} failed:\n${done.out}`);
+          break;
+        }
+        case 'CMD':
+          built.cmd = step.exec ?? ['sh', '-c', step.args];
+          break;
+        case 'HEALTHCHECK':
+          built.healthcheck = step.exec ?? ['sh', '-c', step.args.replace(/^CMD\s+/, '')];
+          break;
+        case 'STOPSIGNAL':
+          built.stopSignal = step.args as NodeJS.Signals;
+          break;
+        default:
+          // USER, EXPOSE, VOLUME: what the container runtime does with them, nothing to run here.
+          break;
+      }
+    }
+    image = built;
+  }
+  if (!image) throw new Error('the Dockerfile has no stage');
+  return image;
+}
+
+/** Starts the image's CMD with `env` on top of the image's; resolves with the port it listens on. */
+export function startImage(image: Image, env: Record<string, string>): Promise<{ child: ChildProcess; port: number; out: () => string }> {
+  const [command, ...args] = image.cmd;
+  const child = spawn(command === 'node' ? process.execPath : command, args, { cwd: image.workdir, env: { PATH, HOME: process.env.HOME ?? '/tmp', ...image.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start in 30 s:\n${out}`)), 30_000);
+    const read = (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on port (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, port: Number(m[1]), out: () => out });
+      }
+    };
+    child.stdout?.on('data', read);
+    child.stderr?.on('data', read);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the image's CMD exited with ${code}:\n${out}`));
+    });
+  });
+}
+
+export function stopImage(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.removeAllListeners('exit');
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+    child.kill(signal);
+  });
 }

@@ -49,6 +49,7 @@ async function newApp(name: string): Promise<string> {
 }
 
 const mongo = process.env.SVC_TEST_MONGODB_URL;
+if (!mongo) process.stderr.write('SKIPPED the embedded <-> MongoDB round trip of svc export/import: SVC_TEST_MONGODB_URL is not set\n');
 
 describe('svc export / svc import between stores (command line)', () => {
   it.skipIf(!mongo)('moves an app from the embedded store to MongoDB and back: objects, password hashes and logins', { timeout: 120_000 }, async () => {

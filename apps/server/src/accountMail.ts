@@ -63,7 +63,9 @@ export async function createAccountMailer(options: AccountMailerOptions): Promis
       return waitMs > 0 ? Math.max(1, Math.ceil(waitMs / 1000)) : 0;
     },
     async send(account: AccountMail) {
-      const rendered = renderMail(templateFor(templates, account.kind, account.language), account.values);
+      // Without the flow's `url`, {{link}} is the bare token (docs/accounts.md): the built-in text then offers no link.
+      const linked = account.values.link !== account.values.token;
+      const rendered = renderMail(templateFor(templates, account.kind, account.language, linked), account.values);
       const to: Mailbox = { name: '', address: account.to };
       if (logOnly) {
         logger.info(`${name}: not sending the ${account.kind} mail in development (the Email resource's productionOnly); it would be:`, { to: account.to, ...rendered });

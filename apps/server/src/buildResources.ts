@@ -1,6 +1,5 @@
-import { Collection, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import { OutboundPolicy } from '@svc/core';
-import type { CollectionEventRunner, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
+import { CONFLICT_POLICIES, Collection, OutboundPolicy, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
+import type { CollectionEventRunner, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import { OUTBOUND_DEFAULTS } from './scriptOutbound.js';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -26,7 +25,7 @@ const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private',
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
 const DEPLOYD_RESOURCE_KEYS = new Set(['typeLabel', 'order', 'path']);
-const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount', 'rules']);
+const COLLECTION_KEYS = new Set(['type', 'properties', 'publicCount', 'rules', 'offline']);
 const USER_KEYS = new Set([...COLLECTION_KEYS, 'passwordCost', 'auth']);
 const COLLECTION_EVENTS = new Set([...COLLECTION_EVENT_FILES].filter((file) => !USER_ONLY_EVENT_FILES.has(file)));
 
@@ -137,7 +136,19 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
     ...(folder.config.rules !== undefined ? { rules: folder.config.rules } : {}),
     configFile: relative(context.app.dir, join(folder.dir, 'config.json')).split(sep).join('/'),
     meProperties: userProperties(context.app),
+    ...conflictsOf(folder),
   };
+}
+
+/** config.json `offline: {conflicts}`: how offline clients settle conflicts (docs/offline.md). */
+function conflictsOf(folder: ResourceFolder): { conflicts?: ConflictPolicy } {
+  const offline = (folder.config as { offline?: unknown }).offline;
+  if (offline === undefined) return {};
+  const conflicts = typeof offline === 'object' && offline !== null ? (offline as { conflicts?: unknown }).conflicts : undefined;
+  if (!CONFLICT_POLICIES.includes(conflicts as ConflictPolicy)) {
+    throw new Error(`${folder.path}/config.json: offline.conflicts must be one of ${CONFLICT_POLICIES.map((p) => `"${p}"`).join(', ')}`);
+  }
+  return { conflicts: conflicts as ConflictPolicy };
 }
 
 async function buildUserCollection(folder: ResourceFolder, context: BuildContext): Promise<UserCollection> {

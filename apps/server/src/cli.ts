@@ -37,7 +37,13 @@ const COMMANDS: Record<string, { usage: string; about: string; flags: readonly s
     flags: ['port', 'host', 'db', 'redis', 'env', 'log-format'],
     max: 1,
   },
-  create: { usage: 'svc create <dir>', about: 'Scaffolds a new app (a collection and users with access rules, a page, package.json, .gitignore) in an empty or new folder.', flags: [], max: 1 },
+  create: {
+    usage: 'svc create <dir>',
+    about:
+      'Scaffolds a new app (a collection and users with access rules, a page, package.json, .gitignore) in an empty or new folder; then `npm install` (or pnpm install) and `npm start` in it. Made by svc from the registry (npx @svc/server create <dir>), the app depends on "@svc/server": "^<this version>" and installs from the registry. Made from a checkout of the svc repository (pnpm svc create <dir>), it links to that checkout instead ("file:" for npm, "link:" for pnpm in package.json), so it installs with no registry; once the packages are published, replace both with "^<version>" to install from the registry.',
+    flags: [],
+    max: 1,
+  },
   keygen: {
     usage: 'svc keygen [app-dir] [--revoke <key>]',
     about: "Adds a root key to the app's .svc/keys.json (production requests send it as svc-ssh-key); --revoke removes one (the whole key or its first 16 characters or more), refused by a running server from its next request.",
@@ -296,8 +302,10 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
     process.stderr.write(`svc: ${at}${(err as Error).message}\n`);
     return 1;
   }
+  const decidedBy = str(values.env) !== undefined ? '--env' : 'SVC_ENV';
   if (given === undefined && nodeEnv === 'production') logger.info('production (NODE_ENV=production; --env or SVC_ENV decide when given)');
-  else if (env === 'development' && nodeEnv === 'production') logger.warn(`development although NODE_ENV=production (${str(values.env) !== undefined ? '--env' : 'SVC_ENV'} decides)`);
+  else if (env === 'production') logger.info(`production (${decidedBy})`);
+  else if (nodeEnv === 'production') logger.warn(`development although NODE_ENV=production (${decidedBy} decides)`);
   if (env === 'development') {
     logger.warn(
       `development mode: any svc-ssh-key from this machine is root; a development server must never be reachable by others (no reverse proxy, port forward or tunnel in front of it); ${
@@ -305,8 +313,6 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
       }`,
     );
   }
-  process.stdout.write(`listening on port ${app.port}\n`);
-  logger.info(`dashboard: ${app.url}/dashboard/${env === 'production' ? ' (asks for a root key: svc showkey)' : ''}`);
   let stoppingSince: number | undefined;
   const stop = (signal: string): void => {
     if (stoppingSince !== undefined) {
@@ -324,7 +330,9 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
     logger.info(`${signal}: shutting down (readiness fails; requests in flight finish${graceful ? ', for up to http.drainMs' : ''}; ${signal} again to exit at once)`);
     app.close({ graceful }).then(
       (outcome) => {
-        if (outcome.cut > 0 || outcome.closed > 0) logger.warn(`shutdown: drain time over (app.json http.drainMs): ${outcome.cut} requests in flight and ${outcome.closed} connections closed`);
+        const took = `${Date.now() - (stoppingSince ?? Date.now())} ms`;
+        if (outcome.cut > 0 || outcome.closed > 0) logger.warn(`shutdown: drain time over (app.json http.drainMs): ${outcome.cut} requests in flight and ${outcome.closed} connections closed; exiting after ${took}`);
+        else logger.info(`shutdown: drained in ${took}, no request cut; exiting`);
         process.exit(0);
       },
       (err: unknown) => {
@@ -333,8 +341,12 @@ async function serve(appDir: string, values: Record<string, string | boolean | u
       },
     );
   };
+  // Before "listening": a supervisor may signal as soon as it reads that line, and a signal with
+  // no handler yet ends the process at once, without the drain.
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  process.stdout.write(`listening on port ${app.port}\n`);
+  logger.info(`dashboard: ${app.url}/dashboard/${env === 'production' ? ' (asks for a root key: svc showkey)' : ''}`);
   return new Promise<number>(() => {});
 }
 

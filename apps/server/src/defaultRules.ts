@@ -17,6 +17,12 @@ export interface WriteRules {
   delete?: RuleValue;
 }
 
+/** A new collection's rules: the write rules, and for a UserCollection who may list and read users. */
+export interface NewRules extends WriteRules {
+  list?: RuleValue;
+  read?: RuleValue;
+}
+
 /**
  * The owner convention: a string property holding the id of the user who made the object. The
  * dashboard's "new collection" form proposes this name (and takes another); `svc create`'s
@@ -29,6 +35,16 @@ export const OWNER_PROPERTY_DEF: Readonly<PropertyDef> = { type: 'string', index
 
 /** Logged in: the session has a user. */
 const LOGGED_IN = { '@me.id': { $exists: true } } as const;
+
+/**
+ * The rules of a new collection: its write rules and, for a UserCollection, list and read for the
+ * user themself (Deployd's default let anyone list every user; issue 38). A Collection's reads stay
+ * open (what it holds is the app's to decide: a blog's posts are public).
+ */
+export function defaultRules(type: 'Collection' | 'UserCollection', owner?: string): NewRules {
+  if (type === 'UserCollection') return { list: { id: '@me.id' }, read: { id: '@me.id' }, ...defaultWriteRules(type) };
+  return defaultWriteRules(type, owner);
+}
 
 /**
  * The write rules of a new collection:
@@ -52,8 +68,8 @@ const PROPERTY_NAME = /^[A-Za-z_][\w]*$/;
  * Collection's owner property, e.g. {@link OWNER_PROPERTY}) adds that property and the owner
  * rules; absent or '' makes a collection without an owner.
  */
-export function newCollectionConfig(type: 'Collection' | 'UserCollection', owner: unknown): { type: string; properties: Record<string, PropertyDef>; rules: WriteRules } {
-  if (type === 'UserCollection' || owner === undefined || owner === null || owner === '') return { type, properties: {}, rules: defaultWriteRules(type) };
+export function newCollectionConfig(type: 'Collection' | 'UserCollection', owner: unknown): { type: string; properties: Record<string, PropertyDef>; rules: NewRules } {
+  if (type === 'UserCollection' || owner === undefined || owner === null || owner === '') return { type, properties: {}, rules: defaultRules(type) };
   if (typeof owner !== 'string' || !PROPERTY_NAME.test(owner) || owner === 'id') {
     throw new SvcError('BAD_REQUEST', 'the owner property needs a name of letters, digits and _ (not id)', { errors: { owner: 'letters, digits and _; not id' } });
   }

@@ -1,6 +1,6 @@
 import { realpath, stat } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
-import { extname, join, resolve } from 'node:path';
+import { basename, extname, join, resolve } from 'node:path';
 import { OFFERED_BUILTINS } from '@svc/script-runtime';
 import { readAppTree, readEntry } from './appTree.js';
 import type { AppTree } from './appTree.js';
@@ -186,6 +186,17 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
 
   const pkgFile = entries.get('package.json');
   edits += await scriptModules(tree, options.dir, pkgFile?.kind === 'file' ? await readEntry(pkgFile, options.dir) : undefined, module, change);
+  const range = options.version === undefined ? '*' : `^${options.version}`;
+  const typePackages = await typePackagesUsed(tree, options.dir);
+  if (pkgFile === undefined && typePackages.size > 0) {
+    // No package.json (Deployd installed globally): one that names the type packages, or svc loads none.
+    const uid = process.getuid?.() ?? 0;
+    const gid = process.getgid?.() ?? 0;
+    const deps = Object.fromEntries([...typePackages.keys()].sort().map((name) => [name, range]));
+    tree.entries.push({ rel: 'package.json', kind: 'file', from: '', dev: 0, ino: 0, mode: 0o644, uid, gid, content: `${JSON.stringify({ name: basename(source), private: true, dependencies: deps }, null, 2)}\n` });
+    for (const [name, used] of [...typePackages].sort()) change(`package.json (new): dependencies.${name} (${used}; run npm install)`);
+    edits++;
+  }
   if (pkgFile?.kind === 'file') {
     const pkg = parsePackage(await readEntry(pkgFile, options.dir), join(options.dir, 'package.json'));
     let changed = false;
@@ -197,9 +208,19 @@ export async function migrateDeployd(options: MigrateOptions): Promise<MigrateRe
         changed = true;
         const replacement = MODULES[name];
         delete deps[name];
-        if (replacement) deps[replacement[0]] = options.version === undefined ? '*' : `^${options.version}`;
+        if (replacement) deps[replacement[0]] = range;
         module(`package.json: ${name} -> ${replacement ? `${replacement[0]} (${replacement[1]})` : 'no equivalent (removed from package.json; the resources of its type will not start)'}`);
       }
+    }
+    // A type used by a resource whose package the app did not declare (svc loads only dependencies).
+    for (const [name, used] of [...typePackages].sort()) {
+      const dependencies = isRecord(pkg.dependencies) ? pkg.dependencies : (pkg.dependencies = {});
+      if (Object.hasOwn(dependencies, name)) continue;
+      const dev = isRecord(pkg.devDependencies) && Object.hasOwn(pkg.devDependencies, name) ? pkg.devDependencies : undefined;
+      dependencies[name] = dev === undefined ? range : dev[name];
+      if (dev !== undefined) delete dev[name];
+      changed = true;
+      change(`package.json: ${dev === undefined ? 'add' : 'move from devDependencies:'} dependencies.${name} (${used}; svc loads the types of dependencies only${dev === undefined ? '; run npm install' : ''})`);
     }
     const scripts = pkg.scripts;
     for (const [script, command] of Object.entries(isRecord(scripts) ? scripts : {})) {
@@ -241,6 +262,33 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** Resource types svc has (built in or as first-party packages). */
 const SVC_TYPES = new Set(['Collection', 'UserCollection', 'Event', 'Email', 'Bucket', 'Importer', 'Fileupload']);
+/** svc's type packages, by the type each provides. */
+const TYPE_PACKAGES: Readonly<Record<string, string>> = {
+  Event: '@svc/type-event',
+  Email: '@svc/type-email',
+  Bucket: '@svc/type-bucket',
+  Importer: '@svc/type-importer',
+  Fileupload: '@svc/type-fileupload',
+};
+
+/**
+ * The type packages the resources need, by package, with the resources that use each (their
+ * type as the migration leaves it: "EventResource" is "Event" by then), whatever package.json
+ * declared: Deployd loaded a type from node_modules, declared or not.
+ */
+async function typePackagesUsed(tree: AppTree, label: string): Promise<Map<string, string>> {
+  const used = new Map<string, string[]>();
+  for (const config of tree.entries) {
+    if (config.kind !== 'file' || !config.rel.startsWith('resources/') || !config.rel.endsWith('/config.json')) continue;
+    const type = configType(config.content ?? (await readEntry(config, label)));
+    if (typeof type !== 'string' || !Object.hasOwn(TYPE_PACKAGES, type)) continue;
+    const name = TYPE_PACKAGES[type] as string;
+    used.set(name, [...(used.get(name) ?? []), `/${config.rel.slice('resources/'.length, -'/config.json'.length)}`]);
+  }
+  const out = new Map<string, string>();
+  for (const [name, paths] of used) out.set(name, `type ${Object.keys(TYPE_PACKAGES).find((t) => TYPE_PACKAGES[t] === name) ?? ''} of ${paths.sort().join(', ')}`);
+  return out;
+}
 const TYPE_HINTS: Record<string, string> = { S3Bucket: 'use type "Bucket" of @svc/type-bucket (settings differ)' };
 
 /** A line for each resource whose type svc does not have under that name. */

@@ -47,8 +47,51 @@ export function openWritesWarning(open: readonly OpenWrites[]): string | undefin
   );
 }
 
-/** Logs {@link openWritesWarning} for the app, once. */
-export function warnOpenWrites(app: AppFolder, logger: Logger): void {
+/** The actions that show users to others. */
+export const READ_ACTIONS = ['list', 'read'] as const;
+export type ReadAction = (typeof READ_ACTIONS)[number];
+
+/** A UserCollection anyone may list or read, and how. */
+export interface OpenUserReads {
+  name: string;
+  /** The read actions without a rule. */
+  actions: ReadAction[];
+  /** get.js, when it exists: it may hide users (svc cannot tell). */
+  scripts: string[];
+}
+
+/**
+ * The UserCollections whose `list` or `read` rule is absent (Deployd's default: anyone lists
+ * every user, with every property that is not private). `true` says "open on purpose" and is not
+ * listed, as for writes.
+ */
+export function openUserReadRules(app: AppFolder): OpenUserReads[] {
+  const out: OpenUserReads[] = [];
+  for (const folder of app.resources) {
+    if (folder.config.type !== 'UserCollection') continue;
+    const rules = folder.config.rules;
+    const actions = READ_ACTIONS.filter((action) => (typeof rules === 'object' && rules !== null ? (rules as Record<string, unknown>)[action] : undefined) === undefined);
+    if (actions.length === 0) continue;
+    out.push({ name: folder.path.slice(1), actions, scripts: folder.scripts.has('get.js') ? ['get.js'] : [] });
+  }
+  return out;
+}
+
+/** The one line of a production start that lists the user collections anyone may list or read. */
+export function openUserReadsWarning(open: readonly OpenUserReads[]): string | undefined {
+  if (open.length === 0) return undefined;
+  const listed = open.map((o) => `${o.name} (${o.actions.join(', ')}${o.scripts.length > 0 ? '; get.js may guard them' : ''})`);
+  return (
+    `access rules: anyone may list or read the users of ${listed.join(', ')}: ${open.length === 1 ? 'its' : 'their'} list/read rules are absent (Deployd's open default). ` +
+    'Add "list": {"id": "@me.id"}, "read": {"id": "@me.id"} to "rules" in resources/<name>/config.json ' +
+    '(true: open on purpose, not listed here); see docs/access-rules.md'
+  );
+}
+
+/** Logs {@link openWritesWarning} and {@link openUserReadsWarning} for the app, once. */
+export function warnOpenRules(app: AppFolder, logger: Logger): void {
   const warning = openWritesWarning(openWriteRules(app));
   if (warning !== undefined) logger.warn(warning);
+  const users = openUserReadsWarning(openUserReadRules(app));
+  if (users !== undefined) logger.warn(users);
 }

@@ -13,7 +13,7 @@ import type { AppFolder } from './loadApp.js';
 import { DEFAULT_REDIS_PREFIX, createLiveRealtime, followChangesOf, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
 import { watchApp } from './watch.js';
-import { warnOpenWrites } from './openWriteRules.js';
+import { warnOpenRules } from './openWriteRules.js';
 import { createDashboard } from './dashboard/dashboard.js';
 import { resumeFolder, resumeObjects } from './dashboard/renameJournal.js';
 import { Feed, feedStore, teeLogger } from './dashboard/feed.js';
@@ -241,8 +241,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       accessLog: app.settings.log?.access === false ? false : { health: app.settings.log?.health === true },
     });
     bound.server = server;
-    // Once per start: what anyone may write (Deployd's open default), with the fix.
-    if (env === 'production') warnOpenWrites(app, logger);
+    // Once per start: what anyone may write, and which users anyone may list (Deployd's open default), with the fix.
+    if (env === 'production') warnOpenRules(app, logger);
     let metricsListener: Server | undefined;
     const startMetrics = async (): Promise<void> => {
       if (!metrics) return;

@@ -45,8 +45,10 @@ export function gateStore(inner: Store): StoreGate {
       findOne: (filter, options) => through(() => c.findOne(filter, options)),
       count: (filter) => through(() => c.count(filter)),
       insert: (doc) => through(() => c.insert(doc)),
-      update: (filter, ops) => through(() => c.update(filter, ops)),
-      remove: (filter) => through(() => c.remove(filter)),
+      findRevised: (id) => through(() => c.findRevised(id)),
+      // The revision condition passes through: dropped, a conditional write would apply whatever the revision.
+      update: (filter, ops, condition) => through(() => c.update(filter, ops, condition)),
+      remove: (filter, condition) => through(() => c.remove(filter, condition)),
       ensureIndex: (spec) => through(() => c.ensureIndex(spec)),
       ...(c.findJson ? { findJson: (filter, options) => through(() => (c.findJson as NonNullable<StoreCollection['findJson']>).call(c, filter, options)) } : {}),
       ...(c.findWithJson ? { findWithJson: (filter, options) => through(() => (c.findWithJson as NonNullable<StoreCollection['findWithJson']>).call(c, filter, options)) } : {}),

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { collectionOfDataFile, createEmbeddedStore, dataFileOfCollection, isCollectionName, lockDataFolder, snapshotEmbeddedStore } from '@svc/core';
+import { collectionOfDataFile, createEmbeddedStore, dataFileOfCollection, escapeLineBreaks, isCollectionName, lockDataFolder, snapshotEmbeddedStore } from '@svc/core';
 import type { Doc, Store } from '@svc/core';
 
 /**
@@ -52,7 +52,9 @@ export async function exportStore(source: ExportSource, out: NodeJS.WritableStre
   const emit = async (collection: string, docs: Doc[]): Promise<void> => {
     let chunk = '';
     for (const doc of docs) {
-      chunk += `${JSON.stringify({ collection, object: encodeValue(doc, `${collection} ${JSON.stringify(doc.id)}`) })}\n`;
+      // NEL, U+2028 and U+2029 escaped: readers that split lines as Unicode does (Python's
+      // splitlines, many tools) would cut an object holding them in two.
+      chunk += `${escapeLineBreaks(JSON.stringify({ collection, object: encodeValue(doc, `${collection} ${JSON.stringify(doc.id)}`) }))}\n`;
       if (chunk.length > 1 << 20) {
         await write(chunk.slice(0, -1));
         chunk = '';

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readdir } from 'node:fs/promises';
 import { relative } from 'node:path';
-import { defaultWriteRules, OWNER_PROPERTY } from '../src/defaultRules.js';
+import { defaultRules, defaultWriteRules, OWNER_PROPERTY } from '../src/defaultRules.js';
 import { memoryLogger, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 
@@ -30,14 +30,15 @@ const dashboard = (h: AppHandle, body: unknown) => h.request('POST', '/dashboard
 const configOf = async (h: AppHandle, name: string): Promise<Record<string, unknown>> => JSON.parse(await readFile(join(h.dir, 'resources', name, 'config.json'), 'utf8')) as Record<string, unknown>;
 
 describe('the rules svc create writes', () => {
-  it('todos have an indexed owner and the owner rules; users sign up freely and change only themselves', async () => {
+  it('todos have an indexed owner and the owner rules; users sign up freely, see and change only themselves', async () => {
     const todos = JSON.parse(await readFile(join(TEMPLATE, 'todos/config.json'), 'utf8')) as Record<string, Record<string, unknown>>;
     expect(todos.properties?.[OWNER_PROPERTY]).toEqual({ type: 'string', index: true });
     expect(todos.rules).toEqual(defaultWriteRules('Collection', OWNER_PROPERTY));
     expect(todos.rules).toEqual({ create: { ...LOGGED_IN, owner: '@me.id' }, update: { owner: '@me.id' }, delete: { owner: '@me.id' } });
     const users = JSON.parse(await readFile(join(TEMPLATE, 'users/config.json'), 'utf8')) as Record<string, unknown>;
-    expect(users.rules).toEqual(defaultWriteRules('UserCollection'));
-    expect(users.rules).toEqual({ create: true, update: { id: '@me.id' }, delete: { id: '@me.id' } });
+    expect(users.rules).toEqual(defaultRules('UserCollection'));
+    // Issue 38: nobody lists or reads other users (Deployd let anyone list every user).
+    expect(users.rules).toEqual({ list: { id: '@me.id' }, read: { id: '@me.id' }, create: true, update: { id: '@me.id' }, delete: { id: '@me.id' } });
   });
 });
 
@@ -60,10 +61,14 @@ describe('the rules of a collection made in the dashboard', () => {
     }
   });
 
-  it('a user collection: sign-up open on purpose, a user changes and deletes only themself', async () => {
+  it('a user collection: sign-up open on purpose, a user lists, reads, changes and deletes only themself', async () => {
     const h = await start({ 'resources/todos/config.json': { type: 'Collection' } });
     expect((await dashboard(h, { name: 'members', type: 'UserCollection', owner: 'ignored' })).status).toBe(201);
-    expect(await configOf(h, 'members')).toMatchObject({ type: 'UserCollection', properties: {}, rules: { create: true, update: { id: '@me.id' }, delete: { id: '@me.id' } } });
+    expect(await configOf(h, 'members')).toEqual({
+      type: 'UserCollection',
+      properties: {},
+      rules: { list: { id: '@me.id' }, read: { id: '@me.id' }, create: true, update: { id: '@me.id' }, delete: { id: '@me.id' } },
+    });
   });
 
   it('served at once: sign-up open, create needs a login as the owner, only the owner changes and deletes', async () => {
@@ -88,8 +93,10 @@ describe('the rules of a collection made in the dashboard', () => {
     expect((await bob.as('DELETE', `/posts/${id}`)).status).toBe(403);
     expect((await ann.as('PUT', `/posts/${id}`, {})).status).toBe(200);
     expect((await ann.as('DELETE', `/posts/${id}`)).status).toBe(204);
-    expect((await bob.as('PUT', `/members/${ann.id}`, {})).status).toBe(403);
-    expect((await h.client()('DELETE', `/members/${ann.id}`)).status).toBe(403);
+    expect((await bob.as('PUT', `/members/${ann.id}`, {})).status).toBe(400);
+    expect(((await bob.as('GET', '/members')).body as { id: string }[]).map((m) => m.id)).toEqual([bob.id]);
+    expect((await bob.as('GET', `/members/${ann.id}`)).status).toBe(404);
+    expect((await h.client()('DELETE', `/members/${ann.id}`)).status).toBe(404);
     expect((await ann.as('DELETE', `/members/${ann.id}`)).status).toBe(204);
   });
 
@@ -145,12 +152,36 @@ describe('a production start lists the collections anyone may write to', () => {
     expect(line).toContain('docs/access-rules.md');
   });
 
+  it('one more warning naming the user collections anyone may list or read (issue 38)', async () => {
+    const logger = memoryLogger();
+    const h = await runApp(
+      {
+        ...files,
+        'resources/people/get.js': "if (!isMe(this.id)) hide('email');",
+        'resources/readers/config.json': { type: 'UserCollection', rules: { list: false } },
+        'resources/open/config.json': { type: 'UserCollection', rules: { list: true, read: true } },
+      },
+      { env: 'production', logger, resourceTypes: [(await import('@svc/type-event')).default] },
+    );
+    await h.close();
+    const warnings = logger.lines.filter((l) => l.includes('anyone may list or read'));
+    expect(warnings).toHaveLength(1);
+    const [line] = warnings as [string];
+    expect(line).toMatch(/^warn access rules: anyone may list or read the users of /);
+    expect(line).toContain('people (list, read; get.js may guard them)');
+    expect(line).toContain('members (list, read)');
+    expect(line).toContain('readers (read)');
+    // Collections that are not user collections, and user collections open on purpose (true), are not listed.
+    for (const name of ['todos', 'notes', 'open', 'hello']) expect(line).not.toContain(` ${name} (`);
+    expect(line).toContain('"list": {"id": "@me.id"}');
+  });
+
   it('development says nothing; an app of svc create says nothing in production either', async () => {
     const dev = memoryLogger();
     await (await runApp(files, { env: 'development', logger: dev, resourceTypes: [(await import('@svc/type-event')).default] })).close();
-    expect(dev.lines.join('\n')).not.toContain('anyone may write');
+    expect(dev.lines.join('\n')).not.toMatch(/anyone may (write|list)/);
     const created = memoryLogger();
     await (await runApp({ ...(await templateFiles()), '.svc/keys.json': { ['k'.repeat(64)]: true } }, { env: 'production', logger: created })).close();
-    expect(created.lines.join('\n')).not.toContain('anyone may write');
+    expect(created.lines.join('\n')).not.toMatch(/anyone may (write|list)/);
   });
 });

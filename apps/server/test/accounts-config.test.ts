@@ -76,7 +76,7 @@ describe('account mail through the app', () => {
       await dee('PUT', `/users/${id}`, { email: 'cy@example.com' });
       const token = tokenIn(await smtp.next('cy@example.com'));
       expect(await app.request('POST', '/users/confirmVerification', { token })).toMatchObject({ status: 400, body: { errors: { email: 'is already in use' } } });
-      expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ email: 'dee@example.com' });
+      expect((await dee('GET', '/users/me')).body).toMatchObject({ email: 'dee@example.com' });
     } finally {
       await app.close();
     }

@@ -137,9 +137,16 @@ for (const store of appStores()) {
         expect(JSON.stringify(body)).not.toContain(secret);
         expect(JSON.stringify(body)).not.toMatch(/_mfa/);
       }
-      // Asking for them, filtering or sorting on them is refused (400), as for the password (issue 24).
+      // Asking for them in $fields answers as without them (issue 38); filtering or sorting on
+      // them is refused (400), as for the password (issue 24).
+      for (const [who, headers] of [['root', ROOT], ['user', undefined]] as const) {
+        const probe = `/users/${id}?$fields=${encodeURIComponent(JSON.stringify({ _mfa: 1, _mfaRecovery: 1 }))}`;
+        const res = who === 'root' ? await h.request('GET', probe, undefined, headers) : await client('GET', probe);
+        expect(res.status, `${who} ${probe}`).toBe(200);
+        expect(JSON.stringify(res.body)).not.toMatch(/_mfa/);
+        expect(JSON.stringify(res.body)).not.toContain(secret);
+      }
       const probes = [
-        `/users?$fields=${encodeURIComponent(JSON.stringify({ _mfa: 1, _mfaRecovery: 1 }))}`,
         `/users?${encodeURIComponent('_mfa.enabled')}=true`,
         `/users?${encodeURIComponent(JSON.stringify({ _mfaRecovery: { $size: 10 } }))}`,
         `/users?${encodeURIComponent(JSON.stringify({ $sort: { _mfa: 1 } }))}`,

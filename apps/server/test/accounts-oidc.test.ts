@@ -81,6 +81,8 @@ for (const store of appStores()) {
         { sub: 'blocked-sub', email: 'blocked@example.com', email_verified: true },
         { sub: 'mfa-sub', email: 'mfa@example.com', email_verified: true },
         { sub: 'apple-sub', email: 'apple@example.com', email_verified: 'true' },
+        { sub: 'apple-post-sub', email: 'apple-post@example.com', email_verified: 'true' },
+        { sub: 'proxied-sub', email: 'proxied@example.com', email_verified: true },
       ];
       for (const p of people) op.accounts.set(p.sub, p);
       // The same sub at another provider is another person.
@@ -242,9 +244,9 @@ for (const store of appStores()) {
 
     it('the ID token path works through the proxy when the token is untouched (control)', async () => {
       proxy.mode = 'resign';
-      const { status, browser } = await login('evil', 'bob-sub');
+      const { status, browser } = await login('evil', 'proxied-sub');
       expect(status).toBe(200);
-      expect(await me(browser)).toMatchObject({ username: 'bob@example.com' });
+      expect(await me(browser)).toMatchObject({ username: 'proxied@example.com' });
     });
 
     it.each<[IdTokenTamper, number]>([
@@ -278,7 +280,7 @@ for (const store of appStores()) {
       expect((await h.request('GET', '/users?email=victim@example.com', undefined, ROOT)).body).toEqual([]);
     });
 
-    it('pre-hijack: an unverified password account with the email is not linked; a verified one is', async () => {
+    it('pre-hijack: a password account with the email is not linked, whatever its verified says; its owner links from it', async () => {
       // The attacker registers the victim's email first, with a password of theirs.
       const squatted = await h.request('POST', '/users', { username: 'owner@example.com', email: 'owner@example.com', password: 'attacker', verified: true });
       expect(squatted.status).toBe(200);
@@ -286,12 +288,17 @@ for (const store of appStores()) {
       expect(refused.status).toBe(409);
       expect(await me(refused.browser)).toBeUndefined();
       expect((await login('op', 'owner-sub')).status).toBe(409);
-      // An account whose email was verified (by the app, as root here) is linked, and stays linked.
+      // Marked verified by root (svc did not prove the address): not linked either
+      // (accounts-prehijack.test.ts: addresses svc proved by mail are).
       const checked = await h.request('POST', '/users', { username: 'checked', email: 'checked@example.com', password: 'pw' });
-      await h.request('PUT', `/users/${(checked.body as { id: string }).id}`, { verified: true }, ROOT);
-      const linked = await login('op', 'verified-owner-sub');
-      expect(linked.body.uid).toBe((checked.body as { id: string }).id);
-      expect((await login('op', 'verified-owner-sub')).body.uid).toBe((checked.body as { id: string }).id);
+      const checkedId = (checked.body as { id: string }).id;
+      await h.request('PUT', `/users/${checkedId}`, { verified: true }, ROOT);
+      expect((await login('op', 'verified-owner-sub')).status).toBe(409);
+      // The owner logs in and links the provider; it stays linked.
+      const owner = new TestBrowser();
+      await owner.get(`${h.url}/users/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'checked', password: 'pw' }) });
+      expect((await login('op', 'verified-owner-sub', owner, '?link=true')).body.uid).toBe(checkedId);
+      expect((await login('op', 'verified-owner-sub')).body.uid).toBe(checkedId);
     });
 
     it('a logged-in user links a provider explicitly (any email); a linked identity is not taken over', async () => {
@@ -400,7 +407,7 @@ for (const store of appStores()) {
 
     it('Apple: the provider POSTs the answer (form_post) and the login completes; a GET callback is refused', async () => {
       const b = new TestBrowser();
-      op.next = 'apple-sub';
+      op.next = 'apple-post-sub';
       const start = await b.get(`${h.url}/users/oauth/apple`);
       expect(start.headers.getSetCookie().join()).toMatch(/svc_oauth=.*SameSite=None/);
       const authorize = new URL(start.headers.get('location') as string);
@@ -423,7 +430,7 @@ for (const store of appStores()) {
         body: new URLSearchParams(fields as Record<string, string>).toString(),
       });
       expect(posted.status).toBe(200);
-      expect(await me(b)).toMatchObject({ username: 'apple@example.com' });
+      expect(await me(b)).toMatchObject({ username: 'apple-post@example.com' });
     });
 
     it('lists the providers; an unknown provider is a 404', async () => {

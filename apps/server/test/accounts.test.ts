@@ -12,6 +12,8 @@ import type { TestSmtp } from './helpers/smtp.js';
 type Request = AppHandle['request'];
 
 const FORGED = 'A'.repeat(43);
+/** Root in development (any key from this machine): the account fields are private to others (issue 38). */
+const ROOT = { 'svc-ssh-key': 'any' };
 
 function usersConfig(port: number, auth: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   return {
@@ -78,7 +80,10 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     const user = fresh();
     const res = await app.client()('POST', '/users', { ...user, verified: true });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ email: user.email, verified: false });
+    // The address and the flag are private: not even the sign-up's answer holds them (the user reads them at /me).
+    expect(res.body).not.toHaveProperty('email');
+    expect(res.body).not.toHaveProperty('verified');
+    expect((await app.request('GET', `/users/${(res.body as { id: string }).id}`, undefined, ROOT)).body).toMatchObject({ email: user.email, verified: false });
     const mail = await smtp.next(user.email);
     expect(mail.parsed.subject).toBe('Confirm your email address');
     expect(mail.parsed.from?.text).toBe('"Books" <books@example.com>');
@@ -86,8 +91,35 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     const confirmed = await app.request('POST', '/users/confirmVerification', { token });
     expect(confirmed).toMatchObject({ status: 200, body: { verified: true, email: user.email } });
     const id = (res.body as { id: string }).id;
-    expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ verified: true });
+    expect((await app.request('GET', `/users/${id}`, undefined, ROOT)).body).toMatchObject({ verified: true });
     expect((await app.request('POST', '/users/confirmVerification', { token })).status).toBe(400);
+  });
+
+  it('the built-in mails say in words how long they work, and a flow without a url calls no token a link (issue 38, 18)', async () => {
+    const user = fresh();
+    // users: verification without a url (1 day), reset and codes with one (1 hour, 10 minutes).
+    expect((await app.request('POST', '/users', user)).status).toBe(200);
+    const verification = await smtp.next(user.email);
+    expect(verification.parsed.text).toContain('enter this key where the app asks for it:');
+    expect(verification.parsed.text).toContain('The key is valid for 1 day.');
+    expect(verification.parsed.text).not.toMatch(/link|minutes/);
+    expect(verification.parsed.html).toContain('The key is valid for 1 day.');
+    await app.request('POST', '/users/requestPasswordReset', { email: user.email });
+    const reset = await smtp.next(user.email);
+    expect(reset.parsed.text).toContain('https://app.example.com/reset?token=');
+    expect(reset.parsed.text).toContain('The link is valid for 1 hour and works once.');
+    await app.request('POST', '/users/requestCode', { email: user.email });
+    const code = await smtp.next(user.email);
+    expect(code.parsed.text).toMatch(/or sign in with this link:\n\nhttps:\/\/app\.example\.com\/magic\?token=/);
+    expect(code.parsed.text).toContain('Both are valid for 10 minutes and work once.');
+    // members: codes without a url: the code alone, no token called a link.
+    const member = fresh();
+    expect((await app.request('POST', '/members', member)).status).toBe(200);
+    await smtp.next(member.email);
+    await app.request('POST', '/members/requestCode', { email: member.email });
+    const memberCode = await smtp.next(member.email);
+    expect(memberCode.parsed.text).toMatch(/^Hello [^\n]+,\n\nyour sign-in code is \d{6}\n\nIt is valid for 10 minutes and works once\./);
+    expect(memberCode.parsed.text).not.toMatch(/link|[A-Za-z0-9_-]{43}/);
   });
 
   it('verified cannot be written by a client (create or update), but root can', async () => {
@@ -95,9 +127,10 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     const client = app.client();
     const id = await signUp(client, user);
     await client('POST', '/users/login', { username: user.username, password: user.password });
-    expect((await client('PUT', `/users/${id}`, { verified: true, name: 'x' })).body).toMatchObject({ verified: false, name: 'x' });
-    expect((await app.request('PUT', `/users/${id}`, { verified: true }, { 'svc-ssh-key': 'any' })).status).toBe(200);
-    expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ verified: true });
+    expect((await client('PUT', `/users/${id}`, { verified: true, name: 'x' })).body).toMatchObject({ name: 'x' });
+    expect((await client('GET', '/users/me')).body).toMatchObject({ verified: false, name: 'x' });
+    expect((await app.request('PUT', `/users/${id}`, { verified: true }, ROOT)).status).toBe(200);
+    expect((await app.request('GET', `/users/${id}`, undefined, ROOT)).body).toMatchObject({ verified: true });
   });
 
   it('requestPasswordReset answers the same for a known and an unknown address; only the known one gets a mail', async () => {
@@ -137,7 +170,7 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     expect((await app.request('POST', '/users/confirmPasswordReset', { token, password: 'third password' })).status).toBe(400);
     expect((await app.client()('POST', '/users/login', { username: user.username, password: 'second password' })).status).toBe(200);
     // A reset proves the address.
-    expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ verified: true });
+    expect((await app.request('GET', `/users/${id}`, undefined, ROOT)).body).toMatchObject({ verified: true });
   });
 
   it('a reset token sent 12 times at once resets once (single use under concurrency)', async () => {
@@ -261,7 +294,7 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     // Another user's change of the address is dropped: no mail, the address stays.
     const takeover = `takeover-${n}@example.com`;
     expect((await otherClient('PUT', `/users/${id}`, { email: takeover })).status).toBe(200);
-    expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ email: owner.email });
+    expect((await app.request('GET', `/users/${id}`, undefined, ROOT)).body).toMatchObject({ email: owner.email });
 
     // A reset link mailed to the old address before the change.
     await app.request('POST', '/users/requestPasswordReset', { email: owner.email });
@@ -270,13 +303,14 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     // The owner's change is held; the mail goes to the new address.
     const next = `next-${n}@example.com`;
     const put = await ownerClient('PUT', `/users/${id}`, { email: next, name: 'renamed' });
-    expect(put.body).toMatchObject({ email: owner.email, name: 'renamed' });
+    expect(put.body).toMatchObject({ name: 'renamed' });
+    expect((await ownerClient('GET', '/users/me')).body).toMatchObject({ email: owner.email, name: 'renamed' });
     const token = tokenIn(await smtp.next(next));
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(smtp.pending(takeover)).toHaveLength(0);
-    expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ email: owner.email });
+    expect((await app.request('GET', `/users/${id}`, undefined, ROOT)).body).toMatchObject({ email: owner.email });
     expect((await app.request('POST', '/users/confirmVerification', { token })).body).toEqual({ verified: true, email: next });
-    expect((await app.request('GET', `/users/${id}`)).body).toMatchObject({ email: next, verified: true });
+    expect((await app.request('GET', `/users/${id}`, undefined, ROOT)).body).toMatchObject({ email: next, verified: true });
     // The old address's reset link is void now; a reset mail goes to the new address only.
     expect((await app.request('POST', '/users/confirmPasswordReset', { token: oldReset, password: 'takeover' })).status).toBe(400);
     await app.request('POST', '/users/requestPasswordReset', { email: owner.email });
@@ -302,7 +336,7 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     const user = fresh();
     const id = await app.request('POST', '/users', user).then((r) => (r.body as { id: string }).id);
     const stale = tokenIn(await smtp.next(user.email));
-    expect((await app.request('PUT', `/users/${id}`, { email: `moved-${n}@example.com` }, { 'svc-ssh-key': 'any' })).status).toBe(200);
+    expect((await app.request('PUT', `/users/${id}`, { email: `moved-${n}@example.com` }, ROOT)).status).toBe(200);
     expect((await app.request('POST', '/users/confirmVerification', { token: stale })).status).toBe(400);
   });
 
@@ -320,7 +354,7 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
     expect((await app.request('POST', '/members/requestPasswordReset', { email: user.email })).status).toBe(404);
 
     // On Login runs for a code login too, and may refuse it.
-    await app.request('PUT', `/members/${id}`, { name: 'blocked' }, { 'svc-ssh-key': 'any' });
+    await app.request('PUT', `/members/${id}`, { name: 'blocked' }, ROOT);
     await app.request('POST', '/members/requestCode', { email: user.email, language: 'de' });
     const mail = await smtp.next(user.email);
     // The collection's templates: de text, default-language subject (one line: no header from a template), html escaped.
@@ -434,12 +468,12 @@ describe.each(appStores())('accounts by mail (%s store)', (store) => {
   it('On BeforeReset runs with the user as this; its cancel() refuses the reset and leaves the token usable', async () => {
     const user = fresh();
     const id = await signUp(app.request, user);
-    await app.request('PUT', `/users/${id}`, { name: 'no-reset' }, { 'svc-ssh-key': 'any' });
+    await app.request('PUT', `/users/${id}`, { name: 'no-reset' }, ROOT);
     await app.request('POST', '/users/requestPasswordReset', { email: user.email });
     const token = tokenIn(await smtp.next(user.email));
     expect(await app.request('POST', '/users/confirmPasswordReset', { token, password: 'refused' })).toMatchObject({ status: 403, body: { message: 'resets are off for this user' } });
     expect((await app.client()('POST', '/users/login', { username: user.username, password: user.password })).status).toBe(200);
-    await app.request('PUT', `/users/${id}`, { name: 'ok' }, { 'svc-ssh-key': 'any' });
+    await app.request('PUT', `/users/${id}`, { name: 'ok' }, ROOT);
     expect((await app.request('POST', '/users/confirmPasswordReset', { token, password: 'allowed' })).status).toBe(204);
   });
 

@@ -24,6 +24,8 @@ async function start(args: string[], env: Record<string, string> = {}): Promise<
   return p;
 }
 
+if (!process.env.SVC_TEST_MONGODB_URL) process.stderr.write('SKIPPED svc --db on MongoDB (cli.test.ts): SVC_TEST_MONGODB_URL is not set\n');
+
 /** Root in development (any key from this machine): the durability tests write past the scaffolded rules. */
 const ROOT = { 'svc-ssh-key': 'development' };
 
@@ -41,7 +43,7 @@ describe('svc command line', () => {
     expect(existsSync(join(app, 'resources/todos/config.json'))).toBe(true);
     // The data and the root keys stay out of the app's repository; the app has a package.json.
     expect((await readFile(join(app, '.gitignore'), 'utf8')).split('\n')).toEqual(expect.arrayContaining(['data/', '.svc/', 'node_modules/']));
-    expect(JSON.parse(await readFile(join(app, 'package.json'), 'utf8'))).toMatchObject({ name: 'app', private: true, scripts: { start: 'svc .' }, dependencies: { '@svc/server': expect.stringMatching(/^\^\d/) as unknown } });
+    expect(JSON.parse(await readFile(join(app, 'package.json'), 'utf8'))).toMatchObject({ name: 'app', private: true, scripts: { start: 'svc .' }, dependencies: { '@svc/server': expect.stringMatching(/^file:\/.*apps\/server$/) as unknown } });
     let p = await start([app]);
     expect(p.stderr()).toContain('listens on 127.0.0.1 only');
     const page = await fetch(`${p.url}/`);
@@ -109,6 +111,26 @@ describe('svc command line', () => {
     const offByOne = `${key.slice(0, -1)}${key.endsWith('0') ? '1' : '0'}`;
     expect((await json(`${p.url}/todos/count`, { headers: { 'svc-ssh-key': offByOne } })).status).toBe(403);
   });
+
+  it('a production start says it is production, whoever chose it; a finished drain says so before the exit (issue 38, 18)', async () => {
+    const app = join(dir, 'app');
+    await runSvc(['create', app]);
+    const key = 'k'.repeat(40);
+    const byFlag = await start([app, '--env', 'production', '--host', '127.0.0.1'], { SVC_ROOT_KEYS: key, NODE_ENV: '', SVC_ENV: '' });
+    expect(byFlag.stderr()).toMatch(/ info production \(--env\)/);
+    expect((await json(`${byFlag.url}/todos`)).status).toBe(200);
+    expect(await byFlag.stop('SIGTERM')).toBe(0);
+    expect(byFlag.stderr()).toMatch(/ info shutdown: drained in \d+ ms, no request cut; exiting\n/);
+    const byVariable = await start([app, '--host', '127.0.0.1'], { SVC_ROOT_KEYS: key, NODE_ENV: '', SVC_ENV: 'production' });
+    expect(byVariable.stderr()).toMatch(/ info production \(SVC_ENV\)/);
+    expect(await byVariable.stop('SIGTERM')).toBe(0);
+    // Development says so as before, and Ctrl-C's quick drain is reported too.
+    const dev = await start([app], { NODE_ENV: '', SVC_ENV: '' });
+    expect(dev.stderr()).not.toMatch(/ info production/);
+    expect(dev.stderr()).toMatch(/development mode/);
+    expect(await dev.stop('SIGINT')).toBe(0);
+    expect(dev.stderr()).toMatch(/shutdown: drained in \d+ ms/);
+  }, 120_000);
 
   it('a config naming a type that is not installed stops start-up with a clear message', async () => {
     await mkdir(join(dir, 'resources/mail'), { recursive: true });

@@ -13,6 +13,7 @@ import { runSvc } from './cli.js';
 const KEY = 'b'.repeat(64);
 const ROOT = { 'svc-ssh-key': KEY };
 let cleanup: (() => Promise<void>)[] = [];
+if (!process.env.SVC_TEST_MONGODB_URL) process.stderr.write('SKIPPED the dashboard backups on MongoDB: SVC_TEST_MONGODB_URL is not set\n');
 
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();

@@ -124,4 +124,20 @@ describe.skipIf(!run)('dashboard Rules tab in the browser', () => {
     await page.click('[data-test=explain]');
     await page.waitForSelector('[data-test=explain-error]:has-text("no user nobody")');
   });
+
+  it('says who can list the users (issue 38): anyone without a list rule, then whom the saved rule allows', async () => {
+    await page.goto(`${app.url}/dashboard/#/r/posts/rules`);
+    await page.waitForSelector('[aria-label="update query"]');
+    expect(await page.locator('[data-test=who-lists-users]').count()).toBe(0);
+    await page.goto(`${app.url}/dashboard/#/r/users/rules`);
+    await page.waitForSelector('[data-test=who-lists-users].warn:has-text("Anyone, logged in or not, can list every user (no list rule")');
+    await page.selectOption('[aria-label="list kind"]', 'query');
+    await page.fill('[aria-label="list query"]', '{"id": "@me.id"}');
+    await page.click('[data-test=save-rules]');
+    await page.waitForSelector('[data-test=who-lists-users]:has-text("Users are listed to those the list rule allows")');
+    expect(await page.textContent('[data-test=who-lists-users]')).toContain('{"id":"@me.id"}');
+    expect(await page.locator('[data-test=who-lists-users].warn').count()).toBe(0);
+    // Served at once: a visitor lists nobody.
+    expect((await rest(app, 'GET', '/users')).body).toEqual([]);
+  });
 });

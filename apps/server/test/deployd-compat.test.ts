@@ -78,6 +78,8 @@ const files = {
     emit('committed', { event: event, id: this.id, name: this.name, stored: true });
     if (this.name === 'boom') throw new Error('after commit failed');
   `,
+  'resources/typed/config.json': { type: 'Collection', properties: { title: { type: 'string' }, done: { type: 'boolean' } } },
+  'resources/typed/post.js': "if (this.title === 'make it a number') this.title = 5;\n",
   'resources/depth/config.json': { type: 'Collection', properties: { level: { type: 'number' } } },
   'resources/depth/get.js': `
     var kids = await svc.depth.get({ level: this.level + 1 });
@@ -358,6 +360,17 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
     expect(none.n).toBeUndefined();
     const put = await t.request('PUT', `/items/${none.id}`, { n: ' -7 ' });
     expect(put.body).toMatchObject({ n: -7 });
+  });
+
+  // Issue 38 item 13: Deployd 1.2 checks the merged object of a PUT (before On Validate).
+  it('a PUT over a value a script stored with the wrong type answers 400 "must be a string"', async () => {
+    const typed = await post('/typed', { title: 'make it a number' });
+    expect(typed.title).toBe(5);
+    for (const headers of [{}, root]) {
+      const res = await t.request('PUT', `/typed/${typed.id}`, { done: true }, headers);
+      expect([res.status, res.body]).toEqual([400, { status: 400, statusCode: 400, errors: { title: 'must be a string' } }]);
+    }
+    expect((await t.request('PUT', `/typed/${typed.id}`, { done: true, title: 'a string' })).body).toEqual({ id: typed.id, title: 'a string', done: true });
   });
 
   it('POST /users {} reports both username and password', async () => {

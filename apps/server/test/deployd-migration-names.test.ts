@@ -1,7 +1,9 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '@svc/core';
 import type { Logger } from '@svc/core';
 import eventType from '@svc/type-event';
 import { migrateDeployd, rewriteBareDpd } from '../src/migrateDeployd.js';
@@ -100,6 +102,73 @@ describe('svc migrate-deployd: EventResource and bare dpd', () => {
     await writeFile(join(app, 'resources', 'odd', 'config.json'), JSON.stringify({ type: 'EventResource', note: { type: 'EventResource' } }));
     await migrateDeployd({ dir: app, print: () => undefined });
     expect(JSON.parse(await readFile(join(app, 'resources', 'odd', 'config.json'), 'utf8'))).toEqual({ type: 'Event', note: { type: 'EventResource' } });
+  });
+});
+
+// Issue 38 (12): Deployd loaded a type from node_modules whether package.json declared it or not;
+// svc loads only the types of dependencies. A resource of a type svc has as a package gets that
+// package in package.json, declared before or not, and the migrated app starts.
+describe('svc migrate-deployd: the type packages the resources use', () => {
+  const REPO = fileURLToPath(new URL('../../..', import.meta.url));
+  let dir: string | undefined;
+  let running: RunningApp | undefined;
+  afterEach(async () => {
+    await running?.close();
+    running = undefined;
+    if (dir) await rm(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
+  /** A Deployd app with an EventResource, an Email and a Fileupload resource; `pkg`: its package.json, if any. */
+  async function deploydApp(pkg: object | undefined): Promise<string> {
+    dir = await mkdtemp(join(tmpdir(), 'svc-migrate-types-'));
+    const app = join(dir, 'app');
+    const files: Record<string, string> = {
+      'app.dpd': '',
+      'resources/tick/config.json': JSON.stringify({ type: 'EventResource' }),
+      'resources/mail/config.json': JSON.stringify({ type: 'Email', host: '127.0.0.1', port: 2525, ssl: false, defaultFromAddress: 'app@example.com', productionOnly: true }),
+      'resources/files/config.json': JSON.stringify({ type: 'Fileupload', directory: 'upload', authorization: false }),
+      ...(pkg ? { 'package.json': JSON.stringify(pkg) } : {}),
+    };
+    for (const [rel, text] of Object.entries(files)) {
+      await mkdir(join(app, rel, '..'), { recursive: true });
+      await writeFile(join(app, rel), text);
+    }
+    return app;
+  }
+
+  /** What `npm install` gives the migrated app: the workspace's type packages. */
+  async function install(app: string): Promise<void> {
+    await mkdir(join(app, 'node_modules', '@svc'), { recursive: true });
+    for (const name of ['type-event', 'type-email', 'type-fileupload']) await symlink(join(REPO, 'packages', name), join(app, 'node_modules', '@svc', name), 'dir');
+  }
+
+  it.each([
+    ['declares only deployd', { name: 'old', dependencies: { deployd: '^1.2.0' }, devDependencies: { 'dpd-email': '^0.2.0' } }],
+    ['has no package.json', undefined],
+  ])('an app that %s gets @svc/type-event, -email and -fileupload as dependencies, and starts', async (_name, pkg) => {
+    const app = await deploydApp(pkg);
+    const printed: string[] = [];
+    await migrateDeployd({ dir: app, print: (line) => printed.push(line), version: '1.2.3' });
+    const written = JSON.parse(await readFile(join(app, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies?: Record<string, string> };
+    expect(written.dependencies).toMatchObject({ '@svc/type-event': '^1.2.3', '@svc/type-email': '^1.2.3', '@svc/type-fileupload': '^1.2.3' });
+    expect(Object.keys(written.devDependencies ?? {})).toEqual([]);
+    expect(printed.join('\n')).toMatch(/dependencies\.@svc\/type-event \(type Event of \/tick/);
+    expect(printed.join('\n')).toMatch(/dependencies\.@svc\/type-fileupload \(type Fileupload of \/files/);
+    await install(app);
+    // No resourceTypes given: the types come from the app's package.json, as `svc <app>` loads them.
+    running = await startApp({ appDir: app, port: 0, host: '127.0.0.1', env: 'development', logger: silentLogger });
+    // The Event resource's own answer to a GET without get.js (no script process: a loaded machine's cold start is another matter).
+    const tick = await fetch(`${running.url}/tick/7`);
+    expect(await tick.json()).toEqual({ status: 404, statusCode: 404, message: 'resource not found' });
+    expect((await fetch(`${running.url}/files`)).status).toBe(200);
+  });
+
+  it('a package already declared stays as it was', async () => {
+    const app = await deploydApp({ name: 'old', dependencies: { '@svc/type-event': '^0.9.0', 'dpd-fileupload': '^0.0.17', 'dpd-email': '^0.2.0' } });
+    await migrateDeployd({ dir: app, print: () => undefined, version: '1.2.3' });
+    const written = JSON.parse(await readFile(join(app, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    expect(written.dependencies).toEqual({ '@svc/type-event': '^0.9.0', '@svc/type-fileupload': '^1.2.3', '@svc/type-email': '^1.2.3' });
   });
 });
 

@@ -2,7 +2,8 @@ import { request as httpRequest } from 'node:http';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadApp } from '@svc/server';
-import { silentLogger } from '@svc/core';
+import { createConsoleLogger, silentLogger } from '@svc/core';
+import type { LogStream } from '@svc/core';
 import { memoryLogger, runApp, writeApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 import { bareSocketIo } from './helpers/bareSocketIo.js';
@@ -132,8 +133,21 @@ describe('metrics on the app\'s port (production)', () => {
     expect(valueOf(after, 'svc_http_request_duration_seconds_count', { resource: '/todos', method: 'GET' })).toBe(timed + 3);
     expect(valueOf(after, 'svc_http_request_duration_seconds_bucket', { resource: '/todos', method: 'GET', le: '+Inf' })).toBe(timed + 3);
     expect(valueOf(after, 'svc_http_requests_total', { resource: '/todos', method: 'DELETE', status: '404' })).toBeGreaterThanOrEqual(1);
-    // The scrapes themselves: counted under their route, never logged.
+    // The scrapes themselves: counted under their route.
     expect(valueOf(after, 'svc_http_requests_total', { resource: '/metrics', method: 'GET', status: '200' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('counts health checks under their own path, not as resource="none" (issue 38, 18)', async () => {
+    const before = await samples();
+    const none = valueOf(before, 'svc_http_requests_total', { resource: 'none', method: 'GET', status: '200' }) ?? 0;
+    const live = valueOf(before, 'svc_http_requests_total', { resource: '/healthz', method: 'GET', status: '200' }) ?? 0;
+    const ready = valueOf(before, 'svc_http_requests_total', { resource: '/readyz', method: 'GET', status: '200' }) ?? 0;
+    for (let i = 0; i < 2; i++) expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${h.url}/readyz`)).status).toBe(200);
+    const after = await samples();
+    expect(valueOf(after, 'svc_http_requests_total', { resource: '/healthz', method: 'GET', status: '200' })).toBe(live + 2);
+    expect(valueOf(after, 'svc_http_requests_total', { resource: '/readyz', method: 'GET', status: '200' })).toBe(ready + 1);
+    expect(valueOf(after, 'svc_http_requests_total', { resource: 'none', method: 'GET', status: '200' }) ?? 0).toBe(none);
   });
 
   it('random paths and methods add no series (an attacker cannot grow the label sets)', async () => {
@@ -148,7 +162,7 @@ describe('metrics on the app\'s port (production)', () => {
     const series = after.filter((s) => s.name === 'svc_http_requests_total');
     expect(series.length).toBeLessThanOrEqual(seriesBefore + 4);
     for (const s of series) {
-      expect(['/todos', '/loops', '/users', '/metrics', '/svc.js', '/dashboard', 'none', 'public', 'other']).toContain(s.labels.resource);
+      expect(['/todos', '/loops', '/users', '/metrics', '/svc.js', '/dashboard', '/healthz', '/readyz', 'none', 'public', 'other']).toContain(s.labels.resource);
       expect(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'other']).toContain(s.labels.method);
       expect(s.labels.status).toMatch(/^(\d{3}|\dxx|aborted)$/);
     }
@@ -212,9 +226,10 @@ describe('metrics in development and by default', () => {
     try {
       expect((await fetch(`${on.url}/metrics`)).status).toBe(403);
       expect((await fetch(`${on.url}/metrics`, { headers: { 'svc-ssh-key': 'any' } })).status).toBe(200);
-      // A development key never works through a proxy (nginx's proxy_pass sends Connection: close).
+      // A development key never works through a proxy (a forwarding header); a client's own
+      // Connection: close (Python's urllib) is no proxy (issue 38, 6).
       const onPort = Number(new URL(on.url).port);
-      expect(await raw(onPort, 'GET', '/metrics', { 'svc-ssh-key': 'any', connection: 'close' })).toBe(403);
+      expect(await raw(onPort, 'GET', '/metrics', { 'svc-ssh-key': 'any', connection: 'close' })).toBe(200);
       expect(await raw(onPort, 'GET', '/metrics', { 'svc-ssh-key': 'any', 'x-forwarded-for': '203.0.113.9' })).toBe(403);
       expect(off.app.metricsUrl).toBeUndefined();
       expect((await fetch(`${off.url}/metrics`, { headers: { 'svc-ssh-key': 'any' } })).status).toBe(404);
@@ -226,6 +241,20 @@ describe('metrics in development and by default', () => {
       await off.close();
     }
   }, 60_000);
+
+  it('a scrape on the app\'s port has its access line as any root request (docs/deploying.md says so)', async () => {
+    let written = '';
+    const stream: LogStream = { write: (text: string) => ((written += text), true), writableLength: 0 };
+    const logger = createConsoleLogger({ stream, accessFlushMs: 0 });
+    const on = await runApp({ 'app.json': { metrics: {} } }, { logger });
+    try {
+      expect((await fetch(`${on.url}/metrics`, { headers: { 'svc-ssh-key': 'any', 'x-request-id': 'scrape-1' } })).status).toBe(200);
+      for (let waited = 0; waited < 5_000 && !written.includes('id=scrape-1'); waited += 50) await new Promise((r) => setTimeout(r, 50));
+      expect(written).toMatch(/ info GET \/metrics 200 .*id=scrape-1/);
+    } finally {
+      await on.close();
+    }
+  });
 
   it('an app\'s own resource at the path wins, with a warning', async () => {
     const logger = memoryLogger();

@@ -2,5 +2,6 @@
 export { createClient } from './createClient.js';
 export type { ClientOptions } from './createClient.js';
 export { SvcPromise } from './SvcPromise.js';
+export { indexedDbStorage, memoryStorage } from './offline/storage.js';
 export { otpauthQrSvg } from './qrSvg.js';
 export type { QrSvgOptions } from './qrSvg.js';

@@ -2,7 +2,9 @@ import { makeAccessor } from './internal/accessors.js';
 import type { AccessorContext } from './internal/accessors.js';
 import { CookieJar } from './internal/cookieJar.js';
 import { RealtimeLink } from './internal/realtimeLink.js';
+import type { OpenSocket } from './internal/realtimeLink.js';
 import { Transport } from './internal/transport.js';
+import { offlineApi } from './offline/offlineApi.js';
 import type { ClientTypes, ResourceAccessor, ResourceInfo, ResourceList, SvcClient, UntypedClientTypes } from './types.js';
 
 /** Options of {@link createClient}. */
@@ -21,6 +23,12 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** Send with XMLHttpRequest instead of fetch (what /svc.js does, as dpd.js did). Default false. */
   xhr?: boolean;
+  /**
+   * Opens the Socket.IO connection (default: socket.io-client's `io`). /svc.js passes one that
+   * calls the page's `io.connect`, as dpd.js did, so that a page or a test double replacing it
+   * sees the connection.
+   */
+  openSocket?: OpenSocket;
 }
 
 /** 'add-follower' -> 'addfollower': the property name of a top-level resource. */
@@ -31,7 +39,7 @@ export function propertyName(path: string): string | undefined {
 }
 
 /** The client's own names, which no resource property hides. */
-export const CLIENT_API: ReadonlySet<string> = new Set(['ajax', 'on', 'off', 'once', 'socketReady', 'close', 'socket', 'setBaseUrl']);
+export const CLIENT_API: ReadonlySet<string> = new Set(['ajax', 'on', 'off', 'once', 'socketReady', 'close', 'socket', 'setBaseUrl', 'offline']);
 
 /** Names a Proxy must not invent resources for (promise resolution, inspection, JSON). */
 const RESERVED = new Set(['then', 'catch', 'finally', 'toJSON', 'constructor', 'prototype', 'inspect', 'valueOf', 'toString', 'name', 'length', 'caller', 'arguments', 'apply', 'call', 'bind']);
@@ -51,7 +59,7 @@ export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl
   const jar = keepCookies ? new CookieJar() : undefined;
   const ctx: AccessorContext = {
     transport: new Transport({ baseUrl: base, headers: () => ajax.headers, ...(jar ? { jar } : {}), ...(options.xhr === true ? { xhr: true } : {}) }),
-    realtime: new RealtimeLink(base, jar),
+    realtime: new RealtimeLink(base, jar, options.openSocket),
   };
   const infos = new Map<string, ResourceInfo>();
   for (const info of options.resources ?? []) infos.set(normalisePath(info.path), info);
@@ -72,6 +80,7 @@ export function createClient<T extends ClientTypes = UntypedClientTypes>(baseUrl
   };
   const core = Object.assign(resource, {
     ajax,
+    offline: offlineApi(ctx, [...infos.values()]),
     on: (message: string, fn: (data: unknown) => void) => ctx.realtime.on(message, fn as (...args: unknown[]) => void),
     off: (message: string, fn?: (data: unknown) => void) => ctx.realtime.off(message, fn as ((...args: unknown[]) => void) | undefined),
     once: (message: string, fn: (data: unknown) => void) => ctx.realtime.once(message, fn as (...args: unknown[]) => void),

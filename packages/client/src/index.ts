@@ -1,12 +1,19 @@
 export { createClient, propertyName } from './createClient.js';
 export type { ClientOptions } from './createClient.js';
+export type { OpenSocket } from './internal/realtimeLink.js';
 export { SvcPromise } from './SvcPromise.js';
+export { fileStorage, indexedDbStorage, memoryStorage } from './offline/storage.js';
+export type { ReplicaStorage } from './offline/storage.js';
+export type { OfflineOptions } from './offline/Replica.js';
+export type { OfflineApi } from './offline/offlineApi.js';
+export type { Conflict, ConflictPolicy, ObjectFlags, QueuedWrite, ReplicaEvents, ReplicaObject, ReplicaStatus } from './offline/types.js';
 export { otpauthQrSvg } from './qrSvg.js';
 export type { QrSvgOptions } from './qrSvg.js';
 export type {
   AccessorOf,
   AccountCalls,
   LoginAnswer,
+  LoginCredentials,
   MfaCalls,
   MfaStep,
   ProviderLoginOptions,

@@ -12,7 +12,9 @@ export function describeResources(resources: readonly Pick<Resource, 'path' | 'c
   return resources.map((r) => {
     const kind = r.client?.users ? 'users' : r.client?.collection ? 'collection' : 'custom';
     const methods = r.client?.methods;
-    return methods && Object.keys(methods).length > 0 ? { path: r.path, kind, methods: { ...methods } } : { path: r.path, kind };
+    const info: ResourceInfo = methods && Object.keys(methods).length > 0 ? { path: r.path, kind, methods: { ...methods } } : { path: r.path, kind };
+    if (r.client?.conflicts !== undefined) info.conflicts = r.client.conflicts;
+    return info;
   });
 }
 

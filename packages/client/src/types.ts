@@ -1,3 +1,4 @@
+import type { OfflineApi } from './offline/offlineApi.js';
 import type { QrSvgOptions } from './qrSvg.js';
 import type { SvcPromise } from './SvcPromise.js';
 
@@ -25,6 +26,12 @@ export type Segment = string | number;
 
 /** A loose query object for resources without types. */
 export type QueryObject = Record<string, unknown>;
+
+/**
+ * What `login` takes: Deployd's username and password, or the email address and password (when
+ * the user collection has a mail flow on: docs/accounts.md).
+ */
+export type LoginCredentials = { username: string; password: string } | { email: string; password: string };
 
 /** The session record a login answers. */
 export interface SessionInfo {
@@ -89,6 +96,8 @@ export interface ResourceInfo {
   kind: 'collection' | 'users' | 'custom';
   /** RPC-style methods of custom resource types: name -> HTTP method and func segment. */
   methods?: Record<string, { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; func: string }>;
+  /** A collection's conflict policy for offline writes (config.json `offline.conflicts`). */
+  conflicts?: 'server-wins' | 'last-writer-wins' | 'app';
 }
 
 /** The resources of an app, as `svc types` exports them (`createClient<Types>(url, { resources })`). */
@@ -363,7 +372,7 @@ export interface UserCollectionAccessor<Item extends { id: string; username: str
     AccountCalls,
     MailAccountCalls<Login> {
   /** The session; with two-factor (`auth.mfa`), {@link MfaStep} when the user must give a code. */
-  login(credentials: { username: string; password: string }, fn?: Callback<Login>): SvcPromise<Login>;
+  login(credentials: LoginCredentials, fn?: Callback<Login>): SvcPromise<Login>;
   /** The result is always null. */
   logout(fn?: Callback<null>): SvcPromise<null>;
   /** The current user, or null when nobody is logged in; the query (`$fields`, ...) as in get. */
@@ -402,7 +411,7 @@ export interface MailAccountCalls<Login extends LoginAnswer = SessionInfo> {
 /** A resource without types: every call, untyped results. */
 export interface LooseAccessor extends ResourceAccessor, Listening, MailAccountCalls<LoginAnswer> {
   subscribe<R extends { id: string } = { id: string } & Record<string, unknown>>(query: Record<string, unknown>, handler: LiveHandler<R>, options?: SubscribeOptions): Unsubscribe;
-  login(credentials: { username: string; password: string }, fn?: Callback<LoginAnswer>): SvcPromise<LoginAnswer>;
+  login(credentials: LoginCredentials, fn?: Callback<LoginAnswer>): SvcPromise<LoginAnswer>;
   loginWithProvider: AccountCalls['loginWithProvider'];
   providerLoginResult: AccountCalls['providerLoginResult'];
   readonly mfa: MfaCalls;
@@ -444,6 +453,8 @@ export interface ClientCore extends Listening {
    * dpd.js's `dpd.setBaseUrl`: 'https://api.example.com' or '' for the page's own origin.
    */
   setBaseUrl(url: string): void;
+  /** The local replica: reads answered at once, writes queued while offline (docs/offline.md). */
+  readonly offline: OfflineApi;
 }
 
 /** A client for an app whose resources `T` describes. */

@@ -1,6 +1,6 @@
 /**
  * The closed list of error codes svc answers with. Each maps to one HTTP status; docs/errors.md
- * lists them all. Only `status`, `statusCode`, `message` and `errors` ever reach the wire.
+ * lists them all. Only `status`, `statusCode`, `message`, `errors` and (412) `current` ever reach the wire.
  */
 export const errorStatus = {
   BAD_REQUEST: 400,
@@ -16,6 +16,7 @@ export const errorStatus = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   TOO_MANY_REQUESTS: 429,
@@ -41,6 +42,8 @@ export interface ErrorBody {
   statusCode: number;
   message?: string;
   errors?: Record<string, string>;
+  /** PRECONDITION_FAILED: the object as the caller may read it now. */
+  current?: Record<string, unknown>;
 }
 
 /** Options of {@link SvcError}. */
@@ -51,6 +54,8 @@ export interface SvcErrorOptions {
   cause?: unknown;
   /** Extra response headers (Retry-After, Allow, ...). */
   headers?: Record<string, string>;
+  /** PRECONDITION_FAILED: the object as the caller may read it now (passed through the read rules). */
+  current?: Record<string, unknown>;
 }
 
 /** The one error class of svc: a stable code, an HTTP status and only safe fields on the wire. */
@@ -59,6 +64,7 @@ export class SvcError extends Error {
   readonly status: number;
   readonly errors: Record<string, string> | undefined;
   readonly headers: Record<string, string> | undefined;
+  readonly current: Record<string, unknown> | undefined;
 
   constructor(code: ErrorCode, message?: string, options: SvcErrorOptions = {}) {
     super(message ?? code, options.cause === undefined ? undefined : { cause: options.cause });
@@ -67,6 +73,7 @@ export class SvcError extends Error {
     this.status = options.status ?? errorStatus[code];
     this.errors = options.errors;
     this.headers = options.headers;
+    this.current = options.current;
     if (message === undefined) this.message = '';
   }
 
@@ -80,10 +87,11 @@ export class SvcError extends Error {
  * The JSON error object of an {@link SvcError}: every error body svc writes is made here, also
  * for an SvcError of another copy of this package (a resource type's own), whose toJSON may be older.
  */
-export function errorBody(err: Pick<SvcError, 'status' | 'message' | 'errors'>): ErrorBody {
+export function errorBody(err: Pick<SvcError, 'status' | 'message' | 'errors'> & { current?: Record<string, unknown> | undefined }): ErrorBody {
   const body: ErrorBody = { status: err.status, statusCode: err.status };
   if (err.message) body.message = err.message;
   if (err.errors && Object.keys(err.errors).length > 0) body.errors = err.errors;
+  if (err.status === 412 && err.current !== undefined) body.current = err.current;
   return body;
 }
 

@@ -11,7 +11,8 @@ export type { Context, OnDelete, PropertyDef, PropertyType, Reply, ResourceConfi
 export { backRelationName } from './relations/Relations.js';
 export { DEFAULT_RELATION_SETTINGS, EXPAND_DEPTH_CAP, MAX_EXPANDED_RELATIONS } from './relations/relationSettings.js';
 export type { RelationSettings } from './relations/relationSettings.js';
-export type { ClientShape, Resource, ResourceFiles, ResourceHost, RootApiRequest, UserResource } from './resource.js';
+export type { ClientShape, ConflictPolicy, Resource, ResourceFiles, ResourceHost, RootApiRequest, UserResource } from './resource.js';
+export { CONFLICT_POLICIES } from './resource.js';
 export { isUserResource } from './resource.js';
 export { Collection } from './resources/Collection.js';
 export { AccessRules } from './access/AccessRules.js';
@@ -36,7 +37,7 @@ export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory
 export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, GetChanges } from './resources/events.js';
 export type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
-export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, StoredTexts, UpdateOps } from './store/Store.js';
+export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, Store, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from './store/Store.js';
 export { SessionManager } from './sessions.js';
 export type { SessionEndListener, SessionManagerOptions, SessionRecord } from './sessions.js';
 export { createConsoleLogger, DEFAULT_LOG_BACKLOG, LOG_FORMATS, redactText, silentLogger } from './logger.js';
@@ -44,11 +45,13 @@ export type { AccessEntry, ConsoleLogger, ConsoleLoggerOptions, LogFormat, Logge
 export { createId } from './ids.js';
 export { isLocalHostName } from './rootKeys.js';
 export { redactUrl } from './redactUrl.js';
+export { escapeLineBreaks } from './lineBreaks.js';
 export { withoutPaths } from './withoutPaths.js';
 export { isPlainObject, parseQueryString } from './query/parseQueryString.js';
 export { compileQuery } from './query/compileQuery.js';
 export type { CompiledQuery, QueryRefusals } from './query/compileQuery.js';
 export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from './http/cors.js';
+export { etagOf } from './resources/conditional.js';
 export { readCookie, requestSessionId } from './http/cookies.js';
 export type { CorsOptions } from './http/cors.js';
 export { servedFile } from './http/servedFile.js';

@@ -3,9 +3,13 @@ import type { AccessEntry } from './logger.js';
 /** Bytes a batch holds before it asks to be written. */
 export const BATCH_BYTES = 64 * 1024;
 
-/** Characters that would split a text line or hide in a terminal (a path or message of a client). */
+/**
+ * Characters that would split a text line or hide in a terminal (a path or message of a client):
+ * C0 and C1 controls (C1 holds NEL, a line end to Unicode, and CSI, a terminal's escape), U+2028,
+ * U+2029.
+ */
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
-export const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/g;
+export const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 
 export function escapeControl(c: string): string {
   return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;

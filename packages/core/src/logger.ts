@@ -1,5 +1,6 @@
 import { redactUrl } from './redactUrl.js';
 import { accessText, CONTROL, escapeControl, LogBatch } from './logBatch.js';
+import { escapeLineBreaks } from './lineBreaks.js';
 
 /** How bad a log line is. */
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -152,10 +153,10 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
     const msg = redactText(message);
     const hasFields = fields !== undefined && Object.keys(fields).length > 0;
     if (json) {
-      emit(`${safeJson(hasFields ? { time, level, msg, ...withoutReserved(fields) } : { time, level, msg })}\n`, true);
+      emit(`${escapeLineBreaks(safeJson(hasFields ? { time, level, msg, ...withoutReserved(fields) } : { time, level, msg }))}\n`, true);
       return;
     }
-    emit(`${time} ${level} ${msg.replace(CONTROL, escapeControl)}${hasFields ? ` ${safeJson(fields)}` : ''}\n`, true);
+    emit(`${time} ${level} ${msg.replace(CONTROL, escapeControl)}${hasFields ? ` ${escapeLineBreaks(safeJson(fields))}` : ''}\n`, true);
   };
 
   return {
@@ -167,7 +168,8 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
       // Built by hand, no replacer: every request writes one, and its fields are known.
       if (json) {
         const { time, ...rest } = entry;
-        emit(`${JSON.stringify({ time, level: 'info', msg: `${entry.method} ${entry.path} ${entry.status}`, type: 'access', ...rest })}\n`, false);
+        // A path read as Latin-1 may hold NEL (byte 0x85), which JSON leaves raw.
+        emit(`${escapeLineBreaks(JSON.stringify({ time, level: 'info', msg: `${entry.method} ${entry.path} ${entry.status}`, type: 'access', ...rest }))}\n`, false);
         return;
       }
       emit(accessText(entry), false);

@@ -26,7 +26,15 @@ export interface ClientShape {
   users?: boolean;
   /** Extra RPC-style methods: name -> HTTP method and func segment. */
   methods?: Record<string, { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; func: string }>;
+  /** How offline clients settle a write the object moved under (config.json `offline.conflicts`, docs/offline.md). */
+  conflicts?: ConflictPolicy;
 }
+
+/** A collection's declared conflict policy for offline writes (docs/offline.md). */
+export type ConflictPolicy = 'server-wins' | 'last-writer-wins' | 'app';
+
+/** The policies config.json may name. */
+export const CONFLICT_POLICIES: readonly ConflictPolicy[] = ['server-wins', 'last-writer-wins', 'app'];
 
 /** A resource mounted at a path: what the router hands requests to. */
 export interface Resource {

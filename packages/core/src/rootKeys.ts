@@ -30,13 +30,7 @@ export class RootKeys {
    */
   isRoot(header: string | undefined, production: boolean, clientAddress?: string, request?: { host?: string | undefined; origin?: string | undefined }): boolean {
     if (header === undefined || header === '') return false;
-    if (!production) {
-      if (clientAddress !== undefined && !isLoopback(clientAddress)) return false;
-      if (request === undefined) return true;
-      const host = request.host ?? '';
-      if (!isLocalHostName(host)) return false;
-      return request.origin === undefined || originHost(request.origin) === host.toLowerCase();
-    }
+    if (!production) return localRefusal(clientAddress, request) === undefined;
     const keys = this.source();
     if (keys !== this.seen) {
       this.digests = keys.map(digest);
@@ -74,26 +68,43 @@ function originHost(origin: string): string | undefined {
   }
 }
 
-/** Why a development request is not made root although it comes from this machine. */
+/** Why a development request that carries a root key is not made root. */
 export interface DevelopmentRootRefusal {
   /** One word per kind of reason (the server logs each kind once). */
-  kind: 'proxy' | 'http10' | 'connection' | 'port';
+  kind: 'proxy' | 'http10' | 'connection' | 'port' | 'remote' | 'host' | 'origin';
   why: string;
+}
+
+/**
+ * Development's own-machine rules, {@link RootKeys.isRoot}'s in development: a loopback peer, a
+ * Host naming this machine and a browser's Origin naming that Host. Undefined when they hold.
+ */
+export function localRefusal(clientAddress: string | undefined, request?: { host?: string | undefined; origin?: string | undefined }): DevelopmentRootRefusal | undefined {
+  if (clientAddress !== undefined && !isLoopback(clientAddress)) return { kind: 'remote', why: `it came from ${clientAddress || 'a closed connection'}, not from this machine` };
+  if (request === undefined) return undefined;
+  const host = request.host ?? '';
+  if (!isLocalHostName(host)) return { kind: 'host', why: `its Host header (${host || 'none'}) does not name this machine (a name pointed at 127.0.0.1 by another site: DNS rebinding)` };
+  if (request.origin !== undefined && originHost(request.origin) !== host.toLowerCase()) {
+    return { kind: 'origin', why: `a page of another origin (${request.origin}) sent it` };
+  }
+  return undefined;
 }
 
 /**
  * Development gives root to any key, for a developer's own machine: a request from a loopback
  * peer is taken to be the developer's. A reverse proxy on the same machine breaks that: it is a
  * loopback peer too, and passes on what remote clients send. So a request that shows a proxy's
- * hand is refused, whatever its key:
- * - it came through a proxy (a forwarding header, or a peer that app.json trustProxy names);
- * - HTTP/1.0: nginx's default towards its upstream (browsers, curl, node and fetch speak 1.1);
- * - `Connection: close`, or `upgrade` without an Upgrade header: nginx's default on HTTP/1.1 and
- *   its usual WebSocket settings (browsers and node keep connections alive);
+ * hand is refused, whatever its key. Only positive evidence counts, never a client's habit
+ * (Python's urllib and node with `agent: false` send `Connection: close` on their own):
+ * - it came through a proxy (a forwarding header, `Via`, or a peer that app.json trustProxy names);
+ * - HTTP/1.0: nginx's default towards its upstream (browsers, curl, node, Python speak 1.1);
+ * - `Connection: upgrade` without an Upgrade header: nginx's usual WebSocket settings on a plain
+ *   request (no client asks for an upgrade to nothing);
  * - a Host whose port is not the one the request came in on: nginx's `proxy_set_header Host $host`
  *   (no port) and ports forwarded from elsewhere.
- * A proxy that sends none of these (HTTP/1.1, keep-alive, Host set to svc's own address, no
- * header of its own) cannot be told apart: a development server must never be reachable by others.
+ * A proxy that sends none of these (nginx with `proxy_http_version 1.1` and its default Host
+ * `127.0.0.1:<port>`, no header of its own) cannot be told apart from a program on this machine:
+ * a development server must never be reachable by others (docs/deploying.md).
  */
 export function developmentRootRefusal(req: IncomingMessage, client: RequestClient): DevelopmentRootRefusal | undefined {
   if (client.proxied !== undefined) return { kind: 'proxy', why: `it came through a proxy (${client.proxied})` };
@@ -101,9 +112,8 @@ export function developmentRootRefusal(req: IncomingMessage, client: RequestClie
     return { kind: 'http10', why: "it speaks HTTP/1.0, as nginx's proxy_pass does by default (browsers, curl and node speak HTTP/1.1)" };
   }
   const connection = String(req.headers.connection ?? '').toLowerCase();
-  const tokens = connection.split(',').map((t) => t.trim());
-  if (tokens.includes('close') || (tokens.includes('upgrade') && req.headers.upgrade === undefined)) {
-    return { kind: 'connection', why: `its Connection header is "${connection}", as nginx's proxy_pass sends by default` };
+  if (req.headers.upgrade === undefined && connection.split(',').some((t) => t.trim() === 'upgrade')) {
+    return { kind: 'connection', why: `its Connection header is "${connection}" without an Upgrade header, as nginx's WebSocket settings send on every request` };
   }
   const port = hostPort(req.headers.host ?? '');
   const local = req.socket.localPort;

@@ -1,3 +1,4 @@
+import { etagOf } from './resources/conditional.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SvcError } from './errors.js';
@@ -26,7 +27,8 @@ import type { SessionManagerOptions, SessionRecord } from './sessions.js';
 import { SessionManager } from './sessions.js';
 import type { Store } from './store/Store.js';
 import type { Context, Reply, Session } from './types.js';
-import { developmentRootRefusal, RootKeys } from './rootKeys.js';
+import { developmentRootRefusal, localRefusal, RootKeys } from './rootKeys.js';
+import type { DevelopmentRootRefusal } from './rootKeys.js';
 import { corsHeaders, corsOrigins, type CorsOptions } from './http/cors.js';
 import { createRequestScope } from './requestScope.js';
 
@@ -292,7 +294,11 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const pathname = q === -1 ? url : url.slice(0, q);
     const search = q === -1 ? '' : url.slice(q + 1);
     // Before the session, CORS and any log line: balancers ask every few seconds.
-    if (health.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD') && !shadowed(pathname)) return health.answer(pathname, req, res);
+    if (health.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD') && !shadowed(pathname)) {
+      // Counted under its own path (a configured one: bounded), not with the 404s as 'none'.
+      note.resource = pathname;
+      return health.answer(pathname, req, res);
+    }
     const cors = corsHeaders(req, allowedOrigins);
     if (cors) for (const [k, v] of cors) res.setHeader(k, v);
     if (req.method === 'OPTIONS') {
@@ -312,10 +318,11 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
     const anonymous = sessions.anonymous(sid, req.socket);
-    if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined) {
+    if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined && req.headers['if-none-match'] === undefined) {
       // A plain GET the resource answers at once (an object by id): no context, no promise turns.
+      // Its ETag as Collection.handle gives it (conditional.ts); If-None-Match goes the usual way.
       const text = match.resource.answerNow(match.parts);
-      if (text !== undefined) return writeJsonText(res, text);
+      if (text !== undefined) return writeJsonText(res, text, etagOf(text));
     }
     return handleRouted(req, res, note, match, search, sid, anonymous);
   }
@@ -367,7 +374,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       headers: req.headers,
       session,
       me: undefined,
-      isRoot: isRootRequest(req, client),
+      isRoot: rootOf(req, client),
       internal: false,
       scope: createRequestScope(client.address, recursionLimitOf(query), res),
       req,
@@ -381,18 +388,32 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   function isRootRequest(req: IncomingMessage, client: RequestClient): boolean {
     const key = rootHeader(req);
     if (key === undefined || key === '') return false;
-    if (!production) {
-      const refusal = developmentRootRefusal(req, client);
-      if (refusal !== undefined) {
-        // Once per reason: a proxy in front of a development server sends every request this way.
-        if (!refusedRoot.has(refusal.kind)) {
-          refusedRoot.add(refusal.kind);
-          logger.warn(`development: a request with svc-ssh-key from ${client.address} is not root: ${refusal.why}. A development server must never be reachable by others; behind a proxy, run with --env production and a root key (svc keygen)`, { address: client.address });
-        }
-        return false;
-      }
+    if (production) return rootKeys.isRoot(key, true, client.peer);
+    return developmentRefusal(req, client) === undefined;
+  }
+
+  /**
+   * A resource request's root flag. In development a key that is not made root is answered 403
+   * with the reason rather than served as anyone's request: a developer's tool that silently
+   * lost root would read and write as a visitor (production's wrong key stays a visitor's, as in
+   * Deployd, and root-only actions answer their own 401/403).
+   */
+  function rootOf(req: IncomingMessage, client: RequestClient): boolean {
+    const key = rootHeader(req);
+    if (key === undefined || key === '') return false;
+    if (production) return rootKeys.isRoot(key, true, client.peer);
+    const refusal = developmentRefusal(req, client);
+    if (refusal === undefined) return true;
+    // Once per reason: a proxy in front of a development server sends every request this way.
+    if (!refusedRoot.has(refusal.kind)) {
+      refusedRoot.add(refusal.kind);
+      logger.warn(`development: a request with svc-ssh-key from ${client.address} is not root: ${refusal.why}. A development server must never be reachable by others; behind a proxy, run with --env production and a root key (svc keygen)`, { address: client.address });
     }
-    return rootKeys.isRoot(key, production, client.peer, { host: req.headers.host, origin: req.headers.origin });
+    throw new SvcError('FORBIDDEN', `svc-ssh-key refused: ${refusal.why}. Development gives root only to programs on this machine that reach svc directly (docs/deploying.md)`);
+  }
+
+  function developmentRefusal(req: IncomingMessage, client: RequestClient): DevelopmentRootRefusal | undefined {
+    return developmentRootRefusal(req, client) ?? localRefusal(client.peer, { host: req.headers.host, origin: req.headers.origin });
   }
 
   function sessionCookie(id: string | null, req: IncomingMessage | undefined): string {

@@ -97,7 +97,7 @@ describe('access log', () => {
     const t = await serve();
     const res = await t.request('GET', '/todos', { headers: { origin: 'http://web.example' } });
     expect(res.headers.get('access-control-allow-origin')).toBe('http://web.example');
-    expect(res.headers.get('access-control-expose-headers')).toBe('X-Request-Id, X-Total-Count');
+    expect(res.headers.get('access-control-expose-headers')).toBe('X-Request-Id, X-Total-Count, ETag');
   });
 
   it('the access line and the metrics sample both come once per answer, on svc\'s own server and on a host\'s', async () => {

@@ -62,12 +62,33 @@ describe('createConsoleLogger', () => {
     const durations = [0, 0.1, 0.3, 1.5, 2, 9.9, 10, 12.7, 99.9, 1234.5, 1e6 + 0.1, 2 ** 31 + 0.5, 0.25, 1 / 3, 1e-7, 1e21, -1.5, Number.NaN];
     for (let i = 0; i < 2000; i++) durations.push(Math.round(Math.random() * 10 ** (1 + (i % 7))) / 10);
     for (const ms of durations) log.access({ ...entry, ms });
-    for (const code of [0, 9, 10, 13, 0x1f, 0x7f, 0x2028, 0x2029]) log.access({ ...entry, path: `/x${String.fromCharCode(code)}y` });
+    for (const code of [0, 9, 10, 13, 0x1f, 0x7f, 0x85, 0x9b, 0x2028, 0x2029]) log.access({ ...entry, path: `/x${String.fromCharCode(code)}y` });
     log.error('flush');
     const lines = out.lines();
     durations.forEach((ms, i) => expect(lines[i]?.split(' ')[5]).toBe(`${ms}ms`));
     const escaped = lines.slice(durations.length, -1).map((line) => line.split(' ')[3]);
-    expect(escaped).toEqual(['/x\\u0000y', '/x\\u0009y', '/x\\u000ay', '/x\\u000dy', '/x\\u001fy', '/x\\u007fy', '/x\\u2028y', '/x\\u2029y']);
+    expect(escaped).toEqual(['/x\\u0000y', '/x\\u0009y', '/x\\u000ay', '/x\\u000dy', '/x\\u001fy', '/x\\u007fy', '/x\\u0085y', '/x\\u009by', '/x\\u2028y', '/x\\u2029y']);
+  });
+
+  // Issue 38 item 2: JSON leaves NEL, U+2028 and U+2029 raw, and readers that split lines as
+  // Unicode does (TR18: Python's splitlines, many log shippers) cut such a line in two.
+  it.each(['json', 'text'] as const)('%s: NEL, U+2028 and U+2029 from a client stay inside their one line', async (format) => {
+    const out = sink();
+    const log = createConsoleLogger({ format, stream: out });
+    const odd = 'a\u0085b\u2028c\u2029d';
+    log.access({ ...entry, path: `/x${odd}` });
+    log.warn(`title ${odd}`, { title: odd, nested: { list: [odd] } });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const text = out.lines().join('\n');
+    expect(text.split(/\r\n|[\n\v\f\r\u0085\u2028\u2029]/)).toHaveLength(2);
+    if (format === 'json') {
+      const [access, warn] = out.lines().map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(access).toMatchObject({ path: `/x${odd}`, msg: `GET /x${odd} 200` });
+      expect(warn).toMatchObject({ msg: `title ${odd}`, title: odd, nested: { list: [odd] } });
+    } else {
+      expect(text).toContain('/xa\\u0085b\\u2028c\\u2029d');
+      expect(JSON.parse((out.lines()[1] as string).replace(/^.*? warn title \S+ /, ''))).toEqual({ title: odd, nested: { list: [odd] } });
+    }
   });
 
   it('text: one line per event, a client\'s control characters escaped', async () => {

@@ -102,7 +102,10 @@ describe('development root: what shows a proxy', () => {
     ['a WebSocket upgrade', { peer: '127.0.0.1', headers: { ...local, connection: 'Upgrade', upgrade: 'websocket' } }, undefined, undefined],
     ['localhost:2403', { peer: '::1', headers: { ...local, host: 'localhost:2403' } }, undefined, undefined],
     ["nginx's default (HTTP/1.0, Connection: close)", { peer: '127.0.0.1', version: '1.0', headers: { ...local, connection: 'close' } }, undefined, 'http10'],
-    ['nginx with proxy_http_version 1.1', { peer: '127.0.0.1', headers: { ...local, connection: 'close' } }, undefined, 'connection'],
+    // Issue 38 (6): a client's own Connection: close is no sign of a proxy; nginx with only
+    // proxy_http_version 1.1 sends the same and stays the documented blind spot.
+    ["Python's urllib, node with agent: false (Connection: close)", { peer: '127.0.0.1', headers: { ...local, connection: 'close' } }, undefined, undefined],
+    ['a Via header', { peer: '127.0.0.1', headers: { ...local, via: '1.1 gateway' } }, undefined, 'proxy'],
     ["nginx's WebSocket settings on a plain request", { peer: '127.0.0.1', headers: { ...local, connection: 'upgrade' } }, undefined, 'connection'],
     ['nginx with Host $host (no port)', { peer: '127.0.0.1', headers: { ...local, host: '127.0.0.1' } }, undefined, 'port'],
     ['a forwarded port', { peer: '127.0.0.1', headers: { ...local, host: 'localhost:8080' } }, undefined, 'port'],

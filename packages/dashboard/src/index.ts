@@ -12,5 +12,5 @@ export const dashboardAssetsDir: string = ((): string => {
   return existsSync(`${built}app.js`) ? built : fileURLToPath(new URL('../dist/app/', import.meta.url));
 })();
 
-export { matchesLogFilter, parseLogFilter } from './logFilter.js';
+export { isDashboardRequest, matchesLogFilter, parseLogFilter } from './logFilter.js';
 export type { AccessLogEntry, LogEntry, LogFilter, ServerLogEntry } from './logFilter.js';

@@ -47,6 +47,18 @@ export interface LogFilter {
   until?: string;
   /** Server lines whose message contains this (any case). */
   text?: string;
+  /**
+   * Leave out the dashboard's own requests: those to /dashboard (its page, its API, its stream)
+   * and those whose request id starts with this prefix (the calls the dashboard page makes to the
+   * app's API carry it; it is a random value of the server process, given to root only, so no
+   * other client can hide its requests behind it). Never taken from a query string.
+   */
+  withoutDashboard?: string;
+}
+
+/** Whether an answered request is one of the dashboard's own (see {@link LogFilter.withoutDashboard}). */
+export function isDashboardRequest(entry: AccessLogEntry, idPrefix: string): boolean {
+  return entry.path === '/dashboard' || entry.path.startsWith('/dashboard/') || (idPrefix !== '' && entry.id.startsWith(idPrefix));
 }
 
 const LEVELS = { info: 0, warn: 1, error: 2 } as const;
@@ -115,6 +127,7 @@ export function matchesLogFilter(entry: LogEntry, filter: LogFilter): boolean {
   if (filter.since !== undefined && entry.time < filter.since) return false;
   if (filter.until !== undefined && entry.time > filter.until) return false;
   if (entry.kind === 'access') {
+    if (filter.withoutDashboard !== undefined && isDashboardRequest(entry, filter.withoutDashboard)) return false;
     if (filter.statusMin !== undefined && (entry.status < filter.statusMin || entry.status > (filter.statusMax ?? filter.statusMin))) return false;
     if (filter.path !== undefined && !entry.path.startsWith(filter.path)) return false;
     if (filter.user !== undefined && entry.uid !== filter.user) return false;

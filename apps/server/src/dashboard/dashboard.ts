@@ -114,6 +114,9 @@ const SECURITY_HEADERS: Record<string, string> = {
  */
 export function createDashboard(options: DashboardOptions): Dashboard {
   const streams = new Set<() => void>();
+  // The request ids of the dashboard page's calls start with this (given to root only): the Logs
+  // page leaves those calls out unless asked (LogFilter.withoutDashboard).
+  const ownIdPrefix = `dashboard-${randomBytes(6).toString('hex')}-`;
   let assets: Map<string, Asset> | undefined;
   let editing: Promise<unknown> = Promise.resolve();
 
@@ -312,7 +315,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     });
   }
 
-  const accountsDeps: AccountsDeps = { folderOf, saveConfig: writeConfig, serial, reloadOrUndo, writeAtomic };
+  const accountsDeps: AccountsDeps = { folderOf, saveConfig: writeConfig, serial, reloadOrUndo, writeAtomic, resources: () => options.resources() };
 
   /**
    * A rename that a failure of the store left unfinished in this process (the next start would
@@ -532,6 +535,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     } catch (err) {
       throw new SvcError('BAD_REQUEST', (err as Error).message);
     }
+    // The dashboard's own calls only when asked for (?dashboard=1): they would fill the page.
+    if (ctx.query.dashboard !== '1') filter.withoutDashboard = ownIdPrefix;
     const limitText = ctx.query.limit;
     const limit = limitText === undefined ? MAX_LOG_ANSWER : Number(limitText);
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LOG_ANSWER) throw new SvcError('BAD_REQUEST', `limit must be a whole number from 1 to ${MAX_LOG_ANSWER}`);
@@ -553,7 +558,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const method = ctx.method;
     if (what === 'session' && method === 'GET') {
       // Without the key, only what the page needs to ask for it: not even the app's name.
-      return { status: 200, body: { env: options.env, root: ctx.isRoot, ...(ctx.isRoot ? { app: basename(options.appDir) } : {}) } };
+      return { status: 200, body: { env: options.env, root: ctx.isRoot, ...(ctx.isRoot ? { app: basename(options.appDir), requestIdPrefix: ownIdPrefix } : {}) } };
     }
     requireRoot(ctx);
     const body = isPlainObject(ctx.body) ? ctx.body : {};

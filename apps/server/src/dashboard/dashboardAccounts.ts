@@ -5,7 +5,7 @@ import { isPlainObject, SvcError, UserCollection } from '@svc/core';
 import type { Resource } from '@svc/core';
 import type { AccountMailKind, ResourceConfig } from '@svc/core';
 import { PROVIDER_PRESETS } from '@svc/core';
-import { DEFAULT_TEMPLATES } from '../accountMailTemplates.js';
+import { builtInTemplates } from '../accountMailTemplates.js';
 import type { MailTemplate } from '../accountMailTemplates.js';
 
 // The dashboard's Accounts tab (issue 27): a UserCollection's `auth` settings and its mail
@@ -22,6 +22,8 @@ export interface AccountsDeps {
   serial<T>(work: () => Promise<T>): Promise<T>;
   reloadOrUndo(undo: () => Promise<void>): Promise<void>;
   writeAtomic(file: string, text: string): Promise<void>;
+  /** The running resources (the Accounts tab counts the users `verification.required` would keep out). */
+  resources(): readonly Resource[];
 }
 
 /** What a secret written as a value in config.json is answered as (never the value itself). */
@@ -77,16 +79,21 @@ function userCollection(deps: AccountsDeps, name: string): { dir: string; config
   return folder;
 }
 
-/** GET accounts: the `auth` settings (secrets as references or hidden), the presets, the messages. */
-function view(deps: AccountsDeps, name: string): Record<string, unknown> {
+/**
+ * GET accounts: the `auth` settings (secrets as references or hidden), the presets, the messages,
+ * and how many users have no verified address (whom `verification.required` keeps out).
+ */
+async function view(deps: AccountsDeps, name: string): Promise<Record<string, unknown>> {
   const { config } = userCollection(deps, name);
   const auth = isPlainObject(config.auth) ? (redactSecrets(config).auth as Record<string, unknown>) : {};
+  const users = deps.resources().find((r) => r.path === `/${name}`);
   return {
     auth,
+    unverified: users instanceof UserCollection ? await users.unverifiedUsers() : null,
     presets: Object.keys(PROVIDER_PRESETS),
     messages: KINDS,
     parts: Object.keys(PARTS),
-    placeholders: ['link', 'token', 'code', 'email', 'username', 'expiresMinutes', 'collection'],
+    placeholders: ['link', 'token', 'code', 'email', 'username', 'expires', 'expiresMinutes', 'collection'],
   };
 }
 
@@ -151,7 +158,10 @@ async function readTemplate(deps: AccountsDeps, name: string, query: Record<stri
   if ((await checkNoLink(target.root, 'dir')) && (target.dir === target.root || (await checkNoLink(target.dir, 'dir')))) {
     for (const part of Object.keys(PARTS) as Part[]) files[part] = (await readPart(target.dir, `${target.kind}.${PARTS[part]}`)) ?? null;
   }
-  const builtIn: MailTemplate = DEFAULT_TEMPLATES[target.kind];
+  // The built-in text the server would send: with a link when the flow has a url (the mailer decides the same).
+  const auth = userCollection(deps, name).config.auth;
+  const flow = isPlainObject(auth) ? auth[target.kind === 'code' ? 'codes' : target.kind] : undefined;
+  const builtIn: MailTemplate = builtInTemplates(isPlainObject(flow) && typeof flow.url === 'string')[target.kind];
   return { language: typeof query.language === 'string' ? query.language : '', message: target.kind, files, builtIn };
 }
 

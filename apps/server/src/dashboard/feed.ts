@@ -1,5 +1,5 @@
 import { redactText } from '@svc/core';
-import type { AccessEntry, Doc, Filter, Logger, Store, StoreCollection, UpdateOps } from '@svc/core';
+import type { AccessEntry, Doc, Filter, Logger, Store, StoreCollection, UpdateOps, WriteCondition } from '@svc/core';
 import type { AccessLogEntry, LogEntry, ServerLogEntry } from '@svc/dashboard';
 import { LogRing } from './logRing.js';
 
@@ -109,6 +109,7 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
     name: inner.name,
     find: (filter: Filter, options) => inner.find(filter, options),
     findOne: (filter: Filter, options) => inner.findOne(filter, options),
+    findRevised: (id: string) => inner.findRevised(id),
     count: (filter: Filter) => inner.count(filter),
     ensureIndex: (spec) => inner.ensureIndex(spec),
     async insert(doc: Doc) {
@@ -116,13 +117,13 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
       changed('insert', stored.id);
       return stored;
     },
-    async update(filter: Filter, ops: UpdateOps) {
-      const updated = await inner.update(filter, ops);
+    async update(filter: Filter, ops: UpdateOps, condition?: WriteCondition) {
+      const updated = await inner.update(filter, ops, condition);
       if (updated) changed('update', updated.id);
       return updated;
     },
-    async remove(filter: Filter) {
-      const removed = await inner.remove(filter);
+    async remove(filter: Filter, condition?: WriteCondition) {
+      const removed = await inner.remove(filter, condition);
       if (removed > 0) changed('remove', removed === 1 ? filter.id : undefined);
       return removed;
     },

@@ -1,6 +1,7 @@
 // Entry of the /svc.js runtime (rollup: IIFE `__svcRuntime`, socket.io-client bundled in).
 import { io } from 'socket.io-client';
 import { createClient } from '../createClient.js';
+import type { OpenSocket } from '../internal/realtimeLink.js';
 import type { ResourceList } from '../types.js';
 
 /** dpd.js's `setBaseUrl` argument: a root URL, a host to build one from, or nothing (the script's own). */
@@ -19,18 +20,20 @@ interface SvcGlobals {
  * `_dpd`: `_svc.ajax.headers` adds headers to every request), and Deployd's names for them, `dpd`
  * and `_dpd`, and `io` (the Socket.IO client) as dpd.js did. The server's root is the one svc.js
  * was loaded from, so a page on another origin works too. As in dpd.js, calls go through
- * XMLHttpRequest and the socket opens at the first on/once/off/socketReady.
+ * XMLHttpRequest (the page's, at each call) and the socket opens at the first
+ * on/once/off/socketReady, through `io.connect`.
  */
 export function install(resources: ResourceList): void {
-  const script = typeof document === 'undefined' ? null : (document.currentScript as HTMLScriptElement | null);
   // Kept: a later setBaseUrl() runs when document.currentScript is some other script, or none.
-  const ownSrc = script?.src ?? '';
-  let root = rootOf(undefined, ownSrc);
-  const client = createClient(root, { resources, cookies: false, xhr: typeof XMLHttpRequest === 'function' });
+  // Its src is read again then, as dpd.js did: a page may have pointed the tag at another server.
+  const script = typeof document === 'undefined' ? null : (document.currentScript as HTMLScriptElement | null);
+  const ownSrc = (): string => script?.src ?? '';
+  let root = rootOf(undefined, ownSrc());
+  const client = createClient(root, { resources, cookies: false, xhr: typeof XMLHttpRequest === 'function', openSocket });
   const setRoot = client.setBaseUrl;
   Object.assign(client, {
     setBaseUrl(options?: BaseUrlArgument): void {
-      root = rootOf(options, ownSrc, root);
+      root = rootOf(options, ownSrc(), root);
       setRoot(root);
     },
   });
@@ -45,6 +48,18 @@ export function install(resources: ResourceList): void {
   // A page that loaded another Socket.IO client (its own version, for another server) keeps it.
   if (typeof globals.io !== 'function') globals.io = io;
 }
+
+/**
+ * Opens the socket through `io.connect` of the global `io` when it is this script's own (dpd.js
+ * called `io.connect(root)`; a page or a test double may replace `connect`), else through the
+ * bundled client: a page's own Socket.IO client of another version stays its own.
+ */
+const openSocket: OpenSocket = (url, options) => {
+  const global = (globalThis as SvcGlobals).io;
+  const replaced = global === io ? (global as { connect?: unknown }).connect : undefined;
+  const connect = typeof replaced === 'function' ? (replaced as typeof io) : io;
+  return url === undefined ? connect(options) : connect(url, options);
+};
 
 /**
  * The root URL (no trailing '/') for dpd.js's setBaseUrl: a string as it is; {hostname, port,

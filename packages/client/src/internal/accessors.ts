@@ -5,11 +5,14 @@ import { bodyCall, delCall, execCall, getCall, methodCall, sortArgs } from './ca
 import type { SortedArgs } from './calls.js';
 import type { RealtimeLink } from './realtimeLink.js';
 import type { CallRequest, Transport } from './transport.js';
+import type { Replica } from '../offline/Replica.js';
+import { offlineCall } from '../offline/offlineCalls.js';
 
-/** What accessors share: the HTTP transport and the socket. */
+/** What accessors share: the HTTP transport and the socket (and the replica, once started). */
 export interface AccessorContext {
   transport: Transport;
   realtime: RealtimeLink;
+  replica?: Replica;
 }
 
 type Fn = (...args: unknown[]) => unknown;
@@ -47,6 +50,12 @@ const ACCOUNT_CALLS = ['requestPasswordReset', 'confirmPasswordReset', 'requestV
 /** A login or logout through any path also moves this client's socket to the new session. */
 async function afterSessionCall(ctx: AccessorContext, call: CallRequest, value: unknown): Promise<void> {
   if (call.method !== 'POST') return;
+  await afterSessionCallOnSocket(ctx, call, value);
+  // The replica follows the session: the user signed in now is the one whose replica is open.
+  if (ctx.replica !== undefined && (call.path.endsWith('/logout') || call.path.endsWith('/login') || call.path.endsWith('/loginWithCode') || call.path.endsWith('/mfa/verify'))) await ctx.replica.userChanged();
+}
+
+async function afterSessionCallOnSocket(ctx: AccessorContext, call: CallRequest, value: unknown): Promise<void> {
   if (call.path.endsWith('/logout')) return ctx.realtime.bind(null);
   // A two-factor login ends at mfa/verify (or mfa/confirm, when it enrolled): the session starts there.
   if (!call.path.endsWith('/login') && !call.path.endsWith('/loginWithCode') && !call.path.endsWith('/mfa/verify') && !call.path.endsWith('/mfa/confirm')) return;
@@ -66,22 +75,31 @@ function namespaceOf(path: string): string {
  */
 export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceInfo | undefined, full: boolean): Record<string, Fn> {
   const collection = info?.kind === 'collection' || info?.kind === 'users';
+  // With a replica (svc.offline.start), a collection's reads and writes go through it (offlineCalls.ts).
+  const local = (call: CallRequest, fn: SortedArgs['fn']): SvcPromise<unknown> | undefined => {
+    const answer = collection && ctx.replica !== undefined ? offlineCall(ctx.replica, path, call) : undefined;
+    return answer === undefined ? undefined : settle(answer, fn);
+  };
   const out: Record<string, Fn> = {
     get: (...args) => {
       const a = sortArgs(args);
-      return run(ctx, getCall(path, a), a.fn);
+      const call = getCall(path, a);
+      return local(call, a.fn) ?? run(ctx, call, a.fn);
     },
     post: (...args) => {
       const a = sortArgs(args);
-      return run(ctx, bodyCall('POST', path, a, collection), a.fn);
+      const call = bodyCall('POST', path, a, collection);
+      return local(call, a.fn) ?? run(ctx, call, a.fn);
     },
     put: (...args) => {
       const a = sortArgs(args);
-      return run(ctx, bodyCall('PUT', path, a, collection), a.fn);
+      const call = bodyCall('PUT', path, a, collection);
+      return local(call, a.fn) ?? run(ctx, call, a.fn);
     },
     del: (...args) => {
       const a = sortArgs(args);
-      return run(ctx, delCall(path, a, collection), a.fn, collection ? toNull : undefined);
+      const call = delCall(path, a, collection);
+      return local(call, a.fn) ?? run(ctx, call, a.fn, collection ? toNull : undefined);
     },
     exec: (func, ...args) => {
       const a = sortArgs(args);
@@ -117,10 +135,23 @@ export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceI
     out.subscribe = (query, handler, options) => {
       if (typeof handler !== 'function') throw new TypeError(`svc${path.replace(/\//g, '.')}.subscribe(query, handler, options): handler must be a function`);
       const q = typeof query === 'object' && query !== null ? (query as Record<string, unknown>) : {};
+      if (collection && ctx.replica !== undefined) return ctx.replica.subscribe(path, q, handler as LiveHandler<Record<string, unknown> & { id: string }>);
       return ctx.realtime.subscribe(path, q, handler as LiveHandler<Record<string, unknown> & { id: string }>, (options ?? {}) as SubscribeOptions);
     };
   }
   return out;
+}
+
+/** A replica's answer as a call's promise, with the callback after it as `run` does. */
+function settle(answer: Promise<unknown>, fn: SortedArgs['fn']): SvcPromise<unknown> {
+  const promise = new SvcPromise<unknown>((resolve, reject) => void answer.then(resolve, reject));
+  if (fn) {
+    promise.then(
+      (result) => queueMicrotask(() => fn(result)),
+      (error: unknown) => queueMicrotask(() => fn(null, error)),
+    );
+  }
+  return promise;
 }
 
 function callback(fn: unknown): SortedArgs['fn'] {

@@ -1,5 +1,5 @@
 import { io } from 'socket.io-client';
-import type { Socket } from 'socket.io-client';
+import type { ManagerOptions, Socket, SocketOptions } from 'socket.io-client';
 import type { LiveHandler, SubscribeOptions } from '../types.js';
 import type { CookieJar } from './cookieJar.js';
 import { LiveSubscriptions } from './liveSubscriptions.js';
@@ -9,6 +9,11 @@ const SESSION_EVENT = 'svc:session';
 const BIND_TIMEOUT_MS = 3000;
 
 type Handler = (...args: unknown[]) => void;
+
+/** How the client opens its Socket.IO connection (default: socket.io-client's `io`). */
+export type OpenSocket = (url: string | undefined, options: Partial<ManagerOptions & SocketOptions>) => Socket;
+
+const openWithIo: OpenSocket = (url, options) => (url === undefined ? io(options) : io(url, options));
 
 /**
  * The client's Socket.IO connection, opened on first use (or at once for /svc.js). Sockets are
@@ -25,30 +30,45 @@ export class RealtimeLink {
   constructor(
     private baseUrl: string,
     private readonly jar: CookieJar | undefined,
+    private readonly open: OpenSocket = openWithIo,
   ) {}
 
-  /** Points the socket at another server: an open socket is closed and opened there, with its listeners. */
+  /**
+   * Points the socket at another server, as dpd.js's setBaseUrl did: an open socket is closed, and
+   * the next on/once/socketReady opens it at the new root, or the next turn of the event loop
+   * does when none comes (its listeners and live queries move with it). A test double of
+   * `io.connect` set up right after setBaseUrl sees the new root (Deployd's client tests do that).
+   */
   setBaseUrl(url: string): void {
     if (url === this.baseUrl) return;
     this.baseUrl = url;
     if (this.socket === undefined) return;
-    this.socket.disconnect();
+    // A test double of io.connect may answer a bare {on}: only `on` is sure to be there.
+    this.socket.disconnect?.();
     this.socket = undefined;
-    const socket = this.connect();
-    for (const { message, fn, wrapped } of this.listeners) socket.on(message, wrapped ?? fn);
+    this.reopening = true;
+    setTimeout(() => {
+      if (this.reopening && this.socket === undefined) this.connect();
+      this.reopening = false;
+    }, 0);
   }
+
+  /** Set while a socket closed by setBaseUrl waits to be opened at the new root (close() cancels it). */
+  private reopening = false;
 
   /** The page's listeners, so that they move with the socket (setBaseUrl). */
   private readonly listeners: { message: string; fn: Handler; wrapped?: Handler }[] = [];
 
-  /** The socket, connecting it when it is not yet. */
+  /** The socket, connecting it (with the page's listeners) when it is not yet. */
   connect(): Socket {
     if (this.socket) return this.socket;
     const options = { withCredentials: true, autoConnect: true, ...this.cookieHeaders() };
     // The origin only: a path in the base URL ('https://h/api', a proxy's prefix) would be read
     // by Socket.IO as a namespace, which the server does not have.
     const origin = this.baseUrl === '' ? '' : originOf(this.baseUrl);
-    const socket = origin === '' ? io(options) : io(origin, options);
+    const socket = this.open(origin === '' ? undefined : origin, options);
+    this.socket = socket;
+    for (const { message, fn, wrapped } of this.listeners) socket.on(message, wrapped ?? fn);
     this.live.attach(socket);
     socket.on('connect', () => {
       if (this.session === undefined) return this.live.resume();
@@ -62,10 +82,9 @@ export class RealtimeLink {
         );
     });
     // A reconnect is a new handshake: in Node it must carry the jar's current cookies.
-    socket.io.on('reconnect_attempt', () => {
+    socket.io?.on('reconnect_attempt', () => {
       socket.io.opts.extraHeaders = this.cookieHeaders().extraHeaders ?? {};
     });
-    this.socket = socket;
     return socket;
   }
 
@@ -75,7 +94,9 @@ export class RealtimeLink {
 
   on(message: string, fn: Handler): void {
     this.listeners.push({ message, fn });
-    this.connect().on(message, fn);
+    // A socket opened now gets every listener, this one included.
+    if (this.socket) this.socket.on(message, fn);
+    else this.connect();
   }
 
   off(message: string, fn?: Handler): void {
@@ -83,9 +104,9 @@ export class RealtimeLink {
       const entry = this.listeners[i]!;
       if (entry.message !== message || (fn !== undefined && entry.fn !== fn)) continue;
       this.listeners.splice(i, 1);
-      this.socket?.off(message, entry.wrapped ?? entry.fn);
+      this.socket?.off?.(message, entry.wrapped ?? entry.fn);
     }
-    if (fn === undefined) this.socket?.off(message);
+    if (fn === undefined) this.socket?.off?.(message);
   }
 
   once(message: string, fn: Handler): void {
@@ -93,11 +114,12 @@ export class RealtimeLink {
     entry.wrapped = (...args: unknown[]) => {
       const at = this.listeners.indexOf(entry);
       if (at !== -1) this.listeners.splice(at, 1);
-      this.socket?.off(message, entry.wrapped);
+      this.socket?.off?.(message, entry.wrapped);
       fn(...args);
     };
     this.listeners.push(entry);
-    this.connect().on(message, entry.wrapped);
+    if (this.socket) this.socket.on(message, entry.wrapped);
+    else this.connect();
   }
 
   /** Starts a live query on `path` (the socket connects if it is not); answers its unsubscribe. */
@@ -124,7 +146,8 @@ export class RealtimeLink {
   }
 
   close(): void {
-    this.socket?.disconnect();
+    this.reopening = false;
+    this.socket?.disconnect?.();
     this.socket = undefined;
   }
 

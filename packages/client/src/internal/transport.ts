@@ -22,6 +22,8 @@ export interface CallRequest {
   path: string;
   query?: string;
   body?: unknown;
+  /** Headers of this call only (If-Match, If-None-Match). */
+  headers?: Record<string, string>;
 }
 
 /** Sends calls with fetch (or XMLHttpRequest): JSON in and out, credentials included, errors as error objects. */
@@ -42,7 +44,7 @@ export class Transport {
 
   /** Resolves with the parsed result (null for an empty answer); rejects with an {@link SvcErrorBody}. */
   async send(call: CallRequest): Promise<unknown> {
-    const headers: Record<string, string> = { ...this.options.headers() };
+    const headers: Record<string, string> = { ...this.options.headers(), ...call.headers };
     let body: string | undefined;
     if (call.body !== undefined) {
       body = JSON.stringify(call.body);

@@ -113,6 +113,18 @@ export class CollectionAccess {
     return dropped.size === 0 && perObject.size === 0 ? undefined : { dropped, perObject };
   }
 
+  /**
+   * The properties the plan hides on this stored object: those dropped for the caller, and those
+   * whose per-object rule does not allow it. A write's answer must not depend on their values.
+   */
+  hiddenOn(plan: ReadPlan | undefined, stored: Record<string, unknown>): Set<string> {
+    const hidden = new Set<string>();
+    if (plan === undefined) return hidden;
+    for (const name of plan.dropped) hidden.add(name);
+    for (const [name, rule] of plan.perObject) if (!ruleAllows(rule, stored)) hidden.add(name);
+    return hidden;
+  }
+
   /** The properties ctx's caller may not filter or sort on: those a read rule does not allow on every object. */
   unqueryable(plan: ReadPlan | undefined): Set<string> {
     return plan === undefined ? new Set() : new Set([...plan.dropped, ...plan.perObject.keys()]);

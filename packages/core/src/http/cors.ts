@@ -16,9 +16,9 @@ export function corsOrigins(options: CorsOptions | undefined, production: boolea
 }
 
 /** The request headers a cross-origin client may send, exactly the spec's list. */
-export const CORS_ALLOWED_HEADERS = 'Origin, Accept, Accept-Language, Content-Language, Content-Type, Last-Event-ID';
+export const CORS_ALLOWED_HEADERS = 'Origin, Accept, Accept-Language, Content-Language, Content-Type, Last-Event-ID, If-Match, If-None-Match';
 /** The answer headers a cross-origin page may read beyond the CORS-safelisted ones. */
-export const CORS_EXPOSED_HEADERS = 'X-Request-Id, X-Total-Count';
+export const CORS_EXPOSED_HEADERS = 'X-Request-Id, X-Total-Count, ETag';
 const METHODS = 'GET, POST, PUT, DELETE, OPTIONS';
 
 /**

@@ -56,9 +56,14 @@ export function writeReply(res: ServerResponse, reply: Reply): void {
  * writeReply for a 200 whose body is a JSON text, for a request without a body (a GET answered at
  * once): the same bytes, without walking a reply's headers.
  */
-export function writeJsonText(res: ServerResponse, text: string): void {
+export function writeJsonText(res: ServerResponse, text: string, etag?: string): void {
   if (res.headersSent || res.writableEnded) return;
-  if (text.length >= LARGE_PAYLOAD || bodyUnread(res.req)) return writeReply(res, { status: 200, body: text, headers: { 'content-type': JSON_TYPE } });
+  if (text.length >= LARGE_PAYLOAD || bodyUnread(res.req)) return writeReply(res, { status: 200, body: text, headers: etag === undefined ? { 'content-type': JSON_TYPE } : { 'content-type': JSON_TYPE, etag } });
+  if (etag !== undefined) {
+    res.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text), etag });
+    res.end(text);
+    return;
+  }
   res.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

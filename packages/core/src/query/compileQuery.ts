@@ -15,13 +15,14 @@ export interface CompiledQuery {
 
 /**
  * Properties a query may not name, for this caller (access rules, `private`): a filter, an
- * operator, a `$sort` (or, for `unprojectable`, a `$fields`) on one of them is refused with 400
- * rather than ignored, so that no answer depends on a value the caller may not read.
+ * operator or a `$sort` on one of them is refused with 400 rather than ignored, so that no answer
+ * depends on a value the caller may not read. `$fields` reveals nothing (the answer leaves such a
+ * property out anyway): one named there is left out of `$fields`, as if it were not named.
  */
 export interface QueryRefusals {
   /** May not be filtered or sorted on (top-level names; `a.b` is refused when `a` is). */
   readonly unqueryable?: ReadonlySet<string>;
-  /** May not be asked for in `$fields`. */
+  /** Left out of `$fields` (top-level names; `a.b` goes when `a` does). */
   readonly unprojectable?: ReadonlySet<string>;
 }
 
@@ -79,9 +80,14 @@ export function compileFilter(query: Record<string, unknown>, properties: Record
 /** Refuses a key naming a property the caller may not read (or a path inside one). */
 function assertQueryable(key: string, unqueryable: ReadonlySet<string> | undefined): void {
   if (unqueryable === undefined || unqueryable.size === 0) return;
-  const dot = key.indexOf('.');
-  const head = dot > 0 ? key.slice(0, dot) : key;
+  const head = headOf(key);
   if (unqueryable.has(head)) throw new SvcError('INVALID_QUERY', `${head} may not be queried`, { errors: { [head]: 'may not be queried' } });
+}
+
+/** The top-level property a key names: `a` for `a.b`. */
+function headOf(key: string): string {
+  const dot = key.indexOf('.');
+  return dot > 0 ? key.slice(0, dot) : key;
 }
 
 /** `id` is a string property of every object; `a.b` filters inside an object property `a`. */
@@ -105,9 +111,12 @@ function compileCommand(compiled: CompiledQuery, key: string, value: unknown, pr
     case '$nor':
       compiled.filter[key] = compileLogical(key, value, properties, refusals, 1);
       return;
-    case '$fields':
-      compiled.options.fields = compileFields(value, refusals.unprojectable);
+    case '$fields': {
+      const fields = compileFields(value, refusals.unprojectable);
+      // Nothing left (it named only what the caller may not read): as a query without $fields.
+      if (Object.keys(fields).length > 0) compiled.options.fields = fields;
       return;
+    }
     case '$sort':
       compiled.options.sort = compileSort(value, properties, refusals.unqueryable);
       return;
@@ -266,7 +275,9 @@ function compileFields(value: unknown, unprojectable: ReadonlySet<string> | unde
   let exclude = 0;
   for (const key of Object.keys(value)) {
     if (key.startsWith('$')) throw new SvcError('INVALID_QUERY', `$fields: invalid property ${key}`);
-    assertQueryable(key, unprojectable);
+    // Deployd and the spec answer such a $fields (`{"password": 1}`) with 200: left out, as if
+    // not named (its value unchecked too), before the rest is checked.
+    if (unprojectable !== undefined && unprojectable.has(headOf(key))) continue;
     const v = value[key];
     const flag = v === 1 || v === true || v === '1' ? 1 : v === 0 || v === false || v === '0' ? 0 : undefined;
     if (flag === undefined) throw new SvcError('INVALID_QUERY', '$fields values must be 0 or 1');

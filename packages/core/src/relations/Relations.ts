@@ -23,6 +23,8 @@ export interface RelatedCollection {
   readonly properties: Record<string, PropertyDef>;
   readAs(ctx: Context, query: Record<string, unknown>): Promise<Record<string, unknown>[]>;
   queryableFor(ctx: Context): Record<string, PropertyDef>;
+  /** The properties `$fields` leaves out for ctx's caller (what it may not read on any object). */
+  unprojectableFor(ctx: Context): ReadonlySet<string>;
   accessFilter(ctx: Context, action: 'list' | 'read'): Filter;
   /** What readAs answers, as the stored objects' texts, when it answers them as stored (see expandTexts.ts). */
   readTextsAs?(ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder?: boolean): Promise<StoredTexts | undefined>;
@@ -330,7 +332,7 @@ export class Relations {
     const ids = new Set<string>();
     for (const o of objects) for (const id of idsOf(o[name]) ?? []) ids.add(id);
     if (ids.size > this.settings.maxExpanded) throw tooMany(name, this.settings.maxExpanded);
-    const rows = ids.size === 0 ? [] : await target.owner.readAs(ctx, readQuery(node, { id: { $in: [...ids] } }, ['id']));
+    const rows = ids.size === 0 ? [] : await target.owner.readAs(ctx, readQuery(node, { id: { $in: [...ids] } }, ['id'], target.owner.unprojectableFor(ctx)));
     const byId = new Map<unknown, Record<string, unknown>>();
     const order = new Map<unknown, number>();
     rows.forEach((row, i) => {
@@ -358,7 +360,7 @@ export class Relations {
     const { from, property } = referrer;
     const parentIds = [...new Set(objects.map((o) => o.id).filter((id): id is string => typeof id === 'string'))];
     const limit = this.settings.maxExpanded;
-    const rows = parentIds.length === 0 ? [] : await from.owner.readAs(ctx, { ...readQuery(node, { [property]: { $in: parentIds } }, ['id', property]), $limit: limit + 1 });
+    const rows = parentIds.length === 0 ? [] : await from.owner.readAs(ctx, { ...readQuery(node, { [property]: { $in: parentIds } }, ['id', property], from.owner.unprojectableFor(ctx)), $limit: limit + 1 });
     if (rows.length > limit) throw tooMany(name, limit);
     const byParent = new Map<string, Record<string, unknown>[]>();
     for (const row of rows) {
@@ -417,12 +419,16 @@ export function idsOf(value: unknown): string[] | undefined {
   return undefined;
 }
 
-/** A related read's query: the expansion's own options, and the keys the join needs kept. */
-export function readQuery(node: ExpandNode, filter: Record<string, unknown>, keep: readonly string[]): Record<string, unknown> {
+/**
+ * A related read's query: the expansion's own options, and the keys the join needs kept. `hidden`:
+ * what the caller may not read of the related objects, left out of `$fields` first (as the read
+ * leaves it out), so that the join's keys are added to what remains only.
+ */
+export function readQuery(node: ExpandNode, filter: Record<string, unknown>, keep: readonly string[], hidden: ReadonlySet<string> = NONE_HIDDEN): Record<string, unknown> {
   const query: Record<string, unknown> = { ...filter };
   if (node.sort !== undefined) query.$sort = node.sort;
-  if (node.fields !== undefined) {
-    const fields: Record<string, unknown> = { ...node.fields };
+  const fields = Object.fromEntries(Object.entries(node.fields ?? {}).filter(([key]) => !hidden.has(key.split('.')[0] as string)));
+  if (Object.keys(fields).length > 0) {
     const including = Object.entries(fields).some(([key, v]) => key !== 'id' && (v === 1 || v === true || v === '1'));
     for (const key of keep) {
       if (including) fields[key] = 1;
@@ -432,6 +438,8 @@ export function readQuery(node: ExpandNode, filter: Record<string, unknown>, kee
   }
   return query;
 }
+
+const NONE_HIDDEN: ReadonlySet<string> = new Set();
 
 export function tooMany(name: string, limit: number): SvcError {
   return new SvcError('PAYLOAD_TOO_LARGE', `$expand: ${name} would read more than ${limit} objects; ask for fewer (app.json relations.maxExpanded)`);

@@ -7,7 +7,7 @@ import { createId } from '../ids.js';
 import { compileFilter, compileQuery } from '../query/compileQuery.js';
 import type { CompiledQuery, QueryRefusals } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
-import type { ClientShape, Resource, ResourceHost } from '../resource.js';
+import type { ClientShape, ConflictPolicy, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Logger } from '../logger.js';
@@ -15,7 +15,7 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './changes.js';
 import type { CollectionEvent, CollectionEventRunner, EventOutcome } from './events.js';
 import { NowAnswers } from './nowAnswers.js';
-import { requiredErrors, sanitizeBody } from './sanitize.js';
+import { namedBy, requiredErrors, sanitizeBody, typeErrors } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
 import { relationSettings } from '../relations/relationSettings.js';
 import type { RelationSettings } from '../relations/relationSettings.js';
@@ -25,6 +25,7 @@ import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } f
 import { listJson, objectJson, Patcher } from './storedJson.js';
 import { listFromChanges } from './storedChanges.js';
 import { jsonList } from '../jsonList.js';
+import { assertClientId, conditionHolds, conditionOf, etagOf, isGetById, preconditionFailed, taggedGet } from './conditional.js';
 
 /** A request's `$expand` while it is dispatched (Collection.expanding). */
 interface Expanding {
@@ -54,10 +55,13 @@ export interface CollectionOptions {
   meProperties?: Record<string, PropertyDef>;
   /** Limits of `$expand`, filters across relations and aggregates (app.json `relations`, `aggregate`). */
   relations?: Partial<RelationSettings>;
+  /** How offline clients settle conflicts (config.json `offline.conflicts`): told to them with the resources. */
+  conflicts?: ConflictPolicy;
 }
 
 const NO_MATCH = 'No object exists that matches that query';
 const NOTHING_REFUSED: QueryRefusals = {};
+const NO_PROPERTIES: ReadonlySet<string> = new Set();
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** No values picked: the objects' texts alone (see StoreCollection.findTexts). */
 const NO_NAMES: readonly string[] = [];
@@ -71,7 +75,11 @@ const NO_EVENTS: CollectionEventRunner = {
 export class Collection implements Resource {
   readonly path: string;
   readonly type: string = 'Collection';
-  readonly client: ClientShape = { collection: true };
+  get client(): ClientShape {
+    return this.conflicts === undefined ? { collection: true } : { collection: true, conflicts: this.conflicts };
+  }
+  /** The declared conflict policy of offline writes (docs/offline.md). */
+  readonly conflicts: ConflictPolicy | undefined;
   readonly properties: Record<string, PropertyDef>;
   protected readonly store: StoreCollection;
   /** Stored fields that neither scripts nor clients ever see, nor updates ever unset (a password hash). */
@@ -119,6 +127,7 @@ export class Collection implements Resource {
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
+    this.conflicts = options.conflicts;
     this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
     // Counts (as /count): On Get may hide objects that a count would reveal.
     this.relations.countsOpenTo = (ctx) => ctx.isRoot || ctx.internal || this.publicCount || !this.events.has('get');
@@ -189,6 +198,12 @@ export class Collection implements Resource {
   }
 
   async handle(ctx: Context): Promise<Reply> {
+    const reply = await this.answer(ctx);
+    // ETag and If-None-Match on the answer as made, whichever read path made it (conditional.ts).
+    return isGetById(ctx) ? taggedGet(ctx, reply) : reply;
+  }
+
+  private async answer(ctx: Context): Promise<Reply> {
     const method = ctx.method;
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
@@ -308,6 +323,11 @@ export class Collection implements Resource {
     const refused = this.refusals(ctx).unqueryable;
     if (refused === undefined || refused.size === 0) return this.properties;
     return Object.fromEntries(Object.entries(this.properties).filter(([name]) => !refused.has(name)));
+  }
+
+  /** The properties `$fields` leaves out for ctx's caller: what it may not read on any object. */
+  unprojectableFor(ctx: Context): ReadonlySet<string> {
+    return this.refusals(ctx).unprojectable ?? NO_PROPERTIES;
   }
 
   /**
@@ -609,6 +629,11 @@ export class Collection implements Resource {
     const body = ctx.body === undefined ? {} : ctx.body;
     if (!isPlainObject(body)) throw new SvcError('BAD_REQUEST', 'the body must be a JSON object');
     const id = this.idOf(ctx, true);
+    if (id !== undefined && ctx.method === 'POST' && conditionOf(ctx, 'if-none-match') === '*') {
+      // A create at an id the client chose (offline clients): never an update of an existing one.
+      assertClientId(id);
+      return this.create(ctx, body, id);
+    }
     if (id === undefined) {
       if (ctx.method === 'PUT') throw new SvcError('BAD_REQUEST', 'an id is required to update an object (in the path, the query or the body)');
       return this.create(ctx, body);
@@ -617,7 +642,7 @@ export class Collection implements Resource {
   }
 
   /** Creates an object: sanitize, defaults, On Validate, required, On Post, insert. */
-  protected async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
+  protected async create(ctx: Context, body: Record<string, unknown>, chosenId?: string): Promise<Reply> {
     const { values } = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: false });
     const given = Object.keys(values);
     for (const [name, def] of Object.entries(this.properties)) {
@@ -628,7 +653,7 @@ export class Collection implements Resource {
     this.access.assertWrites(ctx, values, given, { new: values });
     // As in Deployd 1.2, the id is given after On Validate (apps test `!this.id` there to tell a
     // create from an update) and before On Post, which can use (and emit) it.
-    const id = createId();
+    const id = chosenId ?? createId();
     let object: Record<string, unknown> = { ...values };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let outcome: EventOutcome | undefined;
@@ -642,7 +667,7 @@ export class Collection implements Resource {
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
-    const stored = await this.writing(() => this.store.insert(doc));
+    const stored = await this.writing(() => this.store.insert(doc), chosenId !== undefined);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
     if (this.changeListeners.size > 0) await this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
     await this.afterWrite(ctx, stored, undefined);
@@ -650,25 +675,50 @@ export class Collection implements Resource {
     return { status: 200, body: this.finish(ctx, this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored, this.access.readPlan(ctx), undefined) };
   }
 
-  /** Updates one object: only given properties change; modifiers apply atomically in the store. */
+  /**
+   * Updates one object: only given properties change; modifiers apply atomically in the store.
+   * With If-Match, only while the caller's view of it has that ETag (412 else), compared and set
+   * at the revision read (a move in between runs the update again, at most 3 times).
+   */
   protected async update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
+    const expected = conditionOf(ctx, 'if-match');
+    for (let attempt = 1; ; attempt++) {
+      const reply = await this.updateOnce(ctx, id, body, expected);
+      if (reply !== MOVED) return reply;
+      if (attempt === MAX_CONDITIONAL_ATTEMPTS) throw new SvcError('CONFLICT', 'the object kept changing while it was being updated; try again');
+    }
+  }
+
+  private async updateOnce(ctx: Context, id: string, body: Record<string, unknown>, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
+    // Read before the object: a write between the two moves it, and the update below then fails.
+    const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
     const precondition = compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx));
     let filter: Filter = { ...precondition, id };
     // An object the read rule hides answers as a missing one: no telling whether it exists.
     const previous = await this.store.findOne(andFilters(filter, this.access.filter(ctx, 'read')));
     if (previous === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    if (expected !== undefined) await this.assertMatches(ctx, previous, expected);
     const sanitized = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: true });
     const visible = this.withoutStoreOnly(previous);
     const merged: Record<string, unknown> = { ...visible, ...sanitized.values };
     for (const name of sanitized.cleared) delete merged[name];
     applyModifiersLocally(merged, sanitized.modifiers);
+    // What the caller may not read: no answer may depend on its value (issue 38). One the body
+    // names is written whatever the value (the stored one again is no "no change": that would
+    // tell a guess right); one it does not name is neither validated nor checked below.
+    const named = namedBy(sanitized);
+    const unreadable = this.unreadableOn(ctx, previous);
+    const untouched = new Set([...unreadable].filter((name) => !named.has(name)));
     if (!this.access.bypasses(ctx)) {
       const values = { new: merged, old: visible };
       this.access.assert(ctx, 'update', previous, values);
-      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => !deepEqual(visible[name], merged[name])), values);
+      this.access.assertWrites(ctx, previous, Object.keys(this.properties).filter((name) => (unreadable.has(name) && named.has(name)) || !deepEqual(visible[name], merged[name])), values);
       // The stored object must still be one the rule allows when the write lands.
       filter = andFilters(filter, this.access.writeFilter(ctx, 'update', values));
     }
+    // As Deployd 1.2: the merged object's values must be of their types (a script's, an old one).
+    const wrongTypes = typeErrors(merged, this.properties, untouched);
+    if (wrongTypes) throw new SvcError('VALIDATION_FAILED', undefined, { errors: wrongTypes });
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let object = merged;
     let outcome: EventOutcome | undefined;
@@ -676,13 +726,17 @@ export class Collection implements Resource {
       outcome = await this.runWriteEvents(ctx, 'put', merged, visible);
       object = outcome.object;
     }
-    const missing = requiredErrors(object, this.properties);
+    const missing = requiredErrors(object, this.properties, untouched);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
-    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, previous);
+    // A relation the caller may not read and sends is checked whole, its stored ids too.
+    if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, hideFrom(previous, [...unreadable].filter((name) => named.has(name))) as Doc);
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.storeOnly]);
     const hidden = await this.hiddenValues(ctx, previous);
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
-    const updated = await this.writing(() => this.store.update(filter, ops));
+    const condition = revised ? { revision: revised.revision } : undefined;
+    const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
+    const updated = await this.writing(() => this.store.update(target, ops, condition));
+    if (updated === null && condition !== undefined) return MOVED;
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
     if (this.changeListeners.size > 0) await this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
@@ -711,6 +765,44 @@ export class Collection implements Resource {
     return { object: current, hidden, protectedProps };
   }
 
+  /**
+   * The properties of a stored object ctx's caller may not read: private ones, and those a read
+   * rule hides on it (none for root and scripts' own calls).
+   */
+  private unreadableOn(ctx: Context, stored: Doc): Set<string> {
+    if (this.access.bypasses(ctx)) return new Set();
+    const hidden = this.access.hiddenOn(this.access.readPlan(ctx), stored);
+    if (!this.seesPrivate(ctx) && !this.readsOwnPrivate(ctx, stored)) for (const name of this.privateProps) hidden.add(name);
+    return hidden;
+  }
+
+  /** Whether ctx's caller reads this stored object's private properties on another path (UserCollection: the user at /me). */
+  protected readsOwnPrivate(_ctx: Context, _stored: Doc): boolean {
+    return false;
+  }
+
+  /**
+   * Throws 403 when ctx's caller may not give `name` this value on the stored object, checked as
+   * an update checks it: when the value differs, or always when the caller may not read it.
+   */
+  protected assertPropertyWrite(ctx: Context, stored: Doc, name: string, value: unknown): void {
+    if (this.access.bypasses(ctx)) return;
+    const old = this.withoutStoreOnly(stored);
+    if (deepEqual(old[name], value) && !this.unreadableOn(ctx, stored).has(name)) return;
+    this.access.assertWrites(ctx, stored, [name], { new: { ...old, [name]: value }, old });
+  }
+
+  /**
+   * If-Match: the caller's view of the stored object (read rules, On Get, private properties: what
+   * a GET by id answers) must have one of the ETags named, else 412 with that view.
+   */
+  private async assertMatches(ctx: Context, stored: Doc, expected: readonly string[] | '*'): Promise<void> {
+    if (expected === '*') return;
+    const [view] = await this.showTo(ctx, [stored]);
+    if (view === null || view === undefined) throw new SvcError('NO_MATCH', NO_MATCH);
+    if (!conditionHolds(expected, etagOf(JSON.stringify(view)))) throw preconditionFailed(view);
+  }
+
   /** A stored object as scripts may see it. */
   protected withoutStoreOnly(doc: Doc): Doc {
     if (this.storeOnly.size === 0) return doc;
@@ -727,10 +819,14 @@ export class Collection implements Resource {
   }
 
   /** Maps store refusals to client errors: a unique property's duplicate is a validation error. */
-  protected async writing<T>(write: () => Promise<T>): Promise<T> {
+  protected async writing<T>(write: () => Promise<T>, idChosen = false): Promise<T> {
     try {
       return await write();
     } catch (err) {
+      if (idChosen && err instanceof DuplicateKeyError && err.field === 'id') {
+        // If-None-Match: * on an id in use: refused, never an overwrite.
+        throw new SvcError('PRECONDITION_FAILED', 'an object with this id exists (If-None-Match: *)', { cause: err });
+      }
       if (err instanceof DuplicateKeyError) {
         throw new SvcError('VALIDATION_FAILED', undefined, { errors: { [err.field]: 'is already in use' }, cause: err });
       }
@@ -747,11 +843,22 @@ export class Collection implements Resource {
       if (isPlainObject(ctx.query.id)) return this.deleteMatching(ctx);
       throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
     }
+    const expected = conditionOf(ctx, 'if-match');
+    for (let attempt = 1; ; attempt++) {
+      const reply = await this.deleteOne(ctx, id, expected);
+      if (reply !== MOVED) return reply;
+      if (attempt === MAX_CONDITIONAL_ATTEMPTS) throw new SvcError('CONFLICT', 'the object kept changing while it was being deleted; try again');
+    }
+  }
+
+  /** DELETE /<c>/<id>; with If-Match as update() has it. */
+  private async deleteOne(ctx: Context, id: string, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
+    const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
     let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx)), id };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
     const referenced = this.relations.isReferenced();
     const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
-    if (!guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
+    if (expected === undefined && !guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
       const gone = this.wantsChanges() ? await this.store.findOne(filter) : undefined;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
       await this.deleted(gone === null ? [] : gone === undefined ? undefined : [gone]);
@@ -761,12 +868,19 @@ export class Collection implements Resource {
     // Hidden by the read rule: 404 as if missing; readable but not deletable: 403 naming the rule.
     const doc = await this.store.findOne(andFilters(filter, this.access.filter(ctx, 'read')));
     if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
+    if (expected !== undefined) await this.assertMatches(ctx, doc, expected);
     this.access.assert(ctx, 'delete', doc);
     filter = andFilters(filter, this.access.filter(ctx, 'delete'));
     const object = this.withoutStoreOnly(doc);
     if (this.events.has('delete') && !skipEvents) await this.events.run('delete', { ctx, object });
+    const condition = revised ? { revision: revised.revision } : undefined;
+    if (condition !== undefined && (await this.store.findRevised(id))?.revision !== condition.revision) return MOVED;
     const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
-    if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
+    if ((await this.store.remove(target, condition)) === 0) {
+      if (condition !== undefined && (await this.store.findOne(filter)) !== null) return MOVED;
+      throw new SvcError('NOT_FOUND', 'not found');
+    }
     await this.deleted([doc]);
     if (plan !== undefined) await this.relations.afterRemove(plan);
     await this.afterDelete([id]);
@@ -849,6 +963,10 @@ export class Collection implements Resource {
   }
 }
 
+
+/** A conditional write found the object's revision moved since it was read: run it again. */
+const MOVED: unique symbol = Symbol('moved');
+const MAX_CONDITIONAL_ATTEMPTS = 3;
 
 function skipEventsAsked(ctx: Context, body: Record<string, unknown> | undefined): boolean {
   const q = ctx.query.$skipEvents;

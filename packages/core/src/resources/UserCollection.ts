@@ -18,6 +18,7 @@ import type { CredentialCheck } from './accounts/Accounts.js';
 import type { AccountMailer } from './accounts/AccountMailer.js';
 import type { AccountPolicy } from './accounts/accountSettings.js';
 import { isEmailAddress } from './accounts/accountInput.js';
+import { EMAIL_PROOF, provesEmail } from './accounts/emailProof.js';
 
 /** Options of a {@link UserCollection}. */
 export interface UserCollectionOptions extends CollectionOptions {
@@ -49,7 +50,9 @@ const BAD_CREDENTIALS = 'bad credentials';
  */
 export class UserCollection extends Collection implements UserResource {
   override readonly type: string = 'UserCollection';
-  override readonly client: ClientShape = { collection: true, users: true };
+  override get client(): ClientShape {
+    return this.conflicts === undefined ? { collection: true, users: true } : { collection: true, users: true, conflicts: this.conflicts };
+  }
   protected override readonly storeOnly: ReadonlySet<string> = new Set(['password', ...ACCOUNT_FIELDS]);
   private readonly cost: number;
   private readonly limitOptions: LoginLimiterOptions | undefined;
@@ -64,6 +67,8 @@ export class UserCollection extends Collection implements UserResource {
   private readonly flows: AccountFlows | undefined;
   /** Password reset, email verification, one-time codes (config.json `auth`); undefined when off. */
   private readonly accounts: Accounts | undefined;
+  /** Properties only the server sets (`verified`): a client's value in a POST or PUT is dropped. */
+  private readonly serverSet: readonly string[];
 
   constructor(options: UserCollectionOptions) {
     const { password, username, ...rest } = options.properties;
@@ -78,7 +83,8 @@ export class UserCollection extends Collection implements UserResource {
     if (options.accounts && properties.email?.type !== 'string') {
       throw new Error(`resource ${options.path.slice(1)}: auth.verification, auth.reset and auth.codes need an "email" property of type string (unique, so that an address names one user)`);
     }
-    if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean' };
+    if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean', ...readRulesOf(properties.verified) };
+    if (options.auth !== undefined) privateAccountFields(properties, options.auth);
     super({ ...options, properties });
     this.flows = AccountFlows.create(options, {
       path: this.path,
@@ -97,6 +103,7 @@ export class UserCollection extends Collection implements UserResource {
     this.limitOptions = options.loginRateLimit;
     this.limiter = new LoginLimiter(options.loginRateLimit);
     this.accounts = options.accounts && this.accountsOf(options.accounts);
+    this.serverSet = serverSetProperties(options, this.properties);
   }
 
   private accountsOf(options: UserAccountOptions): Accounts {
@@ -131,6 +138,35 @@ export class UserCollection extends Collection implements UserResource {
     if (this.accounts && email && !email.unique && !email.index) await this.store.ensureIndex({ field: 'email' });
     await this.accounts?.init();
     await this.flows?.init();
+    if (this.accounts?.policy.verification.required) await this.warnUnverified();
+  }
+
+  /**
+   * The users `auth.verification.required` keeps from logging in: how many have no verified email
+   * address (`verified` not true), and how many of those have no address at all (no link can
+   * reach them). For the start's warning and the dashboard's Accounts tab.
+   */
+  async unverifiedUsers(): Promise<{ count: number; withoutAddress: number }> {
+    const unverified = { verified: { $ne: true } };
+    const count = await this.store.count(unverified);
+    const withoutAddress = count === 0 ? 0 : await this.store.count({ ...unverified, $or: [{ email: { $exists: false } }, { email: null }, { email: '' }] });
+    return { count, withoutAddress };
+  }
+
+  /** Turning `verification.required` on locks out every user not verified yet: said at each start, with the count. */
+  private async warnUnverified(): Promise<void> {
+    const name = this.path.slice(1);
+    try {
+      const { count, withoutAddress } = await this.unverifiedUsers();
+      if (count === 0) return;
+      this.logger?.warn(
+        `${name}: auth.verification.required is on and ${count} user${count === 1 ? ' has' : 's have'} no verified email address` +
+          `${withoutAddress > 0 ? ` (${withoutAddress} without any address)` : ''}: they cannot log in until they confirm one. ` +
+          `They ask for a link with POST /${name}/requestVerification {email}; root may mark users it trusts "verified": true; see docs/accounts.md ("Turning verification.required on")`,
+      );
+    } catch (err) {
+      this.logger?.warn(`${name}: could not count the users without a verified email address: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   override handle(ctx: Context): Promise<Reply> {
@@ -170,7 +206,7 @@ export class UserCollection extends Collection implements UserResource {
   protected override present(doc: Record<string, unknown>): Record<string, unknown> {
     if (!Object.hasOwn(doc, 'password') && !ACCOUNT_FIELDS.some((field) => Object.hasOwn(doc, field))) return doc;
     // Destructured, not deleted: objects keep their fast shape for the JSON answer (ACCOUNT_FIELDS).
-    const { password: _password, _mfa, _mfaRecovery, _identities, ...rest } = doc;
+    const { password: _password, _mfa, _mfaRecovery, _identities, _emailProof, ...rest } = doc;
     return rest;
   }
 
@@ -217,8 +253,8 @@ export class UserCollection extends Collection implements UserResource {
    * set it). A new copy when something is dropped, so that the caller's body stays as sent.
    */
   private withoutAccountFields(ctx: Context, body: Record<string, unknown>): Record<string, unknown> {
-    if (!this.accounts?.policy.verification.enabled || ctx.isRoot || ctx.internal || !Object.hasOwn(body, 'verified')) return body;
-    const { verified: _verified, ...rest } = body;
+    if (ctx.isRoot || ctx.internal || !this.serverSet.some((name) => Object.hasOwn(body, name))) return body;
+    const rest = Object.fromEntries(Object.entries(body).filter(([name]) => !this.serverSet.includes(name)));
     ctx.body = rest;
     return rest;
   }
@@ -232,7 +268,10 @@ export class UserCollection extends Collection implements UserResource {
     const email = body.email;
     if (!isEmailAddress(email)) throw new SvcError('VALIDATION_FAILED', undefined, { errors: { email: 'is not an email address' } });
     const user = await this.store.findOne({ id });
-    if (user === null || user.email === email) return undefined;
+    if (user === null) return undefined;
+    // The held address leaves the update: its write rule is checked here, before the comparison.
+    this.assertPropertyWrite(ctx, user, 'email', email);
+    if (user.email === email) return undefined;
     await this.accounts.countMail(ctx, email);
     return { user, email };
   }
@@ -284,14 +323,27 @@ export class UserCollection extends Collection implements UserResource {
     return user;
   }
 
+  /**
+   * POST /<users>/login: `{username, password}` (Deployd's), or `{email, password}` when a mail
+   * flow is on (a given username wins, as Deployd ignored other keys).
+   * Either way one lookup and one bcrypt check, an unknown account against a stand-in hash, and
+   * the same 401: neither the time nor the answer tells whether an account exists.
+   */
   private async login(ctx: Context): Promise<Reply> {
     const body = (ctx.body ?? {}) as Record<string, unknown>;
-    const { username, password } = body;
-    if (typeof username !== 'string' || typeof password !== 'string' || username === '' || password === '') {
-      throw new SvcError('BAD_REQUEST', 'username or password not specified');
+    const { username, password, email } = body;
+    const byEmail = username === undefined && email !== undefined;
+    const name = byEmail ? email : username;
+    if (typeof name !== 'string' || typeof password !== 'string' || name === '' || password === '') {
+      throw new SvcError('BAD_REQUEST', byEmail ? 'email or password not specified' : 'username or password not specified');
     }
-    return this.authenticate(ctx, username, async () => {
-      const user = await this.store.findOne({ username });
+    if (byEmail && !this.accounts) {
+      // Only then is the address a credential that no other caller may change (see update()).
+      throw new SvcError('BAD_REQUEST', `log in with {username, password}: login by email needs auth.verification, auth.reset or auth.codes on ${this.path.slice(1)}`);
+    }
+    // The limits count the text given (a username and an identical address share a count), never the account.
+    return this.authenticate(ctx, name, async () => {
+      const user = byEmail ? await this.userOfEmail(name) : await this.store.findOne({ username: name });
       const stored = typeof user?.password === 'string' ? user.password : undefined;
       // An unknown user still costs one bcrypt check, so timing does not tell which credential was wrong.
       const ok = stored === undefined ? (await verifyPassword(password, await this.dummyHash()), false) : await verifyPassword(password, stored);
@@ -300,6 +352,17 @@ export class UserCollection extends Collection implements UserResource {
       }
       return { user, ok };
     });
+  }
+
+  /**
+   * The user an address names for a login: the one user with it, or, where several have it (no
+   * unique index), the one whose address svc proved; otherwise nobody (answered as unknown).
+   */
+  private async userOfEmail(email: string): Promise<Doc | null> {
+    const holders = await this.store.find({ email }, { limit: 2 });
+    if (holders.length < 2) return holders[0] ?? null;
+    const proved = await this.store.find({ email, [`${EMAIL_PROOF}.email`]: email });
+    return proved.find((user) => provesEmail(user, email)) ?? null;
   }
 
   /**
@@ -368,6 +431,11 @@ export class UserCollection extends Collection implements UserResource {
     return { status: 204, headers: { 'set-cookie': host.sessionCookie(null, ctx) } };
   }
 
+  /** A user reads their own private properties at /me: on their own object they are no secret to them. */
+  protected override readsOwnPrivate(ctx: Context, stored: Doc): boolean {
+    return ctx.me?.id === stored.id && ctx.session.path?.toLowerCase() === this.path.toLowerCase();
+  }
+
   protected override seesPrivate(ctx: Context): boolean {
     return this.meRequests.has(ctx) || super.seesPrivate(ctx);
   }
@@ -406,6 +474,38 @@ export class UserCollection extends Collection implements UserResource {
 /** The answer of /me without a user (a new object each time: replies may be changed on the way out). */
 function noUser(): Reply {
   return { status: 204 };
+}
+
+/** A property's own `read` and `private`, when config.json gives them. */
+function readRulesOf(def: PropertyDef | undefined): Partial<PropertyDef> {
+  return { ...(def?.read !== undefined ? { read: def.read } : {}), ...(def?.private !== undefined ? { private: def.private } : {}) };
+}
+
+/**
+ * With `auth`, the account fields (the address, the verified flag) are private unless config.json
+ * gives them a `read` rule or `private` of their own: the user at /me and root read them, others
+ * neither see nor filter them (issue 38: anyone listed every user's address, and `?email=` told
+ * whether an address has an account). `username` stays as in Deployd.
+ */
+function privateAccountFields(properties: Record<string, PropertyDef>, auth: AuthSettings): void {
+  const names = new Set(['email', 'verified', ...(auth.oauth ? [auth.oauth.emailProperty, auth.oauth.verifiedProperty] : [])]);
+  names.delete('username');
+  for (const name of names) {
+    const def = Object.hasOwn(properties, name) ? properties[name] : undefined;
+    if (def !== undefined && def.read === undefined && def.private === undefined) properties[name] = { ...def, private: true };
+  }
+}
+
+/**
+ * The properties only the server sets: `verified` with email verification on, and the property an
+ * OAuth sign-up marks verified (`auth.oauth.verifiedProperty`), so that no client claims it.
+ */
+function serverSetProperties(options: UserCollectionOptions, properties: Readonly<Record<string, PropertyDef>>): string[] {
+  const names = new Set<string>();
+  if (options.accounts?.policy.verification.enabled) names.add('verified');
+  const flag = options.auth?.oauth?.verifiedProperty;
+  if (flag !== undefined && Object.hasOwn(properties, flag) && flag !== 'username' && flag !== 'password') names.add(flag);
+  return [...names];
 }
 
 /** Who is logging in: the request's client (behind trusted proxies, the one they name). */

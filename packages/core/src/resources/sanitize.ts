@@ -142,11 +142,59 @@ function assertStorableKeys(name: string, value: unknown, depth: number): void {
   }
 }
 
-/** The `required` rule: undefined, null and '' are missing; false and 0 are values. */
-export function requiredErrors(object: Record<string, unknown>, properties: Record<string, PropertyDef>): Record<string, string> | undefined {
+/**
+ * Deployd 1.2's check of an updated object (its Collection.validate on PUT: the body and its
+ * modifiers merged into the stored object, before On Validate): a property holding a value
+ * (anything but undefined, null, '', false, NaN: Deployd's `exists`) must be of its type, else
+ * `must be a <type>`. Numbers and dates are read as Deployd read them (`Number(v)`, `new Date(v)`),
+ * so "5" passes as a number. A body's own values have their type already (sanitizeBody): what
+ * fails is a stored value, set by a script or stored before the property's type changed.
+ * Relations are checked by Relations.checkWrite. `skip`: names not checked.
+ */
+export function typeErrors(object: Record<string, unknown>, properties: Record<string, PropertyDef>, skip?: ReadonlySet<string>): Record<string, string> | undefined {
   let errors: Record<string, string> | undefined;
   for (const name of Object.keys(properties)) {
-    if (!properties[name]?.required) continue;
+    const type = (properties[name] as PropertyDef).type;
+    const value = object[name];
+    if (type === 'relation' || skip?.has(name) === true || !(value || value === 0)) continue;
+    if (!hasDeploydType(value, type)) (errors ??= {})[name] = `must be a ${type}`;
+  }
+  return errors;
+}
+
+/** Deployd's `validation.isType` (validation@0.0.1) after its coercion of numbers and dates. */
+function hasDeploydType(value: unknown, type: Exclude<PropertyDef['type'], 'relation'>): boolean {
+  switch (type) {
+    case 'number': {
+      const n = Number(value);
+      return n !== Infinity && !Number.isNaN(n);
+    }
+    case 'date':
+      return Number.isFinite(new Date(value as string | number).getTime());
+    case 'object':
+      return Object.prototype.toString.call(value) === '[object Object]' && 'isPrototypeOf' in (value as object);
+    case 'array':
+      return Array.isArray(value);
+    default:
+      return typeof value === type;
+  }
+}
+
+/** The properties a sanitized body names: set, cleared or changed by a modifier. */
+export function namedBy(body: SanitizedBody): Set<string> {
+  const named = new Set([...Object.keys(body.values), ...body.cleared]);
+  for (const ops of Object.values(body.modifiers)) for (const name of Object.keys(ops ?? {})) named.add(name);
+  return named;
+}
+
+/**
+ * The `required` rule: undefined, null and '' are missing; false and 0 are values. `skip`: names
+ * not checked (on an update, properties the caller may not read and did not send).
+ */
+export function requiredErrors(object: Record<string, unknown>, properties: Record<string, PropertyDef>, skip?: ReadonlySet<string>): Record<string, string> | undefined {
+  let errors: Record<string, string> | undefined;
+  for (const name of Object.keys(properties)) {
+    if (!properties[name]?.required || skip?.has(name) === true) continue;
     const v = object[name];
     if (v === undefined || v === null || v === '') (errors ??= {})[name] = 'is required';
   }

@@ -38,6 +38,28 @@ export interface UpdateOps {
   $addToSet?: Record<string, unknown[]>;
 }
 
+/**
+ * A condition on a write to one object ({@link StoreCollection.update}, {@link StoreCollection.remove}):
+ * it applies only while the object's revision is `revision` (compare-and-set).
+ */
+export interface WriteCondition {
+  revision: number;
+}
+
+/** An object and its revision ({@link StoreCollection.findRevised}). */
+export interface Revised {
+  doc: Doc;
+  /**
+   * A count of the writes the object has seen: an insert and each update that matched it advance
+   * it; it never comes back to an earlier value while the store is open. 0 for an object the store
+   * holds no count for (MongoDB: stored before revisions existed). The embedded engines keep the
+   * count in memory (one process owns their data folder), so it restarts from 0 at each start; it
+   * never leaves the server (ETags are made from what a
+   * caller sees, see docs/offline.md), so only its moves while a request runs matter.
+   */
+  revision: number;
+}
+
 /** An index on one property. */
 export interface IndexSpec {
   field: string;
@@ -108,6 +130,8 @@ export interface StoreCollection {
    * On Get runs the script on the object and answers the text patched (see findWithJson).
    */
   findOneWithJsonNow?(id: string): { doc: Doc; text: string } | null | undefined;
+  /** The object with this id (a copy, as findOne answers it) and its revision, or null. */
+  findRevised(id: string): Promise<Revised | null>;
   /** Counts matching objects without loading them. */
   count(filter: Filter): Promise<number>;
   /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */
@@ -120,11 +144,17 @@ export interface StoreCollection {
   /**
    * Applies `ops` atomically to the first object matching `filter` and answers it as it is after
    * the update, or null when nothing matched. Rejects with {@link DuplicateKeyError} on a unique
-   * index violation.
+   * index violation. Every update that matched advances the object's revision by one. With
+   * `condition`, the filter must name one `id` and the update applies only while the object's
+   * revision is `condition.revision` (else null, nothing changed), atomically where the store
+   * can (the embedded engines, MongoDB; not FerretDB v1, whose updates are not atomic).
    */
-  update(filter: Filter, ops: UpdateOps): Promise<Doc | null>;
-  /** Removes every matching object; answers how many. */
-  remove(filter: Filter): Promise<number>;
+  update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null>;
+  /**
+   * Removes every matching object; answers how many. With `condition` (the filter naming one
+   * `id`), only while the object's revision is `condition.revision` (else 0).
+   */
+  remove(filter: Filter, condition?: WriteCondition): Promise<number>;
   /** Creates the index when missing (idempotent). */
   ensureIndex(spec: IndexSpec): Promise<void>;
   /**

@@ -6,7 +6,8 @@ import nedb from '@seald-io/nedb';
 import { RE2JS } from 're2js';
 import { SvcError } from '../errors.js';
 import { DuplicateKeyError, assertCollectionName, AggregateScanError } from './Store.js';
-import type { Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, StoredTexts, UpdateOps, AggregateRow, AggregateSpec } from './Store.js';
+import type { Doc, Filter, FindOptions, IndexSpec, Revised, Store, StoreCollection, StoredTexts, UpdateOps, AggregateRow, AggregateSpec, WriteCondition } from './Store.js';
+import { Revisions, conditionId } from './internal/revisions.js';
 import { groupRows } from './internal/groupRows.js';
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
@@ -15,6 +16,8 @@ import { nedbModel } from './internal/nedbModel.js';
 import { renameId } from './internal/renameId.js';
 import { lockDataFolder } from './internal/dataLock.js';
 import { repairTornTail } from './internal/tornTail.js';
+import { escapeLineBreaks } from '../lineBreaks.js';
+import { readLineBreaksAsText } from './internal/nedbLineBreaks.js';
 import { DiskState, diskErrorCode } from './internal/diskError.js';
 import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
 import { collectionOfDataFile, dataFileOfCollection } from './embeddedSnapshot.js';
@@ -156,6 +159,12 @@ class EmbeddedCollection implements StoreCollection {
   /** The insertion number of the last insert (SEQ). */
   #seq = 0;
   /**
+   * Each object's revision, advanced when a write is called (nedb's executor runs its tasks in
+   * the order they were queued): a conditional write compares and queues in one synchronous step,
+   * so any write queued before it has advanced the count already, and any after it runs after it.
+   */
+  readonly #revisions = new Revisions();
+  /**
    * Counts writes: raised when one starts and when it ends, so a fact about the stored objects
    * computed while no write was under way holds until the number changes.
    */
@@ -178,7 +187,10 @@ class EmbeddedCollection implements StoreCollection {
     this.#disk = disk;
     // No corrupt line is tolerated (nedb's default drops up to 10% silently): a torn last line is
     // repaired before loading (see repairTornTail), anything else refuses to start.
-    this.#db = new Datastore({ filename, corruptAlertThreshold: 0 });
+    // afterSerialization writes compactions with NEL, U+2028 and U+2029 escaped (appends do the
+    // same in appendThroughOpenHandle); readLineBreaksAsText loads files written with them raw.
+    this.#db = new Datastore({ filename, corruptAlertThreshold: 0, afterSerialization: escapeLineBreaks, beforeDeserialization: (line: string) => line });
+    readLineBreaksAsText(this.#db);
     // Ids are looked up, never walked in order: a hash instead of nedb's tree (see HashTree).
     hashIdIndex(this.#db);
     this.#executor = Reflect.get(this.#db, 'executor') as Executor;
@@ -505,6 +517,17 @@ class EmbeddedCollection implements StoreCollection {
     });
   }
 
+  async findRevised(id: string): Promise<Revised | null> {
+    const db = await this.#open();
+    // Counted when the read is queued: every write queued before it is in what it reads, and
+    // every write queued after it has advanced the count beyond this one.
+    const revision = this.#revisions.of(id);
+    return this.#executor.pushAsync(() => {
+      const found = withId(db, id)[0];
+      return Promise.resolve(found === undefined ? null : { doc: copyDoc(found), revision });
+    });
+  }
+
   async count(filter: Filter): Promise<number> {
     // Through the same matching as find: nedb's own count counts an object once per matching
     // element of an indexed array.
@@ -525,6 +548,7 @@ class EmbeddedCollection implements StoreCollection {
     this.#dirty = true;
     this.#changed();
     this.#writing++;
+    this.#revisions.advanced(id);
     const seq = ++this.#seq;
     return new Promise<Doc>((resolve, reject) => {
       this.#pending.push({ raw: { _id: id, ...rest, [SEQ]: seq }, touched: Object.keys(rest), resolve, reject });
@@ -592,11 +616,20 @@ class EmbeddedCollection implements StoreCollection {
     this.#disk.wrote();
   }
 
-  async update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
+  async update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null> {
+    const only = condition === undefined ? undefined : conditionId(filter);
+    if (typeof filter.id !== 'string') {
+      // Which object it changes is known only once it ran: found first, then updated by id.
+      const target = await this.findOne(filter, { fields: { id: 1 } });
+      return target === null ? null : this.update({ ...filter, id: target.id }, ops);
+    }
     const db = await this.#open();
     const query = toNedbFilter(filter);
     const { modifier, pulls } = toNedbUpdate(ops);
+    if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return null;
     if (!pulls && Object.keys(modifier).length === 0) return this.findOne(filter);
+    // Compared above and advanced here in the same synchronous step as the write is queued.
+    this.#revisions.advanced(filter.id);
     this.#dirty = true;
     this.#changed();
     this.#writing++;
@@ -606,7 +639,7 @@ class EmbeddedCollection implements StoreCollection {
         this.#disk.wrote();
         return affectedDocuments ? toDoc(affectedDocuments as Raw) : null;
       }
-      const updated = await this.#updateWithPull(db, query, modifier, pulls);
+      const updated = await this.#updateWithPull(db, query, modifier, pulls, only === undefined ? undefined : { id: only, revision: this.#revisions.of(only) });
       this.#disk.wrote();
       return updated;
     } catch (err) {
@@ -623,7 +656,7 @@ class EmbeddedCollection implements StoreCollection {
    * new array is computed here and written only if the arrays read are still current
    * (compare-and-set), together with the other operators; a lost race reads again.
    */
-  async #updateWithPull(db: Db, query: Query, modifier: Query, pulls: Record<string, unknown[]>): Promise<Doc | null> {
+  async #updateWithPull(db: Db, query: Query, modifier: Query, pulls: Record<string, unknown[]>, own?: { id: string; revision: number }): Promise<Doc | null> {
     for (const field of Object.keys(pulls)) {
       for (const op of Object.values(modifier) as Query[]) {
         if (field in op) throw new Error(`update would change property ${field} twice`);
@@ -648,14 +681,19 @@ class EmbeddedCollection implements StoreCollection {
       // An empty update would make nedb replace the object with {}; nothing to change is no write.
       if (Object.keys(update).length === 0) return toDoc(current);
       const guarded = { _id: current._id, $and: guards };
+      // A conditional write: any write called since this one was compared ran or will run first.
+      if (own !== undefined && this.#revisions.of(own.id) !== own.revision) return null;
       const { affectedDocuments } = await db.updateAsync(guarded, update, { returnUpdatedDocs: true });
       if (affectedDocuments) return toDoc(affectedDocuments as Raw);
     }
     throw new Error(`$pull on ${this.name} kept losing races with concurrent writes`);
   }
 
-  async remove(filter: Filter): Promise<number> {
+  async remove(filter: Filter, condition?: WriteCondition): Promise<number> {
+    const only = condition === undefined ? undefined : conditionId(filter);
     const db = await this.#open();
+    if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return 0;
+    if (typeof filter.id === 'string') this.#revisions.advanced(filter.id);
     this.#dirty = true;
     this.#changed();
     this.#writing++;

@@ -5,7 +5,7 @@ import { SvcError } from '../errors.js';
 import { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
 import { compareRows } from './internal/compareRows.js';
 import { groupRows } from './internal/groupRows.js';
-import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Store, StoreCollection, UpdateOps } from './Store.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, Store, StoreCollection, UpdateOps, WriteCondition } from './Store.js';
 import { renameId } from './internal/renameId.js';
 
 /** Options of {@link createMongoStore}. */
@@ -172,7 +172,7 @@ class MongoCollection implements StoreCollection {
     return guarded(this.#timeoutMs, async () => {
       try {
         await this.#coll.insertMany(
-          docs.map(({ id, ...rest }) => ({ _id: id, ...rest })),
+          docs.map(({ id, ...rest }) => ({ _id: id, ...rest, [REV]: 1 })),
           { ordered: true },
         );
       } catch (err) {
@@ -181,12 +181,21 @@ class MongoCollection implements StoreCollection {
     });
   }
 
-  update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
-    return guarded(this.#timeoutMs, () => this.#update(filter, ops));
+  update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null> {
+    return guarded(this.#timeoutMs, () => this.#update(filter, ops, condition));
   }
 
-  remove(filter: Filter): Promise<number> {
-    return guarded(this.#timeoutMs, async () => (await this.#coll.deleteMany(toMongoFilter(filter))).deletedCount);
+  remove(filter: Filter, condition?: WriteCondition): Promise<number> {
+    return guarded(this.#timeoutMs, async () => (await this.#coll.deleteMany(revisedFilter(filter, condition))).deletedCount);
+  }
+
+  findRevised(id: string): Promise<Revised | null> {
+    return guarded(this.#timeoutMs, async () => {
+      const raw = await this.#coll.findOne({ _id: id }, { maxTimeMS: this.#timeoutMs });
+      if (raw === null) return null;
+      const revision = raw[REV];
+      return { doc: toDoc(raw), revision: typeof revision === 'number' ? revision : 0 };
+    });
   }
 
   ensureIndex(spec: IndexSpec): Promise<void> {
@@ -236,18 +245,21 @@ class MongoCollection implements StoreCollection {
   async #insert(doc: Doc): Promise<Doc> {
     const { id, ...rest } = doc;
     try {
-      await this.#coll.insertOne({ _id: id, ...rest });
+      await this.#coll.insertOne({ _id: id, ...rest, [REV]: 1 });
     } catch (err) {
       throw await this.#translate(err, { _id: id, ...rest });
     }
     return { ...doc };
   }
 
-  async #update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
+  async #update(filter: Filter, ops: UpdateOps, condition: WriteCondition | undefined): Promise<Doc | null> {
     const update = toMongoUpdate(ops);
-    if (!update) return this.#findOne(filter, {});
+    if (!update) return condition === undefined ? this.#findOne(filter, {}) : toDocOrNull(await this.#coll.findOne(revisedFilter(filter, condition), { maxTimeMS: this.#timeoutMs }));
+    // The revision moves with the change, in the same findOneAndUpdate: atomic on MongoDB (and
+    // the condition with it); FerretDB v1 applies an update as a read then a write, not atomically.
+    update.$inc = { ...(update.$inc as Document | undefined), [REV]: 1 };
     try {
-      const raw = await this.#coll.findOneAndUpdate(toMongoFilter(filter), update, { returnDocument: 'after', maxTimeMS: this.#timeoutMs });
+      const raw = await this.#coll.findOneAndUpdate(revisedFilter(filter, condition), update, { returnDocument: 'after', maxTimeMS: this.#timeoutMs });
       return raw ? toDoc(raw) : null;
     } catch (err) {
       throw await this.#translate(err);
@@ -317,10 +329,28 @@ class MongoCollection implements StoreCollection {
   }
 }
 
+/**
+ * Each object's revision (see Revised), stored beside its properties and never answered (toDoc
+ * leaves it out); a name no Deployd app used, reserved like the embedded store's `__svcSeq`.
+ */
+export const REV = '__svcRev';
+
 function toDoc(raw: Document): Doc {
   const out: Record<string, unknown> = { id: raw._id };
-  for (const key in raw) if (key !== '_id') out[key] = raw[key];
+  for (const key in raw) if (key !== '_id' && key !== REV) out[key] = raw[key];
   return out as Doc;
+}
+
+function toDocOrNull(raw: Document | null): Doc | null {
+  return raw === null ? null : toDoc(raw);
+}
+
+/** The filter of a write, with its revision condition (0: an object stored before revisions, without one). */
+function revisedFilter(filter: Filter, condition: WriteCondition | undefined): Document {
+  const mongo = toMongoFilter(filter);
+  if (condition === undefined) return mongo;
+  if (typeof filter.id !== 'string') throw new TypeError('a write with a revision condition must name one id');
+  return { ...mongo, [REV]: condition.revision === 0 ? null : condition.revision };
 }
 
 function toMongoUpdate(ops: UpdateOps): Document | undefined {

@@ -294,6 +294,49 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.count({ name: 'nobody' })).toBe(0);
     });
 
+    test('revisions: an insert and each update advance them, never answered in any read', async ({ coll }) => {
+      expect(await coll.findRevised('r1')).toBeNull();
+      await coll.insert({ id: 'r1', n: 1 });
+      const first = await coll.findRevised('r1');
+      expect(first?.doc).toEqual({ id: 'r1', n: 1 });
+      const r1 = first?.revision as number;
+      expect(r1).toBeGreaterThan(0);
+      await coll.update({ id: 'r1' }, { $set: { n: 2 } });
+      expect((await coll.findRevised('r1'))?.revision).toBe(r1 + 1);
+      await coll.update({ n: 2 }, { $inc: { n: 1 } });
+      expect((await coll.findRevised('r1'))?.revision).toBe(r1 + 2);
+      // The revision is the store's own: no read shows it, no projection names it.
+      const reads = [await coll.findOne({ id: 'r1' }), ...(await coll.find({})), ...(await coll.find({}, { fields: { n: 0 } }))];
+      for (const doc of reads) expect(Object.keys(doc ?? {}).filter((k) => k !== 'id' && k !== 'n')).toEqual([]);
+      if (coll.findJson) expect(await coll.findJson({})).toBe('[{"id":"r1","n":3}]');
+      if (coll.findOneJson) expect(await coll.findOneJson('r1')).toBe('{"id":"r1","n":3}');
+    });
+
+    test('revisions: a conditional update or remove applies only at the revision named', async ({ coll }) => {
+      await coll.insert({ id: 'r2', n: 1 });
+      const read = (await coll.findRevised('r2')) as { revision: number };
+      expect(await coll.update({ id: 'r2' }, { $set: { n: 2 } }, { revision: read.revision + 1 })).toBeNull();
+      expect(await coll.update({ id: 'r2' }, { $set: { n: 2 } }, { revision: read.revision })).toEqual({ id: 'r2', n: 2 });
+      // The same condition again: the revision moved with the first.
+      expect(await coll.update({ id: 'r2' }, { $set: { n: 9 } }, { revision: read.revision })).toBeNull();
+      expect(await coll.remove({ id: 'r2' }, { revision: read.revision })).toBe(0);
+      expect(await coll.findOne({ id: 'r2' })).toEqual({ id: 'r2', n: 2 });
+      expect(await coll.remove({ id: 'r2' }, { revision: read.revision + 1 })).toBe(1);
+      expect(await coll.findOne({ id: 'r2' })).toBeNull();
+      // An insert of the id again starts from a revision no earlier reader holds.
+      await coll.insert({ id: 'r2', n: 5 });
+      expect(await coll.update({ id: 'r2' }, { $set: { n: 6 } }, { revision: read.revision + 1 })).toBeNull();
+    });
+
+    test('revisions: of two conditional updates started together at one revision, one applies', async ({ coll }) => {
+      await coll.insert({ id: 'r3', n: 0 });
+      const { revision } = (await coll.findRevised('r3')) as { revision: number };
+      const outcomes = await Promise.all(Array.from({ length: 8 }, (_v, i) => coll.update({ id: 'r3' }, { $set: { n: i + 1 } }, { revision })));
+      const applied = outcomes.filter((o) => o !== null);
+      expect(applied).toHaveLength(1);
+      expect(await coll.findOne({ id: 'r3' })).toEqual(applied[0]);
+    });
+
     test('update $set answers the object after the update', async ({ coll }) => {
       await seed(coll);
       const after = await coll.update({ id: 'a1' }, { $set: { name: 'Anna', address: { city: 'Rome' }, list: [1] } });
@@ -534,6 +577,34 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.count({ tags: '😀' })).toBe(1);
       expect(await coll.count({ text: { $regex: /世界/ } })).toBe(1);
       expect(await coll.count({ text: { $regex: /GRÜSSE|grüße/i } })).toBe(1);
+    });
+
+    // Issue 38 item 2: JSON leaves U+2028, U+2029 and U+0085 unescaped, and a line reader that
+    // splits on them (as nedb's did) cut a stored object in two: the collection no longer loaded.
+    test('line and paragraph separators in strings and names round-trip, across a reopen', async ({ coll, reopen }) => {
+      const breaks = ['\u2028', '\u2029', '\u0085', '\r', '\n', '\r\n', '\v', '\f', '\u001c', '\u001e'];
+      const text = `a${breaks.join('b')}z`;
+      const doc = { id: `line\u2028id\u0085`, title: text, list: ['\u2029', { deep: `x\u2028y` }], [`key\u2028\u2029\u0085`]: 1, nested: { [`k\u0085`]: '\u2028' } };
+      await coll.insert(structuredClone(doc));
+      for (const [i, c] of breaks.entries()) await coll.insert({ id: `b${i}`, title: `before${c}after`, n: i });
+      await coll.ensureIndex({ field: 'title', unique: true });
+      await coll.update({ id: 'b0' }, { $set: { more: `m\u2029n` }, $push: { tags: ['\u0085', '\u2028'] } });
+      await coll.remove({ id: 'b1' });
+      const check = async (c: StoreCollection): Promise<void> => {
+        expect(await c.findOne({ id: doc.id })).toEqual(doc);
+        expect(await c.count({ title: text })).toBe(1);
+        expect(await c.count({ 'list.deep': 'x\u2028y' })).toBe(1);
+        expect(await c.count({ 'list.deep': { $regex: /^x[^a-z]y$/ } })).toBe(1);
+        expect(await c.findOne({ id: 'b0' })).toEqual({ id: 'b0', title: 'before\u2028after', n: 0, more: 'm\u2029n', tags: ['\u0085', '\u2028'] });
+        expect(await c.findOne({ id: 'b1' })).toBeNull();
+        expect((await c.find({ n: { $gte: 0 } }, { sort: { n: 1 } })).map((d) => d.title)).toEqual(breaks.filter((_, i) => i !== 1).map((b) => `before${b}after`));
+        await expect(c.insert({ id: 'dup', title: 'before\u0085after' })).rejects.toBeInstanceOf(DuplicateKeyError);
+      };
+      await check(coll);
+      const name = coll.name;
+      // Twice: the first start after these writes reads what they appended, the second what that start (or its compaction) wrote.
+      await check((await reopen()).collection(name));
+      await check((await reopen()).collection(name));
     });
 
     test('values that look like operators are stored as plain data', async ({ coll }) => {

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
+import { snapshotEmbeddedStore } from '../../src/store/embeddedSnapshot.js';
 import { runStoreContract } from './contract.js';
 
 runStoreContract('embedded', async () => {
@@ -134,6 +135,63 @@ describe('embedded store files', () => {
     const reopened = await createEmbeddedStore({ dir });
     expect(await reopened.collection('big').count({})).toBe(40_000);
     await reopened.close();
+  });
+
+  // Issue 38 item 2: svc up to b68f22b appended these characters raw, and nedb's loader split
+  // lines on them: one `"a\u2028b"` made the collection "corrupt" at the next start.
+  it('loads a data file holding raw U+2028, U+2029 and NEL inside strings with every object intact, and writes them escaped', async () => {
+    const raw = (value: unknown): string => JSON.stringify(value);
+    const lines = [
+      raw({ _id: 'p1', title: 'a\u2028b', __svcSeq: 1 }),
+      raw({ _id: 'p2', title: 'c\u2029d', list: ['\u0085', { deep: 'e\u2028\u2029f' }], __svcSeq: 2 }),
+      raw({ _id: 'p3\u2028', ['k\u0085']: 'g\r\nh', __svcSeq: 3 }),
+      raw({ $$indexCreated: { fieldName: '__svcSeq', unique: false, sparse: false } }),
+      raw({ $$indexCreated: { fieldName: 'title', unique: true, sparse: true } }),
+      raw({ _id: 'p1', title: 'a\u2028b\u2028updated', __svcSeq: 1 }),
+      raw({ _id: 'p4', title: 'gone\u2029', __svcSeq: 4 }),
+      raw({ $$deleted: true, _id: 'p4' }),
+    ];
+    const text = `${lines.join('\n')}\n`;
+    expect(text).toMatch(/[\u0085\u2028\u2029]/);
+    await writeFile(join(dir, 'posts.db'), text);
+    // A backup (snapshot) reads such a file whole too: its lines end at '\n' only.
+    const snapshot = await snapshotEmbeddedStore(dir);
+    expect(await snapshot.collections[0]?.read()).toEqual([
+      { id: 'p1', title: 'a\u2028b\u2028updated' },
+      { id: 'p2', title: 'c\u2029d', list: ['\u0085', { deep: 'e\u2028\u2029f' }] },
+      { id: 'p3\u2028', ['k\u0085']: 'g\r\nh' },
+    ]);
+    await snapshot.close();
+    const warnings: string[] = [];
+    const store = await createEmbeddedStore({ dir, warn: (m) => warnings.push(m) });
+    const posts = store.collection('posts');
+    const expected = [
+      { id: 'p1', title: 'a\u2028b\u2028updated' },
+      { id: 'p2', title: 'c\u2029d', list: ['\u0085', { deep: 'e\u2028\u2029f' }] },
+      { id: 'p3\u2028', ['k\u0085']: 'g\r\nh' },
+    ];
+    expect(await posts.find({})).toEqual(expected);
+    expect(await posts.findOne({ id: 'p3\u2028' })).toEqual(expected[2]);
+    await expect(posts.insert({ id: 'p5', title: 'c\u2029d' })).rejects.toMatchObject({ field: 'title' });
+    await posts.insert({ id: 'p6', title: 'new\u2028\u0085' });
+    await posts.update({ id: 'p2' }, { $push: { list: ['\u2029'] } });
+    // Before the close compacts it, the appended lines are escaped already.
+    const appended = (await readFile(join(dir, 'posts.db'), 'utf8')).split('\n').filter(Boolean).slice(-2);
+    expect(appended.join('')).not.toMatch(/[\u0085\u2028\u2029]/);
+    expect(appended.map((l) => JSON.parse(l) as unknown)).toMatchObject([{ _id: 'p6', title: 'new\u2028\u0085' }, { _id: 'p2' }]);
+    await store.close();
+    const compacted = await readFile(join(dir, 'posts.db'), 'utf8');
+    expect(compacted).not.toMatch(/[\u0085\u2028\u2029]/);
+    expect(compacted).toContain('a\\u2028b');
+    const again = await createEmbeddedStore({ dir });
+    expect(await again.collection('posts').find({})).toEqual([
+      expected[0],
+      { ...expected[1], list: ['\u0085', { deep: 'e\u2028\u2029f' }, '\u2029'] },
+      expected[2],
+      { id: 'p6', title: 'new\u2028\u0085' },
+    ]);
+    await again.close();
+    expect(warnings).toEqual([]);
   });
 
   it('refuses collections once closed', async () => {

@@ -11,6 +11,8 @@ interface AccountsView {
   messages: string[];
   parts: string[];
   placeholders: string[];
+  /** Users with no verified address (and of them, with no address): whom verification.required keeps out. */
+  unverified: { count: number; withoutAddress: number } | null;
 }
 
 /** GET /dashboard/api/resources/<users>/mail: each part's file (null: none) and the built-in text. */
@@ -44,6 +46,22 @@ function setAt(root: Obj, path: string[], value: unknown): Obj {
 
 /** The env variable's name of an `${env:NAME}` reference ('' when there is none). */
 const envNameOf = (value: unknown): string => (typeof value === 'string' ? (/^\$\{env:([^}]*)\}$/.exec(value)?.[1] ?? '') : '');
+
+/**
+ * With `verification.required` on (saved, or ticked before saving): the users it keeps from logging
+ * in, counted by the server, and how to let them in (docs/accounts.md).
+ */
+function UnverifiedUsers({ view, required, collection }: { view: AccountsView; required: boolean; collection: string }) {
+  const count = view.unverified?.count ?? 0;
+  if (!required || count === 0) return null;
+  const without = view.unverified?.withoutAddress ?? 0;
+  return (
+    <div class="notice warn" data-test="unverified-users">
+      {count} user{count === 1 ? ' has' : 's have'} no verified email address{without > 0 ? ` (${without} without any address)` : ''}: with verification required, they cannot log in until they confirm one.
+      They ask for a link with <code>POST /{collection}/requestVerification</code>, or you mark those you trust <code>verified</code> in the data grid (docs/accounts.md).
+    </div>
+  );
+}
 
 /** A UserCollection's sign-in settings (config.json `auth`) and its mail templates. */
 export function AccountsPage({ app, resource, setApp }: { app: AppView; resource: ResourceView; setApp(a: AppView): void }) {
@@ -115,6 +133,7 @@ export function AccountsPage({ app, resource, setApp }: { app: AppView; resource
           })}
         </tbody>
       </table>
+      <UnverifiedUsers view={view} required={isObj(get('verification')) && get('verification', 'enabled') !== false && get('verification', 'required') === true} collection={resource.name} />
       <h2 class="section">Mail</h2>
       <div class="row wrap" data-test="mail">
         <label>
@@ -233,6 +252,7 @@ function SecretField({ label, value, set }: { label: string; value: unknown; set
   const bad = name !== '' && !ENV_NAME.test(name);
   return (
     <span class={`secret-field ${bad ? 'has-error' : ''}`}>
+      <span class="field-name">{label.split(' ').slice(-1)[0]}</span>
       <span class="mono muted">{'${env:'}</span>
       <input
         class="mono"

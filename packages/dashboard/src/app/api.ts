@@ -21,10 +21,23 @@ export class ApiError extends Error {
   }
 }
 
+/** The server's prefix for the request ids of this page's calls (GET /dashboard/api/session, root only). */
+let ownIdPrefix = '';
+let ownIds = 0;
+/** Marks this page's later calls as the dashboard's own (the Logs page leaves them out by default). */
+export function setOwnRequestIdPrefix(prefix: string | undefined): void {
+  ownIdPrefix = prefix ?? '';
+}
+/** The prefix of this page's request ids ('' before the session said it). */
+export function ownRequestIdPrefix(): string {
+  return ownIdPrefix;
+}
+
 function headers(json: boolean): Record<string, string> {
   // Development accepts any key from this machine; production only a key of .svc/keys.json.
   const out: Record<string, string> = { 'svc-ssh-key': rootKey.get() ?? 'development' };
   if (json) out['content-type'] = 'application/json';
+  if (ownIdPrefix !== '') out['x-request-id'] = `${ownIdPrefix}${(++ownIds).toString(36)}`;
   return out;
 }
 

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { call, rootKey } from './api.ts';
+import { counted } from './words.ts';
 
 interface Backup {
   name: string;
@@ -54,7 +55,7 @@ export function BackupsPage() {
     setMessage(undefined);
     try {
       const made = await call<Backup & { objects: number }>('POST', '/dashboard/api/backups');
-      setMessage(`Wrote ${made.name}: ${made.objects} objects, ${size(made.size)}.`);
+      setMessage(`Wrote ${made.name}: ${counted(made.objects, 'object')}, ${size(made.size)}.`);
       await load();
     } catch (err) {
       setMessage((err as Error).message);
@@ -117,7 +118,7 @@ function RestoreDialog({ name, close, done }: { name: string; close(): void; don
     setBusy(true);
     try {
       const r = await call<{ objects: number; safetyFile: string; sessionsEnded: number }>('POST', `/dashboard/api/backups/${encodeURIComponent(name)}/restore`, { confirm: name });
-      done(`Restored ${name}: the store holds its ${r.objects} objects. What it held before is in ${r.safetyFile}. ${r.sessionsEnded} signed-in sessions ended.`);
+      done(`Restored ${name}: the store holds its ${counted(r.objects, 'object')}. What it held before is in ${r.safetyFile}. ${counted(r.sessionsEnded, 'signed-in session')} ended.`);
     } catch (err) {
       setError((err as Error).message);
       setBusy(false);

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { call, collectionUrl } from './api.ts';
 import type { FeedEvent, PropertyDef, ResourceView , ApiError} from './api.ts';
 import { SignInCell, hasAccounts, useSignInMethods } from './userMethods.tsx';
+import { counted } from './words.ts';
 import { RelationLinks, RelationPicker, relationOf, useRelationLabels } from './relations.tsx';
 import type { RelationLabels, RelationTarget } from './relations.tsx';
 
@@ -269,7 +270,7 @@ export function DataGrid({ resource, subscribe, resources = [], initialQuery }: 
         </table>
       </div>
       <div class="pager">
-        <span class="muted">{total === undefined ? '' : `${total.toLocaleString()} objects`}{took !== undefined ? ` · ${took} ms` : ''}</span>
+        <span class="muted">{total === undefined ? '' : counted(total, 'object')}{took !== undefined ? ` · ${took} ms` : ''}</span>
         <span class="grow" />
         <select value={size} onChange={(e) => { setSize(Number((e.target as HTMLSelectElement).value)); setPage(0); }} aria-label="page size">
           {PAGE_SIZES.map((s) => <option key={s} value={s}>{s} a page</option>)}

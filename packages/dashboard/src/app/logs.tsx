@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { call } from './api.ts';
+import { call, ownRequestIdPrefix } from './api.ts';
 import type { FeedEvent } from './api.ts';
 import { matchesLogFilter, parseLogFilter } from '../logFilter.ts';
 import type { LogEntry, LogFilter } from '../logFilter.ts';
@@ -50,21 +50,26 @@ export function LogsPage({ subscribe }: { subscribe(l: (e: FeedEvent) => void): 
   const [entries, setEntries] = useState<LogEntry[]>([]);
   const [error, setError] = useState<string | undefined>();
   const [live, setLive] = useState(true);
+  // The dashboard's own calls (this page's included) would fill the list: left out unless asked.
+  const [own, setOwn] = useState(false);
   const [kept, setKept] = useState<{ kept: number; capacity: number } | undefined>();
 
   const params = useMemo(() => {
     const out: Record<string, string> = {};
     for (const [k, v] of Object.entries(applied)) if (v !== '') out[k] = k === 'since' || k === 'until' ? isoOf(v) : v;
+    if (own) out.dashboard = '1';
     return out;
-  }, [applied]);
+  }, [applied, own]);
 
   const filter = useMemo((): LogFilter | undefined => {
     try {
-      return parseLogFilter(params);
+      const parsed = parseLogFilter(params);
+      // Live entries pass the same filter the server applied.
+      return own ? parsed : { ...parsed, withoutDashboard: ownRequestIdPrefix() };
     } catch {
       return undefined;
     }
-  }, [params]);
+  }, [params, own]);
 
   useEffect(() => {
     let stale = false;
@@ -125,6 +130,7 @@ export function LogsPage({ subscribe }: { subscribe(l: (e: FeedEvent) => void): 
         <h1>Logs</h1>
         <span class="muted">{kept ? `${kept.kept} of the last ${kept.capacity} entries kept by this server process` : ''}</span>
         <span class="grow" />
+        <label class="small" title="requests to /dashboard and those the dashboard page makes to the app's API"><input type="checkbox" checked={own} onChange={() => setOwn(!own)} data-test="logs-own" /> the dashboard's own calls</label>
         <label class="small"><input type="checkbox" checked={live} onChange={() => setLive(!live)} data-test="logs-live" /> live</label>
       </div>
       <form

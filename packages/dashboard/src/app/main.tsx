@@ -1,10 +1,11 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
-import { ApiError, call, follow, rootKey, whenUnauthorized } from './api.ts';
+import { ApiError, call, follow, rootKey, setOwnRequestIdPrefix, whenUnauthorized } from './api.ts';
 import type { AppView, FeedEvent, ResourceView } from './api.ts';
 import { DataGrid } from './data.tsx';
 import { PropertiesEditor } from './properties.tsx';
+import { counted } from './words.ts';
 import { RulesPage } from './rules.tsx';
 import { AccountsPage } from './accounts.tsx';
 import { ConfigPage } from './config.tsx';
@@ -18,6 +19,8 @@ interface Session {
   env: string;
   root: boolean;
   app?: string;
+  /** The prefix of this page's request ids (root only). */
+  requestIdPrefix?: string;
 }
 
 type LogLine = Extract<FeedEvent, { kind: 'log' }>;
@@ -62,7 +65,8 @@ function App() {
   const load = useCallback(async () => {
     try {
       const s = await call<Session>('GET', '/dashboard/api/session');
-      // The app's name comes only with a valid key.
+      // The app's name (and the prefix of this page's request ids) come only with a valid key.
+      setOwnRequestIdPrefix(s.requestIdPrefix);
       setSession(s);
       if (s.env === 'production' && rootKey.get() === null) return setNeedKey(true);
       setApp(await call<AppView>('GET', '/dashboard/api/app'));
@@ -216,7 +220,7 @@ function Home({ app }: { app: AppView }) {
             <TypeIcon type={r.type} />
             <div>
               <strong>/{r.name}</strong>
-              <div class="muted">{r.type}{isCollection(r) ? ` · ${Object.keys(r.config.properties ?? {}).length} properties` : ''} · {r.files.length} event scripts</div>
+              <div class="muted">{r.type}{isCollection(r) ? ` · ${counted(Object.keys(r.config.properties ?? {}).length, 'property', 'properties')}` : ''} · {counted(r.files.length, 'event script')}</div>
             </div>
           </a>
         ))}
@@ -315,14 +319,10 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
       </div>
       {!resource.installed && <div class="notice warn">Type {resource.type} is not installed: add its package to the app's package.json and restart the server.</div>}
       {renaming && <RenameDialog resource={resource} close={() => setRenaming(false)} setApp={setApp} />}
-      <nav class="tabs">
-        {tabs.map((t) => (
-          <a key={t} class={`tab ${t === current ? 'active' : ''}`} href={`#/r/${resource.name}/${t}`}>{t === 'api' ? 'API' : t[0]?.toUpperCase() + t.slice(1)}</a>
-        ))}
-      </nav>
-      <div class="tab-body">
+      <Tabs tabs={tabs} current={current} label={`/${resource.name}`} href={(t) => `#/r/${resource.name}/${t}`} />
+      <div class="tab-body" role="tabpanel" id="tab-panel" aria-labelledby={`tab-${current}`} tabIndex={0}>
         {current === 'data' && <DataGrid key={query ?? ''} resource={resource} subscribe={subscribe} resources={app.resources} initialQuery={query} />}
-        {current === 'properties' && <PropertiesEditor resource={resource} setApp={setApp} />}
+        {current === 'properties' && <PropertiesEditor app={app} resource={resource} setApp={setApp} />}
         {current === 'rules' && <RulesPage app={app} resource={resource} setApp={setApp} />}
         {current === 'accounts' && <AccountsPage app={app} resource={resource} setApp={setApp} />}
         {current === 'deliveries' && <DeliveriesPage resource={resource} />}
@@ -331,6 +331,32 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
         {current === 'api' && <ApiPage resource={resource} type={type} env={env} />}
       </div>
     </div>
+  );
+}
+
+/**
+ * A resource's tabs as ARIA tabs (tablist, tab, aria-selected; the panel is #tab-panel): links, so
+ * each tab has an address, with the keyboard of a tab list. Left and right arrows (wrapping), Home
+ * and End move to a tab and open it; only the open tab is in the Tab order.
+ */
+function Tabs({ tabs, current, label, href }: { tabs: string[]; current: string; label: string; href(tab: string): string }) {
+  const onKeyDown = (e: KeyboardEvent) => {
+    const at = tabs.indexOf(current);
+    const to = e.key === 'ArrowRight' ? (at + 1) % tabs.length : e.key === 'ArrowLeft' ? (at - 1 + tabs.length) % tabs.length : e.key === 'Home' ? 0 : e.key === 'End' ? tabs.length - 1 : -1;
+    if (to === -1) return;
+    e.preventDefault();
+    const tab = tabs[to] as string;
+    document.getElementById(`tab-${tab}`)?.focus();
+    go(href(tab));
+  };
+  return (
+    <nav class="tabs" role="tablist" aria-label={label} onKeyDown={onKeyDown}>
+      {tabs.map((t) => (
+        <a key={t} id={`tab-${t}`} role="tab" aria-selected={t === current ? 'true' : 'false'} aria-controls="tab-panel" tabIndex={t === current ? 0 : -1} class={`tab ${t === current ? 'active' : ''}`} href={href(t)}>
+          {t === 'api' ? 'API' : t[0]?.toUpperCase() + t.slice(1)}
+        </a>
+      ))}
+    </nav>
   );
 }
 
@@ -390,8 +416,8 @@ function LogPanel({ logs, clear }: { logs: LogLine[]; clear(): void }) {
     <section class={`log ${open ? 'open' : ''}`} data-test="log-panel">
       <div class="log-head" onClick={() => setOpen(!open)}>
         <strong>Server log</strong>
-        <span class="muted">{logs.length} lines</span>
-        {errors > 0 && <span class="badge error">{errors} errors</span>}
+        <span class="muted">{counted(logs.length, 'line')}</span>
+        {errors > 0 && <span class="badge error">{counted(errors, 'error')}</span>}
         <span class="grow" />
         {open && (
           <>

@@ -3,7 +3,15 @@ import { ApiError, call } from './api.ts';
 import type { AppView, PropertyDef, ResourceView } from './api.ts';
 import { useResetOn } from './hooks.ts';
 
-const TYPES = ['string', 'number', 'boolean', 'object', 'array', 'date'];
+const TYPES = ['string', 'number', 'boolean', 'object', 'array', 'date', 'relation'];
+/** What a relation does to the objects that point at a deleted one (docs/relations.md). */
+const ON_DELETE = [
+  ['restrict', 'restrict: refuse the delete (409)'],
+  ['setNull', 'setNull: clear the reference'],
+  ['cascade', 'cascade: delete them too'],
+] as const;
+/** The settings only a relation has: dropped when a property stops being one. */
+const RELATION_KEYS = ['collection', 'many', 'onDelete'] as const;
 const NAME = /^[A-Za-z_$][\w$]*$/;
 
 interface Prop {
@@ -17,8 +25,13 @@ interface Prop {
 
 let nextUid = 1;
 
-/** A collection's properties: name, type, required, unique, index, private and their order. */
-export function PropertiesEditor({ resource, setApp }: { resource: ResourceView; setApp(a: AppView): void }) {
+/**
+ * A collection's properties: name, type (a relation with the collection it points into, one id or
+ * many, and what deleting a related object does), required, unique, index, private and their order.
+ */
+export function PropertiesEditor({ app, resource, setApp }: { app: AppView; resource: ResourceView; setApp(a: AppView): void }) {
+  // What a relation may point into: the app's collections (the server checks it again at save).
+  const collections = app.resources.filter((r) => r.type === 'Collection' || r.type === 'UserCollection').map((r) => r.name);
   const initial = (): Prop[] =>
     Object.entries(resource.config.properties ?? {}).map(([name, def]) => {
       const { $renameFrom: _done, ...rest } = def;
@@ -39,6 +52,9 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
   const badName = (p: Prop, i: number): string | undefined =>
     !NAME.test(p.name) || p.name === 'id' ? 'letters, digits, _ and $; not id' : props.some((q, j) => j !== i && q.name === p.name) ? 'used twice' : undefined;
   const update = (i: number, change: Partial<PropertyDef>) => setProps(props.map((p, j) => (j === i ? { ...p, def: { ...p.def, ...change } } : p)));
+  /** A new type; a relation starts pointing into this collection's first peer, the others lose a relation's settings. */
+  const retype = (i: number, type: string) =>
+    setProps(props.map((p, j) => (j === i ? { ...p, def: withType(p.def, type, collections) } : p)));
   const move = (i: number, by: number) => {
     const next = [...props];
     const [item] = next.splice(i, 1);
@@ -50,7 +66,7 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
     const name = newName.trim();
     if (!NAME.test(name) || name === 'id') return setError(`"${name}" cannot be a property name: letters, digits, _ and $, not starting with a digit, and not id`);
     if (props.some((p) => p.name === name)) return setError(`${name} exists`);
-    setProps([...props, { name, def: { type: newType }, uid: nextUid++ }]);
+    setProps([...props, { name, def: withType({ type: 'string' }, newType, collections), uid: nextUid++ }]);
     setNewName('');
     setError(undefined);
   };
@@ -90,9 +106,11 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
                 {badName(p, i) && <div class="cell-error">{badName(p, i)}</div>}
               </td>
               <td>
-                <select value={p.def.type} onChange={(e) => update(i, { type: (e.target as HTMLSelectElement).value })} aria-label={`${p.name} type`}>
+                <select value={p.def.type} onChange={(e) => retype(i, (e.target as HTMLSelectElement).value)} aria-label={`${p.name} type`}>
+                  {TYPES.includes(p.def.type) ? null : <option key={p.def.type}>{p.def.type}</option>}
                   {TYPES.map((t) => <option key={t}>{t}</option>)}
                 </select>
+                {p.def.type === 'relation' && <RelationSettings name={p.name} def={p.def} collections={collections} set={(change) => update(i, change)} />}
               </td>
               {(['required', 'unique', 'index', 'private'] as const).map((flag) => (
                 <td key={flag} class="center"><input type="checkbox" checked={p.def[flag] === true} onChange={() => update(i, { [flag]: !(p.def[flag] === true) })} aria-label={`${p.name} ${flag}`} /></td>
@@ -117,6 +135,41 @@ export function PropertiesEditor({ resource, setApp }: { resource: ResourceView;
       <p class="muted small">Saving writes resources/{resource.name}/config.json; the server serves the change at once. Removing a property leaves stored values in place (they are no longer answered).</p>
     </div>
   );
+}
+
+/** A relation's settings: the collection its ids point into, one id or many, onDelete. */
+function RelationSettings({ name, def, collections, set }: { name: string; def: PropertyDef; collections: string[]; set(change: Partial<PropertyDef>): void }) {
+  const target = typeof def.collection === 'string' ? def.collection.replace(/^\/+/, '') : '';
+  const onDelete = typeof def.onDelete === 'string' ? def.onDelete : 'restrict';
+  return (
+    <div class="relation-settings" data-test={`relation-${name}`}>
+      <label class="small">
+        to{' '}
+        <select value={target} onChange={(e) => set({ collection: (e.target as HTMLSelectElement).value })} aria-label={`${name} relation collection`}>
+          {!collections.includes(target) && <option value={target}>{target === '' ? 'choose a collection' : `${target} (not a collection)`}</option>}
+          {collections.map((c) => <option key={c} value={c}>/{c}</option>)}
+        </select>
+      </label>
+      <label class="small">
+        <input type="checkbox" checked={def.many === true} onChange={() => set({ many: def.many !== true })} aria-label={`${name} relation many`} /> many ids
+      </label>
+      <label class="small">
+        on delete{' '}
+        <select value={onDelete} onChange={(e) => set({ onDelete: (e.target as HTMLSelectElement).value })} aria-label={`${name} relation onDelete`}>
+          {ON_DELETE.map(([value, label]) => <option key={value} value={value}>{label}</option>)}
+        </select>
+      </label>
+    </div>
+  );
+}
+
+/** A property definition with another type: a relation gets a collection to point into, other types lose a relation's settings. */
+function withType(def: PropertyDef, type: string, collections: string[]): PropertyDef {
+  const next: PropertyDef = { ...def, type };
+  if (type === 'relation') {
+    if (typeof next.collection !== 'string' && collections[0] !== undefined) next.collection = collections[0];
+  } else for (const key of RELATION_KEYS) delete next[key];
+  return next;
 }
 
 function toConfig(props: Prop[]): Record<string, PropertyDef> {

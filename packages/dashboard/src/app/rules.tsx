@@ -36,6 +36,15 @@ function valueOf(draft: RuleDraft): { value?: unknown; error?: string } {
   }
 }
 
+/**
+ * Rows a query's text needs to be read whole (a long `$or` wraps instead of being cut): its lines,
+ * each counted by ~56 characters a row, at most 16 (then the field scrolls and can be dragged taller).
+ */
+function queryRows(text: string): number {
+  const rows = text.split('\n').reduce((n, line) => n + Math.max(1, Math.ceil(line.length / 56)), 0);
+  return Math.min(16, Math.max(1, rows));
+}
+
 /** One rule: its kind and, for a query, its JSON. */
 function RuleField({ label, draft, set }: { label: string; draft: RuleDraft; set(d: RuleDraft): void }) {
   const error = valueOf(draft).error;
@@ -48,9 +57,44 @@ function RuleField({ label, draft, set }: { label: string; draft: RuleDraft; set
         <option value="query">query</option>
       </select>
       {draft.kind === 'query' && (
-        <input class="mono rule-query" value={draft.text} placeholder='{"owner": "@me.id"}' onInput={(e) => set({ ...draft, text: (e.target as HTMLInputElement).value })} aria-label={`${label} query`} />
+        <textarea
+          class="mono rule-query"
+          rows={queryRows(draft.text)}
+          spellcheck={false}
+          value={draft.text}
+          placeholder='{"owner": "@me.id"}'
+          onInput={(e) => set({ ...draft, text: (e.target as HTMLTextAreaElement).value })}
+          aria-label={`${label} query`}
+        />
       )}
       {error && <div class="cell-error">{error}</div>}
+    </div>
+  );
+}
+
+/** Account fields a UserCollection with `auth` keeps private unless they have a read rule or `private` of their own (UserCollection.ts). */
+const ACCOUNT_FIELDS = ['email', 'verified'];
+
+/**
+ * Who can list a UserCollection's users and see their account fields, from the saved rules (what
+ * a production start warns about: openWriteRules.ts).
+ */
+function WhoListsUsers({ resource, rule }: { resource: ResourceView; rule: unknown }) {
+  const properties = resource.config.properties ?? {};
+  const accounts = resource.config.auth !== undefined && resource.config.auth !== null;
+  const hidden = Object.entries(properties)
+    .filter(([name, def]) => def.private === true || (accounts && ACCOUNT_FIELDS.includes(name) && def.read === undefined && def.private === undefined))
+    .map(([name]) => name);
+  const open = rule === undefined || rule === true;
+  const who =
+    rule === undefined ? 'Anyone, logged in or not, can list every user (no list rule, as in Deployd): a production start warns about it.'
+    : rule === true ? 'Anyone, logged in or not, can list every user (anyone: open on purpose).'
+    : rule === false ? 'Only root (and event scripts) can list users.'
+    : `Users are listed to those the list rule allows: ${JSON.stringify(rule)}.`;
+  return (
+    <div class={`notice ${open ? 'warn' : ''}`} data-test="who-lists-users">
+      <strong>Who can list users.</strong> {who}{' '}
+      {hidden.length > 0 ? <>Private to the user (at /me) and root: <code>{hidden.join(', ')}</code>.</> : open ? 'Every property but the password is in the list.' : ''}
     </div>
   );
 }
@@ -125,6 +169,7 @@ export function RulesPage({ app, resource, setApp }: { app: AppView; resource: R
           Anyone may {openWrites.join(', ')} (no rule, as in Deployd): a production start lists this collection. Choose a rule, or <code>anyone (true)</code> to say it is open on purpose.
         </div>
       )}
+      {resource.type === 'UserCollection' && <WhoListsUsers resource={resource} rule={rulesOf().list} />}
       <h2 class="section">Who may do what</h2>
       <table class="grid props-table" data-test="action-rules">
         <thead><tr><th>Action</th><th>Rule</th><th>What it decides</th></tr></thead>

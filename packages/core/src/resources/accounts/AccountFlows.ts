@@ -4,6 +4,7 @@ import type { Context, Reply } from '../../types.js';
 import type { AccountHost, LoginResult } from './AccountHost.js';
 import { AuthRecords } from './AuthRecords.js';
 import type { AuthSettings } from './authSettings.js';
+import { EMAIL_PROOF } from './emailProof.js';
 import { MFA_FIELDS, MfaFlow } from './MfaFlow.js';
 import { OAuthLogin } from './OAuthLogin.js';
 
@@ -15,7 +16,7 @@ function methodsOf(user: Doc): { password: boolean; providers: string[]; mfa: bo
 }
 
 /** Store-only fields of a user kept by the account flows: never answered, never filterable (UserCollection.present names them too). */
-export const ACCOUNT_FIELDS: readonly string[] = [...MFA_FIELDS, '_identities'];
+export const ACCOUNT_FIELDS: readonly string[] = [...MFA_FIELDS, '_identities', EMAIL_PROOF];
 
 /** What the UserCollection gives (the rest, `records` and `finishLogin`, is made here). */
 export type AccountHostParts = Omit<AccountHost, 'records' | 'finishLogin'>;

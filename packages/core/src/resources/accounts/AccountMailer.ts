@@ -10,7 +10,8 @@ export interface AccountMail {
   language: string | undefined;
   /**
    * The template's placeholders: `token`, `link` (the configured URL holding the token, or the
-   * token alone), `code` (one-time codes), `email`, `username`, `expiresMinutes`, `collection`.
+   * token alone), `code` (one-time codes), `email`, `username`, `expires` (in words: '1 day'),
+   * `expiresMinutes`, `collection`.
    */
   values: Record<string, string>;
 }

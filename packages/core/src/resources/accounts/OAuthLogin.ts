@@ -5,6 +5,7 @@ import { DuplicateKeyError } from '../../store/Store.js';
 import type { Doc } from '../../store/Store.js';
 import type { Context, Reply } from '../../types.js';
 import type { AccountHost } from './AccountHost.js';
+import { EMAIL_PROOF, emailProof, provesEmail } from './emailProof.js';
 import type { OAuthProviderSettings, OAuthSettings } from './authSettings.js';
 import { ProviderClient } from './ProviderClient.js';
 import type { ProviderProfile } from './ProviderClient.js';
@@ -21,8 +22,9 @@ const FOREVER = Infinity;
  * the provider answers, so starts cost no storage) used once, the ID token verified (JWKS
  * signature, iss, aud, exp, nonce), redirects only to allow-listed URLs. An identity is
  * (provider, subject); a new user, or a link to an existing one, only through an email that the
- * provider says is verified and, for an existing account, that the account verified too (no
- * pre-hijack of an account by someone who registered its email first).
+ * provider says is verified and, for an existing account, that svc proved for that account (by
+ * mail, or by the same provider): no pre-hijack of an account by someone who registered its
+ * email first, whatever its properties say.
  */
 export class OAuthLogin {
   private readonly clients = new Map<string, ProviderClient>();
@@ -118,19 +120,22 @@ export class OAuthLogin {
   }
 
   /**
-   * No identity yet: the provider's email must be verified. An account with that email is linked
-   * only when it verified the email too; otherwise the email names no one and a user is created.
+   * No identity yet: the provider's email must be verified. An account with that email is joined
+   * only when svc proved the address for it (by mail, or this provider when it made the account):
+   * never because of a property such as `verified`, which whoever made the account may have set.
+   * No account has the email: a user is created.
    */
   private async userByVerifiedEmail(ctx: Context, provider: OAuthProviderSettings, profile: ProviderProfile, identityKey: string): Promise<Doc> {
     const email = profile.emailVerified ? profile.email?.toLowerCase() : undefined;
     if (email === undefined) throw new SvcError('FORBIDDEN', `${provider.name} did not give a verified email; log in another way and link ${provider.name} from your account`);
     const { emailProperty, verifiedProperty } = this.settings;
-    const existing = await this.host.findOne({ [emailProperty]: email });
-    if (existing !== null) {
-      if (existing[verifiedProperty] !== true) {
-        throw new SvcError('CONFLICT', `an account with this email exists but has not verified it; log in to it and link ${provider.name} from there`);
-      }
-      return this.link(identityKey, provider, existing.id);
+    // Without a unique index several accounts may hold the address: the one svc proved it for, if any
+    // (looked up by its proof, so that any number of squatting accounts cannot hide it).
+    const proved = await this.host.find({ [emailProperty]: email, [`${EMAIL_PROOF}.email`]: email });
+    const owner = proved.find((user) => provesEmail(user, email, provider.name));
+    if (owner !== undefined) return this.link(identityKey, provider, owner.id);
+    if ((await this.host.findOne({ [emailProperty]: email })) !== null) {
+      throw new SvcError('CONFLICT', `an account with this email exists but svc has not verified the address for it; log in to it and link ${provider.name} from there`);
     }
     if (!this.settings.signup) throw new SvcError('FORBIDDEN', 'sign-up through a provider is off for this collection');
     const body: Record<string, unknown> = { ...mapped(provider.map, profile.claims, this.host.properties), username: email, [emailProperty]: email };
@@ -144,8 +149,10 @@ export class OAuthLogin {
       if (raced !== null) return raced;
       throw err;
     }
-    // Set past the scripts: an app protects its verified flag from clients, and this is no client.
-    if (Object.hasOwn(this.host.properties, verifiedProperty)) await this.host.updateUser({ id: created.id }, { $set: { [verifiedProperty]: true } });
+    // Set past the scripts (this is no client): the provider's word for the address, and the flag apps show.
+    const fields: Record<string, unknown> = { [EMAIL_PROOF]: emailProof(email, provider.name) };
+    if (Object.hasOwn(this.host.properties, verifiedProperty)) fields[verifiedProperty] = true;
+    await this.host.updateUser({ id: created.id }, { $set: fields });
     return this.link(identityKey, provider, created.id);
   }
 

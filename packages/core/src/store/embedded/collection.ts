@@ -1,5 +1,6 @@
 import { AggregateScanError, DuplicateKeyError } from '../Store.js';
-import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, StoreCollection, StoredTexts, UpdateOps } from '../Store.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from '../Store.js';
+import { Revisions, conditionId } from '../internal/revisions.js';
 import { groupRows } from '../internal/groupRows.js';
 import type { DiskState } from '../internal/diskError.js';
 import { jsonList } from '../../jsonList.js';
@@ -22,6 +23,8 @@ export class EngineCollection implements StoreCollection {
   readonly name: string;
   readonly #engine: Engine;
   readonly #disk: DiskState;
+  /** Kept in memory (see Revised): every write of this collection runs in this process. */
+  readonly #revisions = new Revisions();
 
   constructor(name: string, engine: Engine, disk: DiskState) {
     this.name = name;
@@ -117,6 +120,13 @@ export class EngineCollection implements StoreCollection {
     return row === undefined ? null : row[0];
   }
 
+  async findRevised(id: string): Promise<Revised | null> {
+    if ((await this.#table()) === undefined) return null;
+    const text = this.#textOf(id);
+    // Read and revision together: nothing is written between the two (no await).
+    return text === null ? null : { doc: decodeDoc(text), revision: this.#revisions.of(id) };
+  }
+
   async count(filter: Filter): Promise<number> {
     const info = await this.#table();
     return info === undefined ? 0 : countRows(this.#engine, info, filter);
@@ -134,15 +144,19 @@ export class EngineCollection implements StoreCollection {
       } catch (err) {
         throw this.#translate(info, err);
       }
+      this.#revisions.advanced(doc.id);
     });
     return stored;
   }
 
-  async update(filter: Filter, ops: UpdateOps): Promise<Doc | null> {
-    if (isEmptyUpdate(ops)) return this.findOne(filter);
+  async update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null> {
+    const only = condition === undefined ? undefined : conditionId(filter);
+    if (isEmptyUpdate(ops)) return only !== undefined && this.#revisions.of(only) !== condition?.revision ? null : this.findOne(filter);
     return this.#write(() => {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return null;
+      // Compared inside the group commit's run: no other write of this process comes in between.
+      if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return null;
       const found = selectRows(this.#engine, info, filter, { limit: 1 });
       const text = found.texts[0];
       if (text === undefined) return null;
@@ -155,14 +169,17 @@ export class EngineCollection implements StoreCollection {
       } catch (err) {
         throw this.#translate(info, err);
       }
+      this.#revisions.advanced(stored.id);
       return stored;
     });
   }
 
-  async remove(filter: Filter): Promise<number> {
+  async remove(filter: Filter, condition?: WriteCondition): Promise<number> {
+    const only = condition === undefined ? undefined : conditionId(filter);
     return this.#write(() => {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return 0;
+      if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return 0;
       const plan = planRead(filter, {}, info);
       if (plan.exact) return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE ${plan.where}`).run(...plan.params).changes);
       const seqs = selectRows(this.#engine, info, filter, { anyOrder: true }).seqs;

@@ -1,6 +1,7 @@
 import { open, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { diskErrorCode } from './diskError.js';
+import { escapeLineBreaks } from '../../lineBreaks.js';
 import { nedbModel as model } from './nedbModel.js';
 
 /** The part of nedb's Persistence this module replaces (documented in nedb's source, not typed). */
@@ -32,8 +33,9 @@ export interface AppendOptions {
 /**
  * Makes a nedb datastore append through one file handle kept open, instead of nedb's
  * `fs.promises.appendFile` per write (open + write + close, three trips through the thread pool).
- * The line format is nedb's own. An append resolves only once its bytes were written, so a write
- * is still acknowledged only after it reached the file (and, with `fsync`, on the disk).
+ * The line format is nedb's own, with NEL, U+2028 and U+2029 escaped (see escapeLineBreaks). An
+ * append resolves only once its bytes were written, so a write is still acknowledged only after it
+ * reached the file (and, with `fsync`, on the disk).
  *
  * An append that fails (a full disk writes part of it, then ENOSPC) is cut off the file again: the
  * file ends where it ended before, so a later append does not glue its line to a torn one (which
@@ -110,7 +112,7 @@ export function appendThroughOpenHandle(db: object, options: AppendOptions): () 
 
   persistence.persistNewStateAsync = async (docs: unknown[]): Promise<void> => {
     let text = '';
-    for (const doc of docs) text += `${model.serialize(doc)}\n`;
+    for (const doc of docs) text += `${escapeLineBreaks(model.serialize(doc))}\n`;
     if (text.length > 0) await append(text);
   };
   let loading = false;

@@ -92,11 +92,11 @@ export class LocalChangeLog implements ChangeLog {
   }
 
   head(path: string): Promise<number> {
-    return Promise.resolve(this.logs.get(path)?.seq ?? 0);
+    return Promise.resolve(this.logs.get(path)?.seq ?? this.base);
   }
 
   since(path: string, seq: number): Promise<Missed> {
-    return Promise.resolve(missedOf(this.logs.get(path)?.ring ?? [], this.logs.get(path)?.seq ?? 0, seq, this.ringSize));
+    return Promise.resolve(missedOf(this.logs.get(path)?.ring ?? [], this.logs.get(path)?.seq ?? this.base, seq, this.ringSize));
   }
 
   close(): Promise<void> {
@@ -114,16 +114,24 @@ export class LocalChangeLog implements ChangeLog {
 
   private logOf(path: string): { seq: number; ring: ChangeEntry[] } {
     let log = this.logs.get(path);
-    if (!log) this.logs.set(path, (log = { seq: 0, ring: [] }));
+    if (!log) this.logs.set(path, (log = { seq: this.base, ring: [] }));
     return log;
   }
+
+  /**
+   * Where this process's numbers start: above any an earlier process of the server gave (its
+   * start time in µs, below 2^53 until the year 2255), so that a client resuming across a restart
+   * with a number of the old log is 'gap' (a fresh snapshot), never a replay of unrelated entries.
+   */
+  private readonly base = Date.now() * 1000;
 }
 
 /** Entries after `seq` from a ring in ascending order, or 'gap' when the ring no longer reaches back to it. */
 function missedOf(ring: readonly ChangeEntry[], head: number, seq: number, ringSize: number): Missed {
-  if (seq >= head) return [];
-  // A client ahead of this log (another app, or a Redis that lost its data) starts afresh.
-  if (seq < 0 || !Number.isInteger(seq)) return 'gap';
+  if (seq === head) return [];
+  // A client ahead of this log (another app, a server restarted with a new log, a Redis that
+  // lost its data) starts afresh: its number means nothing here.
+  if (seq > head || seq < 0 || !Number.isInteger(seq)) return 'gap';
   const kept = ring.slice(-ringSize);
   const oldest = kept[0]?.s ?? head + 1;
   if (oldest > seq + 1) return 'gap';

@@ -1,0 +1,35 @@
+// The test files that `pnpm test:reliability` runs instead of `pnpm test`, so that the README's
+// test command aims at under 10 minutes on an idle 2-core machine: each drives chromium (a page, the
+// dashboard), injects faults into processes it starts (kill -9, links, FIFOs, signals) or packs
+// and installs the packages, and takes tens of seconds to minutes. CI runs both commands, so
+// nothing is dropped. A new test file that is mostly chromium belongs here
+// (accounts-verification-required.test.ts, one chromium test among server tests, stays in pnpm test).
+export const SLOW_TESTS = [
+  'apps/server/test/browser-accounts.test.ts',
+  'apps/server/test/browser-client.test.ts',
+  'apps/server/test/browser-dpd.test.ts',
+  'apps/server/test/browser-example.test.ts',
+  'apps/server/test/browser-live.test.ts',
+  'apps/server/test/browser-oidc.test.ts',
+  'apps/server/test/dashboard.test.ts',
+  'apps/server/test/dashboard-accounts-browser.test.ts',
+  'apps/server/test/dashboard-answers.test.ts',
+  'apps/server/test/dashboard-logs-browser.test.ts',
+  'apps/server/test/dashboard-relations-browser.test.ts',
+  'apps/server/test/dashboard-reset-mfa-browser.test.ts',
+  'apps/server/test/dashboard-rules-browser.test.ts',
+  'apps/server/test/dashboard-deliveries-browser.test.ts',
+  // The migrated app in chromium, and links, FIFOs, sockets and SIGINT during a migration.
+  'apps/server/test/deployd-migration.test.ts',
+  // pnpm pack of every package, npm install of the tarballs, publint and attw.
+  'apps/server/test/pack-install.test.ts',
+  // svc processes started and stopped per test: restarts, kill -9, a second process on one
+  // folder, every flag's error (create from a checkout: create-from-checkout.test.ts stays).
+  'apps/server/test/cli.test.ts',
+  // Attacks on the script sandbox (endless loops, memory bombs, V8's fatal OOM) killing and
+  // replacing script processes, in the runtime and against a production server.
+  'packages/script-runtime/test/containment.test.ts',
+  'apps/server/test/script-containment.test.ts',
+  // A differential property test: generated scripts through a runtime with and without plans.
+  'packages/script-runtime/test/static-plan-differential.test.ts',
+];
