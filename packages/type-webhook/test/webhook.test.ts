@@ -10,8 +10,10 @@ import type { WebhookApp } from './helpers/webhookApp.js';
 // Real servers only: the app on the embedded store, or on MongoDB (FerretDB) when
 // SVC_TEST_MONGODB_URL is set, and a receiver on 127.0.0.1 that app.json outbound.allow opens.
 const mongo = process.env.SVC_TEST_MONGODB_URL;
-const stores: { name: string; db: () => string | undefined }[] = [
+const stores: { name: string; db: () => string | undefined; appJson?: Record<string, unknown> }[] = [
   { name: 'embedded store', db: () => undefined },
+  // The SQLite engine behind the same store contract (app.json embeddedStore.engine).
+  { name: 'embedded store (SQLite engine)', db: () => undefined, appJson: { embeddedStore: { engine: 'sqlite' } } },
   ...(mongo ? [{ name: 'MongoDB', db: () => `${mongo.replace(/\/[^/?]*(\?|$)/, `/svc_webhook_${Date.now()}_${Math.random().toString(36).slice(2, 8)}$1`)}` }] : []),
 ];
 if (!mongo) console.log('webhook.test: the MongoDB runs skip (SVC_TEST_MONGODB_URL is unset)');
@@ -19,7 +21,7 @@ if (!mongo) console.log('webhook.test: the MongoDB runs skip (SVC_TEST_MONGODB_U
 const payloadOf = (r: { body: string }): WebhookPayload => JSON.parse(r.body) as WebhookPayload;
 const USERS = { users: { type: 'UserCollection', properties: { username: { type: 'string' }, role: { type: 'string' } } } };
 
-describe.each(stores)('Webhook on the $name', ({ db }) => {
+describe.each(stores)('Webhook on the $name', ({ db, appJson }) => {
   let receiver: Receiver;
   let app: WebhookApp | undefined;
   /** This test's database (MongoDB), the same for a restart. */
@@ -34,7 +36,7 @@ describe.each(stores)('Webhook on the $name', ({ db }) => {
     await receiver.close();
   });
   const start = async (options: Parameters<typeof startWebhookApp>[2] = {}) => {
-    app = await startWebhookApp(receiver.url, [`127.0.0.1:${receiver.port}`], { ...options, ...(dbUrl ? { db: dbUrl } : {}) });
+    app = await startWebhookApp(receiver.url, [`127.0.0.1:${receiver.port}`], { ...options, ...(appJson ? { appJson: { ...appJson, ...options.appJson } } : {}), ...(dbUrl ? { db: dbUrl } : {}) });
     return app;
   };
 
@@ -274,7 +276,7 @@ describe.each(stores)('Webhook on the $name', ({ db }) => {
   });
 
   test('a receiver the app.json allow list does not name is refused (loopback by default)', async () => {
-    const a = await startWebhookApp(receiver.url, [], { hook: { maxAttempts: 1 }, ...(dbUrl ? { db: dbUrl } : {}) });
+    const a = await startWebhookApp(receiver.url, [], { hook: { maxAttempts: 1 }, ...(appJson ? { appJson } : {}), ...(dbUrl ? { db: dbUrl } : {}) });
     app = a;
     await a.call('POST', '/todos', { title: 'local' });
     await eventually(async () => (await a.deliveries()).counts.dead === 1, 10_000, 'dead');
