@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runApp } from './helpers/app.js';
 
@@ -15,6 +16,7 @@ async function startError(auth: unknown): Promise<string> {
 }
 
 const client = { clientId: 'id', clientSecret: 'shh-secret-value' };
+const RSA_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 describe('auth settings of a UserCollection', () => {
   it.each([
@@ -31,6 +33,18 @@ describe('auth settings of a UserCollection', () => {
     [{ oauth: { providers: { google: { ...client, clientSecret: '${env:SVC_TEST_MISSING_OIDC_SECRET}' } } } }, /refers to \$\{env:SVC_TEST_MISSING_OIDC_SECRET\}, which is not set/],
     ['on', /resource users: auth must be an object/],
     [{ verfication: { enabled: true } }, /resource users: auth: unknown setting verfication \(known: verification, reset, codes, mail, mfa, oauth\)/],
+    // Issue 43: the presets' own settings.
+    [{ oauth: { providers: { google: { ...client, tenant: 'organizations' } } } }, /auth\.oauth\.providers\.google\.tenant is a setting of the microsoft preset/],
+    [{ oauth: { providers: { microsoft: { ...client, tenant: 'evil.example/x?' } } } }, /auth\.oauth\.providers\.microsoft\.tenant must be common, organizations, consumers, a tenant id or a domain/],
+    [{ oauth: { providers: { microsoft: { ...client, issuer: 'https://login.example/common' } } } }, /a Microsoft issuer ends with \/<tenant>\/v2\.0/],
+    [{ oauth: { providers: { github: { clientId: 'id', teamId: 'TEAM123456', keyId: 'KEY1234567', privateKey: 'x' } } } }, /teamId, keyId and privateKey are settings of the apple preset/],
+    [{ oauth: { providers: { apple: { ...client, teamId: 'TEAM123456', keyId: 'KEY1234567', privateKey: 'x' } } } }, /either clientSecret or teamId, keyId and privateKey, not both/],
+    [{ oauth: { providers: { apple: { clientId: 'id', teamId: 'team', keyId: 'KEY1234567', privateKey: 'x' } } } }, /teamId must be Apple's 10-character team id/],
+    [{ oauth: { providers: { apple: { clientId: 'id', teamId: 'TEAM123456', keyId: 'KEY1234567' } } } }, /auth\.oauth\.providers\.apple\.privateKey is required/],
+    [{ oauth: { providers: { apple: { clientId: 'id', teamId: 'TEAM123456', keyId: 'KEY1234567', privateKey: '-----BEGIN PRIVATE KEY-----\nshh-secret-value\n-----END PRIVATE KEY-----' } } } }, /privateKey is not a PEM private key/],
+    [{ oauth: { providers: { apple: { clientId: 'id', teamId: 'TEAM123456', keyId: 'KEY1234567', privateKey: RSA_KEY } } } }, /privateKey must be Apple's P-256 \(ES256\) key/],
+    [{ oauth: { providers: { x: { ...client, scopes: ['users.read tweet.read'] } } } }, /scopes must be a list of non-empty strings without spaces/],
+    [{ oauth: { signupWithoutEmail: 'no', providers: {} } }, /auth\.oauth\.signupWithoutEmail must be true or false/],
   ])('%j is refused at start', async (auth, message) => {
     const error = await startError(auth);
     expect(error).toMatch(message);
@@ -70,6 +84,33 @@ describe('auth settings of a UserCollection', () => {
       expect((await started.request('POST', '/users/mfa/enroll', {})).status).toBe(404);
     } finally {
       await started.close();
+    }
+  });
+
+  it('OAuth2 presets go to their provider\'s own authorization endpoint with PKCE, state and their scopes', async () => {
+    const names = ['github', 'bitbucket', 'discord', 'facebook', 'x', 'spotify', 'zoom'];
+    const h = await runApp({ 'resources/users/config.json': { type: 'UserCollection', auth: { oauth: { providers: Object.fromEntries(names.map((n) => [n, client])) } } } });
+    try {
+      const where: Record<string, unknown> = {};
+      for (const name of names) {
+        const location = new URL((await fetch(`${h.url}/users/oauth/${name}`, { redirect: 'manual' })).headers.get('location') as string);
+        expect(location.searchParams.get('code_challenge_method'), name).toBe('S256');
+        expect(location.searchParams.get('state'), name).toMatch(/^[\w-]{43}$/);
+        expect(location.searchParams.get('nonce'), name).toBeNull();
+        where[name] = [`${location.origin}${location.pathname}`, location.searchParams.get('scope')];
+      }
+      expect(where).toEqual({
+        github: ['https://github.com/login/oauth/authorize', 'read:user user:email'],
+        bitbucket: ['https://bitbucket.org/site/oauth2/authorize', 'account email'],
+        discord: ['https://discord.com/oauth2/authorize', 'identify email'],
+        facebook: ['https://www.facebook.com/v22.0/dialog/oauth', 'email public_profile'],
+        x: ['https://x.com/i/oauth2/authorize', 'users.read tweet.read'],
+        spotify: ['https://accounts.spotify.com/authorize', 'user-read-email user-read-private'],
+        // Zoom's scopes are the app's, set in its marketplace page: none is asked.
+        zoom: ['https://zoom.us/oauth/authorize', null],
+      });
+    } finally {
+      await h.close();
     }
   });
 });

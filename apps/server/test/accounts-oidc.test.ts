@@ -270,14 +270,24 @@ for (const store of appStores()) {
       }
     });
 
-    it('an unverified email (false, "false", missing) creates no user and links to nobody', async () => {
-      for (const sub of ['mallory-sub', 'string-false', 'no-email']) {
+    it('an unverified email (false, "false", missing) joins no account: an account holding it is refused (409), else a new one without the address is made', async () => {
+      const victim = await h.request('POST', '/users', { username: 'victim', email: 'victim@example.com', password: 'pw' });
+      expect(victim.status).toBe(200);
+      for (const sub of ['mallory-sub', 'string-false']) {
         const res = await login('op', sub);
-        expect(res.status).toBe(403);
-        expect(res.body.message).toMatch(/verified email/);
+        expect(res.status).toBe(409);
+        expect(res.body.message).toMatch(/op does not vouch for the address/);
         expect(await me(res.browser)).toBeUndefined();
       }
-      expect((await h.request('GET', '/users?email=victim@example.com', undefined, ROOT)).body).toEqual([]);
+      // No address at all: a new account of its own, with no address (nothing a reset link could reach).
+      const none = await login('op', 'no-email');
+      expect(none.status).toBe(200);
+      const made = await me(none.browser);
+      expect(made).toMatchObject({ id: none.body.uid, username: 'op:no-email' });
+      expect(made).not.toHaveProperty('email');
+      expect(made).not.toHaveProperty('verified');
+      expect((await login('op', 'no-email')).body.uid).toBe(none.body.uid);
+      expect(((await h.request('GET', '/users?email=victim@example.com', undefined, ROOT)).body as { id: string }[]).map((u) => u.id)).toEqual([(victim.body as { id: string }).id]);
     });
 
     it('pre-hijack: a password account with the email is not linked, whatever its verified says; its owner links from it', async () => {
@@ -324,14 +334,17 @@ for (const store of appStores()) {
       expect(await me(other.browser)).toMatchObject({ username: 'mallory@evil.example' });
       // An unverified claim of alice's email at the other provider gets nothing.
       const claim = await login('other', 'bob-sub');
-      expect(claim.status).toBe(403);
+      expect(claim.status).toBe(409);
+      expect(await me(claim.browser)).toBeUndefined();
     });
 
     it('provider logins count in the login limiter: the 11th refused login of one identity is a 429', async () => {
+      // An unverified address an account holds: refused (409) each time.
+      await h.request('POST', '/users', { username: 'limited', email: 'limited@example.com', password: 'pw' });
       op.accounts.set('limited-sub', { sub: 'limited-sub', email: 'limited@example.com', email_verified: false });
       const statuses: number[] = [];
       for (let i = 0; i < 11; i++) statuses.push((await login('op', 'limited-sub')).status);
-      expect(statuses).toEqual([...Array(10).fill(403), 429]);
+      expect(statuses).toEqual([...Array(10).fill(409), 429]);
     });
 
     it('On Login runs for provider logins and may refuse them', async () => {
@@ -362,11 +375,11 @@ for (const store of appStores()) {
 
     it('a refused login with a redirect goes back to the app with the error in the fragment', async () => {
       const b = new TestBrowser();
-      const res = await b.get(await toCallback(b, 'op', 'mallory-sub', `?redirect=${encodeURIComponent(AFTER)}`));
+      const res = await b.get(await toCallback(b, 'op', 'blocked-sub', `?redirect=${encodeURIComponent(AFTER)}`));
       expect(res.status).toBe(302);
       const location = new URL(res.headers.get('location') as string);
       expect(`${location.origin}${location.pathname}`).toBe(AFTER);
-      expect(new URLSearchParams(location.hash.slice(1)).get('svc_oauth_error')).toMatch(/verified email/);
+      expect(new URLSearchParams(location.hash.slice(1)).get('svc_oauth_error')).toBe('blocked by On Login');
     });
 
     it('a login the person refused at the provider comes back as an error, and its state is spent', async () => {
@@ -394,9 +407,14 @@ for (const store of appStores()) {
       expect(ok.status).toBe(200);
       expect(await me(ok.browser)).toMatchObject({ username: 'octo@example.com', displayName: 'Octo', verified: true });
       expect((await login('github', 'gh-ok')).body.uid).toBe(ok.body.uid);
-      // A verified secondary email is not the person's address of record: nothing is created.
-      const refused = await login('github', 'gh-unverified');
-      expect(refused.status).toBe(403);
+      // An unverified primary: an account without an address (a verified secondary email is not the
+      // person's address of record either).
+      const unvouched = await login('github', 'gh-unverified');
+      expect(unvouched.status).toBe(200);
+      const made = await me(unvouched.browser);
+      expect(made).toMatchObject({ id: unvouched.body.uid, username: 'github:gh-unverified' });
+      expect(made).not.toHaveProperty('email');
+      expect(made).not.toHaveProperty('verified');
       // GitHub's id 'alice-sub' is not op's 'alice-sub'.
       op.accounts.set('alice-sub', { sub: 'alice-sub', email: 'alice-gh@example.com', email_verified: true });
       const gh = await login('github', 'alice-sub');

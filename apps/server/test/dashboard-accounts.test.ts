@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,6 +17,10 @@ import { rawRequest } from './helpers/rawRequest.js';
 const ROOT = { 'svc-ssh-key': 'development' };
 const SECRET_VALUE = 'very-secret-client-secret-value';
 const SMTP_SECRET = 'smtp-password-value-42';
+/** Apple's key (issue 43): a secret as the client secret is. */
+const APPLE_KEY = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+const APPLE_KEY_BODY = APPLE_KEY.split('\n')[1] as string;
+const appleWith = (privateKey: unknown) => ({ clientId: 'x', teamId: 'TEAM123456', keyId: 'KEY1234567', privateKey });
 
 let smtp: TestSmtp;
 beforeAll(async () => {
@@ -58,7 +63,8 @@ describe('dashboard Accounts tab: auth settings', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       auth: { mfa: { issuer: 'Acme' }, oauth: { providers: { google: { clientId: 'cid', clientSecret: '${env:DASH_TEST_GOOGLE_SECRET}' } } } },
-      presets: expect.arrayContaining(['google', 'github', 'microsoft', 'apple', 'gitlab']),
+      presets: ['google', 'apple', 'microsoft', 'github', 'gitlab', 'bitbucket', 'discord', 'facebook', 'x', 'linkedin', 'slack', 'spotify', 'twitch', 'zoom'],
+      consoles: expect.objectContaining({ google: 'https://console.cloud.google.com/apis/credentials', github: 'https://github.com/settings/developers' }),
       messages: ['verification', 'reset', 'code'],
     });
     expect(JSON.stringify(res.body)).not.toContain(SECRET_VALUE);
@@ -115,6 +121,7 @@ describe('dashboard Accounts tab: auth settings', () => {
       { oauth: { providers: { google: { clientId: 'x', clientSecret: SECRET_VALUE } } } },
       { oauth: { providers: { google: { clientId: 'x', clientSecret: `prefix-\${env:DASH_TEST_GOOGLE_SECRET}` } } } },
       { oauth: { providers: { google: { clientId: 'x', clientSecret: { $ne: null } } } } },
+      { oauth: { providers: { apple: appleWith(APPLE_KEY) } } },
       { reset: {}, mail: { smtp: { host: '127.0.0.1', port: smtp.port, username: 'u', password: SMTP_SECRET }, from: 'a@example.com' } },
     ]) {
       const res = await h.request('PUT', '/dashboard/api/resources/users/accounts', { auth }, ROOT);
@@ -122,6 +129,7 @@ describe('dashboard Accounts tab: auth settings', () => {
       expect((res.body as { message: string }).message).toContain('${env:NAME}');
       expect(JSON.stringify(res.body)).not.toContain(SECRET_VALUE);
       expect(JSON.stringify(res.body)).not.toContain(SMTP_SECRET);
+      expect(JSON.stringify(res.body)).not.toContain(APPLE_KEY_BODY);
     }
     expect(await readFile(join(h.dir, 'resources/users/config.json'), 'utf8')).toBe(before);
   });
@@ -146,12 +154,13 @@ describe('dashboard Accounts tab: auth settings', () => {
   });
 
   it('a secret written as a value in config.json (by hand) is never answered, and saving keeps it', async () => {
-    const h = await start({ ...mailAuth(), mail: { smtp: { host: '127.0.0.1', port: smtp.port, username: 'u', password: SMTP_SECRET }, from: 'a@example.com' }, oauth: { providers: { google: { clientId: 'x', clientSecret: SECRET_VALUE } } } });
+    const h = await start({ ...mailAuth(), mail: { smtp: { host: '127.0.0.1', port: smtp.port, username: 'u', password: SMTP_SECRET }, from: 'a@example.com' }, oauth: { providers: { google: { clientId: 'x', clientSecret: SECRET_VALUE }, apple: appleWith(APPLE_KEY) } } });
     for (const path of ['/dashboard/api/resources/users/accounts', '/dashboard/api/app', '/dashboard/api/resources/users']) {
       const res = await h.request('GET', path, undefined, ROOT);
       expect(res.status, path).toBe(200);
       expect(JSON.stringify(res.body), path).not.toContain(SECRET_VALUE);
       expect(JSON.stringify(res.body), path).not.toContain(SMTP_SECRET);
+      expect(JSON.stringify(res.body), path).not.toContain(APPLE_KEY_BODY);
       expect(JSON.stringify(res.body), path).toContain('(hidden: a value written in config.json)');
     }
     // The tab saves back what it was shown: the hidden values stay as they are in the file.
@@ -162,6 +171,7 @@ describe('dashboard Accounts tab: auth settings', () => {
     const file = await readFile(join(h.dir, 'resources/users/config.json'), 'utf8');
     expect(file).toContain(SECRET_VALUE);
     expect(file).toContain(SMTP_SECRET);
+    expect(file).toContain(APPLE_KEY_BODY);
     expect(file).not.toContain('hidden');
     // So does the Rules/Properties path (PUT of the whole config the page was shown).
     const app = (await h.request('GET', '/dashboard/api/app', undefined, ROOT)).body as { resources: { name: string; config: object }[] };

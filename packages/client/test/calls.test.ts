@@ -65,6 +65,6 @@ describe('resource names', () => {
     const svc = createClient('http://127.0.0.1:1', { resources: [{ path: '/on', kind: 'collection' }, { path: '/add-follower', kind: 'custom' }] });
     expect(typeof svc.on).toBe('function');
     expect(Object.keys(svc('on')).sort()).toEqual(['del', 'exec', 'get', 'post', 'put']);
-    expect(Object.keys(svc).sort()).toEqual(['addfollower', 'ajax', 'close', 'off', 'on', 'once', 'setBaseUrl', 'socketReady']);
+    expect(Object.keys(svc).sort()).toEqual(['addfollower', 'ajax', 'close', 'off', 'offline', 'on', 'once', 'setBaseUrl', 'socketReady']);
   });
 });

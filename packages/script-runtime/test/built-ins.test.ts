@@ -44,6 +44,14 @@ describe('built-in globals in scripts', () => {
     expect(() => runtime.compile('var s = String(1); var = 1;', 'a.js')).toThrow(expect.objectContaining({ line: 1, column: 24 }));
   });
 
+  test('a script cannot change Error.stackTraceLimit for later runs; errors keep their position', async () => {
+    const { exec } = setup({ isolates: 1 });
+    const out = await exec('Error.stackTraceLimit = 0; this.limit = Error.stackTraceLimit; this.ok = Object.getOwnPropertyDescriptor(Error, "stackTraceLimit").writable;');
+    expect(out.thisObj).toEqual({ limit: 10, ok: false });
+    await expect(exec('"use strict"; Error.stackTraceLimit = 0;')).rejects.toMatchObject({ message: expect.stringContaining('read only') });
+    await expect(exec('var a = 1;\n  null.x')).rejects.toMatchObject({ line: 2, column: 8 });
+  });
+
   test('a source that names the wrapper’s own names is wrapped as before', async () => {
     const { exec } = setup();
     expect((await exec('var __svcBuiltIns = 1; this.s = String(__svcBuiltIns);')).thisObj.s).toBe('1');

@@ -36,11 +36,15 @@ type Part = keyof typeof PARTS;
 const LANGUAGE = /^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})?$/;
 const MAX_TEMPLATE = 64 * 1024;
 
-/** The places in `auth` that hold a secret: provider client secrets and the SMTP password. */
+/** The places in `auth` that hold a secret: provider client secrets, Apple's key and the SMTP password. */
 function secretSlots(auth: Record<string, unknown>): { holder: Record<string, unknown>; key: string; where: string }[] {
   const out: { holder: Record<string, unknown>; key: string; where: string }[] = [];
   const providers = isPlainObject(auth.oauth) && isPlainObject(auth.oauth.providers) ? auth.oauth.providers : {};
-  for (const [name, p] of Object.entries(providers)) if (isPlainObject(p)) out.push({ holder: p, key: 'clientSecret', where: `auth.oauth.providers.${name}.clientSecret` });
+  for (const [name, p] of Object.entries(providers)) {
+    if (!isPlainObject(p)) continue;
+    out.push({ holder: p, key: 'clientSecret', where: `auth.oauth.providers.${name}.clientSecret` });
+    if (p.privateKey !== undefined) out.push({ holder: p, key: 'privateKey', where: `auth.oauth.providers.${name}.privateKey` });
+  }
   if (isPlainObject(auth.mail) && isPlainObject(auth.mail.smtp)) out.push({ holder: auth.mail.smtp, key: 'password', where: 'auth.mail.smtp.password' });
   return out;
 }
@@ -91,6 +95,8 @@ async function view(deps: AccountsDeps, name: string): Promise<Record<string, un
     auth,
     unverified: users instanceof UserCollection ? await users.unverifiedUsers() : null,
     presets: Object.keys(PROVIDER_PRESETS),
+    // Where an app is registered with each preset's provider (the tab shows it with the callback URL).
+    consoles: Object.fromEntries(Object.entries(PROVIDER_PRESETS).map(([name, preset]) => [name, preset.console])),
     messages: KINDS,
     parts: Object.keys(PARTS),
     placeholders: ['link', 'token', 'code', 'email', 'username', 'expires', 'expiresMinutes', 'collection'],

@@ -8,6 +8,8 @@ import { MfaQrPreview } from './mfaPreview.tsx';
 interface AccountsView {
   auth: Record<string, unknown>;
   presets: string[];
+  /** Where an app is registered with each preset's provider. */
+  consoles?: Record<string, string>;
   messages: string[];
   parts: string[];
   placeholders: string[];
@@ -164,7 +166,7 @@ export function AccountsPage({ app, resource, setApp }: { app: AppView; resource
       </div>
       {isObj(get('mfa')) && <MfaQrPreview issuer={typeof get('mfa', 'issuer') === 'string' && get('mfa', 'issuer') !== '' ? (get('mfa', 'issuer') as string) : resource.name} />}
       <h2 class="section">Sign in with a provider (OAuth2 / OpenID Connect)</h2>
-      <OAuthSection oauth={isObj(get('oauth')) ? (get('oauth') as Obj) : undefined} presets={view.presets} set={(v) => set(['oauth'], v)} />
+      <OAuthSection oauth={isObj(get('oauth')) ? (get('oauth') as Obj) : undefined} presets={view.presets} consoles={view.consoles ?? {}} collection={resource.name} set={(v) => set(['oauth'], v)} />
       <div class="toolbar">
         <span class="grow" />
         {saved && <span class="ok">Saved and reloaded</span>}
@@ -182,7 +184,7 @@ export function AccountsPage({ app, resource, setApp }: { app: AppView; resource
 }
 
 /** `auth.oauth`: redirects allow-list, base URL, sign-up, and the providers. */
-function OAuthSection({ oauth, presets, set }: { oauth: Obj | undefined; presets: string[]; set(v: Obj | undefined): void }) {
+function OAuthSection({ oauth, presets, consoles, collection, set }: { oauth: Obj | undefined; presets: string[]; consoles: Record<string, string>; collection: string; set(v: Obj | undefined): void }) {
   const [adding, setAdding] = useState('google');
   const [newName, setNewName] = useState('');
   if (!oauth) return <CheckField label="oauth on" value={false} set={() => set({ providers: {}, redirects: [] })} />;
@@ -192,7 +194,10 @@ function OAuthSection({ oauth, presets, set }: { oauth: Obj | undefined; presets
   const add = () => {
     const name = (newName.trim() || adding).toLowerCase();
     if (name === '' || providers[name] !== undefined) return;
-    setProvider(name, { ...(adding !== '' && adding !== name ? { preset: adding } : {}), clientId: '', clientSecret: `\${env:${name.toUpperCase().replace(/[^A-Z0-9_]/g, '_')}_CLIENT_SECRET}` });
+    const env = name.toUpperCase().replace(/[^A-Z0-9_]/g, '_');
+    // Apple: svc signs the client secret from the app's key (docs/accounts.md).
+    const secret = adding === 'apple' ? { teamId: '', keyId: '', privateKey: `\${env:${env}_PRIVATE_KEY}` } : { clientSecret: `\${env:${env}_CLIENT_SECRET}` };
+    setProvider(name, { ...(adding !== '' && adding !== name ? { preset: adding } : {}), clientId: '', ...secret });
     setNewName('');
   };
   return (
@@ -207,11 +212,12 @@ function OAuthSection({ oauth, presets, set }: { oauth: Obj | undefined; presets
         <textarea class="mono" rows={3} aria-label="oauth redirects" value={redirects.join('\n')} onInput={(e) => set(setAt(oauth, ['redirects'], (e.target as HTMLTextAreaElement).value.split('\n').map((l) => l.trim()).filter((l) => l !== '')))} />
       </label>
       <table class="grid props-table" data-test="providers">
-        <thead><tr><th>Provider</th><th>Preset</th><th>Issuer</th><th>Client id</th><th>Client secret (environment variable)</th><th /></tr></thead>
+        <thead><tr><th>Provider</th><th>Preset</th><th>Issuer or the preset's settings</th><th>Client id</th><th>Client secret (environment variable)</th><th /></tr></thead>
         <tbody>
-          {Object.entries(providers).map(([name, raw]) => {
+          {Object.entries(providers).flatMap(([name, raw]) => {
             const p = isObj(raw) ? raw : {};
-            return (
+            const preset = typeof p.preset === 'string' ? p.preset : presets.includes(name) ? name : undefined;
+            return [
               <tr key={name} data-provider={name}>
                 <td class="mono">{name}</td>
                 <td>
@@ -220,12 +226,18 @@ function OAuthSection({ oauth, presets, set }: { oauth: Obj | undefined; presets
                     {presets.map((preset) => <option key={preset} value={preset}>{preset}</option>)}
                   </select>
                 </td>
-                <td><TextField label={`${name} issuer`} value={p.issuer} set={(v) => setProvider(name, setAt(p, ['issuer'], v))} /></td>
+                <td><PresetSettings name={name} preset={preset} p={p} set={(next) => setProvider(name, next)} /></td>
                 <td><TextField label={`${name} clientId`} value={p.clientId} set={(v) => setProvider(name, setAt(p, ['clientId'], v ?? ''))} /></td>
                 <td><SecretField label={`${name} clientSecret`} value={p.clientSecret} set={(v) => setProvider(name, setAt(p, ['clientSecret'], v))} /></td>
                 <td><button class="btn ghost danger" type="button" aria-label={`remove ${name}`} onClick={() => setProvider(name, undefined)}>Remove</button></td>
-              </tr>
-            );
+              </tr>,
+              <tr key={`${name}-callback`} class="muted small" data-callback={name}>
+                <td colSpan={6}>
+                  Callback URL to register: <code>{`${typeof oauth.baseUrl === 'string' && oauth.baseUrl !== '' ? oauth.baseUrl.replace(/\/+$/, '') : location.origin}/${collection}/oauth/${name}/callback`}</code>
+                  {preset !== undefined && consoles[preset] !== undefined && <> at {consoles[preset]}</>}
+                </td>
+              </tr>,
+            ];
           })}
         </tbody>
       </table>
@@ -239,6 +251,26 @@ function OAuthSection({ oauth, presets, set }: { oauth: Obj | undefined; presets
       </div>
     </div>
   );
+}
+
+/**
+ * The settings a provider's kind takes: an issuer (any OpenID Connect provider), Microsoft's
+ * tenant, Apple's key (the key itself only as an environment variable); the other presets know
+ * their endpoints.
+ */
+function PresetSettings({ name, preset, p, set }: { name: string; preset: string | undefined; p: Obj; set(p: Obj): void }) {
+  if (preset === undefined) return <TextField label={`${name} issuer`} value={p.issuer} set={(v) => set(setAt(p, ['issuer'], v))} />;
+  if (preset === 'microsoft') return <TextField label={`${name} tenant`} placeholder="common" value={p.tenant} set={(v) => set(setAt(p, ['tenant'], v))} />;
+  if (preset === 'apple') {
+    return (
+      <div style="display: flex; flex-direction: column; align-items: flex-start; gap: 4px">
+        <TextField label={`${name} teamId`} value={p.teamId} set={(v) => set(setAt(p, ['teamId'], v))} />
+        <TextField label={`${name} keyId`} value={p.keyId} set={(v) => set(setAt(p, ['keyId'], v))} />
+        <SecretField label={`${name} privateKey`} value={p.privateKey} set={(v) => set(setAt(p, ['privateKey'], v))} />
+      </div>
+    );
+  }
+  return <span class="muted small">the preset's endpoints</span>;
 }
 
 /**

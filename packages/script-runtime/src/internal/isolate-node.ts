@@ -109,7 +109,9 @@ export function makeNodeSandbox(deps: NodeSandboxDeps): NodeSandbox {
           return value;
         },
         set(this: unknown, next: unknown): void {
-          if (this === target) throw new TypeError(`Cannot assign to read only property '${String(key)}' of a shared module's prototype`);
+          // The shared object itself is left unchanged; silently, as a sloppy-mode write to a frozen
+          // property is (scripts are sloppy code, as Deployd's were).
+          if (this === target) return;
           if (this === null || (typeof this !== 'object' && typeof this !== 'function')) throw new TypeError(`Cannot assign to property '${String(key)}' of a primitive`);
           if (hasOwn(this as object, key)) (this as Record<PropertyKey, unknown>)[key] = next;
           else defineProperty(this as object, key, { value: next, writable: true, enumerable: true, configurable: true });

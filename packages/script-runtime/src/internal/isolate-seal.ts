@@ -67,18 +67,13 @@ export function sealRealm(): void {
     for (const key of list) tame(target, key);
   }
 
-  // V8's Error.stackTraceLimit: modules (assert) set it around `new Error` in strict code. Writes
-  // are ignored rather than refused: the shared limit stays the same for every run.
+  // V8's Error.stackTraceLimit stays a data property (V8 reads only a data property when it
+  // captures a stack: an accessor here would leave every error without a stack, so without its
+  // script's line), made read-only: the limit is the same for every run. The bundled `assert`
+  // sets it around `new Error` in strict code; the build removes those writes (node-builtins-bundle.ts).
   const limit = getOwnPropertyDescriptor(Error, 'stackTraceLimit');
   if (limit && 'value' in limit && limit.configurable) {
-    const value: unknown = limit.value;
-    const accessor = {
-      get(): unknown {
-        return value;
-      },
-      set(): void {},
-    };
-    defineProperty(Error, 'stackTraceLimit', { get: accessor.get, set: accessor.set, enumerable: limit.enumerable === true, configurable: false });
+    defineProperty(Error, 'stackTraceLimit', { value: limit.value, writable: false, enumerable: limit.enumerable === true, configurable: false });
   }
 
   // Intrinsics that no global names, reached through syntax.

@@ -64,9 +64,17 @@ export function bundleBuiltins(): Record<string, string> {
   const out: Record<string, string> = {};
   for (const file of result.outputFiles) {
     const index = Number(/b(\d+)\.js$/.exec(file.path)?.[1]);
-    out[names[index] as string] = file.text;
+    out[names[index] as string] = withoutStackLimitWrites(file.text);
   }
   return out;
+}
+
+/**
+ * Error.stackTraceLimit is read-only in the isolate (isolate-seal.ts); `assert` sets it to 0 and
+ * back around `new Error` in strict code, which would throw there. Its writes become no-ops.
+ */
+export function withoutStackLimitWrites(text: string): string {
+  return text.replace(/\bError\.stackTraceLimit = ([\w$]+);/g, 'void $1;');
 }
 
 let sources: Readonly<Record<string, string>> | undefined;

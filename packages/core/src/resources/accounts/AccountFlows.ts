@@ -51,7 +51,7 @@ export class AccountFlows {
     };
     const mfa = new MfaFlow(host, auth.mfa, options.path.slice(1));
     late.mfa = mfa;
-    return new AccountFlows(records, mfa, auth.oauth === undefined ? undefined : new OAuthLogin(host, auth.oauth), auth.mfa !== undefined, host);
+    return new AccountFlows(records, mfa, auth.oauth === undefined ? undefined : new OAuthLogin(host, auth.oauth, auth.flows.verification.required), auth.mfa !== undefined, host);
   }
 
   /** Prepares the records' collection (its index). */

@@ -1,39 +1,37 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { SvcError, isSvcError } from '../../errors.js';
 import { readCookie, serializeCookie } from '../../http/cookies.js';
-import { DuplicateKeyError } from '../../store/Store.js';
-import type { Doc } from '../../store/Store.js';
 import type { Context, Reply } from '../../types.js';
 import type { AccountHost } from './AccountHost.js';
-import { EMAIL_PROOF, emailProof, provesEmail } from './emailProof.js';
-import type { OAuthProviderSettings, OAuthSettings } from './authSettings.js';
+import type { OAuthSettings } from './authSettings.js';
+import { ProviderAccounts } from './ProviderAccounts.js';
 import { ProviderClient } from './ProviderClient.js';
 import type { ProviderProfile } from './ProviderClient.js';
 
 /** How long a browser may take at the provider. */
 const STATE_TTL_MS = 10 * 60_000;
 const BINDING_COOKIE = 'svc_oauth';
-/** Identities are kept until their user is deleted. */
-const FOREVER = Infinity;
 
 /**
  * Login with OAuth2 / OpenID Connect providers: authorization code with PKCE (S256), `state`,
  * `nonce` and verifier in a signed cookie of the browser that started (nothing is stored before
  * the provider answers, so starts cost no storage) used once, the ID token verified (JWKS
- * signature, iss, aud, exp, nonce), redirects only to allow-listed URLs. An identity is
- * (provider, subject); a new user, or a link to an existing one, only through an email that the
- * provider says is verified and, for an existing account, that svc proved for that account (by
- * mail, or by the same provider): no pre-hijack of an account by someone who registered its
- * email first, whatever its properties say.
+ * signature, iss, aud, exp, nonce) or the provider's API read, redirects only to allow-listed
+ * URLs. An identity is (provider, subject); which account a first sign-in joins or makes is
+ * {@link ProviderAccounts}' to say (only through an address the provider vouches for and svc
+ * proved for that account: no pre-hijack by someone who registered the address first).
  */
 export class OAuthLogin {
   private readonly clients = new Map<string, ProviderClient>();
+  private readonly accounts: ProviderAccounts;
 
   constructor(
     private readonly host: AccountHost,
     private readonly settings: OAuthSettings,
+    verificationRequired = false,
   ) {
     for (const [name, provider] of settings.providers) this.clients.set(name, new ProviderClient(provider));
+    this.accounts = new ProviderAccounts(host, settings, verificationRequired);
   }
 
   /** GET /<users>/oauth (the providers), GET /<users>/oauth/<p>, GET (POST for form_post) /<users>/oauth/<p>/callback. */
@@ -86,7 +84,9 @@ export class OAuthLogin {
     const clearBinding = this.bindingCookie(ctx, client, null);
     try {
       if (typeof error === 'string' || typeof code !== 'string') throw new SvcError('UNAUTHORIZED', `the provider refused the login (${String(error).slice(0, 60).replace(/[^\w.-]/g, '')})`);
-      const profile = await client.profile({ code, verifier: record.verifier, nonce: record.nonce, callback: record.callback });
+      // Apple posts the person's name once, in `user` (taken for names only: the browser sent it).
+      const extras = ctx.method === 'POST' ? { user: params.user } : {};
+      const profile = await client.profile({ code, verifier: record.verifier, nonce: record.nonce, callback: record.callback, extras });
       const answer = await this.logIn(ctx, client, profile, record.linkUid);
       return withCookie(redirect === undefined ? answer : redirectWith(redirect, answer), clearBinding);
     } catch (err) {
@@ -95,76 +95,22 @@ export class OAuthLogin {
     }
   }
 
-  /** Finds or makes the user of a verified provider profile, then logs in as /login does. */
+  /** Finds or makes the user of a provider profile, then logs in as /login does. */
   private async logIn(ctx: Context, client: ProviderClient, profile: ProviderProfile, linkUid: string | undefined): Promise<Reply> {
     const provider = client.settings;
     const attempt = await this.host.attempt(ctx, `oauth:${provider.name}:${profile.subject}`);
     const identityKey = `${provider.name}\n${profile.subject}`;
-    let user = await this.userOfIdentity(identityKey);
+    let user = await this.accounts.userOfIdentity(identityKey);
     if (linkUid !== undefined) {
       if (user !== null && user.id !== linkUid) throw new SvcError('CONFLICT', `this ${provider.name} account is linked to another user`);
-      user ??= await this.link(identityKey, provider, linkUid);
+      user ??= await this.accounts.link(identityKey, provider, linkUid);
     }
-    user ??= await this.userByVerifiedEmail(ctx, provider, profile, identityKey);
+    user ??= await this.accounts.firstSignIn(ctx, provider, profile, identityKey);
     await this.host.onLogin(ctx, user);
     await attempt.succeeded();
     const result = await this.host.finishLogin(ctx, user);
     if (result.kind === 'session') return result.reply;
     return { status: 200, body: { mfaRequired: true, mfaToken: result.mfaToken, ...(result.enroll ? { enroll: true } : {}) } };
-  }
-
-  private async userOfIdentity(identityKey: string): Promise<Doc | null> {
-    const identity = await this.host.records.find('identity', identityKey);
-    if (identity === undefined || typeof identity.uid !== 'string') return null;
-    return this.host.findById(identity.uid);
-  }
-
-  /**
-   * No identity yet: the provider's email must be verified. An account with that email is joined
-   * only when svc proved the address for it (by mail, or this provider when it made the account):
-   * never because of a property such as `verified`, which whoever made the account may have set.
-   * No account has the email: a user is created.
-   */
-  private async userByVerifiedEmail(ctx: Context, provider: OAuthProviderSettings, profile: ProviderProfile, identityKey: string): Promise<Doc> {
-    const email = profile.emailVerified ? profile.email?.toLowerCase() : undefined;
-    if (email === undefined) throw new SvcError('FORBIDDEN', `${provider.name} did not give a verified email; log in another way and link ${provider.name} from your account`);
-    const { emailProperty, verifiedProperty } = this.settings;
-    // Without a unique index several accounts may hold the address: the one svc proved it for, if any
-    // (looked up by its proof, so that any number of squatting accounts cannot hide it).
-    const proved = await this.host.find({ [emailProperty]: email, [`${EMAIL_PROOF}.email`]: email });
-    const owner = proved.find((user) => provesEmail(user, email, provider.name));
-    if (owner !== undefined) return this.link(identityKey, provider, owner.id);
-    if ((await this.host.findOne({ [emailProperty]: email })) !== null) {
-      throw new SvcError('CONFLICT', `an account with this email exists but svc has not verified the address for it; log in to it and link ${provider.name} from there`);
-    }
-    if (!this.settings.signup) throw new SvcError('FORBIDDEN', 'sign-up through a provider is off for this collection');
-    const body: Record<string, unknown> = { ...mapped(provider.map, profile.claims, this.host.properties), username: email, [emailProperty]: email };
-    let created: Doc;
-    try {
-      created = await this.host.createUser(ctx, body);
-    } catch (err) {
-      // The same person's parallel first login made the user a moment ago: use theirs.
-      if (!(err instanceof DuplicateKeyError) && !(isSvcError(err) && err.code === 'VALIDATION_FAILED')) throw err;
-      const raced = await this.userOfIdentity(identityKey);
-      if (raced !== null) return raced;
-      throw err;
-    }
-    // Set past the scripts (this is no client): the provider's word for the address, and the flag apps show.
-    const fields: Record<string, unknown> = { [EMAIL_PROOF]: emailProof(email, provider.name) };
-    if (Object.hasOwn(this.host.properties, verifiedProperty)) fields[verifiedProperty] = true;
-    await this.host.updateUser({ id: created.id }, { $set: fields });
-    return this.link(identityKey, provider, created.id);
-  }
-
-  /** Stores the identity for the user (once: a unique record per provider and subject). */
-  private async link(identityKey: string, provider: OAuthProviderSettings, uid: string): Promise<Doc> {
-    if (!(await this.host.records.claim('identity', identityKey, FOREVER, { uid }))) {
-      const owner = await this.userOfIdentity(identityKey);
-      if (owner === null || owner.id !== uid) throw new SvcError('CONFLICT', `this ${provider.name} account is linked to another user`);
-    }
-    const user = await this.host.updateUser({ id: uid }, { $addToSet: { _identities: [provider.name] } });
-    if (user === null) throw new SvcError('NOT_FOUND', 'no such user');
-    return user;
   }
 
   /** The login state as the cookie's value: JSON, then its HMAC-SHA256 under svc's signing key. */
@@ -245,19 +191,6 @@ function sameText(a: string, b: string): boolean {
 
 function formOf(body: unknown): Record<string, unknown> {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
-}
-
-/** Declared properties only, copied from the claims named by `map`, and only values of the property's type. */
-function mapped(map: Record<string, string>, claims: Record<string, unknown>, properties: AccountHost['properties']): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [property, claim] of Object.entries(map)) {
-    const def = Object.hasOwn(properties, property) ? properties[property] : undefined;
-    const value = Object.hasOwn(claims, claim) ? claims[claim] : undefined;
-    if (def === undefined || value === undefined || property === 'password' || property === 'username') continue;
-    const fits = def.type === 'array' ? Array.isArray(value) : def.type === 'object' ? typeof value === 'object' && value !== null && !Array.isArray(value) : typeof value === def.type;
-    if (fits) out[property] = value;
-  }
-  return out;
 }
 
 function withCookie(reply: Reply, cookie: string): Reply {

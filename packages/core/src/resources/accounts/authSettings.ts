@@ -1,5 +1,7 @@
+import { parseAppleKey } from './appleClientSecret.js';
+import type { AppleKey } from './appleClientSecret.js';
 import { PROVIDER_PRESETS } from './oauthProviders.js';
-import type { ProviderPreset } from './oauthProviders.js';
+import type { ProfileSource, ProviderPreset } from './oauthProviders.js';
 import { parseAccountFlows } from './accountSettings.js';
 import type { AccountPolicy } from './accountSettings.js';
 
@@ -14,18 +16,25 @@ export interface MfaSettings {
 /** One provider of `auth.oauth.providers`, with its preset's endpoints filled in. */
 export interface OAuthProviderSettings {
   name: string;
-  /** 'oidc': ID token verified through discovery and JWKS; 'github': OAuth2 plus GitHub's user API. */
-  kind: 'oidc' | 'github';
+  /** The preset's name (undefined: any OpenID Connect issuer). */
+  preset: string | undefined;
+  /** 'oidc': ID token verified through discovery and JWKS; 'oauth2': the provider's API (`profile`) says who it is. */
+  kind: 'oidc' | 'oauth2';
   /** OIDC issuer (discovery at `<issuer>/.well-known/openid-configuration`). */
   issuer: string | undefined;
-  /** Endpoints given in config win over discovery (and are the only ones for GitHub). */
+  /** Endpoints given in config win over discovery (and are the only ones for OAuth2 presets). */
   authorizationEndpoint: string | undefined;
   tokenEndpoint: string | undefined;
   jwksUri: string | undefined;
-  /** GitHub's user API base (`https://api.github.com`). */
+  /** OAuth2: the base of the provider's API (`https://api.github.com`). */
   apiBase: string | undefined;
+  /** OAuth2: which provider's API answers (providerProfiles.ts). */
+  profile: ProfileSource | undefined;
   clientId: string;
-  clientSecret: string;
+  /** The client secret; undefined when svc signs Apple's from `appleKey`. */
+  clientSecret: string | undefined;
+  /** Apple: the key svc signs the client secret JWT with. */
+  appleKey: AppleKey | undefined;
   scopes: string[];
   /** How the client authenticates at the token endpoint. */
   tokenAuth: 'client_secret_basic' | 'client_secret_post';
@@ -35,6 +44,11 @@ export interface OAuthProviderSettings {
   map: Record<string, string>;
   /** Extra authorization parameters (`prompt`, `hd`, ...). */
   params: Record<string, string>;
+  /** The preset's quirks (oauthProviders.ts). */
+  issuerWithoutScheme: boolean;
+  tenantIssuer: boolean;
+  emailVerifiedClaim: 'email_verified' | 'xms_edov';
+  apple: boolean;
 }
 
 /** `auth.oauth` of a UserCollection's config.json. */
@@ -50,6 +64,11 @@ export interface OAuthSettings {
   verifiedProperty: string;
   /** Whether a provider login may create a new user; default true. */
   signup: boolean;
+  /**
+   * Whether a first sign-in whose provider vouches for no address (X, Facebook, Spotify, or an
+   * address marked unverified) may create a user, without an address; default true.
+   */
+  signupWithoutEmail: boolean;
 }
 
 /** A UserCollection's `auth` settings, read once by {@link parseAuthSettings} for every part of svc. */
@@ -93,8 +112,10 @@ export function parseAuthSettings(resource: string, raw: unknown, declared: Read
 }
 
 const MFA_KEYS = ['required', 'issuer'];
-const OAUTH_KEYS = ['providers', 'redirects', 'baseUrl', 'emailProperty', 'verifiedProperty', 'signup'];
-const PROVIDER_KEYS = ['preset', 'issuer', 'tenant', 'clientId', 'clientSecret', 'scopes', 'map', 'params', 'tokenAuth', 'authorizationEndpoint', 'tokenEndpoint', 'jwksUri', 'apiBase'];
+const OAUTH_KEYS = ['providers', 'redirects', 'baseUrl', 'emailProperty', 'verifiedProperty', 'signup', 'signupWithoutEmail'];
+const PROVIDER_KEYS = ['preset', 'issuer', 'tenant', 'clientId', 'clientSecret', 'teamId', 'keyId', 'privateKey', 'scopes', 'map', 'params', 'tokenAuth', 'authorizationEndpoint', 'tokenEndpoint', 'jwksUri', 'apiBase'];
+/** Microsoft's tenant: common, organizations, consumers, a tenant id or a domain (a path segment of the issuer). */
+const TENANT = /^[A-Za-z0-9][A-Za-z0-9.-]{0,99}$/;
 
 function parseMfa(raw: unknown, where: string): MfaSettings {
   const mfa = object(raw, where, MFA_KEYS);
@@ -119,6 +140,7 @@ function parseOAuth(raw: unknown, where: string, declared: ReadonlySet<string>):
     emailProperty: optionalString(oauth.emailProperty, `${where}.emailProperty`) ?? (declared.has('email') ? 'email' : 'username'),
     verifiedProperty: optionalString(oauth.verifiedProperty, `${where}.verifiedProperty`) ?? 'verified',
     signup: optionalBoolean(oauth.signup, `${where}.signup`) ?? true,
+    signupWithoutEmail: optionalBoolean(oauth.signupWithoutEmail, `${where}.signupWithoutEmail`) ?? true,
   };
 }
 
@@ -130,31 +152,75 @@ function parseProvider(name: string, raw: unknown, where: string): OAuthProvider
     if (!Object.hasOwn(PROVIDER_PRESETS, presetName)) throw new Error(`${where}.preset: unknown preset "${presetName.slice(0, 40)}" (${Object.keys(PROVIDER_PRESETS).join(', ')})`);
     preset = PROVIDER_PRESETS[presetName];
   }
-  const tenant = optionalString(p.tenant, `${where}.tenant`);
-  const issuer = optionalString(p.issuer, `${where}.issuer`) ?? preset?.issuer?.replace('{tenant}', tenant ?? 'common');
   const kind = preset?.kind ?? 'oidc';
+  const issuer = issuerOf(p, preset, where);
   const endpoints = {
     authorizationEndpoint: optionalString(p.authorizationEndpoint, `${where}.authorizationEndpoint`) ?? preset?.authorizationEndpoint,
     tokenEndpoint: optionalString(p.tokenEndpoint, `${where}.tokenEndpoint`) ?? preset?.tokenEndpoint,
     jwksUri: optionalString(p.jwksUri, `${where}.jwksUri`),
     apiBase: optionalString(p.apiBase, `${where}.apiBase`) ?? preset?.apiBase,
   };
-  if (issuer !== undefined) absoluteUrl(issuer, `${where}.issuer`);
   for (const [key, url] of Object.entries(endpoints)) if (url !== undefined) absoluteUrl(url, `${where}.${key}`);
   if (kind === 'oidc' && issuer === undefined) throw new Error(`${where}: an OpenID Connect provider needs "issuer" (its discovery URL without /.well-known/openid-configuration)`);
-  if (kind === 'github' && (endpoints.authorizationEndpoint === undefined || endpoints.tokenEndpoint === undefined)) throw new Error(`${where}: needs authorizationEndpoint and tokenEndpoint`);
+  if (kind === 'oauth2' && (endpoints.authorizationEndpoint === undefined || endpoints.tokenEndpoint === undefined)) throw new Error(`${where}: needs authorizationEndpoint and tokenEndpoint`);
   const clientId = requiredString(p.clientId, `${where}.clientId`);
-  const clientSecret = requiredString(p.clientSecret, `${where}.clientSecret`);
+  const { clientSecret, appleKey } = secretOf(p, preset, where);
   const tokenAuth = optionalString(p.tokenAuth, `${where}.tokenAuth`) ?? preset?.tokenAuth ?? 'client_secret_basic';
   if (tokenAuth !== 'client_secret_basic' && tokenAuth !== 'client_secret_post') throw new Error(`${where}.tokenAuth must be client_secret_basic or client_secret_post`);
-  const responseMode = preset?.responseMode ?? 'query';
-  const scopes = p.scopes === undefined ? [...(preset?.scopes ?? ['openid', 'email', 'profile'])] : stringList(p.scopes, `${where}.scopes`);
+  const scopes = p.scopes === undefined ? [...(preset?.scopes ?? ['openid', 'email', 'profile'])] : stringList(p.scopes, `${where}.scopes`, true);
   if (kind === 'oidc' && !scopes.includes('openid')) scopes.unshift('openid');
   const map: Record<string, string> = {};
   for (const [property, claim] of Object.entries(object(p.map ?? {}, `${where}.map`))) map[property] = requiredString(claim, `${where}.map.${property}`);
-  const params: Record<string, string> = {};
+  const params: Record<string, string> = { ...preset?.params };
   for (const [key, value] of Object.entries(object(p.params ?? {}, `${where}.params`))) params[key] = requiredString(value, `${where}.params.${key}`);
-  return { name, kind, issuer, ...endpoints, clientId, clientSecret, scopes, tokenAuth, responseMode, map, params };
+  return {
+    name,
+    preset: presetName,
+    kind,
+    issuer,
+    ...endpoints,
+    profile: preset?.profile,
+    clientId,
+    clientSecret,
+    appleKey,
+    scopes,
+    tokenAuth,
+    responseMode: preset?.responseMode ?? 'query',
+    map,
+    params,
+    issuerWithoutScheme: preset?.issuerWithoutScheme === true,
+    tenantIssuer: preset?.tenantIssuer === true,
+    emailVerifiedClaim: preset?.emailVerifiedClaim ?? 'email_verified',
+    apple: preset?.apple === true,
+  };
+}
+
+/**
+ * The issuer: config's or the preset's. Microsoft's holds the tenant (`{tenant}` in either, so
+ * that another cloud's login host keeps the tenant setting); no other provider takes a tenant.
+ */
+function issuerOf(p: Raw, preset: ProviderPreset | undefined, where: string): string | undefined {
+  const tenant = optionalString(p.tenant, `${where}.tenant`);
+  if (tenant !== undefined && preset?.tenantIssuer !== true) throw new Error(`${where}.tenant is a setting of the microsoft preset`);
+  if (tenant !== undefined && !TENANT.test(tenant)) throw new Error(`${where}.tenant must be common, organizations, consumers, a tenant id or a domain`);
+  const issuer = (optionalString(p.issuer, `${where}.issuer`) ?? preset?.issuer)?.replace('{tenant}', tenant ?? 'common');
+  if (issuer !== undefined) absoluteUrl(issuer, `${where}.issuer`);
+  if (issuer !== undefined && preset?.tenantIssuer === true && !/\/[^/]+\/v2\.0$/.test(new URL(issuer).pathname)) {
+    throw new Error(`${where}.issuer: a Microsoft issuer ends with /<tenant>/v2.0 (or write {tenant} where the tenant goes)`);
+  }
+  return issuer;
+}
+
+/** The client secret, or (Apple) the key svc signs one with: one of the two. */
+function secretOf(p: Raw, preset: ProviderPreset | undefined, where: string): { clientSecret: string | undefined; appleKey: AppleKey | undefined } {
+  const keyFields = [p.teamId, p.keyId, p.privateKey];
+  if (keyFields.every((v) => v === undefined)) return { clientSecret: requiredString(p.clientSecret, `${where}.clientSecret`), appleKey: undefined };
+  if (preset?.apple !== true) throw new Error(`${where}: teamId, keyId and privateKey are settings of the apple preset`);
+  if (p.clientSecret !== undefined) throw new Error(`${where}: give either clientSecret or teamId, keyId and privateKey, not both`);
+  const teamId = requiredString(p.teamId, `${where}.teamId`);
+  const keyId = requiredString(p.keyId, `${where}.keyId`);
+  const privateKey = requiredString(p.privateKey, `${where}.privateKey`);
+  return { clientSecret: undefined, appleKey: parseAppleKey({ teamId, keyId, privateKey }, where) };
 }
 
 /** An object; with `keys`, one whose every key is known (a misspelt security setting must not pass unnoticed). */
@@ -183,8 +249,8 @@ function optionalBoolean(value: unknown, where: string): boolean | undefined {
   return value;
 }
 
-function stringList(value: unknown, where: string): string[] {
-  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== '')) throw new Error(`${where} must be a list of non-empty strings`);
+function stringList(value: unknown, where: string, spaceless = false): string[] {
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== '' && !(spaceless && /\s/.test(v)))) throw new Error(`${where} must be a list of non-empty strings${spaceless ? ' without spaces' : ''}`);
   return value as string[];
 }
 
