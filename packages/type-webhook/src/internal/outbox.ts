@@ -57,8 +57,14 @@ export interface AttemptResult {
 export type DeliveryView = Omit<DeliveryRecord, 'object' | 'previous' | 'body' | 'nextAt'> & { nextAt?: number; bodyBytes?: number };
 
 const LIST_FIELDS = { object: 0, previous: 0 } as const;
-/** `nextAt` of a record no longer pending: past every time, so that a range on nextAt never reaches it. */
-const DONE = Number.MAX_SAFE_INTEGER;
+/**
+ * `nextAt` of a record no longer pending, done at `now`: past every time, so that the range on
+ * nextAt that reads due records never reaches it, and distinct per record (DONE_BASE + when it was
+ * done): the embedded store's index keeps the records of one key in an array that each removal
+ * scans, so one shared key would make every prune scan all the kept records.
+ */
+const DONE_BASE = 8e15;
+const doneKey = (now: number): number => DONE_BASE + now;
 
 /**
  * A webhook's durable outbox, in the app's store (so: the embedded store's files, or MongoDB),
@@ -70,12 +76,15 @@ export class Outbox {
   constructor(readonly records: StoreCollection) {}
 
   /**
-   * One index, on `status`: the read of due records is narrowed to the pending ones by it. Every
-   * index is updated at each attempt's write, so there is no other (the dashboard's list sorts the
+   * One index, on `nextAt`: the read of due records is a range on it (records no longer pending
+   * are past every time). Not on `status`: its few values would each hold thousands of records,
+   * and the embedded store's index scans a key's records at every removal, so each attempt's
+   * write (pending to delivered) would cost as much as the backlog is long. Every index is
+   * updated at each attempt's write, so there is no other (the dashboard's list sorts the
    * bounded history without one).
    */
   async init(): Promise<void> {
-    await this.records.ensureIndex({ field: 'status' });
+    await this.records.ensureIndex({ field: 'nextAt' });
   }
 
   /** Stores a new event (pending, due now) and answers it. */
@@ -87,19 +96,18 @@ export class Outbox {
   }
 
   /**
-   * Up to `limit` pending records due by `now`. Not sorted: a sort would walk the records kept for
-   * the dashboard too; the status index narrows the read to the pending ones (which the store
-   * answers about in insertion order, so mostly the oldest first).
+   * Up to `limit` pending records due by `now`. Not sorted (a sort costs the whole range at every
+   * read): the nextAt index narrows the read to the due ones, mostly the oldest first.
    */
   async due(now: number, limit: number): Promise<DeliveryRecord[]> {
-    return (await this.records.find({ status: 'pending', nextAt: { $lte: now } }, { limit })) as unknown as DeliveryRecord[];
+    return (await this.records.find({ nextAt: { $lte: now }, status: 'pending' }, { limit })) as unknown as DeliveryRecord[];
   }
 
   /** Records the outcome of attempt number `attempt` of a record; answers the status it now has. */
   async finish(record: DeliveryRecord, attempt: number, result: AttemptResult): Promise<DeliveryStatus> {
     const now = Date.now();
     const status: DeliveryStatus = result.ok ? 'delivered' : attempt >= record.lastAllowed || result.retryAt === undefined ? 'dead' : 'pending';
-    const set: Record<string, unknown> = { status, attempts: attempt, lastAt: now, durationMs: result.durationMs, nextAt: status === 'pending' ? (result.retryAt as number) : DONE };
+    const set: Record<string, unknown> = { status, attempts: attempt, lastAt: now, durationMs: result.durationMs, nextAt: status === 'pending' ? (result.retryAt as number) : doneKey(now) };
     if (result.status !== undefined) set.lastStatus = result.status;
     set.lastError = result.error ?? '';
     set.excerpt = result.excerpt ?? '';
@@ -115,7 +123,7 @@ export class Outbox {
   /** Marks a record skipped: its object is not one the principal may read (or no longer exists). */
   async skip(record: DeliveryRecord, reason: string): Promise<void> {
     const now = Date.now();
-    await this.records.update({ id: record.id }, { $set: { status: 'skipped', lastError: reason, doneAt: now, nextAt: DONE }, $unset: { object: true, previous: true } });
+    await this.records.update({ id: record.id }, { $set: { status: 'skipped', lastError: reason, doneAt: now, nextAt: doneKey(now) }, $unset: { object: true, previous: true } });
   }
 
   /**
