@@ -28,10 +28,22 @@ export interface DelivererOptions {
   lookup?: OutboundLookup;
 }
 
-/** Event loop utilisation past which the process counts as saturated by requests. */
+/** Event loop utilisation past which the process counts as saturated by writes. */
 const BUSY = 0.9;
+/**
+ * Utilisation under which it no longer does (hysteresis: on a machine whose cores are shared, a
+ * saturated process waits for a core with its events ready, which counts as idle, so the figure
+ * wavers around BUSY and deliveries would burst at full concurrency every other sample).
+ */
+const CALM = 0.6;
 /** How often the utilisation is sampled, ms. */
 const BUSY_SAMPLE_MS = 200;
+/**
+ * While writes saturate the process: one delivery at a time, each started at least this long
+ * after the previous one (at most 50 a second: a few per cent of a core, so the writes keep
+ * their throughput; the outbox never stops moving, oldest first, and catches up once there is room).
+ */
+const BUSY_GAP_MS = 20;
 
 /** Attempts finished here lately, by record id: a find begun before one finished must not start it again. */
 const FINISHED_KEPT_MS = 10 * 60_000;
@@ -65,8 +77,13 @@ export class Deliverer {
   private renewing: NodeJS.Timeout | undefined;
   private readonly stopWaiting: () => void;
   private completions = 0;
-  /** The event loop was saturated over the last sample: deliveries go one at a time, writes first. */
+  /** The event loop was saturated over the last sample while events came: deliveries are paced, writes first. */
   private busy = false;
+  /** Events offered here since the last sample. */
+  private offered = 0;
+  /** When the last attempt started here (ms), for the pace while busy. */
+  private lastStart = 0;
+  private pacing: NodeJS.Timeout | undefined;
   private elu: EventLoopUtilization = performance.eventLoopUtilization();
   private sampling: NodeJS.Timeout | undefined;
   /** Connections to the receiver, kept alive between deliveries (each checked by the guard when made). */
@@ -92,8 +109,11 @@ export class Deliverer {
     this.renewing.unref();
     this.sampling = setInterval(() => {
       const now = performance.eventLoopUtilization();
-      this.busy = performance.eventLoopUtilization(now, this.elu).utilization > BUSY;
+      // Saturated by writes, not by the deliveries themselves (an outbox draining alone goes at full speed).
+      const utilization = performance.eventLoopUtilization(now, this.elu).utilization;
+      this.busy = this.offered > 0 && utilization > (this.busy ? CALM : BUSY);
       this.elu = now;
+      this.offered = 0;
       if (!this.busy) this.fill();
     }, BUSY_SAMPLE_MS);
     this.sampling.unref();
@@ -101,9 +121,9 @@ export class Deliverer {
   }
 
   /**
-   * Attempts waiting for the receiver at most now: the setting, or one while requests saturate
-   * the process (the deliveries are asynchronous: they give way to the requests, keep going one
-   * at a time, and catch up once there is room).
+   * Attempts waiting for the receiver at most now: the setting, or one while writes saturate the
+   * process (the deliveries are asynchronous: they give way to the writes, keep going one at a
+   * time at BUSY_GAP_MS intervals, and catch up once there is room).
    */
   private get slots(): number {
     return this.busy ? 1 : this.options.config.concurrency;
@@ -115,6 +135,7 @@ export class Deliverer {
    * write's answer goes first. Otherwise the next read of the outbox finds it.
    */
   offer(record: DeliveryRecord): void {
+    this.offered++;
     // Not delivering here: whoever holds the lease finds it at its next look (pollMs).
     if (this.stopped || !this.options.lease.holds(1000)) return;
     if (this.backlog || this.queue.length >= this.batch) {
@@ -153,6 +174,7 @@ export class Deliverer {
     clearTimeout(this.timer);
     clearInterval(this.renewing);
     clearInterval(this.sampling);
+    clearTimeout(this.pacing);
     this.stopWaiting();
     this.queue = [];
     this.queued.clear();
@@ -175,6 +197,13 @@ export class Deliverer {
   /** Starts queued records while slots are free; an empty queue with slots free asks for a read. */
   private fill(): void {
     if (this.stopped) return;
+    if (this.busy && this.queue.length > 0) {
+      const wait = this.lastStart + BUSY_GAP_MS - Date.now();
+      if (wait > 0) {
+        this.pace(wait);
+        return;
+      }
+    }
     const concurrency = this.slots;
     while (this.sending < concurrency && this.queue.length > 0) {
       const record = this.queue.shift() as DeliveryRecord;
@@ -183,6 +212,16 @@ export class Deliverer {
       this.begin(record);
     }
     if (this.queue.length === 0 && this.backlog && this.sending < concurrency) this.wake();
+  }
+
+  /** Fills again in `ms` (once, however often asked). */
+  private pace(ms: number): void {
+    if (this.pacing !== undefined) return;
+    this.pacing = setTimeout(() => {
+      this.pacing = undefined;
+      this.fill();
+    }, ms);
+    this.pacing.unref();
   }
 
   /**
@@ -242,6 +281,7 @@ export class Deliverer {
   private begin(record: DeliveryRecord): void {
     const abort = new AbortController();
     this.sending++;
+    this.lastStart = Date.now();
     let sent = false;
     // The slot is free once the receiver answered: the outcome's write to the store does not hold
     // it (the record stays in `inflight` until that write is done, so no other attempt starts).
