@@ -35,4 +35,6 @@ export const SLOW_TESTS = [
   'apps/server/test/script-containment.test.ts',
   // A differential property test: generated scripts through a runtime with and without plans.
   'packages/script-runtime/test/static-plan-differential.test.ts',
+  // Script processes that hang (one spins a CPU for seconds) until the pool replaces them.
+  'packages/script-runtime/test/hung-processes.test.ts',
 ];

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { isPlainObject, isUserResource, SvcError } from '@svc/core';
+import { isAnswerStatus, isPlainObject, isUserResource, SvcError } from '@svc/core';
 import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, GetChanges, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { createScriptRuntime, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
 import type { HostApi, RunChanges, RunInput, RunResult, Script, ScriptModule, ScriptRuntime, ScriptRuntimeStats } from '@svc/script-runtime';
@@ -525,12 +525,21 @@ function throwIfCancelled(result: RunResult): void {
   if (cancelled !== undefined) throw cancelled;
 }
 
-/** The error a run's cancel() or error() answers, if it called one. */
+/**
+ * The error a run's cancel() or error() answers, if it called one. The runtime's cancel() answers
+ * only statuses from 200 to 599 (a script's other status is its error, with its line): checked
+ * again here, where the status enters the server, since it crosses from the script process.
+ */
 function cancelOf(result: RunResult): SvcError | undefined {
-  if (result.errors && Object.keys(result.errors).length > 0) {
-    return new SvcError('VALIDATION_FAILED', result.cancelled?.message, { errors: result.errors, status: result.cancelled?.status ?? 400 });
+  const cancelled = result.cancelled;
+  if (cancelled !== undefined && !isAnswerStatus(cancelled.status)) {
+    // INTERNAL: logged with its cause by the reply path (a SCRIPT_ERROR is logged where it happens).
+    return new SvcError('INTERNAL', 'internal server error', { cause: new Error(`a script run answered the status ${String(cancelled.status)}, which is not an HTTP status`) });
   }
-  return result.cancelled ? new SvcError('CANCELLED', result.cancelled.message, { status: result.cancelled.status }) : undefined;
+  if (result.errors && Object.keys(result.errors).length > 0) {
+    return new SvcError('VALIDATION_FAILED', cancelled?.message, { errors: result.errors, status: cancelled?.status ?? 400 });
+  }
+  return cancelled ? new SvcError('CANCELLED', cancelled.message, { status: cancelled.status }) : undefined;
 }
 
 /** A script's failure as the client sees it: 500, with the message in development only; always logged with file and line. */

@@ -133,6 +133,19 @@ describe.each(appStores())('GET by id answered at once (%s store)', (store) => {
     expect((await asAnon(`/marked/${id}`)).status).toBe(404);
   });
 
+  it('an On Get that always cancels counts one run per GET, however it is answered (issue 38 item 8)', async () => {
+    const runs = async (): Promise<number> => {
+      const text = await (await fetch(`${t.url}/metrics`, { headers: root })).text();
+      return Number(/^svc_script_runs_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+    };
+    const id = ((await t.request('POST', '/closed', { title: 'counted' }, root)).body as Obj).id;
+    for (const get of [() => asAnon(`/closed/${id}`), () => fresh(`/closed/${id}`), () => asAnon(`/closed?id=${id}`)]) {
+      const before = await runs();
+      expect((await get()).status).toBe(403);
+      expect((await runs()) - before).toBe(1);
+    }
+  });
+
   it('private properties, users and root: each answered as before', async () => {
     expect(await (await asAnon(`/notes/${ids.notes}`)).json()).toEqual({ id: ids.notes, title: 'a notes' });
     expect(await (await asAnon(`/notes/${ids.notes}`, { headers: root })).json()).toEqual({ id: ids.notes, title: 'a notes', plans: 'private plans' });

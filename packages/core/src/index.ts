@@ -3,6 +3,7 @@ export type { ErrorBody, ErrorCode, SvcErrorOptions } from './errors.js';
 export { createServer, recursionLimitOf } from './server.js';
 export type { AccessLogOptions, ExtraRoute, InternalRequest, RequestObserver, RequestSample, ServerDrainOptions, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
 export { DEFAULT_HEALTH_PATHS } from './http/health.js';
+export { isAnswerStatus } from './http/reply.js';
 export type { HealthOptions } from './http/health.js';
 export type { DrainOutcome } from './http/connectionDrain.js';
 export { createRequestScope } from './requestScope.js';

@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { SvcError } from './errors.js';
 import { bearerSessionId, requestSessionId, serializeCookie } from './http/cookies.js';
 import { DEFAULT_BODY_LIMIT, readBody } from './http/readBody.js';
-import { toErrorReply, writeJsonText, writeReply } from './http/reply.js';
+import { toErrorReply, writeInternalError, writeJsonText, writeReply } from './http/reply.js';
 import { serveStatic } from './http/staticFiles.js';
 import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js';
 import { ProxyTrust } from './http/ProxyTrust.js';
@@ -382,7 +382,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     };
     if (session.uid !== undefined) ctx.me = (await loadMe(session)) as Context['me'];
     const reply = await match.resource.handle(ctx);
-    if (reply) writeReply(res, reply);
+    if (reply) writeReply(res, reply, logger);
   }
 
   function isRootRequest(req: IncomingMessage, client: RequestClient): boolean {
@@ -427,9 +427,22 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   }
 
   const observe = options.observe;
+  /**
+   * Answers a request that failed. Never throws: it runs in handleAndCatch's catch and in a
+   * promise's rejection handler, where a throw would end the process (an unhandled rejection).
+   */
   const failed = (req: IncomingMessage, res: ServerResponse, err: unknown, id: string): void => {
-    // The path only: a query string may carry tokens (the access line has the same id).
-    writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${pathOf(req.url ?? '/')} from ${clientOf(req).address} (request ${id})` }));
+    let reply: Reply;
+    try {
+      // The path only: a query string may carry tokens (the access line has the same id).
+      reply = toErrorReply(err, { production, logger, where: `${req.method} ${pathOf(req.url ?? '/')} from ${clientOf(req).address} (request ${id})` });
+    } catch {
+      // A value thrown whose fields throw when read, or a logger of the host's that throws: the
+      // failure cannot be described, only answered.
+      writeInternalError(res);
+      return;
+    }
+    writeReply(res, reply, logger);
   };
   // What handle() notes for nobody (no access log, no metrics): written, never read.
   const unnoted: RequestNote = { resource: 'none', uid: undefined };
@@ -530,14 +543,14 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     if (owns(pathname)) return handler(req, res);
     const pass = (): void => {
       if (next) next();
-      else writeReply(res, toErrorReply(new SvcError('NOT_FOUND', `no resource at ${pathname}`), { production, logger, where: `${req.method} ${url}` }));
+      else writeReply(res, toErrorReply(new SvcError('NOT_FOUND', `no resource at ${pathname}`), { production, logger, where: `${req.method} ${url}` }), logger);
     };
     if (!options.publicDir || (req.method !== 'GET' && req.method !== 'HEAD')) return pass();
     serveStatic(options.publicDir, pathname, req, res).then(
       (served) => {
         if (!served) pass();
       },
-      (err: unknown) => (next ? next(err) : writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${url}` }))),
+      (err: unknown) => (next ? next(err) : writeReply(res, toErrorReply(err, { production, logger, where: `${req.method} ${url}` }), logger)),
     );
   };
 

@@ -167,19 +167,16 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       if (compiled.plan === undefined) return undefined;
       const inPlace = options.inPlace === true;
       let result: RunResult | undefined;
-      try {
-        // A constant plan (GET by id's `this.seen = true`) is evaluated once per script.
-        const constant = compiled.runsOfConstant();
-        if (constant !== undefined) {
-          checkDepth([input], compiled.filename);
-          result = constant.run(input, inPlace);
-          if (result !== undefined) counts.planned++;
-        }
-        if (result === undefined) [result] = planned(compiled, [input], inPlace) ?? [];
-      } catch (err) {
-        counts.runs++;
-        throw err;
+      // A refusal before any run (request data nested too deep) throws uncounted: the caller's
+      // run() of it counts the run, as for a declined one.
+      // A constant plan (GET by id's `this.seen = true`) is evaluated once per script.
+      const constant = compiled.runsOfConstant();
+      if (constant !== undefined) {
+        checkDepth([input], compiled.filename);
+        result = constant.run(input, inPlace);
+        if (result !== undefined) counts.planned++;
       }
+      if (result === undefined) [result] = planned(compiled, [input], inPlace) ?? [];
       // Counted as a job only when it was one: a declined run is run() next and counted there.
       if (result !== undefined) counts.runs++;
       return result;

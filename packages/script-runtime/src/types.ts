@@ -69,9 +69,10 @@ export interface Script {
    */
   readonly planned: boolean;
   /**
-   * True when the script is planned and its plan reads nothing (no condition: `this.seen = true`,
-   * `hide('secret')`): every run does the same whatever the request, but for what `this` held
-   * before. A caller without a request at hand may still answer it with runNow().
+   * True when the script is planned, its plan reads nothing (no condition: `this.seen = true`,
+   * `hide('secret')`) and it does not always cancel (an unconditional cancel() or error()): every
+   * run gives the same object whatever the request, but for what `this` held before. A caller
+   * without a request at hand may still answer it with runNow().
    */
   readonly constant: boolean;
 }

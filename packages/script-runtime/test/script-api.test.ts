@@ -37,6 +37,52 @@ describe('Script API', () => {
     expect((await exec(source)).cancelled).toEqual(cancelled);
   });
 
+  // Issue 38 item 1: cancel()'s status as Deployd 1.2 answered it (none or falsy: 400; 200-599,
+  // also as a text: that status); anything else is the script's error with its line, never a
+  // status handed to the server. The same with plans (literals) and in the isolate (any value).
+  const STATUSES: [string, number | RegExp][] = [
+    ['undefined', 400], ['null', 400], ['0', 400], ['-0', 400], ['NaN', 400], ["''", 400], ['false', 400],
+    ['200', 200], ['204', 204], ['302', 302], ['401', 401], ["'403'", 403], ['599', 599],
+    ['1.5', /status 1.5 is not an HTTP status/], ['99', /status 99 is not/], ['100', /status 100 is not/], ['199', /status 199 is not/],
+    ['-1', /status -1 is not/], ['600', /status 600 is not/], ['1000', /status 1000 is not/], ['1e21', /status 1e\+21 is not/],
+    ['Infinity', /status Infinity is not/], ['403.5', /status 403.5 is not/], ["'abc'", /status "abc" is not/], ["'0'", /status "0" is not/],
+    ["' 403'", /status " 403" is not/], ['true', /status true is not/], ['{}', /status object is not/], ['[403]', /status object is not/],
+  ];
+  test('cancel(message, status) for a table of statuses, with plans and in the isolate', async () => {
+    const runtimes = [setup({ staticPlans: true }), setup({ staticPlans: false })];
+    for (const [status, expected] of STATUSES) {
+      const sources = [`cancel('no', ${status});`, `cancelIf(true, 'no', ${status});`, `cancelUnless(false, 'no', ${status});`, `var s = ${status}; cancel('no', s);`];
+      for (const [i, { exec }] of runtimes.entries()) {
+        for (const source of sources) {
+          const outcome = await exec(source).then(
+            (r) => r.cancelled,
+            (err: Error) => err.message,
+          );
+          const what = `${source} (${i === 0 ? 'plans' : 'isolate'})`;
+          if (typeof expected === 'number') expect(outcome, what).toEqual({ message: 'no', status: expected });
+          else expect(outcome, what).toMatch(new RegExp(`^cancel(If|Unless)?\\(\\): the ${expected.source}`));
+        }
+      }
+    }
+  }, 120_000);
+
+  test('Script API names and implicit globals written with unicode escapes or letters beyond ASCII work as JavaScript says (issue 38 item 8)', async () => {
+    for (const staticPlans of [true, false]) {
+      const { exec } = setup({ staticPlans });
+      const hidden = await exec("\\u0068ide('secret'); \\u{75}nhide('x');", { thisObj: { secret: 1, x: 2 }, hidden: ['x'] });
+      expect(hidden.hidden).toEqual(['secret']);
+      const globals = await exec('caf\\u00e9 = 1; café += 1; ä = café; this.sum = \\u00e4 + caf\\u{e9};');
+      expect(globals.thisObj).toEqual({ sum: 4 });
+      expect((await exec("c\\u0061ncelIf(true, 'no', 401);")).cancelled).toEqual({ message: 'no', status: 401 });
+    }
+  });
+
+  test('an invalid status is an error the script may catch; a cancel the script caught stays the first one', async () => {
+    const { exec } = setup();
+    expect((await exec("try { cancel('no', 0.5); } catch (e) { this.caught = e instanceof TypeError; }")).thisObj).toEqual({ caught: true });
+    expect((await exec("try { cancel('first', 401); } catch (e) {} cancel('second', 1.5);")).cancelled).toEqual({ message: 'first', status: 401 });
+  });
+
   test('error collects messages and the script continues', async () => {
     const { exec } = setup();
     const result = await exec(`

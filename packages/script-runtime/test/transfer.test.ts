@@ -38,6 +38,18 @@ describe('source analysis', () => {
   test.each([['await x'], ['p.then(f)'], ['try {} catch (e) {}'], ['Promise.all([])'], ['(async () => 1)()']])('%s is deferred', (source) => {
     expect(analyzeSource(source).deferred).toBe(true);
   });
+
+  // Issue 38 item 8: names are JavaScript's, escapes decoded and any Unicode letter included.
+  test('names written with unicode escapes, and names beyond ASCII, are the names JavaScript reads', () => {
+    const usage = analyzeSource("\\u0068ide('secret'); caf\\u00e9 = 1; \\u{74}otal++; this.\\u0074itle = this.n\\u{e4}me; ä = 2; i\\u0073Me(x);");
+    for (const name of ['hide', 'café', 'total', 'ä', 'isMe', 'me']) expect(usage.names?.has(name), name).toBe(true);
+    expect([...(usage.assigned ?? [])].sort()).toEqual(['café', 'total', 'ä']);
+    expect(usage.thisProps).toEqual(['title', 'näme']);
+    expect(analyzeSource("\\u0065val('me')").names).toBeUndefined();
+    expect(analyzeSource('x.th\\u0065n(f)').deferred).toBe(true);
+    // `this` inside a longer name is not `this`.
+    expect(analyzeSource('thisÄ.x = 1; this.a = 1;').thisProps).toEqual(['a']);
+  });
 });
 
 describe('this crosses as changes', () => {

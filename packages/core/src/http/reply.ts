@@ -9,13 +9,75 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /** From this many characters on, a body is encoded to bytes once before it is written. */
 const LARGE_PAYLOAD = 16 * 1024;
 
-/** Writes a resource's reply: JSON bodies with an exact length, no ETag hashing. */
-export function writeReply(res: ServerResponse, reply: Reply): void {
+/**
+ * True for a status a reply may have: a whole number from 200 to 599. Node refuses anything
+ * outside 100-999 by throwing; 100-199 are not final answers (the client waits for another) and
+ * 600-999 are no HTTP status. Scripts' cancel() and resource types hand statuses to core: each is
+ * checked here before it reaches the wire.
+ */
+export function isAnswerStatus(status: unknown): status is number {
+  return typeof status === 'number' && Number.isInteger(status) && status >= 200 && status <= 599;
+}
+
+/** A value that should have been a status, for a log line (short, and never throws). */
+export function describeStatus(status: unknown): string {
+  if (typeof status === 'number') return Object.is(status, -0) ? '-0' : String(status);
+  if (typeof status === 'string') return JSON.stringify(status.length > 20 ? `${status.slice(0, 20)}...` : status);
+  return status === null ? 'null' : typeof status;
+}
+
+/**
+ * Writes a resource's reply: JSON bodies with an exact length, no ETag hashing. Never throws: a
+ * status HTTP cannot carry, a header value node refuses or a body JSON cannot write (a resource
+ * type's own reply) answers 500 instead, logged with `logger`; when even that cannot be written
+ * (the headers went out already) the connection is closed.
+ */
+export function writeReply(res: ServerResponse, reply: Reply, logger?: Logger): void {
   if (res.headersSent || res.writableEnded) return;
+  try {
+    if (isAnswerStatus(reply.status)) return writeChecked(res, reply);
+    logger?.error(`a reply with status ${describeStatus(reply.status)}, which is not an HTTP status (200-599): answered 500 instead`);
+  } catch (err) {
+    try {
+      logger?.error('a reply could not be written: answered 500 instead', { error: err });
+    } catch {
+      // A logger of the host's that throws: the answer below matters more than the line.
+    }
+  }
+  writeInternalError(res, reply);
+}
+
+/**
+ * The last answer of a request whose own answer could not be written: 500 with the spec's error
+ * body, or a closed connection when the headers went out already. Never throws. `refused`: the
+ * reply that could not be written, whose headers set before one failed are taken back.
+ */
+export function writeInternalError(res: ServerResponse, refused?: Reply): void {
+  try {
+    if (res.writableEnded) return;
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const headers = refused?.headers;
+    if (headers) for (const name in headers) res.removeHeader(name);
+    res.writeHead(500, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(INTERNAL_BODY) });
+    res.end(INTERNAL_BODY);
+  } catch {
+    // Nothing more can be said on this connection (a listener of the host's threw): it goes.
+    res.destroy();
+  }
+}
+
+const INTERNAL_BODY = JSON.stringify(errorBody(new SvcError('INTERNAL', 'internal server error')));
+
+/** writeReply for a reply whose status is checked: may throw (a header value node refuses). */
+function writeChecked(res: ServerResponse, reply: Reply): void {
   // An answer before the body was read (413, 415, 404...): the connection closes after it.
   if (bodyUnread(res.req)) res.setHeader('connection', 'close');
   const given = reply.headers;
-  if (reply.body === undefined || reply.status === 204) {
+  // 204 and 304 have no body (node would drop it after announcing its length).
+  if (reply.body === undefined || reply.status === 204 || reply.status === 304) {
     if (given) for (const name in given) res.setHeader(name, given[name] as string | string[]);
     res.statusCode = reply.status;
     res.end();
@@ -105,6 +167,11 @@ export interface ErrorReplyOptions {
  * development.
  */
 export function toErrorReply(err: unknown, options: ErrorReplyOptions): Reply {
+  if (isSvcError(err) && !isAnswerStatus(err.status)) {
+    // A resource type's cancelError(message, 0), say: its status must not reach writeHead.
+    options.logger.error(`${options.where}: an error with status ${describeStatus(err.status)}, which is not an HTTP status (200-599); answered 500 instead`, { code: err.code, message: err.message });
+    return { status: 500, body: errorBody(new SvcError('INTERNAL', 'internal server error')) };
+  }
   if (isSvcError(err)) {
     if (SCRIPT_ANSWERS.has(err.code)) {
       if (err.status >= 500) options.logger.info(`${options.where}: a script answered ${err.status}: ${err.message}`);

@@ -2,7 +2,8 @@
  * What a script's source can reach, found by a conservative scan of its text (no parser): the
  * runtime copies into the isolate only the variables and the properties of `this` a script names.
  * Every guess errs towards sending more: a name inside a string or a comment counts as used, and
- * any use of `this` other than `this.<name>` sends the whole object.
+ * any use of `this` other than `this.<name>` sends the whole object. Names are JavaScript's:
+ * any Unicode letter, and escapes (`\u0068ide` is `hide`, as static plans read it).
  */
 export interface SourceUsage {
   /** Identifiers the source mentions; undefined when it calls eval (then everything is sent). */
@@ -22,9 +23,15 @@ export interface SourceUsage {
   readonly deferred: boolean;
 }
 
-const IDENTIFIER = /[A-Za-z_$][\w$]*/g;
-const THIS = /\bthis\b/g;
-const MEMBER = /^\s*\.\s*([A-Za-z_$][\w$]*)(?![\w$])/;
+/** An identifier as JavaScript reads it (ID_Start, then ID_Continue, ZWNJ and ZWJ), once escapes are decoded. */
+const ID = '[\\p{ID_Start}$_][\\p{ID_Continue}$\\u200C\\u200D]*';
+/** A character that continues an identifier: before or after a name, it makes the name another. */
+const PART = '[\\p{ID_Continue}$\\u200C\\u200D]';
+const IDENTIFIER = new RegExp(ID, 'gu');
+const THIS = new RegExp(`(?<!${PART})this(?!${PART})`, 'gu');
+const MEMBER = new RegExp(`^\\s*\\.\\s*(${ID})(?!${PART})`, 'u');
+/** `\u0068` and `\u{68}`: in an identifier, the character itself (JavaScript reads `\u0068ide` as `hide`). */
+const ESCAPE = /\\u(?:\{([0-9a-fA-F]{1,6})\}|([0-9a-fA-F]{4}))/g;
 // `require` and `fetch`: modules and outbound calls may go on in microtasks (isolate-node.ts).
 const DEFERS = ['then', 'catch', 'finally', 'Promise', 'async', 'await', 'require', 'fetch'];
 
@@ -38,17 +45,30 @@ const IMPLIED: Record<string, readonly string[]> = {
   ctx: ['query', 'body'],
 };
 
-const ID = '[A-Za-z_$][\\w$]*';
 /** `x =`, `x +=`, `x++`, ... (not `==`, `=>`, `<=`, `.x =`). */
-const ASSIGN_AFTER = new RegExp(`(?<![\\w$.])(${ID})\\s*(?:=(?![=>])|[-+*/%&|^]=|\\*\\*=|<<=|>>>?=|&&=|\\|\\|=|\\?\\?=|\\+\\+|--)`, 'g');
+const ASSIGN_AFTER = new RegExp(`(?<!${PART}|\\.)(${ID})\\s*(?:=(?![=>])|[-+*/%&|^]=|\\*\\*=|<<=|>>>?=|&&=|\\|\\|=|\\?\\?=|\\+\\+|--)`, 'gu');
 /** `++x`, `--x`. */
-const ASSIGN_BEFORE = new RegExp(`(?:\\+\\+|--)\\s*(${ID})`, 'g');
+const ASSIGN_BEFORE = new RegExp(`(?:\\+\\+|--)\\s*(${ID})`, 'gu');
 /** `for (k in o)`, `for (v of list)` without a declaration. */
-const FOR_TARGET = new RegExp(`\\bfor\\s*\\(\\s*(${ID})\\s+(?:in|of)\\b`, 'g');
+const FOR_TARGET = new RegExp(`(?<!${PART})for\\s*\\(\\s*(${ID})\\s+(?:in|of)(?!${PART})`, 'gu');
 /** Destructuring assignments `[a, b] = ...`, `({ a, b: c } = ...)`: every name inside counts. */
-const DESTRUCTURE = /[[{]([\w$\s,:.]*)[\]}]\s*=(?![=>])/g;
+const DESTRUCTURE = /[[{]([\p{ID_Continue}$\u200C\u200D\s,:.]*)[\]}]\s*=(?![=>])/gu;
 
-export function analyzeSource(source: string): SourceUsage {
+/**
+ * The source with every `\u` escape decoded, for the scans below only: in an identifier it is the
+ * character (`\u0068ide` is the name `hide`); in a string or a comment it only adds names, as any
+ * text there does.
+ */
+function decodeEscapes(source: string): string {
+  if (!source.includes('\\u')) return source;
+  return source.replace(ESCAPE, (escape, braced: string | undefined, four: string | undefined) => {
+    const code = Number.parseInt(braced ?? four ?? '', 16);
+    return code <= 0x10ffff ? String.fromCodePoint(code) : escape;
+  });
+}
+
+export function analyzeSource(text: string): SourceUsage {
+  const source = decodeEscapes(text);
   const names = new Set(source.match(IDENTIFIER) ?? []);
   // eval sees the whole scope and `this`, under names no scan can find.
   if (names.has('eval')) return { names: undefined, thisProps: undefined, assigned: undefined, deferred: true };

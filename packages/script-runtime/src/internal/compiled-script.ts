@@ -35,7 +35,8 @@ export class CompiledScript implements Script {
   }
 
   get constant(): boolean {
-    return this.plan?.constant === true;
+    // A plan that always cancels gives no object to answer with: its runs take the request's path.
+    return this.plan?.constant === true && !this.plan.cancels;
   }
 
   /** The runs of a constant plan, kept with the script (the plan evaluated once); undefined without one. */

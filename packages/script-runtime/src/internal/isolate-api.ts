@@ -23,10 +23,23 @@ export function makeScriptApi(
 
   const text = (value: unknown): string => (value === undefined || value === null ? '' : String(value));
 
-  function cancel(run: IsolateRun, message: unknown, status: unknown): never {
+  /**
+   * cancel()'s status as Deployd 1.2 answered it: none (undefined, or any falsy value: null, 0,
+   * NaN, '') is 400; a whole number from 200 to 599, or a text of one ('403'), is that status.
+   * Anything else is the script's error, thrown where it called (static-plan.ts: statusArg).
+   */
+  function statusOf(fn: string, status: unknown): number {
+    if (!status) return 400;
+    const n = typeof status === 'number' ? status : typeof status === 'string' && /^[2-5][0-9][0-9]$/.test(status) ? Number(status) : NaN;
+    if (Number.isInteger(n) && n >= 200 && n <= 599) return n;
+    const shown = typeof status === 'number' || typeof status === 'boolean' ? String(status) : typeof status === 'string' ? JSON.stringify(status.slice(0, 20)) : typeof status;
+    throw new TypeError(`${fn}(): the status ${shown} is not an HTTP status (a whole number from 200 to 599)`);
+  }
+
+  function cancel(run: IsolateRun, fn: string, message: unknown, status: unknown): never {
     // The first cancel wins: later ones can only run if the script caught the sentinel.
     if (!run.cancelled) {
-      run.cancelled = { message: text(message), status: typeof status === 'number' ? status : 400 };
+      run.cancelled = { message: text(message), status: statusOf(fn, status) };
     }
     throw cancelSentinel;
   }
@@ -138,17 +151,17 @@ export function makeScriptApi(
       case 'cancel':
         return (message?: unknown, status?: unknown) => {
           const run = get();
-          if (run) cancel(run, message, status);
+          if (run) cancel(run, 'cancel', message, status);
         };
       case 'cancelIf':
         return (condition: unknown, message?: unknown, status?: unknown) => {
           const run = get();
-          if (condition && run) cancel(run, message, status);
+          if (condition && run) cancel(run, 'cancelIf', message, status);
         };
       case 'cancelUnless':
         return (condition: unknown, message?: unknown, status?: unknown) => {
           const run = get();
-          if (!condition && run) cancel(run, message, status);
+          if (!condition && run) cancel(run, 'cancelUnless', message, status);
         };
       case 'error':
         return (key: unknown, message: unknown) => {

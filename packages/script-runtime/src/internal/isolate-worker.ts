@@ -29,8 +29,12 @@ export const MODULE_TIME_FACTOR = 5;
 /** A module that could not be loaded into an isolate: nothing can run there. */
 export class ModuleLoadError extends Error {}
 
-/** Why an isolate had to go: the whole script process is replaced after it. */
-export type FatalKind = 'timeout' | 'memory' | 'crash';
+/**
+ * Why an isolate had to go: the whole script process is replaced after it. 'starved': a call was
+ * stopped by the wall clock although it had used little CPU time (the machine did not let it
+ * run): nobody is to blame and its runs may run again.
+ */
+export type FatalKind = 'timeout' | 'memory' | 'crash' | 'starved';
 
 /** Options of one isolate. */
 export interface WorkerOptions {
@@ -61,6 +65,25 @@ export interface WorkerOptions {
 
 /** Jobs listed in shared memory per call (see isolateMain's `enter`); more share nothing. */
 const MAX_ENTERED = 30;
+/**
+ * How far a call's wall-clock limit stretches at most on a busy machine (see `pace`): a run
+ * that never ends is stopped after at most this many times the time limit, by the wall clock.
+ */
+const MAX_STRETCH = 4;
+/** Stretches of work shorter than this (ms, wall clock) say nothing of how busy the machine is. */
+const MEASURED_MS = 20;
+/** How often a drive reads the thread's CPU time at most, ms (see `cpuMark`). */
+const CPU_MARK_MS = 5;
+/**
+ * How long this process recently waited for a CPU while it had work, ms (a drive's wall-clock
+ * time less its CPU time; the latest, or the earlier ones decaying by a tenth per drive). Script
+ * processes run at the lowest priority: at load 8-12 on 2 cores they may wait seconds. isolated-
+ * vm's time limit is one of wall-clock time: a call may take the time limit plus twice this (at
+ * most MAX_STRETCH times the limit), so that a healthy run is not stopped for the machine's
+ * delays, while on a machine that lets it run the limit stays the limit. The process's, not a
+ * worker's: it outlives an isolate replaced after a call that was stopped.
+ */
+const pace = { waitMs: 0 };
 /**
  * Calls shorter than this are not charged to anyone: the calls of cheap runs cost nothing to
  * account for. A run that makes many short calls is bounded by its request's deadline instead.
@@ -94,6 +117,13 @@ export class IsolateWorker {
   private replies = new Map<number, string[]>();
   private flushing = false;
   private dead = false;
+  /**
+   * The thread's CPU time at a recent drive's start, read at most every CPU_MARK_MS (~2 µs a read:
+   * as much as a trivial run costs): a call's CPU time is at most what came since, and that bound
+   * is off by at most CPU_MARK_MS (timeoutKind, measure).
+   */
+  private cpuMark: NodeJS.CpuUsage | undefined;
+  private cpuMarkAt = Number.NEGATIVE_INFINITY;
   /** The current call's start and limit, for the synchronous host calls (crypto) it makes. */
   private readonly clock: HostClock;
   private readonly hostSync: ivm.Callback;
@@ -230,8 +260,43 @@ export class IsolateWorker {
     }
   }
 
-  /** One call, then `resume` until the queue is empty and `collect` after microtasks. */
+  /**
+   * One call, then `resume` until the queue is empty and `collect` after microtasks; the wall and
+   * CPU time they took tell how busy the machine keeps this process (`pace`).
+   */
   private drive(live: Live, method: 'batch' | 'deliver' | 'resume', args: unknown[]): void {
+    const wall = performance.now();
+    if (wall - this.cpuMarkAt >= CPU_MARK_MS) {
+      this.cpuMark = process.threadCpuUsage();
+      this.cpuMarkAt = wall;
+    }
+    try {
+      this.driveCalls(live, method, args);
+    } finally {
+      this.measure(performance.now() - wall);
+    }
+  }
+
+  /** Updates `pace` from a drive's wall-clock time, ms. */
+  private measure(wallMs: number): void {
+    const earlier = pace.waitMs * 0.9;
+    // Done promptly: the machine lets this process run (or it did too little to tell).
+    if (wallMs < MEASURED_MS) pace.waitMs = earlier < 1 ? 0 : earlier;
+    else pace.waitMs = Math.max(earlier, wallMs - this.cpuSinceMark());
+  }
+
+  /** The thread's CPU time since the mark, ms (at least that of the calls of the current drive). */
+  private cpuSinceMark(): number {
+    return this.cpuMark === undefined ? Number.POSITIVE_INFINITY : cpuMs(process.threadCpuUsage(this.cpuMark));
+  }
+
+  /** A call's wall-clock limit, ms: the time limit, and the time the machine keeps this process waiting. */
+  private limitMs(): number {
+    const limit = this.options.timeoutMs;
+    return Math.ceil(limit + Math.min((MAX_STRETCH - 1) * limit, 2 * pace.waitMs));
+  }
+
+  private driveCalls(live: Live, method: 'batch' | 'deliver' | 'resume', args: unknown[]): void {
     let out = this.call(live, method, args);
     while (out !== undefined && out !== '' && !this.dead) {
       const newline = out.indexOf('\n');
@@ -268,16 +333,19 @@ export class IsolateWorker {
   private call(live: Live, method: (typeof BRIDGE)[number], args: unknown[]): string | undefined {
     try {
       // The time of a synchronous call is the isolate's CPU time, unless the machine preempts
-      // this process meanwhile (a busy machine charges a little more): isolate.cpuTime costs more.
+      // this process meanwhile (a busy machine charges more: the pool's cost estimate, which
+      // schedules by how long a run holds its process, wants that; isolate.cpuTime counts it too).
       const before = performance.now();
+      const limit = this.limitMs();
       this.clock.startedAt = before;
-      const out = live.refs[method].applySync(undefined, args, { timeout: this.options.timeoutMs }) as unknown;
+      this.clock.limitMs = limit;
+      const out = live.refs[method].applySync(undefined, args, { timeout: limit }) as unknown;
       const ms = performance.now() - before;
       // Synchronous host calls (crypto) past the time limit: isolated-vm's timeout does not count them.
       if (this.clock.overrun) {
         this.clock.overrun = false;
         if (ms >= MIN_CHARGE_MS) this.share(ms);
-        this.fatal('timeout', this.shared[0] as number, `Script execution timed out (host calls past ${this.options.timeoutMs} ms)`);
+        this.fatal(this.timeoutKind(), this.shared[0] as number, `Script execution timed out (host calls past ${limit} ms)`);
         return undefined;
       }
       if (ms >= MIN_CHARGE_MS) this.share(ms);
@@ -289,10 +357,19 @@ export class IsolateWorker {
       return out;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      const kind: FatalKind = /timed out/i.test(message) ? 'timeout' : live.isolate.isDisposed || /memory/i.test(message) ? 'memory' : 'crash';
+      const kind: FatalKind = /timed out/i.test(message) ? this.timeoutKind() : live.isolate.isDisposed || /memory/i.test(message) ? 'memory' : 'crash';
       this.fatal(kind, this.shared[0] as number, message);
       return undefined;
     }
+  }
+
+  /**
+   * A call stopped by its wall-clock limit: the script's time limit, unless the thread used less
+   * than half of it since the mark (the call used at most that): then the machine kept it from
+   * running, and it was stopped for nothing the script did.
+   */
+  private timeoutKind(): FatalKind {
+    return this.cpuSinceMark() < this.options.timeoutMs / 2 ? 'starved' : 'timeout';
   }
 
   /**
@@ -360,4 +437,9 @@ export class IsolateWorker {
       }
     });
   }
+}
+
+/** User and system CPU time, ms. */
+function cpuMs(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1000;
 }

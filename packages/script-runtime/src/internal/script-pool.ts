@@ -14,6 +14,9 @@ import type { FatalKind } from './isolate-worker.js';
 import type { ChildMessage, ParentMessage } from './pool-messages.js';
 import { BUILT, builtinSources } from './node-builtins-bundle.js';
 import type { JobOutput } from './wire.js';
+import { readCpuMs, readProgress } from './process-progress.js';
+import { judgeSilence, SILENCE_GRACE_MS } from './silence.js';
+import type { SilenceFacts } from './silence.js';
 
 /** Options of the pool of script processes. */
 export interface PoolOptions {
@@ -25,6 +28,8 @@ export interface PoolOptions {
   queueLimit: number;
   log: (line: string) => void;
   modules: readonly ScriptModule[];
+  /** The program of a script process, when not script-host-main (tests: processes that hang). */
+  entry?: { file: string; execArgv: string[]; args?: string[] };
 }
 
 /** A job of one run or one batch, from submission until its outcome or failure. */
@@ -74,6 +79,13 @@ interface Child {
   acked: number;
   /** Since when it owes an answer without having said anything; undefined: it owes none. */
   silentSince: number | undefined;
+  /** It has said nothing since it started (a cold start: the watchdog allows for it). */
+  cold: boolean;
+  /**
+   * The watchdog's record of its current silence (the one that began at `since`): its CPU time
+   * then, and since when it has neither used CPU nor been runnable (silence.ts judges it).
+   */
+  watched: { since: number; cpu0: number | undefined; lastCpu: number; stillSince: number | undefined } | undefined;
   /** The costly runs it runs now (at most COSTLY_PER_CHILD), by client and resource. */
   costly: PoolJob[];
   /** How it ended, for the errors of the jobs it took with it. */
@@ -95,8 +107,6 @@ const COSTLY_MS = 20;
 const COSTLY_PER_CHILD = 1;
 /** Jobs one process holds at most; more wait in the server. */
 const MAX_PER_CHILD = 512;
-/** A process that owes an answer and says nothing for its time limit plus this long is killed (SIGSTOP, a hung host). */
-const SILENCE_GRACE_MS = 2000;
 /** How often the watchdog looks at silent processes and request deadlines. */
 const WATCHDOG_MS = 250;
 
@@ -154,8 +164,10 @@ export function entryPoint(): { file: string; execArgv: string[] } {
  * adds it up over every run of the request, and once that or its deadline is spent, or its client
  * went away, the request's jobs are dropped: those waiting here and those in a process.
  *
- * A process that owes an answer (it was sent jobs or replies) and says nothing for longer than
- * the time limit plus a grace period is killed and replaced: its jobs fail with a timeout error.
+ * A process that owes an answer (it was sent jobs or replies) and says nothing is judged by its own
+ * progress (silence.ts): one that used more CPU time than any answer takes, is stopped, or is
+ * asleep with work waiting, is killed and replaced, and its jobs fail with a timeout error; one
+ * that waits for a CPU on a busy machine is left to answer.
  */
 export class ScriptPool {
   private readonly children: (Child | undefined)[];
@@ -171,10 +183,11 @@ export class ScriptPool {
   private scheduled = false;
   private disposed = false;
   private watchdog: NodeJS.Timeout | undefined;
-  private readonly entry = entryPoint();
+  private readonly entry: { file: string; execArgv: string[]; args?: string[] };
 
   constructor(private readonly options: PoolOptions) {
     this.children = new Array<Child | undefined>(options.size).fill(undefined);
+    this.entry = options.entry ?? entryPoint();
     this.restarts = Array.from({ length: options.size }, () => []);
   }
 
@@ -503,7 +516,7 @@ export class ScriptPool {
       return;
     }
     recent.push(now);
-    const proc = fork(this.entry.file, [], {
+    const proc = fork(this.entry.file, this.entry.args ?? [], {
       execArgv: this.entry.execArgv,
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
@@ -520,6 +533,8 @@ export class ScriptPool {
       sent: 0,
       acked: 0,
       silentSince: undefined,
+      cold: true,
+      watched: undefined,
       costly: [],
       ended: undefined,
     };
@@ -548,6 +563,7 @@ export class ScriptPool {
     // Only checkScriptModules asks for one.
     if (message.t === 'checked') return;
     child.acked = message.a;
+    child.cold = false;
     // It spoke: it is not stuck, whatever it still owes.
     child.silentSince = child.acked >= child.sent ? undefined : Date.now();
     if (message.t === 'fatal') {
@@ -559,7 +575,11 @@ export class ScriptPool {
         this.release(child, job);
         lost.push(job);
       }
-      this.options.log(`script-runtime: an isolate failed (${fatal.kind}: ${fatal.detail}); ${lost.length} job(s) were in it; it was replaced`);
+      this.options.log(
+        fatal.kind === 'starved'
+          ? `script-runtime: a call was stopped by the wall clock after the machine kept its script process from running (${fatal.detail}); ${lost.length} job(s) were in it and run again; its isolate was replaced`
+          : `script-runtime: an isolate failed (${fatal.kind}: ${fatal.detail}); ${lost.length} job(s) were in it; it was replaced`,
+      );
       this.settleLost(lost, fatal, child);
       this.schedule();
       return;
@@ -680,14 +700,24 @@ export class ScriptPool {
    * ScriptRestartedError; the others run again, each alone when nobody could be blamed.
    */
   private settleLost(jobs: PoolJob[], fatal: { kind: FatalKind; culprit: number; detail: string } | undefined, child: Child): void {
+    // Starved: a call stopped by the wall clock while the machine kept the process from running.
+    // The run whose code it was (`stopped`) is to blame for nothing, yet: it runs again, once (a
+    // loop is so stopped after at most two calls' limits, each at most MAX_STRETCH times its own).
+    const blameless = fatal?.kind === 'starved';
     let culprit = fatal && fatal.culprit >= 0 ? jobs.find((job) => job.id === fatal.culprit) : undefined;
     if (!culprit && jobs.length === 1) culprit = jobs[0];
+    const stopped = blameless ? culprit : undefined;
+    if (blameless) culprit = undefined;
     for (const job of jobs) {
       if (job === culprit) job.reject(this.blame(job, fatal, child));
-      else if (job.hostCalled || job.attempts >= MAX_ATTEMPTS) job.reject(new ScriptRestartedError(job.script.filename));
+      else if (job === stopped && (job.hostCalled || job.attempts > 0)) {
+        // Stopped by the clock again, or after a host call: a run that loops and one the machine
+        // kept from running look alike from here; either ran past its limit by the clock.
+        job.reject(new ScriptTimeoutError(`script ran past its time limit of ${this.options.timeoutMs} ms by the clock while the machine kept its script process from running`, { filename: job.script.filename }, true));
+      } else if (job.hostCalled || job.attempts >= MAX_ATTEMPTS) job.reject(new ScriptRestartedError(job.script.filename));
       else {
         job.attempts++;
-        job.suspect = culprit === undefined;
+        job.suspect = !blameless && culprit === undefined;
         this.enqueue(job);
       }
     }
@@ -721,7 +751,7 @@ export class ScriptPool {
       if (!child?.alive) continue;
       if (child.jobs.size > 0) busy = true;
       for (const job of child.jobs.values()) if (job.budget?.failure) this.abortBudget(job.budget);
-      if (child.silentSince !== undefined && now - child.silentSince > this.options.timeoutMs + SILENCE_GRACE_MS) this.silent(child, now - child.silentSince);
+      if (child.silentSince !== undefined) this.judge(child, now);
     }
     for (const list of [...this.queues.values()]) for (const job of [...list]) if (job.budget?.failure) this.abortBudget(job.budget);
     if (!busy && this.watchdog) {
@@ -730,14 +760,41 @@ export class ScriptPool {
     }
   };
 
+  /**
+   * A silent process, judged by its own progress (silence.ts): its CPU time is read when its
+   * silence begins, its state (a few procfs reads) only once the wall-clock limit has passed.
+   */
+  private judge(child: Child, now: number): void {
+    const since = child.silentSince as number;
+    const pid = child.proc.pid;
+    if (child.watched?.since !== since) {
+      const cpu0 = pid === undefined ? undefined : readCpuMs(pid);
+      child.watched = { since, cpu0, lastCpu: cpu0 ?? 0, stillSince: undefined };
+    }
+    const silentMs = now - since;
+    if (silentMs <= this.options.timeoutMs + SILENCE_GRACE_MS) return;
+    const watched = child.watched;
+    const seen = pid === undefined || watched.cpu0 === undefined ? undefined : readProgress(pid);
+    let progress: SilenceFacts['progress'];
+    if (seen !== undefined) {
+      // Still: neither running nor runnable, and no CPU time since the last look (first look included).
+      if (seen.state === 'runnable' || seen.cpuMs > watched.lastCpu) watched.stillSince = undefined;
+      else watched.stillSince ??= now;
+      watched.lastCpu = seen.cpuMs;
+      progress = { state: seen.state, cpuMs: seen.cpuMs - (watched.cpu0 as number), stillMs: watched.stillSince === undefined ? 0 : now - watched.stillSince };
+    }
+    const why = judgeSilence({ silentMs, cold: child.cold, progress }, { timeoutMs: this.options.timeoutMs, modules: this.options.modules.length });
+    if (why !== undefined) this.silent(child, why);
+  }
+
   /** A process that stopped answering: its jobs fail now, and it is killed and replaced. */
-  private silent(child: Child, ms: number): void {
+  private silent(child: Child, why: string): void {
     const jobs = [...child.jobs.values()];
     child.alive = false;
-    this.options.log(`script-runtime: a script process (pid ${child.proc.pid ?? '?'}) said nothing for ${ms} ms while it had work; it was killed and replaced; ${jobs.length} job(s) were in it`);
+    this.options.log(`script-runtime: a script process (pid ${child.proc.pid ?? '?'}) had work and ${why}; it was killed and replaced; ${jobs.length} job(s) were in it`);
     for (const job of jobs) {
       this.release(child, job);
-      job.reject(new ScriptTimeoutError(`script process ended: it stopped answering for ${ms} ms (time limit ${this.options.timeoutMs} ms)`, { filename: job.script.filename }, true));
+      job.reject(new ScriptTimeoutError(`script process ended: ${why} (time limit ${this.options.timeoutMs} ms)`, { filename: job.script.filename }, true));
     }
     child.ended = 'killed: it stopped answering';
     child.proc.kill('SIGKILL');

@@ -64,6 +64,11 @@ export interface StaticPlan {
   readonly reads: readonly string[];
   /** True when no step reads anything (no condition): every run does the same. */
   readonly constant: boolean;
+  /**
+   * With `constant`: every run ends cancelled or with errors (a cancel() or error() comes before
+   * any `return`), so no run gives an object to answer with.
+   */
+  readonly cancels: boolean;
 }
 
 /** The result of planning a source: a plan, or why there is none (for tests and docs). */
@@ -99,7 +104,9 @@ export function planScript(source: string): PlanOutcome {
   try {
     const steps = program.body.map((statement) => step(statement as Statement, reads, 0)).filter((s): s is PlanStep => s !== undefined);
     const constant = steps.every((s) => s.t !== 'if' && !((s.t === 'cancel' || s.t === 'error') && s.when !== undefined));
-    return { plan: { steps, reads: [...reads], constant } };
+    const ends = steps.findIndex((s) => s.t === 'return' || s.t === 'cancel' || s.t === 'error');
+    const cancels = constant && ends >= 0 && steps[ends]?.t !== 'return';
+    return { plan: { steps, reads: [...reads], constant, cancels } };
   } catch (err) {
     if (err instanceof Refused) return { refused: err.message };
     throw err;
@@ -262,13 +269,20 @@ function textArg(node: Expression | undefined): string {
   return value === null ? '' : String(value);
 }
 
-/** cancel()'s status: a number literal, 400 when absent. */
+/**
+ * cancel()'s status, a literal, as the isolate's cancel() takes it (isolate-api.ts, statusOf):
+ * 400 when absent or falsy (0, null, '', false), a whole number from 200 to 599 or a text of one
+ * as that number. Any other status is a script error with its line, which only the isolate reports:
+ * no plan.
+ */
 function statusArg(node: Expression | undefined): number {
   if (node === undefined) return 400;
   const value = primitiveOf(node);
-  if (typeof value !== 'number') return refuse(node, 'a status that is not a number literal');
-  // It crosses as JSON: -0 is 0.
-  return value === 0 ? 0 : value;
+  if (value === NOT_PRIMITIVE) return refuse(node, 'a status that is not a literal');
+  if (!value) return 400;
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^[2-5][0-9][0-9]$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isInteger(n) || n < 200 || n > 599) return refuse(node, 'a status that is not an HTTP status');
+  return n;
 }
 
 /** A condition. */
