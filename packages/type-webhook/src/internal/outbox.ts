@@ -96,13 +96,11 @@ export class Outbox {
   }
 
   /**
-   * Up to `limit` pending records due by `now`, the earliest due first. Sorted by the indexed
-   * nextAt: the embedded store walks its index and stops at the limit (without the sort it would
-   * match and order every due record at each read, however long the backlog); MongoDB reads the
-   * index range.
+   * Up to `limit` pending records due by `now`. Not sorted (a sort costs the whole range at every
+   * read): the nextAt index narrows the read to the due ones, mostly the oldest first.
    */
   async due(now: number, limit: number): Promise<DeliveryRecord[]> {
-    return (await this.records.find({ nextAt: { $lte: now }, status: 'pending' }, { sort: { nextAt: 1 }, limit })) as unknown as DeliveryRecord[];
+    return (await this.records.find({ nextAt: { $lte: now }, status: 'pending' }, { limit })) as unknown as DeliveryRecord[];
   }
 
   /** Records the outcome of attempt number `attempt` of a record; answers the status it now has. */
@@ -178,12 +176,10 @@ export class Outbox {
    * older ones; answers how many went.
    */
   async prune(statuses: readonly DeliveryStatus[], keep: number): Promise<number> {
-    // The records done have nextAt DONE_BASE + doneAt: the index range holds them, by when they
-    // were done, without the pending ones (a backlog's length is not read at every prune).
-    const filter: Filter = { nextAt: { $gte: DONE_BASE }, status: { $in: [...statuses] } };
+    const filter: Filter = { status: { $in: [...statuses] } };
     const total = await this.records.count(filter);
     if (total <= keep) return 0;
-    const old = await this.records.find(filter, { sort: { nextAt: 1 }, limit: Math.min(total - keep, 10_000), fields: { id: 1 } });
+    const old = await this.records.find(filter, { sort: { doneAt: 1 }, limit: Math.min(total - keep, 10_000), fields: { id: 1 } });
     if (old.length === 0) return 0;
     return this.records.remove({ id: { $in: old.map((d) => d.id) } });
   }
