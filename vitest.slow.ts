@@ -16,6 +16,7 @@ export const SLOW_TESTS = [
   'apps/server/test/dashboard.test.ts',
   'apps/server/test/dashboard-accounts-browser.test.ts',
   'apps/server/test/dashboard-answers.test.ts',
+  'apps/server/test/dashboard-files-browser.test.ts',
   'apps/server/test/dashboard-logs-browser.test.ts',
   'apps/server/test/dashboard-presets-browser.test.ts',
   'apps/server/test/dashboard-relations-browser.test.ts',
@@ -29,6 +30,8 @@ export const SLOW_TESTS = [
   // svc processes started and stopped per test: restarts, kill -9, a second process on one
   // folder, every flag's error (create from a checkout: create-from-checkout.test.ts stays).
   'apps/server/test/cli.test.ts',
+  // svc killed with kill -9 during file uploads, replacements and deletes, restarted, swept.
+  'apps/server/test/files-crash.test.ts',
   // Attacks on the script sandbox (endless loops, memory bombs, V8's fatal OOM) killing and
   // replacing script processes, in the runtime and against a production server.
   'packages/script-runtime/test/containment.test.ts',

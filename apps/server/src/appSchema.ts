@@ -58,6 +58,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' }, engine: { kind: 'oneOf', values: ['files', 'sqlite'] } } },
   redisPrefix: { kind: 'redisPrefix' },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000), bucket: { kind: 'string' } } },
+  files: { kind: 'object', keys: { bucket: { kind: 'string' }, maxPixels: int(1, 1_000_000_000), orphanGraceMinutes: int(0, 525_600), sweepMinutes: int(0, 525_600) } },
   trustProxy: { kind: 'trustProxy' },
   metrics: { kind: 'object', keys: { enabled: { kind: 'boolean' }, path: { kind: 'urlPath' }, port: int(0, 65535), host: { kind: 'string' } } },
   log: { kind: 'object', keys: { access: { kind: 'boolean' }, health: { kind: 'boolean' } } },

@@ -1,5 +1,5 @@
 import { CONFLICT_POLICIES, Collection, OutboundPolicy, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { CollectionEventRunner, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
+import type { CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import { OUTBOUND_DEFAULTS } from './scriptOutbound.js';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -10,6 +10,7 @@ import { COLLECTION_EVENT_FILES, USER_ONLY_EVENT_FILES } from './scripts.js';
 import { createAccountMailer } from './accountMail.js';
 import { memoryRateCounter } from './rateCounter.js';
 import type { RateCounter } from './rateCounter.js';
+import { filesConfigOf } from './fileStorage.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
 export interface ScriptFactory {
@@ -19,8 +20,8 @@ export interface ScriptFactory {
   forCollection(folder: ResourceFolder): CollectionEventRunner | undefined;
 }
 
-const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', 'collection', 'many', 'onDelete']);
+const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation', 'file']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', 'collection', 'many', 'onDelete', 'maxSize', 'maxFiles', 'types', 'thumbs']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
@@ -45,6 +46,8 @@ export interface BuildContext {
   jobs?: ScheduledJobs;
   /** Counters of the account mail limits (shared through Redis with --redis). */
   rateCounter?: RateCounter;
+  /** Where file properties keep their files (set by buildResources). */
+  files?: CollectionFilesConfig;
 }
 
 /** Without a counter given: one per process, kept across reloads. */
@@ -54,7 +57,8 @@ const processCounter = memoryRateCounter();
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
   const out: Resource[] = [];
   checkRelationTargets(context.app);
-  for (const folder of context.app.resources) out.push(await buildResource(folder, context));
+  const withFiles = { ...context, files: filesConfigOf(context.app, () => out) };
+  for (const folder of context.app.resources) out.push(await buildResource(folder, withFiles));
   return out;
 }
 
@@ -136,6 +140,7 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
     ...(folder.config.rules !== undefined ? { rules: folder.config.rules } : {}),
     configFile: relative(context.app.dir, join(folder.dir, 'config.json')).split(sep).join('/'),
     meProperties: userProperties(context.app),
+    ...(context.files ? { files: context.files } : {}),
     ...conflictsOf(folder),
   };
 }
@@ -181,7 +186,7 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     const def = value as Record<string, unknown> | null;
     const type = def?.type;
     if (typeof type !== 'string' || !PROPERTY_TYPES.has(type as PropertyType)) {
-      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array, date or relation`);
+      throw new Error(`resource ${folder.path.slice(1)}: property ${name} has type ${String(type)}; use string, number, boolean, object, array, date, relation or file`);
     }
     const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k) && !DEPLOYD_PROPERTY_KEYS.has(k));
     if (unknown.length > 0) logger.warn(`resource ${folder.path.slice(1)}: property ${name}: ignoring ${unknown.join(', ')}`);
@@ -194,8 +199,17 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
       ...ruleOf(def as Record<string, unknown>, 'read'),
       ...ruleOf(def as Record<string, unknown>, 'write'),
       ...(type === 'relation' ? relationOf(folder, name, def as Record<string, unknown>) : {}),
+      ...(type === 'file' ? fileOptionsOf(def as Record<string, unknown>) : {}),
     };
   }
+  return out;
+}
+
+/** A file property's settings as written (the Collection checks them: files/fileSettings.ts). */
+function fileOptionsOf(def: Record<string, unknown>): Partial<PropertyDef> {
+  const out: Partial<PropertyDef> = {};
+  if (def.many !== undefined) out.many = def.many as boolean;
+  for (const key of ['maxSize', 'maxFiles', 'types', 'thumbs'] as const) if (def[key] !== undefined) (out as Record<string, unknown>)[key] = def[key];
   return out;
 }
 

@@ -1,3 +1,4 @@
+import type { FilesSettings } from './fileStorage.js';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
@@ -79,6 +80,8 @@ export interface AppSettings {
    * `keep` kept (default 7); each also stored as backups/<file> in the Bucket resource `bucket`.
    */
   backups?: { intervalMinutes?: number; keep?: number; bucket?: string };
+  /** Where file properties keep their files (default <app>/data/files) and their orphan sweep: docs/files.md. */
+  files?: FilesSettings;
   /**
    * The reverse proxies in front of the server, whose X-Forwarded-For / Forwarded and
    * X-Forwarded-Proto name the client: addresses and CIDR blocks ("loopback" for 127.0.0.0/8 and

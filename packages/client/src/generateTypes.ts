@@ -60,7 +60,8 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
     if (kind === 'users') lines.push('  username: string;');
     for (const [prop, def] of Object.entries(source.config.properties ?? {})) {
       if (prop === 'id' || (kind === 'users' && (prop === 'username' || prop === 'password'))) continue;
-      const type = def.type === 'relation' ? (def.many === true ? 'string[]' : 'string | null') : (TS_TYPES[def.type] ?? 'unknown');
+      const type = def.type === 'relation' ? (def.many === true ? 'string[]' : 'string | null') : def.type === 'file' ? (def.many === true ? 'FileInfo[]' : 'FileInfo | null') : (TS_TYPES[def.type] ?? 'unknown');
+      if (def.type === 'file') lines.push(`  /** File${def.many === true ? 's' : ''} (docs/files.md): upload with \`upload(id, '${prop}', file)\` or a FormData. */`);
       if (def.type === 'relation') lines.push(`  /** Id${def.many === true ? 's' : ''} of ${relationPath(def.collection)}; \`$expand\` puts the object${def.many === true ? 's' : ''} in place. */`);
       const optional = def.required === true || def.type === 'boolean' ? '' : '?';
       lines.push(...(mayBeHidden(def) ? [HIDDEN_NOTE, `  ${quoteKey(prop)}?: ${type};`] : [`  ${quoteKey(prop)}${optional}: ${type};`]));
@@ -100,6 +101,7 @@ export function generateTypes(sources: readonly TypeSource[], options: { header?
 function usedImports(sources: readonly TypeSource[], relations: ReadonlyMap<string, RelationMember[]>): string[] {
   const names = new Set<string>(['ResourceList']);
   if ([...relations.values()].some((members) => members.length > 0)) names.add('RelationLinks');
+  if (sources.some((s) => Object.values(s.config.properties ?? {}).some((def) => def.type === 'file'))) names.add('FileInfo');
   for (const s of sources) {
     names.add(s.config.type === 'UserCollection' ? 'UserCollectionDef' : s.config.type === 'Collection' ? 'CollectionDef' : 'CustomDef');
     if (s.config.type === 'UserCollection' && hasMfa(s.config)) names.add('LoginAnswer');

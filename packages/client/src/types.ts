@@ -347,6 +347,33 @@ export type DelArgs<R> = [fn?: Callback<R>] | [query: QueryObject, fn?: Callback
 /** exec(func, [path], [body], fn). */
 export type ExecArgs<R> = [fn?: Callback<R>] | [body: unknown, fn?: Callback<R>] | [path: Segment, fn?: Callback<R>] | [path: Segment, body: unknown, fn?: Callback<R>];
 
+/** What a file property holds for each file (docs/files.md), as answered. */
+export interface FileInfo {
+  /** Unguessable; a new file always gets a new id. */
+  id: string;
+  /** The name its uploader gave. */
+  name: string;
+  size: number;
+  /** Sniffed from the bytes by the server (never the uploader's Content-Type). */
+  type: string;
+  /** Where it is served, under the object's and the property's read rules; images take `?thumb=<declared size>`. */
+  url: string;
+}
+
+/** The names of an object's file properties. */
+export type FileKeys<Item> = { [K in keyof Item]-?: NonNullable<Item[K]> extends FileInfo | readonly FileInfo[] ? K : never }[keyof Item] & string;
+
+/** A file's bytes for {@link CollectionAccessor.upload}. */
+export type UploadBody = Blob | ArrayBuffer | Uint8Array;
+
+/** Options of {@link CollectionAccessor.upload}. */
+export interface UploadOptions {
+  /** The file's name (default: a File's own name, else `file`). */
+  name?: string;
+  /** Add to a `many` property's files rather than replace them (POST instead of PUT). */
+  add?: boolean;
+}
+
 /** svc.<collection>: the Collection shorthands, typed by its objects. */
 export interface CollectionAccessor<Item extends { id: string }, Create = CreateInput<Item>, Rel extends object = NoRelations, Related extends object = NoRelations> extends Listening, Subscribing<Item> {
   get(fn?: Callback<Item[]>): SvcPromise<Item[]>;
@@ -360,6 +387,14 @@ export interface CollectionAccessor<Item extends { id: string }, Create = Create
   put(id: string, object: UpdateInput<Item>, fn?: Callback<Item>): SvcPromise<Item>;
   put(object: UpdateInput<Item> & { id: string }, fn?: Callback<Item>): SvcPromise<Item>;
   put(query: Query<Item> & { id: string }, object: UpdateInput<Item>, fn?: Callback<Item>): SvcPromise<Item>;
+  /** A create with files: the form's file parts are named after file properties, `$json` holds the other values (docs/files.md). */
+  post(form: FormData, fn?: Callback<Item>): SvcPromise<Item>;
+  /** An update with files (a `many` property's files are added to those it keeps). */
+  put(id: string, form: FormData, fn?: Callback<Item>): SvcPromise<Item>;
+  /** Stores a file in a file property (PUT /<c>/<id>/<property>, or POST with `add`): the updated object. */
+  upload(id: string, property: FileKeys<Item>, file: UploadBody, options?: UploadOptions, fn?: Callback<Item>): SvcPromise<Item>;
+  /** Removes a property's file (`fileId`) or all its files: the updated object. */
+  removeFile(id: string, property: FileKeys<Item>, fileId?: string, fn?: Callback<Item>): SvcPromise<Item>;
   /** The result is always null. */
   del(id: string, fn?: Callback<null>): SvcPromise<null>;
   del(query: Query<Item> & { id: string }, fn?: Callback<null>): SvcPromise<null>;

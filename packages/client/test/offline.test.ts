@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Collection, UserCollection, createEmbeddedStore, createServer, silentLogger } from '@svc/core';
+import { Collection, UserCollection, createDiskFileStorage, createEmbeddedStore, createServer, silentLogger } from '@svc/core';
 import type { Resource, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 import type { SocketRealtime } from '@svc/realtime';
@@ -27,6 +27,7 @@ describe('svc.offline: the local replica and its queued writes', () => {
     { path: '/app', kind: 'collection', conflicts: 'app' },
     { path: '/guarded', kind: 'collection' },
     { path: '/users', kind: 'users' },
+    { path: '/media', kind: 'collection' },
   ];
 
   beforeAll(async () => {
@@ -39,6 +40,7 @@ describe('svc.offline: the local replica and its queued writes', () => {
       new Collection({ path: '/app', properties: props, store: store.collection('app'), conflicts: 'app' }),
       new Collection({ path: '/guarded', properties: props, store: store.collection('guarded'), rules: { create: { title: { $ne: 'bad' } } } }),
       new UserCollection({ path: '/users', properties: {}, store: store.collection('users'), passwordCost: 4 }),
+      new Collection({ path: '/media', properties: { title: { type: 'string' }, file: { type: 'file' } }, store: store.collection('media'), files: { storage: createDiskFileStorage(join(dir, 'files')), sweep: { intervalMs: 0 } } }),
     ];
     realtime = createRealtime();
     server = await createServer({ store, resources: list, logger: silentLogger });
@@ -193,5 +195,18 @@ describe('svc.offline: the local replica and its queued writes', () => {
     await svc.offline.flush();
     expect(svc.offline.queued).toBe(0);
     expect(await serverGet('sw', note.id)).toEqual(note);
+  });
+
+  it('a write with files goes to the server as it is, never into the queue (a file is not kept offline)', async () => {
+    const svc = await started('files');
+    const form = new FormData();
+    form.append('$json', JSON.stringify({ title: 'with a file' }));
+    form.append('file', new Blob(['hello']), 'h.txt');
+    const made = (await svc('media').post(form)) as Obj;
+    expect(made).toMatchObject({ title: 'with a file', file: { name: 'h.txt', size: 5, type: 'text/plain' } });
+    expect(await serverGet('/media', made.id)).toMatchObject({ file: { name: 'h.txt' } });
+    svc.setBaseUrl(DEAD);
+    await expect(svc('media').post(form)).rejects.toMatchObject({ status: 0 });
+    expect(svc.offline.queued).toBe(0);
   });
 });

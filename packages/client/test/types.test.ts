@@ -25,14 +25,14 @@ const app: TypeSource[] = [
   { path: '/add-follower', config: { type: 'Event' }, client: { methods: { notify: { method: 'POST', func: 'notify' } } } },
   { path: '/a/b', config: { type: 'Collection', properties: { x: { type: 'number' } } } },
   // Issue 25: relations, typed as ids, and what $expand makes of them.
-  { path: '/articles', config: { type: 'Collection', properties: { title: { type: 'string' }, writer: { type: 'relation', collection: 'users' }, topics: { type: 'relation', collection: 'todos', many: true } } } },
+  { path: '/articles', config: { type: 'Collection', properties: { title: { type: 'string' }, writer: { type: 'relation', collection: 'users' }, topics: { type: 'relation', collection: 'todos', many: true }, cover: { type: 'file' }, files: { type: 'file', many: true } } } },
   { path: '/comments', config: { type: 'Collection', properties: { text: { type: 'string' }, article: { type: 'relation', collection: 'articles' }, author: { type: 'relation', collection: 'users' } } } },
 ];
 
 /** Code an app would write against the generated types: it must compile. */
 const good = `
 import { createClient } from '@svc/client';
-import type { SessionInfo } from '@svc/client';
+import type { FileInfo, SessionInfo } from '@svc/client';
 import { resources } from './svc-types.js';
 import type { Articles, Todos, Types, Users } from './svc-types.js';
 
@@ -82,6 +82,17 @@ export async function use(): Promise<void> {
   const onArticle: string | undefined = byUser[0]!.articles_via_writer[0]!.comments_via_article[0]!.text;
   const threeLevels: Users | null = byUser[0]!.comments_via_author[0]!.article!.writer;
   const notExpanded: string | null | undefined = (await svc.articles.get({ $expand: ['comments_via_article'] }))[0]!.comments_via_article[0]!.author;
+  // Issue 43: file properties, typed as the server answers them; uploads name only file properties.
+  const cover: FileInfo | null | undefined = article.cover;
+  const firstUrl: string | undefined = article.files?.[0]?.url;
+  const withCover: Articles = await svc.articles.upload(article.id, 'cover', new Blob(['x']), { name: 'c.png' });
+  await svc.articles.upload(article.id, 'files', new Uint8Array([1]), { add: true });
+  await svc.articles.removeFile(article.id, 'files', 'f'.repeat(24));
+  const form = new FormData();
+  form.append('cover', new Blob(['x']), 'c.png');
+  const made: Articles = await svc.articles.post(form);
+  const changed: Articles = await svc.articles.put(made.id, form);
+  void [cover, firstUrl, withCover, changed];
   void [list, one, gone, session, me, bare, user, summary, writerId, writer, topics, written, nested, commenter, commentText, deepWriter, userTopics, onArticle, threeLevels, notExpanded];
 }
 `;
@@ -105,6 +116,9 @@ const bad = [
   `export const m = () => svc.articles.post({ title: 't', writer: 5 });`,
   `export const n = async () => (await svc.articles.get({ $expand: ['comments_via_article.author'] }))[0]!.comments_via_article[0]!.author!.titel;`,
   `export const p = async () => (await svc.articles.get({ $expand: ['comments_via_article'] }))[0]!.comments_via_article[0]!.author!.username;`,
+  `export const q = () => svc.articles.upload('x', 'title', new Blob(['x']));`,
+  `export const r = async () => (await svc.articles.get('x')).cover!.nme;`,
+  `export const s = () => svc.articles.post({ title: 't', cover: 5 });`,
 ];
 
 describe('svc types: the generated Types compile, wrong names do not (tsc)', () => {

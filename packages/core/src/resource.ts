@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import type { FileStorage } from './files/FileStorage.js';
 import type { LoginLimitsFactory } from './resources/loginLimiter.js';
 import type { Logger } from './logger.js';
 import type { SessionManager } from './sessions.js';
@@ -58,12 +60,16 @@ export interface Resource {
    * `_method` from the body) so the resource can stream it from `ctx.req`.
    */
   readonly rawBody?: boolean;
+  /** Per request: true leaves this request's body unread, as `rawBody` does (a Collection's file uploads). */
+  streamsBody?(req: IncomingMessage, parts: readonly string[]): boolean;
   /** Runs once before the server accepts requests (indexes, connections). */
   init?(host: ResourceHost): Promise<void>;
   /** Runs at shutdown. */
   close?(): Promise<void>;
   /** Optional: the files it keeps (a Bucket's), for svc's own use: app.json backups.bucket. */
   readonly files?: ResourceFiles;
+  /** Optional: a place for file properties' files (a Bucket's bucket): app.json files.bucket. */
+  readonly fileStorage?: FileStorage;
   /**
    * Optional: what the dashboard's root-only API answers under
    * `/dashboard/api/resources/<name>/-/<parts...>` (a webhook's deliveries). The dashboard has

@@ -1,3 +1,4 @@
+import type { FileStorage } from './files/FileStorage.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -135,6 +136,8 @@ export interface ResourceImplementation {
   files?: ResourceFiles;
   /** See Resource.rootApi: the dashboard's root-only requests for this resource. */
   rootApi?(request: RootApiRequest): Promise<Reply>;
+  /** See Resource.fileStorage. */
+  fileStorage?: FileStorage;
 }
 
 /** A resource type: the public contract of every type package. */
@@ -250,6 +253,7 @@ export function mountResource(type: ResourceType<never> | ResourceType, path: st
     ...(impl.close ? { close: () => (impl.close as () => Promise<void>)() } : {}),
     ...(impl.files ? { files: impl.files } : {}),
     ...(impl.rootApi ? { rootApi: (request: RootApiRequest) => (impl.rootApi as (r: RootApiRequest) => Promise<Reply>)(request) } : {}),
+    ...(impl.fileStorage ? { fileStorage: impl.fileStorage } : {}),
   };
   return resource;
 }

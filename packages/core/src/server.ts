@@ -358,7 +358,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const session = sessionOf(record, isNew);
     note.uid = session.uid;
     const query = parseQueryString(search);
-    const parsed = match.resource.rawBody || !hasBody(req) ? NO_BODY : await readBody(req, bodyLimit);
+    const parsed = match.resource.rawBody || !hasBody(req) || match.resource.streamsBody?.(req, match.parts) === true ? NO_BODY : await readBody(req, bodyLimit);
     let method = req.method ?? 'GET';
     if (method === 'HEAD') method = 'GET';
     const override = overrideOf(query, parsed.value, overrideKey);

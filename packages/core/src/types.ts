@@ -4,7 +4,7 @@ import type { RuleSource } from './access/ruleTypes.js';
 import type { Doc } from './store/Store.js';
 
 /** The property types a Collection knows. `date` is Deployd's, accepted for old apps. */
-export type PropertyType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'date' | 'relation';
+export type PropertyType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'date' | 'relation' | 'file';
 
 /** What deleting an object does to the objects whose relation points at it. */
 export type OnDelete = 'restrict' | 'setNull' | 'cascade';
@@ -24,7 +24,7 @@ export interface PropertyDef {
   private?: boolean;
   /** `relation`: the path of the collection the ids point into ('/users'). */
   collection?: string;
-  /** `relation`: an array of ids rather than one id. */
+  /** `relation`: an array of ids rather than one id; `file`: a list of files rather than one. */
   many?: boolean;
   /** `relation`: what deleting the pointed-at object does (default restrict). */
   onDelete?: OnDelete;
@@ -35,6 +35,14 @@ export interface PropertyDef {
   read?: RuleSource;
   /** Who may set or change the property: `true`, `false` or a rule (with `@new`/`@old`). */
   write?: RuleSource;
+  /** `file`: bytes one file may hold (default 10 MB; docs/files.md). */
+  maxSize?: number;
+  /** `file` with `many`: how many files the property may hold (default 20). */
+  maxFiles?: number;
+  /** `file`: the types allowed, as sniffed from the bytes (`image/png`, `image/*`). */
+  types?: string[];
+  /** `file`: the thumbnail sizes served on request (`"100x100"`, `"400x0"`); any other is refused. */
+  thumbs?: string[];
 }
 
 /** A resource's config.json: its type plus type-specific settings. */

@@ -1,7 +1,7 @@
 import { SvcPromise } from '../SvcPromise.js';
 import type { LiveHandler, ResourceInfo, SubscribeOptions } from '../types.js';
 import { accountCalls } from './accountCalls.js';
-import { bodyCall, delCall, execCall, getCall, methodCall, sortArgs } from './calls.js';
+import { bodyCall, delCall, encodeQuery, execCall, getCall, joinPath, methodCall, sortArgs } from './calls.js';
 import type { SortedArgs } from './calls.js';
 import type { RealtimeLink } from './realtimeLink.js';
 import type { CallRequest, Transport } from './transport.js';
@@ -70,7 +70,8 @@ function namespaceOf(path: string): string {
 
 /**
  * The calls of one resource. `full` accessors (svc.<r>) add the collection shorthands, login,
- * logout and me for user collections, the type's methods and namespaced on/off/once;
+ * logout and me for user collections, upload and removeFile for collections (file properties),
+ * the type's methods and namespaced on/off/once;
  * `svc('<name>')` answers only get, post, put, del and exec.
  */
 export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceInfo | undefined, full: boolean): Record<string, Fn> {
@@ -107,6 +108,19 @@ export function makeAccessor(ctx: AccessorContext, path: string, info: ResourceI
     },
   };
   if (!full) return out;
+  if (collection || info === undefined) {
+    // File properties (docs/files.md): a file's bytes to /<c>/<id>/<property>, PUT to replace, POST to add.
+    out.upload = (id, property, file, options, fn) => {
+      const opts = (typeof options === 'object' && options !== null ? options : {}) as { name?: string; add?: boolean };
+      const name = opts.name ?? (file as { name?: unknown }).name;
+      const call: CallRequest = { method: opts.add === true ? 'POST' : 'PUT', path: joinPath(path, [String(id), String(property)]), query: typeof name === 'string' ? encodeQuery({ name }) : '', body: file };
+      return run(ctx, call, callback(typeof options === 'function' ? options : fn));
+    };
+    out.removeFile = (id, property, fileId, fn) => {
+      const segments = [String(id), String(property), ...(typeof fileId === 'string' ? [fileId] : [])];
+      return run(ctx, { method: 'DELETE', path: joinPath(path, segments) }, callback(typeof fileId === 'function' ? fileId : fn));
+    };
+  }
   if (info === undefined || info.kind === 'users') {
     out.login = (credentials, fn) => run(ctx, { method: 'POST', path: `${path}/login`, body: credentials }, callback(fn));
     out.logout = (fn) => run(ctx, { method: 'POST', path: `${path}/logout` }, callback(fn), toNull);

@@ -45,8 +45,11 @@ export class Transport {
   /** Resolves with the parsed result (null for an empty answer); rejects with an {@link SvcErrorBody}. */
   async send(call: CallRequest): Promise<unknown> {
     const headers: Record<string, string> = { ...this.options.headers(), ...call.headers };
-    let body: string | undefined;
-    if (call.body !== undefined) {
+    let body: string | RawBody | undefined;
+    if (isRawBody(call.body)) {
+      // A form (multipart, its boundary set by fetch) or a file's bytes: sent as they are.
+      body = call.body;
+    } else if (call.body !== undefined) {
       body = JSON.stringify(call.body);
       headers['content-type'] = 'application/json';
     }
@@ -56,7 +59,7 @@ export class Transport {
     if (this.options.xhr === true) return sendXhr(call.method, url, headers, body);
     let res: Response;
     try {
-      res = await fetch(url, { method: call.method, headers, body, credentials: 'include' });
+      res = await fetch(url, { method: call.method, headers, body: body as string | FormData | Blob | ArrayBuffer | Uint8Array<ArrayBuffer> | undefined, credentials: 'include' });
     } catch (err) {
       throw { status: 0, statusCode: 0, message: `cannot reach ${url}: ${(err as Error).message}` } satisfies SvcErrorBody;
     }
@@ -66,6 +69,19 @@ export class Transport {
     if (res.status >= 400) throw toError(res.status, res.statusText, value);
     return value;
   }
+}
+
+/** A body sent as it is: a FormData (a create's or update's files) or a file's bytes (a file property's path). */
+export type RawBody = FormData | Blob | ArrayBuffer | Uint8Array;
+
+/** Whether a call's body is sent as it is rather than as JSON. */
+export function isRawBody(value: unknown): value is RawBody {
+  return (
+    (typeof FormData !== 'undefined' && value instanceof FormData) ||
+    (typeof Blob !== 'undefined' && value instanceof Blob) ||
+    value instanceof ArrayBuffer ||
+    value instanceof Uint8Array
+  );
 }
 
 /** What this file uses of XMLHttpRequest (typed here: the package is also compiled without the DOM types). */
@@ -79,11 +95,11 @@ interface Xhr {
   open(method: string, url: string, async: boolean): void;
   setRequestHeader(name: string, value: string): void;
   getResponseHeader(name: string): string | null;
-  send(body: string | null): void;
+  send(body: string | RawBody | null): void;
 }
 
 /** One call with XMLHttpRequest: the same answers as with fetch (credentials included). */
-function sendXhr(method: string, url: string, headers: Record<string, string>, body: string | undefined): Promise<unknown> {
+function sendXhr(method: string, url: string, headers: Record<string, string>, body: string | RawBody | undefined): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const Xhr = (globalThis as { XMLHttpRequest?: new () => Xhr }).XMLHttpRequest;
     if (Xhr === undefined) {

@@ -1,4 +1,5 @@
 import type { SvcErrorBody } from '../types.js';
+import { isRawBody } from '../internal/transport.js';
 import type { CallRequest } from '../internal/transport.js';
 import type { Replica } from './Replica.js';
 import type { ReplicaObject } from './types.js';
@@ -6,12 +7,13 @@ import type { ReplicaObject } from './types.js';
 /**
  * A collection call answered by the replica, or undefined for one it leaves to the server as it
  * is: get by id, post, put and del of one object (without modifiers such as $inc, nor a
- * precondition query) go through the replica; a list read goes to the server and, when it cannot
+ * precondition query, nor files) go through the replica; a list read goes to the server and, when it cannot
  * be reached, is answered from the replica.
  */
 export function offlineCall(replica: Replica, path: string, call: CallRequest): Promise<unknown> | undefined {
   const rest = call.path === path ? '' : call.path.startsWith(`${path}/`) ? call.path.slice(path.length + 1) : undefined;
-  if (rest === undefined || rest.includes('/')) return undefined;
+  // Files (a FormData, a file's bytes) are not kept offline: such a write goes to the server as it is.
+  if (rest === undefined || rest.includes('/') || isRawBody(call.body)) return undefined;
   const id = rest === '' ? undefined : decodeURIComponent(rest);
   const body = typeof call.body === 'object' && call.body !== null && !Array.isArray(call.body) ? (call.body as Record<string, unknown>) : undefined;
   if (body !== undefined && Object.keys(body).some((key) => key.startsWith('$'))) return undefined;

@@ -81,12 +81,17 @@ export function servedFile(fileName: string): ServedFile {
   };
 }
 
-/**
- * `attachment` with the name twice: a plain ASCII one for old clients (anything else, quotes
- * and backslashes replaced) and the exact one in RFC 8187 form. Neither can break the header.
- */
 function attachment(name: string): string {
-  if (name === '') return 'attachment';
+  return contentDisposition('attachment', name);
+}
+
+/**
+ * A Content-Disposition value with the name twice: a plain ASCII one for old clients (anything
+ * else, quotes and backslashes replaced) and the exact one in RFC 8187 form. Neither can break
+ * the header.
+ */
+export function contentDisposition(kind: 'inline' | 'attachment', name: string): string {
+  if (name === '') return kind;
   const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
   // encodeURIComponent throws on a lone surrogate; bidi controls would show 'x<RLO>gnp.html' as
   // 'xlmth.png' in a download bar.
@@ -94,5 +99,5 @@ function attachment(name: string): string {
     .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')
     .replace(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g, '_');
   const exact = encodeURIComponent(wellFormed).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${exact}`;
+  return `${kind}; filename="${ascii}"; filename*=UTF-8''${exact}`;
 }

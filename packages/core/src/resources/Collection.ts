@@ -25,6 +25,11 @@ import { applyHidden, applyModifiersLocally, deepEqual, diffUpdate, hideFrom } f
 import { listJson, objectJson, Patcher } from './storedJson.js';
 import { listFromChanges } from './storedChanges.js';
 import { jsonList } from '../jsonList.js';
+import type { IncomingMessage } from 'node:http';
+import type { CollectionFiles } from '../files/CollectionFiles.js';
+import { collectionFilesOf } from '../files/filesConfig.js';
+import type { CollectionFilesConfig } from '../files/filesConfig.js';
+import type { OrphanSweeper } from '../files/orphanSweep.js';
 import { assertClientId, conditionHolds, conditionOf, etagOf, isGetById, preconditionFailed, taggedGet } from './conditional.js';
 
 /** A request's `$expand` while it is dispatched (Collection.expanding). */
@@ -55,6 +60,8 @@ export interface CollectionOptions {
   meProperties?: Record<string, PropertyDef>;
   /** Limits of `$expand`, filters across relations and aggregates (app.json `relations`, `aggregate`). */
   relations?: Partial<RelationSettings>;
+  /** Where `file` properties keep their files (needed when there is one; docs/files.md). */
+  files?: CollectionFilesConfig;
   /** How offline clients settle conflicts (config.json `offline.conflicts`): told to them with the resources. */
   conflicts?: ConflictPolicy;
 }
@@ -116,6 +123,9 @@ export class Collection implements Resource {
   private readonly privateProps: ReadonlySet<string>;
   /** The access rules: the one place that decides what a caller may list, read and write. */
   protected readonly access: CollectionAccess;
+  /** `file` properties (files/CollectionFiles.ts): undefined when there is none. */
+  private readonly fileProps: CollectionFiles | undefined;
+  private readonly fileSweeper: OrphanSweeper | undefined;
 
   constructor(options: CollectionOptions) {
     this.path = options.path;
@@ -128,7 +138,10 @@ export class Collection implements Resource {
     this.events = options.events ?? NO_EVENTS;
     this.publicCount = options.publicCount ?? false;
     this.conflicts = options.conflicts;
-    this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.afterDelete(ids) });
+    this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.removed(ids) });
+    const files = collectionFilesOf({ path: this.path, properties: this.properties, store: this.store, config: options.files, logger: () => this.logger });
+    this.fileProps = files?.files;
+    this.fileSweeper = files?.sweeper;
     // Counts (as /count): On Get may hide objects that a count would reveal.
     this.relations.countsOpenTo = (ctx) => ctx.isRoot || ctx.internal || this.publicCount || !this.events.has('get');
   }
@@ -195,15 +208,36 @@ export class Collection implements Resource {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
       else if (def.index) await this.store.ensureIndex({ field });
     }
+    this.fileSweeper?.start();
+  }
+
+  /** Stops the orphan file sweep. */
+  async close(): Promise<void> {
+    this.fileSweeper?.stop();
+  }
+
+  /** Runs one pass of the orphan file sweep now (tests, `svc` at start): the keys it removed. */
+  async sweepOrphanFiles(): Promise<readonly string[]> {
+    return this.fileSweeper === undefined ? [] : (await this.fileSweeper.runOnce()).removed;
+  }
+
+  /** A multipart create or update, or a file sent to `/<c>/<id>/<property>`: the server leaves the body to the files. */
+  streamsBody(req: IncomingMessage, parts: readonly string[]): boolean {
+    return this.fileProps !== undefined && this.fileProps.streamsBody(req, parts);
   }
 
   async handle(ctx: Context): Promise<Reply> {
-    const reply = await this.answer(ctx);
+    // Phase "parse body": a form's files, or a file property's own path (files/CollectionFiles.ts).
+    if (this.fileProps !== undefined && this.fileProps.owns(ctx)) return this.fileProps.handle(ctx, this.filesHost);
+    const reply = await this.handleRequest(ctx);
     // ETag and If-None-Match on the answer as made, whichever read path made it (conditional.ts).
     return isGetById(ctx) ? taggedGet(ctx, reply) : reply;
   }
 
-  private async answer(ctx: Context): Promise<Reply> {
+  /** What the files part may ask of the collection: the request path below, and the one read of an object. */
+  private readonly filesHost = { handleRequest: (ctx: Context) => this.handleRequest(ctx), readOneAs: (ctx: Context, id: string) => this.readOneAs(ctx, id) };
+
+  private async handleRequest(ctx: Context): Promise<Reply> {
     const method = ctx.method;
     if (this.events.has('beforerequest') && (method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE')) {
       await this.beforeRequest(ctx);
@@ -496,6 +530,19 @@ export class Collection implements Resource {
   }
 
   /**
+   * What GET /<c>/<id> answers ctx's caller, with the stored object it was made of: On
+   * BeforeRequest, the read rule (null, as that GET's 404, for an object it hides), On Get and
+   * what the caller may not read left out (file downloads ask this before serving a file).
+   */
+  async readOneAs(ctx: Context, id: string): Promise<{ stored: Doc; shown: Record<string, unknown> } | null> {
+    if (this.events.has('beforerequest')) await this.beforeRequest(ctx);
+    const plan = this.access.readPlan(ctx);
+    const doc = await this.store.findOne(andFilters({ id }, this.access.filter(ctx, 'read')));
+    if (doc === null) return null;
+    return { stored: doc, shown: this.finish(ctx, await this.afterGetOne(ctx, doc), doc, plan, undefined) };
+  }
+
+  /**
    * What {@link readAs} answers, as the stored objects' JSON texts beside the values of `pick`,
    * when readAs would answer ctx's caller the stored objects exactly as they are
    * ({@link showsTextsTo}, and no `$fields`); undefined otherwise. The same query, access filter
@@ -612,6 +659,12 @@ export class Collection implements Resource {
    */
   protected readonly tracksDeletes: boolean = false;
 
+  /** Phase "after delete": the objects' files go (files/CollectionFiles.ts), then afterDelete. */
+  private async removed(ids: readonly string[]): Promise<void> {
+    await this.fileProps?.objectsRemoved(ids);
+    await this.afterDelete(ids);
+  }
+
   /** Runs after objects were deleted, with their ids. */
   protected afterDelete(_ids: readonly string[]): Promise<void> {
     return Promise.resolve();
@@ -644,6 +697,9 @@ export class Collection implements Resource {
   /** Creates an object: sanitize, defaults, On Validate, required, On Post, insert. */
   protected async create(ctx: Context, body: Record<string, unknown>, chosenId?: string): Promise<Reply> {
     const { values } = sanitizeBody(body, this.properties, { kind: ctx.bodyKind, update: false });
+    // A create's id comes first when its files were stored before it (their keys hold it).
+    const id = chosenId ?? this.fileProps?.idFor(ctx) ?? createId();
+    this.fileProps?.resolve(ctx, values, undefined, new Set(Object.keys(values)));
     const given = Object.keys(values);
     for (const [name, def] of Object.entries(this.properties)) {
       if (def.type === 'boolean' && values[name] === undefined) values[name] = false;
@@ -653,7 +709,6 @@ export class Collection implements Resource {
     this.access.assertWrites(ctx, values, given, { new: values });
     // As in Deployd 1.2, the id is given after On Validate (apps test `!this.id` there to tell a
     // create from an update) and before On Post, which can use (and emit) it.
-    const id = chosenId ?? createId();
     let object: Record<string, unknown> = { ...values };
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let outcome: EventOutcome | undefined;
@@ -663,11 +718,13 @@ export class Collection implements Resource {
       // protect() on create keeps the client's value out of the new object.
       for (const key of outcome.protectedProps) delete object[key];
     }
+    this.fileProps?.beforeStore(ctx, object, undefined);
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
     const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
     const stored = await this.writing(() => this.store.insert(doc), chosenId !== undefined);
+    await this.fileProps?.afterCommit(ctx, stored, undefined);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
     if (this.changeListeners.size > 0) await this.changed({ kind: 'create', object: this.withoutStoreOnly(stored) });
     await this.afterWrite(ctx, stored, undefined);
@@ -691,7 +748,10 @@ export class Collection implements Resource {
 
   private async updateOnce(ctx: Context, id: string, body: Record<string, unknown>, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
     // Read before the object: a write between the two moves it, and the update below then fails.
-    const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
+    // A write of file properties is always conditional: one made from a stale list could hold a
+    // file another request removed meanwhile (files/CollectionFiles.ts afterCommit).
+    const conditional = (expected !== undefined && expected !== '*') || this.fileProps?.touches(ctx, body) === true;
+    const revised = conditional ? await this.store.findRevised(id) : undefined;
     const precondition = compileFilter(preconditionOf(ctx.query), this.properties, this.refusals(ctx));
     let filter: Filter = { ...precondition, id };
     // An object the read rule hides answers as a missing one: no telling whether it exists.
@@ -703,6 +763,7 @@ export class Collection implements Resource {
     const merged: Record<string, unknown> = { ...visible, ...sanitized.values };
     for (const name of sanitized.cleared) delete merged[name];
     applyModifiersLocally(merged, sanitized.modifiers);
+    if (this.fileProps) for (const name of this.fileProps.resolve(ctx, merged, visible, new Set(Object.keys(sanitized.values)))) sanitized.values[name] = merged[name];
     // What the caller may not read: no answer may depend on its value (issue 38). One the body
     // names is written whatever the value (the stored one again is no "no change": that would
     // tell a guess right); one it does not name is neither validated nor checked below.
@@ -726,6 +787,7 @@ export class Collection implements Resource {
       outcome = await this.runWriteEvents(ctx, 'put', merged, visible);
       object = outcome.object;
     }
+    this.fileProps?.beforeStore(ctx, object, previous);
     const missing = requiredErrors(object, this.properties, untouched);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     // A relation the caller may not read and sends is checked whole, its stored ids too.
@@ -738,6 +800,7 @@ export class Collection implements Resource {
     const updated = await this.writing(() => this.store.update(target, ops, condition));
     if (updated === null && condition !== undefined) return MOVED;
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
+    await this.fileProps?.afterCommit(ctx, updated, previous);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
     if (this.changeListeners.size > 0) await this.changed({ kind: 'update', object: this.withoutStoreOnly(updated), previous: this.withoutStoreOnly(previous) });
     await this.afterWrite(ctx, updated, previous);
@@ -862,7 +925,7 @@ export class Collection implements Resource {
       const gone = this.wantsChanges() ? await this.store.findOne(filter) : undefined;
       if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
       await this.deleted(gone === null ? [] : gone === undefined ? undefined : [gone]);
-      await this.afterDelete([id]);
+      await this.removed([id]);
       return { status: 204 };
     }
     // Hidden by the read rule: 404 as if missing; readable but not deletable: 403 naming the rule.
@@ -883,7 +946,7 @@ export class Collection implements Resource {
     }
     await this.deleted([doc]);
     if (plan !== undefined) await this.relations.afterRemove(plan);
-    await this.afterDelete([id]);
+    await this.removed([id]);
     if (!skipEvents) await this.afterCommit(ctx, object, undefined);
     return { status: 204 };
   }
@@ -904,7 +967,7 @@ export class Collection implements Resource {
     if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
       const referenced = this.relations.isReferenced();
       const wanted = this.wantsChanges();
-      if (this.tracksDeletes || referenced || wanted) {
+      if (this.tracksDeletes || this.fileProps !== undefined || referenced || wanted) {
         // Removed by id, so that exactly the objects read are the ones told deleted.
         const docs = await this.store.find(filter, wanted ? {} : { fields: { id: 1 } });
         const ids = docs.map((d) => d.id);
@@ -913,7 +976,7 @@ export class Collection implements Resource {
         if ((await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
         await this.deleted(wanted ? docs : undefined);
         if (plan !== undefined) await this.relations.afterRemove(plan);
-        await this.afterDelete(ids);
+        await this.removed(ids);
         return { status: 204 };
       }
       const removed = await this.store.remove(filter);
@@ -939,7 +1002,7 @@ export class Collection implements Resource {
     await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
     await this.deleted(deleted);
     if (plan !== undefined) await this.relations.afterRemove(plan);
-    await this.afterDelete(deleted.map((d) => d.id));
+    await this.removed(deleted.map((d) => d.id));
     for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
     return { status: 204 };
   }

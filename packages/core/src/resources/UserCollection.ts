@@ -436,6 +436,12 @@ export class UserCollection extends Collection implements UserResource {
     return ctx.me?.id === stored.id && ctx.session.path?.toLowerCase() === this.path.toLowerCase();
   }
 
+  /** A file download (files/CollectionFiles.ts): a user's own private files are theirs to fetch, as /me shows them. */
+  override async readOneAs(ctx: Context, id: string): Promise<{ stored: Doc; shown: Record<string, unknown> } | null> {
+    if (ctx.me?.id === id && ctx.session.path?.toLowerCase() === this.path.toLowerCase()) this.meRequests.add(ctx);
+    return super.readOneAs(ctx, id);
+  }
+
   protected override seesPrivate(ctx: Context): boolean {
     return this.meRequests.has(ctx) || super.seesPrivate(ctx);
   }

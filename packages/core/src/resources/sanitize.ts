@@ -80,6 +80,9 @@ function acceptValue(name: string, value: unknown, def: PropertyDef): unknown {
     case 'relation':
       // Ids are checked (shape, existence, readable by the writer) once the scripts ran.
       return value === '' ? null : value;
+    case 'file':
+      // Files of the object or of this request, by id: checked by the files part (files/CollectionFiles.ts resolve).
+      return value;
     default:
       return REJECT;
   }
@@ -156,14 +159,14 @@ export function typeErrors(object: Record<string, unknown>, properties: Record<s
   for (const name of Object.keys(properties)) {
     const type = (properties[name] as PropertyDef).type;
     const value = object[name];
-    if (type === 'relation' || skip?.has(name) === true || !(value || value === 0)) continue;
+    if (type === 'relation' || type === 'file' || skip?.has(name) === true || !(value || value === 0)) continue;
     if (!hasDeploydType(value, type)) (errors ??= {})[name] = `must be a ${type}`;
   }
   return errors;
 }
 
 /** Deployd's `validation.isType` (validation@0.0.1) after its coercion of numbers and dates. */
-function hasDeploydType(value: unknown, type: Exclude<PropertyDef['type'], 'relation'>): boolean {
+function hasDeploydType(value: unknown, type: Exclude<PropertyDef['type'], 'relation' | 'file'>): boolean {
   switch (type) {
     case 'number': {
       const n = Number(value);

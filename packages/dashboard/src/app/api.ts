@@ -57,6 +57,22 @@ export async function call<T = unknown>(method: string, path: string, body?: unk
   return data as T;
 }
 
+/** A call of a file property's path with a file's bytes (or none): answers the updated object. */
+export async function fileCall(method: string, path: string, body?: Blob): Promise<unknown> {
+  const res = await fetch(path, { method, headers: headers(false), body: body ?? null, credentials: 'same-origin' });
+  const text = await res.text();
+  const data = (text !== '' && (res.headers.get('content-type') ?? '').includes('json') ? JSON.parse(text) : {}) as { message?: string; errors?: Record<string, string> };
+  if (!res.ok) throw new ApiError(res.status, Object.values(data.errors ?? {})[0] ?? data.message ?? `${res.status} ${res.statusText}`, data.errors ?? {});
+  return data;
+}
+
+/** A stored file's bytes, fetched as root. */
+export async function fileBlob(path: string): Promise<Blob> {
+  const res = await fetch(path, { headers: headers(false), credentials: 'same-origin' });
+  if (!res.ok) throw new ApiError(res.status, `${res.status} ${res.statusText}`);
+  return res.blob();
+}
+
 let onUnauthorized: () => void = () => undefined;
 function unauthorized(): void {
   onUnauthorized();

@@ -5,6 +5,7 @@ import { SignInCell, hasAccounts, useSignInMethods } from './userMethods.tsx';
 import { counted } from './words.ts';
 import { RelationLinks, RelationPicker, relationOf, useRelationLabels } from './relations.tsx';
 import type { RelationLabels, RelationTarget } from './relations.tsx';
+import { FileCell } from './files.tsx';
 
 type Row = { id: string } & Record<string, unknown>;
 interface Column {
@@ -17,6 +18,8 @@ interface Column {
   undeclared?: boolean;
   /** A relation: shown as links to the related objects, edited with a picker. */
   relation?: RelationTarget;
+  /** A file property: whether it holds a list. */
+  many?: boolean;
 }
 
 const PAGE_SIZES = [25, 50, 100];
@@ -26,7 +29,7 @@ export function columnsOf(resource: ResourceView): Column[] {
   const props = Object.entries(resource.config.properties ?? {}) as [string, PropertyDef][];
   const cols: Column[] = props.map(([name, def]) => {
     const relation = relationOf(def);
-    return { name, type: def.type, required: def.required === true, ...(relation ? { relation } : {}) };
+    return { name, type: def.type, required: def.required === true, ...(relation ? { relation } : {}), ...(def.type === 'file' ? { many: def.many === true } : {}) };
   });
   if (resource.type === 'UserCollection') {
     const own = new Set(cols.map((c) => c.name));
@@ -245,6 +248,7 @@ export function DataGrid({ resource, subscribe, resources = [], initialQuery }: 
                 {columns.map((col) => {
                   const key = `${row.id}:${col.name}`;
                   const isEditing = editing?.id === row.id && editing.col === col.name;
+                  if (col.type === 'file') return <FileCell key={col.name} name={col.name} path={`/${resource.name}/${row.id}/${col.name}`} many={col.many === true} value={row[col.name]} changed={() => void load()} />;
                   return (
                     <Cell
                       key={col.name}
@@ -371,7 +375,7 @@ function NewRow({ columns, resource, done }: { columns: Column[]; resource: Reso
     const body: Record<string, unknown> = {};
     const local: Record<string, string> = {};
     for (const col of columns) {
-      if (col.undeclared) continue;
+      if (col.undeclared || col.type === 'file') continue;
       const text = values[col.name] ?? '';
       if (col.type === 'boolean') {
         if (text !== '') body[col.name] = text === 'true';
@@ -398,7 +402,9 @@ function NewRow({ columns, resource, done }: { columns: Column[]; resource: Reso
       {hasAccounts(resource) && <td />}
       {columns.map((col) => (
         <td key={col.name} class={`cell editing ${errors[col.name] ? 'has-error' : ''}`} data-col={col.name}>
-          {col.undeclared ? null : col.type === 'boolean' ? (
+          {col.undeclared ? null : col.type === 'file' ? (
+            <span class="muted">upload once saved</span>
+          ) : col.type === 'boolean' ? (
             <input type="checkbox" checked={values[col.name] === 'true'} onChange={() => setValues({ ...values, [col.name]: values[col.name] === 'true' ? 'false' : 'true' })} aria-label={col.name} />
           ) : (
             <input

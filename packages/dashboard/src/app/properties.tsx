@@ -3,7 +3,7 @@ import { ApiError, call } from './api.ts';
 import type { AppView, PropertyDef, ResourceView } from './api.ts';
 import { useResetOn } from './hooks.ts';
 
-const TYPES = ['string', 'number', 'boolean', 'object', 'array', 'date', 'relation'];
+const TYPES = ['string', 'number', 'boolean', 'object', 'array', 'date', 'relation', 'file'];
 /** What a relation does to the objects that point at a deleted one (docs/relations.md). */
 const ON_DELETE = [
   ['restrict', 'restrict: refuse the delete (409)'],

@@ -12,6 +12,7 @@ import { receiveForm } from './formUpload.js';
 import { ProviderError } from './providerError.js';
 import { createS3Client } from './s3Client.js';
 import { createSpoolDir } from './spool.js';
+import { FILES_PREFIX, createBucketFileStorage } from './bucketFileStorage.js';
 import { storeObject } from './storeObject.js';
 
 /** What an upload answers, one entry per stored file. */
@@ -186,6 +187,7 @@ export function createBucketResource(context: ResourceTypeContext<BucketSettings
   return {
     rawBody: true,
     files,
+    fileStorage: createBucketFileStorage(bucket, send, logger),
     async handle(ctx) {
       try {
         switch (ctx.method) {
@@ -228,6 +230,8 @@ function checkedKey(key: string): string {
   // eslint-disable-next-line no-control-regex
   const bad = /[\x00-\x1f\x7f]/.test(key) || key.split('/').some((segment) => segment === '' || segment === '.' || segment === '..');
   if (bad) throw new SvcError('BAD_REQUEST', 'the file name is not allowed: no empty, "." or ".." parts and no control characters');
+  // File properties' files (app.json files.bucket) are read and written by their collections, under their rules.
+  if (key.startsWith(FILES_PREFIX)) throw new SvcError('NOT_FOUND', `${FILES_PREFIX} is kept for file properties`);
   if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new SvcError('BAD_REQUEST', `the file name is longer than ${MAX_KEY_BYTES} bytes`);
   return key;
 }

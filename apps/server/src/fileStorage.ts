@@ -1,0 +1,86 @@
+import { join } from 'node:path';
+import { SvcError, createDiskFileStorage } from '@svc/core';
+import type { CollectionFilesConfig, FileStorage, Resource, ThumbSize, Thumbnailer } from '@svc/core';
+import type { AppFolder } from './loadApp.js';
+import type * as SharpModule from 'sharp';
+
+/** app.json `files`: where file properties keep their files, and their sweep (docs/files.md). */
+export interface FilesSettings {
+  /** A Bucket resource of the app ('/media') whose bucket holds the files; default: the disk, <app>/data/files. */
+  bucket?: string;
+  /** Images of more pixels get no thumbnail (default 40,000,000). */
+  maxPixels?: number;
+  /** Files no object holds are removed once this old (default 60 minutes). */
+  orphanGraceMinutes?: number;
+  /** How often the orphan sweep runs, the first pass right after start (default 10 minutes; 0: never on its own). */
+  sweepMinutes?: number;
+}
+
+/**
+ * The file storage of an app's Collections: the disk under <app>/data/files, or the bucket of
+ * the Bucket resource app.json `files.bucket` names (found among `resources` when first used:
+ * resources are built in any order).
+ */
+export function filesConfigOf(app: AppFolder, resources: () => readonly Resource[]): CollectionFilesConfig {
+  const settings = (app.settings.files ?? {}) as FilesSettings;
+  let storage: FileStorage | (() => FileStorage);
+  if (settings.bucket !== undefined) {
+    const path = `/${settings.bucket.replace(/^\/+|\/+$/g, '')}`;
+    storage = () => {
+      const found = resources().find((r) => r.path === path);
+      if (found?.fileStorage === undefined) throw new SvcError('UNAVAILABLE', `app.json files.bucket names ${path}, which is not a Bucket resource of this app`);
+      return found.fileStorage;
+    };
+  } else {
+    storage = diskStorageOf(join(app.dir, 'data', 'files'));
+  }
+  return {
+    storage,
+    thumbnailer: sharpThumbnailer,
+    ...(settings.maxPixels !== undefined ? { maxPixels: settings.maxPixels } : {}),
+    ...(typeof app.settings.bodyLimit === 'number' ? { fieldBytes: app.settings.bodyLimit } : {}),
+    sweep: {
+      ...(settings.orphanGraceMinutes !== undefined ? { graceMs: settings.orphanGraceMinutes * 60_000 } : {}),
+      ...(settings.sweepMinutes !== undefined ? { intervalMs: settings.sweepMinutes * 60_000 } : {}),
+    },
+  };
+}
+
+/** One disk storage per folder: reloads keep it. */
+const disks = new Map<string, FileStorage>();
+function diskStorageOf(dir: string): FileStorage {
+  let storage = disks.get(dir);
+  if (storage === undefined) disks.set(dir, (storage = createDiskFileStorage(dir)));
+  return storage;
+}
+
+type Sharp = typeof SharpModule;
+let sharpModule: Promise<Sharp> | undefined;
+
+/**
+ * Thumbnails with sharp (libvips, prebuilt for the platform as an npm package): the image's
+ * pixel count is checked from its header before any decoding (`limitInputPixels`), EXIF
+ * orientation applied, metadata dropped. `WxH` crops to fill both sides; `Wx0` and `0xH` keep the
+ * proportions; an image is never enlarged.
+ */
+export const sharpThumbnailer: Thumbnailer = {
+  async make(image: Buffer, size: ThumbSize, options: { type: string; maxPixels: number }): Promise<Buffer> {
+    const sharp = (await (sharpModule ??= import('sharp').then((m) => {
+      // One libvips thread per thumbnail: two cores serve requests too.
+      m.default.concurrency(1);
+      m.default.cache(false);
+      return m;
+    }))).default;
+    const pipeline = sharp(image, { limitInputPixels: options.maxPixels, failOn: 'error', animated: false })
+      .rotate()
+      .resize({
+        width: size.width === 0 ? undefined : size.width,
+        height: size.height === 0 ? undefined : size.height,
+        fit: size.width !== 0 && size.height !== 0 ? 'cover' : 'inside',
+        withoutEnlargement: true,
+      });
+    if (options.type === 'image/jpeg') return pipeline.jpeg({ quality: 82, mozjpeg: false }).toBuffer();
+    if (options.type === 'image/webp') return pipeline.webp({ quality: 80 }).toBuffer();
+    return pipeline.png({ compressionLevel: 6 }).toBuffer();
+  },
+};

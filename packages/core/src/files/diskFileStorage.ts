@@ -1,0 +1,121 @@
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import { dirname, join, sep } from 'node:path';
+import type { FileStorage, OpenedFile, StoredEntry } from './FileStorage.js';
+import { checkedKey } from './fileKeys.js';
+
+/**
+ * File properties' files on the local disk, under `root` (the app's `data/files`). Files are
+ * received into `root/.tmp` and renamed into place: a file is never seen half-written, even
+ * after a kill -9 (what is left in .tmp is removed by the orphan sweep).
+ */
+export function createDiskFileStorage(root: string): FileStorage {
+  const tempDir = join(root, '.tmp');
+  const pathOf = (key: string): string => join(root, ...checkedKey(key).split('/'));
+  return {
+    description: `disk ${root}`,
+    tempDir,
+    async put(key, file) {
+      const target = pathOf(key);
+      await mkdir(dirname(target), { recursive: true });
+      await rename(file, target);
+    },
+    async open(key, range): Promise<OpenedFile | undefined> {
+      const path = pathOf(key);
+      try {
+        const info = await stat(path);
+        if (!info.isFile()) return undefined;
+        const body = createReadStream(path, range ? { start: range.start, end: range.end } : {});
+        // Opened before answering: a file removed meanwhile answers 404, not a broken body.
+        await new Promise<void>((resolve, reject) => {
+          body.once('open', () => resolve());
+          body.once('error', reject);
+        });
+        return { size: info.size, body };
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+    },
+    async size(key) {
+      try {
+        const info = await stat(pathOf(key));
+        return info.isFile() ? info.size : undefined;
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+    },
+    async remove(keys) {
+      const folders = new Set<string>();
+      for (const key of keys) {
+        const path = pathOf(key);
+        try {
+          await unlink(path);
+        } catch (err) {
+          if (!isMissing(err)) throw err;
+        }
+        folders.add(dirname(path));
+      }
+      // Empty folders go too (an object's, a property's), up to the collection's.
+      for (const folder of folders) await removeEmpty(folder, root);
+    },
+    async folders(prefix, after, limit) {
+      let names: string[];
+      try {
+        names = (await readdir(join(root, ...prefix.split('/').filter(Boolean)), { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+      } catch (err) {
+        if (isMissing(err)) return [];
+        throw err;
+      }
+      return names.sort().filter((name) => after === undefined || name > after).slice(0, limit);
+    },
+    async files(prefix) {
+      const base = join(root, ...prefix.split('/').filter(Boolean));
+      const out: StoredEntry[] = [];
+      await walk(base, '', out);
+      return out;
+    },
+  };
+}
+
+async function walk(dir: string, relative: string, out: StoredEntry[]): Promise<void> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    if (isMissing(err)) return;
+    throw err;
+  }
+  for (const entry of entries) {
+    const name = relative === '' ? entry.name : `${relative}/${entry.name}`;
+    if (entry.isDirectory()) await walk(join(dir, entry.name), name, out);
+    else if (entry.isFile()) {
+      try {
+        const info = await stat(join(dir, entry.name));
+        out.push({ name, size: info.size, modified: info.mtimeMs });
+      } catch (err) {
+        if (!isMissing(err)) throw err;
+      }
+    }
+  }
+}
+
+async function removeEmpty(folder: string, root: string): Promise<void> {
+  let current = folder;
+  // Up to two levels: the property's folder, then the object's (the collection's stays).
+  for (let i = 0; i < 2 && current.startsWith(root + sep) && current !== root; i++) {
+    try {
+      await rmdir(current);
+    } catch {
+      // Not empty (another file, or one arriving): it stays.
+      return;
+    }
+    current = dirname(current);
+  }
+}
+
+function isMissing(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}

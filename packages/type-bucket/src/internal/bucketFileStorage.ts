@@ -1,0 +1,81 @@
+import { createReadStream } from 'node:fs';
+import { stat, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import type { FileStorage, Logger, OpenedFile, StoredEntry } from '@svc/core';
+import { ProviderError } from './providerError.js';
+import type { S3Send } from './storeObject.js';
+import { storeObject } from './storeObject.js';
+
+/**
+ * Where file properties' keys live in a bucket. The Bucket resource's own paths refuse it
+ * (bucketResource.ts): these files are served only by their collections, under their rules.
+ */
+export const FILES_PREFIX = 'svc-files/';
+
+/** At most this many listing pages for one object's files (1,000 keys each). */
+const MAX_PAGES = 100;
+
+/**
+ * File properties' files in a Bucket resource's bucket (app.json `files.bucket`), under
+ * {@link FILES_PREFIX}. A file is received on the local disk first (its size and type known,
+ * its limits checked), then stored with one PutObject or a multipart upload: it appears whole.
+ */
+export function createBucketFileStorage(bucket: string, send: S3Send, logger: Logger): FileStorage {
+  const keyOf = (key: string): string => `${FILES_PREFIX}${key}`;
+  const missing = (err: unknown): boolean => err instanceof ProviderError && err.status === 404;
+  return {
+    description: `bucket ${bucket}`,
+    // One folder per bucket: what a killed process left there, the sweep of the next removes.
+    tempDir: join(tmpdir(), `svc-files-${bucket.replace(/[^A-Za-z0-9.-]/g, '_')}`),
+    async put(key, file, type) {
+      try {
+        const { size } = await stat(file);
+        await storeObject(send, { bucket, key: keyOf(key), contentType: type, size, body: createReadStream(file) }, logger);
+      } finally {
+        await unlink(file).catch(() => undefined);
+      }
+    },
+    async open(key, range): Promise<OpenedFile | undefined> {
+      try {
+        const answer = await send((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: keyOf(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) })));
+        const total = answer.ContentRange !== undefined ? Number(answer.ContentRange.split('/')[1]) : answer.ContentLength;
+        return { size: total ?? 0, body: answer.Body as Readable };
+      } catch (err) {
+        if (missing(err)) return undefined;
+        throw err;
+      }
+    },
+    async size(key) {
+      try {
+        return (await send((s3) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: keyOf(key) })))).ContentLength;
+      } catch (err) {
+        if (missing(err) || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return undefined;
+        throw err;
+      }
+    },
+    async remove(keys) {
+      for (const key of keys) await send((s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: keyOf(key) })));
+    },
+    async folders(prefix, after, limit) {
+      const full = keyOf(prefix);
+      // After every key of the folder `after`: its keys are ASCII, below U+FFFF.
+      const answer = await send((s3) => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: full, Delimiter: '/', MaxKeys: limit, ...(after !== undefined ? { StartAfter: `${full}${after}/\uffff` } : {}) })));
+      return (answer.CommonPrefixes ?? []).map((p) => (p.Prefix ?? '').slice(full.length, -1)).filter((name) => name !== '').slice(0, limit);
+    },
+    async files(prefix) {
+      const full = keyOf(prefix);
+      const out: StoredEntry[] = [];
+      let token: string | undefined;
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const answer = await send((s3) => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: full, ...(token ? { ContinuationToken: token } : {}) })));
+        for (const o of answer.Contents ?? []) if (o.Key !== undefined) out.push({ name: o.Key.slice(full.length), size: o.Size ?? 0, modified: o.LastModified?.getTime() ?? 0 });
+        if (!answer.IsTruncated || !answer.NextContinuationToken) break;
+        token = answer.NextContinuationToken;
+      }
+      return out;
+    },
+  };
+}
