@@ -60,6 +60,8 @@ export function gateStore(inner: Store): StoreGate {
       ...(c.findTextsOfIdsNow ? { findTextsOfIdsNow: (ids: readonly string[], pick: readonly string[]) => (reason !== undefined ? undefined : (c.findTextsOfIdsNow as NonNullable<StoreCollection['findTextsOfIdsNow']>).call(c, ids, pick)) } : {}),
       ...(c.findOneWithJsonNow ? { findOneWithJsonNow: (id: string) => (reason !== undefined ? undefined : (c.findOneWithJsonNow as NonNullable<StoreCollection['findOneWithJsonNow']>).call(c, id)) } : {}),
       ...(c.insertMany ? { insertMany: (docs) => through(() => (c.insertMany as NonNullable<StoreCollection['insertMany']>).call(c, docs)) } : {}),
+      ...(c.updateMany ? { updateMany: (filter, ops) => through(() => (c.updateMany as NonNullable<StoreCollection['updateMany']>).call(c, filter, ops)) } : {}),
+      ...(c.dropIndex ? { dropIndex: (field: string) => through(() => (c.dropIndex as NonNullable<StoreCollection['dropIndex']>).call(c, field)) } : {}),
     };
     collections.set(name, out);
     return out;

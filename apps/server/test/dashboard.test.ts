@@ -179,12 +179,17 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
     duneId = dune?.id ?? '';
   });
 
-  it('renames a property: the stored values move with it (Deployd\'s $renameFrom)', async () => {
+  it('renames a property: the stored values move with it (Deployd\'s $renameFrom); a new one gets a value for the stored objects', async () => {
     await page.click('.tab:has-text("Properties")');
     await page.fill('[aria-label="read name"]', 'finished');
     await page.waitForSelector(':text("renamed from read")');
     await page.click('[data-test=save-properties]');
     await page.waitForSelector('.ok:has-text("Saved")');
+    // The rename is a migration file, named on the page, that production applies at start.
+    const note = await page.textContent('[data-test=saved-note]');
+    const written = /wrote (migrations\/\S+-books-rename-read-finished\.json)/.exec(note ?? '')?.[1];
+    expect(written, note ?? '').toBeDefined();
+    expect(JSON.parse(await readFile(join(dir, written as string), 'utf8'))).toEqual({ svcMigration: 1, collection: 'books', steps: [{ op: 'rename', from: 'read', to: 'finished' }] });
     const book = (await rest(app, 'GET', `/books/${duneId}`)).body;
     expect(book).toMatchObject({ finished: true });
     expect(book).not.toHaveProperty('read');
@@ -194,6 +199,19 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
       pages: { type: 'number', index: true },
       finished: { type: 'boolean' },
     });
+
+    // A new property with a value for the objects stored already: an add with that default.
+    await page.fill('[aria-label="new property name"]', 'rating');
+    await page.selectOption('[aria-label="new property type"]', 'number');
+    await page.fill('[aria-label="new property value for stored objects"]', '4');
+    await page.click('[data-test=add-property]');
+    await page.waitForSelector(':text("stored objects get 4")');
+    await page.click('[data-test=save-properties]');
+    await page.waitForSelector('[data-test=saved-note]:has-text("add-rating")');
+    const added = /wrote (migrations\/\S+-books-add-rating\.json)/.exec((await page.textContent('[data-test=saved-note]')) ?? '')?.[1];
+    expect(JSON.parse(await readFile(join(dir, added as string), 'utf8')).steps).toEqual([{ op: 'add', property: 'rating', type: 'number', default: 4 }]);
+    expect((await rest(app, 'GET', `/books/${duneId}`)).body).toMatchObject({ finished: true, rating: 4 });
+    await until(async () => !(await readFile(join(dir, 'resources/books/config.json'), 'utf8')).includes('$default'));
   });
 
   it('shows objects created elsewhere without a reload', async () => {

@@ -128,6 +128,15 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
       return removed;
     },
   };
+  if (inner.updateMany) {
+    const many = inner.updateMany.bind(inner);
+    out.updateMany = async (filter, ops) => {
+      const matched = await many(filter, ops);
+      if (matched > 0) changed('update', undefined);
+      return matched;
+    };
+  }
+  if (inner.dropIndex) out.dropIndex = inner.dropIndex.bind(inner);
   if (inner.findJson) out.findJson = inner.findJson.bind(inner);
   if (inner.findWithJson) out.findWithJson = inner.findWithJson.bind(inner);
   // Without it an aggregate would read every matching object (relations/aggregate.ts aggregateByReading).

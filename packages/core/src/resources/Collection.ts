@@ -735,7 +735,10 @@ export class Collection implements Resource {
   /**
    * Updates one object: only given properties change; modifiers apply atomically in the store.
    * With If-Match, only while the caller's view of it has that ETag (412 else), compared and set
-   * at the revision read (a move in between runs the update again, at most 3 times).
+   * at the revision read. A move in between (of what the caller cannot see: what it sees is
+   * compared first) runs the update again, at most 3 times, only when no event script ran: a
+   * script's effects (svc.* calls, emit, fetch) must not happen twice for one request, so after a
+   * script the request answers 409 with nothing written, for the client to send it again.
    */
   protected async update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
     const expected = conditionOf(ctx, 'if-match');
@@ -798,7 +801,7 @@ export class Collection implements Resource {
     const condition = revised ? { revision: revised.revision } : undefined;
     const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
     const updated = await this.writing(() => this.store.update(target, ops, condition));
-    if (updated === null && condition !== undefined) return MOVED;
+    if (updated === null && condition !== undefined) return movedAfter(outcome !== undefined && (this.events.has('validate') || this.events.has('put')));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     await this.fileProps?.afterCommit(ctx, updated, previous);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
@@ -935,13 +938,14 @@ export class Collection implements Resource {
     this.access.assert(ctx, 'delete', doc);
     filter = andFilters(filter, this.access.filter(ctx, 'delete'));
     const object = this.withoutStoreOnly(doc);
-    if (this.events.has('delete') && !skipEvents) await this.events.run('delete', { ctx, object });
+    const scripted = this.events.has('delete') && !skipEvents;
+    if (scripted) await this.events.run('delete', { ctx, object });
     const condition = revised ? { revision: revised.revision } : undefined;
-    if (condition !== undefined && (await this.store.findRevised(id))?.revision !== condition.revision) return MOVED;
+    if (condition !== undefined && (await this.store.findRevised(id))?.revision !== condition.revision) return movedAfter(scripted);
     const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
     const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
     if ((await this.store.remove(target, condition)) === 0) {
-      if (condition !== undefined && (await this.store.findOne(filter)) !== null) return MOVED;
+      if (condition !== undefined && (await this.store.findOne(filter)) !== null) return movedAfter(scripted);
       throw new SvcError('NOT_FOUND', 'not found');
     }
     await this.deleted([doc]);
@@ -1030,6 +1034,16 @@ export class Collection implements Resource {
 /** A conditional write found the object's revision moved since it was read: run it again. */
 const MOVED: unique symbol = Symbol('moved');
 const MAX_CONDITIONAL_ATTEMPTS = 3;
+
+/**
+ * A conditional write lost its compare-and-set: run again when no event script ran in it (rules,
+ * validation and reads only), else 409 at once, nothing written: the scripts' effects happened
+ * once and a run again would repeat them (docs/offline.md). The client sends the request again.
+ */
+function movedAfter(scriptsRan: boolean): typeof MOVED {
+  if (scriptsRan) throw new SvcError('CONFLICT', 'the object changed while this write\'s event scripts ran; nothing was written: send it again', { headers: { 'retry-after': '0' } });
+  return MOVED;
+}
 
 function skipEventsAsked(ctx: Context, body: Record<string, unknown> | undefined): boolean {
   const q = ctx.query.$skipEvents;

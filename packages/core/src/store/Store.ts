@@ -39,6 +39,17 @@ export interface UpdateOps {
 }
 
 /**
+ * What {@link StoreCollection.updateMany} applies to each matching object: top-level property names
+ * only, as in {@link UpdateOps}; `$rename` moves a property's value to another name (an object
+ * holding both has the second overwritten; one without the first is left alone).
+ */
+export interface ManyOps {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, true>;
+  $rename?: Record<string, string>;
+}
+
+/**
  * A condition on a write to one object ({@link StoreCollection.update}, {@link StoreCollection.remove}):
  * it applies only while the object's revision is `revision` (compare-and-set).
  */
@@ -155,8 +166,20 @@ export interface StoreCollection {
    * `id`), only while the object's revision is `condition.revision` (else 0).
    */
   remove(filter: Filter, condition?: WriteCondition): Promise<number>;
+  /**
+   * Optional: applies `ops` to every matching object in one call (each object changed atomically;
+   * the set as a whole is not; each one's revision advances), answering how many matched, for a store where one update at a
+   * time is slow (a network database). Migrations use it; without it they update one object at a
+   * time.
+   */
+  updateMany?(filter: Filter, ops: ManyOps): Promise<number>;
   /** Creates the index when missing (idempotent). */
   ensureIndex(spec: IndexSpec): Promise<void>;
+  /**
+   * Optional: removes the index on the property, when there is one (idempotent). Migrations call
+   * it when a property loses `index` or `unique`; a store without it keeps the index.
+   */
+  dropIndex?(field: string): Promise<void>;
   /**
    * Optional: groups the matching objects and measures each group in the store (MongoDB's
    * aggregation pipeline). Without it, aggregates read the matching objects' measured properties.

@@ -742,6 +742,26 @@ class EmbeddedCollection implements StoreCollection {
     }
   }
 
+  async dropIndex(field: string): Promise<void> {
+    const db = await this.#open();
+    const name = field === 'id' ? '_id' : field;
+    if (name === '_id' || indexesOf(db)[name] === undefined) return;
+    this.#dirty = true;
+    this.#changed();
+    this.#writing++;
+    const existing = indexesOf(db)[name];
+    try {
+      await db.removeIndexAsync(name);
+    } catch (err) {
+      // As in ensureIndex: the map goes back to what the file says when the line did not make it.
+      if (diskErrorCode(err) !== undefined) (Reflect.get(db, 'indexes') as Record<string, unknown>)[name] = existing;
+      throw this.#disk.refused(err, this.#filename);
+    } finally {
+      this.#changed();
+      this.#writing--;
+    }
+  }
+
   /**
    * Rewrites the datafile without its superseded lines when it was written to since last time. A
    * disk with no room for the new file (or failing) keeps the old one, which holds every write

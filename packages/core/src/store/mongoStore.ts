@@ -5,7 +5,7 @@ import { SvcError } from '../errors.js';
 import { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
 import { compareRows } from './internal/compareRows.js';
 import { groupRows } from './internal/groupRows.js';
-import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, Store, StoreCollection, UpdateOps, WriteCondition } from './Store.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, ManyOps, Revised, Store, StoreCollection, UpdateOps, WriteCondition } from './Store.js';
 import { renameId } from './internal/renameId.js';
 
 /** Options of {@link createMongoStore}. */
@@ -198,8 +198,44 @@ class MongoCollection implements StoreCollection {
     });
   }
 
+  /** One updateMany: each object changes atomically and its revision advances (MongoDB; FerretDB v1's updates are not atomic at all). */
+  updateMany(filter: Filter, ops: ManyOps): Promise<number> {
+    return guarded(this.#timeoutMs, async () => {
+      const update: Document = {};
+      if (ops.$set && Object.keys(ops.$set).length > 0) update.$set = ops.$set;
+      if (ops.$unset && Object.keys(ops.$unset).length > 0) update.$unset = ops.$unset;
+      if (ops.$rename && Object.keys(ops.$rename).length > 0) update.$rename = ops.$rename;
+      const names = [...Object.keys(ops.$set ?? {}), ...Object.keys(ops.$unset ?? {}), ...Object.entries(ops.$rename ?? {}).flat()];
+      if (names.includes('id') || names.includes('_id') || names.includes(REV)) throw new TypeError('updateMany cannot change an object\'s id or revision');
+      if (Object.keys(update).length === 0) return this.#coll.countDocuments(toMongoFilter(filter), { maxTimeMS: this.#timeoutMs });
+      // Each object changed is a write, as update's: its revision moves (a conditional write based
+      // on the object before the migration then fails instead of undoing the migration's change).
+      update.$inc = { [REV]: 1 };
+      try {
+        return (await this.#coll.updateMany(toMongoFilter(filter), update)).matchedCount;
+      } catch (err) {
+        throw await this.#translate(err);
+      }
+    });
+  }
+
   ensureIndex(spec: IndexSpec): Promise<void> {
     return guarded(this.#timeoutMs, () => this.#ensureIndex(spec));
+  }
+
+  dropIndex(field: string): Promise<void> {
+    return guarded(this.#timeoutMs, async () => {
+      if (field === 'id') return;
+      const existing = (await this.#indexes()).find((index) => index.field === field);
+      if (!existing) return;
+      try {
+        await this.#coll.dropIndex(existing.name);
+      } catch (err) {
+        // Dropped meanwhile (another process): what was asked holds.
+        if (err instanceof MongoServerError && (err.code === 27 || err.code === NAMESPACE_NOT_FOUND)) return;
+        throw err;
+      }
+    });
   }
 
   /** The aggregation pipeline: $match, $group, $limit; the groups are sorted by the caller. */

@@ -9,13 +9,17 @@ import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
 import { snapshotEmbeddedStore } from '../../src/store/embeddedSnapshot.js';
 import { runStoreContract } from './contract.js';
 
-runStoreContract('embedded', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-store-'));
-  return {
-    open: () => createEmbeddedStore({ dir }),
-    destroy: () => rm(dir, { recursive: true, force: true }),
-  };
-});
+runStoreContract(
+  'embedded',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-store-'));
+    return {
+      open: () => createEmbeddedStore({ dir }),
+      destroy: () => rm(dir, { recursive: true, force: true }),
+    };
+  },
+  { skips: { 'updateMany applies $set, $unset and $rename to each matching object and answers how many matched': 'optional; the files store has none (in the process, one update at a time costs no round trip)' } },
+);
 
 const storeModule = fileURLToPath(new URL('../../src/store/embeddedStore.ts', import.meta.url));
 

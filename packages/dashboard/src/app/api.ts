@@ -137,6 +137,8 @@ export interface AppView {
   env: string;
   resources: ResourceView[];
   types: TypeView[];
+  /** After a save of properties in development: the migration files it wrote. */
+  migrations?: string[];
 }
 
 /** A log line, an answered request, a change of stored objects, or a reload of the app. */

@@ -193,6 +193,14 @@ export class EngineCollection implements StoreCollection {
     await this.#write(() => this.#engine.schema.ensureIndex(this.#engine.schema.ensureTable(this.name), spec.field, spec.unique ?? false));
   }
 
+  async dropIndex(field: string): Promise<void> {
+    if (field === 'id' || this.#engine.schema.table(this.name)?.indexes.has(field) !== true) return;
+    await this.#write(() => {
+      const info = this.#engine.schema.table(this.name);
+      if (info !== undefined) this.#engine.schema.dropIndex(info, field);
+    });
+  }
+
   /**
    * Groups in the process what the filter matches (SQL narrows it through the indexes); the
    * matches are counted first, so that too many fail before any is read.

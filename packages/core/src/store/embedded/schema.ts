@@ -142,6 +142,17 @@ export class Schema {
     info.indexed.add(field);
   }
 
+  /** Removes the index on a property, when there is one. Inside a write transaction. */
+  dropIndex(info: TableInfo, field: string): void {
+    const existing = info.indexes.get(field);
+    if (existing === undefined) return;
+    this.changes++;
+    this.#db.exec(`DROP INDEX ${ident(existing.name)}`);
+    this.#db.prepare('DELETE FROM svc_indexes WHERE tbl = ? AND field = ?').run(info.tbl, field);
+    info.indexes.delete(field);
+    info.indexed.delete(field);
+  }
+
   /** The property a unique violation is about (`id` for the id column). */
   violatedField(info: TableInfo, err: unknown): string {
     const message = err instanceof Error ? err.message : '';

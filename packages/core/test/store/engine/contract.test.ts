@@ -4,10 +4,14 @@ import { join } from 'node:path';
 import { createEngineStore } from '../../../src/store/embedded/index.js';
 import { runStoreContract } from '../contract.js';
 
-runStoreContract('embedded engine (SQLite)', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-engine-'));
-  return {
-    open: () => createEngineStore({ dir }),
-    destroy: () => rm(dir, { recursive: true, force: true }),
-  };
-});
+runStoreContract(
+  'embedded engine (SQLite)',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-engine-'));
+    return {
+      open: () => createEngineStore({ dir }),
+      destroy: () => rm(dir, { recursive: true, force: true }),
+    };
+  },
+  { skips: { 'updateMany applies $set, $unset and $rename to each matching object and answers how many matched': 'optional; the engine has none (in the process, one update at a time costs no round trip; they commit together)' } },
+);
