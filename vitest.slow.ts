@@ -24,6 +24,7 @@ export const SLOW_TESTS = [
   'apps/server/test/dashboard-relations-browser.test.ts',
   'apps/server/test/dashboard-reset-mfa-browser.test.ts',
   'apps/server/test/dashboard-rules-browser.test.ts',
+  'apps/server/test/dashboard-deliveries-browser.test.ts',
   // The migrated app in chromium, and links, FIFOs, sockets and SIGINT during a migration.
   'apps/server/test/deployd-migration.test.ts',
   // pnpm pack of every package, npm install of the tarballs, publint and attw.

@@ -1,5 +1,6 @@
-import { CONFLICT_POLICIES, Collection, SvcError, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
+import { CONFLICT_POLICIES, Collection, OutboundPolicy, SvcError, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
+import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
+import { OUTBOUND_DEFAULTS } from './scriptOutbound.js';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { checkRelationTargets, relationLimits, relationOf } from './relationConfig.js';
@@ -96,8 +97,26 @@ async function buildCustom(folder: ResourceFolder, context: BuildContext): Promi
     realtime: context.realtime,
     request: context.request,
     ...(context.jobs ? { jobs: context.jobs } : {}),
+    outbound: outboundOf(context.app),
   });
   return mountResource(type, folder.path, impl);
+}
+
+/** app.json `outbound` as resource types get it (made per app version; the policy is checked at load). */
+const outboundAccess = new WeakMap<AppFolder, OutboundAccess>();
+function outboundOf(app: AppFolder): OutboundAccess {
+  let access = outboundAccess.get(app);
+  if (access === undefined) {
+    const settings = app.settings.outbound;
+    access = {
+      policy: new OutboundPolicy(settings?.allow ?? []),
+      timeoutMs: settings?.timeoutMs ?? OUTBOUND_DEFAULTS.timeoutMs,
+      maxBytes: settings?.maxBytes ?? OUTBOUND_DEFAULTS.maxBytes,
+      maxRedirects: settings?.maxRedirects ?? OUTBOUND_DEFAULTS.maxRedirects,
+    };
+    outboundAccess.set(app, access);
+  }
+  return access;
 }
 
 async function buildCollection(folder: ResourceFolder, context: BuildContext): Promise<Collection> {

@@ -12,7 +12,7 @@ export type { Context, OnDelete, PropertyDef, PropertyType, Reply, ResourceConfi
 export { backRelationName } from './relations/Relations.js';
 export { DEFAULT_RELATION_SETTINGS, EXPAND_DEPTH_CAP, MAX_EXPANDED_RELATIONS } from './relations/relationSettings.js';
 export type { RelationSettings } from './relations/relationSettings.js';
-export type { ClientShape, ConflictPolicy, Resource, ResourceFiles, ResourceHost, UserResource } from './resource.js';
+export type { ClientShape, ConflictPolicy, Resource, ResourceFiles, ResourceHost, RootApiRequest, UserResource } from './resource.js';
 export { CONFLICT_POLICIES } from './resource.js';
 export { isUserResource } from './resource.js';
 export { Collection } from './resources/Collection.js';
@@ -100,6 +100,7 @@ export { coreRangeOf, defineResourceType, isResourceType, validateSettings, moun
 export type {
   AnyResourceType,
   EventScripts,
+  OutboundAccess,
   ResourceImplementation,
   ResourceType,
   ResourceTypeContext,

@@ -555,6 +555,14 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return { status: 200, body: { entries: ring.find(filter, limit), kept: ring.size, capacity: ring.maxEntries } };
   }
 
+  /** A root-only request for the resource served at /<name> (Resource.rootApi). */
+  async function resourceApi(name: string, parts: string[], ctx: Context, body: Record<string, unknown>): Promise<Reply> {
+    const resource = options.resources().find((r) => r.path === `/${name}`);
+    if (resource === undefined) throw new SvcError('NOT_FOUND', `no resource ${name}`);
+    if (resource.rootApi === undefined) throw new SvcError('NOT_FOUND', `${resource.type} ${name} has no dashboard API`);
+    return resource.rootApi({ method: ctx.method, parts, query: ctx.query, body });
+  }
+
   async function api(ctx: Context, path: string[]): Promise<Reply | undefined> {
     checkCaller(ctx);
     const [what, ...rest] = path;
@@ -600,6 +608,10 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (rest.length > 1 && rest[rest.length - 1] === 'explain' && method === 'POST') {
         return { status: 200, body: await tryAccess({ resources: options.resources, store: options.store }, { name: checkName(rest.slice(0, -1).join('/')), body }) };
       }
+      // resources/<name...>/-/<parts...>: the resource's own root-only API (a webhook's
+      // deliveries). '-' cannot start a resource name, so no nested resource is shadowed.
+      const dash = rest.indexOf('-');
+      if (dash > 0) return resourceApi(checkName(rest.slice(0, dash).join('/')), rest.slice(dash + 1), ctx, body);
       // resources/<name...>/accounts, resources/<name...>/mail: a UserCollection's Accounts tab.
       const last = rest[rest.length - 1];
       // (A nested resource of that name, /users/mail, keeps its own path.)

@@ -103,6 +103,8 @@ export interface TypeView {
   settings: Record<string, SettingSpec>;
   events: string[];
   label: string;
+  /** The type's own pages ('deliveries'). */
+  pages?: string[];
 }
 
 export interface PropertyDef {

@@ -12,6 +12,7 @@ import { ConfigPage } from './config.tsx';
 import { EventsPage } from './events.tsx';
 import { ApiPage } from './apiPage.tsx';
 import { BackupsPage } from './backups.tsx';
+import { DeliveriesPage } from './deliveries.tsx';
 import { LogsPage } from './logs.tsx';
 
 interface Session {
@@ -316,10 +317,12 @@ function OfflineConflicts({ resource }: { resource: ResourceView }) {
 
 function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { app: AppView; resource: ResourceView; tab: string; query?: string; setApp(a: AppView): void; subscribe(l: (e: FeedEvent) => void): () => void; env: string }) {
   const collection = isCollection(resource);
-  const tabs = collection ? ['data', 'properties', 'rules', ...(resource.type === 'UserCollection' ? ['accounts'] : []), 'events', 'api'] : ['config', 'events', 'api'];
+  const type = app.types.find((t) => t.name === resource.type);
+  // A type's own pages (its dashboard.pages: a Webhook's deliveries) come first.
+  const own = (type?.pages ?? []).filter((p) => p === 'deliveries');
+  const tabs = collection ? ['data', 'properties', 'rules', ...(resource.type === 'UserCollection' ? ['accounts'] : []), 'events', 'api'] : [...own, 'config', 'events', 'api'];
   const current = tabs.includes(tab) ? tab : (tabs[0] as string);
   const [renaming, setRenaming] = useState(false);
-  const type = app.types.find((t) => t.name === resource.type);
   return (
     <div class="page wide">
       <div class="res-head">
@@ -341,6 +344,7 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
         {current === 'properties' && <PropertiesEditor app={app} resource={resource} setApp={setApp} />}
         {current === 'rules' && <RulesPage app={app} resource={resource} setApp={setApp} />}
         {current === 'accounts' && <AccountsPage app={app} resource={resource} setApp={setApp} />}
+        {current === 'deliveries' && <DeliveriesPage resource={resource} />}
         {current === 'config' && <ConfigPage resource={resource} type={type} setApp={setApp} />}
         {current === 'events' && <EventsPage app={app} resource={resource} setApp={setApp} />}
         {current === 'api' && <ApiPage resource={resource} type={type} env={env} />}
