@@ -11,6 +11,8 @@ export const SLOW_TESTS = [
   'apps/server/test/browser-example.test.ts',
   'apps/server/test/browser-live.test.ts',
   'apps/server/test/browser-oidc.test.ts',
+  // The offline replica of /svc.js with the network cut: conflicts, rules, restarts, reloads, quota, clock (issue 42).
+  'apps/server/test/browser-offline.test.ts',
   // Each of the 15 sign-in presets against its stand-in in chromium (issue 43).
   'apps/server/test/browser-presets.test.ts',
   'apps/server/test/dashboard.test.ts',
@@ -22,6 +24,7 @@ export const SLOW_TESTS = [
   'apps/server/test/dashboard-relations-browser.test.ts',
   'apps/server/test/dashboard-reset-mfa-browser.test.ts',
   'apps/server/test/dashboard-rules-browser.test.ts',
+  'apps/server/test/dashboard-deliveries-browser.test.ts',
   // The migrated app in chromium, and links, FIFOs, sockets and SIGINT during a migration.
   'apps/server/test/deployd-migration.test.ts',
   // pnpm pack of every package, npm install of the tarballs, publint and attw.

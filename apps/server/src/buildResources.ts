@@ -1,8 +1,8 @@
-import { CONFLICT_POLICIES, Collection, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
+import { CONFLICT_POLICIES, Collection, OutboundPolicy, SvcError, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
+import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
+import { OUTBOUND_DEFAULTS } from './scriptOutbound.js';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
-import { applyPropertyRenames } from './renameFields.js';
 import { checkRelationTargets, relationLimits, relationOf } from './relationConfig.js';
 import { resolveEnvReferences } from './envReferences.js';
 import { COLLECTION_EVENT_FILES, USER_ONLY_EVENT_FILES } from './scripts.js';
@@ -20,7 +20,7 @@ export interface ScriptFactory {
 }
 
 const PROPERTY_TYPES = new Set<PropertyType>(['string', 'number', 'boolean', 'object', 'array', 'date', 'relation', 'file']);
-const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'private', 'read', 'write', '$renameFrom', 'collection', 'many', 'onDelete', 'maxSize', 'maxFiles', 'types', 'thumbs']);
+const PROPERTY_KEYS = new Set(['type', 'required', 'unique', 'index', 'search', 'private', 'read', 'write', '$renameFrom', '$default', 'collection', 'many', 'onDelete', 'maxSize', 'maxFiles', 'types', 'thumbs']);
 /** Written by Deployd's dashboard on every property; svc has no use for them (nor warns about them). */
 const DEPLOYD_PROPERTY_KEYS = new Set(['typeLabel', 'id', 'name', 'order']);
 /** Written by Deployd's dashboard in a resource's config.json; svc has no use for them (nor warns about them). */
@@ -45,6 +45,8 @@ export interface BuildContext {
   jobs?: ScheduledJobs;
   /** Counters of the account mail limits (shared through Redis with --redis). */
   rateCounter?: RateCounter;
+  /** Collections a failed migration keeps from being served (every request answers 503 MIGRATION_FAILED). */
+  blocked?: ReadonlyMap<string, BlockedCollection>;
   /** Where file properties keep their files (set by buildResources). */
   files?: CollectionFilesConfig;
 }
@@ -95,8 +97,26 @@ async function buildCustom(folder: ResourceFolder, context: BuildContext): Promi
     realtime: context.realtime,
     request: context.request,
     ...(context.jobs ? { jobs: context.jobs } : {}),
+    outbound: outboundOf(context.app),
   });
   return mountResource(type, folder.path, impl);
+}
+
+/** app.json `outbound` as resource types get it (made per app version; the policy is checked at load). */
+const outboundAccess = new WeakMap<AppFolder, OutboundAccess>();
+function outboundOf(app: AppFolder): OutboundAccess {
+  let access = outboundAccess.get(app);
+  if (access === undefined) {
+    const settings = app.settings.outbound;
+    access = {
+      policy: new OutboundPolicy(settings?.allow ?? []),
+      timeoutMs: settings?.timeoutMs ?? OUTBOUND_DEFAULTS.timeoutMs,
+      maxBytes: settings?.maxBytes ?? OUTBOUND_DEFAULTS.maxBytes,
+      maxRedirects: settings?.maxRedirects ?? OUTBOUND_DEFAULTS.maxRedirects,
+    };
+    outboundAccess.set(app, access);
+  }
+  return access;
 }
 
 async function buildCollection(folder: ResourceFolder, context: BuildContext): Promise<Collection> {
@@ -108,8 +128,9 @@ async function buildCollection(folder: ResourceFolder, context: BuildContext): P
 async function collectionOptions(folder: ResourceFolder, context: BuildContext): Promise<CollectionOptions> {
   const events = context.scripts.forCollection(folder);
   const properties = readProperties(folder, context.logger);
-  const store = context.store.collection(folder.path.slice(1));
-  await applyPropertyRenames(folder, store, context.logger);
+  const name = folder.path.slice(1);
+  const blocked = context.blocked?.get(name);
+  const store = blocked ? refusingCollection(name, blocked) : context.store.collection(name);
   return {
     path: folder.path,
     properties,
@@ -157,6 +178,26 @@ async function buildUserCollection(folder: ResourceFolder, context: BuildContext
   });
 }
 
+/**
+ * The store of a collection whose migration failed: every read and write answers 503
+ * MIGRATION_FAILED (what failed is in the log and in svc migrate status, not in the answer);
+ * making its indexes does nothing. The rest of the app serves.
+ */
+function refusingCollection(name: string, blocked: BlockedCollection): StoreCollection {
+  const refuse = (): Promise<never> => Promise.reject(new SvcError('MIGRATION_FAILED', `${name} is not served: its migration ${blocked.migration} failed; the server's log and svc migrate status tell why`));
+  return {
+    name,
+    find: refuse,
+    findOne: refuse,
+    findRevised: refuse,
+    count: refuse,
+    insert: refuse,
+    update: refuse,
+    remove: refuse,
+    ensureIndex: () => Promise.resolve(),
+  };
+}
+
 /** Validates a Collection's properties: a wrong type stops start-up, naming resource and property. */
 export function readProperties(folder: ResourceFolder, logger: Logger): Record<string, PropertyDef> {
   const raw = folder.config.properties ?? {};
@@ -171,11 +212,13 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     }
     const unknown = Object.keys(def as object).filter((k) => !PROPERTY_KEYS.has(k) && !DEPLOYD_PROPERTY_KEYS.has(k));
     if (unknown.length > 0) logger.warn(`resource ${folder.path.slice(1)}: property ${name}: ignoring ${unknown.join(', ')}`);
+    checkDefaultHint(folder, name, type as PropertyType, (def as Record<string, unknown>).$default);
     out[name] = {
       type: type as PropertyType,
       required: (def as Record<string, unknown>).required === true,
       unique: (def as Record<string, unknown>).unique === true,
       index: (def as Record<string, unknown>).index === true,
+      ...searchOf(folder, name, type as PropertyType, def as Record<string, unknown>),
       ...((def as Record<string, unknown>).private === true ? { private: true } : {}),
       ...ruleOf(def as Record<string, unknown>, 'read'),
       ...ruleOf(def as Record<string, unknown>, 'write'),
@@ -184,6 +227,27 @@ export function readProperties(folder: ResourceFolder, logger: Logger): Record<s
     };
   }
   return out;
+}
+
+/** `search: true` on a string or array property (full-text search, docs/search.md). */
+function searchOf(folder: ResourceFolder, name: string, type: PropertyType, def: Record<string, unknown>): Partial<PropertyDef> {
+  if (def.search === undefined || def.search === false) return {};
+  if (def.search !== true) throw new Error(`resource ${folder.path.slice(1)}: property ${name}: "search" must be true or false`);
+  if (type !== 'string' && type !== 'array') throw new Error(`resource ${folder.path.slice(1)}: property ${name}: only a string or array property can be searchable ("search": true)`);
+  return { search: true };
+}
+
+/**
+ * `$default` (what the stored objects without a value get, through a migration file): a value of
+ * the property's type that a store can hold. Refused before a migration file is written with it.
+ */
+function checkDefaultHint(folder: ResourceFolder, name: string, type: PropertyType, value: unknown): void {
+  if (value === undefined || value === null) return;
+  const where = `resource ${folder.path.slice(1)}: property ${name}: "$default"`;
+  // A file is uploaded, never given as a value (and migrations do not move files).
+  if (type === 'file') throw new Error(`${where}: a file property takes no default`);
+  if (convertValue(value, type).kind !== 'same') throw new Error(`${where} must be a value of type ${type}`);
+  checkMigrationValue(value, where);
 }
 
 /** A file property's settings as written (the Collection checks them: files/fileSettings.ts). */

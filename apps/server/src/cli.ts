@@ -12,6 +12,7 @@ import { importCommand } from './importCommand.js';
 import { coreVersion } from './installedTypes.js';
 import { migrateDeployd } from './migrateDeployd.js';
 import { exportCommand, fileTime, importFileCommand } from './transferCommands.js';
+import { migrateCommand } from './migrateCommand.js';
 
 const USAGE = `usage:
   svc [app-dir] [--port 2403] [--host <addr>] [--db <mongodb-url>] [--redis <url>] [--env development|production] [--log-format text|json]
@@ -24,6 +25,8 @@ const USAGE = `usage:
   svc import [app-dir] --from <file> [--replace] [--db <mongodb-url>]  load an export into the app's store
   svc backup [app-dir] [--out <file>] [--db <mongodb-url>]  an export of the store, also while the server runs
   svc restore [app-dir] --from <file> [--db <mongodb-url>]  replace the store's objects with a backup's
+  svc migrate status|up|down [app-dir] [--db <mongodb-url>] [--dry-run] [--id <migration>]  the app's schema migrations (migrations/)
+  svc migrate new [app-dir] --collection <name> [--rename a:b] [--remove p] [--add p:type[=json]] [--convert p:from:to] [--index p] [--unique p] [--drop-index p]
   svc migrate-deployd <dir> [--out <dir>] [--dry-run]  turn a Deployd 1.2 app into an svc app (prints every change)
   svc help [command]     this text, or one command's
 environment: PORT, SVC_DB, SVC_REDIS, SVC_ENV, SVC_HOST, SVC_LOG_FORMAT mirror the flags; SVC_ROOT_KEYS adds root keys (comma-separated)`;
@@ -77,6 +80,14 @@ const COMMANDS: Record<string, { usage: string; about: string; flags: readonly s
     flags: ['from', 'db'],
     max: 1,
   },
+  migrate: {
+    usage:
+      'svc migrate status|up|down [app-dir] [--db <mongodb-url>] [--dry-run] [--id <migration>]\n       svc migrate new [app-dir] --collection <name> [--rename <from>:<to>] [--remove <p>] [--add <p>:<type>[=<json>]] [--convert <p>:<from type>:<to type>] [--index <p>] [--unique <p>] [--drop-index <p>]',
+    about:
+      "The app's migrations (migrations/*.json, docs/migrations.md), on its store (the embedded one in <app>/data: the server must be stopped; or MongoDB with --db). status: each migration, applied, pending or failed, with the objects each step changed. up: applies the pending ones (a start does too); --dry-run counts the objects each step would change, changing nothing. down: undoes the newest applied migration (or --id), step by step; --dry-run counts. new: writes a migration file for changes made to config.json by hand (each flag any number of times), or an empty one to fill in.",
+    flags: ['db', 'dry-run', 'id', 'collection', 'rename', 'remove', 'add', 'convert', 'index', 'unique', 'drop-index'],
+    max: 2,
+  },
   'migrate-deployd': {
     usage: 'svc migrate-deployd <dir> [--out <dir>] [--dry-run]',
     about: 'Turns a Deployd 1.2 app into an svc app (in place, or a copy with --out), printing every change; --dry-run writes nothing.',
@@ -108,6 +119,15 @@ export async function main(argv: string[]): Promise<number> {
         replace: { type: 'boolean' },
         revoke: { type: 'string' },
         version: { type: 'boolean', short: 'v' },
+        id: { type: 'string' },
+        collection: { type: 'string' },
+        rename: { type: 'string', multiple: true },
+        remove: { type: 'string', multiple: true },
+        add: { type: 'string', multiple: true },
+        convert: { type: 'string', multiple: true },
+        index: { type: 'string', multiple: true },
+        unique: { type: 'string', multiple: true },
+        'drop-index': { type: 'string', multiple: true },
       },
     });
   } catch (err) {
@@ -129,7 +149,9 @@ export async function main(argv: string[]): Promise<number> {
   const foreign = given.find((flag) => !spec.flags.includes(flag));
   if (foreign !== undefined) return usage(`--${foreign} does not apply to ${command === 'serve' ? 'serving an app' : `svc ${command}`}`, command);
   try {
-    return await run(command, args[0], values);
+    if (command === 'migrate') return await migrate(args, values);
+    // The flags given several times are svc migrate new's only (refused above for other commands).
+    return await run(command, args[0], values as Record<string, string | boolean | undefined>);
   } catch (err) {
     // Expected failures (a missing folder, a refused argument) are one line; nothing prints a stack.
     process.stderr.write(`svc: ${(err as Error).message}\n`);
@@ -234,6 +256,29 @@ async function run(command: string, arg: string | undefined, values: Record<stri
     default:
       return serve(arg ?? '.', values);
   }
+}
+
+async function migrate(args: string[], values: Record<string, string | boolean | string[] | undefined>): Promise<number> {
+  const [action, dir] = args;
+  if (action === undefined) return usage('svc migrate needs status, up, down or new', 'migrate');
+  if (!['status', 'up', 'down', 'new'].includes(action)) return usage(`svc migrate ${action}: use status, up, down or new`, 'migrate');
+  const stepFlags = ['rename', 'remove', 'add', 'convert', 'index', 'unique', 'drop-index'];
+  if (action !== 'new' && [...stepFlags, 'collection'].some((flag) => values[flag] !== undefined)) return usage(`--collection and the step flags go with svc migrate new`, 'migrate');
+  if (action === 'new' && (values['dry-run'] !== undefined || values.id !== undefined || values.db !== undefined)) return usage('svc migrate new writes a file: --db, --id and --dry-run do not apply', 'migrate');
+  if (action !== 'down' && values.id !== undefined) return usage('--id goes with svc migrate down', 'migrate');
+  const list = (flag: string): string[] | undefined => (Array.isArray(values[flag]) ? (values[flag] as string[]) : undefined);
+  const db = (typeof values.db === 'string' ? values.db : undefined) ?? process.env.SVC_DB;
+  return migrateCommand({
+    appDir: await appFolder(dir ?? '.'),
+    action,
+    dryRun: values['dry-run'] === true,
+    ...(db ? { db } : {}),
+    ...(typeof values.id === 'string' ? { id: values.id } : {}),
+    ...(typeof values.collection === 'string' ? { collection: values.collection } : {}),
+    steps: { rename: list('rename'), remove: list('remove'), add: list('add'), convert: list('convert'), index: list('index'), unique: list('unique'), dropIndex: list('drop-index') },
+    out: process.stdout,
+    err: process.stderr,
+  });
 }
 
 /**

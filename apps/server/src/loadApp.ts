@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { isPlainObject } from '@svc/core';
-import type { HttpLimits, Logger, ResourceConfig } from '@svc/core';
+import { DEFAULT_EMBEDDED_ENGINE } from '@svc/core';
+import type { EmbeddedEngine, HttpLimits, Logger, ResourceConfig } from '@svc/core';
 import { validateAppJson } from './appSchema.js';
 import type { OutboundSettings } from './scriptOutbound.js';
 
@@ -70,9 +71,10 @@ export interface AppSettings {
     liveBufferedPackets?: number;
   };
   /**
-   * The embedded store: fsync each write before acknowledging it (default false; docs/deploying.md);
-   * `engine` "sqlite" runs the on-disk engine (docs/embedded-engine.md) instead of the files kept
-   * in memory ("files", the default while the engine is being completed).
+   * The embedded store: fsync each commit before acknowledging it (default false; docs/deploying.md);
+   * `engine` "sqlite" (the default) is the on-disk engine (docs/embedded-engine.md), "files" the
+   * old store kept in memory (kept while apps move: an app's old files are converted at its first
+   * start on the engine).
    */
   embeddedStore?: { fsync?: boolean; engine?: 'files' | 'sqlite' };
   /**
@@ -147,6 +149,18 @@ export async function loadApp(dir: string, logger: Logger): Promise<AppFolder> {
   if (existsSync(resourcesDir)) await collect(resourcesDir, resourcesDir, resources, logger);
   resources.sort((a, b) => a.path.localeCompare(b.path));
   return { dir, settings, resources, dependencies: Object.keys(pkg?.dependencies ?? {}) };
+}
+
+/** app.json alone, checked (what the transfer commands need without loading the resources). */
+export async function readAppSettings(dir: string): Promise<AppSettings> {
+  const appJson = await readJson(join(dir, 'app.json'));
+  if (appJson !== undefined) validateAppJson(join(dir, 'app.json'), appJson);
+  return (appJson ?? {}) as AppSettings;
+}
+
+/** Which embedded store keeps the app's data folder (app.json `embeddedStore.engine`). */
+export function embeddedEngineOf(settings: AppSettings): EmbeddedEngine {
+  return settings.embeddedStore?.engine ?? DEFAULT_EMBEDDED_ENGINE;
 }
 
 async function collect(root: string, dir: string, out: ResourceFolder[], logger: Logger): Promise<void> {

@@ -1,14 +1,17 @@
 import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore } from '@svc/core';
+import { createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
-import { buildResources } from './buildResources.js';
+import { buildResources, readProperties } from './buildResources.js';
+import { runMigrations } from './migrations.js';
+import type { MigrationRun } from './migrations.js';
+import { crashPoint } from './crashPoint.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
 import { bundleModules, loadScriptModules } from './scriptModules.js';
 import { MIN_KEY_LENGTH, liveKeys } from './keys.js';
-import { loadApp } from './loadApp.js';
+import { embeddedEngineOf, loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
 import { DEFAULT_REDIS_PREFIX, createLiveRealtime, followChangesOf, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
@@ -142,7 +145,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     ? keptOpen(options.store)
     : options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
-    : app.settings.embeddedStore?.engine === 'sqlite'
+    : embeddedEngineOf(app.settings) === 'sqlite'
       ? await createEngineStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), durability: app.settings.embeddedStore?.fsync === true ? 'full' : 'normal' })
       : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
   // Closed (503) while the dashboard restores a backup; the restore itself writes to rawStore.
@@ -154,7 +157,16 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const jobHost = createJobHost({ redis: options.redis, prefix: redisPrefix, shared: options.db !== undefined, runWallMs: app.settings.scripts?.requestWallMs ?? DEFAULT_REQUEST_WALL_MS, logger });
   let activeJobs: JobMount | undefined;
   try {
-    if (interrupted) await resumeObjects(appDir, store, interrupted, logger);
+    if (interrupted) await resumeObjects(appDir, store, interrupted, logger, env);
+    // Migrations (migrations/): written from property changes in development, applied before
+    // anything is served. A collection whose migration failed is not served (503), the rest is.
+    let batches = 0;
+    const migrate = (folder: AppFolder, previous?: MigrationRun): Promise<MigrationRun> => {
+      // Checked first: a property of an unknown type would read as removed.
+      for (const resource of folder.resources) if (resource.config.type === 'Collection' || resource.config.type === 'UserCollection') readProperties(resource, silentLogger);
+      return runMigrations({ appDir, app: folder, store, env, logger, onBatch: () => crashPoint(`migrate:batch:${++batches}`), ...(previous ? { previous: { app: current, migrations: previous.migrations } } : {}) });
+    };
+    let migrations = await migrate(app);
     // Every process sharing the Redis counts login attempts together.
     if (options.redis) loginLimits = await connectLoginLimits(options.redis, logger, redisPrefix);
     // Scripts reach the server through this before it exists; it is bound right after creation.
@@ -201,19 +213,20 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             reload,
             current: () => current,
             typesText: async () => (await writeTypes(appDir, '-', logger)).text,
-            backupSource: options.db || options.store ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+            backupSource: options.db || options.store ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data'), engine: embeddedEngineOf(app.settings) },
             exclusive,
             rawStore,
             gate,
             logger,
             sessionsEnded: async (ids) => bound.server?.sessions.endedElsewhere(ids),
+            writtenMigrations: () => migrations.written,
             resources: () => bound.server?.resources ?? [],
             followChanges: (listener) => followChangesOf(realtime, listener),
           });
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
     const mount = async (folder: AppFolder, jobs: JobMount): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
-      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, jobs: jobs.jobs, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
+      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, jobs: jobs.jobs, blocked: migrations.blocked, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
       if (metrics && !metricsPort) {
@@ -247,7 +260,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(httpServer ? { httpServer } : {}),
       ...(app.settings.http !== undefined ? { http: app.settings.http } : {}),
       ...(app.settings.trustProxy !== undefined ? { trustProxy: app.settings.trustProxy } : {}),
-      health: { ...app.settings.health, checks: [() => scripts.unready()] },
+      health: { ...app.settings.health, checks: [() => scripts.unready()], degraded: () => (migrations.blocked.size > 0 ? { reason: 'migration', collections: [...migrations.blocked.keys()] } : undefined) },
       accessLog: app.settings.log?.access === false ? false : { health: app.settings.log?.health === true },
       fastPaths,
     });
@@ -288,6 +301,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
         scripts.useModules(activeModules);
         if (names.length === 0) logger.info('event scripts may require no module any more');
       }
+      migrations = await migrate(next, migrations);
       // The new version's jobs start with its resources; the previous version's stop at the swap.
       const nextJobs = jobHost.mount();
       let previous: readonly Resource[];
@@ -320,7 +334,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       // The embedded store is read from its files (as svc backup does), MongoDB through the store.
       stopBackups = scheduleBackups({
         dir: join(appDir, 'backups'),
-        source: options.db || options.store ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data') },
+        source: options.db || options.store ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data'), engine: embeddedEngineOf(app.settings) },
         intervalMs: backups.intervalMinutes * 60_000,
         keep: backups.keep ?? 7,
         logger,

@@ -1,8 +1,9 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { collectionOfDataFile, createEmbeddedStore, dataFileOfCollection, escapeLineBreaks, isCollectionName, lockDataFolder, snapshotEmbeddedStore } from '@svc/core';
-import type { Doc, Store } from '@svc/core';
+import { DEFAULT_EMBEDDED_ENGINE, collectionOfDataFile, createEmbeddedStore, dataFileOfCollection, escapeLineBreaks, isCollectionName, lockDataFolder, snapshotEmbeddedStore, snapshotEngineStore } from '@svc/core';
+import type { Doc, EmbeddedEngine, EmbeddedSnapshot, Store } from '@svc/core';
+import { importEngine } from './engineImport.js';
 
 /**
  * The export format (docs/deploying.md, "Moving between stores"): JSON lines, UTF-8.
@@ -29,8 +30,16 @@ const IMPORT_CONCURRENCY = 32;
 const BATCH_OBJECTS = 1000;
 const BATCH_BYTES = 4 * 1024 * 1024;
 
-/** Where an export reads: the embedded store's data folder (no lock taken), or an open store. */
-export type ExportSource = { kind: 'embedded'; dir: string } | { kind: 'store'; store: Store };
+/**
+ * Where an export reads: the embedded store's data folder (no lock taken; `engine` says which of
+ * the two embedded stores keeps it, default DEFAULT_EMBEDDED_ENGINE), or an open store.
+ */
+export type ExportSource = { kind: 'embedded'; dir: string; engine?: EmbeddedEngine } | { kind: 'store'; store: Store };
+
+/** A consistent snapshot of an embedded store's data folder, whichever engine keeps it. */
+export function snapshotOf(source: { dir: string; engine?: EmbeddedEngine }): Promise<EmbeddedSnapshot> {
+  return (source.engine ?? DEFAULT_EMBEDDED_ENGINE) === 'sqlite' ? snapshotEngineStore(source.dir) : snapshotEmbeddedStore(source.dir);
+}
 
 /** What an export or import did. */
 export interface TransferSummary {
@@ -40,8 +49,9 @@ export interface TransferSummary {
 
 /**
  * Writes every collection of the source to `out` in the export format. The embedded store is read
- * from its files (a consistent snapshot, see snapshotEmbeddedStore), so it works while a server
- * runs on them; MongoDB is read collection by collection in id order, through the store.
+ * from its files (a consistent snapshot, see snapshotEmbeddedStore and snapshotEngineStore), so it
+ * works while a server runs on them; MongoDB is read collection by collection in id order, through
+ * the store.
  */
 export async function exportStore(source: ExportSource, out: NodeJS.WritableStream): Promise<TransferSummary> {
   const summary: TransferSummary = { objects: 0, collections: {} };
@@ -67,11 +77,11 @@ export async function exportStore(source: ExportSource, out: NodeJS.WritableStre
   const kind = source.kind === 'embedded' ? 'embedded' : source.store.kind;
   await write(JSON.stringify({ format: EXPORT_FORMAT, version: EXPORT_VERSION, store: kind, exportedAt: new Date().toISOString() }));
   if (source.kind === 'embedded') {
-    const snapshot = await snapshotEmbeddedStore(source.dir);
+    const snapshot = await snapshotOf(source);
     try {
       for (const c of snapshot.collections) {
         summary.collections[c.name] = 0;
-        await emit(c.name, await c.read());
+        for await (const page of c.pages()) await emit(c.name, page);
       }
     } finally {
       await snapshot.close();
@@ -284,8 +294,8 @@ function isPlain(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Where an import writes. */
-export type ImportTarget = { kind: 'embedded'; dir: string } | { kind: 'store'; store: Store };
+/** Where an import writes (see ExportSource). */
+export type ImportTarget = { kind: 'embedded'; dir: string; engine?: EmbeddedEngine } | { kind: 'store'; store: Store };
 
 /** Options of {@link importFile}. */
 export interface ImportOptions {
@@ -319,6 +329,7 @@ export async function importFile(file: string, target: ImportTarget, options: Im
   });
   if (info.isDirectory()) throw new Error(`${file} is a folder, not an export file`);
   const expected = await readExport(file, () => undefined);
+  if (target.kind === 'embedded' && (target.engine ?? DEFAULT_EMBEDDED_ENGINE) === 'sqlite') return importEngine(file, target.dir, expected, options);
   if (target.kind === 'embedded') return importEmbedded(file, target.dir, expected, options);
   return importStore(file, target.store, expected, options);
 }
@@ -407,7 +418,7 @@ async function importStore(file: string, store: Store, expected: TransferSummary
  * batches of consecutive objects of one collection. `attempted` is told each id before it is
  * written (the target held none of them, so they can all be removed again).
  */
-async function writeAll(file: string, store: Store, attempted?: (collection: string, id: string) => void): Promise<void> {
+export async function writeAll(file: string, store: Store, attempted?: (collection: string, id: string) => void): Promise<void> {
   const concurrency = store.kind === 'embedded' ? IMPORT_CONCURRENCY : 1;
   const inFlight = new Set<Promise<void>>();
   let failure: unknown;
@@ -462,12 +473,12 @@ async function writeAll(file: string, store: Store, attempted?: (collection: str
 const isInternal = (name: string): boolean => name.startsWith('_');
 
 /** What the target holds: objects per collection that holds any, and how many are the app's. */
-interface Held extends TransferSummary {
+export interface Held extends TransferSummary {
   /** Objects outside the internal collections. */
   appObjects: number;
 }
 
-async function holding(target: ExportSource): Promise<Held> {
+export async function holding(target: ExportSource): Promise<Held> {
   const held: Held = { objects: 0, appObjects: 0, collections: {} };
   const add = (name: string, n: number): void => {
     if (n === 0) return;
@@ -476,9 +487,9 @@ async function holding(target: ExportSource): Promise<Held> {
     if (!isInternal(name)) held.appObjects += n;
   };
   if (target.kind === 'embedded') {
-    const snapshot = await snapshotEmbeddedStore(target.dir);
+    const snapshot = await snapshotOf(target);
     try {
-      for (const c of snapshot.collections) add(c.name, (await c.read()).length);
+      for (const c of snapshot.collections) add(c.name, await c.count());
     } finally {
       await snapshot.close();
     }
@@ -491,7 +502,7 @@ async function holding(target: ExportSource): Promise<Held> {
 }
 
 /** Refuses a target holding objects unless replace; with replace, exports them first. */
-async function guardReplace(held: Held, target: ExportSource, options: ImportOptions): Promise<string | undefined> {
+export async function guardReplace(held: Held, target: ExportSource, options: ImportOptions): Promise<string | undefined> {
   if (held.appObjects === 0) return undefined;
   const what = Object.entries(held.collections)
     .filter(([name]) => !isInternal(name))

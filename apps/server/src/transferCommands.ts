@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { createMongoStore } from '@svc/core';
 import type { Store } from '@svc/core';
+import { embeddedEngineOf, readAppSettings } from './loadApp.js';
 import { exportStore, exportToFile, importFile } from './storeTransfer.js';
 import type { ExportSource, ImportTarget, TransferSummary } from './storeTransfer.js';
 
@@ -21,7 +22,7 @@ export function fileTime(date = new Date()): string {
 }
 
 async function withStore<T>(options: TransferCommandOptions, run: (source: ExportSource & ImportTarget) => Promise<T>): Promise<T> {
-  if (!options.db) return run({ kind: 'embedded', dir: join(options.appDir, 'data') });
+  if (!options.db) return run({ kind: 'embedded', dir: join(options.appDir, 'data'), engine: embeddedEngineOf(await readAppSettings(options.appDir)) });
   const store: Store = await createMongoStore({ url: options.db });
   try {
     return await run({ kind: 'store', store });

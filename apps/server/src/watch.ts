@@ -1,4 +1,4 @@
-import { watch } from 'node:fs';
+import { existsSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '@svc/core';
@@ -7,7 +7,7 @@ import type { Logger } from '@svc/core';
 const SETTLE_MS = 150;
 
 /**
- * Development: watches an app's resources/ and app.json and calls `reload` once the changes
+ * Development: watches an app's resources/, migrations/ and app.json and calls `reload` once the changes
  * settle. Reloads never overlap: changes made during one are picked up by the next. Answers a
  * function that stops watching.
  */
@@ -49,9 +49,17 @@ export function watchApp(appDir: string, reload: () => Promise<void>, logger: Lo
     }
   };
   add(join(appDir, 'resources'), true);
+  // A migration file arriving (a git pull, svc migrate new) is applied by the reload.
+  let migrations = existsSync(join(appDir, 'migrations'));
+  if (migrations) add(join(appDir, 'migrations'), false);
   // app.json may not exist yet: watching the folder (not recursively) sees it appear.
   const top = watch(appDir, { persistent: false }, (_event, file) => {
     if (file === 'app.json' || file === 'resources') changed('app.json');
+    if (file === 'migrations' && !stopped && !migrations && existsSync(join(appDir, 'migrations'))) {
+      migrations = true;
+      add(join(appDir, 'migrations'), false);
+      changed('migrations.json');
+    }
   });
   watchers.push(top);
   return () => {

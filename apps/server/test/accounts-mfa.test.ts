@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@svc/client';
@@ -61,9 +61,14 @@ for (const store of appStores()) {
     }
 
     if (store === 'embedded') it('the records of _auth are indexed by expiresAt (the sweep reads only the expired ones)', async () => {
-      // nedb keeps its index definitions in the data file, one line each.
-      const lines = (await readFile(join(h.dir, 'data', '_auth.db'), 'utf8')).split('\n').filter(Boolean);
-      expect(lines.map((l) => JSON.parse(l) as Record<string, { fieldName?: string }>).some((l) => l.$$indexCreated?.fieldName === 'expiresAt')).toBe(true);
+      // The embedded engine lists its indexes in svc_indexes, by the table of each collection.
+      const db = new DatabaseSync(join(h.dir, 'data', 'store.sqlite'), { readOnly: true });
+      try {
+        const row = db.prepare("SELECT i.field FROM svc_indexes i JOIN svc_collections c ON c.tbl = i.tbl WHERE c.name = '_auth' AND i.field = 'expiresAt'").get();
+        expect(row).toEqual({ field: 'expiresAt' });
+      } finally {
+        db.close();
+      }
     });
 
     it('enrolment needs a login and a first valid code', async () => {

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEmbeddedStore, silentLogger } from '@svc/core';
+import { createEngineStore, silentLogger } from '@svc/core';
 import { startApp } from '../src/startApp.js';
 import type { RunningApp } from '../src/startApp.js';
 import { runSvc } from './cli.js';
@@ -113,7 +113,7 @@ describe('dashboard Backups API', () => {
     expect((await runSvc(['create', fresh])).code).toBe(0);
     const cli = await runSvc(['import', fresh, '--from', file]);
     expect(cli.code, cli.stderr).toBe(0);
-    const store = await createEmbeddedStore({ dir: join(fresh, 'data') });
+    const store = await createEngineStore({ dir: join(fresh, 'data') });
     try {
       const ids = new Set((await store.collection('todos').find({})).map((d) => d.id));
       expect(ids.size).toBe(text.split('\n').filter((l) => l.startsWith('{"collection":"todos"')).length);

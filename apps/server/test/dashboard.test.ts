@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { SMTPServer } from 'smtp-server';
-import { createEmbeddedStore, silentLogger } from '@svc/core';
+import { createEngineStore, silentLogger } from '@svc/core';
 import emailType from '@svc/type-email';
 import { startApp } from '../src/startApp.js';
 import type { RunningApp } from '../src/startApp.js';
@@ -179,12 +179,17 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
     duneId = dune?.id ?? '';
   });
 
-  it('renames a property: the stored values move with it (Deployd\'s $renameFrom)', async () => {
+  it('renames a property: the stored values move with it (Deployd\'s $renameFrom); a new one gets a value for the stored objects', async () => {
     await page.click('.tab:has-text("Properties")');
     await page.fill('[aria-label="read name"]', 'finished');
     await page.waitForSelector(':text("renamed from read")');
     await page.click('[data-test=save-properties]');
     await page.waitForSelector('.ok:has-text("Saved")');
+    // The rename is a migration file, named on the page, that production applies at start.
+    const note = await page.textContent('[data-test=saved-note]');
+    const written = /wrote (migrations\/\S+-books-rename-read-finished\.json)/.exec(note ?? '')?.[1];
+    expect(written, note ?? '').toBeDefined();
+    expect(JSON.parse(await readFile(join(dir, written as string), 'utf8'))).toEqual({ svcMigration: 1, collection: 'books', steps: [{ op: 'rename', from: 'read', to: 'finished' }] });
     const book = (await rest(app, 'GET', `/books/${duneId}`)).body;
     expect(book).toMatchObject({ finished: true });
     expect(book).not.toHaveProperty('read');
@@ -194,6 +199,19 @@ describe.skipIf(!run)('dashboard in the browser (development)', () => {
       pages: { type: 'number', index: true },
       finished: { type: 'boolean' },
     });
+
+    // A new property with a value for the objects stored already: an add with that default.
+    await page.fill('[aria-label="new property name"]', 'rating');
+    await page.selectOption('[aria-label="new property type"]', 'number');
+    await page.fill('[aria-label="new property value for stored objects"]', '4');
+    await page.click('[data-test=add-property]');
+    await page.waitForSelector(':text("stored objects get 4")');
+    await page.click('[data-test=save-properties]');
+    await page.waitForSelector('[data-test=saved-note]:has-text("add-rating")');
+    const added = /wrote (migrations\/\S+-books-add-rating\.json)/.exec((await page.textContent('[data-test=saved-note]')) ?? '')?.[1];
+    expect(JSON.parse(await readFile(join(dir, added as string), 'utf8')).steps).toEqual([{ op: 'add', property: 'rating', type: 'number', default: 4 }]);
+    expect((await rest(app, 'GET', `/books/${duneId}`)).body).toMatchObject({ finished: true, rating: 4 });
+    await until(async () => !(await readFile(join(dir, 'resources/books/config.json'), 'utf8')).includes('$default'));
   });
 
   it('shows objects created elsewhere without a reload', async () => {
@@ -459,11 +477,11 @@ describe.skipIf(!run)('dashboard data grid on 100,000 objects', () => {
   let dir: string;
 
   beforeAll(async () => {
-    dir = await appFolder({ 'resources/events/config.json': { type: 'Collection', properties: { n: { type: 'number', index: true }, label: { type: 'string' } } } });
-    const store = await createEmbeddedStore({ dir: join(dir, 'data') });
+    dir = await appFolder({ 'resources/events/config.json': { type: 'Collection', properties: { n: { type: 'number', index: true }, label: { type: 'string', search: true } } } });
+    const store = await createEngineStore({ dir: join(dir, 'data') });
     const events = store.collection('events');
     const started = performance.now();
-    for (let n = 0; n < 100_000; n++) await events.insert({ id: `e${String(n).padStart(6, '0')}`, n, label: `event number ${n}` });
+    for (let n = 0; n < 100_000; n += 1000) await events.insertMany?.(Array.from({ length: 1000 }, (_, k) => ({ id: `e${String(n + k).padStart(6, '0')}`, n: n + k, label: `event number ${n + k}` })));
     await store.close();
     process.stderr.write(`dashboard 100k: seeded 100,000 objects in ${Math.round(performance.now() - started)} ms\n`);
     app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
@@ -504,6 +522,14 @@ describe.skipIf(!run)('dashboard data grid on 100,000 objects', () => {
       await page.fill('[aria-label=query]', '{"n": {"$gt": 99990}}');
       await page.click('button:has-text("Apply")');
       await page.waitForSelector('.pager:has-text("9 objects")');
+    });
+    await timed('search "number 4242"', async () => {
+      await page.fill('[aria-label=query]', '');
+      await page.click('button:has-text("Apply")');
+      await page.fill('[data-test=search]', 'Number 4242');
+      await page.press('[data-test=search]', 'Enter');
+      await page.waitForSelector('.pager:has-text("1 objects")');
+      await page.waitForSelector('td[data-col=label]:has-text("event number 4242")');
     });
     await shot(page, '14-data-100k');
     process.stderr.write(`dashboard 100k: ${timings.join(', ')} (browser and server on this machine; not asserted)\n`);

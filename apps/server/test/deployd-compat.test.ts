@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RecordingRealtime } from '@svc/core';
@@ -418,7 +418,7 @@ describe.each(appStores())('Deployd 1.2 compatibility (%s store)', (store) => {
 });
 
 describe.each(appStores())('config.json written by Deployd (%s store)', (store) => {
-  it('$renameFrom renames the field in every stored object once and leaves config.json; dashboard keys pass without warnings', async () => {
+  it('$renameFrom renames the field in every stored object once (a migration file, development) and leaves config.json; dashboard keys pass without warnings', async () => {
     const dashboardKeys = { typeLabel: 'string', id: 'title', name: 'title', order: 0 };
     const dir = await writeApp({ 'resources/things/config.json': { type: 'Collection', properties: { title: { type: 'string', ...dashboardKeys }, n: { type: 'number' } } } });
     const mongo = process.env.SVC_TEST_MONGODB_URL;
@@ -442,13 +442,14 @@ describe.each(appStores())('config.json written by Deployd (%s store)', (store) 
       const second = await start();
       const things = (await (await fetch(`${second.app.url}/things?$sort={"n":1}`)).json()) as Record<string, unknown>[];
       expect(things.map((t) => [t.headline, t.title])).toEqual([['t0', undefined], ['t1', undefined], ['t2', undefined]]);
-      expect(second.logger.lines.some((l) => l.includes('renamed title to headline in 3 objects'))).toBe(true);
+      expect(second.logger.lines.some((l) => /migration \S+-things-rename-title-headline: step 1\/1 rename title -> headline: 3 objects changed/.test(l))).toBe(true);
+      expect((await readdir(join(dir, 'migrations'))).filter((f) => f.endsWith('.json'))).toHaveLength(1);
       const config = JSON.parse(await readFile(file, 'utf8')) as { properties: Record<string, Record<string, unknown>> };
       expect(config.properties.headline).toEqual({ type: 'string', ...dashboardKeys, id: 'headline', name: 'headline' });
       await second.app.close();
 
       const third = await start();
-      expect(third.logger.lines.some((l) => l.includes('renamed'))).toBe(false);
+      expect(third.logger.lines.some((l) => l.includes('rename'))).toBe(false);
       expect(((await (await fetch(`${third.app.url}/things`)).json()) as unknown[]).length).toBe(3);
       await third.app.close();
     } finally {

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 // workspace: ranges into versions) into a folder, and the dependency map that installs them.
 
 export const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-export const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/realtime', 'packages/client', 'packages/type-event', 'packages/type-email', 'packages/type-bucket', 'packages/type-importer', 'packages/type-fileupload', 'packages/dashboard', 'apps/server'];
+export const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/realtime', 'packages/client', 'packages/type-event', 'packages/type-email', 'packages/type-bucket', 'packages/type-importer', 'packages/type-fileupload', 'packages/type-webhook', 'packages/dashboard', 'apps/server'];
 /** The node running the tests first on PATH, so that npm and native modules use it. */
 export const PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
 

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEmbeddedStore } from '@svc/core';
+import { createEngineStore } from '@svc/core';
 import type { Logger } from '@svc/core';
 import { scheduleBackups } from '../src/scheduledBackups.js';
 import { readExport } from '../src/storeTransfer.js';
@@ -17,7 +17,7 @@ afterEach(async () => {
 describe('scheduled backups', () => {
   it('take a backup every interval while the store is written, keep the newest, never touch other files', async () => {
     dir = await mkdtemp(join(tmpdir(), 'svc-scheduled-'));
-    const store = await createEmbeddedStore({ dir: join(dir, 'data') });
+    const store = await createEngineStore({ dir: join(dir, 'data') });
     const backups = join(dir, 'backups');
     const lines: string[] = [];
     const logger: Logger = { info: (m) => lines.push(m), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { createEmbeddedStore, createMongoStore, forwardStore, isSvcError, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from '@svc/core';
+import { createEngineStore, createMongoStore, forwardStore, isSvcError, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from '@svc/core';
 import type { Store } from '@svc/core';
 import { createExclusive, gateStore } from '../src/storeGate.js';
 import { Feed, feedStore } from '../src/dashboard/feed.js';
@@ -19,7 +19,7 @@ afterEach(async () => {
 
 async function open(): Promise<Store> {
   dir = await mkdtemp(join(tmpdir(), 'svc-gate-'));
-  store = await createEmbeddedStore({ dir });
+  store = await createEngineStore({ dir });
   return store;
 }
 

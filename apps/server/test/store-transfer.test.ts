@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runSvc } from './cli.js';
-import { createEmbeddedStore, createMongoStore } from '@svc/core';
+import { createEngineStore, createMongoStore } from '@svc/core';
 import { exportToFile, importFile, readExport } from '../src/storeTransfer.js';
 import { objectsOf } from './helpers/exportFile.js';
 
@@ -82,7 +82,7 @@ describe('svc export / svc import between stores', () => {
       { id: 't2', [`key${odd}`]: 1 },
     ];
     const source = join(dir, 'source');
-    const store = await createEmbeddedStore({ dir: source });
+    const store = await createEngineStore({ dir: source });
     for (const doc of docs) await store.collection('todos').insert(structuredClone(doc));
     await store.close();
     const file = join(dir, 'out.jsonl');
@@ -102,7 +102,7 @@ describe('svc export / svc import between stores', () => {
     expect(await readFile(raw, 'utf8')).toMatch(/\u2028/);
     const target = join(dir, 'target');
     expect(await importFile(raw, { kind: 'embedded', dir: target })).toMatchObject({ objects: 2 });
-    const imported = await createEmbeddedStore({ dir: target });
+    const imported = await createEngineStore({ dir: target });
     expect(await imported.collection('todos').find({})).toEqual(docs);
     await imported.close();
   });

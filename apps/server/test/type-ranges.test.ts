@@ -12,7 +12,7 @@ import { coreVersion } from '../src/installedTypes.js';
 // peer range left the types refusing the new core. It is now read from the package.json.
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const TYPES = ['type-bucket', 'type-email', 'type-event', 'type-fileupload', 'type-importer'];
+const TYPES = ['type-bucket', 'type-email', 'type-event', 'type-fileupload', 'type-importer', 'type-webhook'];
 
 /** The type a first-party package default-exports (its built dist, as an app loads it). */
 async function typeOf(dir: string): Promise<ResourceType> {

@@ -249,6 +249,11 @@ export interface QueryCommands<Item> {
   $expand?: ExpandQuery;
   /** The count before `$skip`/`$limit` in the X-Total-Count header (the answer stays an array). */
   $total?: boolean;
+  /**
+   * Full-text search over the properties declared `"search": true` (at most 8 words, each a word
+   * of one of them; case and accents do not matter); without `$sort`, the most relevant first.
+   */
+  $search?: string;
 }
 
 /** Update modifiers usable as a property's value in an update. */

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Collection, UserCollection, createEmbeddedStore, createServer, defineResourceType, mountResource, silentLogger } from '@svc/core';
+import { Collection, UserCollection, createEngineStore, createServer, defineResourceType, mountResource, silentLogger } from '@svc/core';
 import type { Context, Resource, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 import type { SocketRealtime } from '@svc/realtime';
@@ -39,7 +39,7 @@ export interface ClientTestServer {
 
 export async function startClientTestServer(routes: Parameters<typeof createServer>[0]['routes'] = []): Promise<ClientTestServer> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-client-'));
-  const store = await createEmbeddedStore({ dir });
+  const store = await createEngineStore({ dir });
   const echo = await echoType.create({} as never);
   const resources: Resource[] = [
     new Collection({ path: '/todos', properties: { title: { type: 'string', required: true }, done: { type: 'boolean' }, n: { type: 'number' }, tags: { type: 'array' } }, store: store.collection('todos') }),

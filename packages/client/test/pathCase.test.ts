@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@svc/client';
 import type { SvcErrorBody } from '@svc/client';
-import { Collection, createEmbeddedStore, createServer, silentLogger } from '@svc/core';
+import { Collection, createEngineStore, createServer, silentLogger } from '@svc/core';
 import type { SvcServer } from '@svc/core';
 
 // The server's resource paths are case-sensitive (as Deployd's): the client asks for the path as
@@ -16,7 +16,7 @@ describe('resource names keep their case in the client', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'svc-client-case-'));
-    const store = await createEmbeddedStore({ dir });
+    const store = await createEngineStore({ dir });
     server = await createServer({ store, logger: silentLogger, resources: [new Collection({ path: '/TodoList', properties: { title: { type: 'string' } }, store: store.collection('todolist') })] });
     url = `http://127.0.0.1:${await server.listen(0, '127.0.0.1')}`;
   });

@@ -26,6 +26,7 @@ export const errorStatus = {
   SCRIPT_RESTARTED: 503,
   BAD_GATEWAY: 502,
   UNAVAILABLE: 503,
+  MIGRATION_FAILED: 503,
   STORAGE_FAILED: 503,
   STORAGE_FULL: 507,
 } as const;

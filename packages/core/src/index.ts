@@ -12,7 +12,7 @@ export type { Context, OnDelete, PropertyDef, PropertyType, Reply, ResourceConfi
 export { backRelationName } from './relations/Relations.js';
 export { DEFAULT_RELATION_SETTINGS, EXPAND_DEPTH_CAP, MAX_EXPANDED_RELATIONS } from './relations/relationSettings.js';
 export type { RelationSettings } from './relations/relationSettings.js';
-export type { ClientShape, ConflictPolicy, NowRequest, Resource, ResourceFiles, ResourceHost, UserResource } from './resource.js';
+export type { ClientShape, ConflictPolicy, NowRequest, Resource, ResourceFiles, ResourceHost, RootApiRequest, UserResource } from './resource.js';
 export { CONFLICT_POLICIES } from './resource.js';
 export { isUserResource } from './resource.js';
 export { Collection } from './resources/Collection.js';
@@ -41,9 +41,22 @@ export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory
 export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, GetChanges, GetColumns } from './resources/events.js';
 export type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
-export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, Store, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from './store/Store.js';
+export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, ManyOps, Revised, Store, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from './store/Store.js';
 export { forwardCollection, forwardStore, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from './store/forwardStore.js';
 export type { CollectionForwarding, NowMethod, PromisedMethod, StoreForwarding } from './store/forwardStore.js';
+export { checkValue as checkMigrationValue, describeStep, formatMigration, invalidWords, isMigrationId, isReversible, MIGRATION_FORMAT, parseMigration } from './migrations/migration.js';
+export type { InvalidValues, Migration, MigrationStep } from './migrations/migration.js';
+export { conversionNote, convertValue } from './migrations/convertValue.js';
+export type { Conversion } from './migrations/convertValue.js';
+export { advanceShape, diffShapes, newMigrationId, shapeOf } from './migrations/diffProperties.js';
+export type { CollectionShape, PropertyShape, ReadShape } from './migrations/diffProperties.js';
+export { applyMigrations, forgetRecord, MIGRATIONS_COLLECTION, pendingOf, readRecords, recordApplied, undoMigration, undoTarget } from './migrations/applyMigrations.js';
+export type { ApplyOutcome, BlockedCollection, MigrationRecord, MigrationsOptions, MigrationState, UndoOutcome } from './migrations/applyMigrations.js';
+export { dryRunDown, dryRunUp, migrationStatus } from './migrations/migrationReport.js';
+export type { DryRunMigration, DryRunStep, MigrationStatus } from './migrations/migrationReport.js';
+export { MigrationStepError, VALUES_COLLECTION } from './migrations/steps.js';
+export { acquireLease } from './migrations/lease.js';
+export type { Lease, LeaseOptions } from './migrations/lease.js';
 export { SessionManager } from './sessions.js';
 export type { SessionEndListener, SessionManagerOptions, SessionRecord } from './sessions.js';
 export { createConsoleLogger, DEFAULT_LOG_BACKLOG, LOG_FORMATS, redactText, silentLogger } from './logger.js';
@@ -77,8 +90,11 @@ export { ProxyTrust } from './http/ProxyTrust.js';
 export type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 export type { HttpLimits } from './http/svcHttpServer.js';
 export { createEmbeddedStore, matchesFilter } from './store/embeddedStore.js';
-export { createEngineStore, ENGINE_FILE } from './store/embedded/index.js';
-export type { EngineStoreOptions } from './store/embedded/index.js';
+export { createEngineStore, DEFAULT_EMBEDDED_ENGINE, ENGINE_FILE, engineSupported, replaceEngineDatabase } from './store/embedded/index.js';
+export type { EmbeddedEngine, EngineStoreOptions } from './store/embedded/index.js';
+export { snapshotEngineStore } from './store/embedded/snapshot.js';
+export { matchesSearch, searchWords, MAX_SEARCH_LENGTH, MAX_SEARCH_WORDS } from './query/search.js';
+export type { SearchFilter } from './query/search.js';
 export { snapshotEmbeddedStore, collectionOfDataFile, dataFileOfCollection } from './store/embeddedSnapshot.js';
 export type { EmbeddedSnapshot, SnapshotCollection } from './store/embeddedSnapshot.js';
 export { lockDataFolder } from './store/internal/dataLock.js';
@@ -89,6 +105,7 @@ export { coreRangeOf, defineResourceType, isResourceType, validateSettings, moun
 export type {
   AnyResourceType,
   EventScripts,
+  OutboundAccess,
   ResourceImplementation,
   ResourceType,
   ResourceTypeContext,

@@ -90,6 +90,22 @@ export interface Resource {
   readonly files?: ResourceFiles;
   /** Optional: a place for file properties' files (a Bucket's bucket): app.json files.bucket. */
   readonly fileStorage?: FileStorage;
+  /**
+   * Optional: what the dashboard's root-only API answers under
+   * `/dashboard/api/resources/<name>/-/<parts...>` (a webhook's deliveries). The dashboard has
+   * checked the caller (root, its own page) before calling it.
+   */
+  rootApi?(request: RootApiRequest): Promise<Reply>;
+}
+
+/** A request of the dashboard's root-only API to a resource ({@link Resource.rootApi}). */
+export interface RootApiRequest {
+  method: string;
+  /** The path below `/-/`, split on '/': `['deliveries', '<id>', 'retry']`. */
+  parts: readonly string[];
+  query: Record<string, unknown>;
+  /** The JSON body (an object; `{}` when none). */
+  body: Record<string, unknown>;
 }
 
 /** Files a resource keeps under keys ('backups/x.jsonl'), as svc itself uses them. */

@@ -4,7 +4,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SvcError } from './errors.js';
 import type { Logger } from './logger.js';
-import type { ClientShape, Resource, ResourceFiles, ResourceHost } from './resource.js';
+import type { ClientShape, Resource, ResourceFiles, ResourceHost, RootApiRequest } from './resource.js';
+import type { OutboundPolicy } from './net/outboundPolicy.js';
 import type { Store } from './store/Store.js';
 import type { Context, Reply, ResourceConfig } from './types.js';
 import type { Realtime } from './realtime.js';
@@ -78,6 +79,21 @@ export interface ScheduledJobs {
   release(key: string): Promise<void>;
 }
 
+/**
+ * How a resource may call out over HTTP (app.json `outbound`): through `outboundFetch` with this
+ * policy and within these limits, unless the resource has stricter ones of its own.
+ */
+export interface OutboundAccess {
+  /** The addresses beyond the public Internet that app.json `outbound.allow` opens. */
+  readonly policy: OutboundPolicy;
+  /** Time for one call, redirects and the whole answer included, ms. */
+  readonly timeoutMs: number;
+  /** Largest answer body, bytes. */
+  readonly maxBytes: number;
+  /** Redirects followed at most. */
+  readonly maxRedirects: number;
+}
+
 /** What a resource type's `create` receives for one resource. */
 export interface ResourceTypeContext<S> {
   /** '/mail', '/a/b'. */
@@ -102,6 +118,11 @@ export interface ResourceTypeContext<S> {
   request(input: InternalRequest): Promise<Reply>;
   /** Scheduled jobs (absent when the host runs none: contexts made by hand, other hosts). */
   jobs?: ScheduledJobs;
+  /**
+   * app.json `outbound`: the policy and limits of requests to the outside (absent from contexts
+   * made by hand: a type then refuses every private address, as an empty allow list does).
+   */
+  outbound?: OutboundAccess;
 }
 
 /** What a resource type creates for one resource: a request handler and optional hooks. */
@@ -113,6 +134,8 @@ export interface ResourceImplementation {
   close?(): Promise<void>;
   /** See Resource.files. */
   files?: ResourceFiles;
+  /** See Resource.rootApi: the dashboard's root-only requests for this resource. */
+  rootApi?(request: RootApiRequest): Promise<Reply>;
   /** See Resource.fileStorage. */
   fileStorage?: FileStorage;
 }
@@ -229,6 +252,7 @@ export function mountResource(type: ResourceType<never> | ResourceType, path: st
     ...(impl.init ? { init: (host: ResourceHost) => (impl.init as (h: ResourceHost) => Promise<void>)(host) } : {}),
     ...(impl.close ? { close: () => (impl.close as () => Promise<void>)() } : {}),
     ...(impl.files ? { files: impl.files } : {}),
+    ...(impl.rootApi ? { rootApi: (request: RootApiRequest) => (impl.rootApi as (r: RootApiRequest) => Promise<Reply>)(request) } : {}),
     ...(impl.fileStorage ? { fileStorage: impl.fileStorage } : {}),
   };
   return resource;

@@ -441,7 +441,15 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       return resources;
     },
     async replaceResources(next, routes) {
-      for (const resource of next) await resource.init?.(host);
+      // While the new resources start, `resourceAt` answers from them (a webhook attaching to the
+      // collection it watches must find the one about to be served); afterwards, as for the rest.
+      let starting: Router | undefined = new Router(next);
+      const nextHost: ResourceHost = { ...host, resourceAt: (path) => (starting ?? router).byPath(path) };
+      try {
+        for (const resource of next) await resource.init?.(nextHost);
+      } finally {
+        starting = undefined;
+      }
       // One synchronous swap: a request routes entirely by the old set or entirely by the new one.
       const previous = resources;
       resources = next;

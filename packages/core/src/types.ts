@@ -18,6 +18,11 @@ export interface PropertyDef {
   /** A non-unique index in the store. */
   index?: boolean;
   /**
+   * Searchable by `$search` (a string, or an array of strings): a full-text index in the store
+   * (FTS5 on the embedded engine, a text index on MongoDB). See docs/search.md.
+   */
+  search?: boolean;
+  /**
    * Readable, filterable and sortable only by root and by event scripts (as `password` is):
    * answers to other requests leave it out and their queries cannot test it. Writable as usual.
    */

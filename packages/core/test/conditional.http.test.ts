@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Collection, etagOf } from '@svc/core';
+import { Collection, UserCollection, etagOf } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
@@ -22,7 +22,8 @@ describe.each(storeKinds())('conditional requests ($name store)', (kind) => {
       store: store.store.collection('notes'),
       properties: { title: { type: 'string' }, n: { type: 'number' }, secret: { type: 'string', read: false }, parent: { type: 'string' } },
     });
-    t = await startTestServer(store.store, [notes]);
+    const users = new UserCollection({ path: '/users', store: store.store.collection('users'), properties: {}, passwordCost: 4 });
+    t = await startTestServer(store.store, [notes, users]);
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -56,6 +57,27 @@ describe.each(storeKinds())('conditional requests ($name store)', (kind) => {
     expect(changed.status).toBe(200);
     expect(changed.body).toEqual({ id, title: 'a', n: 2 });
     expect(changed.headers.get('etag')).not.toBe(etag);
+  });
+
+  it('GET /users/me revalidated by a browser (If-None-Match of its ETag) answers 304, not 204 "nobody signed in"', async () => {
+    // Chromium keeps /users/me in its HTTP cache and sends If-None-Match on the next read: a 204
+    // there told every other read of a signed-in page that its user had signed out.
+    const user = t.client();
+    expect((await user.request('POST', '/users', { body: { username: 'etag-me', password: 'pass-word-1' } })).status).toBe(200);
+    expect((await user.request('POST', '/users/login', { body: { username: 'etag-me', password: 'pass-word-1' } })).status).toBe(200);
+    const first = await user.request('GET', '/users/me');
+    expect(first.status).toBe(200);
+    const etag = first.headers.get('etag') as string;
+    expect(etag).toBe(etagOf(first.text));
+    const cached = await user.request('GET', '/users/me', { headers: { 'if-none-match': etag } });
+    expect(cached.status).toBe(304);
+    expect(cached.headers.get('etag')).toBe(etag);
+    // Another user's ETag, or none signed in, never answers 304.
+    const other = t.client();
+    expect((await other.request('POST', '/users', { body: { username: 'etag-other', password: 'pass-word-1' } })).status).toBe(200);
+    expect((await other.request('POST', '/users/login', { body: { username: 'etag-other', password: 'pass-word-1' } })).status).toBe(200);
+    expect((await other.request('GET', '/users/me', { headers: { 'if-none-match': etag } })).status).toBe(200);
+    expect((await t.client().request('GET', '/users/me', { headers: { 'if-none-match': etag } })).status).toBe(204);
   });
 
   it('requests without conditional headers answer as before: no revision in any answer', async () => {

@@ -230,6 +230,35 @@ describe('outboundFetch', () => {
     expect(zipped.headers.some(([name]) => name.toLowerCase() === 'content-encoding')).toBe(false);
   });
 
+  it('truncate: a huge body is cut at maxBytes (the rest not read) and answered with its status', async () => {
+    const cut = await outboundFetch(base({ url: `http://127.0.0.1:${port}/huge`, maxBytes: 1000, truncate: true }));
+    expect(cut).toMatchObject({ status: 200, truncated: true });
+    expect(cut.body.length).toBe(1000);
+    expect(cut.body.toString()).toBe('x'.repeat(1000));
+    const whole = await outboundFetch(base({ url: `http://127.0.0.1:${port}/hello`, maxBytes: 1000, truncate: true, method: 'POST', body: 'b' }));
+    expect(whole.body.toString()).toBe('hello b');
+    expect(whole.truncated).toBeUndefined();
+  });
+
+  it('agents: connections are reused for one host and port, each checked when made, and no listener is left on them', async () => {
+    const { Agent } = await import('node:http');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const peers = new Set<number>();
+      for (let i = 0; i < 15; i++) {
+        const res = await outboundFetch(base({ url: `http://127.0.0.1:${port}/hello`, method: 'POST', body: String(i), agents: { http: agent } }));
+        expect(res.body.toString()).toBe(`hello ${i}`);
+        for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) peers.add(socket.localPort as number);
+      }
+      expect(peers.size).toBe(1);
+      for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) expect(socket.listenerCount('connect')).toBe(0);
+      // The same agent does not carry a request past the policy: a refused address is refused before connecting.
+      expect((await failure(base({ url: `http://127.0.0.1:${port}/hello`, policy: new OutboundPolicy(), agents: { http: agent } }))).code).toBe('ERR_OUTBOUND_REFUSED');
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('refuses URLs that are not http(s), and reports network errors with their code', async () => {
     expect((await failure(base({ url: 'file:///etc/passwd' }))).code).toBe('ERR_OUTBOUND_URL');
     expect((await failure(base({ url: 'not a url' }))).code).toBe('ERR_OUTBOUND_URL');

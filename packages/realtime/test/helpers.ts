@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { io as connectSocket } from 'socket.io-client';
 import type { Socket } from 'socket.io-client';
-import { Collection, UserCollection, createEmbeddedStore, createServer, forwardStore, silentLogger } from '@svc/core';
+import { Collection, UserCollection, createEngineStore, createServer, forwardStore, silentLogger } from '@svc/core';
 import type { Resource, SessionManagerOptions, Store, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 import type { RealtimeOptions, SocketRealtime } from '@svc/realtime';
@@ -16,7 +16,7 @@ export interface SharedStore {
 
 export async function makeStore(): Promise<SharedStore> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-rt-'));
-  const store = await createEmbeddedStore({ dir });
+  const store = await createEngineStore({ dir });
   return {
     store,
     async dispose() {

@@ -15,7 +15,7 @@ import { parseLogFilter } from '@svc/dashboard';
 import type { LogFilter } from '@svc/dashboard';
 import { newCollectionConfig } from '../defaultRules.js';
 import { tryAccess } from './tryAccess.js';
-import { clearIntent, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
+import { clearIntent, dropRenameMigrations, ensureRenameMigrations, finishObjects, moveFolder, moveObjects, notMoved, readIntent, renameCollections, syncDir, writeIntent } from './renameJournal.js';
 import type { RenameIntent } from './renameJournal.js';
 import { crashPoint } from '../crashPoint.js';
 import { resolveEnvReferences } from '../envReferences.js';
@@ -51,6 +51,8 @@ export interface DashboardOptions {
   logger: Logger;
   /** Tells the server's session listeners (realtime) that a restore ended these sessions. */
   sessionsEnded(ids: string[]): Promise<void>;
+  /** The migration files the last reload wrote (development: a change of properties becomes one). */
+  writtenMigrations?(): readonly string[];
   /** The resources served now (the Rules tab's "try as this user" asks the live collection). */
   resources(): readonly Resource[];
   /**
@@ -288,7 +290,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const config = body.config;
     if (!isPlainObject(config)) throw new SvcError('BAD_REQUEST', 'config must be an object', { errors: { config: 'an object' } });
     await writeConfig(name, config as ResourceConfig);
-    return { status: 200, body: describe() };
+    const written = options.writtenMigrations?.() ?? [];
+    return { status: 200, body: { ...describe(), ...(written.length > 0 ? { migrations: written.map((id) => `migrations/${id}.json`) } : {}) } };
   }
 
   /** The app as the dashboard shows it: secrets written as values in config.json hidden. */
@@ -326,8 +329,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const intent = await readIntent(options.appDir);
     if (!intent) return;
     const folder = await moveFolder(options.appDir, intent);
-    if (folder === 'moved') await options.reload();
     if (folder === 'left') return clearIntent(options.appDir);
+    if (options.env === 'development') await ensureRenameMigrations(options.appDir, options.store, intent);
+    if (folder === 'moved') await options.reload();
     try {
       await finishObjects(options.appDir, options.store, intent);
     } catch (err) {
@@ -347,6 +351,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     const to = checkName(body.to, 'to');
     let moved = 0;
     const stuck: string[] = [];
+    let renamedBy: string[] = [];
     await serial(async () => {
       await finishPending();
       const folder = folderOf(name);
@@ -362,6 +367,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       const intent: RenameIntent = { version: 1, from: name, to, moves, started: new Date().toISOString() };
       await mkdir(join(target, '..'), { recursive: true });
       await writeIntent(options.appDir, intent);
+      // Development: the rename is also a migration file per collection (so that production moves
+      // its objects too), recorded as applied here, where the journal moves them.
+      const written = options.env === 'development' ? await ensureRenameMigrations(options.appDir, options.store, intent) : [];
       crashPoint('rename:intent');
       // Before the folder: nothing serves the new name yet (see renameCollections).
       moved += await renameCollections(options.store, moves);
@@ -372,6 +380,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       try {
         await rename(folder.dir, target);
       } catch (err) {
+        await dropRenameMigrations(options.appDir, options.store, written);
         if (moved === 0) await clearIntent(options.appDir);
         else {
           await writeIntent(options.appDir, back);
@@ -386,6 +395,7 @@ export function createDashboard(options: DashboardOptions): Dashboard {
         await writeIntent(options.appDir, back);
         await rename(target, folder.dir);
         await finishObjects(options.appDir, options.store, back);
+        await dropRenameMigrations(options.appDir, options.store, written);
       });
       crashPoint('rename:reloaded');
       try {
@@ -395,8 +405,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       }
       crashPoint('rename:moved');
       await clearIntent(options.appDir);
+      renamedBy = written;
     });
-    return { status: 200, body: { ...describe(), moved, ...(stuck.length > 0 ? { notMoved: stuck.length, message: notMoved({ from: name, to }, stuck) } : {}) } };
+    return { status: 200, body: { ...describe(), moved, ...(renamedBy.length > 0 ? { migrations: renamedBy.map((id) => `migrations/${id}.json`) } : {}), ...(stuck.length > 0 ? { notMoved: stuck.length, message: notMoved({ from: name, to }, stuck) } : {}) } };
   }
 
   async function deleteResource(name: string): Promise<Reply> {
@@ -544,6 +555,14 @@ export function createDashboard(options: DashboardOptions): Dashboard {
     return { status: 200, body: { entries: ring.find(filter, limit), kept: ring.size, capacity: ring.maxEntries } };
   }
 
+  /** A root-only request for the resource served at /<name> (Resource.rootApi). */
+  async function resourceApi(name: string, parts: string[], ctx: Context, body: Record<string, unknown>): Promise<Reply> {
+    const resource = options.resources().find((r) => r.path === `/${name}`);
+    if (resource === undefined) throw new SvcError('NOT_FOUND', `no resource ${name}`);
+    if (resource.rootApi === undefined) throw new SvcError('NOT_FOUND', `${resource.type} ${name} has no dashboard API`);
+    return resource.rootApi({ method: ctx.method, parts, query: ctx.query, body });
+  }
+
   async function api(ctx: Context, path: string[]): Promise<Reply | undefined> {
     checkCaller(ctx);
     const [what, ...rest] = path;
@@ -589,6 +608,10 @@ export function createDashboard(options: DashboardOptions): Dashboard {
       if (rest.length > 1 && rest[rest.length - 1] === 'explain' && method === 'POST') {
         return { status: 200, body: await tryAccess({ resources: options.resources, store: options.store }, { name: checkName(rest.slice(0, -1).join('/')), body }) };
       }
+      // resources/<name...>/-/<parts...>: the resource's own root-only API (a webhook's
+      // deliveries). '-' cannot start a resource name, so no nested resource is shadowed.
+      const dash = rest.indexOf('-');
+      if (dash > 0) return resourceApi(checkName(rest.slice(0, dash).join('/')), rest.slice(dash + 1), ctx, body);
       // resources/<name...>/accounts, resources/<name...>/mail: a UserCollection's Accounts tab.
       const last = rest[rest.length - 1];
       // (A nested resource of that name, /users/mail, keeps its own path.)

@@ -12,6 +12,8 @@ export interface TypeView {
   settings: SettingsSchema;
   events: string[];
   label: string;
+  /** Pages of the type's own the dashboard shows (`dashboard.pages` of the type: 'deliveries'). */
+  pages: string[];
 }
 
 /** A resource as the dashboard lists it. */
@@ -38,12 +40,13 @@ export function eventFilesOf(type: string, types: ReadonlyMap<string, ResourceTy
 /** Everything the dashboard's pages start from. */
 export function describeApp(app: AppFolder, types: ReadonlyMap<string, ResourceType>, env: string): { env: string; resources: ResourceView[]; types: TypeView[] } {
   const typeViews: TypeView[] = [
-    { name: 'Collection', builtIn: true, settings: {}, events: eventFilesOf('Collection', types), label: 'Collection' },
-    { name: 'UserCollection', builtIn: true, settings: {}, events: eventFilesOf('UserCollection', types), label: 'Users' },
+    { name: 'Collection', builtIn: true, settings: {}, events: eventFilesOf('Collection', types), label: 'Collection', pages: [] },
+    { name: 'UserCollection', builtIn: true, settings: {}, events: eventFilesOf('UserCollection', types), label: 'Users', pages: [] },
   ];
   for (const type of types.values()) {
     const label = typeof type.dashboard?.label === 'string' ? type.dashboard.label : type.name;
-    typeViews.push({ name: type.name, builtIn: false, settings: type.settings ?? {}, events: [...(type.events ?? [])], label });
+    const pages = Array.isArray(type.dashboard?.pages) ? type.dashboard.pages.filter((p): p is string => typeof p === 'string') : [];
+    typeViews.push({ name: type.name, builtIn: false, settings: type.settings ?? {}, events: [...(type.events ?? [])], label, pages });
   }
   const resources = app.resources.map((r) => ({
     name: r.path.slice(1),

@@ -96,6 +96,7 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
       if (method === 'insert') changed('insert', (result as Doc).id);
       else if (method === 'insertMany') for (const doc of args[0] as Doc[]) changed('insert', doc.id);
       else if (method === 'update' && result !== null) changed('update', (result as Doc).id);
+      else if (method === 'updateMany' && (result as number) > 0) changed('update', undefined);
       else if (method === 'remove' && (result as number) > 0) changed('remove', result === 1 ? (args[0] as Filter).id : undefined);
       return result;
     },

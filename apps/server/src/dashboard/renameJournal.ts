@@ -2,8 +2,10 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { forgetRecord, recordApplied } from '@svc/core';
 import type { Doc, Logger, Store } from '@svc/core';
 import { crashPoint } from '../crashPoint.js';
+import { MIGRATIONS_DIR, writeMigrationFile } from '../migrations.js';
 
 /**
  * A rename of a resource, written to `.svc/rename.json` before its first step and removed after
@@ -166,8 +168,9 @@ export async function resumeFolder(appDir: string): Promise<{ intent: RenameInte
   return { intent, folder: await moveFolder(appDir, intent) };
 }
 
-export async function resumeObjects(appDir: string, store: Store, pending: { intent: RenameIntent; folder: Resumed['folder'] }, logger: Logger): Promise<void> {
+export async function resumeObjects(appDir: string, store: Store, pending: { intent: RenameIntent; folder: Resumed['folder'] }, logger: Logger, env: 'development' | 'production' = 'production'): Promise<void> {
   const { intent, folder } = pending;
+  if (env === 'development' && folder !== 'left') await ensureRenameMigrations(appDir, store, intent);
   const what = `the rename of resource ${intent.from} to ${intent.to} (started ${intent.started}) was interrupted`;
   if (folder === 'left') {
     const counts = await Promise.all(intent.moves.flat().map(async (name) => `${await store.collection(name).count({})} under ${name}`));
@@ -200,4 +203,31 @@ export async function finishObjects(appDir: string, store: Store, intent: Rename
 /** What to tell about objects that stayed behind (see moveObjects). */
 export function notMoved(intent: Pick<RenameIntent, 'from' | 'to'>, stuck: string[]): string {
   return `${stuck.length} objects stayed in the store under ${intent.from}: a unique property's value of theirs is taken under ${intent.to} by objects kept from a resource deleted before (ids ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', ...' : ''})`;
+}
+
+/**
+ * Development: the migration files of a rename, one per collection whose objects move
+ * (`renameCollection`), named from the time the rename started (the same intent makes the same
+ * files, so a resumed rename writes none twice), and recorded as applied in this store, whose
+ * objects the journal moves; the other stores (production) apply them at start. Written right
+ * after the intent, so that a rename the journal finishes always has its files.
+ */
+export async function ensureRenameMigrations(appDir: string, store: Store, intent: RenameIntent): Promise<string[]> {
+  const ids: string[] = [];
+  for (const [from, to] of intent.moves) {
+    const migration = await writeMigrationFile(appDir, to, [{ op: 'renameCollection', from }], new Date(intent.started), { once: true });
+    await recordApplied(store, migration);
+    ids.push(migration.id);
+  }
+  return ids;
+}
+
+/** A rename undone: its migration files and records go. */
+export async function dropRenameMigrations(appDir: string, store: Store, ids: readonly string[]): Promise<void> {
+  for (const id of ids) {
+    await unlink(join(appDir, MIGRATIONS_DIR, `${id}.json`)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+    await forgetRecord(store, id);
+  }
 }

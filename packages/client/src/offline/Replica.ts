@@ -173,6 +173,23 @@ export class Replica {
     this.changed();
   }
 
+  /**
+   * The server took a write: its answer is the confirmed object, and each live query of the path
+   * holds it where it matches (else not), until the server's own answer for that query replaces
+   * the list: without a realtime socket, or before its message comes, the write stays in view.
+   */
+  written(path: string, id: string, object: ReplicaObject | null): void {
+    for (const live of this.lives) {
+      if (live.path !== path) continue;
+      const key = queryKey(path, live.query);
+      const ids = this.data.queries[key] ?? [];
+      const fits = object !== null && matches(object, live.query);
+      if (fits && !ids.includes(id)) this.data.queries[key] = [...ids, id];
+      else if (!fits && ids.includes(id)) this.data.queries[key] = ids.filter((x) => x !== id);
+    }
+    this.confirmed(path, id, object);
+  }
+
   // ---- writes ----
 
   create(path: string, body: Record<string, unknown>): Promise<ReplicaObject> {

@@ -111,6 +111,7 @@ export class Sync {
   }
 
   private async send(write: QueuedWrite): Promise<Outcome> {
+    let last: SvcErrorBody = { status: 409, statusCode: 409, message: 'the object kept changing while this write was being sent' };
     for (let round = 0; round < MAX_CONFLICT_ROUNDS; round++) {
       try {
         const answer = await this.request(write);
@@ -128,15 +129,27 @@ export class Sync {
           return 'stop';
         }
         if (error.status === 404 && write.kind === 'delete') return (this.done(write, null), 'sent');
+        // Sent before, its answer lost (the connection dropped after the server applied it): the
+        // server's object already is what this write makes. Done, not a conflict nor a refusal.
+        if (error.status === 412) {
+          const server = write.kind === 'create' ? await this.serverObject(write) : error.current;
+          if (server !== undefined && landed(write, server)) return (this.done(write, server), 'sent');
+        }
         if (error.status === 412 && write.kind !== 'create' && error.current !== undefined) {
           if (!(await this.settle(write, error.current))) return 'sent';
+          continue;
+        }
+        // The object moved while the server's scripts ran for this write: nothing was written
+        // (the server does not run them twice for one request); sent again, a few times.
+        if (error.status === 409 && write.kind !== 'create') {
+          last = error;
           continue;
         }
         await this.refused(write, error);
         return 'sent';
       }
     }
-    await this.refused(write, { status: 409, statusCode: 409, message: 'the object kept changing while this write was being sent' });
+    await this.refused(write, last);
     return 'sent';
   }
 
@@ -155,10 +168,19 @@ export class Sync {
     return this.replica.transport.send({ method: 'PUT', path: at, body: write.body, headers });
   }
 
+  /** The server's object at a write's id as this session reads it (undefined: none, or unreachable). */
+  private async serverObject(write: QueuedWrite): Promise<ReplicaObject | undefined> {
+    try {
+      return (await this.replica.transport.send({ method: 'GET', path: `${write.path}/${encodeURIComponent(write.id)}` })) as ReplicaObject;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The server took the write: its answer is the confirmed object, the write leaves the queue. */
   private done(write: QueuedWrite, answer: unknown): void {
     this.drop(write, false);
-    this.replica.confirmed(write.path, write.id, write.kind === 'delete' ? null : (answer as ReplicaObject));
+    this.replica.written(write.path, write.id, write.kind === 'delete' ? null : (answer as ReplicaObject));
   }
 
   /**
@@ -215,6 +237,15 @@ export class Sync {
     this.replica.emit('queued', data.queue.length);
     this.replica.emit('object', { path: write.path, id: write.id, flags: this.replica.flags(write.path, write.id) });
   }
+}
+
+/**
+ * Whether the server's object already holds what a create or an update wrote: each property of
+ * its body as written (null: absent). Extra properties (set by the server's scripts) do not count.
+ */
+function landed(write: QueuedWrite, server: ReplicaObject): boolean {
+  if (write.kind === 'delete' || typeof server !== 'object' || server === null || server.id !== write.id) return false;
+  return Object.entries(write.body ?? {}).every(([key, value]) => key === 'id' || (value === null ? !(key in server) : JSON.stringify(server[key]) === JSON.stringify(value)));
 }
 
 /** The PUT body that turns `from` into `to`: changed properties, and null for those `to` lacks. */

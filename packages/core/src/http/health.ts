@@ -19,6 +19,13 @@ export interface HealthOptions {
    * code (`"scripts"`) when not ready, undefined when ready.
    */
   checks?: readonly (() => string | undefined)[];
+  /**
+   * Ready, but not everything is served (a collection whose migration failed): answers what to say
+   * (`{reason: "migration", collections: [...]}`), and readiness answers 200 with `"status":
+   * "degraded"` and it, so that a balancer keeps sending the rest of the app's requests while a
+   * monitor reading the body sees the fault. Cheap and synchronous; undefined when all is served.
+   */
+  degraded?: () => Readonly<Record<string, unknown>> | undefined;
 }
 
 /** The defaults of {@link HealthOptions}' paths. */
@@ -65,15 +72,22 @@ export function createHealth(options: HealthOptions | undefined, store: Store, d
 
   function write(req: IncomingMessage, res: ServerResponse, reason: string | undefined): void {
     if (res.headersSent || res.writableEnded) return;
-    const body = reason === undefined ? OK : JSON.stringify({ status: 'not ready', reason });
+    const degraded = reason === undefined ? options?.degraded?.() : undefined;
+    const body = reason !== undefined ? JSON.stringify({ status: 'not ready', reason }) : degraded !== undefined ? JSON.stringify({ ...degraded, status: 'degraded' }) : OK;
     res.writeHead(reason === undefined ? 200 : 503, { ...HEADERS, 'content-length': Buffer.byteLength(body) });
     res.end(req.method === 'HEAD' ? undefined : body);
+  }
+
+  function writeLive(req: IncomingMessage, res: ServerResponse): void {
+    if (res.headersSent || res.writableEnded) return;
+    res.writeHead(200, { ...HEADERS, 'content-length': Buffer.byteLength(OK) });
+    res.end(req.method === 'HEAD' ? undefined : OK);
   }
 
   return {
     owns: (pathname) => pathname === livePath || pathname === readyPath,
     answer(pathname, req, res) {
-      if (pathname === livePath) return write(req, res, undefined);
+      if (pathname === livePath) return writeLive(req, res);
       const early = draining() ? 'draining' : checks.map((check) => check()).find((reason) => reason !== undefined);
       if (early !== undefined) return write(req, res, early);
       const state = storeState();

@@ -1,8 +1,9 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { request as httpRequest } from 'node:http';
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { Agent as HttpAgent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { Agent as HttpsAgent } from 'node:https';
 import { isIP } from 'node:net';
 import type { LookupFunction, Socket } from 'node:net';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
@@ -31,8 +32,21 @@ export interface OutboundRequest {
   timeoutMs: number;
   /** Largest response body, bytes (after decoding when `decode`). */
   maxBytes: number;
+  /**
+   * Past `maxBytes`, cut the body there (the rest is not read; the connection is closed) and
+   * answer `truncated: true`, instead of failing with ERR_OUTBOUND_TOO_LARGE: for callers that
+   * keep only the start of an answer (a webhook's response excerpt). Not with `decode`.
+   */
+  truncate?: boolean;
   /** Decode gzip, deflate and br bodies (and ask for them when the caller did not say). */
   decode?: boolean;
+  /**
+   * Keep-alive agents to reuse connections with (a webhook's many deliveries to one receiver);
+   * default none: a fresh connection per request. A connection is checked when it is made (its
+   * address through this lookup, its peer once connected) and reused only for the same host and
+   * port, so a reused one is one the policy allowed. Give agents only to calls of one policy.
+   */
+  agents?: { http?: HttpAgent; https?: HttpsAgent };
   /** Host name resolution; default the system's (getaddrinfo, as Node's http does). */
   lookup?: OutboundLookup;
   signal?: AbortSignal;
@@ -48,6 +62,8 @@ export interface OutboundResponse {
   /** The URL of the answer (after redirects). */
   url: string;
   redirected: boolean;
+  /** The body was cut at `maxBytes` (only when the request asked for `truncate`). */
+  truncated?: boolean;
 }
 
 /** The code of an outbound failure, as Node names its network errors (see outboundErrorCode). */
@@ -177,8 +193,9 @@ async function once(url: URL, method: string, headers: [string, string][], body:
     const options = {
       method,
       headers: outgoing,
-      // A fresh connection each time (no pool, no proxy from the environment) to the addresses checked above.
-      agent: false as const,
+      // A fresh connection each time (no pool, no proxy from the environment) to the addresses
+      // checked above, unless the caller pools its own (see OutboundRequest.agents).
+      agent: (url.protocol === 'https:' ? request.agents?.https : request.agents?.http) ?? (false as const),
       lookup: ((_name: string, opts: LookupOptions, callback: (...args: unknown[]) => void): void => {
         const family = opts.family === 'IPv4' ? 4 : opts.family === 'IPv6' ? 6 : opts.family;
         const usable = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
@@ -199,11 +216,14 @@ async function once(url: URL, method: string, headers: [string, string][], body:
     const timer = setTimeout(() => req.destroy(outboundError('ETIMEDOUT', `${url.host} did not answer within ${request.timeoutMs} ms`)), remaining);
     req.once('socket', (socket: Socket) => {
       // The address connected to, checked again (an IPv4-mapped peer is decided as its IPv4 address).
-      socket.once('connect', () => {
+      const check = (): void => {
         const peer = socket.remoteAddress;
         const why = peer === undefined ? 'no peer address' : request.policy.refusal(peer, host, port);
         if (why !== undefined) req.destroy(outboundError('ERR_OUTBOUND_REFUSED', `request to ${url.host} refused: connected to ${why}`));
-      });
+      };
+      // A pooled connection (agents) is connected already: checked now, no listener left on it.
+      if (socket.connecting) socket.once('connect', check);
+      else check();
     });
     req.once('error', fail);
     req.once('response', (res) => {
@@ -224,20 +244,31 @@ function networkError(url: URL, err: unknown): SvcError {
 /** Reads the body within the size and time limits, decoding it when asked to. */
 async function readAll(res: IncomingMessage, request: OutboundRequest, deadline: number): Promise<Omit<OutboundResponse, 'url' | 'redirected'>> {
   const limit = request.maxBytes;
+  const cut = request.truncate === true && request.decode !== true;
   const tooLarge = (): SvcError => outboundError('ERR_OUTBOUND_TOO_LARGE', `the answer is larger than ${limit} bytes`);
   const declared = Number(res.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
+  if (!cut && Number.isFinite(declared) && declared > limit) {
     res.destroy();
     throw tooLarge();
   }
   const chunks: Buffer[] = [];
   let size = 0;
+  let truncated = false;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => res.destroy(outboundError('ETIMEDOUT', `the answer did not arrive within ${request.timeoutMs} ms`)), Math.max(0, deadline - Date.now()));
     res.on('data', (chunk: Buffer) => {
+      if (truncated) return;
       size += chunk.length;
-      if (size > limit) res.destroy(tooLarge());
-      else chunks.push(chunk);
+      if (size <= limit) chunks.push(chunk);
+      else if (!cut) res.destroy(tooLarge());
+      else {
+        // Enough of it: the start is kept, the rest is neither read nor waited for.
+        chunks.push(chunk.subarray(0, chunk.length - (size - limit)));
+        truncated = true;
+        clearTimeout(timer);
+        resolve();
+        res.destroy();
+      }
     });
     res.once('end', () => {
       clearTimeout(timer);
@@ -263,7 +294,7 @@ async function readAll(res: IncomingMessage, request: OutboundRequest, deadline:
     // The body handed on is decoded: its encoding and length headers no longer describe it.
     for (let i = headers.length - 1; i >= 0; i--) if (/^content-(encoding|length)$/i.test((headers[i] as [string, string])[0])) headers.splice(i, 1);
   }
-  return { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers, body };
+  return { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers, body, ...(truncated ? { truncated } : {}) };
 }
 
 function decoded(body: Buffer, encoding: string, limit: number): Promise<Buffer> {

@@ -2,6 +2,8 @@ import { SvcError } from '../errors.js';
 import type { Filter, FindOptions } from '../store/Store.js';
 import type { PropertyDef } from '../types.js';
 import { isPlainObject } from './parseQueryString.js';
+import { MAX_SEARCH_LENGTH, MAX_SEARCH_WORDS, MAX_WORD_LENGTH, searchWords } from './search.js';
+import type { SearchFilter } from './search.js';
 
 /** A query string object turned into a store filter, find options and svc commands. */
 export interface CompiledQuery {
@@ -29,7 +31,7 @@ export interface QueryRefusals {
 const NO_REFUSALS: QueryRefusals = {};
 
 /** Commands valid at the top of a query. */
-const COMMANDS = new Set(['$fields', '$sort', '$limit', '$skip', '$limitRecursion', '$skipEvents', '$or', '$and', '$nor']);
+const COMMANDS = new Set(['$fields', '$sort', '$limit', '$skip', '$limitRecursion', '$skipEvents', '$or', '$and', '$nor', '$search']);
 /** Operators valid on a property. */
 const OPERATORS = new Set(['$gt', '$gte', '$lt', '$lte', '$ne', '$in', '$nin', '$regex', '$options', '$exists', '$size', '$all', '$elemMatch', '$not']);
 /** Operators that run code or reach outside the query: never accepted. */
@@ -65,6 +67,8 @@ export function compileFilter(query: Record<string, unknown>, properties: Record
     const value = query[key];
     if (key === '$or' || key === '$and' || key === '$nor') {
       filter[key] = compileLogical(key, value, properties, refusals, depth + 1);
+    } else if (key === '$search') {
+      filter.$search = compileSearch(value, properties, refusals);
     } else if (key.startsWith('$')) {
       if (FORBIDDEN.has(key)) throw forbidden(key);
       if (!COMMANDS.has(key)) throw new SvcError('INVALID_QUERY', `unknown query operator ${key}`);
@@ -126,6 +130,9 @@ function compileCommand(compiled: CompiledQuery, key: string, value: unknown, pr
     case '$skip':
       compiled.options.skip = toCount(key, value);
       return;
+    case '$search':
+      compiled.filter.$search = compileSearch(value, properties, refusals);
+      return;
     case '$limitRecursion':
       compiled.limitRecursion = toCount(key, value);
       return;
@@ -136,6 +143,24 @@ function compileCommand(compiled: CompiledQuery, key: string, value: unknown, pr
       if (FORBIDDEN.has(key)) throw forbidden(key);
       throw new SvcError('INVALID_QUERY', `unknown query command ${key}`);
   }
+}
+
+/**
+ * `$search`: a text of at most MAX_SEARCH_LENGTH characters and MAX_SEARCH_WORDS words, over every
+ * property declared searchable (`"search": true`). A caller who may not read one of them is
+ * refused (400), as for a filter on it: which objects a search finds must not tell what such a
+ * property holds.
+ */
+function compileSearch(value: unknown, properties: Record<string, PropertyDef>, refusals: QueryRefusals): SearchFilter {
+  if (typeof value !== 'string') throw new SvcError('INVALID_QUERY', '$search must be a string of words');
+  if (value.length > MAX_SEARCH_LENGTH) throw new SvcError('INVALID_QUERY', `$search is longer than ${MAX_SEARCH_LENGTH} characters`);
+  const fields = Object.keys(properties).filter((name) => properties[name]?.search === true);
+  if (fields.length === 0) throw new SvcError('INVALID_QUERY', '$search: no property of this collection is searchable (declare one with "search": true)');
+  for (const field of fields) assertQueryable(field, refusals.unqueryable);
+  const words = searchWords(value);
+  if (words.length > MAX_SEARCH_WORDS) throw new SvcError('INVALID_QUERY', `$search takes at most ${MAX_SEARCH_WORDS} words`);
+  if (words.some((word) => word.length > MAX_WORD_LENGTH)) throw new SvcError('INVALID_QUERY', `$search: a word is longer than ${MAX_WORD_LENGTH} characters`);
+  return { words, fields };
 }
 
 function compileLogical(key: string, value: unknown, properties: Record<string, PropertyDef>, refusals: QueryRefusals, depth: number): Filter[] {

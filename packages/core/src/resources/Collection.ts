@@ -29,7 +29,7 @@ import type { CollectionFiles } from '../files/CollectionFiles.js';
 import { collectionFilesOf } from '../files/filesConfig.js';
 import type { CollectionFilesConfig } from '../files/filesConfig.js';
 import type { OrphanSweeper } from '../files/orphanSweep.js';
-import { assertClientId, conditionHolds, conditionOf, etagOf, isGetById, MOVED, preconditionFailed, settled, taggedGet } from './conditional.js';
+import { assertClientId, conditionHolds, conditionOf, etagOf, isGetById, MOVED, movedAfter, preconditionFailed, settled, taggedGet } from './conditional.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
@@ -146,7 +146,7 @@ export class Collection implements Resource {
     await this.changes.tell({ kind: 'resync' });
   }
 
-  /** Creates the indexes that `unique` and `index` properties ask for. */
+  /** Creates the indexes that `unique`, `index` and `search` properties ask for. */
   async init(host?: ResourceHost): Promise<void> {
     this.logger = host?.logger;
     this.reads.fastPaths = host?.fastPaths !== false;
@@ -155,6 +155,8 @@ export class Collection implements Resource {
       if (def.unique) await this.store.ensureIndex({ field, unique: true });
       else if (def.index) await this.store.ensureIndex({ field });
     }
+    // Always: a collection whose searchable properties were all removed drops its search index.
+    await this.store.ensureSearch?.(Object.keys(this.properties).filter((field) => this.properties[field]?.search === true));
     this.fileSweeper?.start();
   }
 
@@ -398,7 +400,10 @@ export class Collection implements Resource {
   /**
    * Updates one object: only given properties change; modifiers apply atomically in the store.
    * With If-Match, only while the caller's view of it has that ETag (412 else), compared and set
-   * at the revision read (a move in between runs the update again, at most 3 times).
+   * at the revision read. A move in between (of what the caller cannot see: what it sees is
+   * compared first) runs the update again, at most 3 times, only when no event script ran: a
+   * script's effects (svc.* calls, emit, fetch) must not happen twice for one request, so after a
+   * script the request answers 409 with nothing written, for the client to send it again.
    */
   protected async update(ctx: Context, id: string, body: Record<string, unknown>): Promise<Reply> {
     const expected = conditionOf(ctx, 'if-match');
@@ -458,7 +463,7 @@ export class Collection implements Resource {
     const condition = revised ? { revision: revised.revision } : undefined;
     const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
     const updated = await this.writing(() => this.store.update(target, ops, condition));
-    if (updated === null && condition !== undefined) return MOVED;
+    if (updated === null && condition !== undefined) return movedAfter(outcome !== undefined && (this.events.has('validate') || this.events.has('put')));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     await this.fileProps?.afterCommit(ctx, updated, previous);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
@@ -561,13 +566,14 @@ export class Collection implements Resource {
     this.access.assert(ctx, 'delete', doc);
     filter = andFilters(filter, this.access.filter(ctx, 'delete'));
     const object = this.withoutStoreOnly(doc);
-    if (this.events.has('delete') && !skipEvents) await this.events.run('delete', { ctx, object });
+    const scripted = this.events.has('delete') && !skipEvents;
+    if (scripted) await this.events.run('delete', { ctx, object });
     const condition = revised ? { revision: revised.revision } : undefined;
-    if (condition !== undefined && (await this.store.findRevised(id))?.revision !== condition.revision) return MOVED;
+    if (condition !== undefined && (await this.store.findRevised(id))?.revision !== condition.revision) return movedAfter(scripted);
     const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
     const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
     if ((await this.store.remove(target, condition)) === 0) {
-      if (condition !== undefined && (await this.store.findOne(filter)) !== null) return MOVED;
+      if (condition !== undefined && (await this.store.findOne(filter)) !== null) return movedAfter(scripted);
       throw new SvcError('NOT_FOUND', 'not found');
     }
     await this.changes.deleted([doc]);

@@ -454,7 +454,9 @@ export class UserCollection extends Collection implements UserResource {
     this.meRequests.add(ctx);
     try {
       const reply = await super.handle(ctx);
-      return reply.status === 200 ? reply : noUser();
+      // 304: the caller's If-None-Match names this user's answer as it is now (a browser
+      // revalidating its cached /me); the ETag is of what this session reads, so never another's.
+      return reply.status === 200 || reply.status === 304 ? reply : noUser();
     } catch (err) {
       if (isSvcError(err) && err.status < 500) return noUser();
       throw err;

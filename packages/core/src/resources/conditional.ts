@@ -84,6 +84,16 @@ export const MOVED: unique symbol = Symbol('moved');
 const MAX_CONDITIONAL_ATTEMPTS = 3;
 
 /**
+ * A conditional write lost its compare-and-set: run again when no event script ran in it (rules,
+ * validation and reads only), else 409 at once, nothing written: the scripts' effects happened
+ * once and a run again would repeat them (docs/offline.md). The client sends the request again.
+ */
+export function movedAfter(scriptsRan: boolean): typeof MOVED {
+  if (scriptsRan) throw new SvcError('CONFLICT', 'the object changed while this write\'s event scripts ran; nothing was written: send it again', { headers: { 'retry-after': '0' } });
+  return MOVED;
+}
+
+/**
  * Runs a conditional write (`attempt`) again while it answers {@link MOVED}, at most 3 times, then
  * answers 409: the object kept changing while it was being `doing` ('updated', 'deleted').
  */

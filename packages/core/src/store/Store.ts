@@ -3,7 +3,10 @@ export type Doc = { id: string } & Record<string, unknown>;
 
 /**
  * A MongoDB-shaped filter over objects, naming the identifier `id`. Values are already coerced
- * and validated (core/query); `$regex` values are RegExp objects.
+ * and validated (core/query); `$regex` values are RegExp objects. `$search` (anywhere a property
+ * may be) is a full-text search, `{words, fields}` (query/search.ts's SearchFilter): every word a
+ * word of one of the fields; a find with one and no sort answers the most relevant first, where
+ * the store can rank (the embedded engine, MongoDB's text index).
  */
 export type Filter = Record<string, unknown>;
 
@@ -36,6 +39,17 @@ export interface UpdateOps {
   $pull?: Record<string, unknown[]>;
   /** property -> each value is appended unless the array already holds an equal one. */
   $addToSet?: Record<string, unknown[]>;
+}
+
+/**
+ * What {@link StoreCollection.updateMany} applies to each matching object: top-level property names
+ * only, as in {@link UpdateOps}; `$rename` moves a property's value to another name (an object
+ * holding both has the second overwritten; one without the first is left alone).
+ */
+export interface ManyOps {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, true>;
+  $rename?: Record<string, string>;
 }
 
 /**
@@ -155,8 +169,26 @@ export interface StoreCollection {
    * `id`), only while the object's revision is `condition.revision` (else 0).
    */
   remove(filter: Filter, condition?: WriteCondition): Promise<number>;
+  /**
+   * Optional: applies `ops` to every matching object in one call (each object changed atomically;
+   * the set as a whole is not; each one's revision advances), answering how many matched, for a store where one update at a
+   * time is slow (a network database). Migrations use it; without it they update one object at a
+   * time.
+   */
+  updateMany?(filter: Filter, ops: ManyOps): Promise<number>;
   /** Creates the index when missing (idempotent). */
   ensureIndex(spec: IndexSpec): Promise<void>;
+  /**
+   * Optional: makes the full-text index of `$search` over these properties (all of the
+   * collection's searchable ones; another set replaces it, none removes it). Without it (the old
+   * embedded store), `$search` is tested object by object.
+   */
+  ensureSearch?(fields: string[]): Promise<void>;
+  /**
+   * Optional: removes the index on the property, when there is one (idempotent). Migrations call
+   * it when a property loses `index` or `unique`; a store without it keeps the index.
+   */
+  dropIndex?(field: string): Promise<void>;
   /**
    * Optional: groups the matching objects and measures each group in the store (MongoDB's
    * aggregation pipeline). Without it, aggregates read the matching objects' measured properties.

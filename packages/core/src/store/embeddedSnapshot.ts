@@ -19,6 +19,10 @@ export interface SnapshotCollection {
    * at a time, so that memory holds one collection.
    */
   read(): Promise<Doc[]>;
+  /** The same objects, `size` at a time (default 1,000), so that memory need not hold them all. */
+  pages(size?: number): AsyncIterable<Doc[]>;
+  /** How many objects the collection holds in the snapshot. */
+  count(): Promise<number>;
 }
 
 /** A consistent copy of an embedded store's data folder; {@link EmbeddedSnapshot.close} releases it. */
@@ -92,13 +96,19 @@ export async function snapshotEmbeddedStore(dir: string): Promise<EmbeddedSnapsh
     }
     for (const o of opened) {
       const bytes = { value: o.size };
+      const read = (): Promise<Doc[]> => replay(o.handle, o.size, o.file, bytes);
       collections.push({
         name: o.name,
         file: o.file,
         get bytes() {
           return bytes.value;
         },
-        read: () => replay(o.handle, o.size, o.file, bytes),
+        read,
+        async *pages(size = 1000) {
+          const docs = await read();
+          for (let i = 0; i < docs.length; i += size) yield docs.slice(i, i + size);
+        },
+        count: async () => (await read()).length,
       });
     }
   } catch (err) {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
@@ -21,6 +22,8 @@ import { readLineBreaksAsText } from './internal/nedbLineBreaks.js';
 import { DiskState, diskErrorCode } from './internal/diskError.js';
 import { rollbackOnFailedAppend } from './internal/rollbackOnFailedAppend.js';
 import { collectionOfDataFile, dataFileOfCollection } from './embeddedSnapshot.js';
+import { ENGINE_FILE } from './embedded/engine.js';
+import { isSearchFilter, matchesSearch } from '../query/search.js';
 import { jsonList } from '../jsonList.js';
 
 /** Options of {@link createEmbeddedStore}. */
@@ -89,6 +92,13 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
   await mkdir(dir, { recursive: true });
   // One process per data folder: a second one would rewrite the files the first appends to.
   const unlock = await lockDataFolder(dir);
+  if (existsSync(join(dir, ENGINE_FILE))) {
+    await unlock();
+    // The app's data went to the engine (converted, or written there): these files would start empty.
+    throw new Error(
+      `the data folder ${dir} holds ${ENGINE_FILE}, the embedded engine's database, which app.json "embeddedStore": {"engine": "files"} does not read: run on the engine (remove that setting), or move the data back to files with svc export (on the engine) and svc import (on files), then remove ${ENGINE_FILE}`,
+    );
+  }
   const warn = options.warn ?? ((message: string) => console.warn(message));
   const disk = new DiskState(dir, warn);
   const collections = new Map<string, EmbeddedCollection>();
@@ -742,6 +752,26 @@ class EmbeddedCollection implements StoreCollection {
     }
   }
 
+  async dropIndex(field: string): Promise<void> {
+    const db = await this.#open();
+    const name = field === 'id' ? '_id' : field;
+    if (name === '_id' || indexesOf(db)[name] === undefined) return;
+    this.#dirty = true;
+    this.#changed();
+    this.#writing++;
+    const existing = indexesOf(db)[name];
+    try {
+      await db.removeIndexAsync(name);
+    } catch (err) {
+      // As in ensureIndex: the map goes back to what the file says when the line did not make it.
+      if (diskErrorCode(err) !== undefined) (Reflect.get(db, 'indexes') as Record<string, unknown>)[name] = existing;
+      throw this.#disk.refused(err, this.#filename);
+    } finally {
+      this.#changed();
+      this.#writing--;
+    }
+  }
+
   /**
    * Rewrites the datafile without its superseded lines when it was written to since last time. A
    * disk with no room for the new file (or failing) keeps the old one, which holds every write
@@ -920,11 +950,22 @@ function toNedbFilter(filter: Filter): Query {
     if (key === '$and') and.push(...subFilters(key, value));
     else if (key === '$or') out.$or = subFilters(key, value);
     else if (key === '$nor') and.push({ $not: { $or: subFilters(key, value) } });
+    else if (key === '$search') and.push(searchWhere(value));
     else if (key.startsWith('$')) throw new Error(`unsupported query operator ${key}`);
     else addCondition(key === 'id' ? '_id' : key, value, out, and);
   }
   if (and.length > 0) out.$and = and;
   return out;
+}
+
+/** `$search` in the process (query/search.ts): every word in one of the fields, tested by a `$where` of nedb. */
+function searchWhere(value: unknown): Query {
+  if (!isSearchFilter(value)) throw new Error('$search needs words and fields');
+  return {
+    $where(this: Record<string, unknown>): boolean {
+      return matchesSearch(this, value);
+    },
+  };
 }
 
 function subFilters(operator: string, value: unknown): Query[] {

@@ -20,8 +20,11 @@ export const PROMISED_METHODS = [
   'insert',
   'insertMany',
   'update',
+  'updateMany',
   'remove',
   'ensureIndex',
+  'ensureSearch',
+  'dropIndex',
   'aggregate',
 ] as const satisfies readonly (keyof StoreCollection)[];
 

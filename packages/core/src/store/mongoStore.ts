@@ -5,8 +5,10 @@ import { SvcError } from '../errors.js';
 import { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
 import { compareRows } from './internal/compareRows.js';
 import { groupRows } from './internal/groupRows.js';
-import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, Store, StoreCollection, UpdateOps, WriteCondition } from './Store.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, ManyOps, Revised, Store, StoreCollection, UpdateOps, WriteCondition } from './Store.js';
 import { renameId } from './internal/renameId.js';
+import { projector } from './internal/projector.js';
+import { ensureTextIndex, hasSearch, searchMatches } from './mongoSearch.js';
 
 /** Options of {@link createMongoStore}. */
 export interface MongoStoreOptions {
@@ -145,6 +147,8 @@ class MongoCollection implements StoreCollection {
   readonly #coll: Collection<Raw>;
 
   readonly #timeoutMs: number;
+  /** Whether the server made the text index (ensureSearch): `$text` finds the candidates of a `$search`. */
+  #text = true;
 
   constructor(name: string, coll: Collection<Raw>, timeoutMs: number) {
     this.name = name;
@@ -153,14 +157,27 @@ class MongoCollection implements StoreCollection {
   }
 
   find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
-    return guarded(this.#timeoutMs, () => this.#find(filter, options));
+    return guarded(this.#timeoutMs, () => (hasSearch(filter) ? this.#search(filter, options) : this.#find(filter, options)));
+  }
+
+  /** `$search` (mongoSearch.ts): candidates by `$text` where the server has it, tested by svc's matcher. */
+  #search(filter: Filter, options: FindOptions): Promise<Doc[]> {
+    return searchMatches(this.#coll as unknown as Collection<Document>, filter, options, { text: this.#text, timeoutMs: this.#timeoutMs, toMongoFilter, toDoc, project: projector });
+  }
+
+  ensureSearch(fields: string[]): Promise<void> {
+    return guarded(this.#timeoutMs, async () => {
+      this.#text = await ensureTextIndex(this.#coll as unknown as Collection<Document>, fields);
+    });
   }
 
   findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
+    if (hasSearch(filter)) return guarded(this.#timeoutMs, async () => (await this.#search(filter, { ...options, limit: 1 }))[0] ?? null);
     return guarded(this.#timeoutMs, () => this.#findOne(filter, options));
   }
 
   count(filter: Filter): Promise<number> {
+    if (hasSearch(filter)) return guarded(this.#timeoutMs, async () => (await this.#search(filter, { fields: { id: 1 } })).length);
     return guarded(this.#timeoutMs, () => this.#coll.countDocuments(toMongoFilter(filter), { maxTimeMS: this.#timeoutMs }));
   }
 
@@ -182,11 +199,22 @@ class MongoCollection implements StoreCollection {
   }
 
   update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null> {
+    if (hasSearch(filter)) {
+      return guarded(this.#timeoutMs, async () => {
+        const first = (await this.#search(filter, { limit: 1, fields: { id: 1 } }))[0];
+        return first === undefined ? null : this.#update({ id: first.id }, ops, condition);
+      });
+    }
     return guarded(this.#timeoutMs, () => this.#update(filter, ops, condition));
   }
 
   remove(filter: Filter, condition?: WriteCondition): Promise<number> {
-    return guarded(this.#timeoutMs, async () => (await this.#coll.deleteMany(revisedFilter(filter, condition))).deletedCount);
+    return guarded(this.#timeoutMs, async () => {
+      if (!hasSearch(filter)) return (await this.#coll.deleteMany(revisedFilter(filter, condition))).deletedCount;
+      const ids = (await this.#search(filter, { fields: { id: 1 } })).map((doc) => doc.id);
+      const revised = condition === undefined ? {} : revisedFilter({ id: filter.id }, condition);
+      return (await this.#coll.deleteMany({ ...revised, _id: { $in: ids } })).deletedCount;
+    });
   }
 
   findRevised(id: string): Promise<Revised | null> {
@@ -198,12 +226,49 @@ class MongoCollection implements StoreCollection {
     });
   }
 
+  /** One updateMany: each object changes atomically and its revision advances (MongoDB; FerretDB v1's updates are not atomic at all). */
+  updateMany(filter: Filter, ops: ManyOps): Promise<number> {
+    return guarded(this.#timeoutMs, async () => {
+      const update: Document = {};
+      if (ops.$set && Object.keys(ops.$set).length > 0) update.$set = ops.$set;
+      if (ops.$unset && Object.keys(ops.$unset).length > 0) update.$unset = ops.$unset;
+      if (ops.$rename && Object.keys(ops.$rename).length > 0) update.$rename = ops.$rename;
+      const names = [...Object.keys(ops.$set ?? {}), ...Object.keys(ops.$unset ?? {}), ...Object.entries(ops.$rename ?? {}).flat()];
+      if (names.includes('id') || names.includes('_id') || names.includes(REV)) throw new TypeError('updateMany cannot change an object\'s id or revision');
+      if (Object.keys(update).length === 0) return this.#coll.countDocuments(toMongoFilter(filter), { maxTimeMS: this.#timeoutMs });
+      // Each object changed is a write, as update's: its revision moves (a conditional write based
+      // on the object before the migration then fails instead of undoing the migration's change).
+      update.$inc = { [REV]: 1 };
+      try {
+        return (await this.#coll.updateMany(toMongoFilter(filter), update)).matchedCount;
+      } catch (err) {
+        throw await this.#translate(err);
+      }
+    });
+  }
+
   ensureIndex(spec: IndexSpec): Promise<void> {
     return guarded(this.#timeoutMs, () => this.#ensureIndex(spec));
   }
 
+  dropIndex(field: string): Promise<void> {
+    return guarded(this.#timeoutMs, async () => {
+      if (field === 'id') return;
+      const existing = (await this.#indexes()).find((index) => index.field === field);
+      if (!existing) return;
+      try {
+        await this.#coll.dropIndex(existing.name);
+      } catch (err) {
+        // Dropped meanwhile (another process): what was asked holds.
+        if (err instanceof MongoServerError && (err.code === 27 || err.code === NAMESPACE_NOT_FOUND)) return;
+        throw err;
+      }
+    });
+  }
+
   /** The aggregation pipeline: $match, $group, $limit; the groups are sorted by the caller. */
   aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
+    if (hasSearch(filter)) return guarded(spec.timeoutMs, async () => groupRows(await this.#search(filter, {}), spec, { started: Date.now(), idKey: 'id' }));
     return guarded(spec.timeoutMs, async () => {
       try {
         // Counted in the server first: a pipeline over too many objects is refused before it runs.

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createEmbeddedStore, createMongoStore } from '@svc/core';
+import { createEngineStore, createMongoStore } from '@svc/core';
 import type { Store } from '@svc/core';
 
 /** A store made fresh for one test file, and how to throw it away. */
@@ -41,7 +41,8 @@ const embedded: StoreKind = {
   atomicUpdates: true,
   async make() {
     const dir = await mkdtemp(join(tmpdir(), 'svc-test-'));
-    const store = await createEmbeddedStore({ dir });
+    // The default embedded store: the engine (SQLite). The old files store has its own tests (store/).
+    const store = await createEngineStore({ dir });
     return {
       store,
       async dispose() {

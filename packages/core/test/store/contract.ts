@@ -453,6 +453,17 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.count({})).toBe(1);
     });
 
+    // Optional in the contract (MongoDB, the embedded engine): an import's batches.
+    test('insertMany inserts in order and stops at the first refused, keeping the ones before it', async ({ coll }) => {
+      if (!coll.insertMany) return;
+      await coll.ensureIndex({ field: 'email', unique: true });
+      await coll.insertMany([{ id: 'm1', email: 'a', at: new Date(5) }, { id: 'm2', email: 'b' }]);
+      await expect(coll.insertMany([{ id: 'm3', email: 'c' }, { id: 'm4', email: 'a' }, { id: 'm5', email: 'e' }])).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect((await coll.find({})).map((d) => d.id)).toEqual(['m1', 'm2', 'm3']);
+      expect(await coll.findOne({ id: 'm1' })).toEqual({ id: 'm1', email: 'a', at: new Date(5) });
+      expect(await coll.count({ email: 'e' })).toBe(0);
+    });
+
     test('a duplicate id is refused with DuplicateKeyError naming id', async ({ coll }) => {
       await coll.insert({ id: 'same', v: 1 });
       const again = coll.insert({ id: 'same', v: 2 });
@@ -633,6 +644,54 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await coll.count({ at: { $gt: new Date('2024-01-01T00:00:00Z') } })).toBe(1);
       expect(await coll.count({ at })).toBe(1);
       expect(await coll.count({ gone: { $exists: true } })).toBe(0);
+    });
+
+    test('dropIndex removes an index (a unique one then allows equal values) and is idempotent', async ({ coll }) => {
+      expect(coll.dropIndex).toBeTypeOf('function');
+      const drop = (field: string): Promise<void> => (coll.dropIndex as NonNullable<StoreCollection['dropIndex']>).call(coll, field);
+      await coll.ensureIndex({ field: 'email', unique: true });
+      await coll.insert({ id: 'u1', email: 'a@x' });
+      await expect(coll.insert({ id: 'u2', email: 'a@x' })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await drop('email');
+      await coll.insert({ id: 'u2', email: 'a@x' });
+      expect(await coll.count({ email: 'a@x' })).toBe(2);
+      await drop('email');
+      await drop('never-indexed');
+      await drop('id');
+      // Made again, a unique index refuses the values that repeat now.
+      await expect(coll.ensureIndex({ field: 'email', unique: true })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await coll.ensureIndex({ field: 'email' });
+    });
+
+    test('objects paged by id ($gt the last id, sorted by id) are each read once', async ({ coll }) => {
+      const all = Array.from({ length: 57 }, (_, i) => ({ id: `k${String((i * 37) % 57).padStart(3, '0')}`, n: i }));
+      for (const doc of all) await coll.insert(doc);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (;;) {
+        const page = await coll.find(cursor === undefined ? { n: { $exists: true } } : { n: { $exists: true }, id: { $gt: cursor } }, { sort: { id: 1 }, limit: 10, fields: { id: 1 } });
+        if (page.length === 0) break;
+        seen.push(...page.map((doc) => doc.id));
+        cursor = page[page.length - 1]?.id;
+      }
+      expect(seen).toEqual(all.map((doc) => doc.id).sort());
+    });
+
+    test('updateMany applies $set, $unset and $rename to each matching object and answers how many matched', async ({ coll }) => {
+      expect(coll.updateMany).toBeTypeOf('function');
+      const many = (coll.updateMany as NonNullable<StoreCollection['updateMany']>).bind(coll);
+      await seed(coll);
+      expect(await many({ age: 25 }, { $rename: { name: 'title' } })).toBe(2);
+      expect((await coll.find({ age: 25 }, { sort: { id: 1 } })).map((doc) => [doc.title, doc.name])).toEqual([['bob', undefined], ['Dee', undefined]]);
+      const before = (await coll.findRevised('a1'))?.revision as number;
+      expect(await many({ id: { $in: ['a1', 'c3'] } }, { $set: { flag: true }, $unset: { tags: true } })).toBe(2);
+      // A write as update's: the revision moves (a conditional write read before it then fails).
+      expect((await coll.findRevised('a1'))?.revision).toBe(before + 1);
+      expect(await coll.update({ id: 'a1' }, { $set: { n: 1 } }, { revision: before })).toBeNull();
+      expect(await coll.findOne({ id: 'a1' })).toMatchObject({ flag: true, name: 'Ann' });
+      expect((await coll.findOne({ id: 'a1' }))?.tags).toBeUndefined();
+      expect(await many({ id: 'nope' }, { $set: { flag: true } })).toBe(0);
+      expect(await coll.count({ flag: true })).toBe(2);
     });
 
     textReadCases(test, options.optionalReads ?? []);

@@ -19,7 +19,7 @@ runStoreContract(
       destroy: () => rm(dir, { recursive: true, force: true }),
     };
   },
-  { optionalReads: OPTIONAL_READS },
+  { optionalReads: OPTIONAL_READS, skips: { 'updateMany applies $set, $unset and $rename to each matching object and answers how many matched': 'optional; the files store has none (in the process, one update at a time costs no round trip)' } },
 );
 
 const storeModule = fileURLToPath(new URL('../../src/store/embeddedStore.ts', import.meta.url));

@@ -103,6 +103,8 @@ export interface TypeView {
   settings: Record<string, SettingSpec>;
   events: string[];
   label: string;
+  /** The type's own pages ('deliveries'). */
+  pages?: string[];
 }
 
 export interface PropertyDef {
@@ -110,6 +112,8 @@ export interface PropertyDef {
   required?: boolean;
   unique?: boolean;
   index?: boolean;
+  /** Searchable by `$search` (the grid's search box). */
+  search?: boolean;
   private?: boolean;
   order?: number;
   [key: string]: unknown;
@@ -135,6 +139,8 @@ export interface AppView {
   env: string;
   resources: ResourceView[];
   types: TypeView[];
+  /** After a save of properties in development: the migration files it wrote. */
+  migrations?: string[];
 }
 
 /** A log line, an answered request, a change of stored objects, or a reload of the app. */

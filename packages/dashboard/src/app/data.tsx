@@ -105,6 +105,10 @@ export function DataGrid({ resource, subscribe, resources = [], initialQuery }: 
   // A link to a related object opens its collection with the query that finds it.
   const [queryText, setQueryText] = useState(initialQuery ?? '');
   const [query, setQuery] = useState<Record<string, unknown>>(() => parsedQuery(initialQuery));
+  // The search box: shown when a property is searchable ("search": true); ANDed with the query.
+  const searchable = Object.values(resource.config.properties ?? {}).some((def) => def.search === true);
+  const [searchText, setSearchText] = useState('');
+  const [search, setSearch] = useState('');
   const [queryError, setQueryError] = useState<string | undefined>();
   const [loadError, setLoadError] = useState<string | undefined>();
   const [editing, setEditing] = useState<{ id: string; col: string } | undefined>();
@@ -122,12 +126,13 @@ export function DataGrid({ resource, subscribe, resources = [], initialQuery }: 
   const load = useCallback(async () => {
     const mine = ++seq.current;
     const started = performance.now();
-    const q: Record<string, unknown> = { ...query, $limit: size, $skip: page * size };
+    const filter: Record<string, unknown> = search === '' ? query : { ...query, $search: search };
+    const q: Record<string, unknown> = { ...filter, $limit: size, $skip: page * size };
     if (sort) q.$sort = { [sort.field]: sort.dir };
     try {
       const [list, count] = await Promise.all([
         call<Row[]>('GET', collectionUrl(resource.name, q)),
-        call<{ count: number }>('GET', collectionUrl(resource.name, query, '/count')),
+        call<{ count: number }>('GET', collectionUrl(resource.name, filter, '/count')),
       ]);
       if (mine !== seq.current) return;
       setRows(list);
@@ -137,7 +142,7 @@ export function DataGrid({ resource, subscribe, resources = [], initialQuery }: 
     } catch (err) {
       if (mine === seq.current) setLoadError((err as Error).message);
     }
-  }, [resource.name, query, sort, page, size]);
+  }, [resource.name, query, search, sort, page, size]);
 
   useEffect(() => {
     void load();
@@ -220,6 +225,23 @@ export function DataGrid({ resource, subscribe, resources = [], initialQuery }: 
       <form class="toolbar" onSubmit={applyQuery}>
         <input class="query" placeholder='query, as JSON: {"done": false, "title": {"$regex": "^a"}}' value={queryText} onInput={(e) => setQueryText((e.target as HTMLInputElement).value)} aria-label="query" />
         <button class="btn" type="submit">Apply</button>
+        {searchable && (
+          <input
+            class="search"
+            type="search"
+            placeholder="search (words)"
+            value={searchText}
+            aria-label="search"
+            data-test="search"
+            onInput={(e) => setSearchText((e.target as HTMLInputElement).value)}
+            onKeyDown={(e) => {
+              if (e.key !== 'Enter') return;
+              e.preventDefault();
+              setSearch(searchText.trim());
+              setPage(0);
+            }}
+          />
+        )}
         <span class="grow" />
         <button type="button" class="btn primary" onClick={() => setAdding(true)} data-test="add-row">+ Add</button>
       </form>

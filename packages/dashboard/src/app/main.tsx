@@ -12,6 +12,7 @@ import { ConfigPage } from './config.tsx';
 import { EventsPage } from './events.tsx';
 import { ApiPage } from './apiPage.tsx';
 import { BackupsPage } from './backups.tsx';
+import { DeliveriesPage } from './deliveries.tsx';
 import { LogsPage } from './logs.tsx';
 
 interface Session {
@@ -296,12 +297,32 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
   );
 }
 
+const CONFLICT_WORDS: Record<string, string> = {
+  'server-wins': 'the server wins',
+  'last-writer-wins': 'the last writer wins, per property',
+  app: 'the app decides (its resolve callback)',
+};
+
+/** How offline clients settle this collection's conflicts: config.json `offline.conflicts` (docs/offline.md). */
+function OfflineConflicts({ resource }: { resource: ResourceView }) {
+  const declared = (resource.config.offline as { conflicts?: unknown } | undefined)?.conflicts;
+  const policy = typeof declared === 'string' ? declared : 'server-wins';
+  return (
+    <span class="muted small" data-test="offline-conflicts" data-policy={policy} title="config.json offline.conflicts: how clients with a local replica (svc.offline) settle a write the server's object moved under">
+      {' · '}offline conflicts: {CONFLICT_WORDS[policy] ?? policy}
+      {declared === undefined ? ' (default)' : ''}
+    </span>
+  );
+}
+
 function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { app: AppView; resource: ResourceView; tab: string; query?: string; setApp(a: AppView): void; subscribe(l: (e: FeedEvent) => void): () => void; env: string }) {
   const collection = isCollection(resource);
-  const tabs = collection ? ['data', 'properties', 'rules', ...(resource.type === 'UserCollection' ? ['accounts'] : []), 'events', 'api'] : ['config', 'events', 'api'];
+  const type = app.types.find((t) => t.name === resource.type);
+  // A type's own pages (its dashboard.pages: a Webhook's deliveries) come first.
+  const own = (type?.pages ?? []).filter((p) => p === 'deliveries');
+  const tabs = collection ? ['data', 'properties', 'rules', ...(resource.type === 'UserCollection' ? ['accounts'] : []), 'events', 'api'] : [...own, 'config', 'events', 'api'];
   const current = tabs.includes(tab) ? tab : (tabs[0] as string);
   const [renaming, setRenaming] = useState(false);
-  const type = app.types.find((t) => t.name === resource.type);
   return (
     <div class="page wide">
       <div class="res-head">
@@ -309,6 +330,7 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
         <div>
           <h1>/{resource.name}</h1>
           <span class="muted">{resource.type}</span>
+          {collection && <OfflineConflicts resource={resource} />}
         </div>
         <span class="grow" />
         <button class="btn ghost" onClick={() => setRenaming(true)}>Rename</button>
@@ -322,6 +344,7 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
         {current === 'properties' && <PropertiesEditor app={app} resource={resource} setApp={setApp} />}
         {current === 'rules' && <RulesPage app={app} resource={resource} setApp={setApp} />}
         {current === 'accounts' && <AccountsPage app={app} resource={resource} setApp={setApp} />}
+        {current === 'deliveries' && <DeliveriesPage resource={resource} />}
         {current === 'config' && <ConfigPage resource={resource} type={type} setApp={setApp} />}
         {current === 'events' && <EventsPage app={app} resource={resource} setApp={setApp} />}
         {current === 'api' && <ApiPage resource={resource} type={type} env={env} />}

@@ -34,15 +34,17 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
   const collections = app.resources.filter((r) => r.type === 'Collection' || r.type === 'UserCollection').map((r) => r.name);
   const initial = (): Prop[] =>
     Object.entries(resource.config.properties ?? {}).map(([name, def]) => {
-      const { $renameFrom: _done, ...rest } = def;
+      const { $renameFrom: _done, $default: _filled, ...rest } = def;
       return { name, def: rest, from: name, uid: nextUid++ };
     });
   const saved = (): Record<string, PropertyDef> => toConfig(initial());
   const [props, setProps] = useState<Prop[]>(initial);
   const [newName, setNewName] = useState('');
   const [newType, setNewType] = useState('string');
+  // What the stored objects get for the new property (a migration's add with a default); '' none.
+  const [newDefault, setNewDefault] = useState('');
   const [error, setError] = useState<string | undefined>();
-  const [savedNote, setSavedNote] = useState(false);
+  const [savedNote, setSavedNote] = useState<string | false>(false);
   const [busy, setBusy] = useState(false);
   // Reset when the stored properties change, not each time the app view is fetched again.
   useResetOn(JSON.stringify(resource.config.properties ?? {}), () => setProps(initial()));
@@ -66,8 +68,12 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
     const name = newName.trim();
     if (!NAME.test(name) || name === 'id') return setError(`"${name}" cannot be a property name: letters, digits, _ and $, not starting with a digit, and not id`);
     if (props.some((p) => p.name === name)) return setError(`${name} exists`);
-    setProps([...props, { name, def: withType({ type: 'string' }, newType, collections), uid: nextUid++ }]);
+    const filled = readDefault(newDefault, newType);
+    if (filled === INVALID_DEFAULT) return setError(`value for stored objects: ${newType === 'string' ? 'a text' : `JSON of a ${newType}`} (or leave it empty)`);
+    const def = withType({ type: 'string' }, newType, collections);
+    setProps([...props, { name, def: filled === undefined ? def : { ...def, $default: filled }, uid: nextUid++ }]);
     setNewName('');
+    setNewDefault('');
     setError(undefined);
   };
   const save = async () => {
@@ -75,10 +81,12 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
     if (bad) return setError(`property "${bad.name}": ${badName(bad, props.indexOf(bad)) ?? ''}`);
     setBusy(true);
     try {
-      setApp(await call<AppView>('PUT', `/dashboard/api/resources/${resource.name}`, { config: { ...resource.config, properties: toConfig(props) } }));
+      const saved = await call<AppView>('PUT', `/dashboard/api/resources/${resource.name}`, { config: { ...resource.config, properties: toConfig(props) } });
+      setApp(saved);
       setError(undefined);
-      setSavedNote(true);
-      setTimeout(() => setSavedNote(false), 2000);
+      const written = saved.migrations ?? [];
+      setSavedNote(written.length > 0 ? `Saved and reloaded; wrote ${written.join(', ')} (commit it with config.json)` : 'Saved and reloaded');
+      setTimeout(() => setSavedNote(false), written.length > 0 ? 10_000 : 2000);
     } catch (err) {
       setError(err instanceof ApiError ? err.message : String(err));
     }
@@ -88,7 +96,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
     <div class="props">
       <table class="grid props-table" data-test="properties">
         <thead>
-          <tr><th /><th>Property</th><th>Type</th><th title="a value is needed on create">Required</th><th title="no two objects share a value">Unique</th><th title="queries and sorts on it are faster">Index</th><th title="never answered, never queryable by non-root">Private</th><th /></tr>
+          <tr><th /><th>Property</th><th>Type</th><th title="a value is needed on create">Required</th><th title="no two objects share a value">Unique</th><th title="queries and sorts on it are faster">Index</th><th title="found by the grid's search box and $search (a string or array property)">Search</th><th title="never answered, never queryable by non-root">Private</th><th /></tr>
         </thead>
         <tbody>
           {resource.type === 'UserCollection' && (
@@ -103,6 +111,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
               <td class={`mono ${badName(p, i) ? 'has-error' : ''}`}>
                 <input class="mono prop-name" value={p.name} onInput={(e) => rename(i, (e.target as HTMLInputElement).value.trim())} aria-label={`${p.from ?? p.name} name`} />
                 {p.from !== undefined && p.from !== p.name && <div class="small muted">renamed from {p.from}: stored values move</div>}
+                {p.def.$default !== undefined && <div class="small muted">stored objects get {JSON.stringify(p.def.$default)}</div>}
                 {badName(p, i) && <div class="cell-error">{badName(p, i)}</div>}
               </td>
               <td>
@@ -112,10 +121,10 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
                 </select>
                 {p.def.type === 'relation' && <RelationSettings name={p.name} def={p.def} collections={collections} set={(change) => update(i, change)} />}
               </td>
-              {(['required', 'unique', 'index', 'private'] as const).map((flag) => (
+              {(['required', 'unique', 'index', 'search', 'private'] as const).map((flag) => (
                 <td key={flag} class="center"><input type="checkbox" checked={p.def[flag] === true} onChange={() => update(i, { [flag]: !(p.def[flag] === true) })} aria-label={`${p.name} ${flag}`} /></td>
               ))}
-              <td><button class="icon-btn" onClick={() => setProps(props.filter((_, j) => j !== i))} aria-label={`remove ${p.name}`} title="remove (stored values stay in the store)">✕</button></td>
+              <td><button class="icon-btn" onClick={() => setProps(props.filter((_, j) => j !== i))} aria-label={`remove ${p.name}`} title="remove (a migration removes the stored values, kept for svc migrate down)">✕</button></td>
             </tr>
           ))}
         </tbody>
@@ -125,14 +134,15 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
         <select value={newType} onChange={(e) => setNewType((e.target as HTMLSelectElement).value)} aria-label="new property type">
           {TYPES.map((t) => <option key={t}>{t}</option>)}
         </select>
+        <input placeholder="value for stored objects" value={newDefault} onInput={(e) => setNewDefault((e.target as HTMLInputElement).value)} aria-label="new property value for stored objects" title="optional: the objects stored already get this value (a migration's default); JSON, or a text for a string" />
         <button class="btn" type="submit" disabled={newName.trim() === ''} data-test="add-property">Add property</button>
         <span class="grow" />
-        {savedNote && <span class="ok">Saved and reloaded</span>}
+        {savedNote && <span class="ok" data-test="saved-note">{savedNote}</span>}
         <button class="btn" disabled={!dirty || busy} onClick={() => setProps(initial())} type="button">Revert</button>
         <button class="btn primary" disabled={!dirty || busy} onClick={() => void save()} type="button" data-test="save-properties">Save</button>
       </form>
       {error && <div class="notice error">{error}</div>}
-      <p class="muted small">Saving writes resources/{resource.name}/config.json; the server serves the change at once. Removing a property leaves stored values in place (they are no longer answered).</p>
+      <p class="muted small">Saving writes resources/{resource.name}/config.json; the server serves the change at once. In development a rename, a removal, a new property, a type change or an index changed is also written as a migration file in migrations/ and applied to the stored objects (a removal keeps the values for svc migrate down; a type change converts them as the file states); commit it with config.json and production applies it at start (docs/migrations.md).</p>
     </div>
   );
 }
@@ -172,12 +182,30 @@ function withType(def: PropertyDef, type: string, collections: string[]): Proper
   return next;
 }
 
+const INVALID_DEFAULT = Symbol('invalid');
+
+/**
+ * The value for stored objects typed for a new property: undefined for none, a string property's
+ * text as it is, JSON of the type otherwise (the server checks it again).
+ */
+function readDefault(text: string, type: string): unknown {
+  if (text.trim() === '') return undefined;
+  if (type === 'string') return text;
+  try {
+    const value: unknown = JSON.parse(text);
+    const ok = type === 'number' ? typeof value === 'number' : type === 'boolean' ? typeof value === 'boolean' : type === 'array' ? Array.isArray(value) : type === 'object' ? typeof value === 'object' && value !== null && !Array.isArray(value) : true;
+    return ok && value !== null ? value : INVALID_DEFAULT;
+  } catch {
+    return type === 'date' || type === 'relation' ? text : INVALID_DEFAULT;
+  }
+}
+
 function toConfig(props: Prop[]): Record<string, PropertyDef> {
   const out: Record<string, PropertyDef> = {};
   for (const { name, def, from } of props) {
     const clean: PropertyDef = { ...def };
     if (from !== undefined && from !== name) clean.$renameFrom = from;
-    for (const flag of ['required', 'unique', 'index', 'private'] as const) if (clean[flag] !== true) delete clean[flag];
+    for (const flag of ['required', 'unique', 'index', 'search', 'private'] as const) if (clean[flag] !== true) delete clean[flag];
     delete clean.order;
     out[name] = clean;
   }

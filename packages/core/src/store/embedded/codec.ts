@@ -18,9 +18,19 @@ const DATE_KEY = '"$$date"';
 /** The stored text of an object about to be written; throws a TypeError for names it refuses. */
 export function encodeDoc(doc: Doc): string {
   const dated = checkNames(doc, 0);
-  const { id, ...rest } = doc;
-  const ordered = { id, ...rest };
+  const ordered = idFirst(doc) ? doc : reorder(doc);
   return dated ? JSON.stringify(ordered, dateReplacer) : JSON.stringify(ordered);
+}
+
+/** Whether `id` is the first key (objects made by svc have it there: no copy needed). */
+function idFirst(doc: Doc): boolean {
+  for (const key in doc) return key === 'id';
+  return false;
+}
+
+function reorder(doc: Doc): Doc {
+  const { id, ...rest } = doc;
+  return { id, ...rest };
 }
 
 /** The object a stored text holds (a new object at each call: callers may change it). */

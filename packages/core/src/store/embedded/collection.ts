@@ -1,18 +1,21 @@
+import type { StatementSync } from 'node:sqlite';
 import { AggregateScanError, DuplicateKeyError } from '../Store.js';
 import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from '../Store.js';
 import { Revisions, conditionId } from '../internal/revisions.js';
 import { groupRows } from '../internal/groupRows.js';
 import type { DiskState } from '../internal/diskError.js';
 import { jsonList } from '../../jsonList.js';
+import { projector } from '../internal/projector.js';
+import { aggregateInSql } from './aggregateSql.js';
 import { answerText, decodeDoc, encodeDoc } from './codec.js';
 import type { Engine } from './engine.js';
-import { countRows, selectRows } from './executor.js';
-import { planRead } from './planner.js';
+import { countRows, planOf, selectRows } from './executor.js';
 import { isUniqueViolation } from './schema.js';
-import type { TableInfo } from './schema.js';
+import type { TableInfo, TableStatements } from './schema.js';
 import { ident } from './sqlText.js';
 import { textsOf } from './texts.js';
 import { applyUpdate, isEmptyUpdate } from './updateOps.js';
+import { HotTexts } from './hotTexts.js';
 import { sqliteDiskError } from './diskErrors.js';
 
 /**
@@ -23,6 +26,8 @@ export class EngineCollection implements StoreCollection {
   readonly name: string;
   readonly #engine: Engine;
   readonly #disk: DiskState;
+  /** Texts read by id lately (see HotTexts for when they are dropped). */
+  readonly #hot = new HotTexts();
   /** Kept in memory (see Revised): every write of this collection runs in this process. */
   readonly #revisions = new Revisions();
 
@@ -41,7 +46,7 @@ export class EngineCollection implements StoreCollection {
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
     const info = await this.#table();
     if (info === undefined) return [];
-    const rows = selectRows(this.#engine, info, filter, options);
+    const rows = selectRows(this.#engine, info, filter, options, this.#hot);
     const project = projector(options.fields);
     return rows.texts.map((text, i) => project(rows.docs[i] ?? decodeDoc(text)));
   }
@@ -57,13 +62,13 @@ export class EngineCollection implements StoreCollection {
   async findJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<string> {
     const info = await this.#table();
     if (info === undefined) return '[]';
-    return jsonList(selectRows(this.#engine, info, filter, options).texts.map(answerText));
+    return jsonList(selectRows(this.#engine, info, filter, options, this.#hot).texts.map(answerText));
   }
 
   async findWithJson(filter: Filter, options: Omit<FindOptions, 'fields'> = {}): Promise<{ docs: Doc[]; texts: string[] }> {
     const info = await this.#table();
     if (info === undefined) return { docs: [], texts: [] };
-    const rows = selectRows(this.#engine, info, filter, options);
+    const rows = selectRows(this.#engine, info, filter, options, this.#hot);
     return { docs: rows.texts.map((text, i) => rows.docs[i] ?? decodeDoc(text)), texts: rows.texts.map(answerText) };
   }
 
@@ -72,7 +77,7 @@ export class EngineCollection implements StoreCollection {
     if (info === undefined) return { texts: [], values: [], spans: [] };
     const ids = options.sort === undefined && options.anyOrder === true && !options.skip && !options.limit ? idList(filter) : undefined;
     if (ids !== undefined) return this.#textsOfIds(info, ids, pick);
-    const rows = selectRows(this.#engine, info, filter, options);
+    const rows = selectRows(this.#engine, info, filter, options, this.#hot);
     return textsOf(rows.texts, rows.docs, pick);
   }
 
@@ -114,10 +119,19 @@ export class EngineCollection implements StoreCollection {
   }
 
   #textOf(id: string): string | null {
+    const hot = this.#hot.byId(id);
+    if (hot !== undefined) return hot;
     const info = this.#engine.schema.table(this.name);
     if (info === undefined) return null;
-    const row = this.#engine.prepare(`SELECT doc FROM ${ident(info.tbl)} WHERE id = ?1`).get(id) as unknown as [string] | undefined;
-    return row === undefined ? null : row[0];
+    const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
+    if (row === undefined) return null;
+    this.#hot.set(row[0], id, row[1]);
+    return row[1];
+  }
+
+  /** Drops what is kept of the collection's texts (a rename of the collection; see HotTexts). */
+  forgetTexts(): void {
+    this.#hot.clear();
   }
 
   async findRevised(id: string): Promise<Revised | null> {
@@ -138,15 +152,55 @@ export class EngineCollection implements StoreCollection {
     const stored = decodeDoc(text);
     await this.#write(() => {
       const info = this.#engine.schema.ensureTable(this.name);
+      this.#hot.written();
       this.#learn(info, stored);
       try {
-        this.#engine.prepare(`INSERT INTO ${ident(info.tbl)} (id, doc) VALUES (?1, ?2)`).run(doc.id, text);
+        tableStatements(this.#engine, info).insert.run(doc.id, text);
       } catch (err) {
         throw this.#translate(info, err);
       }
       this.#revisions.advanced(doc.id);
-    });
+    }, true);
     return stored;
+  }
+
+  /**
+   * Inserts in order in one write of the group commit (an import's batch: one transaction for all
+   * of them); stops at the first one refused, whose error it answers, the ones before it stored.
+   */
+  async insertMany(docs: Doc[]): Promise<void> {
+    const rows: { id: string; text: string; stored: Doc }[] = [];
+    let refused: unknown;
+    for (const doc of docs) {
+      try {
+        if (typeof doc.id !== 'string') throw new TypeError('an object needs a string id');
+        const text = encodeDoc(doc);
+        rows.push({ id: doc.id, text, stored: decodeDoc(text) });
+      } catch (err) {
+        refused = err;
+        break;
+      }
+    }
+    if (rows.length > 0) {
+      const failed = await this.#write(() => {
+        const info = this.#engine.schema.ensureTable(this.name);
+        this.#hot.written();
+        const insert = tableStatements(this.#engine, info).insert;
+        for (const row of rows) {
+          this.#learn(info, row.stored);
+          try {
+            // A refused row is undone by SQLite alone (the statement); the ones before it stay.
+            insert.run(row.id, row.text);
+          } catch (err) {
+            return { err: this.#translate(info, err) };
+          }
+          this.#revisions.advanced(row.id);
+        }
+        return undefined;
+      });
+      if (failed !== undefined) throw failed.err;
+    }
+    if (refused !== undefined) throw refused;
   }
 
   async update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null> {
@@ -157,21 +211,27 @@ export class EngineCollection implements StoreCollection {
       if (info === undefined) return null;
       // Compared inside the group commit's run: no other write of this process comes in between.
       if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return null;
-      const found = selectRows(this.#engine, info, filter, { limit: 1 });
-      const text = found.texts[0];
+      const statements = tableStatements(this.#engine, info);
+      // By id (PUT /<c>/<id>): the row found and changed through the id's index, no plan made.
+      const id = onlyId(filter);
+      const found = id === undefined ? selectRows(this.#engine, info, filter, { limit: 1 }) : undefined;
+      const text = found === undefined ? (statements.byId.get(id as string) as unknown as [number, string] | undefined)?.[1] : found.texts[0];
       if (text === undefined) return null;
-      const after = applyUpdate(found.docs[0] ?? decodeDoc(text), ops);
+      const after = applyUpdate(found?.docs[0] ?? decodeDoc(text), ops);
+      this.#hot.delete(found?.seqs[0], after.id);
+      this.#hot.written();
       const next = encodeDoc(after);
       const stored = decodeDoc(next);
       this.#learn(info, stored);
       try {
-        this.#engine.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE seq = ?2`).run(next, found.seqs[0] as number);
+        if (found === undefined) statements.updateById.run(next, id as string);
+        else statements.updateBySeq.run(next, found.seqs[0] as number);
       } catch (err) {
         throw this.#translate(info, err);
       }
       this.#revisions.advanced(stored.id);
       return stored;
-    });
+    }, true);
   }
 
   async remove(filter: Filter, condition?: WriteCondition): Promise<number> {
@@ -180,22 +240,44 @@ export class EngineCollection implements StoreCollection {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return 0;
       if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return 0;
-      const plan = planRead(filter, {}, info);
+      this.#hot.clear();
+      const plan = planOf(info, filter, {}, false);
       if (plan.exact) return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE ${plan.where}`).run(...plan.params).changes);
       const seqs = selectRows(this.#engine, info, filter, { anyOrder: true }).seqs;
       if (seqs.length === 0) return 0;
       return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`).run(JSON.stringify(seqs)).changes);
-    });
+    }, true);
   }
 
   async ensureIndex(spec: IndexSpec): Promise<void> {
     if (spec.field === 'id') return;
-    await this.#write(() => this.#engine.schema.ensureIndex(this.#engine.schema.ensureTable(this.name), spec.field, spec.unique ?? false));
+    await this.#write(() => {
+      this.#hot.written();
+      this.#engine.schema.ensureIndex(this.#engine.schema.ensureTable(this.name), spec.field, spec.unique ?? false);
+    });
+  }
+
+  async ensureSearch(fields: string[]): Promise<void> {
+    if (fields.length === 0 && this.#engine.schema.table(this.name)?.search === undefined) return;
+    await this.#write(() => {
+      this.#hot.written();
+      this.#engine.schema.ensureSearch(this.#engine.schema.ensureTable(this.name), fields);
+    });
+  }
+
+  async dropIndex(field: string): Promise<void> {
+    if (field === 'id' || this.#engine.schema.table(this.name)?.indexes.has(field) !== true) return;
+    await this.#write(() => {
+      const info = this.#engine.schema.table(this.name);
+      this.#hot.written();
+      if (info !== undefined) this.#engine.schema.dropIndex(info, field);
+    });
   }
 
   /**
-   * Groups in the process what the filter matches (SQL narrows it through the indexes); the
-   * matches are counted first, so that too many fail before any is read.
+   * Groups what the filter matches in SQL where it can (aggregateSql.ts), else in the process
+   * (SQL narrows the objects through the indexes); the matches are counted first, so that too
+   * many fail before any is read.
    */
   async aggregate(filter: Filter, spec: AggregateSpec): Promise<AggregateRow[]> {
     const started = Date.now();
@@ -203,6 +285,8 @@ export class EngineCollection implements StoreCollection {
     if (info === undefined) return groupRows([], spec, { started, idKey: 'id' });
     const scanned = countRows(this.#engine, info, filter);
     if (scanned > spec.maxScanned) throw new AggregateScanError(scanned);
+    const grouped = aggregateInSql(this.#engine, info, filter, spec);
+    if (grouped !== undefined) return grouped;
     const rows = selectRows(this.#engine, info, filter, { anyOrder: true });
     const docs = rows.texts.map((text, i) => rows.docs[i] ?? decodeDoc(text));
     return groupRows(docs, spec, { started, idKey: 'id' });
@@ -211,7 +295,10 @@ export class EngineCollection implements StoreCollection {
   /** The path facts learn what an object about to be written holds (saved in the same transaction). */
   #learn(info: TableInfo, doc: Doc): void {
     const grown = info.facts.add(doc);
-    if (grown !== undefined) this.#engine.schema.saveFacts(info, grown);
+    if (grown === undefined) return;
+    this.#engine.schema.saveFacts(info, grown);
+    // The plans were made on what the facts said before (an exact one may not be any more).
+    info.plans?.clear();
   }
 
   #translate(info: TableInfo, err: unknown): unknown {
@@ -220,15 +307,41 @@ export class EngineCollection implements StoreCollection {
   }
 
   /** A write through the group commit; a disk that refuses it answers the client's SvcError (507/503). */
-  async #write<T>(run: () => T): Promise<T> {
+  async #write<T>(run: () => T, oneStatement = false): Promise<T> {
     try {
-      const value = await this.#engine.write(run);
+      const value = await this.#engine.write(run, oneStatement);
       this.#disk.wrote();
       return value;
     } catch (err) {
       throw this.#disk.refused(sqliteDiskError(err), this.#engine.file);
     }
   }
+}
+
+/** The table's hot statements, prepared at first use (kept with the table's info: a schema reload makes new ones). */
+function tableStatements(engine: Engine, info: TableInfo): TableStatements {
+  return (info.statements ??= {
+    insert: engine.db.prepare(`INSERT INTO ${ident(info.tbl)} (id, doc) VALUES (?1, ?2)`),
+    byId: arrays(engine.db.prepare(`SELECT seq, doc FROM ${ident(info.tbl)} WHERE id = ?1`)),
+    updateBySeq: engine.db.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE seq = ?2`),
+    updateById: engine.db.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE id = ?2`),
+  });
+}
+
+/** The id of a filter that is `{id: <string>}` and nothing else. */
+function onlyId(filter: Filter): string | undefined {
+  let id: unknown;
+  let keys = 0;
+  for (const key in filter) {
+    if (key !== 'id' || ++keys > 1) return undefined;
+    id = filter[key];
+  }
+  return typeof id === 'string' ? id : undefined;
+}
+
+function arrays(statement: StatementSync): StatementSync {
+  statement.setReturnArrays(true);
+  return statement;
 }
 
 /** `{id: {$in: [<string>, ...]}}` and nothing else: the ids, as listed. */
@@ -241,26 +354,4 @@ function idList(filter: Filter): string[] | undefined {
   const list = (condition as Record<string, unknown>).$in;
   if (ops.length !== 1 || !Array.isArray(list) || !list.every((id) => typeof id === 'string')) return undefined;
   return list as string[];
-}
-
-/** The projection of `fields` (`id` kept unless excluded by name). */
-export function projector(fields: Record<string, 0 | 1> | undefined): (doc: Doc) => Doc {
-  if (!fields) return (doc) => doc;
-  const keys = Object.keys(fields).filter((k) => k !== 'id');
-  const included = keys.filter((k) => fields[k] === 1);
-  const withId = fields.id !== 0;
-  if (included.length > 0 && included.length < keys.length) throw new Error('a projection cannot both include and exclude properties other than id');
-  if (included.length > 0 || (fields.id === 1 && keys.length === 0)) {
-    return (doc) => {
-      const out: Record<string, unknown> = withId ? { id: doc.id } : {};
-      for (const key of included) if (Object.hasOwn(doc, key)) out[key] = doc[key];
-      return out as Doc;
-    };
-  }
-  const excluded = new Set(keys);
-  return (doc) => {
-    const out: Record<string, unknown> = withId ? { id: doc.id } : {};
-    for (const key in doc) if (key !== 'id' && !excluded.has(key) && Object.hasOwn(doc, key)) out[key] = doc[key];
-    return out as Doc;
-  };
 }

@@ -7,6 +7,7 @@ import { planRead } from './planner.js';
 import type { ReadPlan } from './planner.js';
 import type { TableInfo } from './schema.js';
 import { ident } from './sqlText.js';
+import type { HotTexts } from './hotTexts.js';
 
 /**
  * The executor: runs a plan (planner.ts) on a collection's table. An exact plan is answered by
@@ -23,18 +24,33 @@ export interface Rows {
   docs: (Doc | undefined)[];
 }
 
-/** The objects `filter` matches, ordered and paged as `options` say. */
-export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>): Rows {
-  const plan = planRead(filter, options, info);
+/**
+ * The objects `filter` matches, ordered and paged as `options` say. With `hot`, a plan whose order
+ * and page SQL gives reads only the rows' numbers, and the texts kept in `hot` (those not kept are
+ * read in one more statement, and kept).
+ */
+export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, hot?: HotTexts): Rows {
+  const anyOrder = options.anyOrder === true && options.sort === undefined;
+  const key = planKey(filter, options, !anyOrder);
+  const plan = planOf(info, filter, options, !anyOrder, key);
   const from = options.skip ?? 0;
   const to = options.limit ? from + options.limit : undefined;
-  const order = plan.sortInProcess || (options.anyOrder === true && options.sort === undefined && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
-  const base = `SELECT seq, doc FROM ${ident(info.tbl)} WHERE ${plan.where}${order}`;
+  const order = plan.sortInProcess || (anyOrder && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
+  const base = `SELECT seq, doc FROM ${ident(info.tbl)}${plan.join} WHERE ${plan.where}${order}`;
   const rows: Rows = { texts: [], seqs: [], docs: [] };
   if (plan.pageInSql) {
     const n = plan.params.length;
-    const sql = from > 0 || to !== undefined ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
-    const args = from > 0 || to !== undefined ? [...plan.params, to === undefined ? -1 : to - from, from] : plan.params;
+    const paged = from > 0 || to !== undefined;
+    const args = paged ? [...plan.params, to === undefined ? -1 : to - from, from] : plan.params;
+    if (hot !== undefined) {
+      const listKey = key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
+      const listed = listKey === undefined ? undefined : hot.list(listKey);
+      if (listed !== undefined) return textsOfRows(engine, info, listed, hot);
+      const seqs = (engine.prepare(paged ? `SELECT seq${base.slice('SELECT seq, doc'.length)} LIMIT ?${n + 1} OFFSET ?${n + 2}` : `SELECT seq${base.slice('SELECT seq, doc'.length)}`).all(...args) as unknown as [number][]).map((row) => row[0]);
+      if (listKey !== undefined) hot.keepList(listKey, seqs);
+      return textsOfRows(engine, info, seqs, hot);
+    }
+    const sql = paged ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
     for (const row of engine.prepare(sql).all(...args) as unknown as [number, string][]) {
       rows.seqs.push(row[0]);
       rows.texts.push(row[1]);
@@ -71,9 +87,67 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
   return rows;
 }
 
+/** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows). */
+function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTexts): Rows {
+  const texts: string[] = [];
+  let missing: number[] | undefined;
+  for (const seq of seqs) {
+    const text = hot.bySeq(seq);
+    if (text === undefined) (missing ??= []).push(seq);
+    texts.push(text as string);
+  }
+  if (missing !== undefined) {
+    const read = new Map<number, string>();
+    for (const [seq, id, doc] of engine.prepare(`SELECT seq, id, doc FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(missing)) as unknown as [number, string, string][]) {
+      read.set(seq, doc);
+      hot.set(seq, id, doc);
+    }
+    for (let i = 0; i < seqs.length; i++) if (texts[i] === undefined) texts[i] = read.get(seqs[i] as number) as string;
+  }
+  return { texts, seqs, docs: new Array<undefined>(seqs.length) };
+}
+
+/** Plans kept per table at most. */
+const MAX_PLANS = 256;
+/** A filter whose key is longer (a long `$in`) is planned each time. */
+const MAX_KEY = 2048;
+
+/**
+ * planRead's plan, kept per table by the exact filter and sort (a query asked again, a list polled,
+ * plans once). Dropped when what the planner reads changes: the path facts grow (TableInfo.plans
+ * is cleared by the write that grew them), an index or the search table is made (Schema), the
+ * schema is read again (a new TableInfo).
+ */
+export function planOf(info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, ranked: boolean, key = planKey(filter, options, ranked)): ReadPlan {
+  if (key.length > MAX_KEY) return planRead(filter, options, info, ranked);
+  const plans = (info.plans ??= new Map());
+  let plan = plans.get(key);
+  if (plan === undefined) {
+    plan = planRead(filter, options, info, ranked);
+    if (plans.size >= MAX_PLANS) plans.delete(plans.keys().next().value as string);
+    plans.set(key, plan);
+  }
+  return plan;
+}
+
+/** The exact key of a plan: the filter (values told apart, see exactValues), the sort, whether ranked. */
+export function planKey(filter: Filter, options: Omit<FindOptions, 'fields'>, ranked: boolean): string {
+  return JSON.stringify([filter, options.sort ?? 0, ranked], exactValues);
+}
+
+/** A replacer telling apart what JSON would confuse (dates and strings, RegExps, undefined, NaN and null). */
+function exactValues(this: Record<string, unknown>, key: string, value: unknown): unknown {
+  const raw = this[key];
+  if (raw instanceof Date) return { $d: raw.getTime() };
+  if (raw instanceof RegExp) return { $r: raw.source, f: raw.flags };
+  if (raw === undefined) return { $u: 1 };
+  if (typeof raw === 'number' && !Number.isFinite(raw)) return { $n: String(raw) };
+  return value;
+}
+
 /** How many objects `filter` matches. */
 export function countRows(engine: Engine, info: TableInfo, filter: Filter): number {
-  const plan: ReadPlan = planRead(filter, {}, info);
+  const plan: ReadPlan = planOf(info, filter, {}, false);
   if (plan.exact) {
     const row = engine.prepare(`SELECT count(*) FROM ${ident(info.tbl)} WHERE ${plan.where}`).get(...plan.params) as unknown as [number];
     return row[0];

@@ -1,13 +1,37 @@
-import { mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { assertCollectionName } from '../Store.js';
 import type { Store, StoreCollection } from '../Store.js';
 import { lockDataFolder } from '../internal/dataLock.js';
 import { DiskState } from '../internal/diskError.js';
 import { EngineCollection } from './collection.js';
-import { Engine } from './engine.js';
+import { convertOldFiles } from './convert.js';
+import { ENGINE_FILE, Engine, sqlite } from './engine.js';
 import type { Durability } from './engine.js';
 import { ident } from './sqlText.js';
+
+export { ENGINE_FILE };
+
+/** Which embedded store keeps a data folder: "files" (the old one, kept in memory) or "sqlite" (the engine). */
+export type EmbeddedEngine = 'files' | 'sqlite';
+
+/** Whether this Node has what the engine needs: node:sqlite with setReturnArrays (Node 24, 22.16+). */
+export function engineSupported(): boolean {
+  try {
+    sqlite();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The embedded store an app runs on when app.json does not choose (`embeddedStore.engine`): the
+ * engine, or on Node 22.12-22.15 (which svc still supports) the files store. A data folder that
+ * holds the engine's database is refused by the files store, never read as empty.
+ */
+export const DEFAULT_EMBEDDED_ENGINE: EmbeddedEngine = engineSupported() ? 'sqlite' : 'files';
 
 /** Options of {@link createEngineStore}. */
 export interface EngineStoreOptions {
@@ -23,26 +47,27 @@ export interface EngineStoreOptions {
   durability?: Durability;
 }
 
-/** The database file of a data folder. */
-export const ENGINE_FILE = 'store.sqlite';
-
 /**
  * Opens the on-disk embedded engine (SQLite through node:sqlite): every collection of the data
  * folder in one database, objects as JSON text, declared indexes as expression indexes, writes
- * in group commits. One process per data folder (the folder's lock).
+ * in group commits. One process per data folder (the folder's lock). A folder holding the old
+ * embedded store's data files is converted first (convertOldFiles: resumable, verified, the old
+ * files moved aside, not deleted).
  */
 export async function createEngineStore(options: EngineStoreOptions): Promise<Store> {
   const dir = resolve(options.dir);
   await mkdir(dir, { recursive: true });
   const unlock = await lockDataFolder(dir);
+  const warn = options.warn ?? ((message: string) => console.warn(message));
   let engine: Engine;
   try {
+    // The old store's files, when the folder holds them: converted first (see convert.ts).
+    await convertOldFiles(dir, warn);
     engine = new Engine(join(dir, ENGINE_FILE), options.durability ?? 'normal');
   } catch (err) {
     await unlock();
     throw err;
   }
-  const warn = options.warn ?? ((message: string) => console.warn(message));
   const disk = new DiskState(dir, warn);
   const collections = new Map<string, EngineCollection>();
   let closed = false;
@@ -62,6 +87,8 @@ export async function createEngineStore(options: EngineStoreOptions): Promise<St
       assertCollectionName(from);
       assertCollectionName(to);
       return engine.write(() => {
+        collections.get(from)?.forgetTexts();
+        collections.get(to)?.forgetTexts();
         const target = engine.schema.table(to);
         if (target !== undefined && engine.prepare(`SELECT 1 FROM ${ident(target.tbl)} LIMIT 1`).get() !== undefined) return false;
         if (engine.schema.table(from) === undefined) {
@@ -90,4 +117,34 @@ export async function createEngineStore(options: EngineStoreOptions): Promise<St
       }
     },
   };
+}
+
+/**
+ * Puts the database file `fresh` (a closed engine database, e.g. an import written beside the data
+ * folder) in place of the data folder's, whose lock the caller holds. The old database is first
+ * checkpointed (its WAL written into it and emptied), so that no WAL of the old database is ever
+ * read with the new one; then `fresh` is renamed over it in one step: a crash leaves one or the
+ * other, whole.
+ */
+export async function replaceEngineDatabase(dir: string, fresh: string): Promise<void> {
+  const file = join(resolve(dir), ENGINE_FILE);
+  if (existsSync(file)) {
+    const old = new Engine(file, 'full');
+    await old.close();
+  }
+  for (const leftover of [`${file}-wal`, `${file}-shm`]) await unlink(leftover).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+  await syncFile(fresh);
+  await rename(fresh, file);
+  await syncFile(dirname(file));
+}
+
+async function syncFile(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }

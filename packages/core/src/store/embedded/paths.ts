@@ -106,6 +106,8 @@ export class PathFacts {
 
   /** Adds what `doc` holds; answers the paths whose kinds grew (to be written), or undefined. */
   add(doc: Record<string, unknown>): Map<string, number> | undefined {
+    // Almost every write adds nothing new: told without building the paths of the object.
+    if (this.#knows(doc, '', 1)) return undefined;
     let grown: Map<string, number> | undefined;
     for (const [path, kinds] of kindsIn(doc)) {
       const known = this.#kinds.get(path);
@@ -122,5 +124,20 @@ export class PathFacts {
       (grown ??= new Map()).set(path, next);
     }
     return grown;
+  }
+
+  /** Whether every path of `doc` (as kindsIn walks them) is known with its kind already. */
+  #knows(doc: Record<string, unknown>, prefix: string, depth: number): boolean {
+    for (const key in doc) {
+      if (!Object.hasOwn(doc, key) || (key === 'id' && prefix === '')) continue;
+      const value = doc[key];
+      if (value === undefined) continue;
+      const path = prefix === '' ? key : `${prefix}.${key}`;
+      const kind = kindOf(value);
+      const known = this.#kinds.get(path);
+      if (known === undefined || (known & kind) === 0) return false;
+      if (kind === OBJECT && depth < MAX_PATH_DEPTH && !this.#knows(value as Record<string, unknown>, path, depth + 1)) return false;
+    }
+    return true;
   }
 }

@@ -1,7 +1,11 @@
 import type { Filter, FindOptions } from '../Store.js';
 import { ARRAY, BOOL, DATE, NULL, NUMBER, OBJECT, STRING } from './paths.js';
 import type { PathFacts } from './paths.js';
-import { Params, jsonPath, pathLiteral, renumber } from './sqlText.js';
+import { isSearchFilter } from '../../query/search.js';
+import type { SearchFilter } from '../../query/search.js';
+import { matchQuery } from './search.js';
+import type { SearchInfo } from './search.js';
+import { Params, ident, jsonPath, pathLiteral, renumber } from './sqlText.js';
 import type { SqlValue } from './sqlText.js';
 
 /**
@@ -23,7 +27,16 @@ export interface PlanContext {
   facts: PathFacts;
   /** Properties with an expression index, written as the index's literal expression so SQLite uses it. */
   indexed: ReadonlySet<string>;
+  /** Its full-text search table, when it has one (search.ts). */
+  search?: SearchInfo;
 }
+
+/**
+ * A `$search` without `$sort` answers the most relevant first (FTS5's bm25 rank), ranking at most
+ * this many matches: the newest ones. Matches past them (older) follow, newest first. Ranking
+ * reads every ranked match's positions: the bound keeps a search that matches many objects cheap.
+ */
+export const MAX_RANKED = 2000;
 
 /** A translated condition: SQL selecting a superset of the matches, and whether exactly them. */
 export interface Condition {
@@ -44,6 +57,8 @@ export interface ReadPlan {
   sortInProcess: boolean;
   /** LIMIT and OFFSET can go to SQL (exact, sorted there). */
   pageInSql: boolean;
+  /** A join after the table (the ranks of a `$search`), or ''. */
+  join: string;
 }
 
 const TRUE: Condition = { sql: '1', exact: true };
@@ -51,21 +66,63 @@ const FALSE: Condition = { sql: '0', exact: true };
 /** Nothing narrows it: every object is selected and tested. */
 const ANYTHING: Condition = { sql: '1', exact: false };
 
-/** Plans a find (or count, update, remove: options empty). */
-export function planRead(filter: Filter, options: Omit<FindOptions, 'fields'>, ctx: PlanContext): ReadPlan {
+/**
+ * Plans a find (or count, update, remove: options empty). `ranked`: a find whose `$search` (one
+ * that every match must satisfy) orders the answer when there is no sort.
+ */
+export function planRead(filter: Filter, options: Omit<FindOptions, 'fields'>, ctx: PlanContext, ranked = false): ReadPlan {
   const params = new Params();
   const where = translateFilter(filter, ctx, params);
   const sorted = options.sort !== undefined && Object.keys(options.sort).length > 0 ? sortSql(options.sort, ctx, params) : '';
   const sortInProcess = sorted === undefined;
-  const { sqls, values } = renumber([where.sql, sorted ? `${sorted}, seq` : 'seq'], params.values);
+  const rank = ranked && sorted === '' ? rankJoin(filter, ctx, params) : undefined;
+  const orderBy = sorted ? `${sorted}, seq` : rank !== undefined ? 's.k IS NULL, s.k, seq DESC' : 'seq';
+  const { sqls, values } = renumber([where.sql, orderBy, rank ?? ''], params.values);
   return {
     where: sqls[0] as string,
     orderBy: sqls[1] as string,
+    join: sqls[2] as string,
     params: values,
     exact: where.exact,
     sortInProcess,
     pageInSql: where.exact && !sortInProcess,
   };
+}
+
+/** The `$search` every match satisfies: at the top of the filter, or in a top-level `$and`. */
+function requiredSearch(filter: Filter): SearchFilter | undefined {
+  if (isSearchFilter(filter.$search)) return filter.$search;
+  if (!Array.isArray(filter.$and)) return undefined;
+  for (const part of filter.$and as Filter[]) {
+    const found = typeof part === 'object' && part !== null ? requiredSearch(part) : undefined;
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** The ranks of the newest MAX_RANKED matches of the filter's search, joined as `s.k` (see MAX_RANKED). */
+function rankJoin(filter: Filter, ctx: PlanContext, params: Params): string | undefined {
+  const search = requiredSearch(filter);
+  if (search === undefined || ctx.search === undefined || search.words.length === 0) return undefined;
+  const query = matchQuery(search, ctx.search);
+  if (query === undefined) return undefined;
+  const fts = ident(ctx.search.fts);
+  return ` LEFT JOIN (SELECT rowid AS r, rank AS k FROM ${fts} WHERE ${fts} MATCH ${params.bind(query)} ORDER BY rowid DESC LIMIT ${MAX_RANKED}) AS s ON s.r = seq`;
+}
+
+/**
+ * `$search`: the objects whose search table row matches (exact: the table holds the words as
+ * the matcher cuts them); a collection without one, or a field it does not hold, is left to the
+ * matcher. No word matches nothing.
+ */
+function searchCondition(value: unknown, ctx: PlanContext, params: Params): Condition {
+  if (!isSearchFilter(value)) throw new Error('$search needs words and fields');
+  if (value.words.length === 0) return FALSE;
+  if (ctx.search === undefined) return ANYTHING;
+  const query = matchQuery(value, ctx.search);
+  if (query === undefined) return ANYTHING;
+  const fts = ident(ctx.search.fts);
+  return { sql: `seq IN (SELECT rowid FROM ${fts} WHERE ${fts} MATCH ${params.bind(query)})`, exact: true };
 }
 
 /** Translates a whole filter (top-level keys ANDed). */
@@ -76,6 +133,7 @@ export function translateFilter(filter: Filter, ctx: PlanContext, params: Params
     if (key === '$and') parts.push(and(subFilters(key, value).map((f) => translateFilter(f, ctx, params))));
     else if (key === '$or') parts.push(or(subFilters(key, value).map((f) => translateFilter(f, ctx, params))));
     else if (key === '$nor') parts.push(not(or(subFilters(key, value).map((f) => translateFilter(f, ctx, params)))));
+    else if (key === '$search') parts.push(searchCondition(value, ctx, params));
     else if (key.startsWith('$')) throw new Error(`unsupported query operator ${key}`);
     else parts.push(field(key, value, ctx, params));
   }

@@ -1,6 +1,9 @@
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { DuplicateKeyError } from '../Store.js';
 import { PathFacts } from './paths.js';
+import { dropSearch, ensureSearch, loadSearch, SEARCH_DDL } from './search.js';
+import type { SearchInfo } from './search.js';
+import type { ReadPlan } from './planner.js';
 import { ident, pathLiteral } from './sqlText.js';
 
 /**
@@ -28,6 +31,20 @@ export interface TableInfo {
   readonly indexes: Map<string, { name: string; unique: boolean }>;
   /** Properties with an index, for the planner. */
   readonly indexed: Set<string>;
+  /** Its search table, when properties of it are searchable (search.ts). */
+  search?: SearchInfo;
+  /** Plans by filter (executor.ts, planOf); cleared when what the planner reads changes. */
+  plans?: Map<string, ReadPlan>;
+  /** The statements every request runs on the table, prepared once (see tableStatements). */
+  statements?: TableStatements;
+}
+
+/** The statements of one table that the hot paths run. */
+export interface TableStatements {
+  insert: StatementSync;
+  byId: StatementSync;
+  updateBySeq: StatementSync;
+  updateById: StatementSync;
 }
 
 const FORMAT = '1';
@@ -49,6 +66,7 @@ export class Schema {
       CREATE TABLE IF NOT EXISTS svc_collections (name TEXT PRIMARY KEY, tbl TEXT NOT NULL UNIQUE) STRICT;
       CREATE TABLE IF NOT EXISTS svc_indexes (tbl TEXT NOT NULL, field TEXT NOT NULL, uniq INTEGER NOT NULL, name TEXT NOT NULL UNIQUE, PRIMARY KEY (tbl, field)) STRICT;
       CREATE TABLE IF NOT EXISTS svc_paths (tbl TEXT NOT NULL, path TEXT NOT NULL, kinds INTEGER NOT NULL, PRIMARY KEY (tbl, path)) STRICT;
+      ${SEARCH_DDL}
     `);
     const format = db.prepare('SELECT value FROM svc_meta WHERE key = ?').get('format') as { value: string } | undefined;
     if (format === undefined) db.prepare('INSERT INTO svc_meta (key, value) VALUES (?, ?)').run('format', FORMAT);
@@ -77,6 +95,7 @@ export class Schema {
       info.indexes.set(row.field, { name: row.name, unique: row.uniq === 1 });
       info.indexed.add(row.field);
     }
+    loadSearch(this.#db, byTbl);
     this.#tables = tables;
     this.changes++;
   }
@@ -140,6 +159,34 @@ export class Schema {
     this.#db.prepare('INSERT INTO svc_indexes (tbl, field, uniq, name) VALUES (?, ?, ?, ?)').run(info.tbl, field, unique ? 1 : 0, name);
     info.indexes.set(field, { name, unique });
     info.indexed.add(field);
+    info.plans?.clear();
+  }
+
+  /**
+   * Makes the collection's search table for `fields` (see search.ts), anew when they changed.
+   * Inside a write transaction.
+   */
+  ensureSearch(info: TableInfo, fields: readonly string[]): void {
+    // Counted first: a failure halfway (a full disk) has the schema read again (see Engine).
+    this.changes++;
+    info.plans?.clear();
+    ensureSearch(this.#db, info, fields, () => {
+      const next = Number((this.#db.prepare('SELECT value FROM svc_meta WHERE key = ?').get('next_search') as { value: string } | undefined)?.value ?? '1');
+      this.#db.prepare('INSERT OR REPLACE INTO svc_meta (key, value) VALUES (?, ?)').run('next_search', String(next + 1));
+      return `s${next}`;
+    });
+  }
+
+  /** Removes the index on a property, when there is one. Inside a write transaction. */
+  dropIndex(info: TableInfo, field: string): void {
+    const existing = info.indexes.get(field);
+    if (existing === undefined) return;
+    this.changes++;
+    this.#db.exec(`DROP INDEX ${ident(existing.name)}`);
+    this.#db.prepare('DELETE FROM svc_indexes WHERE tbl = ? AND field = ?').run(info.tbl, field);
+    info.indexes.delete(field);
+    info.indexed.delete(field);
+    info.plans?.clear();
   }
 
   /** The property a unique violation is about (`id` for the id column). */
@@ -166,6 +213,7 @@ export class Schema {
   drop(name: string): void {
     const info = this.#tables.get(name);
     if (info === undefined) return;
+    dropSearch(this.#db, info);
     this.#db.exec(`DROP TABLE ${ident(info.tbl)}`);
     this.#db.prepare('DELETE FROM svc_indexes WHERE tbl = ?').run(info.tbl);
     this.#db.prepare('DELETE FROM svc_paths WHERE tbl = ?').run(info.tbl);

@@ -170,6 +170,96 @@ describe('embedded engine', () => {
     expect((await readdir(dir)).filter((f) => f.startsWith(ENGINE_FILE))).toContain(ENGINE_FILE);
   });
 
+  it('several stores in one process (several apps): each its own folder, database and group commit', async () => {
+    const dirs = [join(dir, 'a'), join(dir, 'b'), join(dir, 'c')];
+    const stores = await Promise.all(dirs.map((d) => createEngineStore({ dir: d })));
+    await Promise.all(stores.map((store, s) => Promise.all(Array.from({ length: 200 }, (_, i) => store.collection('todos').insert({ id: `s${s}-${i}`, s, i })))));
+    for (const [s, store] of stores.entries()) expect(await store.collection('todos').count({ s })).toBe(200);
+    expect(await stores[0]?.collection('todos').count({ s: 1 })).toBe(0);
+    // One closed: the others write and read on, and its folder opens again.
+    await stores[1]?.close();
+    await stores[0]?.collection('todos').update({ id: 's0-1' }, { $set: { i: -1 } });
+    expect(await stores[2]?.collection('todos').findOne({ id: 's2-5' })).toEqual({ id: 's2-5', s: 2, i: 5 });
+    const again = await createEngineStore({ dir: dirs[1] as string });
+    expect(await again.collection('todos').count({})).toBe(200);
+    await Promise.all([again.close(), stores[0]?.close(), stores[2]?.close()]);
+  });
+
+  it('the texts kept for GET by id follow every write: update (by id or not, refused too), remove, rename', async () => {
+    const store = await createEngineStore({ dir });
+    const c = store.collection('kept');
+    await c.ensureIndex({ field: 'email', unique: true });
+    await c.insert({ id: 'a', email: 'a@x', n: 1 });
+    await c.insert({ id: 'b', email: 'b@x', n: 2 });
+    expect(c.findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":1}');
+    await c.update({ id: 'a' }, { $inc: { n: 1 } });
+    expect(c.findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":2}');
+    await c.update({ email: 'a@x' }, { $set: { n: 3 } });
+    expect(c.findOneWithJsonNow?.('a')).toEqual({ doc: { id: 'a', email: 'a@x', n: 3 }, text: '{"id":"a","email":"a@x","n":3}' });
+    // Refused (the unique index) in a group commit with an accepted one: the kept text is the stored one.
+    const [refused, accepted] = await Promise.allSettled([c.update({ id: 'a' }, { $set: { email: 'b@x' } }), c.update({ id: 'b' }, { $set: { n: 20 } })]);
+    expect(refused.status).toBe('rejected');
+    expect(accepted.status).toBe('fulfilled');
+    expect(c.findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":3}');
+    expect(c.findOneJsonNow?.('b')).toBe('{"id":"b","email":"b@x","n":20}');
+    // A page of a list keeps its texts too: an update of one of them, by id or not, shows at once.
+    const page = async (): Promise<string> => (await c.findJson?.({ n: { $gte: 0 } }, { sort: { n: 1 }, limit: 5 })) ?? '';
+    expect(await page()).toBe('[{"id":"a","email":"a@x","n":3},{"id":"b","email":"b@x","n":20}]');
+    await c.update({ n: 3 }, { $set: { n: 4 } });
+    expect(await page()).toBe('[{"id":"a","email":"a@x","n":4},{"id":"b","email":"b@x","n":20}]');
+    await c.update({ id: 'b' }, { $set: { n: 21 } });
+    expect(await page()).toBe('[{"id":"a","email":"a@x","n":4},{"id":"b","email":"b@x","n":21}]');
+    // The rows of a list asked again are kept until a write of any kind: an insert shows at once.
+    expect(await page()).toBe(await page());
+    await c.insert({ id: 'c', email: 'c@x', n: 0 });
+    expect(await page()).toBe('[{"id":"c","email":"c@x","n":0},{"id":"a","email":"a@x","n":4},{"id":"b","email":"b@x","n":21}]');
+    await c.insertMany?.([{ id: 'd', email: 'd@x', n: 1 }]);
+    expect(JSON.parse(await page()).map((d: { id: string }) => d.id)).toEqual(['c', 'd', 'a', 'b']);
+    await c.remove({ id: { $in: ['c', 'd'] } });
+    await c.update({ id: 'a' }, { $set: { n: 3 } });
+    await c.remove({ n: { $gt: 10 } });
+    expect(await page()).toBe('[{"id":"a","email":"a@x","n":3}]');
+    expect(c.findOneJsonNow?.('b')).toBeNull();
+    await c.insert({ id: 'b', email: 'b2@x' });
+    expect(c.findOneJsonNow?.('b')).toBe('{"id":"b","email":"b2@x"}');
+    expect(await store.renameCollection?.('kept', 'moved')).toBe(true);
+    expect(c.findOneJsonNow?.('a')).toBeNull();
+    expect(store.collection('moved').findOneJsonNow?.('a')).toBe('{"id":"a","email":"a@x","n":3}');
+    await store.collection('moved').remove({});
+    expect(await store.renameCollection?.('moved', 'kept')).toBe(true);
+    expect(store.collection('moved').findOneJsonNow?.('a')).toBeNull();
+    expect(c.findOneJsonNow?.('a')).toBeNull();
+    await store.close();
+  });
+
+  it('a query asked again is planned again once a write changed what the planner knows (kinds, an index, a search table)', async () => {
+    const store = await createEngineStore({ dir });
+    const c = store.collection('plans');
+    await c.insert({ id: 'n1', flag: 1, title: 'apple' });
+    // Planned while `flag` holds only numbers: no type guard; kept.
+    expect((await c.find({ flag: 1 })).map((d) => d.id)).toEqual(['n1']);
+    // `true` is 1 to SQLite: the kept plan would now match it too.
+    await c.insert({ id: 'b1', flag: true, title: 'apple pie' });
+    expect((await c.find({ flag: 1 })).map((d) => d.id)).toEqual(['n1']);
+    expect(await c.count({ flag: 1 })).toBe(1);
+    // Arrays on the way: the plan must leave it to the matcher.
+    await c.insert({ id: 'a1', flag: [1, 2], title: 'x' });
+    expect((await c.find({ flag: 1 })).map((d) => d.id)).toEqual(['n1', 'a1']);
+    await c.ensureIndex({ field: 'flag' });
+    expect((await c.find({ flag: 1 })).map((d) => d.id)).toEqual(['n1', 'a1']);
+    // A search before and after its table is made (the matcher, then FTS5): the same answers.
+    const search = { $search: { words: ['apple'], fields: ['title'] } };
+    expect((await c.find(search)).map((d) => d.id)).toEqual(['n1', 'b1']);
+    await c.ensureSearch?.(['title']);
+    expect((await c.find(search)).map((d) => d.id).sort()).toEqual(['b1', 'n1']);
+    // Values JSON would confuse are told apart: a date and its ISO text, NaN and null.
+    await c.insert({ id: 'd1', at: new Date(0) });
+    await c.insert({ id: 'd2', at: '1970-01-01T00:00:00.000Z' });
+    expect((await c.find({ at: new Date(0) })).map((d) => d.id)).toEqual(['d1']);
+    expect((await c.find({ at: '1970-01-01T00:00:00.000Z' })).map((d) => d.id)).toEqual(['d2']);
+    await store.close();
+  });
+
   it('refuses collections once closed', async () => {
     const store = await createEngineStore({ dir });
     await store.close();

@@ -1,0 +1,377 @@
+import { SvcError } from '../errors.js';
+import { deepEqual } from '../resources/updates.js';
+import { DuplicateKeyError } from '../store/Store.js';
+import type { Doc, Filter, ManyOps, Store, StoreCollection } from '../store/Store.js';
+import { convertValue } from './convertValue.js';
+import type { PropertyType } from '../types.js';
+import type { MigrationStep } from './migration.js';
+
+/** Where a step stands: resumed from here after an interruption. */
+export interface StepProgress {
+  /** Steps with two passes (a type change undone): which one. */
+  phase: number;
+  /** The id of the last object done in this pass (objects are taken in id order), or null. */
+  cursor: string | null;
+  /** Objects changed so far. */
+  touched: number;
+}
+
+/** What a step needs to run. */
+export interface StepContext {
+  store: Store;
+  /** The migration's collection. */
+  coll: StoreCollection;
+  /** `_migration_values`: what removals and type changes took away, for `down`. */
+  values: StoreCollection;
+  migration: string;
+  index: number;
+  /** Objects read and written at a time. */
+  batch: number;
+  /** Where to start (a step resumed). */
+  start: StepProgress;
+  /** Called after each batch: records the progress (a resumed step starts there), checks the lease. */
+  progress(at: StepProgress): Promise<void>;
+}
+
+/** A step's values collection in the store. */
+export const VALUES_COLLECTION = '_migration_values';
+
+/** A value a step took away from an object, kept for `down`. */
+interface Kept extends Doc {
+  m: string;
+  s: number;
+  o: string;
+  v: unknown;
+}
+
+/** A step cannot be done: its migration fails (its collection is not served). */
+export class MigrationStepError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'MigrationStepError';
+  }
+}
+
+/** Runs a step forward; answers how many objects it changed. */
+export async function stepUp(step: MigrationStep, ctx: StepContext): Promise<number> {
+  switch (step.op) {
+    case 'rename':
+      return renameProperty(ctx, step.from, step.to);
+    case 'remove':
+      return pages(ctx, { [step.property]: { $exists: true } }, [step.property], async (docs) => {
+        if (step.keep) await keep(ctx, docs.map((doc) => [doc.id, doc[step.property]]));
+        return setEach(ctx.coll, docs, { [step.property]: { $exists: true } }, () => ({ $unset: { [step.property]: true } }));
+      });
+    case 'add': {
+      if (step.default === undefined) return 0;
+      const value = step.default;
+      return pages(ctx, { [step.property]: { $exists: false } }, [], (docs) => setEach(ctx.coll, docs, { [step.property]: { $exists: false } }, () => ({ $set: { [step.property]: structuredClone(value) } })));
+    }
+    case 'convert':
+      return convertUp(ctx, step);
+    case 'addIndex':
+      return makeIndex(ctx.coll, step.property, step.unique);
+    case 'dropIndex':
+      await ctx.coll.dropIndex?.(step.property);
+      return 0;
+    case 'renameCollection':
+      return moveCollection(ctx, step.from, ctx.coll.name);
+  }
+}
+
+/** Undoes a step (what it did, as far as it was done); answers how many objects it changed. */
+export async function stepDown(step: MigrationStep, ctx: StepContext): Promise<number> {
+  switch (step.op) {
+    case 'rename':
+      return renameProperty(ctx, step.to, step.from);
+    case 'remove':
+      if (!step.keep) throw new MigrationStepError(`remove ${step.property} kept no values ("keep": false): it cannot be undone`);
+      return restoreKept(ctx, step.property, (doc) => doc[step.property] === undefined);
+    case 'add': {
+      if (step.default === undefined) return 0;
+      const value = step.default;
+      return pages(ctx, { [step.property]: { $exists: true } }, [step.property], (docs) =>
+        setEach(
+          ctx.coll,
+          docs.filter((doc) => deepEqual(doc[step.property], value)),
+          {},
+          () => ({ $unset: { [step.property]: true } }),
+        ),
+      );
+    }
+    case 'convert':
+      return convertDown(ctx, step);
+    case 'addIndex':
+      await ctx.coll.dropIndex?.(step.property);
+      return 0;
+    case 'dropIndex':
+      return makeIndex(ctx.coll, step.property, step.unique);
+    case 'renameCollection':
+      return moveCollection(ctx, ctx.coll.name, step.from);
+  }
+}
+
+async function renameProperty(ctx: StepContext, from: string, to: string): Promise<number> {
+  const has = { [from]: { $exists: true } };
+  return pages(ctx, has, [from], async (docs) => {
+    if (ctx.coll.updateMany) return ctx.coll.updateMany({ id: { $in: docs.map((doc) => doc.id) }, ...has }, { $rename: { [from]: to } });
+    return setEach(ctx.coll, docs, has, (doc) => ({ $set: { [to]: doc[from] }, $unset: { [from]: true } }));
+  });
+}
+
+type ConvertStep = Extract<MigrationStep, { op: 'convert' }>;
+
+async function convertUp(ctx: StepContext, step: ConvertStep): Promise<number> {
+  const name = step.property;
+  const has = { [name]: { $exists: true } };
+  if (step.invalid === 'fail' && ctx.start.cursor === null) {
+    // Before anything is written: the migration fails whole or does its work.
+    const counts = await scanConversion(ctx.coll, name, step.to, ctx.batch);
+    if (counts.invalid > 0) throw new MigrationStepError(`convert ${name} to ${step.to}: ${counts.invalid} values do not convert (e.g. objects ${counts.examples.join(', ')}) and "invalid" is "fail"; change those objects, or choose "unset", "keep" or {"set": value}`);
+  }
+  return pages(ctx, has, [name], async (docs) => {
+    const changed: [Doc, unknown][] = [];
+    const invalid: Doc[] = [];
+    for (const doc of docs) {
+      const outcome = convertValue(doc[name], step.to);
+      if (outcome.kind === 'changed') changed.push([doc, outcome.value]);
+      else if (outcome.kind === 'invalid') invalid.push(doc);
+    }
+    let touched = 0;
+    if (invalid.length > 0 && step.invalid !== 'keep' && step.invalid !== 'fail') {
+      await keep(ctx, invalid.map((doc) => [doc.id, doc[name]]));
+      const policy = step.invalid;
+      touched += await setEach(ctx.coll, invalid, has, () => (policy === 'unset' ? { $unset: { [name]: true } } : { $set: { [name]: structuredClone(policy.set) } }));
+    }
+    const values = new Map(changed.map(([doc, value]) => [doc.id, value]));
+    touched += await setEach(
+      ctx.coll,
+      changed.map(([doc]) => doc),
+      has,
+      (doc) => ({ $set: { [name]: values.get(doc.id) } }),
+    );
+    if (invalid.length > 0 && step.invalid === 'fail') throw new MigrationStepError(`convert ${name} to ${step.to}: object ${invalid[0]?.id ?? '?'} holds a value that does not convert and "invalid" is "fail"`);
+    return touched;
+  });
+}
+
+/**
+ * A type change undone: first the values it took away come back (where the object has no value,
+ * or still the `{set}` one), then every value of the new type is converted back to the old one
+ * (`" 12 "` became 12 and comes back as "12": a conversion back is not always the text it was).
+ */
+async function convertDown(ctx: StepContext, step: ConvertStep): Promise<number> {
+  const name = step.property;
+  let touched = 0;
+  if (ctx.start.phase === 0) {
+    const policy = step.invalid;
+    touched += await restoreKept(ctx, name, (doc) => (typeof policy === 'object' ? deepEqual(doc[name], policy.set) : doc[name] === undefined));
+    ctx.start = { phase: 1, cursor: null, touched };
+    await ctx.progress(ctx.start);
+  }
+  return pages(ctx, { [name]: { $exists: true } }, [name], async (docs) => {
+    const back = new Map<string, unknown>();
+    for (const doc of docs) {
+      if (convertValue(doc[name], step.to).kind !== 'same') continue;
+      const outcome = convertValue(doc[name], step.from);
+      if (outcome.kind === 'changed') back.set(doc.id, outcome.value);
+    }
+    return setEach(
+      ctx.coll,
+      docs.filter((doc) => back.has(doc.id)),
+      { [name]: { $exists: true } },
+      (doc) => ({ $set: { [name]: back.get(doc.id) } }),
+    );
+  });
+}
+
+/** How many values a type change converts, and how many do not convert (with a few object ids). */
+export async function scanConversion(coll: StoreCollection, name: string, to: PropertyType, batch: number): Promise<{ changed: number; invalid: number; examples: string[] }> {
+  const out = { changed: 0, invalid: 0, examples: [] as string[] };
+  let cursor: string | null = null;
+  for (;;) {
+    const page: Doc[] = await coll.find(after({ [name]: { $exists: true } }, cursor), { sort: { id: 1 }, limit: batch, fields: { id: 1, [name]: 1 } });
+    const last = page[page.length - 1];
+    if (last === undefined) return out;
+    for (const doc of page) {
+      const kind = convertValue(doc[name], to).kind;
+      if (kind === 'changed') out.changed++;
+      else if (kind === 'invalid') {
+        out.invalid++;
+        if (out.examples.length < 5) out.examples.push(doc.id);
+      }
+    }
+    cursor = last.id;
+  }
+}
+
+/** How many objects share a value of the property with another (what a unique index refuses). */
+export async function countDuplicates(coll: StoreCollection, name: string, batch: number): Promise<number> {
+  const seen = new Map<string, number>();
+  let cursor: string | null = null;
+  for (;;) {
+    const page: Doc[] = await coll.find(after({ [name]: { $exists: true } }, cursor), { sort: { id: 1 }, limit: batch, fields: { id: 1, [name]: 1 } });
+    const last = page[page.length - 1];
+    if (last === undefined) break;
+    for (const doc of page) {
+      const value = doc[name];
+      if (value === null || value === undefined) continue;
+      const key = JSON.stringify([typeof value, value]);
+      seen.set(key, (seen.get(key) ?? 0) + 1);
+    }
+    cursor = last.id;
+  }
+  let duplicates = 0;
+  for (const n of seen.values()) if (n > 1) duplicates += n;
+  return duplicates;
+}
+
+async function makeIndex(coll: StoreCollection, name: string, unique: boolean): Promise<number> {
+  try {
+    await coll.ensureIndex({ field: name, unique });
+  } catch (err) {
+    if (!(err instanceof DuplicateKeyError)) throw err;
+    const duplicates = await countDuplicates(coll, name, 1000).catch(() => undefined);
+    throw new MigrationStepError(`a unique index on ${name} cannot be made: ${duplicates ?? 'some'} objects share a value of ${name} with another; make them differ (or drop "unique") and start again`, { cause: err });
+  }
+  return 0;
+}
+
+/**
+ * Objects of `from` move to `to` a batch at a time, each copied (unless a copy is there) before it
+ * is removed: interrupted, an object is in one of the two or both, never in neither. A store that
+ * can rename a collection in one step does so when `to` is empty. An object whose unique value is
+ * taken under `to` fails the step (the objects moved so far stay moved; it resumes).
+ */
+async function moveCollection(ctx: StepContext, from: string, to: string): Promise<number> {
+  const source = ctx.store.collection(from);
+  const target = ctx.store.collection(to);
+  let moved = ctx.start.touched;
+  const count = ctx.start.cursor === null && ctx.store.renameCollection ? await source.count({}) : 0;
+  if (count > 0 && ctx.store.renameCollection) {
+    if (await ctx.store.renameCollection(from, to)) {
+      moved += count;
+      await ctx.progress({ phase: 0, cursor: null, touched: moved });
+      return moved;
+    }
+  }
+  for (;;) {
+    const batch = await source.find({}, { limit: ctx.batch });
+    const last = batch[batch.length - 1];
+    if (last === undefined) return moved;
+    const ids = batch.map((doc) => doc.id);
+    const copied = new Set((await target.find({ id: { $in: ids } }, { fields: { id: 1 } })).map((doc) => doc.id));
+    const inserted = await Promise.allSettled(batch.filter((doc) => !copied.has(doc.id)).map((doc) => target.insert(doc)));
+    for (const result of inserted) {
+      if (result.status === 'fulfilled') continue;
+      const err = result.reason as unknown;
+      if (err instanceof DuplicateKeyError && err.field === 'id') continue;
+      if (err instanceof DuplicateKeyError) throw new MigrationStepError(`moving the objects of ${from} to ${to}: an object's ${err.field} is taken under ${to} already (by an object kept from a resource deleted before?); change one of them and start again`, { cause: err });
+      throw err;
+    }
+    moved += await source.remove({ id: { $in: ids } });
+    await ctx.progress({ phase: 0, cursor: last.id, touched: moved });
+  }
+}
+
+/** Keeps values taken away from objects (object id, value), for `down`; a value kept already stays. */
+async function keep(ctx: StepContext, entries: [id: string, value: unknown][]): Promise<void> {
+  const docs: Kept[] = entries.filter(([, value]) => value !== undefined).map(([id, value]) => ({ id: `${ctx.migration}#${ctx.index}#${id}`, m: ctx.migration, s: ctx.index, o: id, v: value }));
+  if (docs.length === 0) return;
+  if (ctx.values.insertMany) {
+    try {
+      await ctx.values.insertMany(docs);
+      return;
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      // Some were kept before an interruption: one at a time below.
+    }
+  }
+  await Promise.all(
+    docs.map((doc) =>
+      ctx.values.insert(doc).catch((err: unknown) => {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }),
+    ),
+  );
+}
+
+/** Puts kept values back where `wanted(object)` holds, then forgets them; answers how many came back. */
+async function restoreKept(ctx: StepContext, name: string, wanted: (doc: Doc) => boolean): Promise<number> {
+  let restored = ctx.start.touched;
+  for (;;) {
+    const kept = (await ctx.values.find({ m: ctx.migration, s: ctx.index }, { limit: ctx.batch, sort: { id: 1 } })) as Kept[];
+    if (kept.length === 0) return restored;
+    const ids = kept.map((k) => k.o);
+    const current = new Map((await ctx.coll.find({ id: { $in: ids } }, { fields: { id: 1, [name]: 1 } })).map((doc) => [doc.id, doc]));
+    const back = kept.filter((k) => {
+      const doc = current.get(k.o);
+      return doc !== undefined && wanted(doc);
+    });
+    const values = new Map(back.map((k) => [k.o, k.v]));
+    restored += await setEach(
+      ctx.coll,
+      back.map((k) => current.get(k.o) as Doc),
+      {},
+      (doc) => ({ $set: { [name]: values.get(doc.id) } }),
+    );
+    await ctx.values.remove({ id: { $in: kept.map((k) => k.id) } });
+    await ctx.progress({ phase: ctx.start.phase, cursor: null, touched: restored });
+  }
+}
+
+/**
+ * Pages through the objects matching `filter` in id order from the step's cursor, `handle`
+ * changing each page; the progress is recorded after each. Answers the objects changed in all.
+ */
+async function pages(ctx: StepContext, filter: Filter, names: string[], handle: (docs: Doc[]) => Promise<number>): Promise<number> {
+  let { cursor, touched } = ctx.start;
+  const fields = names.length === 0 ? { id: 1 as const } : Object.fromEntries([['id', 1], ...names.map((n) => [n, 1])]);
+  let size = ctx.batch;
+  let failures = 0;
+  for (;;) {
+    try {
+      const page = await ctx.coll.find(after(filter, cursor), { sort: { id: 1 }, limit: size, fields });
+      const last = page[page.length - 1];
+      if (last === undefined) return touched;
+      const done = touched + (await handle(page));
+      await ctx.progress({ phase: ctx.start.phase, cursor: last.id, touched: done });
+      touched = done;
+      cursor = last.id;
+      failures = 0;
+    } catch (err) {
+      // A database that did not answer in time (its time limit per operation, a busy FerretDB
+      // writing each object in a transaction of its own): the page again, smaller. Every step
+      // finds the objects it has still to change, so what the timed-out call did is not done twice.
+      if (!isUnavailable(err) || ++failures > UNAVAILABLE_RETRIES) throw err;
+      size = Math.max(1, Math.floor(size / 2));
+      await new Promise((resolve) => setTimeout(resolve, 250 * failures));
+    }
+  }
+}
+
+/** Times a page in a row may meet a database that does not answer before its migration fails. */
+const UNAVAILABLE_RETRIES = 12;
+
+/** The store did not answer (in time): worth another try, not a reason to fail the migration at once. */
+export function isUnavailable(err: unknown): boolean {
+  return err instanceof SvcError && err.code === 'UNAVAILABLE';
+}
+
+function after(filter: Filter, cursor: string | null): Filter {
+  return cursor === null ? filter : { ...filter, id: { $gt: cursor } };
+}
+
+/**
+ * Applies to each object its ops, under `condition` besides its id (an object changed meanwhile so
+ * that it no longer needs it is left alone). All of a batch at once: the embedded stores commit
+ * them together, MongoDB runs them over its pool. Answers how many objects changed.
+ */
+async function setEach(coll: StoreCollection, docs: Doc[], condition: Filter, ops: (doc: Doc) => ManyOps & { $rename?: never }): Promise<number> {
+  if (docs.length === 0) return 0;
+  const first = ops(docs[0] as Doc);
+  // One call when every object gets the same change.
+  if (coll.updateMany && docs.every((doc) => deepEqual(ops(doc), first))) return coll.updateMany({ id: { $in: docs.map((doc) => doc.id) }, ...condition }, first);
+  const done = await Promise.all(docs.map((doc) => coll.update({ id: doc.id, ...condition }, ops(doc))));
+  return done.filter((doc) => doc !== null).length;
+}

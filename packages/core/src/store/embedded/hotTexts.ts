@@ -1,0 +1,89 @@
+/**
+ * The stored texts of objects read lately, per collection, by their row (`seq`) and by id: GET by
+ * id, and the pages of lists whose order SQL gives, are answered without reading the objects'
+ * texts out of SQLite (a list reads only the rows' numbers from an index). At most MAX_BYTES of
+ * text: past it the oldest entries go first.
+ *
+ * Invalidation, stated: an entry is only ever the text of a committed row. It is made by a read
+ * (reads run when no write is queued, so what they see is committed); a write that may change or
+ * remove a row drops its entry, or the whole collection's, when the write runs in its group
+ * commit, before it is committed (a write that then fails leaves no entry either: the next read
+ * reads the database again). So an update drops its object's entry, a remove (any filter) and a
+ * rename of the collection drop them all; an insert makes a new row, which has no entry.
+ *
+ * The rows each query answered (`list`) are kept until any write of the collection (an insert,
+ * an update, a remove, a rename, an index made: `written`), when the write runs: a list polled
+ * between writes is answered from them, texts included.
+ */
+export class HotTexts {
+  static readonly MAX_BYTES = 4 * 1024 * 1024;
+  /** Lists kept at most, and rows in them in all. */
+  static readonly MAX_LISTS = 256;
+  static readonly MAX_LISTED = 100_000;
+  readonly #bySeq = new Map<number, { id: string; text: string }>();
+  readonly #byId = new Map<string, number>();
+  #bytes = 0;
+  /** The rows a query answered (by its exact plan key and page), until the next write of the collection. */
+  readonly #lists = new Map<string, number[]>();
+  #listed = 0;
+
+  /** The rows, in order, that the query `key` answered since the collection was last written to. */
+  list(key: string): number[] | undefined {
+    return this.#lists.get(key);
+  }
+
+  keepList(key: string, seqs: number[]): void {
+    if (seqs.length > HotTexts.MAX_LISTED / 16) return;
+    if (this.#lists.size >= HotTexts.MAX_LISTS || this.#listed + seqs.length > HotTexts.MAX_LISTED) this.written();
+    this.#lists.set(key, seqs);
+    this.#listed += seqs.length;
+  }
+
+  /** A write of the collection (any): the lists may answer otherwise now. */
+  written(): void {
+    this.#lists.clear();
+    this.#listed = 0;
+  }
+
+  /** The text of the object with this id, when kept. */
+  byId(id: string): string | undefined {
+    const seq = this.#byId.get(id);
+    return seq === undefined ? undefined : this.#bySeq.get(seq)?.text;
+  }
+
+  /** The text of the row `seq`, when kept. */
+  bySeq(seq: number): string | undefined {
+    return this.#bySeq.get(seq)?.text;
+  }
+
+  set(seq: number, id: string, text: string): void {
+    if (text.length > HotTexts.MAX_BYTES / 64) return;
+    this.#drop(seq);
+    this.#bySeq.set(seq, { id, text });
+    this.#byId.set(id, seq);
+    this.#bytes += text.length + id.length;
+    while (this.#bytes > HotTexts.MAX_BYTES) this.#drop(this.#bySeq.keys().next().value as number);
+  }
+
+  /** Drops the entry of an object (an update), by its row or its id. */
+  delete(seq: number | undefined, id: string): void {
+    if (seq !== undefined) this.#drop(seq);
+    const known = this.#byId.get(id);
+    if (known !== undefined) this.#drop(known);
+  }
+
+  clear(): void {
+    this.#bySeq.clear();
+    this.#byId.clear();
+    this.#bytes = 0;
+    this.written();
+  }
+
+  #drop(seq: number): void {
+    const entry = this.#bySeq.get(seq);
+    if (entry === undefined) return;
+    this.#bySeq.delete(seq);
+    if (this.#byId.get(entry.id) === seq) this.#byId.delete(entry.id);
+    this.#bytes -= entry.text.length + entry.id.length;
+  }
+}

@@ -1,0 +1,107 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { matchesSearch, searchWords } from '../../../src/query/search.js';
+import type { SearchFilter } from '../../../src/query/search.js';
+import type { Doc, Store, StoreCollection } from '../../../src/store/Store.js';
+import { matchesFilter } from '../../../src/store/embeddedStore.js';
+import { createEngineStore } from '../../../src/store/embedded/index.js';
+
+// Issue 41: full-text search on the engine: an FTS5 table per collection kept by triggers in the
+// transaction of every write, holding the words as svc cuts them, so that SQL answers what the
+// in-process matcher answers (random objects and queries, writes of every kind), ranked.
+
+const search = (text: string, fields = ['title', 'body']): SearchFilter => ({ words: searchWords(text), fields });
+
+let seed = 7;
+const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const VOCABULARY = ['apple', 'Äpfel', 'crème', 'brûlée', 'or', 'and', 'not', 'near', 'x1', '42', 'straße', 'ΑΘΗΝΑ', 'naïve', 'café', 'Tokyo', '東京', 'kiwi', 'plum'];
+const sentence = (): string => Array.from({ length: 1 + Math.floor(random() * 6) }, () => VOCABULARY[Math.floor(random() * VOCABULARY.length)]).join(random() < 0.5 ? ' ' : ', ');
+
+describe('full-text search of the embedded engine', () => {
+  let dir: string;
+  let store: Store;
+  let notes: StoreCollection;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-engine-search-'));
+    store = await createEngineStore({ dir });
+    notes = store.collection('notes');
+  });
+  afterEach(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('cuts words as svc does: case and accents folded, punctuation and FTS5 syntax only separate', () => {
+    expect(searchWords('Crème Brûlée\'s "title:x" NEAR(a b) OR -not *')).toEqual(['creme', 'brulee', 's', 'title', 'x', 'near', 'a', 'b', 'or', 'not']);
+    expect(searchWords('  ')).toEqual([]);
+    // Live queries and access checks test objects in hand with matchesFilter: the same rule.
+    const doc = { id: 'x', title: 'Crème brûlée', tags: ['Dessert', 3], done: false };
+    expect(matchesFilter(doc, { $search: search('CREME dessert', ['title', 'tags']), done: false })).toBe(true);
+    expect(matchesFilter(doc, { $search: search('creme cream', ['title', 'tags']) })).toBe(false);
+    expect(matchesFilter(doc, { $or: [{ $search: search('cream') }, { done: false }] })).toBe(true);
+  });
+
+  it('finds what the in-process matcher finds, through inserts, updates and removes, with filters, in $or, counted, and after a reopen', async () => {
+    const docs: Doc[] = [];
+    for (let i = 0; i < 150; i++) docs.push({ id: `n${i}`, title: sentence(), body: random() < 0.3 ? [sentence(), 7, sentence()] : sentence(), done: i % 3 === 0, n: i });
+    // Half before the search table is made (it is filled from them), half after (triggers).
+    for (const doc of docs.slice(0, 75)) await notes.insert(doc);
+    await notes.ensureSearch?.(['title', 'body']);
+    await Promise.all(docs.slice(75).map((doc) => notes.insert(doc)));
+    for (let i = 0; i < 30; i++) {
+      const id = `n${Math.floor(random() * 150)}`;
+      const title = sentence();
+      await notes.update({ id }, { $set: { title } });
+      const doc = docs.find((d) => d.id === id) as Doc;
+      doc.title = title;
+    }
+    await notes.remove({ n: { $in: [3, 4, 5] } });
+    const live = docs.filter((d) => ![3, 4, 5].includes(d.n as number));
+    const check = async (c: StoreCollection): Promise<void> => {
+      for (let q = 0; q < 40; q++) {
+        const text = Array.from({ length: 1 + Math.floor(random() * 2) }, () => VOCABULARY[Math.floor(random() * VOCABULARY.length)]).join(' ');
+        const fields = random() < 0.3 ? ['title'] : ['title', 'body'];
+        const s = search(text, fields);
+        const want = live.filter((d) => matchesSearch(d, s)).map((d) => d.id).sort();
+        expect((await c.find({ $search: s })).map((d) => d.id).sort(), `${text} in ${fields.join()}`).toEqual(want);
+        expect(await c.count({ $search: s })).toBe(want.length);
+        const undone = live.filter((d) => matchesSearch(d, s) && d.done === false).map((d) => d.id).sort();
+        expect((await c.find({ $search: s, done: false })).map((d) => d.id).sort()).toEqual(undone);
+        const either = live.filter((d) => matchesSearch(d, s) || d.n === 1).map((d) => d.id).sort();
+        expect((await c.find({ $or: [{ $search: s }, { n: 1 }] })).map((d) => d.id).sort()).toEqual(either);
+        // With a condition SQL leaves to the matcher: the same.
+        expect((await c.find({ $search: s, title: { $regex: /./ } })).map((d) => d.id).sort()).toEqual(live.filter((d) => matchesSearch(d, s) && typeof d.title === 'string' && d.title.length > 0).map((d) => d.id).sort());
+      }
+    };
+    await check(notes);
+    await store.close();
+    store = await createEngineStore({ dir });
+    notes = store.collection('notes');
+    await check(notes);
+    // A removal through a search, then writes go on being indexed.
+    const gone = await notes.remove({ $search: search('kiwi') });
+    expect(gone).toBe(live.filter((d) => matchesSearch(d, search('kiwi'))).length);
+    await notes.insert({ id: 'late', title: 'Kiwi crème', body: 'x' });
+    expect((await notes.find({ $search: search('KIWI creme') })).map((d) => d.id)).toEqual(['late']);
+  });
+
+  it('answers the most relevant first without a sort, in the sort asked otherwise; a field without the index is tested in the process', async () => {
+    await notes.ensureSearch?.(['title', 'body']);
+    await notes.insert({ id: 'weak', title: 'plum', body: 'a long text about many other things, and one apple somewhere in it, among words and words and more words' });
+    await notes.insert({ id: 'strong', title: 'apple plum', body: 'apple apple' });
+    await notes.insert({ id: 'none', title: 'plum', body: 'kiwi' });
+    expect((await notes.find({ $search: search('apple plum') })).map((d) => d.id)).toEqual(['strong', 'weak']);
+    expect((await notes.find({ $search: search('apple plum') }, { sort: { id: -1 } })).map((d) => d.id)).toEqual(['weak', 'strong']);
+    expect((await notes.find({ $search: search('apple plum') }, { limit: 1 })).map((d) => d.id)).toEqual(['strong']);
+    // `extra` is not in the search table: the matcher reads it.
+    await notes.update({ id: 'none' }, { $set: { extra: 'Apple' } });
+    expect((await notes.find({ $search: search('apple', ['extra']) })).map((d) => d.id)).toEqual(['none']);
+    // No word: nothing. The fields changed: the table is made anew and searches only them.
+    expect(await notes.find({ $search: search('!!') })).toEqual([]);
+    await notes.ensureSearch?.(['title']);
+    expect((await notes.find({ $search: search('apple', ['title']) })).map((d) => d.id)).toEqual(['strong']);
+    expect((await notes.find({ $search: search('kiwi', ['title', 'body']) })).map((d) => d.id)).toEqual(['none']);
+  });
+});

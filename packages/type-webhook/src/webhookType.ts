@@ -1,0 +1,163 @@
+import { OutboundPolicy, SvcError, coreRangeOf, defineResourceType, isSvcError, matchesFilter } from '@svc/core';
+import type { Collection, CollectionChange, Filter, Logger, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
+import { Deliverer } from './internal/deliverer.js';
+import { Lease } from './internal/lease.js';
+import { Outbox } from './internal/outbox.js';
+import { describePrincipal, principalContext } from './internal/payload.js';
+import type { PayloadSource } from './internal/payload.js';
+import { rootApi } from './internal/rootApi.js';
+import { WEBHOOK_SETTINGS, checkSettings } from './internal/settings.js';
+import type { WebhookConfig, WebhookSettings } from './internal/settings.js';
+
+/** How long a lease lasts unless renewed (a killed holder's successor waits this long, but with the embedded store). */
+const LEASE_TTL_MS = 15_000;
+
+/** Timings of a webhook that tests and embedders may change (`createWebhook`). */
+export interface WebhookTimings {
+  /** How often the holder of the lease reads the outbox when nothing wakes it, ms (default 250 with shared stores, 2000 with the embedded store). */
+  pollMs?: number;
+  /** How often a process without the lease tries to take it, ms (default 1000). */
+  leasePollMs?: number;
+  /** How long the delivering lease lasts unless renewed, ms (default 15 s): how long a killed holder's successor waits, but with the embedded store. */
+  leaseTtlMs?: number;
+  /** Time in-flight attempts get to end at close before they are aborted, ms (default 2000). */
+  closeGraceMs?: number;
+  /** Host name resolution (tests). */
+  lookup?: OutboundLookup;
+}
+
+/** The part of a Collection a webhook uses: its change feed and its read path for a caller. */
+type Watched = Pick<Collection, 'path' | 'watchChanges' | 'showTo' | 'compileQueryFor'>;
+
+function isWatchable(resource: unknown): resource is Watched {
+  const r = resource as Partial<Watched> | undefined;
+  return typeof r?.watchChanges === 'function' && typeof r.showTo === 'function' && typeof r.compileQueryFor === 'function';
+}
+
+/**
+ * Makes one Webhook resource: it watches a collection's stored writes, puts each matching one in
+ * its outbox (in the app's store) before the write's request is answered, and delivers the outbox
+ * in the background (see docs/webhooks.md).
+ */
+export function createWebhook(context: ResourceTypeContext<WebhookSettings>, timings: WebhookTimings = {}): ResourceImplementation {
+  const config = checkSettings(context.name, context.settings, context.outbound);
+  const base = context.name.replaceAll('/', '_');
+  const outbox = new Outbox(context.store.collection(`${base}_webhook`));
+  const soleProcess = context.jobs?.scope === 'process';
+  const lease = new Lease({ store: context.store.collection(`${base}_webhook_lease`), key: `${context.appDir}|${context.name}`, ttlMs: timings.leaseTtlMs ?? LEASE_TTL_MS, soleProcess });
+  const policy = context.outbound?.policy ?? new OutboundPolicy([]);
+  let host: ResourceHost | undefined;
+  let collection: Watched | undefined;
+  const source = (): PayloadSource => ({
+    webhook: context.name,
+    collection: collection as Collection,
+    principal: config.principal,
+    resourceAt: (path) => host?.resourceAt?.(path),
+  });
+  const deliverer = new Deliverer({
+    name: context.name,
+    config,
+    outbox,
+    lease,
+    policy,
+    logger: context.logger,
+    payloadSource: source,
+    pollMs: timings.pollMs ?? (soleProcess ? 2000 : 250),
+    leasePollMs: timings.leasePollMs ?? 1000,
+    ...(timings.lookup ? { lookup: timings.lookup } : {}),
+  });
+  let unwatch: (() => void) | undefined;
+  let closed = false;
+
+  return {
+    handle() {
+      // Nothing of a webhook is public: its deliveries are the dashboard's (root only).
+      return Promise.reject(new SvcError('NOT_FOUND', `${context.name} is a webhook: its deliveries are in the dashboard`));
+    },
+    async init(resourceHost) {
+      host = resourceHost;
+      const target = resourceHost.resourceAt?.(`/${config.collection}`);
+      if (!isWatchable(target)) throw new Error(`resource ${context.name}: setting collection names ${config.collection}, which is not a Collection or UserCollection of this app`);
+      collection = target;
+      const filter = await compileFilter(context.name, config, target, source());
+      await outbox.init();
+      const logger = context.logger;
+      unwatch = target.watchChanges(
+        (change) => enqueue(change, filter, config, outbox, deliverer, context.name, logger),
+        () => config.events.has('delete'),
+      );
+      // Deliveries start once the app answers requests (an On Get needs the server).
+      void (context.jobs?.ready ?? Promise.resolve()).then(() => {
+        if (closed) return;
+        deliverer.start();
+        void deliverer.prune();
+      });
+    },
+    async close() {
+      closed = true;
+      unwatch?.();
+      await deliverer.stop(timings.closeGraceMs ?? 2000);
+    },
+    rootApi: (request) => rootApi(request, { name: context.name, config, outbox, lease, deliverer }),
+  };
+}
+
+/**
+ * Tells the outbox of one stored write: awaited by the write before its answer, so that an
+ * answered write's event is stored. Must not throw (the collection's other listeners and the
+ * write's answer follow): a refused insert is logged as an error naming the object.
+ */
+function enqueue(change: CollectionChange, filter: Filter | undefined, config: WebhookConfig, outbox: Outbox, deliverer: Deliverer, name: string, logger: Logger): Promise<void> | undefined {
+  if (change.kind === 'resync') {
+    logger.warn(`webhook ${name}: objects of ${config.collection} changed without being told one by one (a backup restored): no deliveries for them`);
+    return undefined;
+  }
+  if (!config.events.has(change.kind)) return undefined;
+  if (filter !== undefined && !matchesFilter(change.object, filter)) return undefined;
+  return outbox.add(change.kind, change.object, change.kind === 'update' ? change.previous : undefined, config.maxAttempts).then(
+    (record) => {
+      crashPoint('webhook:stored');
+      deliverer.offer(record);
+    },
+    (err: unknown) => logger.error(`webhook ${name}: the ${change.kind} of ${config.collection} ${change.object.id} is stored but its delivery could not be put in the outbox: ${err instanceof Error ? err.message : String(err)}`, { error: err }),
+  );
+}
+
+/**
+ * For crash tests only: kills this process at once (kill -9, no cleanup) when SVC_TEST_CRASH_AT
+ * names the step (as the server's own crash points do). Unset, it does nothing.
+ */
+function crashPoint(step: string): void {
+  if (process.env.SVC_TEST_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
+}
+
+/**
+ * The `query` setting as a GET by the principal compiles it: a condition on a property the
+ * principal may not read is refused (start-up stops), so no delivery depends on what the
+ * principal could not see. Paging and sorting keys mean nothing here and are refused too.
+ */
+async function compileFilter(name: string, config: WebhookConfig, target: Watched, payload: PayloadSource): Promise<Filter | undefined> {
+  const query = config.query;
+  if (query === undefined || Object.keys(query).length === 0) return undefined;
+  const commands = Object.keys(query).filter((k) => k.startsWith('$') && k !== '$or' && k !== '$and' && k !== '$nor');
+  if (commands.length > 0) throw new Error(`resource ${name}: setting query may hold conditions only, not ${commands.join(', ')}`);
+  const ctx = await principalContext(payload);
+  if (ctx === undefined) throw new Error(`resource ${name}: setting as names ${describePrincipal(config.principal)}, who does not exist: the query cannot be checked for them`);
+  try {
+    return target.compileQueryFor(ctx, { ...query }).filter;
+  } catch (err) {
+    if (isSvcError(err)) throw new Error(`resource ${name}: setting query: ${err.message} (checked as a GET by ${describePrincipal(config.principal)})`, { cause: err });
+    throw err;
+  }
+}
+
+/** The Webhook resource type. */
+export const webhookType = defineResourceType<WebhookSettings>({
+  name: 'Webhook',
+  core: coreRangeOf(import.meta.url),
+  settings: WEBHOOK_SETTINGS,
+  events: [],
+  client: {},
+  dashboard: { label: 'Webhook', pages: ['deliveries'], events: {} },
+  create: (context) => createWebhook(context),
+});

@@ -1,0 +1,67 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEmbeddedStore, createMongoStore } from '@svc/core';
+import type { Store } from '@svc/core';
+import { Outbox } from '../src/internal/outbox.js';
+
+const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
+
+const stores: { name: string; open(): Promise<{ store: Store; done(): Promise<void> }>; skip?: string }[] = [
+  {
+    name: 'the embedded store',
+    async open() {
+      const dir = await mkdtemp(join(tmpdir(), 'svc-outbox-'));
+      const store = await createEmbeddedStore({ dir });
+      return { store, done: async () => { await store.close(); await rm(dir, { recursive: true, force: true }); } };
+    },
+  },
+  {
+    name: 'MongoDB',
+    ...(mongoUrl ? {} : { skip: 'SVC_TEST_MONGODB_URL is not set' }),
+    async open() {
+      const store = await createMongoStore({ url: mongoUrl as string, dbName: `outbox_${randomBytes(6).toString('hex')}` });
+      return { store, done: () => store.close() };
+    },
+  },
+];
+
+for (const kind of stores) {
+  describe.skipIf(kind.skip !== undefined)(`webhook outbox on ${kind.name}${kind.skip ? ` (skipped: ${kind.skip})` : ''}`, () => {
+    let opened: { store: Store; done(): Promise<void> } | undefined;
+    afterEach(async () => {
+      await opened?.done();
+      opened = undefined;
+    });
+
+    it('reads the due records, never the done ones nor those due later; a prune keeps the newest done and every pending one', async () => {
+      opened = await kind.open();
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      await outbox.init();
+      const records = [];
+      for (let i = 0; i < 6; i++) records.push(await outbox.add('create', { id: `o${i}`, title: `t${i}` }, undefined, 3));
+      // A failure puts o0 back, due later than every other one; o1..o3 are delivered, o4 is dead.
+      const now = Date.now();
+      await outbox.finish(records[0]!, 1, { ok: false, error: 'answered 500', status: 500, durationMs: 1, retryAt: now + 50 });
+      for (const i of [1, 2, 3]) {
+        await outbox.finish(records[i]!, 1, { ok: true, status: 200, durationMs: 1, body: `{"n":${i}}` });
+        // Done at distinct times, so that "the newest" means something.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      await outbox.finish({ ...records[4]!, lastAllowed: 1 }, 1, { ok: false, error: 'answered 500', status: 500, durationMs: 1, retryAt: now + 50 });
+
+      expect((await outbox.due(now + 10, 10)).map((r) => r.objectId)).toEqual(['o5']);
+      expect((await outbox.due(now + 60_000, 10)).map((r) => r.objectId).sort()).toEqual(['o0', 'o5']);
+      expect(await outbox.due(now + 60_000, 1)).toHaveLength(1);
+
+      expect(await outbox.prune(['delivered', 'skipped'], 1)).toBe(2);
+      expect(await outbox.counts()).toEqual({ pending: 2, delivered: 1, dead: 1, skipped: 0 });
+      expect((await outbox.list('delivered', 10)).map((r) => r.objectId)).toEqual(['o3']);
+      // Dead letters have their own bound: nothing else goes.
+      expect(await outbox.prune(['dead'], 0)).toBe(1);
+      expect(await outbox.counts()).toEqual({ pending: 2, delivered: 1, dead: 0, skipped: 0 });
+    });
+  });
+}
