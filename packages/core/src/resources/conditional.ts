@@ -70,8 +70,10 @@ export function taggedGet(ctx: Context, reply: Reply): Reply {
   const text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
   const etag = etagOf(text);
   const condition = conditionOf(ctx, 'if-none-match');
-  if (condition !== undefined && conditionHolds(condition, etag)) return { status: 304, headers: { etag } };
-  return { status: 200, body: text, headers: { ...reply.headers, 'content-type': JSON_TYPE, etag } };
+  // The plan that answered stays told (access line, /metrics), 304 or not.
+  const plan = reply.plan === undefined ? {} : { plan: reply.plan };
+  if (condition !== undefined && conditionHolds(condition, etag)) return { status: 304, headers: { etag }, ...plan };
+  return { status: 200, body: text, headers: { ...reply.headers, 'content-type': JSON_TYPE, etag }, ...plan };
 }
 
 /** A client-chosen id for a create (`POST` with `If-None-Match: *`): 16 to 64 of [A-Za-z0-9_-]. */
