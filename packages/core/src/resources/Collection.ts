@@ -29,7 +29,8 @@ import type { CollectionFiles } from '../files/CollectionFiles.js';
 import { collectionFilesOf } from '../files/filesConfig.js';
 import type { CollectionFilesConfig } from '../files/filesConfig.js';
 import type { OrphanSweeper } from '../files/orphanSweep.js';
-import { assertClientId, conditionHolds, conditionOf, etagOf, isGetById, MOVED, movedAfter, preconditionFailed, settled, taggedGet } from './conditional.js';
+import { assertClientId, conditionHolds, conditionOf, etagOf, isGetById, movedAfter, preconditionFailed, settled, taggedGet } from './conditional.js';
+import type { MOVED } from './conditional.js';
 
 /** Options of a {@link Collection}. */
 export interface CollectionOptions {
