@@ -1,7 +1,7 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createEngineStore, ENGINE_FILE, lockDataFolder, replaceEngineDatabase, snapshotEngineStore } from '@svc/core';
-import { guardReplace, holding, writeAll } from './storeTransfer.js';
+import { createEngineStore, ENGINE_FILE, replaceEngineDatabase, snapshotEngineStore } from '@svc/core';
+import { guardReplace, holding, lockForImport, writeAll } from './storeTransfer.js';
 import type { ImportOptions, ImportSummary, TransferSummary } from './storeTransfer.js';
 
 /**
@@ -12,13 +12,7 @@ import type { ImportOptions, ImportSummary, TransferSummary } from './storeTrans
  * was.
  */
 export async function importEngine(file: string, dir: string, expected: TransferSummary, options: ImportOptions): Promise<ImportSummary> {
-  await mkdir(dir, { recursive: true });
-  let unlock: () => Promise<void>;
-  try {
-    unlock = await lockDataFolder(dir);
-  } catch (err) {
-    throw new Error(`${(err as Error).message} (stop the server before importing into its data folder)`, { cause: err });
-  }
+  const unlock = await lockForImport(dir);
   const target = { kind: 'embedded', dir, engine: 'sqlite' } as const;
   const staging = `${dir}.import-${process.pid}`;
   try {

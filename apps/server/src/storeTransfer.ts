@@ -334,14 +334,18 @@ export async function importFile(file: string, target: ImportTarget, options: Im
   return importStore(file, target.store, expected, options);
 }
 
-async function importEmbedded(file: string, dir: string, expected: TransferSummary, options: ImportOptions): Promise<ImportSummary> {
+/** The data folder made and locked for an import; a running server's lock is refused with what to do. */
+export async function lockForImport(dir: string): Promise<() => Promise<void>> {
   await mkdir(dir, { recursive: true });
-  let unlock: () => Promise<void>;
   try {
-    unlock = await lockDataFolder(dir);
+    return await lockDataFolder(dir);
   } catch (err) {
     throw new Error(`${(err as Error).message} (stop the server before importing into its data folder)`, { cause: err });
   }
+}
+
+async function importEmbedded(file: string, dir: string, expected: TransferSummary, options: ImportOptions): Promise<ImportSummary> {
+  const unlock = await lockForImport(dir);
   const staging = `${dir}.import-${process.pid}`;
   try {
     const held = await holding({ kind: 'embedded', dir });
