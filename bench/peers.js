@@ -5,6 +5,7 @@
 //   node bench/peers.js --scenario expand   [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
 //   node bench/peers.js --scenario realtime [--subscribers 1000] [--rate 1000] [--seconds 5] [--rounds 5]
 //   node bench/peers.js --scenario hook     [--loadgen wrk|autocannon] [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
+//   node bench/peers.js --scenario app      [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
 //   [--no-write]: do not touch bench/RESULTS.md; [--profile <dir>]: svc's .cpuprofile of the run there;
 //   --scenario <s> --report bench/results/peers-<s>-<date>.json: the section again from a saved run;
 //   [--tag <name>]: write the section under its own marker (peers-<scenario>-<name>)
@@ -17,6 +18,11 @@
 // hook:     issue 21's aim on the shared harness's scenario d: GET one of 1,000 todos by id, svc
 //           with get.js `this.seen = true;` vs Feathers 5 (memory) with an after hook, and both
 //           without; wrk by default, as autocannon saturates its core before svc does.
+// app:      issue 39's realistic app workload: 1,000 users, each owning 10 projects of 10 todos;
+//           every request logged in, as a random user: 70% list my todos {done: false} sorted,
+//           20 of them, project expanded; 10% GET one of mine; 15% update one of mine; 5% create
+//           one. svc with owner rules, PocketBase with the same list/view/update/create rules and
+//           expand, Feathers 5 (memory, JWT) with hooks doing the same checks and a populate.
 // realtime: `subscribers` logged-in users, each seeing only their own posts (owner rule), each
 //           subscribed once (svc: a live query `svc:subscribe` on /posts; PocketBase: an SSE
 //           connection subscribed to `posts/*`, its view rule checked per event); `rate` writes a
@@ -40,14 +46,15 @@ import { median, rotate } from './lib/stats.js';
 import * as PB from './peers/pocketbase.js';
 import { writeApp, startSvc, stopSvc, call, loginCookie, writeObjects } from './peers/svc.js';
 import { runRealtime, renderRealtime } from './peers/realtime.js';
+import { appScenario, renderApp } from './peers/app.js';
 
 const args = parseArgs(process.argv.slice(2), {
   scenario: 'string', count: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number',
-  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string',
+  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', 'feathers-auth-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string',
 });
 const scenario = args.scenario;
-if (!['rules', 'expand', 'realtime', 'hook'].includes(scenario)) {
-  process.stderr.write('usage: node bench/peers.js --scenario rules|expand|realtime|hook [options] (see the head of this file)\n');
+if (!['rules', 'expand', 'realtime', 'hook', 'app'].includes(scenario)) {
+  process.stderr.write('usage: node bench/peers.js --scenario rules|expand|realtime|hook|app [options] (see the head of this file)\n');
   process.exit(2);
 }
 const rounds = args.rounds ?? 5;
@@ -106,7 +113,7 @@ async function measureHttp(kinds) {
       for (const v of rotate(ids, r)) {
         const x = k.variants[v];
         const la = loadavg();
-        const cfg = { url: x.url, paths: x.paths, method: 'GET', headers: x.headers, connections, warmup, duration, serverPid: x.pid, serverCore: pin?.server, driver: loadgen };
+        const cfg = { url: x.url, paths: x.paths, requestsFile: x.requestsFile, method: 'GET', headers: x.headers, connections, warmup, duration, serverPid: x.pid, serverCore: pin?.server, driver: loadgen };
         let m = await runLoad(cfg, pin?.load);
         if (m.requests === 0) {
           // Seen on the shared machine: a window in which the server got (almost) no CPU. Once more.
@@ -261,6 +268,8 @@ function renderRules({ results }) {
 // --- expand (issue 25) -------------------------------------------------------------------------------
 
 const FEATHERS_MODULES = args['feathers-modules'] ?? '/tmp/peers/feathers/node_modules';
+// The app scenario's Feathers needs @feathersjs/authentication(-local) beside it (bench/peers/README.md).
+const FEATHERS_AUTH_MODULES = args['feathers-auth-modules'] ?? '/tmp/peers/feathers-auth/node_modules';
 
 async function startFeathers() {
   if (!existsSync(join(FEATHERS_MODULES, '@feathersjs/memory'))) throw new Error(`Feathers 5 is not installed at ${FEATHERS_MODULES} (../shared/peers/run-all.sh installs it; or --feathers-modules <dir>)`);
@@ -456,7 +465,7 @@ function renderHook({ results }) {
   };
 }
 
-const render = { rules: renderRules, expand: renderExpand, realtime: renderRealtime, hook: renderHook };
+const render = { rules: renderRules, expand: renderExpand, realtime: renderRealtime, hook: renderHook, app: renderApp };
 
 // --- main ----------------------------------------------------------------------------------------------
 
@@ -475,6 +484,7 @@ if (args.report) {
     if (scenario === 'rules') report = await rulesScenario();
     else if (scenario === 'expand') report = await expandScenario();
     else if (scenario === 'hook') report = await hookScenario();
+    else if (scenario === 'app') report = await appScenario({ work, pin, log, fmt, svcFlags, feathersModules: FEATHERS_AUTH_MODULES, measureHttp, command: `node bench/peers.js --scenario app --rounds ${rounds} --duration ${duration} --warmup ${warmup} --connections ${connections}` });
     else report = await runRealtime({ work, pin, args, log, fmt, loadavg, svcFlags });
   } finally {
     closeAgent();

@@ -58,6 +58,16 @@ export const variants = {
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
     command: svcCommand,
   },
+  // svc of another checkout, built (SVC_AT=/path/to/clone): the same app, to compare a change with
+  // the commit before it in one paired run (`node bench/pair.js --a svc --b svc-at`).
+  'svc-at': {
+    title: `svc at ${process.env.SVC_AT ?? '$SVC_AT'}`,
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    missing: () => (process.env.SVC_AT && existsSync(join(process.env.SVC_AT, 'apps/server/dist/cli.js')) ? undefined : 'SVC_AT names no built svc checkout'),
+    command: (ctx) => ({ ...svcCommand(ctx), args: ['--no-node-snapshot', join(process.env.SVC_AT ?? '', 'apps/server/bin/svc.js'), ctx.appDir, '--port', String(ctx.port), '--env', 'production'] }),
+  },
   // The same app with the access log turned off (app.json log.access: false): what the access
   // line costs per request (`node bench/pair.js --a svc --b svc-no-access`). Its app.json is
   // written into the temporary copy, so bench/app stays as it is.

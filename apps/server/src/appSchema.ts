@@ -46,6 +46,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
   passwordCost: int(4, 31),
   loginRateLimit: { kind: 'object', keys: { max: int(1), windowSeconds: int(1), maxPerAddress: int(1), slowdownMs: int(0) } },
   dashboard: { kind: 'boolean' },
+  fastPaths: { kind: 'boolean' },
   http: {
     kind: 'object',
     keys: { headersTimeoutMs: int(1), requestTimeoutMs: int(1), keepAliveTimeoutMs: int(1), maxConnections: int(1), maxConnectionsPerAddress: int(0), drainMs: int(0, 600_000) },

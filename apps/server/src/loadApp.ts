@@ -52,6 +52,11 @@ export interface AppSettings {
   loginRateLimit?: { max?: number; windowSeconds?: number; maxPerAddress?: number; slowdownMs?: number };
   /** false: no administration dashboard at /dashboard/ (default true). */
   dashboard?: boolean;
+  /**
+   * false: every shortcut of the read side off (answers from kept texts, static script plans...):
+   * each request takes the plain path. The same answers, more CPU; for diagnosing. Default true.
+   */
+  fastPaths?: boolean;
   /** Timeouts and connection caps of the server (defaults: DEFAULT_HTTP_LIMITS of @svc/core). */
   http?: HttpLimits;
   /** Health check paths (defaults /healthz and /readyz; false: not served). */

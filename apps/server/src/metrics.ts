@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { Metric } from 'prom-client';
-import { LoginLimiter, SvcError } from '@svc/core';
+import { ANSWER_PLANS, LoginLimiter, SvcError } from '@svc/core';
 import type { ExtraRoute, LoginAttempt, LoginLimitsFactory, Logger, RequestObserver, Store, SvcServer } from '@svc/core';
 import type { ScriptRuntimeStats } from '@svc/script-runtime';
 
@@ -39,6 +39,8 @@ const MAX_COUNTED_COLLECTIONS = 1_000;
 const SESSIONS_COLLECTION = '_sessions';
 /** Status codes svc and its resource types answer, kept as they are; others by class ('4xx'). */
 const KNOWN_STATUSES = new Set([200, 201, 204, 206, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 405, 409, 413, 415, 416, 429, 500, 502, 503, 504, 507]);
+/** The values of the `plan` label: core's answer plans. */
+const PLANS: ReadonlySet<string> = new Set(ANSWER_PLANS);
 /** Upper bounds of the request-duration buckets, seconds. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -47,6 +49,8 @@ interface RequestSeries {
   resource: string;
   method: string;
   byStatus: Map<string, number>;
+  /** GETs a Collection answered, by the plan that answered (Reply.plan). */
+  byPlan: Map<string, number>;
   /** Per bucket (the last one: above every bound), not cumulative. */
   buckets: number[];
   sum: number;
@@ -62,20 +66,25 @@ interface Line {
 
 /**
  * The request counter and histogram, counted in plain numbers: prom-client's own hash their
- * labels on every call (~1-2 µs a request); these cost one Map lookup, and the text is made at
+ * labels on every call (bench/RESULTS.md, "Figures from code comments"); these cost one Map lookup, and the text is made at
  * the scrape.
  */
 class RequestMetrics {
   private readonly series = new Map<string, RequestSeries>();
 
-  observe(resource: string, method: string, status: string, seconds: number): void {
+  observe(resource: string, method: string, status: string, seconds: number, plan: string | undefined): void {
     const key = `${resource}\n${method}`;
     let s = this.series.get(key);
     if (s === undefined) {
-      s = { resource, method, byStatus: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
+      s = { resource, method, byStatus: new Map(), byPlan: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 };
       this.series.set(key, s);
     }
     s.byStatus.set(status, (s.byStatus.get(status) ?? 0) + 1);
+    if (plan !== undefined) {
+      // A fixed set of values, whatever a resource type puts in its replies.
+      const label = PLANS.has(plan) ? plan : 'other';
+      s.byPlan.set(label, (s.byPlan.get(label) ?? 0) + 1);
+    }
     let i = 0;
     while (i < BUCKETS.length && seconds > (BUCKETS[i] as number)) i++;
     s.buckets[i] = (s.buckets[i] as number) + 1;
@@ -83,7 +92,7 @@ class RequestMetrics {
     s.count++;
   }
 
-  /** The two metrics, for Registry.registerMetric. */
+  /** The three metrics, for Registry.registerMetric. */
   metrics(): Metric[] {
     const counter = {
       name: 'svc_http_requests_total',
@@ -94,6 +103,18 @@ class RequestMetrics {
         const values: Line[] = [];
         for (const s of this.series.values()) for (const [status, n] of s.byStatus) values.push({ labels: { resource: s.resource, method: s.method, status }, value: n });
         return Promise.resolve({ name: counter.name, help: counter.help, type: counter.type, aggregator: counter.aggregator, values });
+      },
+      reset: () => this.series.clear(),
+    };
+    const plans = {
+      name: 'svc_answer_plans_total',
+      help: 'GET answers of collections, by resource and the plan that made them (objects: the plain path; the others: shortcuts, docs/contributing/architecture.md)',
+      type: 'counter',
+      aggregator: 'sum',
+      get: () => {
+        const values: Line[] = [];
+        for (const s of this.series.values()) for (const [plan, n] of s.byPlan) values.push({ labels: { resource: s.resource, plan }, value: n });
+        return Promise.resolve({ name: plans.name, help: plans.help, type: plans.type, aggregator: plans.aggregator, values });
       },
       reset: () => this.series.clear(),
     };
@@ -118,7 +139,7 @@ class RequestMetrics {
       },
       reset: () => this.series.clear(),
     };
-    return [counter, histogram] as unknown as Metric[];
+    return [counter, plans, histogram] as unknown as Metric[];
   }
 }
 
@@ -199,7 +220,7 @@ export class AppMetrics {
   /** For createServer's `observe`: one sample per request. */
   readonly observe: RequestObserver = (sample) => {
     const status = sample.status === 0 ? 'aborted' : KNOWN_STATUSES.has(sample.status) ? String(sample.status) : `${Math.floor(sample.status / 100)}xx`;
-    this.requests.observe(sample.resource, sample.method, status, sample.seconds);
+    this.requests.observe(sample.resource, sample.method, status, sample.seconds, sample.plan);
   };
 
   /** Counts the refusals and slowdowns of the login limits that `base` makes (core's in-memory ones by default). */

@@ -1,8 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { isAnswerStatus, isPlainObject, isUserResource, SvcError } from '@svc/core';
-import type { CollectionEvent, CollectionEventRunner, Context, EventOutcome, GetChanges, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
+import { isUserResource, SvcError } from '@svc/core';
+import type { CollectionEventRunner, Context, EventScripts, InternalRequest, Logger, Realtime, Reply, Resource, ScriptOutcome, ScriptRunInput } from '@svc/core';
 import { createScriptRuntime, RunBudget, ScriptError, ScriptSyntaxError } from '@svc/script-runtime';
-import type { HostApi, RunChanges, RunInput, RunResult, Script, ScriptModule, ScriptRuntime, ScriptRuntimeStats } from '@svc/script-runtime';
+import type { HostApi, RunInput, RunResult, Script, ScriptModule, ScriptRuntime, ScriptRuntimeStats } from '@svc/script-runtime';
+import { collectionEventRunner } from './collectionEvents.js';
+import type { ScriptRunning } from './collectionEvents.js';
+import { cancelOf, EVENT_LABEL, scriptFailure, usesOf } from './scriptRuns.js';
+import type { Compiled, Uses } from './scriptRuns.js';
 import type { ScriptFactory } from './buildResources.js';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 import { DEFAULT_RECURSION_CAP, scriptClient, scriptClientNames } from './scriptClient.js';
@@ -23,6 +27,8 @@ export interface ScriptFactoryOptions {
   request(input: InternalRequest): Promise<Reply>;
   /** What scripts may require() (app.json scripts.modules, bundled and checked: loadScriptModules). */
   modules?: readonly ScriptModule[];
+  /** false: scripts always run in the script processes, never as static plans (app.json `fastPaths`). */
+  fastPaths?: boolean;
 }
 
 /** The script factory, plus what the server binds once every resource exists. */
@@ -85,19 +91,6 @@ export interface TrialOutcome {
   /** The script threw, timed out or does not compile. */
   failure?: ScriptProblem;
 }
-
-const EVENT_LABEL: Record<string, string> = {
-  get: 'On Get',
-  validate: 'On Validate',
-  post: 'On Post',
-  put: 'On Put',
-  delete: 'On Delete',
-  upload: 'On Upload',
-  beforerequest: 'On BeforeRequest',
-  aftercommit: 'On AfterCommit',
-  login: 'On Login',
-  beforereset: 'On BeforeReset',
-};
 
 /** The event files of a Collection (login.js and beforereset.js only mean something on a UserCollection). */
 export const COLLECTION_EVENT_FILES: ReadonlySet<string> = new Set(['get.js', 'validate.js', 'post.js', 'put.js', 'delete.js', 'beforerequest.js', 'aftercommit.js', 'login.js', 'beforereset.js']);
@@ -177,6 +170,7 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.isolates !== undefined ? { isolates: settings.isolates } : {}),
       ...(settings.queueLimit !== undefined ? { queueLimit: settings.queueLimit } : {}),
+      ...(options.fastPaths === false ? { staticPlans: false } : {}),
       modules,
       log,
     }));
@@ -263,6 +257,8 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
   }
 
   const source = (text: string, event: string): string => (event === 'beforerequest' ? withQueryResult(text) : text);
+  /** What a Collection's event runner (collectionEvents.ts) needs of the app's scripts. */
+  const running: ScriptRunning = { runOne, runtimeOf, locals, host, budgetOf, failure: (err) => scriptFailure(err, env, logger) };
 
   return {
     bind(all) {
@@ -382,183 +378,16 @@ export function createScriptFactory(options: ScriptFactoryOptions): AppScripts {
     forCollection(folder): CollectionEventRunner | undefined {
       const scripts = compile(folder, COLLECTION_EVENT_FILES);
       if (scripts.size === 0) return undefined;
-      const name = folder.path.slice(1);
-      // Made once: every run of every request used to build its label and inputs by spreading.
-      const labels = new Map([...scripts.keys()].map((event) => [event, `${name} ${EVENT_LABEL[event] ?? event}`]));
-      const getScript = scripts.get('get')?.script;
-      // Read once: the constant On Get below is answered per request.
-      const getLabel = labels.get('get') as string;
-      const constantGet = getScript !== undefined && !(getScript instanceof ScriptSyntaxError) && getScript.constant ? getScript : undefined;
-      return {
-        has: (event) => scripts.has(event),
-        async run(event: CollectionEvent, input): Promise<EventOutcome> {
-          const compiled = scripts.get(event) as Compiled;
-          const extra = input.locals === undefined ? { previous: input.previous ?? {} } : { previous: input.previous ?? {}, ...input.locals };
-          const runInput: RunInput = {
-            thisObj: input.object,
-            locals: locals(input.ctx, compiled.uses, extra),
-            host: host(input.ctx, compiled.uses, folder.path),
-            label: labels.get(event) as string,
-            budget: budgetOf(input.ctx),
-          };
-          if (input.hidden !== undefined && input.hidden.length > 0) runInput.hidden = input.hidden;
-          if (input.protectedProps !== undefined && input.protectedProps.length > 0) runInput.protected = input.protectedProps;
-          const result = await runOne(compiled, runInput);
-          const cancelled = cancelOf(result);
-          if (cancelled !== undefined) {
-            if (!input.answerCancel) throw cancelled;
-            return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, cancelled };
-          }
-          const outcome: EventOutcome = { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, changes: changesOf(result) };
-          if (event === 'beforerequest' && result.setResultCalled && isPlainObject(result.result)) outcome.query = result.result;
-          return outcome;
-        },
-        async runGetBatch(ctx, objects) {
-          const { script, uses } = scripts.get('get') as Compiled;
-          if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
-          const shared = locals(ctx, uses, { previous: {} });
-          const api = host(ctx, uses, folder.path);
-          const label = `${name} On Get`;
-          let results: RunResult[];
-          try {
-            // The objects are this query's own copies: changes may go straight into them.
-            results = await runtimeOf(script).runEach(script, { locals: shared, host: api, label, budget: budgetOf(ctx) }, objects, { inPlace: true });
-          } catch (err) {
-            throw scriptFailure(err, env, logger);
-          }
-          // cancel() (or error()) inside a list leaves that object out, silently.
-          return results.map((r) =>
-            r.cancelled || r.errors ? null : { object: r.thisObj, hidden: r.hidden, protectedProps: r.protected, changes: changesOf(r) },
-          );
-        },
-        // Only for an On Get that reads nothing: Collection.answerNow reads the object only then.
-        getNow: constantGet === undefined ? undefined : (object: Record<string, unknown>) => {
-          const script = constantGet;
-          let result: RunResult | undefined;
-          try {
-            // A constant plan reads no variable: the request's locals would make no difference.
-            // The object is the caller's copy: changed in place.
-            result = runtimeOf(script).runNow(script, { thisObj: object, locals: NO_LOCALS, label: getLabel }, { inPlace: true });
-          } catch {
-            // What run() would reject with: the usual path runs it again and answers that.
-            return undefined;
-          }
-          if (result === undefined || result.cancelled || result.errors) return undefined;
-          return { object: result.thisObj, hidden: result.hidden, protectedProps: result.protected, changes: changesOf(result) };
-        },
-        getNowRepeated: constantGet === undefined ? undefined : () => runtimeOf(constantGet).repeatNow(constantGet),
-        getReads() {
-          const { script } = scripts.get('get') ?? {};
-          return script === undefined || script instanceof ScriptSyntaxError ? undefined : script.reads;
-        },
-        async runGetChanges(ctx, keys, values, count) {
-          const { script, uses } = scripts.get('get') as Compiled;
-          if (script instanceof ScriptSyntaxError) throw scriptFailure(script, env, logger);
-          const shared = { locals: locals(ctx, uses, { previous: {} }), host: host(ctx, uses, folder.path), label: `${name} On Get`, budget: budgetOf(ctx) };
-          let results: RunChanges[];
-          try {
-            results = await runtimeOf(script).runColumns(script, shared, keys, values, count);
-          } catch (err) {
-            throw scriptFailure(err, env, logger);
-          }
-          // As runGetBatch: a cancelled object is left out.
-          const out: (GetChanges | null)[] = new Array<GetChanges | null>(results.length);
-          let previous: RunChanges | undefined;
-          let last: GetChanges | null = null;
-          for (let i = 0; i < results.length; i++) {
-            const r = results[i] as RunChanges;
-            // Runs with the same outcome share it (the runtime's repeats): one answer object for them.
-            if (r !== previous) last = r.cancelled || r.errors ? null : { assigned: r.assigned ?? NONE, values: r.values ?? NONE, deleted: r.deleted ?? NONE, hidden: r.hidden };
-            previous = r;
-            out[i] = last;
-          }
-          return out;
-        },
-      };
+      return collectionEventRunner(folder.path, scripts, running);
     },
   };
-}
-
-/** The locals of a run that reads none (a constant static plan). */
-const NO_LOCALS: Record<string, unknown> = Object.freeze({});
-
-/** The changes of a run that assigned or deleted nothing. */
-const NONE: readonly string[] = Object.freeze([]);
-const NO_CHANGES = Object.freeze({ assigned: NONE, deleted: NONE });
-
-/** What a run assigned and deleted (EventOutcome.changes: GET answers patch the stored text with it). */
-function changesOf(result: RunResult): NonNullable<EventOutcome['changes']> {
-  return result.assigned === undefined && result.deleted === undefined ? NO_CHANGES : { assigned: result.assigned ?? NONE, deleted: result.deleted ?? NONE };
 }
 
 function problemOf(err: ScriptError): ScriptProblem {
   return { message: err.message, ...(err.line !== undefined ? { line: err.line } : {}), ...(err.column !== undefined ? { column: err.column } : {}) };
 }
 
-/** A compiled event script and the request data it refers to. */
-interface Compiled {
-  script: Script | ScriptSyntaxError;
-  uses: Uses;
-}
-
-/** Which costly names a script mentions: the rest is not copied into the sandbox for each run. */
-interface Uses {
-  ctx: boolean;
-  svc: boolean;
-  emit: boolean;
-  /** require() (a module or http may call out) or fetch: the run gets the outbound host function. */
-  net: boolean;
-}
-
-/**
- * Scripts reach `ctx`, the `svc` client and `emit` only by those names, so a script whose source
- * never mentions one (Script.names, from the runtime's scan) needs none built for it (ctx with its
- * headers is the largest per-run copy).
- */
-function usesOf(script: Script): Uses {
-  const uses = (name: string): boolean => script.names === undefined || script.names.has(name);
-  return { ctx: uses('ctx'), svc: uses('svc'), emit: uses('emit'), net: uses('require') || uses('fetch') };
-}
-
 function throwIfCancelled(result: RunResult): void {
   const cancelled = cancelOf(result);
   if (cancelled !== undefined) throw cancelled;
-}
-
-/**
- * The error a run's cancel() or error() answers, if it called one. The runtime's cancel() answers
- * only statuses from 200 to 599 (a script's other status is its error, with its line): checked
- * again here, where the status enters the server, since it crosses from the script process.
- */
-function cancelOf(result: RunResult): SvcError | undefined {
-  const cancelled = result.cancelled;
-  if (cancelled !== undefined && !isAnswerStatus(cancelled.status)) {
-    // INTERNAL: logged with its cause by the reply path (a SCRIPT_ERROR is logged where it happens).
-    return new SvcError('INTERNAL', 'internal server error', { cause: new Error(`a script run answered the status ${String(cancelled.status)}, which is not an HTTP status`) });
-  }
-  if (result.errors && Object.keys(result.errors).length > 0) {
-    return new SvcError('VALIDATION_FAILED', cancelled?.message, { errors: result.errors, status: cancelled?.status ?? 400 });
-  }
-  return cancelled ? new SvcError('CANCELLED', cancelled.message, { status: cancelled.status }) : undefined;
-}
-
-/** A script's failure as the client sees it: 500, with the message in development only; always logged with file and line. */
-function scriptFailure(err: unknown, env: 'development' | 'production', logger: Logger): SvcError {
-  if (!(err instanceof ScriptError)) return new SvcError('INTERNAL', 'internal server error', { cause: err });
-  // The request's own data cannot go to a script: its fault, like the other depth limits.
-  if (err.code === 'SCRIPT_INPUT') return new SvcError('BAD_REQUEST', err.message, { cause: err });
-  if (err.code === 'SCRIPT_BUSY') {
-    logger.warn(`script ${err.filename}: ${err.message}; answered 503`);
-    return new SvcError('UNAVAILABLE', 'too many script runs waiting; try again later', { cause: err, headers: { 'Retry-After': '1' } });
-  }
-  if (err.code === 'SCRIPT_RESTARTED') {
-    logger.warn(`script ${err.filename}: its script process was replaced because of another run; answered 503`);
-    return new SvcError('SCRIPT_RESTARTED', 'script runtime restarted', { cause: err, headers: { 'Retry-After': '1' } });
-  }
-  const where = `${err.filename}${err.line !== undefined ? `:${err.line}` : ''}`;
-  const kind = err.code === 'SCRIPT_TIMEOUT' ? 'SCRIPT_TIMEOUT' : 'SCRIPT_ERROR';
-  logger.error(`script ${where}: ${err.message}`, { code: err.code });
-  const message = env === 'production' ? (kind === 'SCRIPT_TIMEOUT' ? 'script timed out' : 'internal server error') : `${where}: ${err.message}`;
-  // Logged above already; the reply path must not log it twice.
-  return new SvcError(kind, message, { status: 500, cause: err });
 }

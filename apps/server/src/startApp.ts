@@ -1,7 +1,7 @@
 import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, silentLogger } from '@svc/core';
+import { createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources, readProperties } from './buildResources.js';
 import { runMigrations } from './migrations.js';
@@ -56,6 +56,13 @@ export interface StartOptions {
   dashboard?: boolean;
   /** Root keys beside .svc/keys.json (the CLI passes SVC_ROOT_KEYS); they work while keys.json is unreadable too. */
   rootKeys?: readonly string[];
+  /** false: every shortcut of the read side off (wins over app.json `fastPaths`). */
+  fastPaths?: boolean;
+  /**
+   * An open store to serve instead of the one `db` or the app folder names (programs and tests
+   * that run two servers over one store). The caller closes it: close() leaves it open.
+   */
+  store?: Store;
 }
 
 /** How a running app stops. */
@@ -134,7 +141,9 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   let loginLimits: RedisLoginLimits | undefined;
   const realtime = live.realtime;
   if (options.db) logger.info('connecting to MongoDB (--db)');
-  const rawStore: Store = options.db
+  const rawStore: Store = options.store
+    ? keptOpen(options.store)
+    : options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
     : embeddedEngineOf(app.settings) === 'sqlite'
       ? await createEngineStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), durability: app.settings.embeddedStore?.fsync === true ? 'full' : 'normal' })
@@ -174,7 +183,8 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     }
     const weak = rootKeys.filter((k) => k.length < MIN_KEY_LENGTH).length;
     if (env === 'production' && weak > 0) logger.warn(`root keys: ${weak} of keys.json ${weak === 1 ? 'is' : 'are'} shorter than ${MIN_KEY_LENGTH} characters and could be guessed; replace with: svc keygen, then svc keygen --revoke <old key>`);
-    const scripts = createScriptFactory({ app, env, logger, realtime, request, modules });
+    const fastPaths = options.fastPaths ?? app.settings.fastPaths ?? true;
+    const scripts = createScriptFactory({ app, env, logger, realtime, request, modules, fastPaths });
     const metricsSettings = app.settings.metrics;
     const metrics = metricsSettings === undefined || metricsSettings.enabled === false ? undefined : new AppMetrics({ scripts: () => scripts.stats(), sockets: () => socketsOf(realtime), store: rawStore }, logger);
     const metricsPath = metricsSettings?.path ?? '/metrics';
@@ -203,7 +213,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
             reload,
             current: () => current,
             typesText: async () => (await writeTypes(appDir, '-', logger)).text,
-            backupSource: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data'), engine: embeddedEngineOf(app.settings) },
+            backupSource: options.db || options.store ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data'), engine: embeddedEngineOf(app.settings) },
             exclusive,
             rawStore,
             gate,
@@ -252,6 +262,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       ...(app.settings.trustProxy !== undefined ? { trustProxy: app.settings.trustProxy } : {}),
       health: { ...app.settings.health, checks: [() => scripts.unready()], degraded: () => (migrations.blocked.size > 0 ? { reason: 'migration', collections: [...migrations.blocked.keys()] } : undefined) },
       accessLog: app.settings.log?.access === false ? false : { health: app.settings.log?.health === true },
+      fastPaths,
     });
     bound.server = server;
     // Once per start: what anyone may write, and which users anyone may list (Deployd's open default), with the fix.
@@ -323,7 +334,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
       // The embedded store is read from its files (as svc backup does), MongoDB through the store.
       stopBackups = scheduleBackups({
         dir: join(appDir, 'backups'),
-        source: options.db ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data'), engine: embeddedEngineOf(app.settings) },
+        source: options.db || options.store ? { kind: 'store', store: rawStore } : { kind: 'embedded', dir: join(appDir, 'data'), engine: embeddedEngineOf(app.settings) },
         intervalMs: backups.intervalMinutes * 60_000,
         keep: backups.keep ?? 7,
         logger,
@@ -428,6 +439,11 @@ export async function attachApp(httpServer: Server, options: AttachOptions): Pro
     throw err;
   }
   return { server: built.server, middleware: built.server.middleware, close: () => built.close() };
+}
+
+/** A store given by the caller (StartOptions.store): everything of it but close(), which is the caller's. */
+function keptOpen(store: Store): Store {
+  return forwardStore(store, { close: () => Promise.resolve() });
 }
 
 /** The realtime sockets open in this process, when the transport is Socket.IO's. */

@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appStores, runApp } from './helpers/app.js';
 import type { AppHandle } from './helpers/app.js';
 
+/** What the server tells answerNow of an anonymous visitor's plain GET. */
+const plainGet = (): { plainAnonymous: boolean; plan: string | undefined } => ({ plainAnonymous: true, plan: undefined });
+
 // Issue 14: GET /<c>/<id> from an anonymous visitor with no query and no script on the way is
 // answered at once (Collection.answerNow: the stored JSON text, no context, no promise turns). It
 // must answer exactly what the full path answers, and step aside whenever anything could differ:
@@ -81,23 +84,23 @@ describe.each(appStores())('GET by id answered at once (%s store)', (store) => {
     for (const body of [{ title: 'new' }, { title: 'unseen', seen: false }, { title: 'seen', seen: true, secret: 's' }, { title: 'tagged', tags: ['a', { b: null }] }]) {
       marked.push(((await t.request('POST', '/marked', body, root)).body as Obj).id);
     }
-    const resource = (path: string) => t.app.server.resources.find((r) => r.path === path) as { answerNow(parts: readonly string[]): string | undefined };
+    const resource = (path: string) => t.app.server.resources.find((r) => r.path === path) as { answerNow(parts: readonly string[], request: { plainAnonymous: boolean; plan: string | undefined }): string | undefined };
     for (const id of marked) {
       const full = await shape(await fresh(`/marked/${id}`));
       expect(await shape(await asAnon(`/marked/${id}`))).toEqual(full);
       // Answered without a context or a script process: the same bytes (a store that keeps texts).
-      expect(resource('/marked').answerNow([id])).toBe(store === 'embedded' ? full.body : undefined);
+      expect(resource('/marked').answerNow([id], plainGet())).toBe(store === 'embedded' ? full.body : undefined);
       const shown = JSON.parse(full.body) as Obj;
       expect(shown).toMatchObject({ seen: true, tags: ['a', { b: null }] });
       expect(shown).not.toHaveProperty('secret');
     }
-    expect(resource('/marked').answerNow(['nope'])).toBeUndefined();
+    expect(resource('/marked').answerNow(['nope'], plainGet())).toBeUndefined();
     // A cancel, even one that always happens, and a script the plan cannot answer take the full path.
     const closed = ((await t.request('POST', '/closed', { title: 'c' }, root)).body as Obj).id;
     const dynamic = ((await t.request('POST', '/dynamic', { title: 'd' }, root)).body as Obj).id;
-    expect(resource('/closed').answerNow([closed])).toBeUndefined();
-    expect(resource('/dynamic').answerNow([dynamic])).toBeUndefined();
-    expect(resource('/seen').answerNow([ids.seen as string])).toBeUndefined();
+    expect(resource('/closed').answerNow([closed], plainGet())).toBeUndefined();
+    expect(resource('/dynamic').answerNow([dynamic], plainGet())).toBeUndefined();
+    expect(resource('/seen').answerNow([ids.seen as string], plainGet())).toBeUndefined();
     expect(await shape(await asAnon(`/closed/${closed}`))).toMatchObject({ status: 403, body: JSON.stringify({ status: 403, statusCode: 403, message: 'closed for now' }) });
     expect(await (await asAnon(`/dynamic/${dynamic}`)).json()).toEqual({ id: dynamic, title: 'd', seen: true });
   });

@@ -3,7 +3,7 @@ import { appStores, seededApp } from './helpers/app.js';
 
 // Issue 21 (performance): a list whose On Get names every property of `this` it uses
 // (`this.<name>`) sends the script only those values and gets back each run's changes, which are
-// spliced into the stored objects' texts (Collection's findTexts + runGetChanges path,
+// spliced into the stored objects' texts (the `columns` plan: findTexts + CollectionEventRunner.getColumns,
 // packages/core/src/resources/storedChanges.ts). The answer must be, byte for byte, what the usual
 // path answers: GET by id with a query copies the object, runs the script on it and serialises it.
 

@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngineStore, isSvcError } from '@svc/core';
+import { randomBytes } from 'node:crypto';
+import { createEngineStore, createMongoStore, forwardStore, isSvcError, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from '@svc/core';
 import type { Store } from '@svc/core';
 import { createExclusive, gateStore } from '../src/storeGate.js';
 import { Feed, feedStore } from '../src/dashboard/feed.js';
@@ -21,6 +22,53 @@ async function open(): Promise<Store> {
   store = await createEngineStore({ dir });
   return store;
 }
+
+// Issue 39: wrappers forward through one helper (core's forwardStore/forwardCollection), so that
+// none drops a method: the feed dropped insertMany (imports went one object at a time) and
+// listCollections before it did. Both stores: each offers its own set of optional methods.
+describe.each(['embedded', ...(process.env.SVC_TEST_MONGODB_URL ? ['mongodb'] : [])])('store wrappers forward every method (%s)', (kind) => {
+  let mongo: Store | undefined;
+  afterEach(async () => {
+    await mongo?.close();
+    mongo = undefined;
+  });
+  const make = async (): Promise<Store> => {
+    if (kind === 'embedded') return open();
+    const url = process.env.SVC_TEST_MONGODB_URL as string;
+    mongo = await createMongoStore({ url: `${url.replace(/\/$/, '')}/svc_wrap_${randomBytes(4).toString('hex')}` });
+    return mongo;
+  };
+
+  it('the gate around the feed, and a store kept open for its caller, have each method the store has, and only those', async () => {
+    const inner = await make();
+    const feed = new Feed();
+    for (const [label, wrapped] of [['gate(feed)', gateStore(feedStore(inner, feed)).store], ['feed', feedStore(inner, feed)], ['kept open', forwardStore(inner, { close: () => Promise.resolve() })]] as const) {
+      expect(STORE_METHODS.map((m) => `${m} ${typeof inner[m]}`), label).toEqual(STORE_METHODS.map((m) => `${m} ${typeof wrapped[m]}`));
+      for (const name of ['todos', '_sessions']) {
+        const [raw, mine] = [inner.collection(name), wrapped.collection(name)];
+        const methods = [...PROMISED_METHODS, ...NOW_METHODS];
+        expect(methods.map((m) => `${m} ${typeof raw[m]}`), `${label} ${name}`).toEqual(methods.map((m) => `${m} ${typeof mine[m]}`));
+      }
+    }
+  });
+
+  it('the feed tells every insert, those of insertMany included, through the gate', async () => {
+    const feed = new Feed();
+    const seen: string[] = [];
+    feed.subscribe((event) => {
+      if (event.kind === 'change') seen.push(`${event.op} ${event.id}`);
+    });
+    const inner = await make();
+    const wrapped = gateStore(feedStore(inner, feed)).store.collection('todos');
+    await wrapped.insert({ id: 'one' });
+    // MongoDB's insertMany (the embedded store has none): the wrapped collection has it too.
+    expect(typeof wrapped.insertMany).toBe(typeof inner.collection('todos').insertMany);
+    if (wrapped.insertMany) await wrapped.insertMany([{ id: 'two' }, { id: 'three' }]);
+    else for (const id of ['two', 'three']) await wrapped.insert({ id });
+    expect(await wrapped.count({})).toBe(3);
+    expect(seen).toEqual(['insert one', 'insert two', 'insert three']);
+  });
+});
 
 describe('store gate', () => {
   it('the store as the app gets it (gate around feed) keeps every read of the store: the kept texts, its own aggregation', async () => {

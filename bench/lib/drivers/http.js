@@ -1,10 +1,13 @@
 // HTTP load generator, run by the harness as its own process (pinned to the load core):
 //   node bench/lib/drivers/http.js '<json config>'
-// Config: { url, paths?, method, headers, body, connections, warmup, duration, serverPid, serverCore, rate? }.
+// Config: { url, paths?, requestsFile?, method, headers, body, connections, warmup, duration, serverPid, serverCore, rate? }.
+// `requestsFile`: a JSON array of { method, path, headers, body? }, one of them at random per
+// request (a mixed workload: bench/peers.js --scenario app).
 // Runs autocannon (no pipelining) for `warmup` s (discarded), then `duration` s measured, and
 // prints one JSON line with the measured figures, including the server's CPU time over the
 // measured window only (/proc/<serverPid>/stat, read right before and right after it).
 // `rate` (req/s over all connections) sends at that fixed rate instead of as fast as answered.
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { cpuSplit, coreTimes, clkTck } from '../procs.js';
 
@@ -13,6 +16,8 @@ const host = new URL(cfg.url).hostname;
 if (host !== '127.0.0.1' && host !== 'localhost' && host !== '[::1]') {
   throw new Error(`refusing to load ${cfg.url}: loopback only`);
 }
+
+const mix = cfg.requestsFile ? JSON.parse(readFileSync(cfg.requestsFile, 'utf8')) : undefined;
 
 // Latency histogram with 1 µs buckets up to 1 s (autocannon's own is in whole milliseconds).
 const MAX_US = 1_000_000;
@@ -28,6 +33,7 @@ function run(seconds, histogram) {
         body: cfg.body,
         // `paths`: one of these paths of url's origin at random per request (as the shared harness).
         ...(cfg.paths ? { requests: [{ setupRequest: (req) => ({ ...req, path: cfg.paths[Math.floor(Math.random() * cfg.paths.length)] }) }] } : {}),
+        ...(mix ? { requests: [{ setupRequest: (req) => ({ ...req, ...mix[Math.floor(Math.random() * mix.length)] }) }] } : {}),
         connections: cfg.connections,
         pipelining: 1,
         duration: seconds,

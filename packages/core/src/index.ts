@@ -1,7 +1,7 @@
 export { SvcError, isSvcError, errorStatus } from './errors.js';
 export type { ErrorBody, ErrorCode, SvcErrorOptions } from './errors.js';
 export { createServer, recursionLimitOf } from './server.js';
-export type { AccessLogOptions, ExtraRoute, InternalRequest, RequestObserver, RequestSample, ServerDrainOptions, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './server.js';
+export type { AccessLogOptions, ExtraRoute, InternalRequest, RequestObserver, RequestSample, ServerDrainOptions, SessionChange, SessionChangeListener, SvcServer, SvcServerOptions } from './serverTypes.js';
 export { DEFAULT_HEALTH_PATHS } from './http/health.js';
 export { isAnswerStatus } from './http/reply.js';
 export type { HealthOptions } from './http/health.js';
@@ -12,7 +12,7 @@ export type { Context, OnDelete, PropertyDef, PropertyType, Reply, ResourceConfi
 export { backRelationName } from './relations/Relations.js';
 export { DEFAULT_RELATION_SETTINGS, EXPAND_DEPTH_CAP, MAX_EXPANDED_RELATIONS } from './relations/relationSettings.js';
 export type { RelationSettings } from './relations/relationSettings.js';
-export type { ClientShape, ConflictPolicy, Resource, ResourceFiles, ResourceHost, RootApiRequest, UserResource } from './resource.js';
+export type { ClientShape, ConflictPolicy, NowRequest, Resource, ResourceFiles, ResourceHost, RootApiRequest, UserResource } from './resource.js';
 export { CONFLICT_POLICIES } from './resource.js';
 export { isUserResource } from './resource.js';
 export { Collection } from './resources/Collection.js';
@@ -24,6 +24,9 @@ export type { AccessAction, AccessRulesConfig, RuleSource, RuleVariables } from 
 export type { AccessExplanation } from './access/CollectionAccess.js';
 export { deepEqual } from './resources/updates.js';
 export type { CollectionOptions } from './resources/Collection.js';
+export { ANSWER_PLANS } from './resources/read/answerPlan.js';
+export type { AnswerPlan } from './resources/read/answerPlan.js';
+export type { VisibilityFacts } from './access/Visibility.js';
 export { UserCollection } from './resources/UserCollection.js';
 export type { UserAccountOptions, UserCollectionOptions } from './resources/UserCollection.js';
 export { parseAuthSettings } from './resources/accounts/authSettings.js';
@@ -35,10 +38,12 @@ export type { AccountPolicy, AccountSettings } from './resources/accounts/accoun
 export type { AccountMail, AccountMailer, AccountMailKind } from './resources/accounts/AccountMailer.js';
 export { LoginLimiter, loginLimitSettings } from './resources/loginLimiter.js';
 export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, LoginLimitSettings } from './resources/loginLimiter.js';
-export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, GetChanges } from './resources/events.js';
+export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, GetChanges, GetColumns } from './resources/events.js';
 export type { ChangesWanted, CollectionChange, CollectionChangeListener, ObjectChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
 export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, ManyOps, Revised, Store, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from './store/Store.js';
+export { forwardCollection, forwardStore, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from './store/forwardStore.js';
+export type { CollectionForwarding, NowMethod, PromisedMethod, StoreForwarding } from './store/forwardStore.js';
 export { checkValue as checkMigrationValue, describeStep, formatMigration, invalidWords, isMigrationId, isReversible, MIGRATION_FORMAT, parseMigration } from './migrations/migration.js';
 export type { InvalidValues, Migration, MigrationStep } from './migrations/migration.js';
 export { conversionNote, convertValue } from './migrations/convertValue.js';

@@ -43,14 +43,14 @@ export function msText(ms: number): string {
 export function accessText(entry: AccessEntry): string {
   // The replace only for a path that needs it: a regex pass cost more than the rest of the line.
   const path = hasControl(entry.path) ? entry.path.replace(CONTROL, escapeControl) : entry.path;
-  return `${entry.time} info ${entry.method} ${path} ${entry.status} ${msText(entry.ms)}ms ${entry.bytes}B id=${entry.id} client=${entry.client}${entry.uid === undefined ? '' : ` uid=${entry.uid}`}${entry.aborted ? ' aborted' : ''}\n`;
+  return `${entry.time} info ${entry.method} ${path} ${entry.status} ${msText(entry.ms)}ms ${entry.bytes}B id=${entry.id} client=${entry.client}${entry.uid === undefined ? '' : ` uid=${entry.uid}`}${entry.plan === undefined ? '' : ` plan=${entry.plan}`}${entry.aborted ? ' aborted' : ''}\n`;
 }
 
 /**
  * Log lines waiting to be written together, as UTF-8 bytes in one buffer, each line encoded as it
  * comes. Kept as one text instead, the batch was a chain of ~12,000 strings (a dozen pieces per
  * access line) that outlived the young generation and was flattened when written: flattening
- * that chain alone cost ~0.27 µs per request (bench/RESULTS.md, issue 21).
+ * that chain alone cost a measurable part of a request (bench/RESULTS.md, "Figures from code comments").
  */
 export class LogBatch {
   private bytes = Buffer.allocUnsafeSlow(BATCH_BYTES);

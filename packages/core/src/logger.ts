@@ -29,6 +29,8 @@ export interface AccessEntry {
   bytes: number;
   /** True when the connection closed before the whole answer was sent. */
   aborted: boolean;
+  /** Which way a Collection answered a GET (its AnswerPlan); undefined for anything else. */
+  plan?: string | undefined;
 }
 
 /** Where svc writes what happens: one line per event, fields for machines. */
@@ -109,7 +111,7 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Console
 
   // Access lines wait up to `accessFlushMs` and go out together: one write for all the requests
   // answered meanwhile instead of one each. A write to a pipe wakes its reader on another core,
-  // which costs more than the line (measured: about 9 µs per request when written one by one).
+  // which costs more than the line (bench/RESULTS.md, "Figures from code comments").
   const flushMs = options.accessFlushMs ?? DEFAULT_ACCESS_FLUSH_MS;
   const batch = new LogBatch();
   let scheduled = false;

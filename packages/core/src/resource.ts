@@ -18,6 +18,25 @@ export interface ResourceHost {
   readonly loginLimits?: LoginLimitsFactory | undefined;
   /** The app's resource at a path ('/users'), as the server currently serves it (relations, live queries). */
   resourceAt?(path: string): Resource | undefined;
+  /** The app's resources as the server currently serves them (relations: who points at whom). */
+  resources?(): readonly Resource[];
+  /**
+   * false: resources answer every request by their plain path, none of their shortcuts (answers
+   * from kept texts, kept answers, answers at once): the server option and app.json `fastPaths`.
+   * Answers are the same either way (the differential suite proves it); only the cost differs.
+   */
+  readonly fastPaths?: boolean;
+}
+
+/** What the server tells {@link Resource.answerNow} of a request, and where the resource says how it answered. */
+export interface NowRequest {
+  /**
+   * The request is a GET or HEAD without query string, body or root key, from a returning
+   * anonymous visitor (a signed session id): the only kind a resource may answer without a context.
+   */
+  readonly plainAnonymous: boolean;
+  /** Set by the resource when it answers: which way (a Collection's AnswerPlan), for the access log and metrics. */
+  plan: string | undefined;
 }
 
 /** The methods a resource offers the client library (svc.<r>.get, .login, ...). */
@@ -47,12 +66,13 @@ export interface Resource {
   /** Answers one request; undefined when the resource wrote to `ctx.res` itself (streaming). */
   handle(ctx: Context): Promise<Reply | undefined>;
   /**
-   * Optional, for speed: the JSON text answering a plain GET (no query, no body, an anonymous
-   * visitor who is not root) when the resource can give it at once, with no script to run and
-   * nothing to wait for; undefined sends the request through `handle` as usual. It must answer
-   * exactly what `handle` would (a collection's object by id from the embedded store).
+   * Optional, for speed: the JSON text answering a GET at once, when the resource can give it with
+   * no script to run and nothing to wait for; undefined sends the request through `handle` as
+   * usual. It must answer exactly what `handle` would (a collection's object by id from the
+   * embedded store). The server asks it of every request to the resource, telling what it knows of
+   * the HTTP request; the resource sets `request.plan` when it answers.
    */
-  answerNow?(parts: readonly string[]): string | undefined;
+  answerNow?(parts: readonly string[], request: NowRequest): string | undefined;
   /** The client library's view of it. */
   readonly client?: ClientShape;
   /**

@@ -9,7 +9,7 @@ import type { OutboundPolicy } from './net/outboundPolicy.js';
 import type { Store } from './store/Store.js';
 import type { Context, Reply, ResourceConfig } from './types.js';
 import type { Realtime } from './realtime.js';
-import type { InternalRequest } from './server.js';
+import type { InternalRequest } from './serverTypes.js';
 
 /** The type of one setting in a resource type's settings schema. */
 export type SettingType = 'string' | 'number' | 'boolean' | 'object' | 'array';

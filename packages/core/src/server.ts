@@ -8,197 +8,36 @@ import { toErrorReply, writeInternalError, writeJsonText, writeReply } from './h
 import { serveStatic } from './http/staticFiles.js';
 import { createSvcHttpServer, resolveHttpLimits } from './http/svcHttpServer.js';
 import { ProxyTrust } from './http/ProxyTrust.js';
-import type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
-import type { HttpLimits } from './http/svcHttpServer.js';
+import type { RequestClient } from './http/ProxyTrust.js';
 import { ANSWER_WATCHER, tellAnswerWatcher } from './http/connectionDrain.js';
 import type { AnswerWatcher, ConnectionDrain, DrainOutcome, WatchedResponse } from './http/connectionDrain.js';
 import { createHealth, DEFAULT_HEALTH_PATHS } from './http/health.js';
 import type { HealthOptions } from './http/health.js';
 import { requestIdOf } from './http/requestId.js';
-import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
-import type { Resource, ResourceHost } from './resource.js';
-import type { LoginLimitsFactory } from './resources/loginLimiter.js';
+import type { NowRequest, Resource, ResourceHost } from './resource.js';
 import { isUserResource } from './resource.js';
 import { Router } from './router.js';
 import type { RouteMatch } from './router.js';
-import type { SessionManagerOptions, SessionRecord } from './sessions.js';
+import type { SessionRecord } from './sessions.js';
 import { SessionManager } from './sessions.js';
-import type { Store } from './store/Store.js';
 import type { Context, Reply, Session } from './types.js';
 import { developmentRootRefusal, localRefusal, RootKeys } from './rootKeys.js';
 import type { DevelopmentRootRefusal } from './rootKeys.js';
-import { corsHeaders, corsOrigins, type CorsOptions } from './http/cors.js';
+import { corsHeaders, corsOrigins } from './http/cors.js';
 import { createRequestScope } from './requestScope.js';
+import type { InternalRequest, ServerDrainOptions, SessionChangeListener, SvcServer, SvcServerOptions } from './serverTypes.js';
 
-/** A route served outside the resources (such as /svc.js). */
-export interface ExtraRoute {
-  path: string;
-  handle(req: IncomingMessage, res: ServerResponse): void | Promise<void>;
-}
-
-/** Options of {@link createServer}. */
-export interface SvcServerOptions {
-  store: Store;
-  resources: readonly Resource[];
-  /** Default 'development'. */
-  env?: 'development' | 'production';
-  /** Folder served at / for paths no resource owns. */
-  publicDir?: string;
-  /** Largest accepted request body in bytes; default 1 MB. */
-  bodyLimit?: number;
-  logger?: Logger;
-  sessions?: SessionManagerOptions;
-  /**
-   * Root keys accepted in production (`.svc/keys.json`): a list, or a function asked at every
-   * production root check, answering the same array while the keys are unchanged.
-   */
-  rootKeys?: readonly string[] | (() => readonly string[]);
-  /** Name of the method-override key in the query or JSON body; default `_method`. */
-  methodOverrideKey?: string;
-  cors?: CorsOptions;
-  /** Cookie settings for cross-site use (SameSite=None; Secure). */
-  crossSiteCookies?: boolean;
-  routes?: readonly ExtraRoute[];
-  /** Login limits shared with the app's other processes; default: counted in memory per process. */
-  loginLimits?: LoginLimitsFactory;
-  /**
-   * A host application's HTTP server to live in (express, node:http): svc adds no request
-   * listener to it (the host routes requests to `middleware`), never listens on it and never
-   * closes it. Default: a server of svc's own.
-   */
-  httpServer?: Server;
-  /** Timeouts and connection caps of svc's own server (not applied to a host's `httpServer`). */
-  http?: HttpLimits;
-  /**
-   * The reverse proxies in front of svc (app.json `trustProxy`): their `X-Forwarded-For` /
-   * `Forwarded` and `X-Forwarded-Proto` name the client. Default: none (the socket's peer is the client).
-   */
-  trustProxy?: TrustProxySetting;
-  /** Liveness and readiness paths and checks (default /healthz and /readyz). */
-  health?: HealthOptions;
-  /** Called once per request of the handler when its answer is done (metrics); keep it cheap. */
-  observe?: RequestObserver;
-  /**
-   * The access log: one `logger.access` line per answered request (app.json `log`). Default on
-   * when the logger writes access lines, health checks left out; `false` turns it off.
-   */
-  accessLog?: false | AccessLogOptions;
-}
-
-/** Options of the access log ({@link SvcServerOptions.accessLog}). */
-export interface AccessLogOptions {
-  /** Log the health checks too (balancers ask every few seconds). Default false. */
-  health?: boolean;
-}
-
-/** Options of {@link SvcServer.drain}. */
-export interface ServerDrainOptions {
-  /** Default: app.json `http.drainMs` (10,000). */
-  drainMs?: number;
-  /** Close idle keep-alive connections at once (development) instead of letting them time out. */
-  closeIdle?: boolean;
-  /** Runs once the requests in flight are answered (realtime closes its sockets there). */
-  afterRequests?: () => Promise<void>;
-}
 
 /**
- * One answered request, for metrics. Every field comes from a bounded set, whatever the client
- * sends: a label made of the raw URL would let anyone grow the series without end.
+ * What handle() learns of a request for its access line and metrics: who answered, whose session,
+ * which plan. It is also what the server tells a resource's answerNow (NowRequest).
  */
-export interface RequestSample {
-  /**
-   * Who answered: the resource's path ('/todos'), an extra route's path ('/svc.js'), 'public' (a
-   * file of publicDir), 'none' (nothing there, or refused before routing) or 'other' (a CORS preflight).
-   */
-  resource: string;
-  /** GET, POST, PUT, DELETE, PATCH, HEAD, OPTIONS, or 'other'. */
-  method: string;
-  /** The status sent; 0 when the connection closed before the answer was complete. */
-  status: number;
-  /** From the request's arrival in the handler to its answer's end (or the connection's close). */
-  seconds: number;
-}
-
-/** Receives a {@link RequestSample} per request. */
-export type RequestObserver = (sample: RequestSample) => void;
-
-/** A session's user changed: login (uid set, maybe under a new session id) or logout. */
-export interface SessionChange {
-  sessionId: string;
-  uid: string | undefined;
-  previousSessionId?: string | undefined;
-}
-
-/** Listens to logins and logouts (realtime keeps its rooms current with it). */
-export type SessionChangeListener = (change: SessionChange) => void;
-
-/** An internal request sent by a script through the svc client. */
-export interface InternalRequest {
-  method: string;
-  /** Path with its leading slash: '/todos/abc'. */
-  path: string;
-  query?: Record<string, unknown>;
-  body?: unknown;
-  /** The request the script runs in; its session, user and root flag carry over. */
-  parent: Context;
-}
-
-/** A running svc server. */
-export interface SvcServer {
-  /** The node:http request listener. */
-  readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
-  /**
-   * For a host application (express, connect, node:http): answers the requests svc owns (its
-   * resources, /svc.js, then public/ files) and passes any other to `next` (404 without one).
-   */
-  readonly middleware: (req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void;
-  readonly httpServer: Server;
-  readonly sessions: SessionManager;
-  readonly resources: readonly Resource[];
-  readonly env: 'development' | 'production';
-  /** Calls `listener` on every login and logout; answers a function that unsubscribes. */
-  onSessionChange(listener: SessionChangeListener): () => void;
-  /**
-   * Who sent a request (address, whether through a proxy, whether over TLS): computed once per
-   * request and used by everything that counts or trusts clients (login limits, realtime caps,
-   * development root, secure cookies).
-   */
-  clientOf(req: IncomingMessage): RequestClient;
-  /**
-   * Whether a request carries a valid root key (svc-ssh-key), by the same rules as the resources'
-   * `isRoot` (in development: only from this machine, never through a proxy). For extra routes.
-   */
-  isRootRequest(req: IncomingMessage): boolean;
-  /** Starts listening; answers the bound port. */
-  listen(port: number, host?: string): Promise<number>;
-  /**
-   * Serves another set of resources (and extra routes) from now on, without a restart: requests
-   * under way finish on the set they started with. Answers the previous set, for the caller to
-   * close once they are done (development reload).
-   */
-  replaceResources(resources: readonly Resource[], routes?: readonly ExtraRoute[]): Promise<readonly Resource[]>;
-  /** Routes a script's request through the same resources, with `internal` set. */
-  request(input: InternalRequest): Promise<Reply>;
-  /** True once a shutdown began: readiness answers 503 `draining`. */
-  readonly draining: boolean;
-  /**
-   * The first step of a shutdown: readiness fails, svc's own server stops accepting, requests in
-   * flight and those still arriving on open connections are answered with `Connection: close`,
-   * idle keep-alive connections end by their timeout; what is left at `drainMs` is closed.
-   * On a host application's server only readiness and `Connection: close` apply. Answers what
-   * was cut; later calls answer the same.
-   */
-  drain(options?: ServerDrainOptions): Promise<DrainOutcome>;
-  /** Drains (when not done yet), then closes resources and the store. */
-  close(): Promise<void>;
-}
-
-/** What handle() learns of a request for its access line and metrics: who answered, whose session. */
-interface RequestNote {
+interface RequestNote extends NowRequest {
   resource: string;
   uid: string | undefined;
+  plainAnonymous: boolean;
 }
 
 /**
@@ -208,6 +47,8 @@ interface RequestNote {
 class AnswerNote implements RequestNote, AnswerWatcher {
   resource = 'none';
   uid: string | undefined = undefined;
+  plainAnonymous = false;
+  plan: string | undefined = undefined;
 
   constructor(
     readonly req: IncomingMessage,
@@ -261,6 +102,9 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       for (const listener of sessionListeners) listener({ sessionId, uid, previousSessionId });
     },
     resourceAt: (path) => router.byPath(path),
+    resources: () => resources,
+    // Each resource's plan function asks it (a Collection's planAnswer): no shortcut is decided here.
+    fastPaths: options.fastPaths !== false,
   };
   for (const resource of options.resources) await resource.init?.(host);
   const ownServer = options.httpServer === undefined;
@@ -318,10 +162,13 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
     const anonymous = sessions.anonymous(sid, req.socket);
-    if (anonymous !== undefined && search === '' && match.resource.answerNow !== undefined && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined && req.headers['if-none-match'] === undefined) {
-      // A plain GET the resource answers at once (an object by id): no context, no promise turns.
-      // Its ETag as Collection.handle gives it (conditional.ts); If-None-Match goes the usual way.
-      const text = match.resource.answerNow(match.parts);
+    if (match.resource.answerNow !== undefined) {
+      // What the server knows of the request; the resource's plan decides whether it answers at
+      // once (an object by id): no context, no promise turns. Its ETag as Collection.handle gives
+      // it (conditional.ts); If-None-Match goes the usual way.
+      note.plainAnonymous =
+        anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined && req.headers['if-none-match'] === undefined;
+      const text = match.resource.answerNow(match.parts, note);
       if (text !== undefined) return writeJsonText(res, text, etagOf(text));
     }
     return handleRouted(req, res, note, match, search, sid, anonymous);
@@ -382,7 +229,10 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     };
     if (session.uid !== undefined) ctx.me = (await loadMe(session)) as Context['me'];
     const reply = await match.resource.handle(ctx);
-    if (reply) writeReply(res, reply, logger);
+    if (reply) {
+      note.plan = reply.plan;
+      writeReply(res, reply, logger);
+    }
   }
 
   function isRootRequest(req: IncomingMessage, client: RequestClient): boolean {
@@ -444,8 +294,19 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     }
     writeReply(res, reply, logger);
   };
+  // The time as ISO text, made once per millisecond: every access line asks for it, tens of times a millisecond under load.
+  let isoMs = 0;
+  let isoText = '';
+  const isoNow = (): string => {
+    const now = Date.now();
+    if (now !== isoMs) {
+      isoMs = now;
+      isoText = new Date(now).toISOString();
+    }
+    return isoText;
+  };
   // What handle() notes for nobody (no access log, no metrics): written, never read.
-  const unnoted: RequestNote = { resource: 'none', uid: undefined };
+  const unnoted: RequestNote = { resource: 'none', uid: undefined, plainAnonymous: false, plan: undefined };
   // Decided once: a logger without access lines (tests, programs) costs nothing per request.
   const writeAccess = options.accessLog === false ? undefined : logger.access?.bind(logger);
   const logHealth = options.accessLog !== false && options.accessLog?.health === true;
@@ -467,12 +328,13 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
           client: proxies.addressOf(req),
           bytes: note.socket.bytesWritten - note.sentBefore,
           aborted: !res.writableFinished,
+          plan: note.plan,
         });
       }
     }
     if (observe !== undefined) {
       // 'close' follows 'finish', and comes alone when the client left first: one sample either way.
-      observe({ resource: note.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - note.started) / 1000 });
+      observe({ resource: note.resource, method: methodLabel(req.method), status: res.writableFinished ? res.statusCode : 0, seconds: (performance.now() - note.started) / 1000, plan: note.plan });
     }
   };
 
@@ -656,17 +518,6 @@ function methodLabel(method: string | undefined): string {
   return method !== undefined && METHOD_LABELS.has(method) ? method : 'other';
 }
 
-let isoMs = 0;
-let isoText = '';
-/** The time as ISO text, made once per millisecond: every access line asks for it, tens of times a millisecond under load. */
-function isoNow(): string {
-  const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    isoText = new Date(now).toISOString();
-  }
-  return isoText;
-}
 
 function pathOf(url: string): string {
   const q = url.indexOf('?');

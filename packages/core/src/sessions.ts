@@ -130,7 +130,7 @@ export class SessionManager {
 
   /**
    * HMAC-SHA256 (RFC 2104) of the random part, truncated, from two one-shot hashes: it runs on
-   * every request of an anonymous visitor, and createHmac costs ~9 µs where this costs ~2.5.
+   * every request of an anonymous visitor, and createHmac costs several times more (bench/RESULTS.md, "Figures from code comments").
    */
   private sign(random: Buffer): Buffer {
     const input = this.macInput;
@@ -142,14 +142,14 @@ export class SessionManager {
 
   /**
    * Anonymous ids whose signature was checked, most recent last: a returning visitor's request
-   * skips the two hashes (about a tenth of a cheap GET's CPU). Only genuine ids get in (a forged
+   * skips the two hashes (bench/RESULTS.md, "Figures from code comments"). Only genuine ids get in (a forged
    * one cannot), and the map is bounded.
    */
   private readonly verified = new Map<string, true>();
   /**
    * Per connection (a request's socket), the anonymous id it presented last, verified: a
    * keep-alive connection sends the same id with each request, and comparing the two costs less
-   * than a lookup in `verified`, which hashes each request's new 128-character string (~0.18 µs).
+   * than a lookup in `verified`, which hashes each request's new 128-character string (bench/RESULTS.md, "Figures from code comments").
    * Held weakly: a closed connection's entry goes with it.
    */
   private readonly lastOnConnection = new WeakMap<object, string>();

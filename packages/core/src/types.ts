@@ -73,6 +73,11 @@ export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string | string[]>;
+  /**
+   * Which way a Collection answered a GET (its AnswerPlan: `objects`, `storedText`, ...), for the
+   * access log and /metrics; a fixed set of values. Absent for anything else.
+   */
+  plan?: string;
 }
 
 /**

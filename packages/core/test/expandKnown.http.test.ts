@@ -4,13 +4,14 @@ import type { StoreCollection } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
-import { expandCollections, watchedCalls } from './helpers/expandApps.js';
+import { expandCollections, sameCaller, startPlainTwin, watchedCalls } from './helpers/expandApps.js';
 import type { TestClient, TestServer } from './helpers/http.js';
 
 // Issue 25: `$expand` of one forward relation, once a list of it was spliced from the stored texts,
 // is answered from each object's kept splice (relations/expandTexts.ts, expandKnown): the posts'
 // texts read alone (findTexts with no names), the writers read by id for the caller, nothing
-// spliced. Every answer must be the object path's (the same query with `$fields: {unused: 0}`),
+// spliced. Every answer must be the plain path's (the same request to a server over the same store
+// with `fastPaths: false`),
 // byte for byte, after each kind of change and for each caller; and the kept splices must be what
 // answers when nothing changed. Both stores (on MongoDB every answer is made from objects).
 
@@ -27,6 +28,7 @@ function counted(inner: StoreCollection, picks: string[][]): StoreCollection {
 describe.each(storeKinds())('$expand from kept splices ($name store)', (kind) => {
   let store: TestStore;
   let t: TestServer;
+  let plain: TestServer;
   let anon: TestClient;
   let root: TestClient;
   const picks: string[][] = [];
@@ -36,18 +38,20 @@ describe.each(storeKinds())('$expand from kept splices ($name store)', (kind) =>
   beforeAll(async () => {
     store = await kind.make();
     const c = expandCollections(store.store);
-    t = await startTestServer(store.store, [
+    const resources = (posts: StoreCollection) => [
       // `pay` is private: root reads writers' texts as stored, a visitor gets objects without it.
       c('/writers', { name: { type: 'string' }, pay: { type: 'number', private: true } }),
       c('/people', { name: { type: 'string' } }),
       new Collection({
         path: '/posts',
-        properties: { unused: { type: 'string' }, title: { type: 'string' }, n: { type: 'number' }, writer: { type: 'relation', collection: '/writers' }, person: { type: 'relation', collection: '/people' } },
-        store: counted(store.store.collection('posts'), picks),
+        properties: { title: { type: 'string' }, n: { type: 'number' }, writer: { type: 'relation', collection: '/writers' }, person: { type: 'relation', collection: '/people' } },
+        store: posts,
       }),
-    ]);
+    ];
+    t = await startTestServer(store.store, resources(counted(store.store.collection('posts'), picks)));
+    plain = await startPlainTwin(store.store, () => resources(store.store.collection('posts')));
     anon = t.client();
-    root = { sid: undefined, request: (method, path, options = {}) => t.request(method, path, { ...options, headers: { ...options.headers, ...ROOT } }) };
+    root = { sid: undefined, headers: ROOT, request: (method, path, options = {}) => t.request(method, path, { ...options, headers: { ...options.headers, ...ROOT } }) };
     const make = async (path: string, body: object): Promise<string> => {
       const res = await t.request('POST', path, { body, headers: ROOT });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -65,19 +69,20 @@ describe.each(storeKinds())('$expand from kept splices ($name store)', (kind) =>
     await store.store.collection('posts').insert({ id: 'p9', title: 'p9', n: 9, writer: '', person: 7 });
   }, 60_000);
   afterAll(async () => {
+    await plain?.close();
     await t?.close();
     await store?.dispose();
   });
 
   const q = (query: object): string => `/posts?${encodeURIComponent(JSON.stringify(query))}`;
 
-  /** `client`'s answer to `$expand` of `relation`, checked against its object path; the names the posts' findTexts calls picked. */
+  /** `client`'s answer to `$expand` of `relation`, checked against the plain path's; the names the posts' findTexts calls picked. */
   async function expanded(client: TestClient, relation: string, more: object = {}): Promise<{ posts: Obj[]; picks: string[][] }> {
     const query = { $sort: { n: 1 }, $expand: [relation], ...more };
     picks.length = 0;
     const res = await client.request('GET', q(query));
     const made = [...picks];
-    const objects = await client.request('GET', q({ ...query, $fields: { unused: 0 } }));
+    const objects = await sameCaller(plain, client).request('GET', q(query));
     expect(res.status, res.text).toBe(200);
     expect(objects.status, objects.text).toBe(200);
     expect(res.text).toBe(objects.text);

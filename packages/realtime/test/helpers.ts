@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { io as connectSocket } from 'socket.io-client';
 import type { Socket } from 'socket.io-client';
-import { Collection, UserCollection, createEngineStore, createServer, silentLogger } from '@svc/core';
+import { Collection, UserCollection, createEngineStore, createServer, forwardStore, silentLogger } from '@svc/core';
 import type { Resource, SessionManagerOptions, Store, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 import type { RealtimeOptions, SocketRealtime } from '@svc/realtime';
@@ -45,7 +45,7 @@ export async function startRtServer(store: Store, options: RealtimeOptions = {},
 export async function serveWithRealtime(store: Store, resources: Resource[], options: RealtimeOptions = {}, sessions?: SessionManagerOptions): Promise<RtServer> {
   const realtime = createRealtime(options);
   // Servers sharing a store must not close it twice: each gets a view whose close() is a no-op.
-  const view: Store = { kind: store.kind, collection: (name) => store.collection(name), close: () => Promise.resolve() };
+  const view: Store = forwardStore(store, { close: () => Promise.resolve() });
   const server = await createServer({ store: view, resources, logger: silentLogger, ...(sessions ? { sessions } : {}) });
   await realtime.attach(server);
   const port = await server.listen(0, '127.0.0.1');

@@ -182,12 +182,6 @@ export function createScriptRuntime(options: ScriptRuntimeOptions = {}): ScriptR
       return result;
     },
 
-    repeatNow(script) {
-      if (!own(script).constant) throw new TypeError('repeatNow: the script is not constant (Script.constant)');
-      counts.runs++;
-      counts.planned++;
-    },
-
     async runBatch(script, inputs, options = {}) {
       const compiled = own(script);
       if (inputs.length === 0) return [];

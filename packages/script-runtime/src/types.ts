@@ -171,13 +171,6 @@ export interface ScriptRuntime {
    */
   runNow(script: Script, input: RunInput, options?: { inPlace?: boolean }): RunResult | undefined;
   /**
-   * Counts a run of a constant script (Script.constant) that its caller answered with what an
-   * earlier runNow of it gave for the same `thisObj` (a constant plan's result is a function of
-   * that object alone): stats() then counts it as the runNow it stands for. Throws a TypeError for
-   * a script that is not constant.
-   */
-  repeatNow(script: Script): void;
-  /**
    * Runs the script once per input with a single call into the isolate (On Get over a list). The
    * results are in input order and equal those of N run() calls; the first failing input (in
    * input order) rejects the whole batch. With `inPlace`, each changed `thisObj` is updated in

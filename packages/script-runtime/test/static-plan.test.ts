@@ -252,19 +252,6 @@ describe('planned runs', () => {
     expect(runtime.stats()).toMatchObject({ runs: 2, planned: 2 });
   });
 
-  test('repeatNow counts a constant run its caller answered again, and refuses any other script', () => {
-    const { runtime } = setup();
-    const seen = runtime.compile('this.seen = true;', 'seen.js');
-    expect(runtime.runNow(seen, { thisObj: { id: 'a' }, locals: {} })?.thisObj).toEqual({ id: 'a', seen: true });
-    runtime.repeatNow(seen);
-    runtime.repeatNow(seen);
-    expect(runtime.stats()).toMatchObject({ runs: 3, planned: 3 });
-    const guard = runtime.compile(GUARD, 'todos/get.js');
-    expect(() => runtime.repeatNow(guard)).toThrow(TypeError);
-    expect(() => runtime.repeatNow(runtime.compile('var x; this.seen = true;', 'x.js'))).toThrow(TypeError);
-    expect(runtime.stats()).toMatchObject({ runs: 3, planned: 3 });
-  });
-
   test('constant: planned, reading nothing and giving an object, so that every run answers the same', () => {
     const { runtime } = setup();
     expect(runtime.compile("this.seen = true; hide('secret'); this.tags = ['a'];", 'c.js').constant).toBe(true);

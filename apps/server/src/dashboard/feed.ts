@@ -1,5 +1,5 @@
-import { redactText } from '@svc/core';
-import type { AccessEntry, Doc, Filter, Logger, Store, StoreCollection, UpdateOps, WriteCondition } from '@svc/core';
+import { forwardCollection, forwardStore, redactText } from '@svc/core';
+import type { AccessEntry, Doc, Filter, Logger, Store, StoreCollection } from '@svc/core';
 import type { AccessLogEntry, LogEntry, ServerLogEntry } from '@svc/dashboard';
 import { LogRing } from './logRing.js';
 
@@ -80,71 +80,25 @@ export function teeLogger(logger: Logger, feed: Feed): Logger {
 
 /**
  * The store, telling the feed about every insert, update and remove once it succeeded (sessions
- * excepted: they are no app data). Reads pass straight through.
+ * excepted: they are no app data). Every other method passes straight through (forwardStore).
  */
 export function feedStore(store: Store, feed: Feed): Store {
-  const wrapped = new Map<string, StoreCollection>();
-  return {
-    kind: store.kind,
-    close: () => store.close(),
-    ...(store.renameCollection ? { renameCollection: store.renameCollection.bind(store) } : {}),
-    ...(store.ping ? { ping: store.ping.bind(store) } : {}),
-    collection(name: string): StoreCollection {
-      let collection = wrapped.get(name);
-      if (collection === undefined) {
-        const inner = store.collection(name);
-        collection = name.startsWith('_') ? inner : feedCollection(inner, name, feed);
-        wrapped.set(name, collection);
-      }
-      return collection;
-    },
-  };
+  return forwardStore(store, { collection: (inner, name) => (name.startsWith('_') ? inner : feedCollection(inner, name, feed)) });
 }
 
 function feedCollection(inner: StoreCollection, name: string, feed: Feed): StoreCollection {
   const changed = (op: 'insert' | 'update' | 'remove', id: unknown): void => {
     if (feed.listening) feed.emit({ kind: 'change', collection: name, op, ...(typeof id === 'string' ? { id } : {}) });
   };
-  const out: StoreCollection = {
-    name: inner.name,
-    find: (filter: Filter, options) => inner.find(filter, options),
-    findOne: (filter: Filter, options) => inner.findOne(filter, options),
-    findRevised: (id: string) => inner.findRevised(id),
-    count: (filter: Filter) => inner.count(filter),
-    ensureIndex: (spec) => inner.ensureIndex(spec),
-    async insert(doc: Doc) {
-      const stored = await inner.insert(doc);
-      changed('insert', stored.id);
-      return stored;
+  return forwardCollection(inner, {
+    async call(method, run, args) {
+      const result = await run();
+      if (method === 'insert') changed('insert', (result as Doc).id);
+      else if (method === 'insertMany') for (const doc of args[0] as Doc[]) changed('insert', doc.id);
+      else if (method === 'update' && result !== null) changed('update', (result as Doc).id);
+      else if (method === 'updateMany' && (result as number) > 0) changed('update', undefined);
+      else if (method === 'remove' && (result as number) > 0) changed('remove', result === 1 ? (args[0] as Filter).id : undefined);
+      return result;
     },
-    async update(filter: Filter, ops: UpdateOps, condition?: WriteCondition) {
-      const updated = await inner.update(filter, ops, condition);
-      if (updated) changed('update', updated.id);
-      return updated;
-    },
-    async remove(filter: Filter, condition?: WriteCondition) {
-      const removed = await inner.remove(filter, condition);
-      if (removed > 0) changed('remove', removed === 1 ? filter.id : undefined);
-      return removed;
-    },
-  };
-  if (inner.updateMany) {
-    const many = inner.updateMany.bind(inner);
-    out.updateMany = async (filter, ops) => {
-      const matched = await many(filter, ops);
-      if (matched > 0) changed('update', undefined);
-      return matched;
-    };
-  }
-  if (inner.dropIndex) out.dropIndex = inner.dropIndex.bind(inner);
-  if (inner.findJson) out.findJson = inner.findJson.bind(inner);
-  if (inner.findWithJson) out.findWithJson = inner.findWithJson.bind(inner);
-  // Without it an aggregate would read every matching object (relations/aggregate.ts aggregateByReading).
-  if (inner.aggregate) out.aggregate = inner.aggregate.bind(inner);
-  if (inner.findTexts) out.findTexts = inner.findTexts.bind(inner);
-  if (inner.findTextsOfIdsNow) out.findTextsOfIdsNow = inner.findTextsOfIdsNow.bind(inner);
-  if (inner.findOneJson) out.findOneJson = inner.findOneJson.bind(inner);
-  if (inner.findOneJsonNow) out.findOneJsonNow = inner.findOneJsonNow.bind(inner);
-  if (inner.findOneWithJsonNow) out.findOneWithJsonNow = inner.findOneWithJsonNow.bind(inner);
-  return out;
+  });
 }

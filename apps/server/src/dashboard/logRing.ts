@@ -28,8 +28,7 @@ export type AccessFields = Omit<AccessEntry, 'uid'> & { uid?: string | undefined
  * Access entries (one per request) are kept in columns, their numbers in typed arrays and their
  * own texts (id, path, uid) as bytes in one arena, and are made objects again only when read.
  * Kept as objects, each one (and its strings) outlived the young generation and was copied into
- * the old one: garbage collection took a third of a scripted request's time (bench/RESULTS.md,
- * issue 21). The time and the client are held as they are: the server makes one time text per
+ * the old one: garbage collection took a large part of a scripted request's time (bench/RESULTS.md, "Figures from code comments"). The time and the client are held as they are: the server makes one time text per
  * millisecond and one client text per connection, shared by many entries, so holding them keeps
  * next to nothing alive, and a run of equal ones keeps the first. Server lines are rare and stay
  * objects.

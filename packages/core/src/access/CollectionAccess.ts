@@ -1,6 +1,5 @@
 import { SvcError } from '../errors.js';
 import type { Filter } from '../store/Store.js';
-import type { Context } from '../types.js';
 import { matchesNothing } from './AccessRules.js';
 import type { AccessRules } from './AccessRules.js';
 import { ruleAllows } from './compileRule.js';
@@ -11,6 +10,24 @@ import type { AccessAction, RuleVariables } from './ruleTypes.js';
 export interface WriteValues {
   new?: Record<string, unknown> | undefined;
   old?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Who asks, as the rules see them (`@me`, `@root`, `@query`; root and scripts' own calls bypass
+ * every rule). A request's Context is one; the synchronous GET path, which has no Context, makes
+ * one for its anonymous visitor ({@link anonymousCaller}), so that every path asks the same code
+ * with the same variables.
+ */
+export interface RuleCaller {
+  readonly me: Record<string, unknown> | undefined;
+  readonly isRoot: boolean;
+  readonly internal: boolean;
+  readonly query: Record<string, unknown>;
+}
+
+/** An anonymous visitor who is not root, asking with this query (a GET by id has `{id}`). */
+export function anonymousCaller(query: Record<string, unknown>): RuleCaller {
+  return { me: undefined, isRoot: false, internal: false, query };
 }
 
 /**
@@ -30,40 +47,32 @@ export class CollectionAccess {
   constructor(readonly rules: AccessRules) {}
 
   /** Root and scripts' own calls are trusted: no rule applies to them. */
-  bypasses(ctx: Context): boolean {
+  bypasses(ctx: RuleCaller): boolean {
     return ctx.isRoot || ctx.internal;
   }
 
   /**
    * Whether stored objects' own JSON texts may answer this action: no property read rule changes
    * an object. (A `list` rule is part of the store query; a `read` rule is tested on the text's
-   * object: {@link allowsText}, {@link anonymousAllowsText}.)
+   * object: {@link allowsText}.)
    */
   showsStored(_action: 'list' | 'read'): boolean {
     return !this.rules.hasPropertyReadRules;
   }
 
-  /** {@link allowsText} for an anonymous visitor's plain GET by id (no context: the synchronous path). */
-  anonymousAllowsText(id: string, text: string): boolean {
-    if (this.rules.isOpen('read')) return true;
-    // The query a GET by id has (scripts see `query.id` too).
-    const vars: RuleVariables = { me: null, root: false, query: { id }, now: Date.now() };
-    return this.rules.allows('read', vars, JSON.parse(text) as Record<string, unknown>);
-  }
-
   /** Whether ctx's caller may read the object whose stored JSON text this is (GET by id answered as stored). */
-  allowsText(ctx: Context, text: string): boolean {
+  allowsText(ctx: RuleCaller, text: string): boolean {
     if (this.bypasses(ctx) || this.rules.isOpen('read')) return true;
     return this.rules.allows('read', this.variables(ctx), JSON.parse(text) as Record<string, unknown>);
   }
 
-  /** The request variables of ctx (and of the write under way). */
-  variables(ctx: Context, values: WriteValues = {}): RuleVariables {
+  /** The request variables of ctx (and of the write under way): the one place rules' variables are made. */
+  variables(ctx: RuleCaller, values: WriteValues = {}): RuleVariables {
     return { me: ctx.me ?? null, root: ctx.isRoot, query: ctx.query, new: values.new, old: values.old, now: Date.now() };
   }
 
   /** The store filter of what ctx's caller may list or read ({} when nothing limits it). */
-  filter(ctx: Context, action: AccessAction): Filter {
+  filter(ctx: RuleCaller, action: AccessAction): Filter {
     if (this.bypasses(ctx) || this.rules.isOpen(action)) return {};
     const compiled = this.rules.compile(action, this.variables(ctx));
     if (compiled === true) return {};
@@ -71,7 +80,7 @@ export class CollectionAccess {
   }
 
   /** The store filter of a write's rule with the write's values (`@new`, `@old` folded in). */
-  writeFilter(ctx: Context, action: 'update' | 'delete', values: WriteValues): Filter {
+  writeFilter(ctx: RuleCaller, action: 'update' | 'delete', values: WriteValues): Filter {
     if (this.bypasses(ctx) || this.rules.isOpen(action)) return {};
     const compiled = this.rules.compile(action, this.variables(ctx, values));
     if (compiled === true) return {};
@@ -79,18 +88,18 @@ export class CollectionAccess {
   }
 
   /** Whether ctx's caller may do `action` on this object. */
-  allows(ctx: Context, action: AccessAction, object: Record<string, unknown>, values: WriteValues = {}): boolean {
+  allows(ctx: RuleCaller, action: AccessAction, object: Record<string, unknown>, values: WriteValues = {}): boolean {
     if (this.bypasses(ctx) || this.rules.isOpen(action)) return true;
     return this.rules.allows(action, this.variables(ctx, values), object);
   }
 
   /** Throws 403 naming the rule when ctx's caller may not do `action` on this object. */
-  assert(ctx: Context, action: AccessAction, object: Record<string, unknown>, values: WriteValues = {}): void {
+  assert(ctx: RuleCaller, action: AccessAction, object: Record<string, unknown>, values: WriteValues = {}): void {
     if (!this.allows(ctx, action, object, values)) throw new SvcError('FORBIDDEN', `forbidden by rules.${action}`);
   }
 
   /** Throws 403 naming the property when its write rule refuses one of the `changed` properties. */
-  assertWrites(ctx: Context, object: Record<string, unknown>, changed: Iterable<string>, values: WriteValues): void {
+  assertWrites(ctx: RuleCaller, object: Record<string, unknown>, changed: Iterable<string>, values: WriteValues): void {
     if (this.bypasses(ctx) || !this.rules.hasPropertyWriteRules) return;
     const refused = this.rules.refusedWrite(this.variables(ctx, values), object, changed);
     if (refused !== undefined) {
@@ -102,7 +111,7 @@ export class CollectionAccess {
    * How property read rules shape ctx's answers; undefined when they keep everything (root,
    * internal, no such rule, or every rule allows this caller everywhere).
    */
-  readPlan(ctx: Context): ReadPlan | undefined {
+  readPlan(ctx: RuleCaller): ReadPlan | undefined {
     if (this.bypasses(ctx) || !this.rules.hasPropertyReadRules) return undefined;
     const dropped = new Set<string>();
     const perObject = new Map<string, Filter>();
@@ -147,7 +156,7 @@ export class CollectionAccess {
   }
 
   /** What the rules let ctx's caller do with this object (the dashboard's "try as this user"). */
-  explain(ctx: Context, doc: Record<string, unknown>, propertyNames: readonly string[]): AccessExplanation {
+  explain(ctx: RuleCaller, doc: Record<string, unknown>, propertyNames: readonly string[]): AccessExplanation {
     const decide = (action: AccessAction, values: WriteValues = {}): { allowed: boolean; rule: string } => ({
       allowed: this.allows(ctx, action, doc, values),
       rule: this.bypasses(ctx) ? (ctx.isRoot ? 'root' : 'internal') : this.rules.isOpen(action) ? 'open' : `rules.${action}`,

@@ -39,7 +39,8 @@ export class ProxyTrust {
   private readonly hops: number;
   /**
    * Where a request keeps its client, once computed: a property of the request itself (a WeakMap
-   * entry per request cost ~0.6 µs to add and look up, and an ephemeron for the GC to trace).
+   * entry per request costs more to add and look up, and is an ephemeron for the GC to trace:
+   * bench/RESULTS.md, "Figures from code comments").
    * Each ProxyTrust its own symbol: a request asked by two never gets the other's answer.
    */
   private readonly key = Symbol('svc.requestClient');

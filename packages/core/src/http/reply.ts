@@ -134,8 +134,8 @@ const encoder = new TextEncoder();
 
 /**
  * A large payload's UTF-8 bytes (as `Buffer.from(payload, 'utf8')`: a lone surrogate is U+FFFD
- * either way). Buffer.from counts the bytes in a pass of its own before it writes them (7 µs of
- * 14 for a 40 KB answer on the bench machine); a JSON answer is mostly ASCII, as many bytes as
+ * either way). Buffer.from counts the bytes in a pass of its own before it writes them (half of
+ * the encoding's time: bench/RESULTS.md, "Figures from code comments"); a JSON answer is mostly ASCII, as many bytes as
  * characters, so it is encoded straight into a buffer of that size, and only an answer that does
  * not fit (characters beyond ASCII) is encoded again by Buffer.from.
  */

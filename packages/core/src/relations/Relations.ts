@@ -13,6 +13,7 @@ import { parseExpand } from './parseExpand.js';
 import type { ExpandNode } from './parseExpand.js';
 import type { RelationSettings } from './relationSettings.js';
 import { andFilters, withoutCommands } from './filters.js';
+import { SplicedTexts } from './splicedTexts.js';
 
 /**
  * What relations need of a collection: the one read path for a caller and what the caller may
@@ -55,10 +56,10 @@ export interface RelationQuery {
   total: boolean;
 }
 
-/** Relations of every collection of a server, by path: who points at whom. */
-const registries = new WeakMap<ResourceHost, Map<string, Relations>>();
 
 const JSON_TYPE = 'content-type';
+/** Characters of spliced texts a collection keeps (per generation; two generations). */
+const SPLICED_CHARS = 2_000_000;
 
 /**
  * A collection's relations: relation values checked on write, `onDelete` applied on delete,
@@ -78,6 +79,13 @@ export class Relations {
   /** Relation properties of the owner. */
   readonly forward: ReadonlyMap<string, PropertyDef>;
   private host: ResourceHost | undefined;
+  /**
+   * The collection's objects' spliced texts, kept for the next list that expands them the same
+   * way (splicedTexts.ts): bounded in characters, two generations.
+   */
+  readonly spliced = new SplicedTexts(SPLICED_CHARS);
+  /** One list of names per set of names picked from this collection's objects (keysToExpand; bounded). */
+  readonly pickLists = new Map<string, readonly string[]>();
 
   constructor(options: { owner: RelatedCollection; store: StoreCollection; settings: RelationSettings; onRemoved: (ids: readonly string[]) => Promise<void> }) {
     this.owner = options.owner;
@@ -87,28 +95,22 @@ export class Relations {
     this.forward = new Map(Object.entries(options.owner.properties).filter(([, def]) => def.type === 'relation'));
   }
 
-  /** Joins the server's relations; a relation to a path that is no collection of the server stops the start. */
+  /** Joins the server's collections: the others are found through the host, as it serves them now. */
   attach(host: ResourceHost): void {
     this.host = host;
-    let registry = registries.get(host);
-    if (registry === undefined) registries.set(host, (registry = new Map()));
-    registry.set(this.owner.path, this);
   }
 
-  /** The relations of the collection at `path`, when the server serves one there. */
+  /** The relations of the collection at `path`, when the server serves one there (a reload replaces it). */
   relationsAt(path: string): Relations | undefined {
-    const found = this.host === undefined ? undefined : registries.get(this.host)?.get(path);
-    // A collection replaced by a reload no longer answers at its path.
-    return found !== undefined && this.host?.resourceAt?.(path) === (found.owner as unknown) ? found : undefined;
+    return relationsOf(this.host?.resourceAt?.(path));
   }
 
   /** Relation properties of the server's collections that point at this one. */
   referrers(): Referrer[] {
-    const registry = this.host === undefined ? undefined : registries.get(this.host);
-    if (registry === undefined) return [];
     const out: Referrer[] = [];
-    for (const from of registry.values()) {
-      if (this.relationsAt(from.owner.path) !== from) continue;
+    for (const resource of this.host?.resources?.() ?? []) {
+      const from = relationsOf(resource);
+      if (from === undefined) continue;
       for (const [property, def] of from.forward) if (def.collection === this.owner.path) out.push({ from, property, def });
     }
     return out;
@@ -405,6 +407,12 @@ export class Relations {
     if (!this.countsOpenTo(ctx)) return Promise.reject(new SvcError('FORBIDDEN', 'aggregates are available to root only on a collection with an On Get script; open them with "publicCount" in app.json'));
     return aggregate(this, ctx);
   }
+}
+
+/** The relations of a resource that has some (a Collection). */
+function relationsOf(resource: unknown): Relations | undefined {
+  const relations = (resource as { relations?: unknown } | undefined)?.relations;
+  return relations instanceof Relations ? relations : undefined;
 }
 
 /** `comments_via_post`: the name of a back-relation (a nested collection's `/` becomes `_`). */

@@ -3,11 +3,7 @@ import type { Context, PropertyDef } from '../types.js';
 import type { ExpandNode } from './parseExpand.js';
 import { idsOf, readQuery, tooMany } from './Relations.js';
 import type { Relations } from './Relations.js';
-import { SplicedTexts } from './splicedTexts.js';
-import type { KnownSplice } from './splicedTexts.js';
-
-/** Every object's spliced text, kept for the next list that expands it the same way (splicedTexts.ts). */
-const spliced = new SplicedTexts();
+import type { KnownSplice, SplicedTexts } from './splicedTexts.js';
 
 /**
  * `$expand` written from the stored objects' kept JSON texts: each object's text with the texts of
@@ -51,25 +47,26 @@ export function expandsAsText(relations: Relations, ctx: Context, tree: Readonly
   return true;
 }
 
-/**
- * Lists of names handed out by keysToExpand, by their names: the same names give the same list
- * (bounded: emptied when full). The embedded store keeps, with each object, the names it was last
- * asked to pick and what it found, and tells the same list by identity at once; a new list each
- * request made it compare the names (and load another object) for every object of a list.
- */
-const pickLists = new Map<string, readonly string[]>();
 const PICK_LISTS_MAX = 256;
 
-/** The properties of each object that expanding `tree` reads: `id`, and each relation's (its value, or whether the object has one of a back-relation's name). */
-export function keysToExpand(tree: ReadonlyMap<string, ExpandNode>, ...more: string[]): readonly string[] {
+/**
+ * The properties of each object of `relations`' collection that expanding `tree` reads: `id`, and
+ * each relation's (its value, or whether the object has one of a back-relation's name). The same
+ * names give the same list (the collection's `pickLists`, bounded: emptied when full): the
+ * embedded store keeps, with each object, the names it was last asked to pick and what it found,
+ * and tells the same list by identity at once; a new list each request made it compare the names
+ * (and load another object) for every object of a list.
+ */
+export function keysToExpand(relations: Relations, tree: ReadonlyMap<string, ExpandNode>, ...more: string[]): readonly string[] {
   const names = ['id'];
   for (const name of tree.keys()) if (!names.includes(name)) names.push(name);
   for (const name of more) if (!names.includes(name)) names.push(name);
+  const lists = relations.pickLists;
   const key = JSON.stringify(names);
-  const kept = pickLists.get(key);
+  const kept = lists.get(key);
   if (kept !== undefined) return kept;
-  if (pickLists.size >= PICK_LISTS_MAX) pickLists.clear();
-  pickLists.set(key, names);
+  if (lists.size >= PICK_LISTS_MAX) lists.clear();
+  lists.set(key, names);
   return names;
 }
 
@@ -81,7 +78,7 @@ export function keysToExpand(tree: ReadonlyMap<string, ExpandNode>, ...more: str
  */
 export async function expandTexts(relations: Relations, ctx: Context, rows: TextRows, tree: ReadonlyMap<string, ExpandNode>, known?: KnownShape): Promise<boolean> {
   if (rows.texts.length === 0) return true;
-  const edits = new Edits(rows, known?.name);
+  const edits = new Edits(rows, relations.spliced, known?.name);
   for (const [name, node] of tree) {
     const def = relations.forwardFor(ctx, name);
     const done = def !== undefined ? await expandForward(relations, ctx, rows, edits, name, def, node) : await expandBack(relations, ctx, rows, edits, name, node);
@@ -126,7 +123,7 @@ export function expandKnown(relations: Relations, ctx: Context, texts: string[],
   const kept = new Array<KnownSplice>(texts.length);
   const ids: string[] = [];
   for (let i = 0; i < texts.length; i++) {
-    const splice = spliced.known(texts[i] as string);
+    const splice = relations.spliced.known(texts[i] as string);
     if (splice === undefined || splice.relation !== shape.name) return false;
     kept[i] = splice;
     if (splice.id !== null) ids.push(splice.id);
@@ -174,7 +171,7 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
     if (ids.length > relations.settings.maxExpanded) throw tooMany(name, relations.settings.maxExpanded);
   }
   // Joined by place, not by the read's order: only a many relation's `$sort` needs that.
-  const pick = keysToExpand(node.children);
+  const pick = keysToExpand(target, node.children);
   // Without a `$sort`, the ids straight from the store's id index when nothing else limits the
   // read. Joined by the places the store tells (placeTexts): a last level reading the listed ids
   // themselves needs no value of the related objects.
@@ -225,7 +222,7 @@ async function expandBack(relations: Relations, ctx: Context, rows: TextRows, ed
   const idAt = rows.pick.indexOf('id');
   const parentIds = [...new Set(rows.texts.map((_text, i) => valueOf(rows, i, idAt)).filter((id): id is string => typeof id === 'string'))];
   const limit = relations.settings.maxExpanded;
-  const related = parentIds.length === 0 ? undefined : await readTexts(from, ctx, { ...readQuery(node, { [property]: { $in: parentIds } }, ['id', property]), $limit: limit + 1 }, keysToExpand(node.children, property));
+  const related = parentIds.length === 0 ? undefined : await readTexts(from, ctx, { ...readQuery(node, { [property]: { $in: parentIds } }, ['id', property]), $limit: limit + 1 }, keysToExpand(from, node.children, property));
   if (parentIds.length > 0 && related === undefined) return false;
   if (related !== undefined && related.texts.length > limit) throw tooMany(name, limit);
   if (related !== undefined && node.children.size > 0 && !(await expandTexts(from, ctx, related, node.children))) return false;
@@ -273,6 +270,8 @@ async function readTexts(target: Relations, ctx: Context, query: Record<string, 
  */
 class Edits {
   private readonly rows: TextRows;
+  /** The spliced texts kept for the rows' collection (its Relations'). */
+  private readonly spliced: SplicedTexts;
   /**
    * Each row's first replaced value, as start, end and text at 3 * row (undefined: none): one
    * flat list instead of a small list per row, as most expansions replace one value per object.
@@ -288,8 +287,9 @@ class Edits {
   readonly known: string | undefined;
   private readonly ids: (string | null)[] | undefined;
 
-  constructor(rows: TextRows, known?: string) {
+  constructor(rows: TextRows, spliced: SplicedTexts, known?: string) {
     this.rows = rows;
+    this.spliced = spliced;
     this.first = new Array<undefined>(rows.texts.length * 3);
     this.known = known;
     if (known !== undefined) this.ids = new Array<string | null>(rows.texts.length).fill(null);
@@ -326,6 +326,7 @@ class Edits {
 
   apply(): void {
     const texts = this.rows.texts;
+    const spliced = this.spliced;
     for (let i = 0; i < texts.length; i++) {
       const f = i * 3;
       const start = this.first[f] as number | undefined;

@@ -53,14 +53,13 @@ export class UserCollection extends Collection implements UserResource {
   override get client(): ClientShape {
     return this.conflicts === undefined ? { collection: true, users: true } : { collection: true, users: true, conflicts: this.conflicts };
   }
-  protected override readonly storeOnly: ReadonlySet<string> = new Set(['password', ...ACCOUNT_FIELDS]);
   private readonly cost: number;
   private readonly limitOptions: LoginLimiterOptions | undefined;
   private limiter: LoginLimits;
   private host: ResourceHost | undefined;
   private dummy: Promise<string> | undefined;
   /** Requests of /me: a user's own private properties are answered to them (README). */
-  private readonly meRequests = new WeakSet<Context>();
+  private readonly meRequests: WeakSet<Context>;
   /** Users created by a provider login: they have no password. */
   private readonly passwordless = new WeakSet<Context>();
   /** OAuth/OIDC and MFA, when config.json's `auth` asks for them. */
@@ -85,7 +84,19 @@ export class UserCollection extends Collection implements UserResource {
     }
     if (options.accounts?.policy.verification.enabled) properties.verified = { type: 'boolean', ...readRulesOf(properties.verified) };
     if (options.auth !== undefined) privateAccountFields(properties, options.auth);
-    super({ ...options, properties });
+    const meRequests = new WeakSet<Context>();
+    const path = options.path;
+    // The facts of users: the password hash and account fields are stored only; /me shows a user's
+    // own private properties, and on their own object they are no secret to them (writes).
+    super(
+      { ...options, properties },
+      {
+        storeOnly: ['password', ...ACCOUNT_FIELDS],
+        ownObject: (ctx) => meRequests.has(ctx),
+        ownStored: (ctx, stored) => ctx.me?.id === stored.id && ctx.session.path?.toLowerCase() === path.toLowerCase(),
+      },
+    );
+    this.meRequests = meRequests;
     this.flows = AccountFlows.create(options, {
       path: this.path,
       properties: this.properties,
@@ -184,7 +195,7 @@ export class UserCollection extends Collection implements UserResource {
   /** The user as /me and scripts see it. */
   async findUser(uid: string): Promise<Record<string, unknown> | null> {
     const doc = await this.store.findOne({ id: uid });
-    return doc === null ? null : this.present(doc);
+    return doc === null ? null : this.visibility.withoutStoreOnly(doc);
   }
 
   /**
@@ -201,13 +212,6 @@ export class UserCollection extends Collection implements UserResource {
   async findUserIds(query: Record<string, unknown>): Promise<string[]> {
     const docs = await this.store.find(compileFilter(query, this.properties), { fields: { id: 1 } });
     return docs.map((d) => d.id);
-  }
-
-  protected override present(doc: Record<string, unknown>): Record<string, unknown> {
-    if (!Object.hasOwn(doc, 'password') && !ACCOUNT_FIELDS.some((field) => Object.hasOwn(doc, field))) return doc;
-    // Destructured, not deleted: objects keep their fast shape for the JSON answer (ACCOUNT_FIELDS).
-    const { password: _password, _mfa, _mfaRecovery, _identities, _emailProof, ...rest } = doc;
-    return rest;
   }
 
   protected override async create(ctx: Context, body: Record<string, unknown>): Promise<Reply> {
@@ -431,19 +435,10 @@ export class UserCollection extends Collection implements UserResource {
     return { status: 204, headers: { 'set-cookie': host.sessionCookie(null, ctx) } };
   }
 
-  /** A user reads their own private properties at /me: on their own object they are no secret to them. */
-  protected override readsOwnPrivate(ctx: Context, stored: Doc): boolean {
-    return ctx.me?.id === stored.id && ctx.session.path?.toLowerCase() === this.path.toLowerCase();
-  }
-
   /** A file download (files/CollectionFiles.ts): a user's own private files are theirs to fetch, as /me shows them. */
   override async readOneAs(ctx: Context, id: string): Promise<{ stored: Doc; shown: Record<string, unknown> } | null> {
     if (ctx.me?.id === id && ctx.session.path?.toLowerCase() === this.path.toLowerCase()) this.meRequests.add(ctx);
     return super.readOneAs(ctx, id);
-  }
-
-  protected override seesPrivate(ctx: Context): boolean {
-    return this.meRequests.has(ctx) || super.seesPrivate(ctx);
   }
 
   /**

@@ -31,3 +31,55 @@ export type CollectionChangeListener = (change: CollectionChange) => void | Prom
  * then, and again after it: a listener that started needing them meanwhile is told to resync.
  */
 export type ChangesWanted = () => boolean;
+
+/**
+ * A Collection's change listeners: told every stored write, objects without their store-only
+ * fields (`strip`). A delete reads what it removes only while some listener wants changes.
+ */
+export class ChangeListeners {
+  private readonly listeners = new Map<CollectionChangeListener, ChangesWanted>();
+
+  constructor(private readonly strip: (doc: Doc) => Doc) {}
+
+  /** Whether any listener is registered (cheap: asked per write before building a change). */
+  get any(): boolean {
+    return this.listeners.size > 0;
+  }
+
+  /** Adds `listener`; answers a function that removes it (Collection.watchChanges). */
+  watch(listener: CollectionChangeListener, wanted: ChangesWanted): () => void {
+    this.listeners.set(listener, wanted);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Whether some listener needs the writes now. */
+  wanted(): boolean {
+    for (const wanted of this.listeners.values()) if (wanted()) return true;
+    return false;
+  }
+
+  /** Tells every listener of one write; objects are stripped here. */
+  async tell(change: CollectionChange): Promise<void> {
+    if (this.listeners.size === 0) return;
+    const told: CollectionChange =
+      change.kind === 'resync'
+        ? change
+        : change.kind === 'update'
+          ? { kind: 'update', object: this.strip(change.object), previous: this.strip(change.previous) }
+          : { kind: change.kind, object: this.strip(change.object) };
+    for (const listener of this.listeners.keys()) await listener(told);
+  }
+
+  /**
+   * After a delete: the objects read before it, told deleted; or, when none was read because no
+   * listener wanted changes then but one does now (a live query started meanwhile), a resync.
+   */
+  async deleted(docs: readonly Doc[] | undefined): Promise<void> {
+    if (this.listeners.size === 0) return;
+    if (docs === undefined) {
+      if (this.wanted()) await this.tell({ kind: 'resync' });
+      return;
+    }
+    for (const doc of docs) await this.tell({ kind: 'delete', object: doc });
+  }
+}

@@ -70,11 +70,39 @@ export function taggedGet(ctx: Context, reply: Reply): Reply {
   const text = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
   const etag = etagOf(text);
   const condition = conditionOf(ctx, 'if-none-match');
-  if (condition !== undefined && conditionHolds(condition, etag)) return { status: 304, headers: { etag } };
-  return { status: 200, body: text, headers: { ...reply.headers, 'content-type': JSON_TYPE, etag } };
+  // The plan that answered stays told (access line, /metrics), 304 or not.
+  const plan = reply.plan === undefined ? {} : { plan: reply.plan };
+  if (condition !== undefined && conditionHolds(condition, etag)) return { status: 304, headers: { etag }, ...plan };
+  return { status: 200, body: text, headers: { ...reply.headers, 'content-type': JSON_TYPE, etag }, ...plan };
 }
 
 /** A client-chosen id for a create (`POST` with `If-None-Match: *`): 16 to 64 of [A-Za-z0-9_-]. */
 export function assertClientId(id: string): void {
   if (!/^[A-Za-z0-9_-]{16,64}$/.test(id)) throw new SvcError('BAD_REQUEST', 'an id chosen by the client must be 16 to 64 characters of A-Z, a-z, 0-9, _ and - (with If-None-Match: *)');
+}
+
+/** A conditional write found the object's revision moved since it was read: run it again. */
+export const MOVED: unique symbol = Symbol('moved');
+const MAX_CONDITIONAL_ATTEMPTS = 3;
+
+/**
+ * A conditional write lost its compare-and-set: run again when no event script ran in it (rules,
+ * validation and reads only), else 409 at once, nothing written: the scripts' effects happened
+ * once and a run again would repeat them (docs/offline.md). The client sends the request again.
+ */
+export function movedAfter(scriptsRan: boolean): typeof MOVED {
+  if (scriptsRan) throw new SvcError('CONFLICT', 'the object changed while this write\'s event scripts ran; nothing was written: send it again', { headers: { 'retry-after': '0' } });
+  return MOVED;
+}
+
+/**
+ * Runs a conditional write (`attempt`) again while it answers {@link MOVED}, at most 3 times, then
+ * answers 409: the object kept changing while it was being `doing` ('updated', 'deleted').
+ */
+export async function settled(attempt: () => Promise<Reply | typeof MOVED>, doing: string): Promise<Reply> {
+  for (let tries = 1; ; tries++) {
+    const reply = await attempt();
+    if (reply !== MOVED) return reply;
+    if (tries === MAX_CONDITIONAL_ATTEMPTS) throw new SvcError('CONFLICT', `the object kept changing while it was being ${doing}; try again`);
+  }
 }

@@ -50,9 +50,9 @@ export interface EventInput {
 }
 
 /**
- * Runs a Collection's event scripts. Implemented by the server from @svc/script-runtime; core only
- * knows this interface. A cancel() or error() rejects with an SvcError carrying the status,
- * message and errors.
+ * Runs a Collection's event scripts: what core needs of them, nothing more. Implemented by the
+ * server from @svc/script-runtime (apps/server/src/collectionEvents.ts); core only knows this
+ * interface. A cancel() or error() rejects with an SvcError carrying the status, message and errors.
  */
 export interface CollectionEventRunner {
   has(event: CollectionEvent): boolean;
@@ -63,31 +63,30 @@ export interface CollectionEventRunner {
    */
   runGetBatch(ctx: Context, objects: readonly Doc[]): Promise<(EventOutcome | null)[]>;
   /**
-   * Optional: the properties of `this` On Get reads or writes, when it names them all
-   * (`this.<name>`); undefined when it may use the whole object. runGetChanges takes objects as
-   * the values of these.
+   * Optional: On Get when it names every property of `this` it uses (`this.<name>`), run on the
+   * values of those alone (a list answered by the `columns` plan). Fixed for the runner.
    */
-  getReads?(): readonly string[] | undefined;
+  readonly getColumns?: GetColumns | undefined;
   /**
-   * Optional, with getReads: On Get over stored objects given as the values of getReads()'s
-   * properties (`values[i * keys.length + k]`, undefined where an object has none), for `count`
-   * objects. Nothing is copied: per object what its run changed, or null when it cancelled.
-   */
-  runGetChanges?(ctx: Context, keys: readonly string[], values: readonly unknown[], count: number): Promise<(GetChanges | null)[]>;
-  /**
-   * Optional: On Get over one stored object at once, with no request at hand (a GET by id that
-   * Collection.answerNow answers without a context): the outcome when On Get does the same
-   * whatever the request (a static plan that reads nothing) and that plan models the run; undefined
-   * otherwise, and for a run that cancels or calls error() (the request then takes the usual path,
-   * which answers those). The object is the caller's copy: the runner may change it.
+   * Optional, present only when On Get does the same whatever the request (a static plan that
+   * reads nothing): On Get over one stored object at once, with no request at hand (a GET by id
+   * answered without a context, the `constantPlan` plan). The outcome, or undefined when the plan
+   * does not model the run, or for a run that cancels or calls error() (the request then takes
+   * the usual path, which answers those). The object is the caller's copy: the runner may change it.
    */
   getNow?(object: Doc): EventOutcome | undefined;
+}
+
+/** On Get run on the values of the properties it names ({@link CollectionEventRunner.getColumns}). */
+export interface GetColumns {
+  /** The properties of `this` On Get reads or writes. */
+  readonly reads: readonly string[];
   /**
-   * With getNow: a run of getNow that the caller answered with what an earlier one gave for an
-   * object of the same stored text (getNow's outcome depends on the object alone), counted as the
-   * run it stands for.
+   * On Get over stored objects given as the values of `reads` (`values[i * reads.length + k]`,
+   * undefined where an object has none), for `count` objects. Nothing is copied: per object what
+   * its run changed, or null when it cancelled.
    */
-  getNowRepeated?(): void;
+  run(ctx: Context, values: readonly unknown[], count: number): Promise<(GetChanges | null)[]>;
 }
 
 /** What an On Get run changed (runGetChanges): `values[k]` is the new value of `assigned[k]`. */

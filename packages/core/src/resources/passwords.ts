@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import bcrypt from 'bcrypt';
 
-/** bcrypt's cost: about 50 ms a check on the project's 2-core machines (app.json `passwordCost`). */
+/** bcrypt's cost (app.json `passwordCost`; what a check takes: bench/RESULTS.md, "Figures from code comments"). */
 export const DEFAULT_PASSWORD_COST = 10;
 
 /** Deployd's hash: 256 hex characters of salt, then HMAC-SHA256(password, salt) in hex. */

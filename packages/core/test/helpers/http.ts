@@ -34,6 +34,8 @@ export interface TestServer {
 export interface TestClient {
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   readonly sid: string | undefined;
+  /** Headers the client adds to every request (root's key). */
+  readonly headers?: Record<string, string>;
 }
 
 /** Starts an svc server around the given resources on a free loopback port. */

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DuplicateKeyError } from '../../src/store/Store.js';
 import type { Doc, Store, StoreCollection } from '../../src/store/Store.js';
+import { textReadCases } from './contractTextReads.js';
+import type { OptionalRead } from './contractTextReads.js';
 
 /** One isolated place for a store (a temp folder, a fresh database), made per test. */
 export interface StoreFixture {
@@ -15,6 +17,8 @@ export interface StoreFixture {
 export interface ContractOptions {
   /** Cases this adapter cannot pass: exact test name -> reason. Printed, never silently dropped. */
   skips?: Readonly<Record<string, string>>;
+  /** The optional reads (texts, reads at once) the adapter offers; each is checked against its plain read. Default none. */
+  optionalReads?: readonly OptionalRead[];
 }
 
 type Case = (ctx: { coll: StoreCollection; store: Store; reopen(): Promise<Store> }) => Promise<void>;
@@ -689,6 +693,8 @@ export function runStoreContract(name: string, makeFixture: () => Promise<StoreF
       expect(await many({ id: 'nope' }, { $set: { flag: true } })).toBe(0);
       expect(await coll.count({ flag: true })).toBe(2);
     });
+
+    textReadCases(test, options.optionalReads ?? []);
 
     const unknown = Object.keys(skips).filter((title) => !seen.has(title));
     if (unknown.length > 0) throw new Error(`skips name unknown ${name} contract cases: ${unknown.join('; ')}`);

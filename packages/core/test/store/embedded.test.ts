@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
 import { snapshotEmbeddedStore } from '../../src/store/embeddedSnapshot.js';
 import { runStoreContract } from './contract.js';
+import { OPTIONAL_READS } from './contractTextReads.js';
 
 runStoreContract(
   'embedded',
@@ -18,7 +19,7 @@ runStoreContract(
       destroy: () => rm(dir, { recursive: true, force: true }),
     };
   },
-  { skips: { 'updateMany applies $set, $unset and $rename to each matching object and answers how many matched': 'optional; the files store has none (in the process, one update at a time costs no round trip)' } },
+  { optionalReads: OPTIONAL_READS, skips: { 'updateMany applies $set, $unset and $rename to each matching object and answers how many matched': 'optional; the files store has none (in the process, one update at a time costs no round trip)' } },
 );
 
 const storeModule = fileURLToPath(new URL('../../src/store/embeddedStore.ts', import.meta.url));

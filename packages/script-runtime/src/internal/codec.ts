@@ -111,7 +111,8 @@ interface LastTables {
   keys: string[];
   text: string;
 }
-const lastTables = new WeakMap<SourceUsage, LastTables>();
+/** A script's usage, holding its last tables (one per script: no table of every script's). */
+type UsageWithTables = SourceUsage & { lastTables?: LastTables };
 const NO_HOST: HostApi = Object.freeze({});
 const NO_LOCALS: Record<string, unknown> = Object.freeze({});
 
@@ -126,11 +127,11 @@ export function encodeRun(scriptId: number, jobId: number, input: RunInput, usag
   const label = input.label ?? '';
   const item: unknown[] = [0];
   const keys = ownValues(input.thisObj, usage.thisProps, item);
-  let last = lastTables.get(usage);
+  let last = (usage as UsageWithTables).lastTables;
   if (last === undefined || last.hostKey !== key || last.label !== label || !sameKeys(last.keys, keys)) {
     const tables: JobTables = { H: [key], B: [label], K: [keys], C: [[0, 0, 0, 0]] };
     last = { hostKey: key, label, keys, text: JSON.stringify(JSON.stringify(tables)) };
-    lastTables.set(usage, last);
+    (usage as UsageWithTables).lastTables = last;
   }
   const locals = localsTable(input.locals ?? NO_LOCALS, usage.names);
   const L = locals.k.length === 0 ? '0' : JSON.stringify([locals]);
@@ -294,7 +295,7 @@ class Shapes {
 /**
  * The names of a host table's functions as one string: requests build a new host object each time,
  * but with the same names, so the isolate keeps one tree per distinct string instead of
- * rebuilding it per run (about 1 µs per name per run otherwise).
+ * rebuilding it per run (bench/RESULTS.md, "Figures from code comments").
  */
 function hostKey(host: HostApi): string {
   let key = '';

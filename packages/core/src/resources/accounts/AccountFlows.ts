@@ -15,7 +15,7 @@ function methodsOf(user: Doc): { password: boolean; providers: string[]; mfa: bo
   return { password: typeof user.password === 'string', providers, mfa };
 }
 
-/** Store-only fields of a user kept by the account flows: never answered, never filterable (UserCollection.present names them too). */
+/** Store-only fields of a user kept by the account flows: never answered, never filterable (UserCollection gives them to Collection as store-only fields). */
 export const ACCOUNT_FIELDS: readonly string[] = [...MFA_FIELDS, '_identities', EMAIL_PROOF];
 
 /** What the UserCollection gives (the rest, `records` and `finishLogin`, is made here). */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngineStore } from '../../../src/store/embedded/index.js';
 import { runStoreContract } from '../contract.js';
+import { OPTIONAL_READS } from '../contractTextReads.js';
 
 runStoreContract(
   'embedded engine (SQLite)',
@@ -13,5 +14,5 @@ runStoreContract(
       destroy: () => rm(dir, { recursive: true, force: true }),
     };
   },
-  { skips: { 'updateMany applies $set, $unset and $rename to each matching object and answers how many matched': 'optional; the engine has none (in the process, one update at a time costs no round trip; they commit together)' } },
+  { optionalReads: OPTIONAL_READS, skips: { 'updateMany applies $set, $unset and $rename to each matching object and answers how many matched': 'optional; the engine has none (in the process, one update at a time costs no round trip; they commit together)' } },
 );

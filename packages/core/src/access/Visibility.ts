@@ -1,0 +1,285 @@
+import { SvcError } from '../errors.js';
+import { compileQuery } from '../query/compileQuery.js';
+import type { CompiledQuery, QueryRefusals } from '../query/compileQuery.js';
+import type { Doc, Filter, FindOptions } from '../store/Store.js';
+import type { Context, PropertyDef, Reply } from '../types.js';
+import type { AccessExplanation, CollectionAccess, ReadPlan } from './CollectionAccess.js';
+
+/**
+ * What a collection tells about its objects beyond its properties and rules: the facts a
+ * subclass supplies (UserCollection: the password hash is stored only; a user sees their own
+ * private properties at /me) instead of overriding how reads decide.
+ */
+export interface VisibilityFacts {
+  /**
+   * Stored fields that no answer and no script ever shows and no update ever unsets (a user's
+   * password hash). Only scripts' own requests may name them in a query.
+   */
+  readonly storeOnly?: readonly string[];
+  /** Whether ctx's caller asks for their own object and may see its private properties (/me). */
+  readonly ownObject?: (ctx: Context) => boolean;
+  /**
+   * Whether ctx's caller reads this stored object's private properties on another path (a user's
+   * own object, shown to them at /me): a write's checks treat them as readable by that caller.
+   */
+  readonly ownStored?: (ctx: Context, stored: Doc) => boolean;
+  /** app.json `publicCount`: GET /<c>/count open to every caller. */
+  readonly publicCount?: boolean;
+}
+
+const NOTHING_REFUSED: QueryRefusals = {};
+const NOTHING: ReadonlySet<string> = new Set();
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
+
+/** Marks a reply of stored text made by {@link ReadScope.textReply}, with the scope it was made for. */
+const GRANTED: unique symbol = Symbol('stored text granted');
+
+/** A reply whose body is a stored JSON text (as it is, patched or spliced), and the scope that allowed it. */
+export type TextReply = Reply & { body: string; [GRANTED]: ReadScope };
+
+/**
+ * "What this caller sees" of one collection: private properties, store-only fields, property
+ * read rules, the gates on counts, and whether a caller may get the stored texts as they are. The
+ * one place every read asks ({@link scope}); nothing else decides what is hidden.
+ */
+export class Visibility {
+  /** `private` properties: root, scripts and the object's own user at /me see them. */
+  readonly privateProps: ReadonlySet<string>;
+  /** See {@link VisibilityFacts.storeOnly}. */
+  readonly storeOnly: ReadonlySet<string>;
+  private readonly ownObject: ((ctx: Context) => boolean) | undefined;
+  /** See {@link VisibilityFacts.ownStored}. */
+  readonly ownStored: ((ctx: Context, stored: Doc) => boolean) | undefined;
+  private readonly publicCount: boolean;
+
+  constructor(
+    readonly access: CollectionAccess,
+    readonly properties: Record<string, PropertyDef>,
+    facts: VisibilityFacts = {},
+  ) {
+    this.privateProps = new Set(Object.keys(properties).filter((name) => properties[name]?.private === true));
+    this.storeOnly = new Set(facts.storeOnly ?? []);
+    this.ownObject = facts.ownObject;
+    this.ownStored = facts.ownStored;
+    this.publicCount = facts.publicCount ?? false;
+  }
+
+  /** Whether stored objects are what answers show of them (no store-only field to leave out). */
+  get storedIsShown(): boolean {
+    return this.storeOnly.size === 0;
+  }
+
+  /**
+   * Whether an anonymous visitor who is not root gets the stored objects as they are: decided once
+   * for the collection (no private property, no property read rule, no store-only field). The
+   * synchronous GET path asks it instead of making a scope.
+   */
+  get anonymousAsStored(): boolean {
+    return this.privateProps.size === 0 && this.storeOnly.size === 0 && this.access.showsStored('read');
+  }
+
+  /** Whether ctx's caller sees `private` properties. */
+  seesPrivate(ctx: Context): boolean {
+    return this.privateProps.size === 0 || ctx.isRoot || ctx.internal || this.ownObject?.(ctx) === true;
+  }
+
+  /**
+   * ctx's read scope: what the caller may name in a query, the rules' store filters, the property
+   * read plan and what is hidden from its answers. Made once per request by the collection
+   * (Collection.scopeOf) and taken by every read path.
+   */
+  scope(ctx: Context): ReadScope {
+    return new ReadScope(this, ctx);
+  }
+
+  /** A stored object as scripts and answers see it: the store-only fields left out. */
+  withoutStoreOnly<T extends Record<string, unknown>>(doc: T): T {
+    if (this.storeOnly.size === 0) return doc;
+    let has = false;
+    for (const key of this.storeOnly) if (Object.hasOwn(doc, key)) has = true;
+    if (!has) return doc;
+    // Built, not copied then deleted: the object keeps a fast shape for the JSON answer.
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(doc)) if (!this.storeOnly.has(key)) out[key] = doc[key];
+    return out as T;
+  }
+
+  /** GET /<c>/count: root only, unless app.json `publicCount` opens it. */
+  assertCount(ctx: Context): void {
+    if (!ctx.isRoot && !this.publicCount) throw new SvcError('FORBIDDEN', 'count is available to root only; open it with "publicCount" in app.json');
+  }
+
+  /** `$total` and aggregates: open unless an On Get script may hide objects a count would reveal. */
+  totalsOpenTo(ctx: Context, scriptedGet: boolean): boolean {
+    return ctx.isRoot || ctx.internal || this.publicCount || !scriptedGet;
+  }
+
+  /** What the rules let ctx's caller do with this stored object, private properties included (the dashboard). */
+  explain(ctx: Context, doc: Record<string, unknown>): AccessExplanation {
+    const explanation = this.access.explain(ctx, doc, Object.keys(this.properties));
+    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) if (explanation.properties[name]) explanation.properties[name].read = false;
+    return explanation;
+  }
+}
+
+/** A query compiled for a caller: the store's filter and options, and the `$fields` to apply after property rules. */
+export interface ScopedQuery {
+  compiled: CompiledQuery;
+  /** The store options (without `$fields` when property rules that depend on the object must see it whole). */
+  options: FindOptions;
+  /** `$fields`, applied after the property rules (see {@link ReadScope.finish}). */
+  projectAfter: Record<string, 0 | 1> | undefined;
+}
+
+/**
+ * One caller's reads of one collection ({@link Visibility.scope}): the query refusals, the rules'
+ * store filters, the property read plan and what is hidden, decided once.
+ */
+export class ReadScope {
+  /** Root or a script's own request: no rule applies. */
+  readonly trusted: boolean;
+  readonly seesPrivate: boolean;
+  /**
+   * Whether the caller is shown the stored objects exactly as they are: nothing to leave out (no
+   * store-only field, no private property it may not see, no property read rule). Only then may a
+   * stored text answer it.
+   */
+  readonly asStored: boolean;
+  private readonly filters: Partial<Record<'list' | 'read', Filter>> = {};
+  private planMade = false;
+  private planValue: ReadPlan | undefined;
+  private refusalsValue: QueryRefusals | undefined;
+
+  constructor(
+    private readonly visibility: Visibility,
+    private readonly caller: Context,
+  ) {
+    const access = visibility.access;
+    this.trusted = access.bypasses(caller);
+    this.seesPrivate = visibility.seesPrivate(caller);
+    this.asStored = visibility.storedIsShown && this.seesPrivate && (this.trusted || access.showsStored('read'));
+  }
+
+  /**
+   * How property read rules shape the answers; undefined when they keep everything. Made at the
+   * first use, with the request's query as it is then (a rule may name `@query.id`).
+   */
+  get plan(): ReadPlan | undefined {
+    if (!this.planMade) {
+      this.planValue = this.visibility.access.readPlan(this.caller);
+      this.planMade = true;
+    }
+    return this.planValue;
+  }
+
+  /** What the caller may not filter, sort or project by (400). */
+  get refusals(): QueryRefusals {
+    return (this.refusalsValue ??= refusalsOf(this.visibility, this.caller.internal, this.seesPrivate, this.plan));
+  }
+
+  /**
+   * The reply of a stored text (as it is, patched by On Get or spliced with related texts) for this
+   * caller: the only way a Collection makes one, refused (500, never sent) unless the caller is
+   * shown stored objects as they are and asks over HTTP. {@link checkText} lets no other text pass.
+   */
+  textReply(text: string, plan: string): TextReply {
+    if (!this.asStored || this.caller.internal) throw new SvcError('INTERNAL', `a stored text may not answer this caller (plan ${plan})`);
+    return { status: 200, body: text, headers: { ...JSON_HEADERS }, plan, [GRANTED]: this };
+  }
+
+  /**
+   * The net on a Collection's answer: a text body passes only when {@link textReply} made it for
+   * this very scope (an answer that does not come from a shortcut is objects, shown by finish()).
+   */
+  checkText(reply: Reply): void {
+    if (typeof reply.body === 'string' && (reply as Partial<TextReply>)[GRANTED] !== this) throw new SvcError('INTERNAL', 'a text answer was made without a read scope that allows it');
+  }
+
+  /** Whether the net must look at this caller's answers (something may be hidden from it). */
+  get hides(): boolean {
+    return !this.seesPrivate || this.plan !== undefined;
+  }
+
+  /** The access rules' store filter of what the caller may list or read ({} when nothing limits it). */
+  filter(action: 'list' | 'read'): Filter {
+    return (this.filters[action] ??= this.visibility.access.filter(this.caller, action));
+  }
+
+  /** `query` compiled for this caller: refused names answer 400; `$fields` deferred past property rules that depend on the object. */
+  compile(query: Record<string, unknown>): ScopedQuery {
+    const compiled = compileQuery(query, this.visibility.properties, this.refusals);
+    const deferred = this.plan !== undefined && this.plan.perObject.size > 0 && compiled.options.fields !== undefined;
+    if (!deferred) return { compiled, options: compiled.options, projectAfter: undefined };
+    const { fields, ...options } = compiled.options;
+    return { compiled, options, projectAfter: fields };
+  }
+
+  /** Whether ctx's caller may read the object whose stored JSON text this is. */
+  allowsText(text: string): boolean {
+    return this.visibility.access.allowsText(this.caller, text);
+  }
+
+  /**
+   * An answered object without what the caller may not read: what property read rules hide (those
+   * that depend on the object evaluated on `stored`, the object as stored; null: only the others),
+   * private properties, then the `$fields` projection deferred until after them.
+   */
+  finish(object: Record<string, unknown>, stored: Doc | null, projectAfter?: Record<string, 0 | 1>): Record<string, unknown> {
+    const shown = this.visibility.access.visible(object, this.plan, stored);
+    let out = shown;
+    if (!this.seesPrivate) {
+      out = {};
+      for (const key of Object.keys(shown)) if (!this.visibility.privateProps.has(key)) out[key] = shown[key];
+    }
+    return projectAfter === undefined ? out : project(out, projectAfter);
+  }
+
+  /**
+   * The properties of a stored object the caller may not read: those the property read rules hide
+   * on it and the private ones (none for root and scripts' own calls). A write's answer must not
+   * depend on their values.
+   */
+  hiddenOn(stored: Doc): Set<string> {
+    if (this.trusted) return new Set();
+    const hidden = this.visibility.access.hiddenOn(this.plan, stored);
+    if (!this.seesPrivate && this.visibility.ownStored?.(this.caller, stored) !== true) for (const name of this.visibility.privateProps) hidden.add(name);
+    return hidden;
+  }
+
+  /** The properties the caller may filter, sort and group by (aggregates, filters across relations). */
+  queryable(): Record<string, PropertyDef> {
+    const refused = this.refusals.unqueryable;
+    const properties = this.visibility.properties;
+    if (refused === undefined || refused.size === 0) return properties;
+    return Object.fromEntries(Object.entries(properties).filter(([name]) => !refused.has(name)));
+  }
+}
+
+/**
+ * What a caller's query may not name: private properties (but for root, scripts and /me),
+ * properties whose read rule does not allow this caller on every object, store-only fields (but
+ * for scripts). Naming one is refused with 400, so that no answer depends on its value.
+ */
+function refusalsOf(visibility: Visibility, internal: boolean, seesPrivate: boolean, plan: ReadPlan | undefined): QueryRefusals {
+  const storeOnly = internal ? NOTHING : visibility.storeOnly;
+  const privateProps = seesPrivate ? NOTHING : visibility.privateProps;
+  if (plan === undefined && storeOnly.size === 0 && privateProps.size === 0) return NOTHING_REFUSED;
+  const hidden = new Set<string>([...storeOnly, ...privateProps]);
+  if (plan === undefined) return { unqueryable: hidden, unprojectable: hidden };
+  return { unqueryable: new Set([...hidden, ...plan.dropped, ...plan.perObject.keys()]), unprojectable: new Set([...hidden, ...plan.dropped]) };
+}
+
+/**
+ * `$fields` applied to an object in hand: top-level properties (a dotted key selects or keeps its
+ * whole property: what the caller may read anyway); `id` kept unless excluded.
+ */
+function project(object: Record<string, unknown>, fields: Record<string, 0 | 1>): Record<string, unknown> {
+  const including = Object.keys(fields).some((k) => k !== 'id' && fields[k] === 1);
+  const included = new Set(Object.keys(fields).filter((k) => fields[k] === 1).map((k) => k.split('.')[0] as string));
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(object)) {
+    const keep = key === 'id' ? fields.id !== 0 : including ? included.has(key) : fields[key] !== 0;
+    if (keep) out[key] = object[key];
+  }
+  return out;
+}

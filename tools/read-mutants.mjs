@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// Issue 39's mutation check of the read side's differential suite: each predicate that lets a
+// shortcut answer is weakened in turn (made to let it answer where it should not), and
+// apps/server/test/fast-paths-differential.test.ts must then fail. A mutant it does not catch is a
+// predicate the suite does not test (or one that changes no answer: say why in MUTANTS).
+//
+//   node tools/read-mutants.mjs [--only a1,a2] [--list]
+//
+// Run it in a copy of the checkout (it edits the sources and puts them back after each mutant):
+//   cp -a . /tmp/read-mutants && cd /tmp/read-mutants && node tools/read-mutants.mjs
+// It runs the embedded store only (shortcuts that read kept texts exist there), so the suite's
+// MongoDB half is skipped by leaving SVC_TEST_MONGODB_URL out of the environment.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { MUTANTS } from './read-mutants.list.mjs';
+
+const args = process.argv.slice(2);
+const only = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1].split(',')) : undefined;
+const chosen = MUTANTS.filter((m) => only === undefined || only.has(m.id));
+
+// Every mutant must apply to exactly one place: a list that no longer matches the code fails at once.
+for (const m of chosen) {
+  const text = readFileSync(m.file, 'utf8');
+  const count = text.split(m.from).length - 1;
+  if (count !== 1) throw new Error(`${m.id}: ${m.file} holds ${count} copies of ${JSON.stringify(m.from)}`);
+}
+if (args.includes('--list')) {
+  for (const m of chosen) console.log(`${m.id}\t${m.what}`);
+  process.exit(0);
+}
+
+const env = { ...process.env };
+delete env.SVC_TEST_MONGODB_URL;
+delete env.CI;
+const results = [];
+for (const m of chosen) {
+  const original = readFileSync(m.file, 'utf8');
+  writeFileSync(m.file, original.replace(m.from, m.to));
+  const started = Date.now();
+  try {
+    const run = spawnSync('pnpm', ['vitest', 'run', 'apps/server/test/fast-paths-differential.test.ts'], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const caught = run.status !== 0;
+    const first = caught ? (/(\w+ (?:GET|HEAD|DELETE) [^\n]*): (?:first|second) fast answer/.exec(run.stdout)?.[1] ?? /Error[^\n]*/.exec(run.stdout)?.[0] ?? '(failed)') : '';
+    results.push({ id: m.id, caught, seconds: Math.round((Date.now() - started) / 1000), first, what: m.what });
+    console.log(`${m.id}\t${caught ? 'caught' : 'NOT CAUGHT'}\t${Math.round((Date.now() - started) / 1000)} s\t${m.what}${first ? `\n\t\tby ${first}` : ''}`);
+  } finally {
+    writeFileSync(m.file, original);
+  }
+}
+const missed = results.filter((r) => !r.caught);
+console.log(`\n${results.length - missed.length} of ${results.length} mutants caught${missed.length ? `; not caught: ${missed.map((r) => r.id).join(', ')}` : ''}`);
+process.exit(missed.length === 0 ? 0 : 1);
