@@ -134,8 +134,9 @@ describe('the script queue', () => {
     const slowBeforeCheap = slowDone;
     expect(cheap.body).toMatchObject({ cheap: true });
     expect(await Promise.all(flood)).toEqual(Array(8).fill(200));
-    // One slow run may finish meanwhile; before the fix the cheap run waited behind half of them.
-    expect(slowBeforeCheap).toBeLessThanOrEqual(2);
+    // A slow run or two may finish meanwhile (three once, on a loaded 2-core machine running two
+    // test files at a time); before the fix the cheap run waited behind half of them (4 of 8).
+    expect(slowBeforeCheap).toBeLessThan(4);
   }, 30_000);
 
   it('a client that goes away has its queued script runs dropped', async () => {
