@@ -8,6 +8,8 @@ export const SLOW_TESTS = [
   'apps/server/test/browser-accounts.test.ts',
   'apps/server/test/browser-client.test.ts',
   'apps/server/test/browser-dpd.test.ts',
+  // Deployd's own mocha suite in chromium (over a minute).
+  'apps/server/test/deployd-suite-browser.test.ts',
   'apps/server/test/browser-example.test.ts',
   'apps/server/test/browser-live.test.ts',
   'apps/server/test/browser-oidc.test.ts',

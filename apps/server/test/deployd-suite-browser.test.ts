@@ -48,8 +48,8 @@ describe.skipIf(!run)("Deployd's browser suite, migrated, in chromium", () => {
     // scripts.timeoutMs + 2 s; the suite's outcome must not depend on the load.
     await writeFile(join(folder, 'app.json'), JSON.stringify({ scripts: { timeoutMs: 20_000 } }));
     await migrateDeployd({ dir: folder, print: (line) => printed.push(line) });
-    // The runner's only changes to the page: mocha's timeouts (2 s, for a machine at rest) and the
-    // results handed to the test.
+    // The runner's only changes to the page: mocha's timeouts (2 s and the suite's own, for a
+    // machine at rest) and the results handed to the test.
     const index = join(folder, 'public', 'index.html');
     const page = await readFile(index, 'utf8');
     const report =
@@ -57,7 +57,13 @@ describe.skipIf(!run)("Deployd's browser suite, migrated, in chromium", () => {
       " runner.on('pass', function (t) { __outcome.passed.push(t.fullTitle()); });" +
       " runner.on('fail', function (t, e) { __outcome.failed.push({ title: t.fullTitle(), error: String(e && (e.message || e)) }); });" +
       " runner.on('end', function () { window.__ended = true; });";
-    await writeFile(index, page.replace("mocha.setup('bdd')", "mocha.setup({ ui: 'bdd', timeout: 30000 })").replace('mocha.run();', report));
+    // The suite's own this.timeout(ms) calls of under 5 s (1 s on the recursion tests) raised to
+    // 5 s; longer ones kept (the documented differences wait theirs out).
+    const setup =
+      "mocha.setup({ ui: 'bdd', timeout: 30000 });" +
+      ' (function () { var set = Mocha.Runnable.prototype.timeout; Mocha.Runnable.prototype.timeout = function (ms) {' +
+      " return typeof ms === 'number' ? set.call(this, Math.max(ms, 5000)) : set.apply(this, arguments); }; })();";
+    await writeFile(index, page.replace("mocha.setup('bdd')", setup).replace('mocha.run();', report));
     app = await startApp({ appDir: folder, port: 0, host: '127.0.0.1', env: 'development', logger: silentLogger });
     browser = await launchChromium();
     const tab = await (await browser.newContext()).newPage();
