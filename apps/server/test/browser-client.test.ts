@@ -96,10 +96,10 @@ describe.skipIf(!run)('/svc.js in chromium against a real server', () => {
     expect(shape).toEqual({
       svc: 'function',
       ajax: 'object',
-      names: ['addfollower', 'ajax', 'close', 'off', 'on', 'once', 'setBaseUrl', 'socketReady', 'todos', 'users'],
-      todos: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put', 'subscribe'],
+      names: ['addfollower', 'ajax', 'close', 'off', 'offline', 'on', 'once', 'setBaseUrl', 'socketReady', 'todos', 'users'],
+      todos: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put', 'removeFile', 'subscribe', 'upload'],
       // The account calls answer 404 on a collection whose config.json turns no flow on (docs/accounts.md).
-      users: ['confirmPasswordReset', 'confirmVerification', 'del', 'exec', 'get', 'login', 'loginWithCode', 'loginWithProvider', 'logout', 'me', 'mfa', 'off', 'on', 'once', 'post', 'providerLoginResult', 'put', 'requestCode', 'requestPasswordReset', 'requestVerification', 'subscribe'],
+      users: ['confirmPasswordReset', 'confirmVerification', 'del', 'exec', 'get', 'login', 'loginWithCode', 'loginWithProvider', 'logout', 'me', 'mfa', 'off', 'on', 'once', 'post', 'providerLoginResult', 'put', 'removeFile', 'requestCode', 'requestPasswordReset', 'requestVerification', 'subscribe', 'upload'],
       custom: ['del', 'exec', 'get', 'off', 'on', 'once', 'post', 'put', 'shout'],
       byName: ['del', 'exec', 'get', 'post', 'put'],
     });
