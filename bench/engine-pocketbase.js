@@ -3,6 +3,7 @@
 //
 //   flock /work/bench.lock node bench/engine-pocketbase.js [--size 1000000] [--rounds 3]
 //       [--duration 8] [--warmup 2] [--connections 50] [--pocketbase /tmp/peers/bin/pocketbase-bench]
+//       [--keep <dir>] [--seed-only]
 //
 // Needs `pnpm build` and the PocketBase binary of ../shared/peers (its run-all.sh builds it into
 // /tmp/peers/bin/pocketbase-bench: PocketBase 0.36.8, a `todos` collection {title, done, n, tags}
@@ -21,7 +22,9 @@
 //   d. create (POST), last (it grows both stores; each round starts from the same copy).
 // Reported: req/s, p99, server CPU µs per request, and the same-round ratios svc / PocketBase
 // (req/s: above 1 is svc ahead; CPU: below 1 is svc cheaper), medians over rounds.
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// `--keep <dir>`: the data is made in <dir> and kept; data already there (`seeded.json`) is used as
+// it is. `--seed-only`: seed and stop (seeding need not hold the bench lock).
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +38,7 @@ import { request, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
 import { appFolder, q, seedEngine, title } from './lib/engineSeed.js';
 
-const args = parseArgs(process.argv.slice(2), { size: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', pocketbase: 'string' });
+const args = parseArgs(process.argv.slice(2), { size: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', pocketbase: 'string', keep: 'string', 'seed-only': 'boolean' });
 const size = args.size ?? 1_000_000;
 const rounds = args.rounds ?? 3;
 const duration = args.duration ?? 8;
@@ -144,23 +147,36 @@ async function measure(server, w) {
   }
 }
 
-const root = mkdtempSync(join(tmpdir(), 'svc-engine-pb-'));
+const root = args.keep ?? mkdtempSync(join(tmpdir(), 'svc-engine-pb-'));
+mkdirSync(root, { recursive: true });
 const results = { svc: {}, pocketbase: {} };
 try {
-  log(`-- ${size.toLocaleString('en-US')} todos: seeding svc's engine and PocketBase`);
-  const svcApp = appFolder(root, 'svc', 'sqlite');
-  const svcIds = (await seedEngine(svcApp, size)).sample;
-  const first = await servers.svc.start(svcApp);
-  await stop(first.child);
+  const marker = join(root, 'seeded.json');
+  const svcApp = join(root, 'svc');
   const pbDir = join(root, 'pocketbase');
-  mkdirSync(pbDir);
-  const pbIds = await seedPocketBase(pbDir);
   const pristine = { svc: join(root, 'svc-data'), pocketbase: join(root, 'pb_data') };
-  cpSync(join(svcApp, 'data'), pristine.svc, { recursive: true });
-  cpSync(join(pbDir, 'pb_data'), pristine.pocketbase, { recursive: true });
+  let seeded;
+  if (existsSync(marker)) {
+    seeded = JSON.parse(readFileSync(marker, 'utf8'));
+    log(`-- ${size.toLocaleString('en-US')} todos: seeded before (${root})`);
+  } else {
+    log(`-- ${size.toLocaleString('en-US')} todos: seeding svc's engine and PocketBase`);
+    for (const dir of [svcApp, pbDir, ...Object.values(pristine)]) rmSync(dir, { recursive: true, force: true });
+    appFolder(root, 'svc', 'sqlite');
+    const svcIds = (await seedEngine(svcApp, size)).sample;
+    const first = await servers.svc.start(svcApp);
+    await stop(first.child);
+    mkdirSync(pbDir);
+    const pbIds = await seedPocketBase(pbDir);
+    cpSync(join(svcApp, 'data'), pristine.svc, { recursive: true });
+    cpSync(join(pbDir, 'pb_data'), pristine.pocketbase, { recursive: true });
+    seeded = { svc: svcIds, pocketbase: pbIds };
+    writeFileSync(marker, JSON.stringify(seeded));
+  }
+  if (args['seed-only']) process.exit(0);
   const dirs = { svc: svcApp, pocketbase: pbDir };
   const data = { svc: join(svcApp, 'data'), pocketbase: join(pbDir, 'pb_data') };
-  const ids = { svc: svcIds, pocketbase: pbIds };
+  const ids = seeded;
   for (let round = 0; round < rounds; round++) {
     for (const name of round % 2 === 0 ? ['svc', 'pocketbase'] : ['pocketbase', 'svc']) {
       rmSync(data[name], { recursive: true, force: true });
@@ -177,7 +193,7 @@ try {
 } finally {
   closeAgent();
   await stopAll();
-  rmSync(root, { recursive: true, force: true });
+  if (!args.keep) rmSync(root, { recursive: true, force: true });
 }
 
 const fmt = (n, d = 0) => (typeof n === 'number' ? n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '-');

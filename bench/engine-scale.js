@@ -1,7 +1,7 @@
 // Issue 41: the embedded engine (SQLite) at scale: 1,000,000 and 10,000,000 todos.
 //
 //   flock /work/bench.lock node bench/engine-scale.js [--sizes 1000000[,10000000]] [--duration 10]
-//       [--warmup 2] [--connections 50] [--files] [--keep <dir>]
+//       [--warmup 2] [--connections 50] [--files] [--keep <dir>] [--seed-only]
 //
 // Needs `pnpm build`. For each size, an app folder in a temporary directory: todos {title, done, n}
 // with `n` indexed and `title` searchable, seeded through the store directly (createEngineStore,
@@ -20,9 +20,10 @@
 // The server's RSS is read after the restart and after the loads. `--files`: the old embedded
 // store ("files", everything in memory) on the same todos (its data file written directly) for
 // the GET by id and range rows, at sizes up to 1,000,000 (10,000,000 would need ~20 GB of memory),
-// so that the ratios are of one run. `--keep <dir>`: the app folders are kept there (for the
-// PocketBase comparison), not removed.
-import { cpSync, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// so that the ratios are of one run. `--keep <dir>`: the app folders are made in <dir> and kept,
+// and those already there (seeded by an earlier run: `seeded.json`) are used as they are;
+// `--seed-only` seeds them and stops (so that seeding, minutes of CPU, need not hold the bench lock).
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +35,7 @@ import { runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { appFolder, q, seedEngine, title, word } from './lib/engineSeed.js';
 
-const args = parseArgs(process.argv.slice(2), { sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', files: 'boolean', keep: 'string' });
+const args = parseArgs(process.argv.slice(2), { sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', files: 'boolean', keep: 'string', 'seed-only': 'boolean' });
 const sizes = (args.sizes ?? '1000000').split(',').map(Number);
 const duration = args.duration ?? 10;
 const warmup = args.warmup ?? 2;
@@ -119,10 +120,21 @@ mkdirSync(root, { recursive: true });
 try {
   for (const count of sizes) {
     const name = count.toLocaleString('en-US');
-    log(`-- ${name} todos: seeding the engine through the store`);
-    const dir = appFolder(root, `engine-${count}`, 'sqlite');
-    const seeded = await seedEngine(dir, count);
-    log(`   seeded in ${seeded.seconds.toFixed(0)} s; ${Math.round(folderMb(dir))} MB on disk`);
+    const dir = join(root, `engine-${count}`);
+    const marker = join(dir, 'seeded.json');
+    let seeded;
+    if (existsSync(marker)) {
+      seeded = JSON.parse(readFileSync(marker, 'utf8'));
+      log(`-- ${name} todos: the engine's app folder seeded before (${dir})`);
+    } else {
+      log(`-- ${name} todos: seeding the engine through the store`);
+      rmSync(dir, { recursive: true, force: true });
+      appFolder(root, `engine-${count}`, 'sqlite');
+      seeded = await seedEngine(dir, count);
+      writeFileSync(marker, JSON.stringify(seeded));
+      log(`   seeded in ${seeded.seconds.toFixed(0)} s; ${Math.round(folderMb(dir))} MB on disk`);
+    }
+    if (args['seed-only']) continue;
     const first = await start(dir);
     log(`   first start ${Math.round(first.ms)} ms`);
     await stop(first.child);
@@ -142,7 +154,9 @@ try {
     rows.push(row);
     if (args.files && count <= 1_000_000) {
       log(`-- ${name} todos: the old store (files)`);
-      const old = appFolder(root, `files-${count}`, 'files');
+      const old = join(root, `files-${count}`);
+      rmSync(old, { recursive: true, force: true });
+      appFolder(root, `files-${count}`, 'files');
       await writeOldFile(old, count, seeded.sample);
       const oldFirst = await start(old);
       log(`   first start ${Math.round(oldFirst.ms)} ms`);
