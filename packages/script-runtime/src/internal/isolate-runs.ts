@@ -2,10 +2,10 @@ import type { IsolateJob, IsolateRun, MakeRunErrors, MakeRunOutput, MakeRunRecor
 import type { JobWire, RunWire } from './wire.js';
 
 /*
- * Runs INSIDE the isolate, in five parts: their errors, their outcomes written into the job's
- * output, their records, their start from the job's items, and the task queue worked through within a time
- * budget. Each factory is serialised with Function.prototype.toString like isolateMain, so it
- * must not reference anything outside its own body.
+ * Runs INSIDE the isolate, in five parts: their errors, their ends and outcomes written into the
+ * job's output, their records, their start from the job's items, and the task queue worked
+ * through within a time budget. Each factory is serialised with Function.prototype.toString like
+ * isolateMain, so it must not reference anything outside its own body.
  */
 
 /** A run's errors: a cancel, a value thrown as a rejection (Deployd), or a script error. */
@@ -55,7 +55,7 @@ export function makeRunErrors(deps: Parameters<MakeRunErrors>[0]): RunErrors {
   return { fail, describe };
 }
 
-/** A run's outcome written into its job's output, in input order; a job's output once complete. */
+/** A run's end, and its outcome written into its job's output in input order (the job completes after its last). */
 export function makeRunOutput(deps: Parameters<MakeRunOutput>[0]): RunOutput {
   const { ready, enter, complete } = deps;
   const { diff, repeatIfSame } = deps.outcome;
