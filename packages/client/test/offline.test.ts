@@ -174,15 +174,46 @@ describe('svc.offline: the local replica and its queued writes', () => {
     expect(await serverGet('sw', made.id)).toEqual(made);
   });
 
-  it('a page killed during a sync sends no acknowledged write again after its reload, only the one in flight (whose answer it missed)', async () => {
-    // What the storage committed until the page died; saves after that never land.
+  /** A storage whose saves stop landing once `killed` (the page died): what a reload then finds. */
+  const killable = (): { storage: () => ReplicaStorage; kill(): void; revive(): void } => {
     const committed = new Map<string, string>();
     let dead = false;
-    const storage = (): ReplicaStorage => ({
-      load: (key) => Promise.resolve(committed.has(key) ? (JSON.parse(committed.get(key) as string) as unknown) : undefined),
-      save: (key, value) => (dead || committed.set(key, JSON.stringify(value)), Promise.resolve()),
-      remove: (key) => (dead || committed.delete(key), Promise.resolve()),
+    return {
+      storage: () => ({
+        load: (key) => Promise.resolve(committed.has(key) ? (JSON.parse(committed.get(key) as string) as unknown) : undefined),
+        save: (key, value) => (dead || committed.set(key, JSON.stringify(value)), Promise.resolve()),
+        remove: (key) => (dead || committed.delete(key), Promise.resolve()),
+      }),
+      kill: () => void (dead = true),
+      revive: () => void (dead = false),
+    };
+  };
+
+  const live = (c: SvcClient) => (c as unknown as { sw: { subscribe(query: object, fn: (event: unknown, list: Obj[]) => void): () => void } }).sw;
+
+  it('a live query\'s answer is saved at once: a page killed right after it shows the objects offline on reload', async () => {
+    const made = (await root()('sw').post({ title: 'seen once online' })) as Obj;
+    const saved = killable();
+    const first = client();
+    await first.offline.start({ app: 'seen', storage: saved.storage() });
+    await new Promise<void>((resolve) => {
+      live(first).subscribe({}, (_e, list) => {
+        if (list.some((o) => o.id === made.id)) resolve();
+      });
     });
+    saved.kill();
+    first.close();
+    saved.revive();
+    const second = client();
+    second.setBaseUrl(DEAD);
+    await second.offline.start({ app: 'seen', storage: saved.storage() });
+    const shown = await new Promise<Obj[]>((resolve) => live(second).subscribe({}, (_e, list) => resolve(list)));
+    expect(shown.map((o) => o.id)).toContain(made.id);
+  });
+
+  it('a page killed during a sync sends no acknowledged write again after its reload, only the one in flight (whose answer it missed)', async () => {
+    const saved = killable();
+    const storage = saved.storage;
     const first = client();
     await first.offline.start({ app: 'killed', storage: storage() });
     first.setBaseUrl(DEAD);
@@ -196,7 +227,7 @@ describe('svc.offline: the local replica and its queued writes', () => {
     // Four writes acknowledged, then the page dies: the fourth's acknowledgement is not kept.
     first.offline.on('queued', (n) => {
       if (n !== 2) return;
-      dead = true;
+      saved.kill();
       first.setBaseUrl(DEAD);
     });
     first.setBaseUrl(url);
@@ -206,7 +237,7 @@ describe('svc.offline: the local replica and its queued writes', () => {
 
     const second = client();
     second.setBaseUrl(DEAD);
-    dead = false;
+    saved.revive();
     await second.offline.start({ app: 'killed', storage: storage() });
     expect(second.offline.queued).toBe(3);
     expect(await second('sw').get(x.id)).toEqual({ id: x.id, title: 'x3' });

@@ -32,8 +32,9 @@ type Listener<K extends keyof ReplicaEvents> = (value: ReplicaEvents[K]) => void
 
 /**
  * What only the server told (its answers, live queries' lists, acknowledged writes, which the
- * journal keeps meanwhile) is saved at most this often: a whole-replica save per acknowledged
- * write made a replay slower than the same writes sent online (bench/offline.js).
+ * journal keeps meanwhile) is saved at once after a quiet second, else at most once a second:
+ * a whole-replica save per acknowledged write made a replay slower than the same writes sent
+ * online (bench/offline.js).
  */
 const SAVE_EVERY_MS = 1000;
 
@@ -68,6 +69,8 @@ export class Replica {
   /** A change to save within SAVE_EVERY_MS (what the server told). */
   private unsaved = false;
   private saveTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the last whole save began (Date.now(); a clock set back makes the next save come at once). */
+  private lastSave = 0;
   private saved = true;
   /** Writes acknowledged since the last whole save began, saved apart at each one (state.ts Ack). */
   private journal: Ack[] = [];
@@ -98,6 +101,9 @@ export class Replica {
     await this.open(uid);
     this.setStatus(me === 'unreachable' ? 'offline' : 'online');
     this.sync.watchNetwork();
+    // A page going away saves what waits for its turn (best effort: the browser may not finish it).
+    const target = globalThis as { addEventListener?: (type: string, fn: () => void) => void };
+    target.addEventListener?.('pagehide', () => void this.flushSave());
     if (me !== 'unreachable') void this.sync.flush();
   }
 
@@ -322,13 +328,16 @@ export class Replica {
     else this.saveSoon();
   }
 
+  /** A save of what the server told: now if none began in the last SAVE_EVERY_MS, else when that ends. */
   private saveSoon(): void {
     this.unsaved = true;
-    if (this.saveTimer !== undefined) return;
+    if (this.saveTimer !== undefined || this.saving !== undefined) return;
+    const wait = this.lastSave + SAVE_EVERY_MS - Date.now();
+    if (wait <= 0 || wait > SAVE_EVERY_MS) return void this.scheduleSave();
     this.saveTimer = setTimeout(() => {
       this.saveTimer = undefined;
       if (this.unsaved) void this.scheduleSave();
-    }, SAVE_EVERY_MS);
+    }, wait);
     (this.saveTimer as { unref?: () => void }).unref?.();
   }
 
@@ -369,6 +378,7 @@ export class Replica {
         this.unsaved = false;
         if (this.saveTimer !== undefined) clearTimeout(this.saveTimer);
         this.saveTimer = undefined;
+        this.lastSave = Date.now();
         // The acknowledgements noted so far are in this save: the journal lets them go after it.
         const noted = this.journal.length;
         try {
@@ -385,6 +395,8 @@ export class Replica {
         }
       }
       this.saving = undefined;
+      // What the server told during this save waits for its turn.
+      if (this.unsaved) this.saveSoon();
     })();
     return this.saving;
   }
