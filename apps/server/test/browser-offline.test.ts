@@ -373,7 +373,7 @@ describe.skipIf(!run)('svc.offline in /svc.js, in chromium, with the network cut
       const el = page.locator('[data-test=offline-conflicts]');
       await el.waitFor({ timeout: 20_000 });
       // The policy chosen in its select (the dashboard edits it: the next test), and whether it is the default.
-      const chosen = await page.locator('#offline-conflicts').evaluate((s: HTMLSelectElement) => s.selectedOptions[0]?.textContent ?? '');
+      const chosen = await page.locator('#offline-conflicts').evaluate((s) => (s as unknown as { selectedOptions: { textContent: string | null }[] }).selectedOptions[0]?.textContent ?? '');
       return [await el.getAttribute('data-policy'), chosen, ((await el.textContent()) ?? '').endsWith('(default)')];
     };
     expect(await shown('lww')).toEqual(['last-writer-wins', 'the last writer wins, per property', false]);
