@@ -81,8 +81,8 @@ describe.each(embedded)('a live-query socket that does not read ($name store)', 
       const raw = (stalled.io.engine.transport as unknown as { ws: { _socket: { pause(): void; resume(): void } } }).ws._socket;
       raw.pause();
       const resumed = subscribe(stalled, { id: 'stall-2', path: '/todos', query: { owner: 'stall' }, since });
-      // Well past catchUpWaitMs: the server stopped waiting and dropped the rest of the replay.
-      await settle(2000);
+      // Well past catchUpWaitMs (300 ms): the server stopped waiting and dropped the rest of the replay.
+      await settle(1200);
       expect((await rootRequest(rt.url, 'GET', '/todos?owner=nobody')).status).toBe(200);
       raw.resume();
       const { answer, messages } = await resumed;
