@@ -34,7 +34,7 @@ interface NedbIndex {
   getAll(): Raw[];
 }
 type Db = Record<string, unknown> & {
-  indexes: Record<string, NedbIndex>;
+  indexes: { _id: NedbIndex; [field: string]: NedbIndex | undefined };
   executor: { pushAsync<T>(task: () => Promise<T>): Promise<T> };
   persistence: Record<string, unknown> & { filename: string; inMemoryOnly: boolean; modes: { fileMode: number } };
   loadDatabaseAsync(): Promise<void>;
