@@ -7,12 +7,14 @@ const R = 'packages/core/src/resources/read/CollectionReads.ts';
 const V = 'packages/core/src/access/Visibility.ts';
 const E = 'packages/core/src/relations/expandTexts.ts';
 
-const PLAIN = "note.plainAnonymous = anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined;";
+const PLAIN = "anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined && req.headers['if-none-match'] === undefined;";
 const BY_ID = "facts.byId = parts.length === 1 && id !== undefined && id !== '' && id !== 'count' && id !== 'aggregate';";
 const AS_STORED = "this.asStored = visibility.storedIsShown && this.seesPrivate && (this.trusted || access.showsStored('read'));";
 const ANON = "return this.privateProps.size === 0 && this.storeOnly.size === 0 && this.access.showsStored('read');";
 const TEXTS_TO = "return this.fastPaths && !ctx.internal && this.store.findTexts !== undefined && !this.events.has('get') && this.scopeOf(ctx).asStored;";
-const IDS_NOW = "return scope.plan === undefined && scope.refusals.unqueryable === undefined && !hasKeys(scope.filter('list'));";
+const IDS_NOW = 'if (scope.plan !== undefined || scope.refusals.unqueryable !== undefined) return undefined;';
+const IDS_FILTER = 'if (filter.keys.length === 0) return this.store.findTextsOfIdsNow?.(ids, pick);';
+const IDS_KEYS = 'return keys === undefined ? undefined : { filter, keys };';
 const ON_GET = "return { constant: events.getNow !== undefined, columns: reads !== undefined && !reads.includes('__proto__') };";
 
 /** A mutant that replaces `part` of `whole` (which must be in `file` once) by `by`. */
@@ -25,6 +27,7 @@ export const MUTANTS = [
   weaken('srv-method', S, PLAIN, "(req.method === 'GET' || req.method === 'HEAD')", 'true', 'at once: any method'),
   weaken('srv-body', S, PLAIN, '!hasBody(req)', 'true', 'at once: with a body'),
   weaken('srv-root', S, PLAIN, 'rootHeader(req) === undefined', 'true', 'at once: with a root key'),
+  weaken('srv-ifNoneMatch', S, PLAIN, "req.headers['if-none-match'] === undefined", 'true', 'at once: with If-None-Match (a 304 due answered 200)'),
   // The request facts of the synchronous path (CollectionReads.answerNow).
   weaken('now-parts', R, BY_ID, 'parts.length === 1 && ', '', 'at once: a longer path'),
   weaken('now-emptyId', R, BY_ID, " && id !== ''", '', "at once: id '' (no path segment is empty: changes no answer)"),
@@ -71,7 +74,10 @@ export const MUTANTS = [
   { id: 'splice-knownMany', file: E, from: 'if (def === undefined || def.many === true) return undefined;', to: 'if (def === undefined) return undefined;', what: 'knownShape: a many relation' },
   { id: 'splice-keptRelation', file: E, from: 'if (splice === undefined || splice.relation !== shape.name) return false;', to: 'if (splice === undefined) return false;', what: 'expandKnown: a splice kept for another relation' },
   { id: 'splice-keptRelated', file: E, from: "if ((row < 0 ? 'null' : (related?.texts[row] as string)) !== splice.replacement) return false;", to: '', what: 'expandKnown: the related text changed since it was spliced' },
-  { id: 'splice-idsNow', file: R, from: IDS_NOW, to: 'return true;', what: 'related read by ids at once: with a read plan, refusals or an access filter' },
+  weaken('splice-idsNow-plan', R, IDS_NOW, 'scope.plan !== undefined || ', '', 'related read by ids at once: with a property read plan'),
+  weaken('splice-idsNow-refusals', R, IDS_NOW, ' || scope.refusals.unqueryable !== undefined', '', 'related read by ids at once: with refusals (private or store-only names)'),
+  { id: 'splice-idsNow-filter', file: R, from: IDS_FILTER, to: 'return this.store.findTextsOfIdsNow?.(ids, pick);', what: 'related read by ids at once: the list rule\'s filter not applied' },
+  weaken('splice-idsNow-keys', R, IDS_KEYS, 'keys === undefined ? undefined', 'keys === undefined ? { filter, keys: [] }', 'related read by ids at once: a list rule that tests more than properties, unapplied'),
   { id: 'splice-textsFields', file: R, from: '    if (options.fields !== undefined) return undefined;\n', to: '', what: 'readTextsAs: $fields' },
   weaken('texts-fastPaths', R, TEXTS_TO, 'this.fastPaths && ', '', 'showsTextsTo: fastPaths false (related reads of the plain server spliced)'),
   weaken('texts-internal', R, TEXTS_TO, ' && !ctx.internal', '', 'showsTextsTo: a script\'s request'),

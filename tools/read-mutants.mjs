@@ -18,11 +18,18 @@ const args = process.argv.slice(2);
 const only = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1].split(',')) : undefined;
 const chosen = MUTANTS.filter((m) => only === undefined || only.has(m.id));
 
-// Every mutant must apply to exactly one place: a list that no longer matches the code fails at once.
+// Every mutant must apply to exactly one place and change it: a list that no longer matches the
+// code fails at once, naming every mutant that does not apply (none is skipped or passed silently).
+const stale = [];
 for (const m of chosen) {
   const text = readFileSync(m.file, 'utf8');
   const count = text.split(m.from).length - 1;
-  if (count !== 1) throw new Error(`${m.id}: ${m.file} holds ${count} copies of ${JSON.stringify(m.from)}`);
+  if (count !== 1) stale.push(`${m.id}: ${m.file} holds ${count} copies of ${JSON.stringify(m.from)}`);
+  else if (m.from === m.to) stale.push(`${m.id}: the mutant changes nothing`);
+}
+if (stale.length > 0) {
+  console.error(`${stale.length} of ${chosen.length} mutants do not apply to the code (fix their patterns in tools/read-mutants.list.mjs):\n${stale.join('\n')}`);
+  process.exit(2);
 }
 if (args.includes('--list')) {
   for (const m of chosen) console.log(`${m.id}\t${m.what}`);
