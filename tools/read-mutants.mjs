@@ -4,7 +4,7 @@
 // apps/server/test/fast-paths-differential.test.ts must then fail. A mutant it does not catch is a
 // predicate the suite does not test (or one that changes no answer: say why in MUTANTS).
 //
-//   node tools/read-mutants.mjs [--only a1,a2] [--list]
+//   node tools/read-mutants.mjs [--only a1,a2] [--list] [--no-baseline]
 //
 // Run it in a copy of the checkout (it edits the sources and puts them back after each mutant):
 //   cp -a . /tmp/read-mutants && cd /tmp/read-mutants && node tools/read-mutants.mjs
@@ -39,13 +39,26 @@ if (args.includes('--list')) {
 const env = { ...process.env };
 delete env.SVC_TEST_MONGODB_URL;
 delete env.CI;
+// A caught mutant fails at its first differing answer: the run stops there (--bail), so only an
+// uncaught one costs the whole suite.
+const suite = () => spawnSync('pnpm', ['vitest', 'run', '--bail=1', 'apps/server/test/fast-paths-differential.test.ts'], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
+// The suite must pass on the code as it is: a failing suite would "catch" every mutant.
+if (!args.includes('--no-baseline')) {
+  const started = Date.now();
+  const base = suite();
+  if (base.status !== 0) {
+    console.error(`the suite fails without any mutant: fix it first\n${base.stdout.slice(-4000)}`);
+    process.exit(2);
+  }
+  console.log(`baseline\tpasses\t${Math.round((Date.now() - started) / 1000)} s`);
+}
 const results = [];
 for (const m of chosen) {
   const original = readFileSync(m.file, 'utf8');
   writeFileSync(m.file, original.replace(m.from, m.to));
   const started = Date.now();
   try {
-    const run = spawnSync('pnpm', ['vitest', 'run', 'apps/server/test/fast-paths-differential.test.ts'], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const run = suite();
     const caught = run.status !== 0;
     const first = caught ? (/(\w+ (?:GET|HEAD|DELETE) [^\n]*): (?:first|second) fast answer/.exec(run.stdout)?.[1] ?? /Error[^\n]*/.exec(run.stdout)?.[0] ?? '(failed)') : '';
     results.push({ id: m.id, caught, seconds: Math.round((Date.now() - started) / 1000), first, what: m.what });
