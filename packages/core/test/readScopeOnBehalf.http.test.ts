@@ -1,5 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Collection, UserCollection, createRequestScope } from '@svc/core';
+import type { PropertyDef } from '@svc/core';
+import { AccessRules } from '../src/access/AccessRules.js';
+import { CollectionAccess } from '../src/access/CollectionAccess.js';
 import { Visibility } from '../src/access/Visibility.js';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
@@ -149,5 +152,44 @@ describe.each(storeKinds())('reads on a caller\'s behalf take the request\'s rea
       for (const [name, decision] of Object.entries(explained.properties)) expect(decision.read, `${me.username as string}: ${name}`).toBe(Object.hasOwn(shown, name));
       expect(explained.properties.pin?.read).toBe(false);
     }
+  });
+});
+
+describe('a read scope kept for a reader serves only the caller it was made for', () => {
+  const properties: Record<string, PropertyDef> = { owner: { type: 'string' }, pin: { type: 'string', private: true }, note: { type: 'string', read: { owner: '@me.id' } } };
+  const visibility = new Visibility(new CollectionAccess(AccessRules.parse({ rules: undefined, properties, file: 'notes/config.json' })), properties);
+  const reader = {};
+  const caller = (me: Record<string, unknown> | undefined, extra: object = {}): Parameters<Visibility['scope']>[0] => ({
+    method: 'GET', originalMethod: 'GET', url: '/', parts: [], query: QUERY, body: undefined, bodyKind: 'none', headers: {},
+    session: { id: 's1', uid: me?.id as string | undefined, isNew: false }, me: me as never, isRoot: false, internal: false, scope: createRequestScope('test'), reader, ...extra,
+  });
+  const QUERY = {};
+  const uma = { id: 'uma' };
+  const stored = { id: 'n1', owner: 'uma', pin: '1', note: 'mine' };
+
+  it('the same caller on a new context (a live query\'s next event) gets the same scope', () => {
+    expect(visibility.scope(caller(uma))).toBe(visibility.scope(caller(uma)));
+  });
+
+  it('another user, root, a script, another session or another query sharing the reader get their own', () => {
+    const first = visibility.scope(caller(uma));
+    expect(first.finish({ ...stored }, stored)).toEqual({ id: 'n1', owner: 'uma', note: 'mine' });
+    for (const other of [caller({ id: 'vic' }), caller(undefined), caller(uma, { isRoot: true }), caller(uma, { internal: true }), caller(uma, { query: { id: 'x' } }), caller(uma, { session: { id: 's2', uid: 'uma', isNew: false } })]) {
+      const scope = visibility.scope(other);
+      expect(scope).not.toBe(first);
+      const shown = scope.finish({ ...stored }, stored);
+      if (other.isRoot || other.internal) expect(shown).toEqual(stored);
+      else if (other.me === uma) expect(shown).toEqual({ id: 'n1', owner: 'uma', note: 'mine' });
+      else expect(shown).toEqual({ id: 'n1', owner: 'uma' });
+    }
+  });
+
+  it('a login on the same context (the session object changed in place) makes a new one', () => {
+    const ctx = caller(undefined);
+    const before = visibility.scope(ctx);
+    (ctx.session as { uid?: string }).uid = 'uma';
+    ctx.me = uma as never;
+    expect(visibility.scope(ctx)).not.toBe(before);
+    expect(visibility.scope(ctx).finish({ ...stored }, stored)).toEqual({ id: 'n1', owner: 'uma', note: 'mine' });
   });
 });
