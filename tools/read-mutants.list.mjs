@@ -1,6 +1,7 @@
 // The mutants of tools/read-mutants.mjs: each weakens one predicate that lets a shortcut of the
 // read side answer (or that decides what the shortcut's answer holds), so that the shortcut
-// answers where it must not. `from` must occur exactly once in `file`.
+// answers where it must not. `from` must occur exactly once in `file`. `equivalent`: a mutant that
+// changes no answer (its `what` says why); the tool checks that it applies but runs it only with --all.
 const S = 'packages/core/src/server.ts';
 const P = 'packages/core/src/resources/read/answerPlan.ts';
 const R = 'packages/core/src/resources/read/CollectionReads.ts';
@@ -30,9 +31,9 @@ export const MUTANTS = [
   weaken('srv-ifNoneMatch', S, PLAIN, "req.headers['if-none-match'] === undefined", 'true', 'at once: with If-None-Match (a 304 due answered 200)'),
   // The request facts of the synchronous path (CollectionReads.answerNow).
   weaken('now-parts', R, BY_ID, 'parts.length === 1 && ', '', 'at once: a longer path'),
-  weaken('now-emptyId', R, BY_ID, " && id !== ''", '', "at once: id '' (no path segment is empty: changes no answer)"),
-  weaken('now-count', R, BY_ID, " && id !== 'count'", '', 'at once: /count (no object has that id: changes no answer)'),
-  weaken('now-aggregate', R, BY_ID, " && id !== 'aggregate'", '', 'at once: /aggregate (no object has that id: changes no answer)'),
+  { ...weaken('now-emptyId', R, BY_ID, " && id !== ''", '', "at once: id '' (no path segment is empty: changes no answer)"), equivalent: true },
+  { ...weaken('now-count', R, BY_ID, " && id !== 'count'", '', 'at once: /count (no object has that id: changes no answer)'), equivalent: true },
+  { ...weaken('now-aggregate', R, BY_ID, " && id !== 'aggregate'", '', 'at once: /aggregate (no object has that id: changes no answer)'), equivalent: true },
   { id: 'now-readRule', file: R, from: 'if (text === undefined || !this.access.allowsText(anonymousCaller({ id }), text)) return undefined;', to: 'if (text === undefined) return undefined;', what: 'at once: the read rule' },
   // planAnswer, the one function that chooses.
   { id: 'plan-fastPaths', file: P, from: 'if (!f.fastPaths || f.internal || !f.asStored)', to: 'if (f.internal || !f.asStored)', what: 'planAnswer: fastPaths false' },
@@ -52,8 +53,8 @@ export const MUTANTS = [
   { id: 'plan-list-columns', file: P, from: "if (f.onGet.columns && f.store.findTexts) return 'columns';", to: "if (f.store.findTexts) return 'columns';", what: 'list: columns for an On Get that does not name what it reads' },
   // The facts of a GET (CollectionReads).
   weaken('facts-skipped', R, 'if (skipped || !events.has(\'get\')) return undefined;', 'skipped || ', '', 'On Get skipped by root\'s $skipEvents, patched all the same'),
-  weaken('facts-proto', R, ON_GET, " && !reads.includes('__proto__')", '', 'columns: a script naming this.__proto__ (the analyzer gives such a script no reads: unreachable)'),
-  weaken('facts-constant', R, ON_GET, 'events.getNow !== undefined', 'true', 'constant: a runner without getNow (every runner here has it)'),
+  { ...weaken('facts-proto', R, ON_GET, " && !reads.includes('__proto__')", '', 'columns: a script naming this.__proto__ (the analyzer gives such a script no reads: unreachable)'), equivalent: true },
+  { ...weaken('facts-constant', R, ON_GET, 'events.getNow !== undefined', 'true', 'constant: a runner without getNow (every runner here has it)'), equivalent: true },
   { id: 'facts-expand', file: R, from: '      expand: expanding !== undefined,', to: '      expand: false,', what: 'facts: $expand' },
   // Visibility: whether stored texts may answer a caller.
   weaken('vis-storeOnly', V, AS_STORED, 'visibility.storedIsShown && ', '', 'asStored: store-only fields (a password hash)'),
@@ -70,7 +71,7 @@ export const MUTANTS = [
   { id: 'splice-relatedFields', file: E, from: '    if (node.fields !== undefined) return false;\n', to: '', what: 'expandsAsText: $fields of a relation' },
   { id: 'splice-relatedShows', file: E, from: 'if (target.owner.showsTextsTo?.(ctx) !== true || !expandsAsText(target, ctx, node.children)) return false;', to: 'if (!expandsAsText(target, ctx, node.children)) return false;', what: 'expandsAsText: a related collection with On Get, private or rule-hidden properties' },
   { id: 'splice-knownNested', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.sort !== undefined || node.fields !== undefined) return undefined;', what: 'knownShape: a nested $expand' },
-  { id: 'splice-knownSort', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.children.size > 0 || node.fields !== undefined) return undefined;', what: 'knownShape: a $sort of the relation (one object: changes no answer)' },
+  { id: 'splice-knownSort', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.children.size > 0 || node.fields !== undefined) return undefined;', what: 'knownShape: a $sort of the relation (one object: changes no answer)' , equivalent: true },
   { id: 'splice-knownMany', file: E, from: 'if (def === undefined || def.many === true) return undefined;', to: 'if (def === undefined) return undefined;', what: 'knownShape: a many relation' },
   { id: 'splice-keptRelation', file: E, from: 'if (splice === undefined || splice.relation !== shape.name) return false;', to: 'if (splice === undefined) return false;', what: 'expandKnown: a splice kept for another relation' },
   { id: 'splice-keptRelated', file: E, from: "if ((row < 0 ? 'null' : (related?.texts[row] as string)) !== splice.replacement) return false;", to: '', what: 'expandKnown: the related text changed since it was spliced' },

@@ -4,7 +4,7 @@
 // apps/server/test/fast-paths-differential.test.ts must then fail. A mutant it does not catch is a
 // predicate the suite does not test (or one that changes no answer: say why in MUTANTS).
 //
-//   node tools/read-mutants.mjs [--only a1,a2] [--list] [--no-baseline]
+//   node tools/read-mutants.mjs [--only a1,a2] [--list] [--no-baseline] [--all]
 //
 // Run it in a copy of the checkout (it edits the sources and puts them back after each mutant):
 //   cp -a . /tmp/read-mutants && cd /tmp/read-mutants && node tools/read-mutants.mjs
@@ -53,7 +53,9 @@ if (!args.includes('--no-baseline')) {
   console.log(`baseline\tpasses\t${Math.round((Date.now() - started) / 1000)} s`);
 }
 const results = [];
-for (const m of chosen) {
+const run = args.includes('--all') || only !== undefined ? chosen : chosen.filter((m) => !m.equivalent);
+for (const m of chosen.filter((m) => !run.includes(m))) console.log(`${m.id}\tequivalent, not run (--all runs it)\t${m.what}`);
+for (const m of run) {
   const original = readFileSync(m.file, 'utf8');
   writeFileSync(m.file, original.replace(m.from, m.to));
   const started = Date.now();
