@@ -27,7 +27,7 @@ export const MUTANTS = [
   weaken('srv-search', S, PLAIN, "search === ''", 'true', 'at once: with a query string'),
   weaken('srv-method', S, PLAIN, "(req.method === 'GET' || req.method === 'HEAD')", 'true', 'at once: any method'),
   weaken('srv-body', S, PLAIN, '!hasBody(req)', 'true', 'at once: with a body'),
-  weaken('srv-root', S, PLAIN, 'rootHeader(req) === undefined', 'true', 'at once: with a root key'),
+  { ...weaken('srv-root', S, PLAIN, 'rootHeader(req) === undefined', 'true', 'at once: with a root key (root reads an object a visitor reads as stored as that same text: changes no answer; the table sends it)'), equivalent: true },
   weaken('srv-ifNoneMatch', S, PLAIN, "req.headers['if-none-match'] === undefined", 'true', 'at once: with If-None-Match (a 304 due answered 200)'),
   // The request facts of the synchronous path (CollectionReads.answerNow).
   weaken('now-parts', R, BY_ID, 'parts.length === 1 && ', '', 'at once: a longer path'),
