@@ -1,18 +1,21 @@
 // The mutants of tools/read-mutants.mjs: each weakens one predicate that lets a shortcut of the
 // read side answer (or that decides what the shortcut's answer holds), so that the shortcut
-// answers where it must not. `from` must occur exactly once in `file`.
+// answers where it must not. `from` must occur exactly once in `file`. `equivalent`: a mutant that
+// changes no answer (its `what` says why); the tool checks that it applies but runs it only with --all.
 const S = 'packages/core/src/server.ts';
 const P = 'packages/core/src/resources/read/answerPlan.ts';
 const R = 'packages/core/src/resources/read/CollectionReads.ts';
 const V = 'packages/core/src/access/Visibility.ts';
 const E = 'packages/core/src/relations/expandTexts.ts';
 
-const PLAIN = "note.plainAnonymous = anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined;";
+const PLAIN = "anonymous !== undefined && search === '' && (req.method === 'GET' || req.method === 'HEAD') && !hasBody(req) && rootHeader(req) === undefined && req.headers['if-none-match'] === undefined;";
 const BY_ID = "facts.byId = parts.length === 1 && id !== undefined && id !== '' && id !== 'count' && id !== 'aggregate';";
 const AS_STORED = "this.asStored = visibility.storedIsShown && this.seesPrivate && (this.trusted || access.showsStored('read'));";
 const ANON = "return this.privateProps.size === 0 && this.storeOnly.size === 0 && this.access.showsStored('read');";
 const TEXTS_TO = "return this.fastPaths && !ctx.internal && this.store.findTexts !== undefined && !this.events.has('get') && this.scopeOf(ctx).asStored;";
-const IDS_NOW = "return scope.plan === undefined && scope.refusals.unqueryable === undefined && !hasKeys(scope.filter('list'));";
+const IDS_NOW = 'if (scope.plan !== undefined || scope.refusals.unqueryable !== undefined) return undefined;';
+const IDS_FILTER = 'if (filter.keys.length === 0) return this.store.findTextsOfIdsNow?.(ids, pick);';
+const IDS_KEYS = 'return keys === undefined ? undefined : { filter, keys };';
 const ON_GET = "return { constant: events.getNow !== undefined, columns: reads !== undefined && !reads.includes('__proto__') };";
 
 /** A mutant that replaces `part` of `whole` (which must be in `file` once) by `by`. */
@@ -24,12 +27,13 @@ export const MUTANTS = [
   weaken('srv-search', S, PLAIN, "search === ''", 'true', 'at once: with a query string'),
   weaken('srv-method', S, PLAIN, "(req.method === 'GET' || req.method === 'HEAD')", 'true', 'at once: any method'),
   weaken('srv-body', S, PLAIN, '!hasBody(req)', 'true', 'at once: with a body'),
-  weaken('srv-root', S, PLAIN, 'rootHeader(req) === undefined', 'true', 'at once: with a root key'),
+  { ...weaken('srv-root', S, PLAIN, 'rootHeader(req) === undefined', 'true', 'at once: with a root key (root reads an object a visitor reads as stored as that same text: changes no answer; the table sends it)'), equivalent: true },
+  weaken('srv-ifNoneMatch', S, PLAIN, "req.headers['if-none-match'] === undefined", 'true', 'at once: with If-None-Match (a 304 due answered 200)'),
   // The request facts of the synchronous path (CollectionReads.answerNow).
   weaken('now-parts', R, BY_ID, 'parts.length === 1 && ', '', 'at once: a longer path'),
-  weaken('now-emptyId', R, BY_ID, " && id !== ''", '', "at once: id '' (no path segment is empty: changes no answer)"),
-  weaken('now-count', R, BY_ID, " && id !== 'count'", '', 'at once: /count (no object has that id: changes no answer)'),
-  weaken('now-aggregate', R, BY_ID, " && id !== 'aggregate'", '', 'at once: /aggregate (no object has that id: changes no answer)'),
+  { ...weaken('now-emptyId', R, BY_ID, " && id !== ''", '', "at once: id '' (no path segment is empty: changes no answer)"), equivalent: true },
+  { ...weaken('now-count', R, BY_ID, " && id !== 'count'", '', 'at once: /count (no object has that id: changes no answer)'), equivalent: true },
+  { ...weaken('now-aggregate', R, BY_ID, " && id !== 'aggregate'", '', 'at once: /aggregate (no object has that id: changes no answer)'), equivalent: true },
   { id: 'now-readRule', file: R, from: 'if (text === undefined || !this.access.allowsText(anonymousCaller({ id }), text)) return undefined;', to: 'if (text === undefined) return undefined;', what: 'at once: the read rule' },
   // planAnswer, the one function that chooses.
   { id: 'plan-fastPaths', file: P, from: 'if (!f.fastPaths || f.internal || !f.asStored)', to: 'if (f.internal || !f.asStored)', what: 'planAnswer: fastPaths false' },
@@ -49,8 +53,8 @@ export const MUTANTS = [
   { id: 'plan-list-columns', file: P, from: "if (f.onGet.columns && f.store.findTexts) return 'columns';", to: "if (f.store.findTexts) return 'columns';", what: 'list: columns for an On Get that does not name what it reads' },
   // The facts of a GET (CollectionReads).
   weaken('facts-skipped', R, 'if (skipped || !events.has(\'get\')) return undefined;', 'skipped || ', '', 'On Get skipped by root\'s $skipEvents, patched all the same'),
-  weaken('facts-proto', R, ON_GET, " && !reads.includes('__proto__')", '', 'columns: a script naming this.__proto__ (the analyzer gives such a script no reads: unreachable)'),
-  weaken('facts-constant', R, ON_GET, 'events.getNow !== undefined', 'true', 'constant: a runner without getNow (every runner here has it)'),
+  { ...weaken('facts-proto', R, ON_GET, " && !reads.includes('__proto__')", '', 'columns: a script naming this.__proto__ (the analyzer gives such a script no reads: unreachable)'), equivalent: true },
+  { ...weaken('facts-constant', R, ON_GET, 'events.getNow !== undefined', 'true', 'constant: a runner without getNow (every runner here has it)'), equivalent: true },
   { id: 'facts-expand', file: R, from: '      expand: expanding !== undefined,', to: '      expand: false,', what: 'facts: $expand' },
   // Visibility: whether stored texts may answer a caller.
   weaken('vis-storeOnly', V, AS_STORED, 'visibility.storedIsShown && ', '', 'asStored: store-only fields (a password hash)'),
@@ -67,11 +71,14 @@ export const MUTANTS = [
   { id: 'splice-relatedFields', file: E, from: '    if (node.fields !== undefined) return false;\n', to: '', what: 'expandsAsText: $fields of a relation' },
   { id: 'splice-relatedShows', file: E, from: 'if (target.owner.showsTextsTo?.(ctx) !== true || !expandsAsText(target, ctx, node.children)) return false;', to: 'if (!expandsAsText(target, ctx, node.children)) return false;', what: 'expandsAsText: a related collection with On Get, private or rule-hidden properties' },
   { id: 'splice-knownNested', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.sort !== undefined || node.fields !== undefined) return undefined;', what: 'knownShape: a nested $expand' },
-  { id: 'splice-knownSort', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.children.size > 0 || node.fields !== undefined) return undefined;', what: 'knownShape: a $sort of the relation (one object: changes no answer)' },
+  { id: 'splice-knownSort', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.children.size > 0 || node.fields !== undefined) return undefined;', what: 'knownShape: a $sort of the relation (one object: changes no answer)' , equivalent: true },
   { id: 'splice-knownMany', file: E, from: 'if (def === undefined || def.many === true) return undefined;', to: 'if (def === undefined) return undefined;', what: 'knownShape: a many relation' },
   { id: 'splice-keptRelation', file: E, from: 'if (splice === undefined || splice.relation !== shape.name) return false;', to: 'if (splice === undefined) return false;', what: 'expandKnown: a splice kept for another relation' },
   { id: 'splice-keptRelated', file: E, from: "if ((row < 0 ? 'null' : (related?.texts[row] as string)) !== splice.replacement) return false;", to: '', what: 'expandKnown: the related text changed since it was spliced' },
-  { id: 'splice-idsNow', file: R, from: IDS_NOW, to: 'return true;', what: 'related read by ids at once: with a read plan, refusals or an access filter' },
+  weaken('splice-idsNow-plan', R, IDS_NOW, 'scope.plan !== undefined || ', '', 'related read by ids at once: with a property read plan'),
+  weaken('splice-idsNow-refusals', R, IDS_NOW, ' || scope.refusals.unqueryable !== undefined', '', 'related read by ids at once: with refusals (private or store-only names)'),
+  { id: 'splice-idsNow-filter', file: R, from: IDS_FILTER, to: 'return this.store.findTextsOfIdsNow?.(ids, pick);', what: 'related read by ids at once: the list rule\'s filter not applied' },
+  weaken('splice-idsNow-keys', R, IDS_KEYS, 'keys === undefined ? undefined', 'keys === undefined ? { filter, keys: [] }', 'related read by ids at once: a list rule that tests more than properties, unapplied'),
   { id: 'splice-textsFields', file: R, from: '    if (options.fields !== undefined) return undefined;\n', to: '', what: 'readTextsAs: $fields' },
   weaken('texts-fastPaths', R, TEXTS_TO, 'this.fastPaths && ', '', 'showsTextsTo: fastPaths false (related reads of the plain server spliced)'),
   weaken('texts-internal', R, TEXTS_TO, ' && !ctx.internal', '', 'showsTextsTo: a script\'s request'),

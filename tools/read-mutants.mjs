@@ -4,7 +4,7 @@
 // apps/server/test/fast-paths-differential.test.ts must then fail. A mutant it does not catch is a
 // predicate the suite does not test (or one that changes no answer: say why in MUTANTS).
 //
-//   node tools/read-mutants.mjs [--only a1,a2] [--list]
+//   node tools/read-mutants.mjs [--only a1,a2] [--list] [--no-baseline] [--all]
 //
 // Run it in a copy of the checkout (it edits the sources and puts them back after each mutant):
 //   cp -a . /tmp/read-mutants && cd /tmp/read-mutants && node tools/read-mutants.mjs
@@ -18,11 +18,18 @@ const args = process.argv.slice(2);
 const only = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1].split(',')) : undefined;
 const chosen = MUTANTS.filter((m) => only === undefined || only.has(m.id));
 
-// Every mutant must apply to exactly one place: a list that no longer matches the code fails at once.
+// Every mutant must apply to exactly one place and change it: a list that no longer matches the
+// code fails at once, naming every mutant that does not apply (none is skipped or passed silently).
+const stale = [];
 for (const m of chosen) {
   const text = readFileSync(m.file, 'utf8');
   const count = text.split(m.from).length - 1;
-  if (count !== 1) throw new Error(`${m.id}: ${m.file} holds ${count} copies of ${JSON.stringify(m.from)}`);
+  if (count !== 1) stale.push(`${m.id}: ${m.file} holds ${count} copies of ${JSON.stringify(m.from)}`);
+  else if (m.from === m.to) stale.push(`${m.id}: the mutant changes nothing`);
+}
+if (stale.length > 0) {
+  console.error(`${stale.length} of ${chosen.length} mutants do not apply to the code (fix their patterns in tools/read-mutants.list.mjs):\n${stale.join('\n')}`);
+  process.exit(2);
 }
 if (args.includes('--list')) {
   for (const m of chosen) console.log(`${m.id}\t${m.what}`);
@@ -32,13 +39,28 @@ if (args.includes('--list')) {
 const env = { ...process.env };
 delete env.SVC_TEST_MONGODB_URL;
 delete env.CI;
+// A caught mutant fails at its first differing answer: the run stops there (--bail), so only an
+// uncaught one costs the whole suite.
+const suite = () => spawnSync('pnpm', ['vitest', 'run', '--bail=1', 'apps/server/test/fast-paths-differential.test.ts'], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
+// The suite must pass on the code as it is: a failing suite would "catch" every mutant.
+if (!args.includes('--no-baseline')) {
+  const started = Date.now();
+  const base = suite();
+  if (base.status !== 0) {
+    console.error(`the suite fails without any mutant: fix it first\n${base.stdout.slice(-4000)}`);
+    process.exit(2);
+  }
+  console.log(`baseline\tpasses\t${Math.round((Date.now() - started) / 1000)} s`);
+}
 const results = [];
-for (const m of chosen) {
+const run = args.includes('--all') || only !== undefined ? chosen : chosen.filter((m) => !m.equivalent);
+for (const m of chosen.filter((m) => !run.includes(m))) console.log(`${m.id}\tequivalent, not run (--all runs it)\t${m.what}`);
+for (const m of run) {
   const original = readFileSync(m.file, 'utf8');
   writeFileSync(m.file, original.replace(m.from, m.to));
   const started = Date.now();
   try {
-    const run = spawnSync('pnpm', ['vitest', 'run', 'apps/server/test/fast-paths-differential.test.ts'], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const run = suite();
     const caught = run.status !== 0;
     const first = caught ? (/(\w+ (?:GET|HEAD|DELETE) [^\n]*): (?:first|second) fast answer/.exec(run.stdout)?.[1] ?? /Error[^\n]*/.exec(run.stdout)?.[0] ?? '(failed)') : '';
     results.push({ id: m.id, caught, seconds: Math.round((Date.now() - started) / 1000), first, what: m.what });

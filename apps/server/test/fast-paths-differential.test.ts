@@ -166,13 +166,13 @@ describe.each(STORES)('the shortcuts answer what the plain path answers (%s stor
 
   /** Sends a row of the table to both servers (the fast one twice) and says how they differ, if they do. */
   async function compare(row: TableRequest): Promise<string | undefined> {
-    const headers = cookies[row.caller];
+    const headers = row.headers === undefined ? cookies[row.caller] : { ...cookies[row.caller], ...row.headers };
     const once = await send(fast.url, agent, row.method, row.path, headers, row.body);
     const twice = await send(fast.url, agent, row.method, row.path, headers, row.body);
     const expected = await send(plain.url, agent, row.method, row.path, headers, row.body);
     for (const [which, got] of [['first', once], ['second', twice]] as const) {
       if (got.status !== expected.status || got.headers !== expected.headers || got.body !== expected.body) {
-        return `${row.caller} ${row.method} ${decodeURIComponent(row.path)}${row.body ? ` (body ${row.body.length} bytes)` : ''}: ${which} fast answer\n  ${got.status} ${got.headers.replaceAll('\n', '; ')}\n  ${got.body.slice(0, 600)}\nplain answer\n  ${expected.status} ${expected.headers.replaceAll('\n', '; ')}\n  ${expected.body.slice(0, 600)}`;
+        return `${row.caller} ${row.method} ${decodeURIComponent(row.path)}${row.body ? ` (body ${row.body.length} bytes)` : ''}${row.headers ? ` (${JSON.stringify(row.headers)})` : ''}: ${which} fast answer\n  ${got.status} ${got.headers.replaceAll('\n', '; ')}\n  ${got.body.slice(0, 600)}\nplain answer\n  ${expected.status} ${expected.headers.replaceAll('\n', '; ')}\n  ${expected.body.slice(0, 600)}`;
       }
     }
     return undefined;

@@ -116,6 +116,13 @@ export interface Context {
    * it is still there, the scripts' budget.
    */
   scope: RequestScope;
+  /**
+   * Who reads, when that outlives this context: a live query's contexts (one per event) carry
+   * their subscription's, so that its read scope is made once (Visibility.scope). Absent: the
+   * context itself (one per request). A scope kept for a reader serves only the caller it was
+   * made for (ReadScope.isFor).
+   */
+  reader?: object;
   /** The raw request: absent on internal calls. */
   req?: IncomingMessage;
   /** The raw response: absent on internal calls. */

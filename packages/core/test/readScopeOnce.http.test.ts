@@ -39,7 +39,7 @@ describe('one read scope per request', () => {
 
   /** How many read scopes answering `run` made. */
   async function scopesOf(run: () => Promise<unknown>): Promise<number> {
-    const made = vi.spyOn(Visibility.prototype, 'scope');
+    const made = vi.spyOn(Visibility.prototype, 'newScope');
     await run();
     const count = made.mock.calls.length;
     made.mockRestore();

@@ -104,6 +104,8 @@ export interface TableRequest {
   method: string;
   path: string;
   body?: string;
+  /** Headers beside the caller's own (a conditional GET, a root key sent with a visitor's cookie). */
+  headers?: Record<string, string>;
 }
 
 /** The ids the table names, by label (filled once the seeds are written). */
@@ -184,6 +186,9 @@ export function requestTable(ids: Ids, full = true): TableRequest[] {
         out.push({ caller, method: 'GET', path: `/${name}/${id}/more` });
         out.push({ caller, method: 'GET', path: `/${name}/${id}`, body: 'x'.repeat(5000) });
         out.push({ caller, method: 'GET', path: `/${name}/${id}`, body: '{}' });
+        // A conditional GET (a 304 when the object exists), and a visitor's cookie with a root key.
+        out.push({ caller, method: 'GET', path: `/${name}/${id}`, headers: { 'if-none-match': '*' } });
+        if (caller === 'anon') out.push({ caller, method: 'GET', path: `/${name}/${id}`, headers: { 'svc-ssh-key': 'development' } });
       });
       if (few) continue;
       out.push({ caller, method: 'GET', path: `/${name}/count` });

@@ -51,6 +51,12 @@ export class Visibility {
   /** See {@link VisibilityFacts.ownStored}. */
   readonly ownStored: ((ctx: Context, stored: Doc) => boolean) | undefined;
   private readonly publicCount: boolean;
+  /**
+   * The read scopes made, by the reader each was made for (`ctx.reader`, else the context): one per
+   * request, one per live query. Weak: a scope goes with its request or subscription; a new
+   * Visibility (rules or properties changed) starts with none.
+   */
+  private readonly made = new WeakMap<object, ReadScope>();
 
   constructor(
     readonly access: CollectionAccess,
@@ -85,10 +91,22 @@ export class Visibility {
 
   /**
    * ctx's read scope: what the caller may name in a query, the rules' store filters, the property
-   * read plan and what is hidden from its answers. Made once per request by the collection
-   * (Collection.scopeOf) and taken by every read path.
+   * read plan and what is hidden from its answers. The one function every read of this collection
+   * takes it from (a GET, a write, a count, `$expand` into it at any level, a live query's snapshot
+   * and events, an emit, the dashboard's "try as this user"): made once per reader (a request, or
+   * a live query: `ctx.reader`) and kept while it is the same caller ({@link ReadScope.isFor}).
    */
   scope(ctx: Context): ReadScope {
+    const reader = ctx.reader ?? ctx;
+    const kept = this.made.get(reader);
+    if (kept !== undefined && kept.isFor(ctx)) return kept;
+    const made = this.newScope(ctx);
+    this.made.set(reader, made);
+    return made;
+  }
+
+  /** A new read scope for ctx: only {@link scope} makes one (tests count the calls). */
+  newScope(ctx: Context): ReadScope {
     return new ReadScope(this, ctx);
   }
 
@@ -114,10 +132,17 @@ export class Visibility {
     return ctx.isRoot || ctx.internal || this.publicCount || !scriptedGet;
   }
 
-  /** What the rules let ctx's caller do with this stored object, private properties included (the dashboard). */
+  /**
+   * What the rules let ctx's caller do with this stored object (the dashboard's "try as this
+   * user"): which properties it reads is what its read scope hides on the object (hiddenOn), so
+   * the dashboard tells what a GET of that caller shows.
+   */
   explain(ctx: Context, doc: Record<string, unknown>): AccessExplanation {
-    const explanation = this.access.explain(ctx, doc, Object.keys(this.properties));
-    if (!this.seesPrivate(ctx)) for (const name of this.privateProps) if (explanation.properties[name]) explanation.properties[name].read = false;
+    const names = Object.keys(this.properties);
+    const explanation = this.access.explain(ctx, doc, names);
+    // The property read decisions are those of the answer: what finish() keeps of the object.
+    const shown = this.scope(ctx).finish(Object.fromEntries(names.map((name) => [name, true])), doc as Doc);
+    for (const [name, decision] of Object.entries(explanation.properties)) decision.read = Object.hasOwn(shown, name);
     return explanation;
   }
 }
@@ -149,12 +174,16 @@ export class ReadScope {
   private planMade = false;
   private planValue: ReadPlan | undefined;
   private refusalsValue: QueryRefusals | undefined;
+  private readonly sessionId: string;
+  private readonly uid: string | undefined;
 
   constructor(
     private readonly visibility: Visibility,
     private readonly caller: Context,
   ) {
     const access = visibility.access;
+    this.sessionId = caller.session.id;
+    this.uid = caller.session.uid;
     this.trusted = access.bypasses(caller);
     this.seesPrivate = visibility.seesPrivate(caller);
     this.asStored = visibility.storedIsShown && this.seesPrivate && (this.trusted || access.showsStored('read'));
@@ -212,6 +241,24 @@ export class ReadScope {
     if (!deferred) return { compiled, options: compiled.options, projectAfter: undefined };
     const { fields, ...options } = compiled.options;
     return { compiled, options, projectAfter: fields };
+  }
+
+  /**
+   * Whether ctx is the caller this scope was made for: the same user, roles, session and query
+   * (a rule may read `@me`, `@query`), and the same view of private properties (/me). A context
+   * derived for another caller gets a scope of its own.
+   */
+  isFor(ctx: Context): boolean {
+    const made = this.caller;
+    if (ctx.me !== made.me || ctx.isRoot !== made.isRoot || ctx.internal !== made.internal || ctx.query !== made.query) return false;
+    // The session as it was when the scope was made (a login changes the uid of the same object).
+    if (ctx.session.id !== this.sessionId || ctx.session.uid !== this.uid) return false;
+    return this.visibility.seesPrivate(ctx) === this.seesPrivate;
+  }
+
+  /** Whether the read rule lets the caller read this stored object (a live query's or an emit's object). */
+  allows(stored: Doc): boolean {
+    return this.visibility.access.allows(this.caller, 'read', stored);
   }
 
   /** Whether ctx's caller may read the object whose stored JSON text this is. */

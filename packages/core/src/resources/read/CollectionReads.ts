@@ -64,8 +64,6 @@ export class CollectionReads {
    * collector at every scavenge.
    */
   private readonly expanding = new Map<Context, Expanding>();
-  /** The read scope of each GET under way: made once, taken by every read of the request here. */
-  private readonly scopes = new Map<Context, ReadScope>();
   /**
    * Whether the last `$expand` here of a shape expandKnown answers was spliced from the stored
    * texts, each object's splice kept: the next such one then tries the kept splices first (a
@@ -99,17 +97,15 @@ export class CollectionReads {
    */
   async withScope(ctx: Context, run: (scope: ReadScope) => Promise<Reply>): Promise<Reply> {
     const scope = this.visibility.scope(ctx);
-    this.scopes.set(ctx, scope);
-    try {
-      return this.guard(scope, await run(scope));
-    } finally {
-      this.scopes.delete(ctx);
-    }
+    return this.guard(scope, await run(scope));
   }
 
-  /** ctx's read scope: the one made for the request under way, or a new one (reads made on a caller's behalf). */
+  /**
+   * ctx's read scope, from the one function that makes them (Visibility.scope): the request's, or
+   * the live query's, made once and taken by every read made for it, here and through `$expand`.
+   */
   scopeOf(ctx: Context): ReadScope {
-    return this.scopes.get(ctx) ?? this.visibility.scope(ctx);
+    return this.visibility.scope(ctx);
   }
 
   /** On Get as plans see it; undefined when there is none or `skipped` ($skipEvents by root). */
@@ -188,15 +184,12 @@ export class CollectionReads {
     const expanding: Expanding | undefined = related?.expand !== undefined ? { tree: related.expand, asText: false } : undefined;
     if (expanding !== undefined) this.expanding.set(ctx, expanding);
     let reply: Reply;
-    let scope: ReadScope | undefined;
     try {
       reply = await this.answer(ctx, idOf);
     } finally {
       if (expanding !== undefined) this.expanding.delete(ctx);
-      scope = this.scopes.get(ctx);
-      if (scope !== undefined) this.scopes.delete(ctx);
     }
-    const visible = this.guard(scope ?? this.visibility.scope(ctx), reply);
+    const visible = this.guard(this.scopeOf(ctx), reply);
     return this.complete(ctx, related as RelationQuery | undefined, expanding, visible);
   }
 
@@ -220,9 +213,8 @@ export class CollectionReads {
 
   private async answer(ctx: Context, idOf: (ctx: Context) => string | undefined): Promise<Reply> {
     if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
-    // Made once here, taken by every read of this request (counts, aggregates, $expand's own reads of this collection, the net).
-    const scope = this.visibility.scope(ctx);
-    this.scopes.set(ctx, scope);
+    // The request's one scope, taken by every read of it (counts, aggregates, $expand's reads, the net).
+    const scope = this.scopeOf(ctx);
     if (ctx.parts[0] === 'count') return this.count(ctx);
     if (ctx.parts[0] === 'aggregate') return this.relations.aggregate(ctx);
     const only = ctx.parts[0];
@@ -434,10 +426,10 @@ export class CollectionReads {
    * one (On Get cancelled it, or the read rule hides it).
    */
   async showTo(ctx: Context, docs: readonly Doc[]): Promise<(Record<string, unknown> | null)[]> {
-    // The read rule, evaluated on each object as stored: what it hides is null, as a GET would 404.
-    const allowed = docs.map((d) => this.access.allows(ctx, 'read', d));
-    const readable = docs.filter((_d, i) => allowed[i]).map((d) => ({ ...d }));
     const scope = this.scopeOf(ctx);
+    // The read rule, evaluated on each object as stored: what it hides is null, as a GET would 404.
+    const allowed = docs.map((d) => scope.allows(d));
+    const readable = docs.filter((_d, i) => allowed[i]).map((d) => ({ ...d }));
     const shown = new Map<Doc, Record<string, unknown>>();
     for (const [doc, object] of await this.shown(ctx, readable, false)) shown.set(doc, scope.finish(object, doc));
     let next = 0;

@@ -45,7 +45,11 @@ interface Subscription {
   /** Tests `filter` on an object (a direct test for the common filter of equalities). */
   matches: (object: Doc) => boolean;
   readonly fields: Record<string, 0 | 1> | undefined;
-  /** The caller as a GET of theirs would carry it (a fresh request scope per event). */
+  /**
+   * The caller as a GET of theirs would carry it (a fresh request scope per event). Also the
+   * reader its read scopes are kept by (Context.reader): one per collection for the subscription,
+   * made anew when this is replaced (its user changed) or the collection is (its rules changed).
+   */
   base: Caller;
   readonly client: string;
   readonly uid: string | undefined;
@@ -269,7 +273,7 @@ export class LiveQueries {
     const client = this.server.clientOf(socket.request).address;
     const query = request.query ?? {};
     assertLiveQuery(collection, query);
-    const ctx = { ...base, scope: createRequestScope(client) };
+    const ctx = { ...base, scope: createRequestScope(client), reader: base };
     // GET's compiler as this caller: what a GET refuses, a subscription refuses.
     const compiled = collection.compileQueryFor(ctx, query);
     const filter = withAccess(compiled.filter, collection.accessFilter(ctx, 'list'));
@@ -463,8 +467,9 @@ export class LiveQueries {
   }
 
   private contextOf(sub: Subscription): Context {
-    // A scope per event: recursion counts of one event's On Get must not add up across events.
-    return { ...sub.base, scope: createRequestScope(sub.client) };
+    // A request scope per event: recursion counts of one event's On Get must not add up across
+    // events. The read scope is the subscription's (reader), made once.
+    return { ...sub.base, scope: createRequestScope(sub.client), reader: sub.base };
   }
 
   /**
