@@ -8,7 +8,8 @@ import { RE2JS } from 're2js';
 import { SvcError } from '../errors.js';
 import { DuplicateKeyError, assertCollectionName, AggregateScanError } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Revised, Store, StoreCollection, StoredTexts, UpdateOps, AggregateRow, AggregateSpec, WriteCondition } from './Store.js';
-import { Revisions, conditionId } from './internal/revisions.js';
+import { RevisionTable, conditionId } from './internal/revisions.js';
+import type { Revisions } from './internal/revisions.js';
 import { groupRows } from './internal/groupRows.js';
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
@@ -102,6 +103,8 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
   const warn = options.warn ?? ((message: string) => console.warn(message));
   const disk = new DiskState(dir, warn);
   const collections = new Map<string, EmbeddedCollection>();
+  /** Object revisions of every collection (conditional writes; see RevisionTable). */
+  const revisions = new RevisionTable();
   // Two names differing only in case would share one file on a case-insensitive file system.
   const byFoldedName = new Map<string, string>();
   let closed = false;
@@ -121,7 +124,7 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
         const other = byFoldedName.get(folded);
         if (other !== undefined) throw new TypeError(`collection name ${name} differs from ${other} only in case`);
         byFoldedName.set(folded, name);
-        collection = new EmbeddedCollection(name, join(dir, dataFileOfCollection(name)), warn, disk, options.fsync === true);
+        collection = new EmbeddedCollection(name, join(dir, dataFileOfCollection(name)), warn, disk, options.fsync === true, revisions.of(name));
         collections.set(name, collection);
       }
       return collection;
@@ -173,7 +176,7 @@ class EmbeddedCollection implements StoreCollection {
    * the order they were queued): a conditional write compares and queues in one synchronous step,
    * so any write queued before it has advanced the count already, and any after it runs after it.
    */
-  readonly #revisions = new Revisions();
+  readonly #revisions: Revisions;
   /**
    * Counts writes: raised when one starts and when it ends, so a fact about the stored objects
    * computed while no write was under way holds until the number changes.
@@ -190,8 +193,9 @@ class EmbeddedCollection implements StoreCollection {
   readonly #warn: (message: string) => void;
   readonly #disk: DiskState;
 
-  constructor(name: string, filename: string, warn: (message: string) => void, disk: DiskState, fsync: boolean) {
+  constructor(name: string, filename: string, warn: (message: string) => void, disk: DiskState, fsync: boolean, revisions: Revisions) {
     this.name = name;
+    this.#revisions = revisions;
     this.#filename = filename;
     this.#warn = warn;
     this.#disk = disk;

@@ -1,13 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { Revisions } from '../../src/store/internal/revisions.js';
+import { RevisionTable } from '../../src/store/internal/revisions.js';
 
 const SOURCE = fileURLToPath(new URL('../../src/store/internal/revisions.ts', import.meta.url));
 
 describe('Revisions (the embedded stores\' compare-and-set)', () => {
   it('a revision a reader holds never comes back after a write of its object, whatever else is written', () => {
-    const revisions = new Revisions();
+    const revisions = new RevisionTable().of('things');
     const held = new Map<string, Set<number>>();
     const hold = (id: string): void => {
       const seen = held.get(id) ?? new Set<number>();
@@ -24,7 +24,7 @@ describe('Revisions (the embedded stores\' compare-and-set)', () => {
   });
 
   it('an object nobody wrote keeps its revision while other objects are written (a conditional write on it wins)', () => {
-    const revisions = new Revisions();
+    const revisions = new RevisionTable().of('things');
     const before = revisions.of('quiet');
     let moved = 0;
     for (let i = 0; i < 2000; i++) {
@@ -35,11 +35,21 @@ describe('Revisions (the embedded stores\' compare-and-set)', () => {
     expect(moved).toBeLessThanOrEqual(2);
   });
 
+  it('one table for the whole store: the same id in two collections is two objects', () => {
+    const table = new RevisionTable();
+    const a = table.of('a');
+    const b = table.of('b');
+    const before = b.of('x');
+    a.advanced('x');
+    expect(a.of('x')).not.toBe(0);
+    expect(b.of('x')).toBe(before);
+  });
+
   it('keeps a fixed table: 1,000,000 objects written leave no trace on the heap', () => {
     // In a child with --expose-gc, on the source itself (node strips its types).
     const script = `
-      const { Revisions } = await import(${JSON.stringify(`file://${SOURCE}`)});
-      const r = new Revisions();
+      const { RevisionTable } = await import(${JSON.stringify(`file://${SOURCE}`)});
+      const r = new RevisionTable().of('things');
       gc(); const before = process.memoryUsage().heapUsed;
       for (let i = 0; i < 1_000_000; i++) r.advanced('object-' + i);
       gc(); const after = process.memoryUsage().heapUsed;

@@ -1,7 +1,8 @@
 import type { StatementSync } from 'node:sqlite';
 import { AggregateScanError, DuplicateKeyError } from '../Store.js';
 import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from '../Store.js';
-import { Revisions, conditionId } from '../internal/revisions.js';
+import { conditionId } from '../internal/revisions.js';
+import type { Revisions } from '../internal/revisions.js';
 import { groupRows } from '../internal/groupRows.js';
 import type { DiskState } from '../internal/diskError.js';
 import { jsonList } from '../../jsonList.js';
@@ -29,12 +30,13 @@ export class EngineCollection implements StoreCollection {
   /** Texts read by id lately (see HotTexts for when they are dropped). */
   readonly #hot = new HotTexts();
   /** Kept in memory (see Revised): every write of this collection runs in this process. */
-  readonly #revisions = new Revisions();
+  readonly #revisions: Revisions;
 
   constructor(name: string, engine: Engine, disk: DiskState) {
     this.name = name;
     this.#engine = engine;
     this.#disk = disk;
+    this.#revisions = engine.revisions.of(name);
   }
 
   /** The table, once the writes queued before this read are committed. */

@@ -1,5 +1,6 @@
 import type * as NodeSqlite from 'node:sqlite';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { RevisionTable } from '../internal/revisions.js';
 import { Schema } from './schema.js';
 import { registerWords } from './search.js';
 
@@ -56,6 +57,8 @@ export class Engine {
   readonly db: DatabaseSync;
   readonly schema: Schema;
   readonly file: string;
+  /** Object revisions of every collection (conditional writes; see RevisionTable). */
+  readonly revisions = new RevisionTable();
   #statements = new Map<string, StatementSync>();
   #queue: WriteTask[] = [];
   #scheduled = false;
