@@ -6,12 +6,16 @@
 // One data file of `size` todos in the old store's line format (as bench/scale.js writes it) is
 // copied into two app folders, one per store (app.json embeddedStore.engine "files" / "sqlite";
 // the engine's first start converts it). Each is started once to build the `n` index (and, for
-// the engine, to convert), then every round starts each server in turn (order rotated), pinned to
-// core 0, and runs every scenario with autocannon on core 1. Measured per scenario: req/s, p99 and
-// the server's CPU µs per request; the ratios engine / files are taken within a round, and their
-// median over rounds is reported. POSTs grow both stores by about the same number of objects.
+// the engine, to convert), then its data folder is kept aside; every round starts each server in
+// turn (order rotated) on a fresh copy of it, pinned to core 0, and runs every scenario with
+// autocannon on core 1, POST last (so every read, in every round, sees the same `size` objects:
+// the first version of this script let the POSTs of earlier rounds grow the stores, which each
+// grew by its own req/s, and the old store's unsorted list and count then took 20-900 ms a
+// request and stopped answering). Measured per scenario: req/s, p99 and the server's CPU µs per
+// request; the ratios engine / files are taken within a round, and their median over rounds is
+// reported. A scenario that fails (the server stops answering) is reported as such, not fatal.
 // `--profile <dir>` runs the engine's server with --cpu-prof into <dir> (one round is enough).
-import { copyFileSync, createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, createWriteStream, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +45,6 @@ const q = (query) => encodeURIComponent(JSON.stringify(query));
 const half = Math.floor(size / 2);
 const scenarios = [
   { id: 'get-one', title: 'GET /todos/<id>', path: (s) => `/todos/${s.id}` },
-  { id: 'post', title: 'POST /todos', method: 'POST', path: () => '/todos', body: '{"title":"x","done":false}' },
   { id: 'get-filter-sort', title: 'GET done=false, sort n, limit 100', path: () => `/todos?${q({ done: false, $sort: { n: 1 }, $limit: 100 })}` },
   { id: 'range', title: 'GET n > half, sort n, limit 50 (indexed)', path: () => `/todos?${q({ n: { $gt: half }, $sort: { n: 1 }, $limit: 50 })}` },
   { id: 'list-100', title: 'GET /todos?$limit=100 (insertion order)', path: () => `/todos?${q({ $limit: 100 })}` },
@@ -52,6 +55,8 @@ const scenarios = [
   // (At most ~100 KB of paths: they travel in the load generator's argv.)
   { id: 'get-random', title: 'GET /todos/<id>, 3,000 ids at random', path: (s) => `/todos/${s.randomIds[0]}`, paths: (s) => s.randomIds.map((id) => `/todos/${id}`) },
   { id: 'range-random', title: 'GET n > x, sort n, limit 50, 800 bounds at random', path: () => `/todos?${q({ n: { $gt: 7 }, $sort: { n: 1 }, $limit: 50 })}`, paths: () => Array.from({ length: 800 }, (_, i) => `/todos?${q({ n: { $gt: (i * 48_271) % size }, $sort: { n: 1 }, $limit: 50 })}`) },
+  // Last: it grows the store (each round starts again from the same copy, see above).
+  { id: 'post', title: 'POST /todos', method: 'POST', path: () => '/todos', body: '{"title":"x","done":false}' },
 ].filter((s) => !args.only || args.only.split(',').includes(s.id));
 
 /** The data file of `count` todos, in the old store's line format. */
@@ -88,6 +93,7 @@ async function start(dir, profile) {
 
 const root = mkdtempSync(join(tmpdir(), 'svc-engine-http-'));
 const results = { files: {}, sqlite: {} };
+const failures = { files: {}, sqlite: {} };
 try {
   log(`-- ${size.toLocaleString('en-US')} todos: writing the data file`);
   const state = await writeData(join(root, 'todos.db'), size);
@@ -96,20 +102,29 @@ try {
     const first = await start(apps[engine]);
     log(`   ${engine}: first start ${Math.round(first.ms)} ms`);
     await stop(first.child);
+    renameSync(join(apps[engine], 'data'), join(root, `${engine}-data`));
   }
   const order = ['files', 'sqlite'];
   for (let round = 0; round < rounds; round++) {
     for (const engine of round % 2 === 0 ? order : [...order].reverse()) {
+      rmSync(join(apps[engine], 'data'), { recursive: true, force: true });
+      cpSync(join(root, `${engine}-data`), join(apps[engine], 'data'), { recursive: true });
       const server = await start(apps[engine], engine === 'sqlite' ? args.profile : undefined);
+      log(`   round ${round + 1} ${engine}: started in ${Math.round(server.ms)} ms`);
       const cookie = await startSession(server.port, '/todos?{"$limit":1}');
       for (const s of scenarios) {
         const path = s.path({ id: state.mid, ids: state.some, randomIds: state.randomIds });
         const paths = s.paths?.({ randomIds: state.randomIds });
-        const check = await request(server.port, { method: s.method ?? 'GET', path, headers: { cookie, ...(s.body ? { 'content-type': 'application/json' } : {}) }, body: s.body });
-        if (check.status !== 200) throw new Error(`${engine} ${s.id}: ${check.status} ${check.body.toString('utf8').slice(0, 200)}`);
+        const check = await request(server.port, { method: s.method ?? 'GET', path, headers: { cookie, ...(s.body ? { 'content-type': 'application/json' } : {}) }, body: s.body }).catch((err) => ({ status: 0, body: Buffer.from(String(err)) }));
+        if (check.status !== 200) {
+          log(`   round ${round + 1} ${engine} ${s.id}: FAILED before the load: ${check.status} ${check.body.toString('utf8').slice(0, 200)}`);
+          (failures[engine][s.id] ??= []).push(round + 1);
+          continue;
+        }
         const m = await runLoad({ url: `http://127.0.0.1:${server.port}${path}`, ...(paths ? { paths } : {}), method: s.method ?? 'GET', headers: { cookie, ...(s.body ? { 'content-type': 'application/json' } : {}) }, body: s.body, connections, warmup, duration, serverPid: server.child.pid, serverCore: pin?.server }, pin?.load);
+        if (m.errors > 0 || m.non2xx > 0) (failures[engine][s.id] ??= []).push(round + 1);
         ((results[engine][s.id] ??= []))[round] = m;
-        log(`   round ${round + 1} ${engine} ${s.id}: ${Math.round(m.rps)} req/s, p99 ${m.latencyMs.p99?.toFixed(2)} ms, ${m.cpuUsPerRequest?.toFixed(1)} µs CPU/req`);
+        log(`   round ${round + 1} ${engine} ${s.id}: ${Math.round(m.rps)} req/s, p99 ${m.latencyMs.p99?.toFixed(2)} ms, ${m.cpuUsPerRequest?.toFixed(1)} µs CPU/req${m.errors || m.non2xx ? `, ${m.errors} errors, ${m.non2xx} non-2xx` : ''}`);
       }
       await stop(server.child);
     }
@@ -131,9 +146,12 @@ const lines = [
 for (const s of scenarios) {
   const f = results.files[s.id] ?? [];
   const e = results.sqlite[s.id] ?? [];
-  const ratios = f.map((m, i) => (e[i] ? e[i].cpuUsPerRequest / m.cpuUsPerRequest : undefined)).filter((r) => r !== undefined);
-  const med = (list, pick) => median(list.map(pick));
+  const ratios = f.map((m, i) => (m && e[i] ? e[i].cpuUsPerRequest / m.cpuUsPerRequest : undefined)).filter((r) => Number.isFinite(r));
+  const med = (list, pick) => median(list.filter(Boolean).map(pick).filter((x) => typeof x === 'number'));
   const num = (n, d = 1) => (typeof n === 'number' ? fmt(n, d) : '?');
   lines.push(`| ${s.title} | ${num(med(f, (m) => m.cpuUsPerRequest))} | ${num(med(e, (m) => m.cpuUsPerRequest))} | ${num(median(ratios), 3)}x | ${num(med(f, (m) => m.rps), 0)} | ${num(med(e, (m) => m.rps), 0)} | ${num(med(f, (m) => m.latencyMs.p99), 2)} | ${num(med(e, (m) => m.latencyMs.p99), 2)} |`);
+}
+for (const engine of ['files', 'sqlite']) {
+  for (const [id, list] of Object.entries(failures[engine])) lines.push(`- ${engine} ${id}: errors, non-2xx answers or no answer in round(s) ${list.join(', ')}`);
 }
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -81,9 +81,13 @@ describe.skipIf(nginx === undefined)('svc behind nginx: the attacks of issue 23'
   ])('development root through nginx (%s): refused, event scripts stay as they are', async (_name, directives) => {
     const { svc, proxy, dir } = await svcBehindNginx({}, directives);
     const headers = { 'svc-ssh-key': 'anything', connection: 'keep-alive' };
-    expect((await send({ port: proxy.port, path: '/dashboard/api/session', headers, from: '127.0.0.66' })).body).toMatchObject({ env: 'development', root: false });
+    // Refused with the reason (c2869f0), not answered as a visitor: the key is never taken as root.
+    const session = await send({ port: proxy.port, path: '/dashboard/api/session', headers, from: '127.0.0.66' });
+    expect(session.status).toBe(403);
+    expect(session.body).toMatchObject({ message: expect.stringMatching(/^svc-ssh-key refused: .*Development gives root only to programs on this machine/) });
+    expect(JSON.stringify(session.body)).not.toMatch(/"root":\s*true/);
     const write = await send({ port: proxy.port, method: 'PUT', path: '/dashboard/api/resources/todos/events/post.js', body: { source: 'this.by = "owned";' }, headers, from: '127.0.0.66' });
-    expect(write.status).toBe(401);
+    expect(write.status).toBe(403);
     expect(await readFile(join(dir, 'resources/todos/post.js'), 'utf8')).toBe('this.by = "original";');
     expect((await send({ port: proxy.port, method: 'POST', path: '/todos', body: {}, from: '127.0.0.66' })).body).toMatchObject({ by: 'original' });
     // The developer on the machine itself still is root.

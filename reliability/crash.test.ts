@@ -25,7 +25,8 @@ afterAll(async () => {
 });
 
 async function start(): Promise<SvcProcess> {
-  const p = await startSvc([app]);
+  // 60 s: at a load of 30 a start took over 15 s (this tests lost writes, not start time).
+  const p = await startSvc([app], {}, 60_000);
   running.push(p);
   return p;
 }

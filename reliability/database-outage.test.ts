@@ -5,7 +5,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMongoStore, SvcError } from '@svc/core';
 import { runApp } from '../apps/server/test/helpers/app.js';
 import type { AppHandle } from '../apps/server/test/helpers/app.js';
 import { freePort } from './localServices.js';
@@ -115,5 +117,28 @@ describe.runIf(available)('database outages (own FerretDB, stopped and frozen)',
       else await new Promise((r) => setTimeout(r, 200));
     }
     expect(ok).toBe(1);
+  }, 60_000);
+
+  it('database busy (FerretDB\'s SQLite file locked by another writer): a write fails with 503 UNAVAILABLE to retry, not a 500; unlocked: written', async () => {
+    const first = await h.request('POST', '/notes', { text: 'before' });
+    expect(first.status).toBe(200);
+    const id = (first.body as { id: string }).id;
+    // A store whose time limit outlasts FerretDB's wait for the lock: what FerretDB answers is what is told.
+    const store = await createMongoStore({ url: `mongodb://127.0.0.1:${port}/outage`, timeoutMs: 30_000 });
+    // Another writer holds the database file's write lock: FerretDB answers "database is locked (SQLITE_BUSY)".
+    const file = join(dataDir, 'outage.sqlite');
+    expect(existsSync(file)).toBe(true);
+    const other = new DatabaseSync(file);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const err = await store.collection('notes').update({ id }, { $set: { text: 'during' } }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(SvcError);
+      expect(err).toMatchObject({ code: 'UNAVAILABLE', status: 503, message: 'the database is busy' });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(await store.collection('notes').update({ id }, { $set: { text: 'after' } })).toMatchObject({ text: 'after' });
+    await store.close();
   }, 60_000);
 });

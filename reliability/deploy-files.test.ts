@@ -303,7 +303,7 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
     }, 120_000);
     afterAll(async () => {
       await nginx?.stop();
-      if (server) await stop(server.child, 'SIGTERM');
+      if (server) await stopImage(server.child, 'SIGTERM');
     });
 
     it('https reaches svc, which sees https and the client behind nginx; WebSocket upgrades pass', async () => {

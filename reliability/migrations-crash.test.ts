@@ -59,7 +59,8 @@ async function rig(kind: 'files' | 'sqlite' | 'mongodb', n: number): Promise<Rig
   const app = join(dir, 'app');
   await mkdir(join(app, 'resources', 'books'), { recursive: true });
   await writeFile(join(app, 'resources', 'books', 'config.json'), JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' }, headline: { type: 'string' }, pages: { type: 'number' }, rating: { type: 'number' } } }));
-  if (kind === 'sqlite') await writeFile(join(app, 'app.json'), JSON.stringify({ embeddedStore: { engine: 'sqlite' } }));
+  // The engine is the default store since i41-engine: the files store is chosen by app.json.
+  if (kind !== 'mongodb') await writeFile(join(app, 'app.json'), JSON.stringify({ embeddedStore: { engine: kind } }));
   const db = kind === 'mongodb' ? `${(mongoUrl as string).replace(/\/$/, '')}/svc_migr_crash_${randomBytes(4).toString('hex')}` : undefined;
   const open = (): Promise<Store> => (db ? createMongoStore({ url: db, timeoutMs: 60_000 }) : kind === 'sqlite' ? createEngineStore({ dir: join(app, 'data') }) : createEmbeddedStore({ dir: join(app, 'data') }));
   return { app, n, ...(db ? { db } : {}), open, args: () => [app, '--env', 'production', ...(db ? ['--db', db] : [])] };

@@ -43,6 +43,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
     },
   },
   databaseTimeoutMs: int(1),
+  migrations: { kind: 'object', keys: { leaseMs: int(1000, 3_600_000), timeoutMs: int(1, 3_600_000) } },
   passwordCost: int(4, 31),
   loginRateLimit: { kind: 'object', keys: { max: int(1), windowSeconds: int(1), maxPerAddress: int(1), slowdownMs: int(0) } },
   dashboard: { kind: 'boolean' },

@@ -36,6 +36,12 @@ export interface AppSettings {
   };
   /** MongoDB (--db): how long an operation may take before the request answers 503, ms. */
   databaseTimeoutMs?: number;
+  /**
+   * Applying migrations at start (docs/migrations.md): how long the lock holds without a renewal
+   * (`leaseMs`, default 120 s) and, on MongoDB, how long one database call of a migration may take
+   * (`timeoutMs`, default 10 minutes: a busy database is waited for, not given up on).
+   */
+  migrations?: { leaseMs?: number; timeoutMs?: number };
   /** `$expand` and filters across relations: levels (default 2, at most 4), objects per relation and level, ids a filter may match. */
   relations?: { expandDepth?: number; maxExpanded?: number; maxFilterIds?: number };
   /** GET /<c>/aggregate: groups answered, objects read, time in ms; beyond them 413. */

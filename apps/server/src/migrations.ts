@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { advanceShape, applyMigrations, diffShapes, formatMigration, isPlainObject, newMigrationId, parseMigration, shapeOf } from '@svc/core';
-import type { BlockedCollection, CollectionShape, Logger, Migration, MigrationStep, Store } from '@svc/core';
+import { advanceShape, applyMigrations, createMongoStore, diffShapes, formatMigration, isPlainObject, newMigrationId, parseMigration, pendingOf, readRecords, shapeOf } from '@svc/core';
+import type { ApplyOutcome, BlockedCollection, CollectionShape, Logger, Migration, MigrationStep, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 
 /** The app's migrations folder: one JSON file per migration, applied in the order of their names. */
@@ -67,6 +67,15 @@ export interface MigrationRunOptions {
   logger: Logger;
   /** Told after each batch of objects a migration changed (crash tests). */
   onBatch?(): void;
+  /**
+   * Opens the store the pending migrations are applied through, when there are any (closed after):
+   * on MongoDB a client of its own whose calls may take minutes (app.json migrations.timeoutMs),
+   * so that a batch a busy database takes long over is waited for instead of timed out while the
+   * database goes on with it. Default: `store`.
+   */
+  applyStore?: () => Promise<Store>;
+  /** The lock's lease, ms (app.json migrations.leaseMs). */
+  leaseMs?: number;
 }
 
 /** What a start or a reload did with the app's migrations. */
@@ -113,19 +122,42 @@ export async function runMigrations(options: MigrationRunOptions): Promise<Migra
   const blocked = new Map<string, BlockedCollection>();
   if (files.length > 0) {
     let batches = 0;
-    const outcome = await applyMigrations({
-      store: options.store,
-      migrations: files,
-      logger,
-      onBatch: () => {
-        batches++;
-        options.onBatch?.();
-      },
-    });
+    const pending = pendingOf(files, await readRecords(options.store)).length > 0;
+    const store = pending && options.applyStore ? await options.applyStore() : options.store;
+    let outcome: ApplyOutcome;
+    try {
+      outcome = await applyMigrations({
+        store,
+        migrations: files,
+        logger,
+        ...(options.leaseMs !== undefined ? { lease: { leaseMs: options.leaseMs } } : {}),
+        onBatch: () => {
+          batches++;
+          options.onBatch?.();
+        },
+      });
+    } finally {
+      if (store !== options.store) await store.close().catch(() => undefined);
+    }
     for (const [name, reason] of outcome.blocked) blocked.set(name, reason);
     if (batches > 0 || outcome.applied.length > 0) logger.info(`migrations: ${outcome.applied.length} applied${blocked.size > 0 ? `, ${blocked.size} collection${blocked.size === 1 ? '' : 's'} not served (${[...blocked.keys()].join(', ')})` : ''}`);
   }
   return { blocked, migrations: new Set(files.map((m) => m.id)), written };
+}
+
+/** How long one database call of a migration may take on MongoDB by default (app.json migrations.timeoutMs). */
+export const MIGRATION_CALL_MS = 10 * 60_000;
+
+/**
+ * runMigrations' options from app.json `migrations`: the lease, and at start on MongoDB (`db`) a
+ * client of its own for applying them, whose calls may take minutes (not on a reload: its writes
+ * go through the served store, which tells live queries).
+ */
+export function applySettings(settings: { leaseMs?: number; timeoutMs?: number } | undefined, db: string | undefined, reload: boolean): Pick<MigrationRunOptions, 'applyStore' | 'leaseMs'> {
+  const out: Pick<MigrationRunOptions, 'applyStore' | 'leaseMs'> = {};
+  if (settings?.leaseMs !== undefined) out.leaseMs = settings.leaseMs;
+  if (db !== undefined && !reload) out.applyStore = () => createMongoStore({ url: db, timeoutMs: settings?.timeoutMs ?? MIGRATION_CALL_MS });
+  return out;
 }
 
 /** Per collection, the steps its properties' changes need (see runMigrations). */

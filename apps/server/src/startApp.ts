@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources, readProperties } from './buildResources.js';
-import { runMigrations } from './migrations.js';
+import { applySettings, runMigrations } from './migrations.js';
 import type { MigrationRun } from './migrations.js';
 import { crashPoint } from './crashPoint.js';
 import { loadInstalledTypes } from './installedTypes.js';
@@ -164,7 +164,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     const migrate = (folder: AppFolder, previous?: MigrationRun): Promise<MigrationRun> => {
       // Checked first: a property of an unknown type would read as removed.
       for (const resource of folder.resources) if (resource.config.type === 'Collection' || resource.config.type === 'UserCollection') readProperties(resource, silentLogger);
-      return runMigrations({ appDir, app: folder, store, env, logger, onBatch: () => crashPoint(`migrate:batch:${++batches}`), ...(previous ? { previous: { app: current, migrations: previous.migrations } } : {}) });
+      return runMigrations({ appDir, app: folder, store, env, logger, onBatch: () => crashPoint(`migrate:batch:${++batches}`), ...applySettings(folder.settings.migrations, options.store ? undefined : options.db, previous !== undefined), ...(previous ? { previous: { app: current, migrations: previous.migrations } } : {}) });
     };
     let migrations = await migrate(app);
     // Every process sharing the Redis counts login attempts together.

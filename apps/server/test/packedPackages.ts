@@ -11,9 +11,18 @@ export const PACKAGES = ['packages/core', 'packages/script-runtime', 'packages/r
 /** The node running the tests first on PATH, so that npm and native modules use it. */
 export const PATH = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`;
 
+/**
+ * The runner's environment without the npm_config_* that `npx`/`npm run`/`pnpm` put there (such as
+ * npm_config_registry=https://registry.npmjs.org/): a child npm must read the registry its HOME's
+ * .npmrc names, whatever launched the tests.
+ */
+function withoutNpmConfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => !/^npm_config_/i.test(key)));
+}
+
 export function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, PATH, npm_config_update_notifier: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd, env: { ...withoutNpmConfig(process.env), PATH, npm_config_update_notifier: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));

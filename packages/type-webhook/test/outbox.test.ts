@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEmbeddedStore, createMongoStore } from '@svc/core';
+import { createEmbeddedStore, createEngineStore, createMongoStore } from '@svc/core';
 import type { Store } from '@svc/core';
 import { Outbox } from '../src/internal/outbox.js';
 
@@ -15,6 +15,14 @@ const stores: { name: string; open(): Promise<{ store: Store; done(): Promise<vo
     async open() {
       const dir = await mkdtemp(join(tmpdir(), 'svc-outbox-'));
       const store = await createEmbeddedStore({ dir });
+      return { store, done: async () => { await store.close(); await rm(dir, { recursive: true, force: true }); } };
+    },
+  },
+  {
+    name: 'the SQLite engine',
+    async open() {
+      const dir = await mkdtemp(join(tmpdir(), 'svc-outbox-'));
+      const store = await createEngineStore({ dir });
       return { store, done: async () => { await store.close(); await rm(dir, { recursive: true, force: true }); } };
     },
   },
@@ -62,6 +70,20 @@ for (const kind of stores) {
       // Dead letters have their own bound: nothing else goes.
       expect(await outbox.prune(['dead'], 0)).toBe(1);
       expect(await outbox.counts()).toEqual({ pending: 2, delivered: 1, dead: 0, skipped: 0 });
+    });
+
+    it('reads the due records earliest first, whatever order they were written in (a backlog is delivered oldest first)', async () => {
+      opened = await kind.open();
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      await outbox.init();
+      const records = [];
+      for (let i = 0; i < 40; i++) records.push(await outbox.add('create', { id: `o${i}`, title: `t${i}` }, undefined, 3));
+      // The first ten fail and come back due after the others, the first one latest.
+      const now = Date.now();
+      for (let i = 0; i < 10; i++) await outbox.finish(records[i]!, 1, { ok: false, error: 'answered 500', status: 500, durationMs: 1, retryAt: now + 1000 - i });
+      const due = await outbox.due(now + 60_000, 35);
+      expect(due.map((r) => r.objectId)).toEqual([...Array.from({ length: 30 }, (_, i) => `o${i + 10}`), 'o9', 'o8', 'o7', 'o6', 'o5']);
+      expect(due.map((r) => r.nextAt)).toEqual([...due.map((r) => r.nextAt)].sort((a, b) => a - b));
     });
   });
 }

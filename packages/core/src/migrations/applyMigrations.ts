@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import type { Doc, Store } from '../store/Store.js';
-import { acquireLease } from './lease.js';
+import { acquireLease, LeaseLostError } from './lease.js';
 import type { Lease, LeaseOptions } from './lease.js';
 import { describeStep, isReversible } from './migration.js';
 import type { Migration, MigrationStep } from './migration.js';
@@ -26,6 +26,8 @@ export interface MigrationRecord extends Doc {
   phase: number;
   cursor: string | null;
   touched: number;
+  /** The page of objects being written when the record was written (StepProgress.pending). */
+  pending?: StepProgress['pending'];
   /** Objects changed by each step done. */
   counts: number[];
   startedAt: string;
@@ -88,6 +90,25 @@ export async function applyMigrations(options: MigrationsOptions): Promise<Apply
     warnChanged(options.migrations, await readRecords(options.store), logger);
     return outcome;
   }
+  // A holder that lost the lock (it could not renew it in time, and another process took it)
+  // stops writing at once, then waits for the lock again and goes on from the records: what the
+  // other process applied meanwhile is applied, an interrupted migration is resumed.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await applyUnderLease(options, outcome);
+      return outcome;
+    } catch (err) {
+      if (!(err instanceof LeaseLostError) || attempt >= MAX_LEASE_LOSSES) throw err;
+      logger?.warn(`migrations: ${err.message}; waiting for the lock to go on from where the migrations stand`);
+    }
+  }
+}
+
+/** Times in a row the lock may be lost before a start gives up (each time another process went on with the work). */
+const MAX_LEASE_LOSSES = 5;
+
+async function applyUnderLease(options: MigrationsOptions, outcome: ApplyOutcome): Promise<void> {
+  const logger = options.logger;
   const lease = await acquireLease(options.store.collection(MIGRATIONS_COLLECTION), {
     ...options.lease,
     onWait: (holder) => logger?.info(`migrations: another process applies them (${holder.owner}, since ${holder.since}); waiting for it`),
@@ -105,7 +126,9 @@ export async function applyMigrations(options: MigrationsOptions): Promise<Apply
         const counts = await applyOne(options, migration, records.get(migration.id), lease);
         outcome.applied.push({ id: migration.id, counts });
       } catch (err) {
-        lease.check();
+        // Lost, the record is another process's to write: stop here.
+        if (err instanceof LeaseLostError) throw err;
+        await lease.hold();
         const error = (err as Error).message;
         await options.store
           .collection(MIGRATIONS_COLLECTION)
@@ -118,7 +141,6 @@ export async function applyMigrations(options: MigrationsOptions): Promise<Apply
   } finally {
     await lease.release().catch(() => undefined);
   }
-  return outcome;
 }
 
 /**
@@ -173,15 +195,15 @@ async function applyOne(options: MigrationsOptions, migration: Migration, found:
   const counts = [...record.counts];
   for (let i = record.step; i < migration.steps.length; i++) {
     const step = migration.steps[i] as MigrationStep;
-    const start: StepProgress = i === record.step ? { phase: record.phase, cursor: record.cursor, touched: record.touched } : { phase: 0, cursor: null, touched: 0 };
+    const start: StepProgress = i === record.step ? { phase: record.phase, cursor: record.cursor, touched: record.touched, pending: record.pending ?? null } : { phase: 0, cursor: null, touched: 0 };
     const started = performance.now();
     const touched = await stepUp(step, context(options, migration.id, migration.collection, i, start, lease));
     counts[i] = touched;
-    lease.check();
-    await records.update({ id: record.id }, { $set: { step: i + 1, phase: 0, cursor: null, touched: 0, counts } });
+    await lease.hold();
+    await records.update({ id: record.id }, { $set: { step: i + 1, phase: 0, cursor: null, touched: 0, pending: null, counts } });
     options.logger?.info(`migration ${migration.id}: step ${i + 1}/${migration.steps.length} ${describeStep(step)}: ${touched} objects changed (${Math.round(performance.now() - started)} ms)`);
   }
-  lease.check();
+  await lease.hold();
   await records.update({ id: record.id }, { $set: { state: 'applied', finishedAt: new Date().toISOString() } });
   return counts;
 }
@@ -197,10 +219,12 @@ function context(options: MigrationsOptions, migration: string, collection: stri
     batch: options.batch ?? 500,
     start,
     async progress(at) {
-      lease.check();
-      await records.update({ id: recordId(migration) }, { $set: { step: index, phase: at.phase, cursor: at.cursor, touched: at.touched } });
-      options.onBatch?.({ migration, step: index, phase: at.phase, touched: at.touched });
+      await lease.hold();
+      await records.update({ id: recordId(migration) }, { $set: { step: index, phase: at.phase, cursor: at.cursor, touched: at.touched, pending: at.pending ?? null } });
+      // After a batch written (not before it: crash tests count the batches done).
+      if (!at.pending) options.onBatch?.({ migration, step: index, phase: at.phase, touched: at.touched });
     },
+    hold: () => lease.hold(),
   };
 }
 
@@ -260,14 +284,14 @@ async function undoOne(options: MigrationsOptions, record: MigrationRecord, leas
   const records = options.store.collection(MIGRATIONS_COLLECTION);
   const first = undoStart(record);
   const resuming = record.state === 'undoing';
-  await records.update({ id: record.id }, { $set: { state: 'undoing', step: first, by: lease.owner, ...(resuming ? {} : { phase: 0, cursor: null, touched: 0 }) } });
+  await records.update({ id: record.id }, { $set: { state: 'undoing', step: first, by: lease.owner, ...(resuming ? {} : { phase: 0, cursor: null, touched: 0, pending: null }) } });
   const counts: number[] = [];
   for (let i = first; i >= 0; i--) {
     const step = record.steps[i] as MigrationStep;
-    const start: StepProgress = resuming && i === first ? { phase: record.phase, cursor: record.cursor, touched: record.touched } : { phase: 0, cursor: null, touched: 0 };
+    const start: StepProgress = resuming && i === first ? { phase: record.phase, cursor: record.cursor, touched: record.touched, pending: record.pending ?? null } : { phase: 0, cursor: null, touched: 0 };
     counts[i] = await stepDown(step, context(options, record.migration, record.collection, i, start, lease));
-    lease.check();
-    await records.update({ id: record.id }, { $set: { step: i - 1, phase: 0, cursor: null, touched: 0 } });
+    await lease.hold();
+    await records.update({ id: record.id }, { $set: { step: i - 1, phase: 0, cursor: null, touched: 0, pending: null } });
     options.logger?.info(`migration ${record.migration}: undid step ${i + 1}/${record.steps.length} ${describeStep(step)}: ${counts[i]} objects changed`);
   }
   await records.remove({ id: record.id });

@@ -3,6 +3,7 @@ import { deepEqual } from '../resources/updates.js';
 import { DuplicateKeyError } from '../store/Store.js';
 import type { Doc, Filter, ManyOps, Store, StoreCollection } from '../store/Store.js';
 import { convertValue } from './convertValue.js';
+import type { Conversion } from './convertValue.js';
 import type { PropertyType } from '../types.js';
 import type { MigrationStep } from './migration.js';
 
@@ -14,6 +15,12 @@ export interface StepProgress {
   cursor: string | null;
   /** Objects changed so far. */
   touched: number;
+  /**
+   * The page being written (recorded before its write): the objects after `cursor` up to `to`
+   * (its last id), of which `todo` needed the change. Resumed, the objects of that page that no
+   * longer need it are counted as changed, whoever's call changed them.
+   */
+  pending?: { to: string; todo: number } | null;
 }
 
 /** What a step needs to run. */
@@ -29,8 +36,10 @@ export interface StepContext {
   batch: number;
   /** Where to start (a step resumed). */
   start: StepProgress;
-  /** Called after each batch: records the progress (a resumed step starts there), checks the lease. */
+  /** Records the progress (a resumed step starts there) after a batch, or before one (`pending`); holds the lease first. */
   progress(at: StepProgress): Promise<void>;
+  /** Called before every write: the lock is still this process's (LeaseLostError otherwise). */
+  hold(): Promise<void>;
 }
 
 /** A step's values collection in the store. */
@@ -58,14 +67,15 @@ export async function stepUp(step: MigrationStep, ctx: StepContext): Promise<num
     case 'rename':
       return renameProperty(ctx, step.from, step.to);
     case 'remove':
-      return pages(ctx, { [step.property]: { $exists: true } }, [step.property], async (docs) => {
+      return pages(ctx, { [step.property]: { $exists: true } }, [step.property], ALL, async (docs) => {
         if (step.keep) await keep(ctx, docs.map((doc) => [doc.id, doc[step.property]]));
-        return setEach(ctx.coll, docs, { [step.property]: { $exists: true } }, () => ({ $unset: { [step.property]: true } }));
+        await ctx.hold();
+        await setEach(ctx.coll, docs, { [step.property]: { $exists: true } }, () => ({ $unset: { [step.property]: true } }));
       });
     case 'add': {
       if (step.default === undefined) return 0;
       const value = step.default;
-      return pages(ctx, { [step.property]: { $exists: false } }, [], (docs) => setEach(ctx.coll, docs, { [step.property]: { $exists: false } }, () => ({ $set: { [step.property]: structuredClone(value) } })));
+      return pages(ctx, { [step.property]: { $exists: false } }, [], ALL, (docs) => setEach(ctx.coll, docs, { [step.property]: { $exists: false } }, () => ({ $set: { [step.property]: structuredClone(value) } })));
     }
     case 'convert':
       return convertUp(ctx, step);
@@ -90,13 +100,12 @@ export async function stepDown(step: MigrationStep, ctx: StepContext): Promise<n
     case 'add': {
       if (step.default === undefined) return 0;
       const value = step.default;
-      return pages(ctx, { [step.property]: { $exists: true } }, [step.property], (docs) =>
-        setEach(
-          ctx.coll,
-          docs.filter((doc) => deepEqual(doc[step.property], value)),
-          {},
-          () => ({ $unset: { [step.property]: true } }),
-        ),
+      return pages(
+        ctx,
+        { [step.property]: { $exists: true } },
+        [step.property],
+        (doc) => deepEqual(doc[step.property], value),
+        (docs) => setEach(ctx.coll, docs, {}, () => ({ $unset: { [step.property]: true } })),
       );
     }
     case 'convert':
@@ -113,9 +122,9 @@ export async function stepDown(step: MigrationStep, ctx: StepContext): Promise<n
 
 async function renameProperty(ctx: StepContext, from: string, to: string): Promise<number> {
   const has = { [from]: { $exists: true } };
-  return pages(ctx, has, [from], async (docs) => {
-    if (ctx.coll.updateMany) return ctx.coll.updateMany({ id: { $in: docs.map((doc) => doc.id) }, ...has }, { $rename: { [from]: to } });
-    return setEach(ctx.coll, docs, has, (doc) => ({ $set: { [to]: doc[from] }, $unset: { [from]: true } }));
+  return pages(ctx, has, [from], ALL, async (docs) => {
+    if (ctx.coll.updateMany) await ctx.coll.updateMany({ id: { $in: docs.map((doc) => doc.id) }, ...has }, { $rename: { [from]: to } });
+    else await setEach(ctx.coll, docs, has, (doc) => ({ $set: { [to]: doc[from] }, $unset: { [from]: true } }));
   });
 }
 
@@ -129,7 +138,12 @@ async function convertUp(ctx: StepContext, step: ConvertStep): Promise<number> {
     const counts = await scanConversion(ctx.coll, name, step.to, ctx.batch);
     if (counts.invalid > 0) throw new MigrationStepError(`convert ${name} to ${step.to}: ${counts.invalid} values do not convert (e.g. objects ${counts.examples.join(', ')}) and "invalid" is "fail"; change those objects, or choose "unset", "keep" or {"set": value}`);
   }
-  return pages(ctx, has, [name], async (docs) => {
+  // Objects whose value converts, or does not and is unset or replaced: what the step changes.
+  const needs = (doc: Doc): boolean => {
+    const kind = convertValue(doc[name], step.to).kind;
+    return kind === 'changed' || (kind === 'invalid' && step.invalid !== 'keep');
+  };
+  return pages(ctx, has, [name], needs, async (docs) => {
     const changed: [Doc, unknown][] = [];
     const invalid: Doc[] = [];
     for (const doc of docs) {
@@ -137,21 +151,20 @@ async function convertUp(ctx: StepContext, step: ConvertStep): Promise<number> {
       if (outcome.kind === 'changed') changed.push([doc, outcome.value]);
       else if (outcome.kind === 'invalid') invalid.push(doc);
     }
-    let touched = 0;
+    if (invalid.length > 0 && step.invalid === 'fail') throw new MigrationStepError(`convert ${name} to ${step.to}: object ${invalid[0]?.id ?? '?'} holds a value that does not convert and "invalid" is "fail"`);
     if (invalid.length > 0 && step.invalid !== 'keep' && step.invalid !== 'fail') {
       await keep(ctx, invalid.map((doc) => [doc.id, doc[name]]));
       const policy = step.invalid;
-      touched += await setEach(ctx.coll, invalid, has, () => (policy === 'unset' ? { $unset: { [name]: true } } : { $set: { [name]: structuredClone(policy.set) } }));
+      await ctx.hold();
+      await setEach(ctx.coll, invalid, has, () => (policy === 'unset' ? { $unset: { [name]: true } } : { $set: { [name]: structuredClone(policy.set) } }));
     }
     const values = new Map(changed.map(([doc, value]) => [doc.id, value]));
-    touched += await setEach(
+    await setEach(
       ctx.coll,
       changed.map(([doc]) => doc),
       has,
       (doc) => ({ $set: { [name]: values.get(doc.id) } }),
     );
-    if (invalid.length > 0 && step.invalid === 'fail') throw new MigrationStepError(`convert ${name} to ${step.to}: object ${invalid[0]?.id ?? '?'} holds a value that does not convert and "invalid" is "fail"`);
-    return touched;
   });
 }
 
@@ -169,20 +182,19 @@ async function convertDown(ctx: StepContext, step: ConvertStep): Promise<number>
     ctx.start = { phase: 1, cursor: null, touched };
     await ctx.progress(ctx.start);
   }
-  return pages(ctx, { [name]: { $exists: true } }, [name], async (docs) => {
-    const back = new Map<string, unknown>();
-    for (const doc of docs) {
-      if (convertValue(doc[name], step.to).kind !== 'same') continue;
-      const outcome = convertValue(doc[name], step.from);
-      if (outcome.kind === 'changed') back.set(doc.id, outcome.value);
-    }
-    return setEach(
-      ctx.coll,
-      docs.filter((doc) => back.has(doc.id)),
-      { [name]: { $exists: true } },
-      (doc) => ({ $set: { [name]: back.get(doc.id) } }),
-    );
-  });
+  // Values of the new type that convert back to the old one.
+  const back = (doc: Doc): Conversion | undefined => (convertValue(doc[name], step.to).kind === 'same' ? convertValue(doc[name], step.from) : undefined);
+  return pages(
+    ctx,
+    { [name]: { $exists: true } },
+    [name],
+    (doc) => back(doc)?.kind === 'changed',
+    (docs) =>
+      setEach(ctx.coll, docs, { [name]: { $exists: true } }, (doc) => {
+        const b = back(doc);
+        return { $set: { [name]: b?.kind === 'changed' ? b.value : doc[name] } };
+      }),
+  );
 }
 
 /** How many values a type change converts, and how many do not convert (with a few object ids). */
@@ -249,6 +261,7 @@ async function moveCollection(ctx: StepContext, from: string, to: string): Promi
   let moved = ctx.start.touched;
   const count = ctx.start.cursor === null && ctx.store.renameCollection ? await source.count({}) : 0;
   if (count > 0 && ctx.store.renameCollection) {
+    await ctx.hold();
     if (await ctx.store.renameCollection(from, to)) {
       moved += count;
       await ctx.progress({ phase: 0, cursor: null, touched: moved });
@@ -261,6 +274,7 @@ async function moveCollection(ctx: StepContext, from: string, to: string): Promi
     if (last === undefined) return moved;
     const ids = batch.map((doc) => doc.id);
     const copied = new Set((await target.find({ id: { $in: ids } }, { fields: { id: 1 } })).map((doc) => doc.id));
+    await ctx.hold();
     const inserted = await Promise.allSettled(batch.filter((doc) => !copied.has(doc.id)).map((doc) => target.insert(doc)));
     for (const result of inserted) {
       if (result.status === 'fulfilled') continue;
@@ -278,6 +292,7 @@ async function moveCollection(ctx: StepContext, from: string, to: string): Promi
 async function keep(ctx: StepContext, entries: [id: string, value: unknown][]): Promise<void> {
   const docs: Kept[] = entries.filter(([, value]) => value !== undefined).map(([id, value]) => ({ id: `${ctx.migration}#${ctx.index}#${id}`, m: ctx.migration, s: ctx.index, o: id, v: value }));
   if (docs.length === 0) return;
+  await ctx.hold();
   if (ctx.values.insertMany) {
     try {
       await ctx.values.insertMany(docs);
@@ -309,6 +324,7 @@ async function restoreKept(ctx: StepContext, name: string, wanted: (doc: Doc) =>
       return doc !== undefined && wanted(doc);
     });
     const values = new Map(back.map((k) => [k.o, k.v]));
+    await ctx.hold();
     restored += await setEach(
       ctx.coll,
       back.map((k) => current.get(k.o) as Doc),
@@ -320,32 +336,142 @@ async function restoreKept(ctx: StepContext, name: string, wanted: (doc: Doc) =>
   }
 }
 
+/** Every object a step's filter finds needs its change. */
+const ALL = (): boolean => true;
+
 /**
- * Pages through the objects matching `filter` in id order from the step's cursor, `handle`
- * changing each page; the progress is recorded after each. Answers the objects changed in all.
+ * Pages through the objects matching `filter` in id order from the step's cursor; `handle` changes
+ * those of each page that `needs` the change. What a page changed is counted by reading its objects
+ * again: those that no longer need the change were changed (not the write's reply, which a write
+ * that timed out and went on in the database never gives). A page is recorded as pending before its
+ * write, so that a process killed during it counts it the same way when resumed. A write that
+ * fails because the database did not answer is tried again on what is still to change, once the
+ * database has stopped changing the page (see settle). Answers the objects changed in all.
  */
-async function pages(ctx: StepContext, filter: Filter, names: string[], handle: (docs: Doc[]) => Promise<number>): Promise<number> {
+async function pages(ctx: StepContext, filter: Filter, names: string[], needs: (doc: Doc) => boolean, handle: (docs: Doc[]) => Promise<unknown>): Promise<number> {
   let { cursor, touched } = ctx.start;
-  const fields = names.length === 0 ? { id: 1 as const } : Object.fromEntries([['id', 1], ...names.map((n) => [n, 1])]);
-  let size = ctx.batch;
-  let failures = 0;
+  let pending = ctx.start.pending ?? null;
+  const reader = new PageReader(ctx.coll, filter, names, ctx.batch);
   for (;;) {
-    try {
-      const page = await ctx.coll.find(after(filter, cursor), { sort: { id: 1 }, limit: size, fields });
+    let todo: Doc[];
+    if (pending === null) {
+      const page = await reader.after(cursor);
       const last = page[page.length - 1];
       if (last === undefined) return touched;
-      const done = touched + (await handle(page));
-      await ctx.progress({ phase: ctx.start.phase, cursor: last.id, touched: done });
-      touched = done;
-      cursor = last.id;
-      failures = 0;
+      todo = page.filter(needs);
+      pending = { to: last.id, todo: todo.length };
+      if (todo.length > 0) await ctx.progress({ phase: ctx.start.phase, cursor, touched, pending });
+    } else {
+      // Resumed in the middle of a page: what of it is still to change.
+      todo = (await reader.range(cursor, pending.to)).filter(needs);
+    }
+    const left = await writePage(ctx, reader, needs, todo, handle);
+    touched += pending.todo - left;
+    cursor = pending.to;
+    pending = null;
+    await ctx.progress({ phase: ctx.start.phase, cursor, touched, pending: null });
+  }
+}
+
+/** Reads of a step's objects (those `filter` matches, in id order), at most `size` at a time: halved while the database cannot answer in time. */
+class PageReader {
+  readonly #fields: Record<string, 1>;
+
+  constructor(
+    private readonly coll: StoreCollection,
+    private readonly filter: Filter,
+    names: string[],
+    private size: number,
+  ) {
+    this.#fields = Object.fromEntries([['id', 1], ...names.map((n) => [n, 1])]) as Record<string, 1>;
+  }
+
+  /** The next page after `cursor`. */
+  after(cursor: string | null, to?: string): Promise<Doc[]> {
+    const id = to === undefined ? (cursor === null ? undefined : { $gt: cursor }) : cursor === null ? { $lte: to } : { $gt: cursor, $lte: to };
+    const filter = id === undefined ? this.filter : { ...this.filter, id };
+    return answered(
+      () => this.coll.find(filter, { sort: { id: 1 }, limit: this.size, fields: this.#fields }),
+      () => (this.size = Math.max(1, Math.floor(this.size / 2))),
+    );
+  }
+
+  /** Every object after `cursor` up to `to`. */
+  async range(cursor: string | null, to: string): Promise<Doc[]> {
+    const out: Doc[] = [];
+    for (let at = cursor; ; ) {
+      const page = await this.after(at, to);
+      out.push(...page);
+      const last = page[page.length - 1];
+      if (last === undefined || last.id === to) return out;
+      at = last.id;
+    }
+  }
+
+  /** Those of `ids` the filter still matches. */
+  async ids(ids: string[]): Promise<Doc[]> {
+    const out: Doc[] = [];
+    for (let i = 0; i < ids.length; ) {
+      const chunk = ids.slice(i, i + this.size);
+      out.push(
+        ...(await answered(
+          () => this.coll.find({ ...this.filter, id: { $in: chunk } }, { limit: chunk.length, fields: this.#fields }),
+          () => (this.size = Math.max(1, Math.floor(this.size / 2))),
+        )),
+      );
+      i += chunk.length;
+    }
+    return out;
+  }
+}
+
+/** Writes a page until none of its objects needs the change (or the write says it is done); answers how many still need it. */
+async function writePage(ctx: StepContext, reader: PageReader, needs: (doc: Doc) => boolean, todo: Doc[], handle: (docs: Doc[]) => Promise<unknown>): Promise<number> {
+  let left = todo;
+  const still = async (): Promise<Doc[]> => (await reader.ids(left.map((doc) => doc.id))).filter(needs);
+  for (let failures = 0; left.length > 0; ) {
+    await ctx.hold();
+    try {
+      await handle(left);
+      return (await still()).length;
     } catch (err) {
       // A database that did not answer in time (its time limit per operation, a busy FerretDB
-      // writing each object in a transaction of its own): the page again, smaller. Every step
-      // finds the objects it has still to change, so what the timed-out call did is not done twice.
+      // writing each object in a transaction of its own, or one frozen for a while).
       if (!isUnavailable(err) || ++failures > UNAVAILABLE_RETRIES) throw err;
-      size = Math.max(1, Math.floor(size / 2));
-      await new Promise((resolve) => setTimeout(resolve, 250 * failures));
+    }
+    left = await settle(still, failures);
+  }
+  return 0;
+}
+
+/**
+ * After a write that timed out: waits until the database has stopped changing the page (the call
+ * may go on there, object by object on FerretDB v1), then answers what is still to change. Two
+ * writes of the same change to an object agree, so one going on beside the retry is harmless; a
+ * late one landing after the *next* step changed the object would undo that step's change on a
+ * database whose updates are not atomic (FerretDB v1): this wait is what keeps that from happening
+ * (a real MongoDB applies each object's update atomically and filters on the value it changes).
+ */
+async function settle(still: () => Promise<Doc[]>, failures: number): Promise<Doc[]> {
+  let left = await still();
+  for (let quiet = 0; quiet < 2 && left.length > 0; ) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 500 * failures)));
+    const now = await still();
+    quiet = now.length === left.length ? quiet + 1 : 0;
+    left = now;
+  }
+  return left;
+}
+
+/** A read, tried again while the database does not answer (a few times, then its error); `retry` is told before each new try. */
+async function answered<T>(read: () => Promise<T>, retry?: () => void): Promise<T> {
+  for (let failures = 0; ; failures++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!isUnavailable(err) || failures >= UNAVAILABLE_RETRIES) throw err;
+      retry?.();
+      await new Promise((resolve) => setTimeout(resolve, 250 * (failures + 1)));
     }
   }
 }

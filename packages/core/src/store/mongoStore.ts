@@ -37,10 +37,19 @@ const OUTAGE_ERRORS = new Set([
 /** Server codes of the same: MaxTimeMSExpired, ExceededTimeLimit, shutdown, stepdown, not primary. */
 const OUTAGE_CODES = new Set([50, 262, 91, 11600, 11602, 189, 10107, 13435, 13436]);
 
+/**
+ * FerretDB on SQLite, busy with another connection's write past its wait: "database is locked
+ * (5) (SQLITE_BUSY)". The same call may succeed a moment later: a 503 to retry, not a 500 (an
+ * updateMany may have changed some objects before it: FerretDB v1 writes each in a transaction of
+ * its own).
+ */
+const BUSY_MESSAGE = /\bSQLITE_BUSY\b/;
+
 /** A driver error of an outage becomes a 503 the client can retry; anything else passes through. */
 function outage(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
   const code = (err as { code?: unknown }).code;
+  if (err instanceof MongoServerError && BUSY_MESSAGE.test(err.message)) return new SvcError('UNAVAILABLE', 'the database is busy', { status: 503, cause: err, headers: { 'retry-after': '5' } });
   if (!OUTAGE_ERRORS.has(err.name) && !(err instanceof MongoServerError && typeof code === 'number' && OUTAGE_CODES.has(code))) return err;
   const timedOut = code === 50 || code === 262 || /time/i.test(err.name);
   return new SvcError('UNAVAILABLE', timedOut ? 'the database did not answer in time' : 'the database is unavailable', { status: 503, cause: err, headers: { 'retry-after': '5' } });

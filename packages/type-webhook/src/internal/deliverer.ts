@@ -353,7 +353,8 @@ export class Deliverer {
     });
     this.finished.set(record.id, { attempt, at: Date.now() });
     if (status === 'dead') this.options.logger.warn(`webhook ${this.options.name}: delivery ${record.id} (${record.event} of ${record.objectId}) failed ${attempt} times and is in the dead letters: ${outcome.error ?? ''}`);
-    if (++this.completions % 200 === 0) void this.prune();
+    // Every half of keepDelivered at least: each prune reads the kept records past the newest.
+    if (++this.completions % Math.max(200, Math.ceil(this.options.config.keepDelivered / 2)) === 0) void this.prune();
   }
 
   /** Remembers when a retry is due, so that the next look at the outbox is not later; answers it. */

@@ -96,11 +96,13 @@ export class Outbox {
   }
 
   /**
-   * Up to `limit` pending records due by `now`. Not sorted (a sort costs the whole range at every
-   * read): the nextAt index narrows the read to the due ones, mostly the oldest first.
+   * Up to `limit` pending records due by `now`, the earliest due first (a backlog goes out oldest
+   * first: what bounds the delay of the last ones). A range and a sort on the indexed nextAt only
+   * (records no longer pending are past every time, so no other condition is needed): the
+   * embedded stores walk the index and stop at the limit; MongoDB reads the index range in order.
    */
   async due(now: number, limit: number): Promise<DeliveryRecord[]> {
-    return (await this.records.find({ nextAt: { $lte: now }, status: 'pending' }, { limit })) as unknown as DeliveryRecord[];
+    return (await this.records.find({ nextAt: { $lte: now } }, { sort: { nextAt: 1 }, limit })) as unknown as DeliveryRecord[];
   }
 
   /** Records the outcome of attempt number `attempt` of a record; answers the status it now has. */
@@ -173,13 +175,13 @@ export class Outbox {
 
   /**
    * Keeps the newest `keep` records of the statuses given (by when they were done), removing the
-   * older ones; answers how many went.
+   * older ones (10,000 at most a call); answers how many went. No count of the outbox: the records
+   * done are the range of nextAt from DONE_BASE up (DONE_BASE + when done), read newest first
+   * through the index past the `keep` newest; a pending backlog, however long, is not read.
    */
   async prune(statuses: readonly DeliveryStatus[], keep: number): Promise<number> {
-    const filter: Filter = { status: { $in: [...statuses] } };
-    const total = await this.records.count(filter);
-    if (total <= keep) return 0;
-    const old = await this.records.find(filter, { sort: { doneAt: 1 }, limit: Math.min(total - keep, 10_000), fields: { id: 1 } });
+    const filter: Filter = { nextAt: { $gte: DONE_BASE }, status: { $in: [...statuses] } };
+    const old = await this.records.find(filter, { sort: { nextAt: -1 }, skip: keep, limit: 10_000, fields: { id: 1 } });
     if (old.length === 0) return 0;
     return this.records.remove({ id: { $in: old.map((d) => d.id) } });
   }

@@ -4,7 +4,7 @@ import { nedbModel } from '../internal/nedbModel.js';
 import { decodeDoc } from './codec.js';
 import type { Engine } from './engine.js';
 import { planRead } from './planner.js';
-import type { ReadPlan } from './planner.js';
+import type { RankedPlan, ReadPlan } from './planner.js';
 import type { TableInfo } from './schema.js';
 import { ident } from './sqlText.js';
 import type { HotTexts } from './hotTexts.js';
@@ -46,10 +46,16 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
       const listKey = key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
       const listed = listKey === undefined ? undefined : hot.list(listKey);
       if (listed !== undefined) return textsOfRows(engine, info, listed, hot);
+      if (plan.ranked !== undefined) {
+        const ranked = rankedRows(engine, info, plan.ranked, from, to);
+        if (listKey !== undefined) hot.keepList(listKey, ranked.seqs);
+        return ranked;
+      }
       const seqs = (engine.prepare(paged ? `SELECT seq${base.slice('SELECT seq, doc'.length)} LIMIT ?${n + 1} OFFSET ?${n + 2}` : `SELECT seq${base.slice('SELECT seq, doc'.length)}`).all(...args) as unknown as [number][]).map((row) => row[0]);
       if (listKey !== undefined) hot.keepList(listKey, seqs);
       return textsOfRows(engine, info, seqs, hot);
     }
+    if (plan.ranked !== undefined) return rankedRows(engine, info, plan.ranked, from, to);
     const sql = paged ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
     for (const row of engine.prepare(sql).all(...args) as unknown as [number, string][]) {
       rows.seqs.push(row[0]);
@@ -84,6 +90,32 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
     rows.texts.push(m.text);
     rows.docs.push(m.doc);
   }
+  return rows;
+}
+
+/**
+ * An exact ranked search's page (see RankedPlan): the ranked candidates that the rest of the filter
+ * selects, by rank, then, when they do not reach the page's end, the older matches, newest first.
+ */
+function rankedRows(engine: Engine, info: TableInfo, plan: RankedPlan, from: number, to: number | undefined): Rows {
+  const tbl = ident(info.tbl);
+  const limit = to === undefined ? -1 : to;
+  const rows: Rows = { texts: [], seqs: [], docs: [] };
+  const push = (row: [number, string]): void => {
+    rows.seqs.push(row[0]);
+    rows.texts.push(row[1]);
+  };
+  const ranked = `SELECT seq, doc FROM ${plan.candidates} CROSS JOIN ${tbl} ON seq = s.r WHERE ${plan.where} ORDER BY s.k, seq DESC LIMIT ?${plan.params.length + 1}`;
+  for (const row of engine.prepare(ranked).all(...plan.params, limit) as unknown as [number, string][]) push(row);
+  if (to === undefined || rows.seqs.length < to) {
+    const older = `SELECT seq, doc FROM ${tbl} WHERE ${plan.olderWhere} ORDER BY seq DESC LIMIT ?${plan.olderParams.length + 1}`;
+    for (const row of engine.prepare(older).all(...plan.olderParams, to === undefined ? -1 : to - rows.seqs.length) as unknown as [number, string][]) push(row);
+  }
+  if (from > 0) {
+    rows.seqs.splice(0, from);
+    rows.texts.splice(0, from);
+  }
+  rows.docs = new Array<undefined>(rows.seqs.length);
   return rows;
 }
 

@@ -78,4 +78,24 @@ describe('planner', () => {
     expect(() => plan({ n: { $in: 1 } })).toThrow(/need an array/);
     expect(() => plan({ n: { $options: 'i' } })).toThrow(/\$options without \$regex/);
   });
+
+  it('plans an exact ranked search as two statements: the ranked candidates drive, the older matches after them', () => {
+    const searching = { ...ctx, search: { fts: 's1', fields: ['title'] } };
+    const search = { words: ['kiwi', 'plum'], fields: ['title'] };
+    const p = planRead({ $search: search, done: false, n: { $gt: 3 } }, { limit: 20 }, searching, true);
+    expect(p.ranked).toEqual({
+      candidates: '(SELECT rowid AS r, rank AS k FROM "s1" WHERE "s1" MATCH ?1 ORDER BY rowid DESC LIMIT 2000) AS s',
+      // The rest of the filter only: every candidate matches the search.
+      where: `(json_extract(doc, ?2) = 0) AND (json_extract(doc, '$."n"') > ?3)`,
+      params: ['"kiwi" AND "plum"', '$."done"', 3],
+      olderWhere: `((seq IN (SELECT rowid FROM "s1" WHERE "s1" MATCH ?1)) AND (json_extract(doc, ?2) = 0) AND (json_extract(doc, '$."n"') > ?3)) AND seq < (SELECT min(r) FROM (SELECT rowid AS r FROM "s1" WHERE "s1" MATCH ?1 ORDER BY rowid DESC LIMIT 2000))`,
+      olderParams: ['"kiwi" AND "plum"', '$."done"', 3],
+    });
+    // In a top-level $and: taken out of it.
+    expect(planRead({ $and: [{ n: 1 }, { $search: search }] }, {}, searching, true).ranked?.where).toBe(`json_extract(doc, '$."n"') = ?2`);
+    // Not ranked (a sort, a count), or not exact (the matcher tests the objects): the one statement.
+    expect(planRead({ $search: search }, { sort: { n: 1 } }, searching, true).ranked).toBeUndefined();
+    expect(planRead({ $search: search }, {}, searching, false).ranked).toBeUndefined();
+    expect(planRead({ $search: search, title: { $regex: /x/ } }, {}, searching, true).ranked).toBeUndefined();
+  });
 });

@@ -7,6 +7,7 @@ import type { SearchFilter } from '../../../src/query/search.js';
 import type { Doc, Store, StoreCollection } from '../../../src/store/Store.js';
 import { matchesFilter } from '../../../src/store/embeddedStore.js';
 import { createEngineStore } from '../../../src/store/embedded/index.js';
+import { MAX_RANKED } from '../../../src/store/embedded/planner.js';
 
 // Issue 41: full-text search on the engine: an FTS5 table per collection kept by triggers in the
 // transaction of every write, holding the words as svc cuts them, so that SQL answers what the
@@ -103,5 +104,36 @@ describe('full-text search of the embedded engine', () => {
     await notes.ensureSearch?.(['title']);
     expect((await notes.find({ $search: search('apple', ['title']) })).map((d) => d.id)).toEqual(['strong']);
     expect((await notes.find({ $search: search('kiwi', ['title', 'body']) })).map((d) => d.id)).toEqual(['none']);
+  });
+
+  it('ranks the newest MAX_RANKED matches, then answers the older ones newest first, with the filter, page by page', async () => {
+    await notes.ensureSearch?.(['title']);
+    // More matches than are ranked: the oldest 150 are not ranked. Titles of 1 to 3 "kiwi", so ranks differ.
+    const docs: Doc[] = Array.from({ length: MAX_RANKED + 150 }, (_, i) => ({ id: `k${String(i).padStart(5, '0')}`, title: `${'kiwi '.repeat(1 + (i % 3))}plum ${i}`, done: i % 4 === 0, n: i }));
+    docs.push({ id: 'other', title: 'apple', done: false, n: -1 });
+    for (let i = 0; i < docs.length; i += 500) await notes.insertMany?.(docs.slice(i, i + 500));
+    const s = search('kiwi plum', ['title']);
+    const all = (await notes.find({ $search: s, done: false })).map((d) => d.id);
+    const want = docs.filter((d) => matchesSearch(d, s) && d.done === false).map((d) => d.id);
+    expect([...all].sort()).toEqual([...want].sort());
+    // The ranked ones first (among the newest MAX_RANKED objects), then the older ones, newest first.
+    const older = docs.slice(0, 150).filter((d) => d.done === false).map((d) => d.id).reverse();
+    expect(all.slice(all.length - older.length)).toEqual(older);
+    expect(all.slice(0, all.length - older.length).every((id) => Number(id.slice(1)) >= 150)).toBe(true);
+    // Most relevant first: three "kiwi" before two before one, within the ranked ones.
+    const kiwis = all.slice(0, all.length - older.length).map((id) => Number(id.slice(1)) % 3);
+    expect(kiwis).toEqual([...kiwis].sort((a, b) => b - a));
+    // Pages: within the ranked ones, across into the older ones, within them, and past the end.
+    for (const [skip, limit] of [[0, 20], [40, 7], [all.length - older.length - 5, 20], [all.length - 30, 10], [all.length - 3, 10], [all.length + 5, 10]] as const) {
+      expect((await notes.find({ $search: s, done: false }, { skip, limit })).map((d) => d.id), `skip ${skip} limit ${limit}`).toEqual(all.slice(skip, skip + limit));
+      const json = (await notes.findJson?.({ $search: s, done: false }, { skip, limit })) ?? 'null';
+      expect((JSON.parse(json) as Doc[]).map((d) => d.id)).toEqual(all.slice(skip, skip + limit));
+    }
+    // In a top-level $and, with other conditions there; and with no other condition.
+    expect((await notes.find({ $and: [{ n: { $gte: 100 } }, { $search: s }, { done: false }] }, { limit: 60 })).map((d) => d.id)).toEqual(all.filter((id) => Number(id.slice(1)) >= 100).slice(0, 60));
+    const plain = (await notes.find({ $search: s })).map((d) => d.id);
+    expect(plain.slice(plain.length - 150)).toEqual(docs.slice(0, 150).map((d) => d.id).reverse());
+    expect((await notes.find({ $search: s }, { skip: 10, limit: 5 })).map((d) => d.id)).toEqual(plain.slice(10, 15));
+    expect(await notes.find({ $search: search('kiwi durian', ['title']) }, { limit: 20 })).toEqual([]);
   });
 });
