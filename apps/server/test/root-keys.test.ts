@@ -152,7 +152,8 @@ describe('svc keygen --revoke and SVC_ROOT_KEYS (command line)', () => {
     expect(unknown.stderr).toContain('no such key');
     // Too short a beginning matches nothing (a guess of a few characters revokes no key).
     expect((await runSvc(['keygen', dir, '--revoke', 'a'])).code).toBe(1);
-  });
+    // Nine svc processes one after another: tens of seconds on 2 loaded cores.
+  }, 120_000);
 
   it('keygen and --revoke at the same time never write back a revoked key: they take turns (a stale lock is taken over)', async () => {
     const dir = await writeApp({ 'resources/todos/config.json': { type: 'Collection', properties: {} } });
@@ -175,7 +176,8 @@ describe('svc keygen --revoke and SVC_ROOT_KEYS (command line)', () => {
     await utimes(`${file}.lock`, old, old);
     expect((await runSvc(['keygen', dir])).code).toBe(0);
     expect(Object.keys(JSON.parse(await readFile(file, 'utf8')) as object)).toHaveLength(5);
-  });
+    // Eight svc processes, three at once: tens of seconds on 2 loaded cores.
+  }, 120_000);
 
   it('SVC_ROOT_KEYS gives root in production with no keys.json; a weak one stops the start without printing it', async () => {
     const dir = await writeApp({ 'resources/todos/config.json': { type: 'Collection', properties: {} } });

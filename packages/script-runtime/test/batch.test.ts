@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { RunInput } from '@svc/script-runtime';
-import { setup } from './helpers.js';
+import { setup, shared as sharedRuntime } from './helpers.js';
 
 const ON_GET = `
   if (!isMe(this.owner)) hide('secret');
@@ -21,7 +21,7 @@ function inputs(count: number): RunInput[] {
 
 describe('runBatch', () => {
   test('gives the same results as one run per object', async () => {
-    const { runtime } = setup();
+    const { runtime } = sharedRuntime();
     const script = runtime.compile(ON_GET, 'todos/get.js');
     const list = inputs(50);
     const batch = await runtime.runBatch(script, list);
@@ -40,19 +40,19 @@ describe('runBatch', () => {
   });
 
   test('an empty list gives an empty result', async () => {
-    const { runtime } = setup();
+    const { runtime } = sharedRuntime();
     expect(await runtime.runBatch(runtime.compile('1', 'x.js'), [])).toEqual([]);
   });
 
   test('the first error in input order rejects the batch', async () => {
-    const { runtime } = setup();
+    const { runtime } = sharedRuntime();
     const script = runtime.compile("if (this.fail) throw new Error('fail ' + this.i);", 'fails.js');
     const list = [0, 1, 2, 3].map((i) => ({ thisObj: { i, fail: i >= 2 }, locals: {} }));
     await expect(runtime.runBatch(script, list)).rejects.toMatchObject({ message: 'fail 2', filename: 'fails.js' });
   });
 
   test('1,000 objects in one batch', async () => {
-    const { runtime } = setup();
+    const { runtime } = sharedRuntime();
     const results = await runtime.runBatch(runtime.compile(ON_GET, 'todos/get.js'), inputs(1000));
     expect(results).toHaveLength(1000);
     expect(results[4]).toEqual({
@@ -67,7 +67,7 @@ describe('runBatch', () => {
 
 describe('concurrency', () => {
   test('100 concurrent runs, half with async host calls, all correct', async () => {
-    const { runtime } = setup();
+    const { runtime } = sharedRuntime();
     const script = runtime.compile(`
       mine = this.i;
       if (this.i % 2) { this.v = await double(this.i); } else { this.v = this.i * 2; }
@@ -87,7 +87,7 @@ describe('concurrency', () => {
 
 describe('runEach', () => {
   test('gives the same results as runBatch with the shared input on every object', async () => {
-    const { runtime } = setup();
+    const { runtime } = sharedRuntime();
     const script = runtime.compile("if (this.n === 2) cancel('two'); this.twice = this.n * 2; if (isMe(this.owner)) hide('owner');", 'each.js');
     const shared = { locals: { me: { id: 'u1' } }, label: 'each' };
     const objects = () => [{ n: 1, owner: 'u1' }, { n: 2 }, { n: 3, owner: 'u2' }, {}];
@@ -100,7 +100,7 @@ describe('runEach', () => {
   });
 
   test('inPlace changes the given objects; without it they stay as they were', async () => {
-    const { runtime } = setup();
+    const { runtime } = sharedRuntime();
     const script = runtime.compile('this.seen = true;', 'seen.js');
     const kept = [{ a: 1 }];
     const changed = [{ a: 1 }];

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { setup } from './helpers.js';
+import { setup, shared } from './helpers.js';
 
 // Built-in globals a source names and never assigns are bound statically around the script's body
 // (wrap-source.ts), instead of being looked up through the scope at every use. Nothing a script
@@ -7,7 +7,7 @@ import { setup } from './helpers.js';
 
 describe('built-in globals in scripts', () => {
   test('are the real built-ins', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const out = await exec(
       "this.a = String(this.n) + Number('2') + Math.max(1, 3) + JSON.stringify([undefined, NaN, Infinity]) + typeof undefined + typeof Intl0;" +
         'this.b = [Array.isArray([]), Object.keys({ x: 1 })[0], new Date(0).toISOString(), parseInt("7", 10), isNaN(NaN), encodeURIComponent("a b"), new Map([[1, 2]]).get(1)];' +
@@ -23,7 +23,7 @@ describe('built-in globals in scripts', () => {
   });
 
   test('one a script assigns is looked up as before: the global object is frozen, the assignment does nothing', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile("if (this.first) { String = function () { return 'mine'; }; } this.s = String(1);", 'x/get.js');
     const [a, b] = await runtime.runBatch(script, [{ thisObj: { first: true }, locals: {} }, { thisObj: { first: false }, locals: {} }]);
     expect(a?.thisObj.s).toBe('1');
@@ -31,7 +31,7 @@ describe('built-in globals in scripts', () => {
   });
 
   test('a script declaring a built-in name has its own', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect((await exec("var Math = { max: function () { return 'own'; } }; this.m = Math.max(1, 2);")).thisObj.m).toBe('own');
     expect((await exec("function JSON() { return 'fn'; } this.j = JSON();")).thisObj.j).toBe('fn');
     expect((await exec("let undefined = 3; this.u = undefined;")).thisObj.u).toBe(3);
@@ -53,7 +53,7 @@ describe('built-in globals in scripts', () => {
   });
 
   test('a source that names the wrapper’s own names is wrapped as before', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect((await exec('var __svcBuiltIns = 1; this.s = String(__svcBuiltIns);')).thisObj.s).toBe('1');
     expect((await exec('this.s = typeof __svcScope + String(2);')).thisObj.s).toBe('object2');
   });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { RunBudget, ScriptTimeoutError } from '@svc/script-runtime';
 import type { RunChanges, RunResult, Script, ScriptRuntime } from '@svc/script-runtime';
-import { setup } from './helpers.js';
+import { setup, shared } from './helpers.js';
 
 /** Objects as runColumns takes them: the values of `keys`, object after object. */
 function columns(objects: readonly Record<string, unknown>[], keys: readonly string[]): unknown[] {
@@ -43,7 +43,7 @@ const todos = (count: number): Record<string, unknown>[] =>
 
 describe('runColumns', () => {
   test('gives the changes runEach makes: new, existing and nested properties, deletes, hide, cancel, error()', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile(
       `
       if (!isMe(this.owner)) hide('owner');
@@ -67,7 +67,7 @@ describe('runColumns', () => {
   });
 
   test('objects without some of the properties, and runs that change nothing', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile('if (this.title === undefined) this.title = "none"; this.k = this.k;', 'x/get.js');
     const objects = [{ id: 'a' }, { id: 'b', title: 't' }, { id: 'c', title: null }, { id: 'd', k: 1 }, { id: 'e', k: 1 }];
     const [viaColumns, viaObjects] = await both(runtime, script, objects);
@@ -76,7 +76,7 @@ describe('runColumns', () => {
   });
 
   test('host calls and awaits', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile('this.tag = await tag(this.id);', 'tags/get.js');
     const [viaColumns, viaObjects] = await both(runtime, script, todos(5), { host: { tag: (x: unknown) => `#${String(x)}` } });
     expect(viaColumns).toEqual(viaObjects);
@@ -84,20 +84,20 @@ describe('runColumns', () => {
   });
 
   test('the first run that throws rejects, as runEach does', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile("if (this.n >= 2) throw new Error('fail ' + this.n);", 'fails/get.js');
     await expect(runtime.runColumns(script, { locals: {} }, ['n'], [0, 1, 2, 3], 4)).rejects.toMatchObject({ message: 'fail 2', filename: 'fails/get.js' });
   });
 
   test('a thrown string cancels that object only', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile("if (this.n === 1) throw 'no';", 'throws/get.js');
     const out = await runtime.runColumns(script, { locals: {} }, ['n'], [0, 1, 2], 3);
     expect(out.map((c) => c.cancelled ?? null)).toEqual([null, { message: 'no', status: 400 }, null]);
   });
 
   test('"__proto__" and other unusual names as values and keys', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile('this.copy = this.v; this["x"] = 1;', 'odd/get.js');
     // `this["x"]` uses `this` as a whole: no columns.
     expect(script.reads).toBeUndefined();
@@ -109,7 +109,7 @@ describe('runColumns', () => {
   });
 
   test('1,000 objects, an outcome repeated for most of them', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile('this.seen = String(this.title).length > 0;', 'todos/get.js');
     const [viaColumns, viaObjects] = await both(runtime, script, todos(1000));
     expect(viaColumns).toHaveLength(1000);
@@ -117,13 +117,13 @@ describe('runColumns', () => {
   });
 
   test('refuses a script that uses `this` as a whole, and values of the wrong length', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     await expect(runtime.runColumns(runtime.compile('JSON.stringify(this)', 'w/get.js'), { locals: {} }, [], [], 1)).rejects.toThrow(TypeError);
     await expect(runtime.runColumns(runtime.compile('this.a = 1', 'w/get.js'), { locals: {} }, ['a'], [1, 2], 1)).rejects.toThrow(TypeError);
   });
 
   test("a spent request budget stops the request's runs", async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const budget = new RunBudget({ cpuMs: 60_000, wallMs: 60_000 });
     budget.cancel('the client went away before the answer');
     const script = runtime.compile('this.seen = true;', 'todos/get.js');

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { ScriptRuntimeError } from '@svc/script-runtime';
-import { setup } from './helpers.js';
+import { shared } from './helpers.js';
 
 // Issue 22: Deployd 1.2 semantics of a script's names, protect() and ctx.query.
 
@@ -13,14 +13,14 @@ const modes = [
 
 describe.each(modes)('undeclared names (%s run)', (_mode, wrap, host) => {
   test('reading a name declared nowhere throws a ReferenceError, as in JavaScript', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const run = exec(wrap('this.before = 1;\nif (coordinate) { this.after = 1; }'), host ? { host } : {});
     await expect(run).rejects.toBeInstanceOf(ScriptRuntimeError);
     await expect(run).rejects.toThrow(/coordinate is not defined/);
   });
 
   test('typeof of an undeclared name, implicit globals and the script globals still work', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(
       wrap(`
         this.t = typeof coordinate;
@@ -38,7 +38,7 @@ describe.each(modes)('undeclared names (%s run)', (_mode, wrap, host) => {
   });
 
   test('a local declared for one run only is a variable there and undefined-by-typeof elsewhere', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile(wrap("this.v = typeof event === 'undefined' ? 'none' : event;"), 'test/event.js');
     const withEvent = await runtime.run(script, { thisObj: {}, locals: { event: 'GET' }, ...(host ? { host } : {}) });
     const without = await runtime.run(script, { thisObj: {}, locals: {}, ...(host ? { host } : {}) });
@@ -50,7 +50,7 @@ describe('protect() (Deployd 1.2)', () => {
   const previous = { owner: 'ann', tags: ['a'], id: 'x1' };
 
   test('after protect(p), this.p reads the stored value and assigning it throws a catchable TypeError', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(
       `
       protect('owner');
@@ -66,7 +66,7 @@ describe('protect() (Deployd 1.2)', () => {
   });
 
   test('on create (no stored value) a protected property reads undefined', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("protect('owner'); this.t = typeof this.owner; try { this.owner = 'x'; } catch (e) { this.threw = true; }", {
       thisObj: { owner: 'client' },
       locals: { previous: {} },
@@ -75,12 +75,12 @@ describe('protect() (Deployd 1.2)', () => {
   });
 
   test('an uncaught assignment to a protected property fails the run', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     await expect(exec("protect('owner'); this.owner = 'x';", { thisObj: {}, locals: { previous } })).rejects.toThrow(/Cannot modify protected property 'owner'/);
   });
 
   test('defineProperty, delete and prototype tricks change this in the run, but the property stays listed as protected', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(
       `
       protect('owner');
@@ -97,7 +97,7 @@ describe('protect() (Deployd 1.2)', () => {
   });
 
   test('unprotect(p) makes p a plain property again, with the value it read; unhide(p) undoes hide(p)', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(
       "protect('owner'); protect('tags'); unprotect('owner'); this.owner = this.owner + '!'; hide('a'); hide('b'); unhide('a'); unprotect('never');",
       { thisObj: { owner: 'eve', tags: ['b'] }, locals: { previous } },
@@ -108,7 +108,7 @@ describe('protect() (Deployd 1.2)', () => {
   });
 
   test("Deployd's toggle: protect(p, false) and hide(p, false) undo", async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("protect('owner'); protect('owner', false); this.owner = 'x'; hide('a'); hide('a', false); hide('b', true);", {
       thisObj: { owner: 'eve' },
       locals: { previous },
@@ -118,7 +118,7 @@ describe('protect() (Deployd 1.2)', () => {
   });
 
   test('properties protected and hidden from the start of the run (an earlier event, id on update)', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(
       `
       this.read = this.id;
@@ -133,7 +133,7 @@ describe('protect() (Deployd 1.2)', () => {
   });
 
   test('start lists in a batch apply to their own run only', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile("try { this.id = 'z'; this.ok = true; } catch (e) { this.ok = false; }", 'test/batch-start.js');
     const results = await runtime.runBatch(script, [
       { thisObj: { id: 'a' }, locals: {}, protected: ['id'] },
@@ -151,7 +151,7 @@ describe('ctx.query is query, ctx.body is body', () => {
     ['sync', ''],
     ['deferred', 'await null;'],
   ])('one object each (%s run)', async (_mode, prefix) => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(`${prefix} ctx.query.$limit = 1; body.extra = true; this.same = ctx.query === query && ctx.body === body; setResult([query, ctx.body]);`, {
       locals: { query: { a: 1 }, body: { b: 2 }, ctx: { method: 'GET', headers: {} } },
     });

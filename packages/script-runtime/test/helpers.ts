@@ -1,4 +1,4 @@
-import { afterEach } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 import { createScriptRuntime } from '@svc/script-runtime';
 import type { RunInput, RunResult, ScriptRuntime, ScriptRuntimeOptions } from '@svc/script-runtime';
 
@@ -17,6 +17,28 @@ export function setup(options: ScriptRuntimeOptions = {}): { runtime: ScriptRunt
   const exec: Exec = (source, input = {}) =>
     runtime.run(runtime.compile(source, `test/script-${++n}.js`), { thisObj: {}, locals: {}, ...input });
   return { runtime, lines, exec };
+}
+
+let sharedRuntime: { runtime: ScriptRuntime; exec: Exec } | undefined;
+
+afterAll(() => {
+  sharedRuntime?.runtime.dispose();
+  sharedRuntime = undefined;
+});
+
+/**
+ * One runtime with default options for every test of a file that only runs scripts, as a server
+ * shares one runtime between all its requests: starting script processes per test was most of
+ * these files' time. Only for tests that compile and run: a test that configures, inspects, kills or
+ * disposes its runtime, or reads its log lines, uses setup().
+ */
+export function shared(): { runtime: ScriptRuntime; exec: Exec } {
+  if (sharedRuntime === undefined) {
+    const { runtime, exec } = setup();
+    open.splice(open.indexOf(runtime), 1);
+    sharedRuntime = { runtime, exec };
+  }
+  return sharedRuntime;
 }
 
 /** Compiles and runs a source once. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { HostApi } from '@svc/script-runtime';
-import { deferred, setup } from './helpers.js';
+import { deferred, shared } from './helpers.js';
 
 const later = <T>(value: T, ms = 5): Promise<T> => new Promise((resolve) => setTimeout(() => resolve(value), ms));
 
@@ -27,7 +27,7 @@ function svcHost(log: string[] = []): HostApi {
 
 describe('host calls', () => {
   test('callback style: the run waits for the call and the callback, with this bound', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("svc.todos.get({ id: 't2' }, function (todo, err) { this.found = todo.title; this.err = err; });", {
       host: svcHost(),
     });
@@ -35,7 +35,7 @@ describe('host calls', () => {
   });
 
   test('promise style with await', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec('var all = await svc.todos.get(); this.count = all.length; this.made = (await svc.todos.post({ title: "c" })).id;', {
       host: svcHost(),
     });
@@ -43,7 +43,7 @@ describe('host calls', () => {
   });
 
   test('promise style with .then and no await: the run still waits for the chain', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const log: string[] = [];
     const result = await exec(
       "var self = this; svc.todos.get().then(function (all) { self.n = all.length; return svc.todos.post({}); }).then(function (t) { self.id = t.id; emit('done', t.id); });",
@@ -54,7 +54,7 @@ describe('host calls', () => {
   });
 
   test('nested callback chains: each call starts in the previous callback', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const log: string[] = [];
     const result = await exec(`
       svc.todos.get(function (all) {
@@ -72,7 +72,7 @@ describe('host calls', () => {
   });
 
   test('parallel calls all complete before the run ends', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(
       "var self = this; self.got = []; ['t1', 't2'].forEach(function (id) { svc.todos.get({ id: id }, function (t) { self.got.push(t.title); }); });",
       { host: { 'svc.todos.get': async (q) => later({ title: (q as { id: string }).id }, (q as { id: string }).id === 't1' ? 15 : 1) } },
@@ -81,7 +81,7 @@ describe('host calls', () => {
   });
 
   test('a failing call: callback gets (null, error) and the promise rejects with the error object', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(`
       svc.todos.del('x', function (r, err) { this.cb = [r, err]; });
       try { await svc.todos.del('x'); } catch (e) { this.caught = e; }`, { host: svcHost() });
@@ -90,18 +90,18 @@ describe('host calls', () => {
   });
 
   test('an uncaught failing await fails the run with the host message', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     await expect(exec("await svc.todos.del('x');", { host: svcHost() })).rejects.toMatchObject({ name: 'ScriptRuntimeError', message: 'not found' });
   });
 
   test('inner nodes are callable by resource name, with dashes removed as a fallback', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("this.r = await svc('add-follower').exec('follow', 'u2'); this.t = typeof svc('todos').get;", { host: svcHost() });
     expect(result.thisObj).toEqual({ r: { args: ['follow', 'u2'] }, t: 'function' });
   });
 
   test('the run really waits: it resolves only after the host promise settles', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const gate = deferred<string>();
     let settled = false;
     const run = exec('wait(function (v) { this.v = v; });', { host: { wait: () => gate.promise } }).then((r) => {
@@ -115,14 +115,14 @@ describe('host calls', () => {
   });
 
   test('cancel inside a callback cancels the run and stops that callback', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("svc.todos.get(function (all) { cancel('no todos for you', 403); this.after = true; });", { host: svcHost() });
     expect(result.cancelled).toEqual({ message: 'no todos for you', status: 403 });
     expect(result.thisObj.after).toBeUndefined();
   });
 
   test('cancel does not wait for pending calls; calls made before it are still made', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const log: string[] = [];
     const gate = deferred();
     const result = await exec("emit('x'); wait(); cancel('stop');", { host: { emit: svcHost(log).emit as HostApi[string], wait: () => gate.promise } });
@@ -133,7 +133,7 @@ describe('host calls', () => {
   });
 
   test('host results and arguments are copies', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const stored = { n: 1 };
     const result = await exec('var o = await get(); o.n = 2; this.n = (await get()).n;', { host: { get: () => stored } });
     expect(result.thisObj.n).toBe(1);
@@ -141,14 +141,14 @@ describe('host calls', () => {
   });
 
   test('a host function that is not given does not exist in the script', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     // Declared nowhere: a ReferenceError, as in JavaScript.
     await expect(exec("emit('x')")).rejects.toThrow('emit is not defined');
     expect((await exec('this.t = typeof emit;')).thisObj.t).toBe('undefined');
   });
 
   test('host functions are called with the host object as this', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const host = {
       prefix: 'p-',
       name(this: { prefix: string }, s: unknown) {
@@ -159,7 +159,7 @@ describe('host calls', () => {
   });
 
   test('a host function may itself run a script (nested svc request), as the svc client does', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const onGet = runtime.compile("hide('secret'); this.viaGet = true;", 'todos/get.js');
     const host: HostApi = {
       'svc.todos.get': async () => {
@@ -176,13 +176,13 @@ describe('host calls', () => {
 
 describe('rejections', () => {
   test('a failing fire-and-forget call does not fail the run', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("fail(); this.ok = true;", { host: { fail: () => Promise.reject(new Error('nope')) } });
     expect(result.thisObj.ok).toBe(true);
   });
 
   test('an unhandled rejection created by the script fails the run', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     await expect(exec("Promise.reject(new Error('unhandled'));")).rejects.toMatchObject({ name: 'ScriptRuntimeError', message: expect.stringMatching(/unhandled/) });
     expect((await exec('this.ok = 1')).thisObj.ok).toBe(1);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { ScriptMemoryError, ScriptRuntimeError, ScriptSyntaxError, ScriptTimeoutError } from '@svc/script-runtime';
-import { deferred, setup } from './helpers.js';
+import { deferred, setup, shared } from './helpers.js';
 
 const LOOP = 'this.started = true; while (true) {}';
 const BOMB = 'var a = []; while (true) a.push(new Array(1e6).fill(1));';
@@ -82,7 +82,7 @@ describe('memory limit', () => {
 
 describe('errors name the file and line', () => {
   test('a syntax error', () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     let err: unknown;
     try {
       runtime.compile("var a = 1;\nvar b = ;\n", 'todos/post.js');
@@ -95,17 +95,17 @@ describe('errors name the file and line', () => {
   });
 
   test('a syntax error on line 1 has the column of the script, not of the wrapper', () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     expect(() => runtime.compile('var = 1;', 'a.js')).toThrow(expect.objectContaining({ line: 1, column: 5 }));
   });
 
   test('a source that would close the wrapper is refused', () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     expect(() => runtime.compile('}; } }); (function () { with ({}) { return async function () {', 'escape.js')).toThrow(ScriptSyntaxError);
   });
 
   test('a thrown error', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const err = await exec("var a = 1;\n\nfunction check() {\n  throw new Error('boom');\n}\ncheck();").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ScriptRuntimeError);
     expect(err).toMatchObject({ message: 'boom', filename: expect.stringMatching(/^test\/script-\d+\.js$/), line: 4, column: 9, code: 'SCRIPT_RUNTIME' });
@@ -113,7 +113,7 @@ describe('errors name the file and line', () => {
   });
 
   test('a TypeError on line 1 is an error; a thrown string or plain object rejects like cancel() (Deployd)', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     await expect(exec('null.x')).rejects.toMatchObject({ name: 'ScriptRuntimeError', line: 1, column: 6 });
     expect(await exec("throw 'plain'")).toMatchObject({ cancelled: { message: 'plain', status: 400 } });
     expect(await exec("throw { message: 'nope', statusCode: 401 }")).toMatchObject({ cancelled: { message: 'nope', status: 401 } });
@@ -128,7 +128,7 @@ describe('errors name the file and line', () => {
   });
 
   test('an error thrown after an await or in a callback', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const host = { ping: () => 1 };
     await expect(exec('await ping();\nthrow new Error("late");', { host })).rejects.toMatchObject({ message: 'late', line: 2 });
     await expect(exec('ping(function () {\n  undefinedFn();\n});', { host })).rejects.toMatchObject({

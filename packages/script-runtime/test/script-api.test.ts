@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { setup } from './helpers.js';
+import { setup, shared } from './helpers.js';
 
 describe('Script API', () => {
   test('this is the object; changes and new properties are returned', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec('this.title = this.title.toUpperCase(); this.count = 2; delete this.drop;', {
       thisObj: { title: 'buy milk', drop: true },
     });
@@ -11,19 +11,19 @@ describe('Script API', () => {
   });
 
   test('a run without any API call returns empty lists and no optional fields', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect(await exec('var a = 1;', { thisObj: { a: 1 } })).toEqual({ thisObj: { a: 1 }, hidden: [], protected: [] });
   });
 
   test('cancel stops the script at once, with status 400 by default', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("this.before = true; cancel('not allowed'); this.after = true;");
     expect(result.cancelled).toEqual({ message: 'not allowed', status: 400 });
     expect(result.thisObj).toEqual({ before: true });
   });
 
   test('cancel with a status', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect((await exec("cancel('login first', 401)")).cancelled).toEqual({ message: 'login first', status: 401 });
   });
 
@@ -33,7 +33,7 @@ describe('Script API', () => {
     ["cancelUnless('', 'empty')", { message: 'empty', status: 400 }],
     ["cancelUnless(1, 'no')", undefined],
   ])('%s', async (source, cancelled) => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect((await exec(source)).cancelled).toEqual(cancelled);
   });
 
@@ -78,13 +78,13 @@ describe('Script API', () => {
   });
 
   test('an invalid status is an error the script may catch; a cancel the script caught stays the first one', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect((await exec("try { cancel('no', 0.5); } catch (e) { this.caught = e instanceof TypeError; }")).thisObj).toEqual({ caught: true });
     expect((await exec("try { cancel('first', 401); } catch (e) {} cancel('second', 1.5);")).cancelled).toEqual({ message: 'first', status: 401 });
   });
 
   test('error collects messages and the script continues', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(`
       error('title', 'required');
       errorIf(this.n < 0, 'n', 'negative');
@@ -99,14 +99,14 @@ describe('Script API', () => {
   });
 
   test('hide and protect list properties once each, in call order', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("hide('secret'); hide('secret'); hide('b'); protect('owner'); protect('createdAt');");
     expect(result.hidden).toEqual(['secret', 'b']);
     expect(result.protected).toEqual(['owner', 'createdAt']);
   });
 
   test('after protect(), this reads the stored value (Deployd); without previous the property is gone', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const put = await exec("this.message = 'new'; protect('message'); protect('tags'); this.tags.push('x'); this.seen = this.message;", {
       thisObj: { message: 'new', tags: ['a', 'b'] },
       locals: { previous: { message: 'stored', tags: ['a'] } },
@@ -117,14 +117,14 @@ describe('Script API', () => {
   });
 
   test('hasErrors tells whether error() reported anything', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("this.before = hasErrors(); errorIf(!this.title, 'title', 'is required'); this.after = hasErrors(); if (hasErrors()) cancel('bad input');", { thisObj: {} });
     expect(result.thisObj).toMatchObject({ before: false, after: true });
     expect(result.cancelled).toEqual({ message: 'bad input', status: 400 });
   });
 
   test('changed compares this with previous by deep equality', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const source = `this.res = ['title', 'tags', 'meta', 'same', 'added'].map(function (p) { return changed(p); });`;
     const result = await exec(source, {
       thisObj: { title: 'b', tags: ['x', 'y'], meta: { a: 1 }, same: { a: [1, { b: 2 }] }, added: 1 },
@@ -134,12 +134,12 @@ describe('Script API', () => {
   });
 
   test('changed is false when no previous is given', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect((await exec("this.c = changed('title')", { thisObj: { title: 'x' } })).thisObj.c).toBe(false);
   });
 
   test('locals are variables: me, isMe, query, internal, isRoot, ctx and any other key', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(
       'this.out = [me.id, isMe("u1"), isMe("u2"), query.id, internal, isRoot, ctx.method, url, parts.length, custom];',
       { locals: { me: { id: 'u1' }, query: { id: 't1' }, internal: false, isRoot: true, ctx: { method: 'GET' }, url: '/a/b', parts: ['a', 'b'], custom: 7 } },
@@ -148,7 +148,7 @@ describe('Script API', () => {
   });
 
   test('the standard locals are declared even when not given, and isMe is false without me', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec(
       'this.out = [typeof me, typeof previous, typeof query, typeof fileName, isMe(undefined)]; if (me) cancel("x");',
       { locals: { me: undefined } },
@@ -157,7 +157,7 @@ describe('Script API', () => {
   });
 
   test('setResult sets the result; without it setResultCalled is absent', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect(await exec("setResult({ ok: true, n: body.n + 1 })", { locals: { body: { n: 1 } } })).toMatchObject({
       result: { ok: true, n: 2 },
       setResultCalled: true,
@@ -184,7 +184,7 @@ describe('Script API', () => {
   });
 
   test('host functions are variables; emit is called with copied arguments', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const calls: unknown[][] = [];
     await exec("emit('todos:create', this); emit(me, { id: 1 }, 'hello', { x: [1, 2] });", {
       thisObj: { id: 't1' },
@@ -195,7 +195,7 @@ describe('Script API', () => {
   });
 
   test('top-level return ends the script normally', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     expect((await exec('this.a = 1; if (true) return; this.b = 2;')).thisObj).toEqual({ a: 1 });
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { analyzeSource } from '../src/internal/analyze.js';
 import { encodeJob, encodeRun } from '../src/internal/codec.js';
 import type { RunInput } from '../src/types.js';
-import { setup } from './helpers.js';
+import { shared } from './helpers.js';
 
 // What crosses into the isolate: only the variables and the properties of `this` a script names,
 // with `this` coming back as changes against what was sent (see analyze.ts and wire.ts).
@@ -54,7 +54,7 @@ describe('source analysis', () => {
 
 describe('this crosses as changes', () => {
   test('properties the script does not name are kept as they were, in order', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const input = { a: 1, b: { deep: [1, 2] }, c: 'x' };
     const result = await exec('this.a = this.a + 1; this.d = true;', { thisObj: input });
     expect(result.thisObj).toEqual({ a: 2, b: { deep: [1, 2] }, c: 'x', d: true });
@@ -64,31 +64,31 @@ describe('this crosses as changes', () => {
   });
 
   test('deleted properties and properties set to undefined or a function are gone', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec('delete this.a; this.b = undefined; this.c = function () {};', { thisObj: { a: 1, b: 2, c: 3, d: 4 } });
     expect(result.thisObj).toEqual({ d: 4 });
   });
 
   test('changes inside nested values are seen', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("this.tags.push('x'); this.meta.n++;", { thisObj: { tags: ['a'], meta: { n: 1, m: [0] }, other: { z: 1 } } });
     expect(result.thisObj).toEqual({ tags: ['a', 'x'], meta: { n: 2, m: [0] }, other: { z: 1 } });
   });
 
   test('a script that changes nothing gets its input object back', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const input = { a: 1, nested: { b: 2 } };
     expect((await exec('var x = this.a + this.nested.b;', { thisObj: input })).thisObj).toBe(input);
   });
 
   test('a script that uses this as a whole sees every property', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec("this.keys = Object.keys(this).join(','); this.b2 = this['b'];", { thisObj: { a: 1, b: 2 } });
     expect(result.thisObj).toEqual({ a: 1, b: 2, keys: 'a,b', b2: 2 });
   });
 
   test('an own __proto__ property stays a property', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const input = JSON.parse('{"__proto__": {"polluted": true}, "a": 1}') as Record<string, unknown>;
     const result = await exec("this['__proto__'] = { polluted: 'yes' }; this.a = 2;", { thisObj: input });
     expect(Object.getPrototypeOf(result.thisObj)).toBe(Object.prototype);
@@ -98,7 +98,7 @@ describe('this crosses as changes', () => {
   });
 
   test('a batch of objects of different shapes', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile('this.n = (this.n || 0) + 1; if (this.drop) delete this.x;', 'shapes.js');
     const objects = [{ x: 1 }, { n: 5, x: 2 }, { y: 3 }, { x: 4, drop: true }, { n: 1 }, { x: 1 }];
     const results = await runtime.runBatch(script, objects.map((thisObj) => ({ thisObj, locals: {} })));
@@ -106,7 +106,7 @@ describe('this crosses as changes', () => {
   });
 
   test('locals the script does not name are not needed; eval still reaches them', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const locals = { me: { id: 'u1' }, query: { q: 1 } };
     expect((await exec("this.v = eval('me.id + query.q');", { locals })).thisObj).toEqual({ v: 'u11' });
     expect((await exec('this.v = isMe("u1");', { locals })).thisObj).toEqual({ v: true });
@@ -115,7 +115,7 @@ describe('this crosses as changes', () => {
 
 describe('runs share crossings', () => {
   test('300 runs started in one tick, with their own locals and objects, all answer their own', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile('this.sum = this.n + me.k; if (this.n % 3 === 0) cancel("no", 401);', 'many.js');
     const runs = Array.from({ length: 300 }, (_, n) => runtime.run(script, { thisObj: { n }, locals: { me: { k: n * 10 } } }));
     const results = await Promise.all(runs);
@@ -126,13 +126,13 @@ describe('runs share crossings', () => {
   });
 
   test('a script awaiting a promise that never settles fails instead of hanging', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     await expect(exec('this.a = 1; await new Promise(function () {});')).rejects.toThrow('waiting for a promise that never settles');
     expect((await exec('this.b = 1;')).thisObj).toEqual({ b: 1 });
   });
 
   test('a microtask continuation of a deferred script still counts', async () => {
-    const { exec } = setup();
+    const { exec } = shared();
     const result = await exec('var self = this; Promise.resolve(2).then(function (v) { self.v = v; });');
     expect(result.thisObj).toEqual({ v: 2 });
   });
@@ -140,7 +140,7 @@ describe('runs share crossings', () => {
 
 describe('synchronous runs share one scope and one set of API functions', () => {
   test('nothing set on a Script API function or on console reaches the next run', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile(
       "this.before = typeof hide.mark + '/' + typeof console.mark; hide.mark = 1; console.mark = 2; console.log = null; hide('x');",
       'shared-api.js',
@@ -151,7 +151,7 @@ describe('synchronous runs share one scope and one set of API functions', () => 
   });
 
   test('a Script API function put on a built-in prototype by one run does not reach the next (the realm is sealed)', async () => {
-    const { runtime } = setup();
+    const { runtime } = shared();
     const script = runtime.compile("if (this.first) Object.prototype.keep = hide; else this.seen = typeof ({}).keep;", 'kept.js');
     const results = await runtime.runBatch(script, [{ thisObj: { first: true }, locals: {} }, { thisObj: {}, locals: {} }]);
     expect(results.map((r) => r.thisObj.seen)).toEqual([undefined, 'undefined']);
