@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +23,7 @@ const FILES: Record<string, object | string> = {
   'resources/lww/config.json': { type: 'Collection', properties: PROPS, offline: { conflicts: 'last-writer-wins' } },
   'resources/merge/config.json': { type: 'Collection', properties: PROPS, offline: { conflicts: 'app' } },
   'resources/guarded/config.json': { type: 'Collection', properties: PROPS, rules: { create: { title: { $ne: 'bad' } } } },
+  'resources/policy/config.json': { type: 'Collection', properties: PROPS },
   'resources/users/config.json': { type: 'UserCollection', properties: {} },
   'public/index.html': BLANK_PAGE,
 };
@@ -367,16 +368,47 @@ describe.skipIf(!run)('svc.offline in /svc.js, in chromium, with the network cut
 
   it('the dashboard shows each collection\'s declared conflict policy (config.json offline.conflicts), server-wins by default', async () => {
     const page = await (await newContext()).newPage();
-    const shown = async (name: string): Promise<[string | null, string]> => {
+    const shown = async (name: string): Promise<[string | null, string, boolean]> => {
       await page.goto(`${url}/dashboard/#/r/${name}/properties`);
       const el = page.locator('[data-test=offline-conflicts]');
       await el.waitFor({ timeout: 20_000 });
-      return [await el.getAttribute('data-policy'), (await el.textContent()) ?? ''];
+      // The policy chosen in its select (the dashboard edits it: the next test), and whether it is the default.
+      const chosen = await page.locator('#offline-conflicts').evaluate((s) => (s as unknown as { selectedOptions: { textContent: string | null }[] }).selectedOptions[0]?.textContent ?? '');
+      return [await el.getAttribute('data-policy'), chosen, ((await el.textContent()) ?? '').endsWith('(default)')];
     };
-    expect(await shown('lww')).toEqual(['last-writer-wins', ' · offline conflicts: the last writer wins, per property']);
-    expect(await shown('merge')).toEqual(['app', ' · offline conflicts: the app decides (its resolve callback)']);
-    expect(await shown('sw')).toEqual(['server-wins', ' · offline conflicts: the server wins']);
-    expect(await shown('guarded')).toEqual(['server-wins', ' · offline conflicts: the server wins (default)']);
+    expect(await shown('lww')).toEqual(['last-writer-wins', 'the last writer wins, per property', false]);
+    expect(await shown('merge')).toEqual(['app', 'the app decides (its resolve callback)', false]);
+    expect(await shown('sw')).toEqual(['server-wins', 'the server wins', false]);
+    expect(await shown('guarded')).toEqual(['server-wins', 'the server wins', true]);
+  });
+
+  it('the conflict policy is chosen in the dashboard: written to config.json, told to clients by /svc.js; a value the server does not know is refused', async () => {
+    const page = await (await newContext()).newPage();
+    await page.goto(`${url}/dashboard/#/r/policy/properties`);
+    const el = page.locator('[data-test=offline-conflicts]');
+    await el.waitFor({ timeout: 20_000 });
+    expect(await el.getAttribute('data-policy')).toBe('server-wins');
+    expect(await el.textContent()).toContain('(default)');
+    await page.selectOption('#offline-conflicts', 'last-writer-wins');
+    await page.locator('[data-test=offline-conflicts][data-policy=last-writer-wins]').waitFor({ timeout: 20_000 });
+    expect(await el.textContent()).not.toContain('(default)');
+    const file = JSON.parse(await readFile(join(dir, 'resources/policy/config.json'), 'utf8')) as Record<string, unknown>;
+    expect(file).toEqual({ type: 'Collection', properties: PROPS, offline: { conflicts: 'last-writer-wins' } });
+    const script = await (await fetch(`${url}/svc.js`)).text();
+    expect(script).toContain('{"path":"/policy","kind":"collection","conflicts":"last-writer-wins"}');
+    // Through the same API, a policy that is not one of the three: refused with the server's message, nothing changed.
+    const bad = await rest('PUT', '/dashboard/api/resources/policy', { config: { ...file, offline: { conflicts: 'client-wins' } } });
+    expect(bad.status).toBeGreaterThanOrEqual(400);
+    expect(bad.status).toBeLessThan(500);
+    expect(JSON.stringify(bad.body)).toContain('offline.conflicts must be one of');
+    expect(JSON.parse(await readFile(join(dir, 'resources/policy/config.json'), 'utf8'))).toEqual(file);
+    expect(await (await fetch(`${url}/svc.js`)).text()).toContain('"conflicts":"last-writer-wins"');
+    // And back to the server, from the page.
+    await page.reload();
+    await page.locator('[data-test=offline-conflicts][data-policy=last-writer-wins]').waitFor({ timeout: 20_000 });
+    await page.selectOption('#offline-conflicts', 'server-wins');
+    await page.locator('[data-test=offline-conflicts][data-policy=server-wins]').waitFor({ timeout: 20_000 });
+    expect(JSON.parse(await readFile(join(dir, 'resources/policy/config.json'), 'utf8'))).toMatchObject({ offline: { conflicts: 'server-wins' } });
   });
 
   it('a write whose answer is lost (the connection drops after the server applied it) is sent again and settled as done: no refusal, no conflict', async () => {

@@ -1,13 +1,12 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
-import { startApp } from '../src/startApp.js';
+import type { Page } from 'playwright-core';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium } from './browser-helpers.js';
+import { chromiumAvailable } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 
 // Issue 27: the Accounts tab in a browser: add a provider (its secret as an environment variable's
 // name), save; a setting the server refuses shows its message and changes nothing; a secret written
@@ -18,15 +17,14 @@ const SHOTS = fileURLToPath(new URL('../test-output/dashboard/', import.meta.url
 const HAND_WRITTEN_SECRET = 'hand-written-smtp-password-123';
 
 describe.skipIf(!run)('dashboard Accounts tab in the browser', () => {
-  let browser: Browser;
   let app: RunningApp;
   let dir: string;
   let page: Page;
+  let session: AppInChromium | undefined;
   const configFile = () => join(dir, 'resources/users/config.json');
 
   beforeAll(async () => {
     process.env.DASH_BROWSER_GOOGLE_SECRET = 'google-secret-from-env';
-    dir = await mkdtemp(join(tmpdir(), 'svc-dashboard-accounts-'));
     const files: Record<string, object> = {
       'resources/users/config.json': {
         type: 'UserCollection',
@@ -34,22 +32,14 @@ describe.skipIf(!run)('dashboard Accounts tab in the browser', () => {
         auth: { reset: {}, mail: { smtp: { host: '127.0.0.1', port: 9, username: 'u', password: HAND_WRITTEN_SECRET }, from: 'app@example.com' } },
       },
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), JSON.stringify(content, null, 2));
-    }
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1360, height: 1100 } })).newPage();
-    page.setDefaultTimeout(10_000);
+    session = await openAppInChromium(files, { prefix: 'svc-dashboard-accounts-', viewport: { width: 1360, height: 1100 }, timeout: 10_000 });
+    ({ dir, app, page } = session);
     await page.goto(`${app.url}/dashboard/#/r/users/accounts`);
     await page.waitForSelector('[data-test=accounts]');
   });
   afterAll(async () => {
     delete process.env.DASH_BROWSER_GOOGLE_SECRET;
-    await browser?.close();
-    await app?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('adds a provider and saves; a refused setting shows the server\'s message; no secret value on the page', async () => {

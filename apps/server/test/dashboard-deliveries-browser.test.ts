@@ -1,17 +1,16 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
+import type { Page } from 'playwright-core';
 import { webhookType } from '@svc/type-webhook';
-import { startApp } from '../src/startApp.js';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium, until } from './browser-helpers.js';
+import { chromiumAvailable, until } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 
 // Issue 43: a Webhook's Deliveries tab in a real browser: the deliveries with their status, the
 // receiver's code and answer (shown as text: a receiver's answer is not trusted), a dead letter
@@ -21,10 +20,9 @@ const run = chromiumAvailable('dashboard Deliveries page browser tests');
 const SHOTS = fileURLToPath(new URL('../test-output/dashboard/', import.meta.url));
 
 describe.skipIf(!run)('a Webhook\'s Deliveries tab in the browser', () => {
-  let browser: Browser;
   let app: RunningApp;
-  let dir: string;
   let page: Page;
+  let session: AppInChromium | undefined;
   let receiver: Server;
   let failing = true;
 
@@ -38,27 +36,18 @@ describe.skipIf(!run)('a Webhook\'s Deliveries tab in the browser', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const port = (receiver.address() as AddressInfo).port;
-    dir = await mkdtemp(join(tmpdir(), 'svc-dash-deliveries-'));
     const files: Record<string, object> = {
       'app.json': { outbound: { allow: [`127.0.0.1:${port}`] } },
       'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string' } } },
       'resources/hooks/config.json': { type: 'Webhook', collection: 'todos', url: `http://127.0.0.1:${port}/hook`, secret: 'browser-test-secret-0123456789', maxAttempts: 1 },
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), JSON.stringify(content));
-    }
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger, resourceTypes: [webhookType] });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1360, height: 860 } })).newPage();
-    page.setDefaultTimeout(10_000);
+    session = await openAppInChromium(files, { prefix: 'svc-dash-deliveries-', viewport: { width: 1360, height: 860 }, timeout: 10_000, start: { resourceTypes: [webhookType] } });
+    ({ app, page } = session);
   });
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
+    await session?.close();
     receiver?.closeAllConnections();
     await new Promise((resolve) => receiver?.close(resolve));
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('lists a dead letter with the receiver\'s code and answer as text; Retry sends it again', async () => {

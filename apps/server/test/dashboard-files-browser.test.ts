@@ -1,12 +1,9 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
-import { startApp } from '../src/startApp.js';
+import type { Page } from 'playwright-core';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium } from './browser-helpers.js';
+import { chromiumAvailable } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 
 // Issue 43: file properties in the dashboard's data grid, in chromium: an image shows a preview,
 // a file is uploaded (replacing a one-file property's, added to a list), removed, and saved as a
@@ -19,30 +16,22 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 type FileInfo = { id: string; name: string; url: string };
 
 describe.skipIf(!run)('dashboard file properties in the browser', () => {
-  let browser: Browser;
   let app: RunningApp;
-  let dir: string;
   let page: Page;
+  let session: AppInChromium | undefined;
   let id: string;
 
   const get = async (): Promise<{ photo?: FileInfo | null; docs?: FileInfo[] }> => (await (await fetch(`${app.url}/posts/${id}`, { headers: ROOT })).json()) as { photo?: FileInfo | null; docs?: FileInfo[] };
   const cell = (col: string) => `tr[data-id="${id}"] td[data-col="${col}"]`;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'svc-dashboard-files-'));
-    const file = join(dir, 'resources/posts/config.json');
-    await mkdir(dirname(file), { recursive: true });
-    await writeFile(file, JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' }, photo: { type: 'file', types: ['image/*'] }, docs: { type: 'file', many: true } } }));
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
+    const files = { 'resources/posts/config.json': { type: 'Collection', properties: { title: { type: 'string' }, photo: { type: 'file', types: ['image/*'] }, docs: { type: 'file', many: true } } } };
+    session = await openAppInChromium(files, { prefix: 'svc-dashboard-files-', viewport: { width: 1360, height: 900 }, timeout: 10_000, context: { acceptDownloads: true } });
+    ({ app, page } = session);
     id = ((await (await fetch(`${app.url}/posts`, { method: 'POST', headers: { ...ROOT, 'content-type': 'application/json' }, body: '{"title":"hello"}' })).json()) as { id: string }).id;
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads: true })).newPage();
-    page.setDefaultTimeout(10_000);
   });
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('uploads, previews, downloads and removes files; a refused type is shown on its cell', async () => {

@@ -1,13 +1,12 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
-import { startApp } from '../src/startApp.js';
+import type { Page } from 'playwright-core';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium, until } from './browser-helpers.js';
+import { chromiumAvailable, until } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 
 // Issue 38 (14): the dashboard on a new user's first day, in a real browser: a relation has its
 // type and settings in the Properties tab, tabs are ARIA tabs with the keyboard of one, a long
@@ -35,13 +34,12 @@ interface PageGlobals {
 const LONG_RULE = { $or: [{ owner: '@me.id' }, { editors: { $in: ['@me.id'] } }, { status: { $nin: ['archived', 'locked', 'deleted', 'hidden'] } }] };
 
 describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
-  let browser: Browser;
   let app: RunningApp;
   let dir: string;
   let page: Page;
+  let session: AppInChromium | undefined;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'svc-dash-first-day-'));
     const files: Record<string, object> = {
       'resources/users/config.json': {
         type: 'UserCollection',
@@ -60,19 +58,11 @@ describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
         rules: { update: LONG_RULE },
       },
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), JSON.stringify(content, null, 2));
-    }
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    page.setDefaultTimeout(15_000);
+    session = await openAppInChromium(files, { prefix: 'svc-dash-first-day-', viewport: { width: 1280, height: 900 }, timeout: 15_000 });
+    ({ dir, app, page } = session);
   });
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.close();
   });
 
   const config = async (name: string): Promise<{ properties: Record<string, Record<string, unknown>> }> => JSON.parse(await readFile(join(dir, 'resources', name, 'config.json'), 'utf8')) as { properties: Record<string, Record<string, unknown>> };

@@ -1,14 +1,13 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
-import { startApp } from '../src/startApp.js';
+import type { Page } from 'playwright-core';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium, until } from './browser-helpers.js';
+import { chromiumAvailable, until } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 
 // Issue 23 (4): the dashboard's Logs page in a real browser: entries shown as text (paths and
 // messages come from clients, so markup in them stays inert), filters, live entries.
@@ -29,31 +28,21 @@ function rawGet(url: string, path: string): Promise<{ status: number; id: string
 }
 
 describe.skipIf(!run)('dashboard Logs page in the browser', () => {
-  let browser: Browser;
   let app: RunningApp;
-  let dir: string;
   let page: Page;
+  let session: AppInChromium | undefined;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'svc-dash-logs-browser-'));
     const files: Record<string, object | string> = {
       'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string' } } },
       // A script's console line is a server log line: markup in it must stay text too.
       'resources/todos/post.js': 'console.log("<img src=x onerror=window.__pwnedLog=1>" + this.title);',
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), typeof content === 'string' ? content : JSON.stringify(content));
-    }
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1360, height: 860 } })).newPage();
-    page.setDefaultTimeout(10_000);
+    session = await openAppInChromium(files, { prefix: 'svc-dash-logs-browser-', viewport: { width: 1360, height: 860 }, timeout: 10_000 });
+    ({ app, page } = session);
   });
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('shows a hostile path and message as text: no element is made of them, no script runs', async () => {

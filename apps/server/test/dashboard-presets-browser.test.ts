@@ -1,14 +1,13 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
-import { startApp } from '../src/startApp.js';
+import type { Page } from 'playwright-core';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium } from './browser-helpers.js';
+import { chromiumAvailable } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 
 // Issue 43: the dashboard's Accounts tab with the sign-in presets: each provider's callback URL to
 // register and where its console is, Apple's key settings (the key only as an environment
@@ -20,14 +19,13 @@ const APPLE_KEY = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privat
 describe.runIf(chromiumAvailable('dashboard sign-in presets'))('dashboard Accounts tab: sign-in presets', () => {
   let dir: string;
   let app: RunningApp;
-  let browser: Browser;
   let page: Page;
+  let session: AppInChromium | undefined;
   const configFile = () => join(dir, 'resources/users/config.json');
 
   beforeAll(async () => {
     process.env.DASH_PRESETS_SECRET = 'client-secret-from-env';
     process.env.DASH_PRESETS_APPLE_KEY = APPLE_KEY;
-    dir = await mkdtemp(join(tmpdir(), 'svc-dash-presets-'));
     const files: Record<string, object> = {
       'resources/users/config.json': {
         type: 'UserCollection',
@@ -35,23 +33,15 @@ describe.runIf(chromiumAvailable('dashboard sign-in presets'))('dashboard Accoun
         auth: { oauth: { redirects: ['https://app.example.com/done'], providers: { github: { clientId: 'gh', clientSecret: '${env:DASH_PRESETS_SECRET}' } } } },
       },
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), JSON.stringify(content, null, 2));
-    }
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1360, height: 1100 } })).newPage();
-    page.setDefaultTimeout(20_000);
+    session = await openAppInChromium(files, { prefix: 'svc-dash-presets-', viewport: { width: 1360, height: 1100 }, timeout: 20_000 });
+    ({ dir, app, page } = session);
     await page.goto(`${app.url}/dashboard/#/r/users/accounts`);
     await page.waitForSelector('[data-test=accounts] [data-test=providers]');
   }, 60_000);
   afterAll(async () => {
     delete process.env.DASH_PRESETS_SECRET;
     delete process.env.DASH_PRESETS_APPLE_KEY;
-    await browser?.close();
-    await app?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('lists every preset, shows each provider\'s callback URL, and saves Apple\'s key as a reference and Microsoft\'s tenant', async () => {

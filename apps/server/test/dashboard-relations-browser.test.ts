@@ -1,13 +1,12 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
-import { startApp } from '../src/startApp.js';
+import type { Page } from 'playwright-core';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium } from './browser-helpers.js';
+import { chromiumAvailable } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 
 // Issue 25: relations in the dashboard's data grid, in a browser: a relation cell shows the
 // related objects as links (their names, one read of the related collection per page), a link
@@ -27,14 +26,12 @@ async function rest(app: RunningApp, method: string, path: string, body?: unknow
 }
 
 describe.skipIf(!run)('dashboard relations in the browser', () => {
-  let browser: Browser;
   let app: RunningApp;
-  let dir: string;
   let page: Page;
+  let session: AppInChromium | undefined;
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'svc-dashboard-relations-'));
     const files: Record<string, object> = {
       'resources/users/config.json': { type: 'UserCollection', properties: { name: { type: 'string' } } },
       'resources/tags/config.json': { type: 'Collection', properties: { label: { type: 'string' } } },
@@ -43,23 +40,15 @@ describe.skipIf(!run)('dashboard relations in the browser', () => {
         properties: { title: { type: 'string' }, author: { type: 'relation', collection: 'users' }, tags: { type: 'relation', collection: 'tags', many: true } },
       },
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), JSON.stringify(content, null, 2));
-    }
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
+    session = await openAppInChromium(files, { prefix: 'svc-dashboard-relations-', viewport: { width: 1360, height: 900 }, timeout: 10_000 });
+    ({ app, page } = session);
     for (const name of ['ann', 'bob', 'cy']) ids[name] = String((await rest(app, 'POST', '/users', { username: name, password: `pw-${name}-12`, name: `${name} (user)` })).id);
     for (const label of ['red', 'blue', 'green']) ids[label] = String((await rest(app, 'POST', '/tags', { label })).id);
     ids.post = String((await rest(app, 'POST', '/posts', { title: 'hello', author: ids.ann, tags: [ids.red, ids.blue] })).id);
     await rest(app, 'POST', '/posts', { title: 'no author' });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
-    page.setDefaultTimeout(10_000);
   });
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.close();
   });
 
   const cell = (col: string) => `tr[data-id="${ids.post}"] td[data-col="${col}"]`;

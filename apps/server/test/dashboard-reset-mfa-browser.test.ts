@@ -1,14 +1,13 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import jsqrModule from 'jsqr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
-import { startApp } from '../src/startApp.js';
+import type { Page } from 'playwright-core';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium } from './browser-helpers.js';
+import { chromiumAvailable } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 import { totpNow } from './helpers/totp.js';
 
 // The dashboard's two-factor pieces in a browser: the Accounts tab's sample QR (rendered by
@@ -20,30 +19,20 @@ const SHOTS = fileURLToPath(new URL('../test-output/dashboard/', import.meta.url
 const jsQR = jsqrModule.default;
 
 describe.skipIf(!run)('dashboard two-factor in the browser', () => {
-  let browser: Browser;
   let app: RunningApp;
-  let dir: string;
   let page: Page;
+  let session: AppInChromium | undefined;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'svc-dashboard-mfa-'));
     const files: Record<string, object> = {
       'app.json': { passwordCost: 4 },
       'resources/users/config.json': { type: 'UserCollection', properties: {}, auth: { mfa: { issuer: 'Acme Co' } } },
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), JSON.stringify(content, null, 2));
-    }
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1360, height: 1000 } })).newPage();
-    page.setDefaultTimeout(10_000);
+    session = await openAppInChromium(files, { prefix: 'svc-dashboard-mfa-', viewport: { width: 1360, height: 1000 }, timeout: 10_000 });
+    ({ app, page } = session);
   });
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('the Accounts tab shows a sample QR of the issuer that a decoder reads as the otpauth URI', async () => {

@@ -1,13 +1,12 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { silentLogger } from '@svc/core';
-import { startApp } from '../src/startApp.js';
+import type { Page } from 'playwright-core';
 import type { RunningApp } from '../src/startApp.js';
-import { chromiumAvailable, launchChromium } from './browser-helpers.js';
+import { chromiumAvailable } from './browser-helpers.js';
+import { openAppInChromium } from './helpers/appInChromium.js';
+import type { AppInChromium } from './helpers/appInChromium.js';
 
 // Issue 24: the Rules tab in a browser: edit and save a collection's rules (a rule the server
 // refuses shows its message and changes nothing), then "try as this user on this object".
@@ -23,15 +22,14 @@ async function rest(app: RunningApp, method: string, path: string, body?: unknow
 }
 
 describe.skipIf(!run)('dashboard Rules tab in the browser', () => {
-  let browser: Browser;
   let app: RunningApp;
   let dir: string;
   let page: Page;
+  let session: AppInChromium | undefined;
   let ann = '';
   let post = '';
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'svc-dashboard-rules-'));
     const files: Record<string, object> = {
       'resources/users/config.json': { type: 'UserCollection', properties: { role: { type: 'string' } } },
       'resources/posts/config.json': {
@@ -40,24 +38,16 @@ describe.skipIf(!run)('dashboard Rules tab in the browser', () => {
         rules: { create: { '@me.id': { $exists: true }, owner: '@me.id' }, update: { owner: '@me.id' }, delete: { owner: '@me.id' } },
       },
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(dirname(join(dir, path)), { recursive: true });
-      await writeFile(join(dir, path), JSON.stringify(content, null, 2));
-    }
-    app = await startApp({ appDir: dir, port: 0, env: 'development', logger: silentLogger });
+    session = await openAppInChromium(files, { prefix: 'svc-dashboard-rules-', viewport: { width: 1360, height: 900 }, timeout: 10_000 });
+    ({ dir, app, page } = session);
     ann = String((await rest(app, 'POST', '/users', { username: 'ann', password: 'pw-ann-1' })).body.id);
     await rest(app, 'POST', '/users', { username: 'bob', password: 'pw-bob-1' });
     post = String((await rest(app, 'POST', '/posts', { owner: ann, title: 'hello', secret: 's' }, ROOT)).body.id);
-    browser = await launchChromium();
-    page = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
-    page.setDefaultTimeout(10_000);
     await page.goto(`${app.url}/dashboard/#/r/posts/rules`);
     await page.waitForSelector('[data-test=rules]');
   });
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await session?.close();
   });
 
   it('shows the saved rules, saves a change to config.json, and shows the server\'s refusal of a bad rule', async () => {

@@ -7,7 +7,7 @@ import type { Resource, SvcServer } from '@svc/core';
 import { createRealtime } from '@svc/realtime';
 import type { SocketRealtime } from '@svc/realtime';
 import { createClient, fileStorage, memoryStorage } from '@svc/client';
-import type { ReplicaEvents, ResourceList, SvcClient } from '@svc/client';
+import type { ReplicaEvents, ReplicaStorage, ResourceList, SvcClient } from '@svc/client';
 
 // Issue 42: the local replica against a real server. The network is cut for real: the client is
 // pointed at a closed port (connection refused), then back at the server.
@@ -172,6 +172,97 @@ describe('svc.offline: the local replica and its queued writes', () => {
     second.setBaseUrl(url);
     await second.offline.flush();
     expect(await serverGet('sw', made.id)).toEqual(made);
+  });
+
+  /** A storage whose saves stop landing once `killed` (the page died): what a reload then finds. */
+  const killable = (): { storage: () => ReplicaStorage; kill(): void; revive(): void } => {
+    const committed = new Map<string, string>();
+    let dead = false;
+    return {
+      storage: () => ({
+        load: (key) => Promise.resolve(committed.has(key) ? (JSON.parse(committed.get(key) as string) as unknown) : undefined),
+        save: (key, value) => (dead || committed.set(key, JSON.stringify(value)), Promise.resolve()),
+        remove: (key) => (dead || committed.delete(key), Promise.resolve()),
+      }),
+      kill: () => void (dead = true),
+      revive: () => void (dead = false),
+    };
+  };
+
+  const live = (c: SvcClient) => (c as unknown as { sw: { subscribe(query: object, fn: (event: unknown, list: Obj[]) => void): () => void } }).sw;
+
+  it('a live query\'s answer is saved at once: a page killed right after it shows the objects offline on reload', async () => {
+    const made = (await root()('sw').post({ title: 'seen once online' })) as Obj;
+    const saved = killable();
+    const first = client();
+    await first.offline.start({ app: 'seen', storage: saved.storage() });
+    await new Promise<void>((resolve) => {
+      live(first).subscribe({}, (_e, list) => {
+        if (list.some((o) => o.id === made.id)) resolve();
+      });
+    });
+    saved.kill();
+    first.close();
+    saved.revive();
+    const second = client();
+    second.setBaseUrl(DEAD);
+    await second.offline.start({ app: 'seen', storage: saved.storage() });
+    const shown = await new Promise<Obj[]>((resolve) => live(second).subscribe({}, (_e, list) => resolve(list)));
+    expect(shown.map((o) => o.id)).toContain(made.id);
+  });
+
+  it('a page killed during a sync sends no acknowledged write again after its reload, only the one in flight (whose answer it missed)', async () => {
+    const saved = killable();
+    const storage = saved.storage;
+    const first = client();
+    await first.offline.start({ app: 'killed', storage: storage() });
+    first.setBaseUrl(DEAD);
+    const x = (await first('sw').post({ title: 'x1' })) as Obj;
+    await first('sw').put(x.id, { title: 'x2' });
+    await first('sw').put(x.id, { title: 'x3' });
+    const y = (await first('sw').post({ title: 'y1' })) as Obj;
+    await first('sw').put(y.id, { title: 'y2' });
+    const z = (await first('sw').post({ title: 'z' })) as Obj;
+    expect(first.offline.queued).toBe(6);
+    // Four writes acknowledged, then the page dies: the fourth's acknowledgement is not kept.
+    first.offline.on('queued', (n) => {
+      if (n !== 2) return;
+      saved.kill();
+      first.setBaseUrl(DEAD);
+    });
+    first.setBaseUrl(url);
+    await first.offline.flush();
+    expect(first.offline.queued).toBe(2);
+    first.close();
+
+    const second = client();
+    second.setBaseUrl(DEAD);
+    saved.revive();
+    await second.offline.start({ app: 'killed', storage: storage() });
+    expect(second.offline.queued).toBe(3);
+    expect(await second('sw').get(x.id)).toEqual({ id: x.id, title: 'x3' });
+    const events: string[] = [];
+    second.offline.on('rejected', (r) => events.push(`rejected ${r.write.id}`));
+    second.offline.on('conflict', (c) => events.push(`conflict ${c.id}`));
+    const sent: string[] = [];
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      if (init?.method !== undefined && init.method !== 'GET' && String(input).startsWith(url)) sent.push(`${init.method} ${String(input).slice(url.length)}`);
+      return realFetch(input, init);
+    };
+    try {
+      second.setBaseUrl(url);
+      await second.offline.flush();
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    expect(events).toEqual([]);
+    // y's create again (its answer was lost: settled as done by its 412), then the two never sent.
+    expect(sent).toEqual(['POST /sw', `PUT /sw/${y.id}`, 'POST /sw']);
+    expect(second.offline.queued).toBe(0);
+    expect(await serverGet('sw', x.id)).toEqual({ id: x.id, title: 'x3' });
+    expect(await serverGet('sw', y.id)).toEqual({ id: y.id, title: 'y2' });
+    expect(await serverGet('sw', z.id)).toEqual(z);
   });
 
   it('writes queued by a user whose session ended (password changed) wait for that user, never sent as another session', async () => {

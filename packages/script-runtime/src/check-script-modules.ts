@@ -1,7 +1,7 @@
 import { fork } from 'node:child_process';
 import type { ChildMessage, ParentMessage } from './internal/pool-messages.js';
 import { MODULE_TIME_FACTOR } from './internal/isolate-worker.js';
-import { builtinsForInit, entryPoint } from './internal/script-pool.js';
+import { builtinsForInit, entryPoint } from './internal/script-entry.js';
 import type { ScriptModule } from './types.js';
 
 /** Largest bundled source of one module, bytes: every isolate holds each module (and its source). */

@@ -3,8 +3,8 @@ import type { RealtimeLink } from '../internal/realtimeLink.js';
 import type { Transport } from '../internal/transport.js';
 import { newObjectId } from './etag.js';
 import { matches, ordered } from './match.js';
-import { dataOf, emptyData, keyOf, queryKey, visibleList, visibleOf, withChanges } from './state.js';
-import type { ReplicaData } from './state.js';
+import { applyAcks, dataOf, emptyData, keyOf, queryKey, visibleList, visibleOf, withChanges } from './state.js';
+import type { Ack, ReplicaData } from './state.js';
 import { defaultStorage } from './storage.js';
 import type { ReplicaStorage } from './storage.js';
 import { Sync } from './sync.js';
@@ -29,6 +29,14 @@ export interface OfflineOptions {
 }
 
 type Listener<K extends keyof ReplicaEvents> = (value: ReplicaEvents[K]) => void;
+
+/**
+ * What only the server told (its answers, live queries' lists, acknowledged writes, which the
+ * journal keeps meanwhile) is saved at once after a quiet second, else at most once a second:
+ * a whole-replica save per acknowledged write made a replay slower than the same writes sent
+ * online (bench/offline.js).
+ */
+const SAVE_EVERY_MS = 1000;
 
 interface Live {
   path: string;
@@ -56,8 +64,18 @@ export class Replica {
   private readonly listeners = new Map<string, Set<(value: unknown) => void>>();
   private readonly sync: Sync;
   private saving: Promise<void> | undefined;
+  /** A change to save now (a write queued or settled). */
   private dirty = false;
+  /** A change to save within SAVE_EVERY_MS (what the server told). */
+  private unsaved = false;
+  private saveTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the last whole save began (Date.now(); a clock set back makes the next save come at once). */
+  private lastSave = 0;
   private saved = true;
+  /** Writes acknowledged since the last whole save began, saved apart at each one (state.ts Ack). */
+  private journal: Ack[] = [];
+  private journaling: Promise<void> | undefined;
+  private journalDirty = false;
 
   constructor(transport: Transport, realtime: RealtimeLink, policies: Map<string, ConflictPolicy>, options: OfflineOptions) {
     this.transport = transport;
@@ -83,6 +101,9 @@ export class Replica {
     await this.open(uid);
     this.setStatus(me === 'unreachable' ? 'offline' : 'online');
     this.sync.watchNetwork();
+    // A page going away saves what waits for its turn (best effort: the browser may not finish it).
+    const target = globalThis as { addEventListener?: (type: string, fn: () => void) => void };
+    target.addEventListener?.('pagehide', () => void this.flushSave());
     if (me !== 'unreachable') void this.sync.flush();
   }
 
@@ -91,22 +112,37 @@ export class Replica {
     const me = await this.sync.me();
     if (me === 'unreachable' || me === this.uid) return void this.sync.flush();
     await this.flushSave();
-    if (this.options.clearOnLogout === true && me === undefined && this.uid !== undefined) await this.storage.remove(this.key(this.uid));
+    if (this.options.clearOnLogout === true && me === undefined && this.uid !== undefined) await this.removeSaved(this.uid);
     await this.open(me);
     void this.sync.flush();
   }
 
   private async open(uid: string | undefined): Promise<void> {
     this.uid = uid;
-    this.data = dataOf(await this.storage.load(this.key(uid)).catch(() => undefined));
+    const data = dataOf(await this.storage.load(this.key(uid)).catch(() => undefined));
+    // Writes acknowledged after the replica was last saved whole: out of the queue, never sent again.
+    this.journal = applyAcks(data, await this.storage.load(this.journalKey(uid)).catch(() => undefined));
+    this.data = data;
+    if (this.journal.length > 0) this.saveSoon();
     await this.storage.save(`${this.app}:last`, uid ?? null).catch(() => undefined);
     for (const live of this.lives) this.tell(live);
+  }
+
+  private journalKey(uid: string | undefined): string {
+    return `${this.key(uid)}:acks`;
+  }
+
+  private async removeSaved(uid: string | undefined): Promise<void> {
+    await this.storage.remove(this.key(uid));
+    await this.storage.remove(this.journalKey(uid));
   }
 
   /** Deletes this user's replica and its queued writes. */
   async clear(): Promise<void> {
     this.data = emptyData();
-    await this.storage.remove(this.key(this.uid));
+    this.journal = [];
+    await this.journaling;
+    await this.removeSaved(this.uid);
     this.emit('queued', 0);
     for (const live of this.lives) this.tell(live);
   }
@@ -162,7 +198,7 @@ export class Replica {
       this.touch(path, object.id);
     }
     this.data.queries[queryKey(path, query)] = objects.map((o) => o.id);
-    this.changed();
+    this.changed('soon');
   }
 
   /** The server's object (null: gone) replaces the confirmed one. */
@@ -170,7 +206,18 @@ export class Replica {
     const kept = (this.data.objects[path] ??= {});
     if (object === null) delete kept[id];
     else kept[id] = object;
-    this.changed();
+    this.changed('soon');
+  }
+
+  /**
+   * The server took a queued write (out of the queue already): noted in the journal, saved before
+   * this resolves (the next write is sent after it), so that a reload does not send it again; the
+   * whole replica is saved within SAVE_EVERY_MS.
+   */
+  async acknowledged(write: QueuedWrite, object: ReplicaObject | null): Promise<void> {
+    this.journal.push({ seq: write.seq, path: write.path, id: write.id, object });
+    this.written(write.path, write.id, object);
+    await this.saveJournal();
   }
 
   /**
@@ -270,11 +317,28 @@ export class Replica {
     this.data.used[keyOf(path, id)] = ++this.data.clock;
   }
 
-  /** Something changed: every live query told, the bound kept, a save scheduled. */
-  changed(): void {
+  /**
+   * Something changed: every live query told, the bound kept, a save scheduled: at once for what
+   * only this client knows (`now`: its writes), within SAVE_EVERY_MS for what the server told.
+   */
+  changed(keep: 'now' | 'soon' = 'now'): void {
     this.evict();
     for (const live of this.lives) this.tell(live);
-    void this.scheduleSave();
+    if (keep === 'now') void this.scheduleSave();
+    else this.saveSoon();
+  }
+
+  /** A save of what the server told: now if none began in the last SAVE_EVERY_MS, else when that ends. */
+  private saveSoon(): void {
+    this.unsaved = true;
+    if (this.saveTimer !== undefined || this.saving !== undefined) return;
+    const wait = this.lastSave + SAVE_EVERY_MS - Date.now();
+    if (wait <= 0 || wait > SAVE_EVERY_MS) return void this.scheduleSave();
+    this.saveTimer = setTimeout(() => {
+      this.saveTimer = undefined;
+      if (this.unsaved) void this.scheduleSave();
+    }, wait);
+    (this.saveTimer as { unref?: () => void }).unref?.();
   }
 
   private tell(live: Live): void {
@@ -311,24 +375,57 @@ export class Replica {
     this.saving = (async () => {
       while (this.dirty) {
         this.dirty = false;
+        this.unsaved = false;
+        if (this.saveTimer !== undefined) clearTimeout(this.saveTimer);
+        this.saveTimer = undefined;
+        this.lastSave = Date.now();
+        // The acknowledgements noted so far are in this save: the journal lets them go after it.
+        const noted = this.journal.length;
         try {
           await this.storage.save(this.key(this.uid), this.data);
           if (!this.saved) this.emit('storage', { saved: true });
           this.saved = true;
+          if (noted > 0) {
+            this.journal.splice(0, noted);
+            void this.saveJournal();
+          }
         } catch (err) {
           this.saved = false;
           this.emit('storage', { saved: false, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
         }
       }
       this.saving = undefined;
+      // What the server told during this save waits for its turn.
+      if (this.unsaved) this.saveSoon();
     })();
     return this.saving;
   }
 
+  /** Saves the journal (one at a time; the last state wins). */
+  private saveJournal(): Promise<void> {
+    this.journalDirty = true;
+    if (this.journaling !== undefined) return this.journaling;
+    this.journaling = (async () => {
+      while (this.journalDirty) {
+        this.journalDirty = false;
+        try {
+          await this.storage.save(this.journalKey(this.uid), this.journal);
+        } catch {
+          // Refused (quota): a whole save keeps the acknowledgements instead (or tells `storage`).
+          void this.scheduleSave();
+        }
+      }
+      this.journaling = undefined;
+    })();
+    return this.journaling;
+  }
+
   /** Resolves once everything changed so far was saved (or refused: see `storage`). */
   async flushSave(): Promise<void> {
+    if (this.unsaved) this.dirty = true;
     if (this.saving !== undefined) await this.saving;
     if (this.dirty) await this.scheduleSave();
+    if (this.journaling !== undefined) await this.journaling;
   }
 
   /** Whether the last save was kept by the storage. */

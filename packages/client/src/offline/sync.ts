@@ -115,7 +115,7 @@ export class Sync {
     for (let round = 0; round < MAX_CONFLICT_ROUNDS; round++) {
       try {
         const answer = await this.request(write);
-        this.done(write, answer);
+        await this.done(write, answer);
         return 'sent';
       } catch (err) {
         const error = err as SvcErrorBody & { current?: ReplicaObject };
@@ -128,12 +128,12 @@ export class Sync {
           this.replica.setStatus('signed-out');
           return 'stop';
         }
-        if (error.status === 404 && write.kind === 'delete') return (this.done(write, null), 'sent');
+        if (error.status === 404 && write.kind === 'delete') return (await this.done(write, null), 'sent');
         // Sent before, its answer lost (the connection dropped after the server applied it): the
         // server's object already is what this write makes. Done, not a conflict nor a refusal.
         if (error.status === 412) {
           const server = write.kind === 'create' ? await this.serverObject(write) : error.current;
-          if (server !== undefined && landed(write, server)) return (this.done(write, server), 'sent');
+          if (server !== undefined && landed(write, server)) return (await this.done(write, server), 'sent');
         }
         if (error.status === 412 && write.kind !== 'create' && error.current !== undefined) {
           if (!(await this.settle(write, error.current))) return 'sent';
@@ -177,10 +177,10 @@ export class Sync {
     }
   }
 
-  /** The server took the write: its answer is the confirmed object, the write leaves the queue. */
-  private done(write: QueuedWrite, answer: unknown): void {
+  /** The server took the write: its answer is the confirmed object, the write leaves the queue (noted before the next is sent). */
+  private done(write: QueuedWrite, answer: unknown): Promise<void> {
     this.drop(write, false);
-    this.replica.written(write.path, write.id, write.kind === 'delete' ? null : (answer as ReplicaObject));
+    return this.replica.acknowledged(write, write.kind === 'delete' ? null : (answer as ReplicaObject));
   }
 
   /**

@@ -4,7 +4,7 @@ import type { AccessExplanation } from '../access/CollectionAccess.js';
 import { Visibility } from '../access/Visibility.js';
 import type { ReadScope, VisibilityFacts } from '../access/Visibility.js';
 import { andFilters } from '../access/compileRule.js';
-import { SvcError, isSvcError } from '../errors.js';
+import { SvcError } from '../errors.js';
 import { createId } from '../ids.js';
 import { compileFilter } from '../query/compileQuery.js';
 import type { CompiledQuery } from '../query/compileQuery.js';
@@ -17,6 +17,8 @@ import type { Context, PropertyDef, Reply } from '../types.js';
 import { ChangeListeners } from './changes.js';
 import type { ChangesWanted, CollectionChangeListener, ObjectChange } from './changes.js';
 import type { CollectionEventRunner, EventOutcome } from './events.js';
+import { handleDelete } from './deletes.js';
+import type { DeleteHost } from './deletes.js';
 import { afterCommit, beforeRequest, preconditionOf, runWriteEvents, skipEventsAsked } from './writeEvents.js';
 import { namedBy, requiredErrors, sanitizeBody, typeErrors } from './sanitize.js';
 import { Relations } from '../relations/Relations.js';
@@ -94,6 +96,8 @@ export class Collection implements Resource {
   /** `file` properties (files/CollectionFiles.ts): undefined when there is none. */
   private readonly fileProps: CollectionFiles | undefined;
   private readonly fileSweeper: OrphanSweeper | undefined;
+  /** What the deletes (deletes.ts) use of this collection. */
+  private readonly deletes: DeleteHost;
 
   /**
    * `facts`: what a subclass tells of its objects (UserCollection: the fields stored only, /me);
@@ -117,6 +121,21 @@ export class Collection implements Resource {
     // Counts (as /count): On Get may hide objects that a count would reveal.
     this.relations.countsOpenTo = (ctx) => this.visibility.totalsOpenTo(ctx, this.events.has('get'));
     this.reads = new CollectionReads({ store: this.store, events: this.events, access: this.access, visibility: this.visibility, relations: this.relations });
+    this.deletes = {
+      store: this.store,
+      properties: this.properties,
+      events: this.events,
+      access: this.access,
+      relations: this.relations,
+      changes: this.changes,
+      scopeOf: (ctx) => this.scopeOf(ctx),
+      idOf: (ctx) => this.idOf(ctx, false),
+      needsRemovedIds: () => this.tracksDeletes || this.fileProps !== undefined,
+      removed: (ids) => this.removed(ids),
+      assertMatches: (ctx, stored, expected) => this.assertMatches(ctx, stored, expected),
+      withoutStoreOnly: (doc) => this.withoutStoreOnly(doc),
+      afterCommit: (ctx, object, previous) => this.afterCommit(ctx, object, previous),
+    };
   }
 
   /**
@@ -258,7 +277,7 @@ export class Collection implements Resource {
       case 'PUT':
         return this.handleWrite(ctx);
       case 'DELETE':
-        return this.handleDelete(ctx);
+        return handleDelete(this.deletes, ctx);
       default:
         return Promise.reject(new SvcError('METHOD_NOT_ALLOWED', `${ctx.method} is not supported on ${this.path}`, { headers: { allow: 'GET, POST, PUT, DELETE' } }));
     }
@@ -530,115 +549,6 @@ export class Collection implements Resource {
       }
       throw err;
     }
-  }
-
-  // ---- delete ----
-
-  private async handleDelete(ctx: Context): Promise<Reply> {
-    if (ctx.parts.length > 1) throw new SvcError('NOT_FOUND', 'not found');
-    const id = this.idOf(ctx, false);
-    if (id === undefined) {
-      if (isPlainObject(ctx.query.id)) return this.deleteMatching(ctx);
-      throw new SvcError('BAD_REQUEST', 'an id is required to delete (in the path or as ?id=)');
-    }
-    const expected = conditionOf(ctx, 'if-match');
-    return settled(() => this.deleteOne(ctx, id, expected), 'deleted');
-  }
-
-  /** DELETE /<c>/<id>; with If-Match as update() has it. */
-  private async deleteOne(ctx: Context, id: string, expected: readonly string[] | '*' | undefined): Promise<Reply | typeof MOVED> {
-    const revised = expected === undefined || expected === '*' ? undefined : await this.store.findRevised(id);
-    const scope = this.scopeOf(ctx);
-    let filter: Filter = { ...compileFilter(preconditionOf(ctx.query), this.properties, scope.refusals), id };
-    const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
-    const referenced = this.relations.isReferenced();
-    const guarded = !this.access.bypasses(ctx) && !(this.access.rules.isOpen('read') && this.access.rules.isOpen('delete'));
-    if (expected === undefined && !guarded && !referenced && (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit')))) {
-      const gone = this.wantsChanges() ? await this.store.findOne(filter) : undefined;
-      if ((await this.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
-      await this.changes.deleted(gone === null ? [] : gone === undefined ? undefined : [gone]);
-      await this.removed([id]);
-      return { status: 204 };
-    }
-    // Hidden by the read rule: 404 as if missing; readable but not deletable: 403 naming the rule.
-    const doc = await this.store.findOne(andFilters(filter, scope.filter('read')));
-    if (doc === null) throw new SvcError('NOT_FOUND', 'not found');
-    if (expected !== undefined) await this.assertMatches(ctx, doc, expected);
-    this.access.assert(ctx, 'delete', doc);
-    filter = andFilters(filter, this.access.filter(ctx, 'delete'));
-    const object = this.withoutStoreOnly(doc);
-    const scripted = this.events.has('delete') && !skipEvents;
-    if (scripted) await this.events.run('delete', { ctx, object });
-    const condition = revised ? { revision: revised.revision } : undefined;
-    if (condition !== undefined && (await this.store.findRevised(id))?.revision !== condition.revision) return movedAfter(scripted);
-    const plan = referenced ? await this.relations.beforeRemove([id]) : undefined;
-    const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
-    if ((await this.store.remove(target, condition)) === 0) {
-      if (condition !== undefined && (await this.store.findOne(filter)) !== null) return movedAfter(scripted);
-      throw new SvcError('NOT_FOUND', 'not found');
-    }
-    await this.changes.deleted([doc]);
-    if (plan !== undefined) await this.relations.afterRemove(plan);
-    await this.removed([id]);
-    if (!skipEvents) await this.afterCommit(ctx, object, undefined);
-    return { status: 204 };
-  }
-
-  /**
-   * DELETE with a condition on id (`{"id": {"$in": [...]}}`, `{"id": {"$ne": null}}`): as in
-   * Deployd, every match is deleted and On Delete runs once per object; a cancel() keeps the object
-   * it ran for. Answers 204 when something was deleted, else the first script error (or 404).
-   */
-  private async deleteMatching(ctx: Context): Promise<Reply> {
-    const scope = this.scopeOf(ctx);
-    const asked = andFilters(compileFilter(ctx.query, this.properties, scope.refusals), scope.filter('read'));
-    // Only what the delete rule allows is deleted; when that is nothing, 403 if the caller could read some.
-    const filter = andFilters(asked, this.access.filter(ctx, 'delete'));
-    if (!this.access.rules.isOpen('delete') && !this.access.bypasses(ctx) && (await this.store.count(filter)) === 0) {
-      throw (await this.store.count(asked)) > 0 ? new SvcError('FORBIDDEN', 'forbidden by rules.delete') : new SvcError('NOT_FOUND', 'not found');
-    }
-    const skipEvents = ctx.isRoot && skipEventsAsked(ctx, undefined);
-    if (skipEvents || (!this.events.has('delete') && !this.events.has('aftercommit'))) {
-      const referenced = this.relations.isReferenced();
-      const wanted = this.wantsChanges();
-      if (this.tracksDeletes || this.fileProps !== undefined || referenced || wanted) {
-        // Removed by id, so that exactly the objects read are the ones told deleted.
-        const docs = await this.store.find(filter, wanted ? {} : { fields: { id: 1 } });
-        const ids = docs.map((d) => d.id);
-        if (ids.length === 0) throw new SvcError('NOT_FOUND', 'not found');
-        const plan = referenced ? await this.relations.beforeRemove(ids) : undefined;
-        if ((await this.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
-        await this.changes.deleted(wanted ? docs : undefined);
-        if (plan !== undefined) await this.relations.afterRemove(plan);
-        await this.removed(ids);
-        return { status: 204 };
-      }
-      const removed = await this.store.remove(filter);
-      if (removed === 0) throw new SvcError('NOT_FOUND', 'not found');
-      await this.changes.deleted(undefined);
-      return { status: 204 };
-    }
-    const docs = await this.store.find(filter, {});
-    if (docs.length === 0) throw new SvcError('NOT_FOUND', 'not found');
-    const deleted: Doc[] = [];
-    let firstError: unknown;
-    for (const doc of docs) {
-      try {
-        if (this.events.has('delete')) await this.events.run('delete', { ctx, object: this.withoutStoreOnly(doc) });
-        deleted.push(doc);
-      } catch (err) {
-        if (!isSvcError(err) || err.status >= 500) throw err;
-        firstError ??= err;
-      }
-    }
-    if (deleted.length === 0) throw firstError;
-    const plan = this.relations.isReferenced() ? await this.relations.beforeRemove(deleted.map((d) => d.id)) : undefined;
-    await this.store.remove({ id: { $in: deleted.map((d) => d.id) } });
-    await this.changes.deleted(deleted);
-    if (plan !== undefined) await this.relations.afterRemove(plan);
-    await this.removed(deleted.map((d) => d.id));
-    for (const doc of deleted) await this.afterCommit(ctx, this.withoutStoreOnly(doc), undefined);
-    return { status: 204 };
   }
 
   /**

@@ -14,6 +14,7 @@ import { ApiPage } from './apiPage.tsx';
 import { BackupsPage } from './backups.tsx';
 import { DeliveriesPage } from './deliveries.tsx';
 import { LogsPage } from './logs.tsx';
+import { OfflineConflicts } from './offlineConflicts.tsx';
 
 interface Session {
   env: string;
@@ -297,24 +298,6 @@ function NewResource({ app, onCreated }: { app: AppView; onCreated(app: AppView,
   );
 }
 
-const CONFLICT_WORDS: Record<string, string> = {
-  'server-wins': 'the server wins',
-  'last-writer-wins': 'the last writer wins, per property',
-  app: 'the app decides (its resolve callback)',
-};
-
-/** How offline clients settle this collection's conflicts: config.json `offline.conflicts` (docs/offline.md). */
-function OfflineConflicts({ resource }: { resource: ResourceView }) {
-  const declared = (resource.config.offline as { conflicts?: unknown } | undefined)?.conflicts;
-  const policy = typeof declared === 'string' ? declared : 'server-wins';
-  return (
-    <span class="muted small" data-test="offline-conflicts" data-policy={policy} title="config.json offline.conflicts: how clients with a local replica (svc.offline) settle a write the server's object moved under">
-      {' · '}offline conflicts: {CONFLICT_WORDS[policy] ?? policy}
-      {declared === undefined ? ' (default)' : ''}
-    </span>
-  );
-}
-
 function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { app: AppView; resource: ResourceView; tab: string; query?: string; setApp(a: AppView): void; subscribe(l: (e: FeedEvent) => void): () => void; env: string }) {
   const collection = isCollection(resource);
   const type = app.types.find((t) => t.name === resource.type);
@@ -330,7 +313,7 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
         <div>
           <h1>/{resource.name}</h1>
           <span class="muted">{resource.type}</span>
-          {collection && <OfflineConflicts resource={resource} />}
+          {collection && <OfflineConflicts resource={resource} setApp={setApp} />}
         </div>
         <span class="grow" />
         <button class="btn ghost" onClick={() => setRenaming(true)}>Rename</button>

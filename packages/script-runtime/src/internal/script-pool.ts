@@ -2,7 +2,6 @@ import { JobTable } from './job-table.js';
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import type { BudgetFailure, RunBudget } from '../budget.js';
 import { CallbackError } from '../callback-error.js';
 import { ScriptBusyError, ScriptMemoryError, ScriptRestartedError, ScriptRuntimeError, ScriptTimeoutError } from '../errors.js';
@@ -12,8 +11,8 @@ import { hostErrorToWire } from './codec.js';
 import type { CompiledScript } from './compiled-script.js';
 import type { FatalKind } from './isolate-worker.js';
 import type { ChildMessage, ParentMessage } from './pool-messages.js';
-import { BUILT, builtinSources } from './node-builtins-bundle.js';
 import type { JobOutput } from './wire.js';
+import { builtinsForInit, entryPoint } from './script-entry.js';
 import { readCpuMs, readProgress } from './process-progress.js';
 import { judgeSilence, SILENCE_GRACE_MS } from './silence.js';
 import type { SilenceFacts } from './silence.js';
@@ -109,36 +108,6 @@ const COSTLY_PER_CHILD = 1;
 const MAX_PER_CHILD = 512;
 /** How often the watchdog looks at silent processes and request deadlines. */
 const WATCHDOG_MS = 250;
-
-const SOURCE_HOOKS = `
-import { registerHooks } from 'node:module';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-registerHooks({
-  resolve(specifier, context, next) {
-    if (context.parentURL && context.parentURL.endsWith('.ts') && specifier.startsWith('.') && specifier.endsWith('.js')) {
-      const url = new URL(specifier.slice(0, -3) + '.ts', context.parentURL);
-      if (existsSync(fileURLToPath(url))) return next(url.href, context);
-    }
-    return next(specifier, context);
-  },
-});`;
-
-/** What a script process's `init` carries of the built-ins: nothing when it reads them from the built files. */
-export function builtinsForInit(): { builtins?: Readonly<Record<string, string>> } {
-  return BUILT ? {} : { builtins: builtinSources() };
-}
-
-/** How to start a script process: from the built files, or from the sources under vitest. */
-export function entryPoint(): { file: string; execArgv: string[] } {
-  const fromSource = import.meta.url.endsWith('.ts');
-  const file = fileURLToPath(new URL(fromSource ? './script-host-main.ts' : './script-host-main.js', import.meta.url));
-  const execArgv = ['--no-node-snapshot'];
-  if (fromSource) {
-    execArgv.push('--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--import', `data:text/javascript,${encodeURIComponent(SOURCE_HOOKS)}`);
-  }
-  return { file, execArgv };
-}
 
 /**
  * Event scripts run in a pool of child processes, each with one isolate (script-host-main.ts), so

@@ -19,9 +19,14 @@ export interface LiveLimits {
   maxPerUser: number;
   /** Packets waiting in a socket's write buffer past which its subscriptions drop events and get a fresh snapshot once it drains. */
   maxBuffered: number;
+  /**
+   * How long a resume's replay (or a snapshot's catch-up) waits for a socket past `maxBuffered`
+   * to take its buffer before it overflows like a live one (ms).
+   */
+  catchUpWaitMs: number;
 }
 
-export const DEFAULT_LIVE_LIMITS: LiveLimits = { maxPerSocket: 100, maxPerUser: 1000, maxBuffered: 1000 };
+export const DEFAULT_LIVE_LIMITS: LiveLimits = { maxPerSocket: 100, maxPerUser: 1000, maxBuffered: 1000, catchUpWaitMs: 5000 };
 
 /** The socket a subscription lives on: its binding and Socket.IO's engine connection. */
 type LiveSocket = Socket;
@@ -56,6 +61,13 @@ interface Subscription {
   restarting?: Promise<void>;
   /** The collections whose writes it needs held in the change log (its own, and its user's for role changes) until it ends. */
   holds: string[];
+}
+
+/** Socket.IO's engine connection, as far as the buffer checks use it. */
+interface BufferedConn {
+  writeBuffer?: unknown[];
+  on(event: 'drain' | 'close', fn: () => void): void;
+  off(event: 'drain' | 'close', fn: () => void): void;
 }
 
 /** How a subscription starts: at the current head, with a snapshot, or after a sequence number. */
@@ -389,7 +401,9 @@ export class LiveQueries {
         }
         const message = await this.decide(collection, sub, entry);
         sub.lastSeq = entry.s;
-        if (message) this.send(sub, message);
+        if (!message) continue;
+        await this.roomFor(sub);
+        this.send(sub, message);
       }
     }
     sub.starting = false;
@@ -466,6 +480,30 @@ export class LiveQueries {
       return;
     }
     sub.socket.emit(LIVE_EVENT, message);
+  }
+
+  /**
+   * A catch-up (a resume's missed writes, those that came during a snapshot) sends its messages
+   * in one go, before the socket has written any: up to the change log's ring (1000 by default)
+   * at once. Past `maxBuffered` waiting, it waits for the socket to take them, as a socket that
+   * reads does at its next write (or poll), instead of overflowing into a fresh snapshot on top
+   * of part of the replay. A socket that does not take them within `catchUpWaitMs` overflows
+   * as a live one does (send), so one that never reads holds nothing longer than that.
+   */
+  private roomFor(sub: Subscription): Promise<void> {
+    const conn = sub.socket.conn as unknown as BufferedConn;
+    if (sub.ended || (conn.writeBuffer?.length ?? 0) < this.limits.maxBuffered) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        conn.off('drain', done);
+        conn.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, this.limits.catchUpWaitMs);
+      conn.on('drain', done);
+      conn.on('close', done);
+    });
   }
 
   private resnapshotOnDrain(socket: LiveSocket): void {
