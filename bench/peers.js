@@ -44,7 +44,7 @@ import { runLoad } from './lib/load.js';
 import { request, closeAgent } from './lib/http.js';
 import { median, rotate } from './lib/stats.js';
 import * as PB from './peers/pocketbase.js';
-import { writeApp, startSvc, stopSvc, call, loginCookie, writeObjects } from './peers/svc.js';
+import { writeApp, startSvc, stopSvc, call, loginCookie, writeObjects, filesFirst, engineConverts } from './peers/svc.js';
 import { runRealtime, renderRealtime } from './peers/realtime.js';
 import { appScenario, renderApp } from './peers/app.js';
 
@@ -173,7 +173,7 @@ async function rulesScenario() {
   // svc: users, posts with the owner rule, an index on author.
   const svcDir = join(work, 'svc');
   writeApp(svcDir, {
-    appJson: { passwordCost: 4 },
+    appJson: filesFirst({ passwordCost: 4 }),
     resources: {
       users: { type: 'UserCollection', properties: {} },
       posts: { type: 'Collection', properties: { title: { type: 'string' }, author: { type: 'string', index: true } }, rules: { list: { author: '@me.id' }, read: { author: '@me.id' } } },
@@ -202,6 +202,7 @@ async function rulesScenario() {
   const owner = (i, a, b) => (i % OWNERS === 0 ? a : i % OWNERS === 1 ? b : `user${i % OWNERS}`);
   await writeObjects(svcDir, 'posts', (function* () { for (let i = 0; i < count; i++) yield { id: svcIds[i], title: `post ${i}`, author: owner(i, svcA, svcB) }; })());
   await PB.bulkInsert(pb0.dbFile, 'posts', ['id', 'title', 'author'], (function* () { for (let i = 0; i < count; i++) yield [pbIds[i], `post ${i}`, owner(i, pbA, pbB)]; })());
+  engineConverts(svcDir, { passwordCost: 4 });
   svc = await startSvc(svcDir, pin?.server, svcFlags);
   const pb = await PB.startPocketBase({ dir: join(work, 'pb'), port: await freePort(), core: pin?.server });
   const cookie = await loginCookie(svc.port, 'ann', pw);

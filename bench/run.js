@@ -79,7 +79,10 @@ function select() {
   const chosen = [];
   for (const s of scenarios.filter(wantScenario)) {
     const ids = [];
-    for (const id of s.variants.filter(wantVariant)) {
+    // A stateful variant named in --only runs in every chosen HTTP scenario, listed there or not
+    // (e.g. --only get-one,post,svc,svc-files,svc-no-access,svc-other).
+    const named = variantTokens.filter((t) => t in variants && variants[t].stateful && s.suite === 'http' && !s.variants.includes(t));
+    for (const id of [...s.variants, ...named].filter(wantVariant)) {
       const why = variants[id].missing();
       if (why === undefined) {
         ids.push(id);

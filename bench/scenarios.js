@@ -56,6 +56,11 @@ const getAll = {
   },
 };
 
+// With BENCH_OTHER=<a built checkout of another commit> (variants.js), each scenario also runs that
+// build's svc variants, compared with this checkout's in the same rounds (the 5% regression check
+// of issue 39: `BENCH_OTHER=/tmp/svc-b68f22b node bench/run.js`). Without it they are skipped.
+const OTHER_PAIRS = [['svc', 'svc-other'], ['svc-get', 'svc-get-other'], ['svc-get-isolate', 'svc-get-isolate-other'], ['svc-get-dyn', 'svc-get-dyn-other']];
+
 export const scenarios = [
   {
     id: 'get-one',
@@ -65,10 +70,10 @@ export const scenarios = [
     method: 'GET',
     path: (state) => `/todos/${state.ids[Math.floor(state.ids.length / 2)]}`,
     seed: SEED,
-    variants: ['bare', 'hand', 'svc'],
+    variants: ['bare', 'hand', 'svc', 'svc-other'],
     reference: 'bare',
     // Issue 14's aims are against the hand-written floor: its ratio is printed too.
-    compare: [['svc', 'hand']],
+    compare: [['svc', 'hand'], ['svc', 'svc-other']],
     check: (res, state) => {
       const obj = parse(res);
       const id = state.ids[Math.floor(state.ids.length / 2)];
@@ -84,10 +89,10 @@ export const scenarios = [
     method: 'GET',
     path: () => '/todos',
     seed: SEED,
-    variants: ['bare', 'hand', 'svc'],
+    variants: ['bare', 'hand', 'svc', 'svc-other'],
     reference: 'bare',
     // Issue 14's aims are against the hand-written floor: its ratio is printed too.
-    compare: [['svc', 'hand']],
+    compare: [['svc', 'hand'], ['svc', 'svc-other']],
     check: (res) => {
       const list = parse(res);
       if (!Array.isArray(list) || list.length !== SEED) {
@@ -106,10 +111,10 @@ export const scenarios = [
     body: '{"title":"x","done":false}',
     headers: { 'content-type': 'application/json' },
     seed: SEED,
-    variants: ['bare', 'hand', 'svc'],
+    variants: ['bare', 'hand', 'svc', 'svc-other'],
     reference: 'bare',
     // Issue 14's aims are against the hand-written floor: its ratio is printed too.
-    compare: [['svc', 'hand']],
+    compare: [['svc', 'hand'], ['svc', 'svc-other']],
     check: (res) => {
       const obj = parse(res);
       if (!obj || obj.title !== 'x' || obj.done !== false || typeof obj.id !== 'string') {
@@ -129,9 +134,9 @@ export const scenarios = [
     method: 'GET',
     path: () => `/todos?${encodeURIComponent(JSON.stringify({ done: false, $sort: { n: 1 }, $limit: 100 }))}`,
     seed: SEED,
-    variants: ['bare', 'hand', 'svc'],
+    variants: ['bare', 'hand', 'svc', 'svc-other'],
     reference: 'bare',
-    compare: [['svc', 'hand']],
+    compare: [['svc', 'hand'], ['svc', 'svc-other']],
     check: (res) => {
       const list = parse(res);
       if (!Array.isArray(list) || list.length !== 100) return `expected 100 todos, got ${res.body.toString('utf8').slice(0, 200)}`;
@@ -150,9 +155,9 @@ export const scenarios = [
     driver: 'http',
     title: 'GET /todos/<id>, trivial On Get',
     ...getOne,
-    variants: ['bare', 'svc', 'svc-get', 'svc-get-isolate', 'svc-get-dyn'],
+    variants: ['bare', 'svc', 'svc-get', 'svc-get-isolate', 'svc-get-dyn', 'svc-other', 'svc-get-other', 'svc-get-isolate-other', 'svc-get-dyn-other'],
     reference: 'bare',
-    compare: [['svc-get', 'svc'], ['svc-get-isolate', 'svc'], ['svc-get-dyn', 'svc']],
+    compare: [['svc-get', 'svc'], ['svc-get-isolate', 'svc'], ['svc-get-dyn', 'svc'], ...OTHER_PAIRS],
   },
   {
     id: 'get-all-script',
@@ -160,8 +165,8 @@ export const scenarios = [
     driver: 'http',
     title: 'GET /todos (1,000 objects), trivial On Get',
     ...getAll,
-    variants: ['bare', 'svc', 'svc-get', 'svc-get-isolate', 'svc-get-dyn'],
+    variants: ['bare', 'svc', 'svc-get', 'svc-get-isolate', 'svc-get-dyn', 'svc-other', 'svc-get-other', 'svc-get-isolate-other', 'svc-get-dyn-other'],
     reference: 'bare',
-    compare: [['svc-get', 'svc'], ['svc-get-isolate', 'svc'], ['svc-get-dyn', 'svc']],
+    compare: [['svc-get', 'svc'], ['svc-get-isolate', 'svc'], ['svc-get-dyn', 'svc'], ...OTHER_PAIRS],
   },
 ];

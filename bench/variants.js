@@ -83,6 +83,21 @@ export const variants = {
       return svcCommand(ctx);
     },
   },
+  // The same app on the old embedded store (app.json embeddedStore.engine "files", the default
+  // before the SQLite engine): what the store costs apart from the rest of the request, against a
+  // release that had only that store (`node bench/pair.js --a svc-files --b svc-other`).
+  'svc-files': {
+    title: 'svc, old files store',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    build: ['@svc/server...'],
+    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
+    command: (ctx) => {
+      writeFileSync(join(ctx.appDir, 'app.json'), JSON.stringify({ embeddedStore: { engine: 'files' } }));
+      return svcCommand(ctx);
+    },
+  },
   // The same app with a trivial On Get script (bench/app-scripts/resources/todos/get.js:
   // `this.seen = true;`), run by @svc/script-runtime (isolated-vm). Its responses carry
   // `"seen":true` on every object, so they are a few bytes longer than svc's.

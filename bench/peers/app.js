@@ -13,7 +13,7 @@ import { freePort, spawnNode, waitListening, stop } from '../lib/procs.js';
 import { request } from '../lib/http.js';
 import { median } from '../lib/stats.js';
 import * as PB from './pocketbase.js';
-import { writeApp, startSvc, stopSvc, call, writeObjects } from './svc.js';
+import { writeApp, startSvc, stopSvc, call, writeObjects, filesFirst, engineConverts } from './svc.js';
 
 const USERS = 1000;
 const PROJECTS_PER_USER = 10;
@@ -83,8 +83,9 @@ const LIST_QUERY = { done: false, $sort: { n: -1 }, $limit: 20, $expand: ['proje
 async function setupSvc({ work, pin, svcFlags }) {
   const dir = join(work, 'svc');
   const owner = { type: 'string', index: true };
+  const appJson = { passwordCost: 4, log: { access: true } };
   writeApp(dir, {
-    appJson: { passwordCost: 4, log: { access: true } },
+    appJson: filesFirst(appJson),
     resources: {
       users: { type: 'UserCollection', properties: { name: { type: 'string' } } },
       projects: { type: 'Collection', properties: { name: { type: 'string' }, owner }, rules: { list: { owner: '@me.id' }, read: { owner: '@me.id' }, create: { owner: '@me.id' }, update: false, delete: false } },
@@ -107,6 +108,7 @@ async function setupSvc({ work, pin, svcFlags }) {
   await stopSvc(svc);
   await writeObjects(dir, 'projects', data.projects.map(({ id, name, owner: o }) => ({ id, name, owner: o })));
   await writeObjects(dir, 'todos', data.todos.map(({ id, title, done, n, owner: o, project }) => ({ id, title, done, n, owner: o, project })));
+  engineConverts(dir, appJson);
   svc = await startSvc(dir, pin?.server, svcFlags);
   const cookies = [];
   for (let u = 0; u < USERS; u++) cookies.push((await call(svc.port, 'POST', '/users/login', { body: { username: `user${u}`, password: PASSWORD } })).cookies.map((c) => c.split(';')[0]).join('; '));

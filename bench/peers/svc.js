@@ -46,7 +46,21 @@ export async function loginCookie(port, username, password) {
   return cookies.join('; ');
 }
 
-/** Writes objects in the embedded store's line format to `data/<collection>.db` (svc stopped). */
+/**
+ * app.json for the set-up starts of an app whose objects are then written by writeObjects: the old
+ * files store, whose line format writeObjects writes (the embedded engine refuses to start beside
+ * data files it did not convert). Once the objects are written, `engineConverts(dir, appJson)`
+ * puts the app's own app.json back: the next start converts every file (users, sessions and the
+ * written objects) into the engine's database, the default store the benchmark measures.
+ */
+export const filesFirst = (appJson) => ({ ...appJson, embeddedStore: { ...appJson.embeddedStore, engine: 'files' } });
+
+/** app.json back as the app's own after filesFirst: the next start converts the data files to the engine. */
+export function engineConverts(dir, appJson) {
+  writeFileSync(join(dir, 'app.json'), JSON.stringify(appJson));
+}
+
+/** Writes objects in the old embedded store's line format to `data/<collection>.db` (svc stopped; see filesFirst). */
 export async function writeObjects(dir, collection, objects) {
   mkdirSync(join(dir, 'data'), { recursive: true });
   const out = createWriteStream(join(dir, `data/${collection}.db`));

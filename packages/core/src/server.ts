@@ -194,7 +194,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
   ): Promise<void> {
     // Who sent it, once for the whole request (the fast path above needs no client).
     const client = clientOf(req);
-    let record = anonymous ?? (await sessions.load(sid));
+    let record = anonymous ?? (await sessions.load(sid, req.socket));
     let isNew = false;
     if (record === null) {
       record = await sessions.create();

@@ -153,6 +153,13 @@ export class SessionManager {
    * Held weakly: a closed connection's entry goes with it.
    */
   private readonly lastOnConnection = new WeakMap<object, string>();
+  /**
+   * Per connection, the last well-formed id it presented that is not an anonymous one (a stored
+   * session's, or one that names none): whether an id is anonymous depends on the id alone (its
+   * signature under the key), so a logged-in client's keep-alive connection has its id's two
+   * hashes made once, not twice per request (anonymous(), then load()). Held weakly, as above.
+   */
+  private readonly storedOnConnection = new WeakMap<object, string>();
 
   private isAnonymous(sid: string): boolean {
     if (sid.length !== ANON_LENGTH) return false;
@@ -167,7 +174,6 @@ export class SessionManager {
     return genuine;
   }
 
-  /** The stored session for a sid cookie, or null. */
   /**
    * The record of an anonymous visitor's signed id, at once (no store read, no promise), or
    * undefined when `sid` is not one (then `load` decides).
@@ -175,17 +181,30 @@ export class SessionManager {
   anonymous(sid: string | undefined, connection?: object): SessionRecord | undefined {
     if (sid === undefined || sid.length !== ANON_LENGTH) return undefined;
     if (connection === undefined || this.lastOnConnection.get(connection) !== sid) {
+      if (connection !== undefined && this.storedOnConnection.get(connection) === sid) return undefined;
       // A remembered id passed the pattern and the signature before: neither is run again.
-      if (!this.verified.has(sid) && (!SESSION_ID.test(sid) || !this.isAnonymous(sid))) return undefined;
+      if (!this.verified.has(sid)) {
+        if (!SESSION_ID.test(sid)) return undefined;
+        if (!this.isAnonymous(sid)) {
+          if (connection !== undefined) this.storedOnConnection.set(connection, sid);
+          return undefined;
+        }
+      }
       if (connection !== undefined) this.lastOnConnection.set(connection, sid);
     }
     const now = Date.now();
     return { id: sid, createdAt: now, lastSeen: now, anonymous: true };
   }
 
-  async load(sid: string | undefined): Promise<SessionRecord | null> {
+  /**
+   * The session of a sid cookie or bearer token: an anonymous visitor's record, the stored session,
+   * or null. `connection`: the request's socket, whose last id anonymous() found not anonymous is
+   * not hashed again.
+   */
+  async load(sid: string | undefined, connection?: object): Promise<SessionRecord | null> {
     if (sid === undefined || !SESSION_ID.test(sid)) return null;
-    if (this.isAnonymous(sid)) {
+    const stored = connection !== undefined && this.storedOnConnection.get(connection) === sid;
+    if (!stored && this.isAnonymous(sid)) {
       const now = Date.now();
       return { id: sid, createdAt: now, lastSeen: now, anonymous: true };
     }

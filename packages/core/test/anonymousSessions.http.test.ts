@@ -118,3 +118,33 @@ describe('anonymous ids as made', () => {
     expect(sessions.anonymous(forged, third)).toBeUndefined();
   });
 });
+
+describe('a stored session on a keep-alive connection', () => {
+  it('is found not anonymous once per connection, and still read from the store at every request', async () => {
+    const sessions = new SessionManager(store.collection('_sessions'));
+    await sessions.init();
+    const connection = {};
+    const stored = await sessions.login(undefined, 'user-1', '/users');
+    for (let round = 0; round < 2; round++) {
+      expect(sessions.anonymous(stored.id, connection)).toBeUndefined();
+      expect(await sessions.load(stored.id, connection)).toMatchObject({ id: stored.id, uid: 'user-1' });
+    }
+    // Known on the connection as not anonymous, but ended: the store says so, not the memory.
+    await sessions.destroy(stored.id);
+    expect(sessions.anonymous(stored.id, connection)).toBeUndefined();
+    expect(await sessions.load(stored.id, connection)).toBeNull();
+    // Another id on the same connection is checked anew: an anonymous one is one, a forged one is nothing.
+    const anon = (await sessions.create()).id;
+    expect(sessions.anonymous(anon, connection)?.anonymous).toBe(true);
+    expect((await sessions.load(anon, connection))?.anonymous).toBe(true);
+    const forged = `${anon.slice(0, 96)}${'0'.repeat(32)}`;
+    expect(sessions.anonymous(forged, connection)).toBeUndefined();
+    expect(await sessions.load(forged, connection)).toBeNull();
+    // A session stored later under an id this connection already presented is found (nothing negative is kept).
+    const again = await sessions.login(undefined, 'user-2', '/users');
+    expect(sessions.anonymous(again.id, connection)).toBeUndefined();
+    expect(await sessions.load(again.id, connection)).toMatchObject({ uid: 'user-2' });
+    // And the anonymous id presented after it is still anonymous there.
+    expect(sessions.anonymous(anon, connection)?.anonymous).toBe(true);
+  });
+});

@@ -1,5 +1,5 @@
 import { forwardCollection, forwardStore, redactText } from '@svc/core';
-import type { AccessEntry, Doc, Filter, Logger, Store, StoreCollection } from '@svc/core';
+import type { AccessEntry, Doc, Filter, Logger, PromisedMethod, Store, StoreCollection } from '@svc/core';
 import type { AccessLogEntry, LogEntry, ServerLogEntry } from '@svc/dashboard';
 import { LogRing } from './logRing.js';
 
@@ -91,14 +91,21 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
     if (feed.listening) feed.emit({ kind: 'change', collection: name, op, ...(typeof id === 'string' ? { id } : {}) });
   };
   return forwardCollection(inner, {
-    async call(method, run, args) {
-      const result = await run();
-      if (method === 'insert') changed('insert', (result as Doc).id);
-      else if (method === 'insertMany') for (const doc of args[0] as Doc[]) changed('insert', doc.id);
-      else if (method === 'update' && result !== null) changed('update', (result as Doc).id);
-      else if (method === 'updateMany' && (result as number) > 0) changed('update', undefined);
-      else if (method === 'remove' && (result as number) > 0) changed('remove', result === 1 ? (args[0] as Filter).id : undefined);
-      return result;
+    call(method, run, args) {
+      // A read changes nothing: its promise as it is (no second promise and turn per read).
+      return WRITES.has(method) ? told(method, run, args) : run();
     },
   });
+  async function told(method: PromisedMethod, run: () => Promise<unknown>, args: readonly unknown[]): Promise<unknown> {
+    const result = await run();
+    if (method === 'insert') changed('insert', (result as Doc).id);
+    else if (method === 'insertMany') for (const doc of args[0] as Doc[]) changed('insert', doc.id);
+    else if (method === 'update' && result !== null) changed('update', (result as Doc).id);
+    else if (method === 'updateMany' && (result as number) > 0) changed('update', undefined);
+    else if (method === 'remove' && (result as number) > 0) changed('remove', result === 1 ? (args[0] as Filter).id : undefined);
+    return result;
+  }
 }
+
+/** The methods whose success the feed tells (the others pass straight through). */
+const WRITES: ReadonlySet<PromisedMethod> = new Set<PromisedMethod>(['insert', 'insertMany', 'update', 'updateMany', 'remove']);

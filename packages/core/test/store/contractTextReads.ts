@@ -61,7 +61,9 @@ async function checkAll(coll: StoreCollection): Promise<void> {
   const docs = await coll.find({});
   for (const id of [...docs.map((d) => d.id), 'nope']) await checkOne(coll, id);
   if (coll.findTextsOfIdsNow) {
-    for (const ids of [['t4', 't1', 'nope', 't1'], docs.map((d) => d.id), []]) {
+    // A long list too (a store may read few ids one by one and many in one statement).
+    const long = [...docs.map((d) => d.id), ...Array.from({ length: 70 }, (_, i) => `nope${i}`), 't1'];
+    for (const ids of [['t4', 't1', 'nope', 't1'], docs.map((d) => d.id), [], long]) {
       const now = coll.findTextsOfIdsNow(ids, PICK);
       // Undefined: the store cannot tell at once (a write under way); the caller asks findTexts.
       if (now === undefined) continue;

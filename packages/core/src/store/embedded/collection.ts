@@ -56,6 +56,13 @@ export class EngineCollection implements StoreCollection {
   async findOne(filter: Filter, options: Pick<FindOptions, 'fields'> = {}): Promise<Doc | null> {
     const info = await this.#table();
     if (info === undefined) return null;
+    // By id alone (a session, the logged-in user, a write's own object): the id lookup and the kept
+    // texts, as findOneJson reads, instead of a plan and a statement for each distinct id.
+    const id = idAlone(filter);
+    if (id !== undefined) {
+      const text = this.#textOf(id);
+      return text === null ? null : projector(options.fields)(decodeDoc(text));
+    }
     const rows = selectRows(this.#engine, info, filter, { limit: 1 });
     const text = rows.texts[0];
     return text === undefined ? null : projector(options.fields)(rows.docs[0] ?? decodeDoc(text));
@@ -92,6 +99,7 @@ export class EngineCollection implements StoreCollection {
 
   /** `{id: {$in: ids}}` in any order, with where each listed id's object is (listedRows). */
   #textsOfIds(info: TableInfo, ids: readonly string[], pick: readonly string[]): StoredTexts {
+    if (ids.length <= IDS_LOOKED_UP) return this.#textsOfFewIds(ids, pick);
     const rows = this.#engine.prepare(`SELECT id, doc FROM ${ident(info.tbl)} WHERE id IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(ids)) as unknown as [string, string][];
     const rowOf = new Map<string, number>();
     const stored: string[] = [];
@@ -101,6 +109,27 @@ export class EngineCollection implements StoreCollection {
     }
     const texts = textsOf(stored, [], pick);
     texts.listedRows = ids.map((id) => rowOf.get(id) ?? -1);
+    return texts;
+  }
+
+  /**
+   * #textsOfIds of a few ids (a page's related objects for `$expand`): each by the id lookup, most
+   * from the kept texts, instead of one statement reading them all from the table.
+   */
+  #textsOfFewIds(ids: readonly string[], pick: readonly string[]): StoredTexts {
+    const rowOf = new Map<string, number>();
+    const stored: string[] = [];
+    const listedRows = ids.map((id) => {
+      let row = rowOf.get(id);
+      if (row === undefined) {
+        const text = this.#textOf(id);
+        row = text === null ? -1 : stored.push(text) - 1;
+        rowOf.set(id, row);
+      }
+      return row;
+    });
+    const texts = textsOf(stored, [], pick);
+    texts.listedRows = listedRows;
     return texts;
   }
 
@@ -356,4 +385,17 @@ function idList(filter: Filter): string[] | undefined {
   const list = (condition as Record<string, unknown>).$in;
   if (ops.length !== 1 || !Array.isArray(list) || !list.every((id) => typeof id === 'string')) return undefined;
   return list as string[];
+}
+
+/** Up to this many ids, #textsOfIds looks each up by id (see #textsOfFewIds); more are read in one statement. */
+const IDS_LOOKED_UP = 64;
+
+/** The id of a filter that is `{id: <string>}` and nothing else; undefined for any other filter. */
+function idAlone(filter: Filter): string | undefined {
+  let id: unknown;
+  for (const key in filter) {
+    if (key !== 'id') return undefined;
+    id = filter[key];
+  }
+  return typeof id === 'string' ? id : undefined;
 }

@@ -232,6 +232,41 @@ describe('embedded engine', () => {
     await store.close();
   });
 
+  it('findOne by id alone (the kept texts) answers as a planned findOne does: dates, a copy, $fields, every write followed', async () => {
+    const store = await createEngineStore({ dir });
+    const c = store.collection('byid');
+    await c.ensureIndex({ field: 'email', unique: true });
+    const at = new Date('2026-11-29T10:00:00.000Z');
+    await c.insert({ id: 'a', email: 'a@x', n: 1, at, tags: ['x'] });
+    await c.insert({ id: 'b', email: 'b@x', n: 2 });
+    // The same object as a filter the id lookup does not take ({id, n}: planned and run in SQL).
+    const planned = async (id: string): Promise<unknown> => c.findOne({ id, n: { $exists: true } });
+    for (const id of ['a', 'b']) expect(await c.findOne({ id })).toEqual(await planned(id));
+    expect((await c.findOne({ id: 'a' }))?.at).toEqual(at);
+    expect(await c.findOne({ id: 'a' }, { fields: { email: 1 } })).toEqual({ id: 'a', email: 'a@x' });
+    const copy = (await c.findOne({ id: 'a' })) as unknown as { tags: string[] };
+    copy.tags.push('changed');
+    expect(await c.findOne({ id: 'a' })).toMatchObject({ tags: ['x'] });
+    // Followed through updates (by id or not), one refused beside one accepted, removes and a re-insert.
+    await c.update({ email: 'a@x' }, { $inc: { n: 10 } });
+    expect(await c.findOne({ id: 'a' })).toMatchObject({ n: 11 });
+    const [refused] = await Promise.allSettled([c.update({ id: 'a' }, { $set: { email: 'b@x' } }), c.update({ id: 'b' }, { $set: { n: 20 } })]);
+    expect(refused.status).toBe('rejected');
+    expect(await c.findOne({ id: 'a' })).toMatchObject({ email: 'a@x', n: 11 });
+    expect(await c.findOne({ id: 'b' })).toMatchObject({ n: 20 });
+    // A write queued before the read is committed first (the read waits for it).
+    const write = c.update({ id: 'b' }, { $set: { n: 21 } });
+    expect(await c.findOne({ id: 'b' })).toMatchObject({ n: 21 });
+    await write;
+    await c.remove({ n: { $gt: 15 } });
+    expect(await c.findOne({ id: 'b' })).toBeNull();
+    await c.insert({ id: 'b', email: 'b2@x' });
+    expect(await c.findOne({ id: 'b' })).toEqual({ id: 'b', email: 'b2@x' });
+    expect(await c.findOne({ id: 'none' })).toBeNull();
+    expect(await store.collection('empty').findOne({ id: 'a' })).toBeNull();
+    await store.close();
+  });
+
   it('a query asked again is planned again once a write changed what the planner knows (kinds, an index, a search table)', async () => {
     const store = await createEngineStore({ dir });
     const c = store.collection('plans');
