@@ -8,8 +8,7 @@ import { RE2JS } from 're2js';
 import { SvcError } from '../errors.js';
 import { DuplicateKeyError, assertCollectionName, AggregateScanError } from './Store.js';
 import type { Doc, Filter, FindOptions, IndexSpec, Revised, Store, StoreCollection, StoredTexts, UpdateOps, AggregateRow, AggregateSpec, WriteCondition } from './Store.js';
-import { RevisionTable, conditionId } from './internal/revisions.js';
-import type { Revisions } from './internal/revisions.js';
+import { RevisionTable, conditionId, type Revisions } from './internal/revisions.js';
 import { groupRows } from './internal/groupRows.js';
 import { SEQ, copyDoc, copyValue } from './internal/copy.js';
 import { appendThroughOpenHandle } from './internal/nedbAppend.js';
@@ -103,8 +102,7 @@ export async function createEmbeddedStore(options: EmbeddedStoreOptions): Promis
   const warn = options.warn ?? ((message: string) => console.warn(message));
   const disk = new DiskState(dir, warn);
   const collections = new Map<string, EmbeddedCollection>();
-  /** Object revisions of every collection (conditional writes; see RevisionTable). */
-  const revisions = new RevisionTable();
+  const revisions = new RevisionTable(); // of every collection's objects, for conditional writes
   // Two names differing only in case would share one file on a case-insensitive file system.
   const byFoldedName = new Map<string, string>();
   let closed = false;
@@ -171,11 +169,8 @@ class EmbeddedCollection implements StoreCollection {
   #committing = false;
   /** The insertion number of the last insert (SEQ). */
   #seq = 0;
-  /**
-   * Each object's revision, advanced when a write is called (nedb's executor runs its tasks in
-   * the order they were queued): a conditional write compares and queues in one synchronous step,
-   * so any write queued before it has advanced the count already, and any after it runs after it.
-   */
+  /** Revisions (the store's table), advanced when a write is called, in nedb's queue order: a
+   *  conditional write compares and queues in one synchronous step. */
   readonly #revisions: Revisions;
   /**
    * Counts writes: raised when one starts and when it ends, so a fact about the stored objects
