@@ -46,6 +46,10 @@ export const SLOW_TESTS = [
   'packages/type-importer/test/importer.test.ts',
   // A differential property test: generated scripts through a runtime with and without plans.
   'packages/script-runtime/test/static-plan-differential.test.ts',
+  // The fast paths' differential suite: thousands of requests to two servers (shortcuts on and
+  // off) for each of three stores, CPU-bound: 476-625 s of pnpm test at a load of 15-30, the
+  // longest file by far (issue 39; tools/read-mutants.mjs runs it on its own).
+  'apps/server/test/fast-paths-differential.test.ts',
   // Script processes that hang (one spins a CPU for seconds) until the pool replaces them.
   'packages/script-runtime/test/hung-processes.test.ts',
 ];

@@ -8,7 +8,6 @@ import type { TestSpecification } from 'vitest/node';
  * Only the order changes; a file missing from the list runs after these, as vitest orders it.
  */
 export const LONG_TESTS = [
-  'apps/server/test/fast-paths-differential.test.ts',
   'apps/server/test/script-outbound.test.ts',
   'apps/server/test/script-modules.test.ts',
   'apps/server/test/script-budgets.test.ts',
