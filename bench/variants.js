@@ -26,6 +26,25 @@ const svcCommand = (ctx) => ({
   env: { NODE_ENV: 'production' },
 });
 
+/**
+ * svc on bench/app with `appJson` written into the temporary copy's app.json (bench/app stays as
+ * it is): the same app with one setting changed.
+ */
+function svcWithAppJson(title, appJson) {
+  return {
+    title,
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    build: ['@svc/server...'],
+    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
+    command: (ctx) => {
+      writeFileSync(join(ctx.appDir, 'app.json'), JSON.stringify(appJson));
+      return svcCommand(ctx);
+    },
+  };
+}
+
 export const variants = {
   bare: {
     title: 'bare node:http (same bytes)',
@@ -71,33 +90,11 @@ export const variants = {
   // The same app with the access log turned off (app.json log.access: false): what the access
   // line costs per request (`node bench/pair.js --a svc --b svc-no-access`). Its app.json is
   // written into the temporary copy, so bench/app stays as it is.
-  'svc-no-access': {
-    title: 'svc, access log off',
-    tag: 'svc',
-    stateful: true,
-    app: 'bench/app',
-    build: ['@svc/server...'],
-    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
-    command: (ctx) => {
-      writeFileSync(join(ctx.appDir, 'app.json'), JSON.stringify({ log: { access: false } }));
-      return svcCommand(ctx);
-    },
-  },
+  'svc-no-access': svcWithAppJson('svc, access log off', { log: { access: false } }),
   // The same app on the old embedded store (app.json embeddedStore.engine "files", the default
   // before the SQLite engine): what the store costs apart from the rest of the request, against a
   // release that had only that store (`node bench/pair.js --a svc-files --b svc-other`).
-  'svc-files': {
-    title: 'svc, old files store',
-    tag: 'svc',
-    stateful: true,
-    app: 'bench/app',
-    build: ['@svc/server...'],
-    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
-    command: (ctx) => {
-      writeFileSync(join(ctx.appDir, 'app.json'), JSON.stringify({ embeddedStore: { engine: 'files' } }));
-      return svcCommand(ctx);
-    },
-  },
+  'svc-files': svcWithAppJson('svc, old files store', { embeddedStore: { engine: 'files' } }),
   // The same app with a trivial On Get script (bench/app-scripts/resources/todos/get.js:
   // `this.seen = true;`), run by @svc/script-runtime (isolated-vm). Its responses carry
   // `"seen":true` on every object, so they are a few bytes longer than svc's.
