@@ -60,3 +60,27 @@ describe('Revisions (the embedded stores\' compare-and-set)', () => {
     expect(grown).toBeLessThan(8 * 1024 * 1024);
   });
 });
+
+describe('Revisions, slots', () => {
+  it('two tables place the same ids in different slots (the hash is seeded at random)', () => {
+    // Ids that share a slot in one table: one write to the first moves the second too.
+    const first = new RevisionTable().of('things');
+    const sharing: string[] = [];
+    for (let i = 0; sharing.length === 0 && i < 1_000_000; i++) {
+      const before = first.of('target');
+      first.advanced(`x${i}`);
+      if (first.of('target') !== before) sharing.push(`x${i}`);
+    }
+    expect(sharing).toHaveLength(1);
+    // In a second table that id moves `target` only by a 1 in 65,536 chance; 20 tables all alike
+    // would mean an unseeded hash.
+    let alike = 0;
+    for (let t = 0; t < 20; t++) {
+      const other = new RevisionTable().of('things');
+      const before = other.of('target');
+      other.advanced(sharing[0] as string);
+      if (other.of('target') !== before) alike += 1;
+    }
+    expect(alike).toBeLessThan(3);
+  });
+});

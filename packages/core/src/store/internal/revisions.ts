@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Filter } from '../Store.js';
 
 /** Slots of a store's revision table: 64 Ki numbers (512 KiB), whatever the number of objects. */
@@ -21,10 +22,15 @@ const SLOTS = 1 << 16;
 export class RevisionTable {
   readonly #slots = new Float64Array(SLOTS);
   #last = 0;
+  /**
+   * Random per table: which ids share a slot cannot be worked out from outside (revisions are
+   * never shown), so a client cannot pick ids that keep another object's conditional writes losing.
+   */
+  readonly #seed = randomBytes(4).readUInt32LE(0);
 
   /** The revisions of one collection's objects. */
   of(collection: string): Revisions {
-    return new Revisions(this, hashOf(collection, 0x811c9dc5));
+    return new Revisions(this, hashOf(collection, 0x811c9dc5 ^ this.#seed));
   }
 
   /** @internal */
