@@ -153,7 +153,12 @@ export class Deliverer {
     if (this.stopped || !this.options.lease.holds(1000)) return;
     if (this.backlog || this.queue.length >= this.batch) {
       this.backlog = true;
-      if (this.sending === 0) this.wake();
+      // Idle with nothing known: a read finds it. Records queued here start first (fill; paced
+      // while busy): no read, and no timer per write, while the outbox has a backlog.
+      if (this.sending === 0) {
+        if (this.queue.length === 0) this.wake();
+        else this.fill();
+      }
       return;
     }
     this.queue.push(record);
