@@ -44,15 +44,6 @@ const BUSY_SAMPLE_MS = 200;
  * their throughput; the outbox never stops moving, oldest first, and catches up once there is room).
  */
 const BUSY_GAP_MS = 20;
-/**
- * While writes saturate the process, also at most one delivery per this many events offered here
- * (and at least one a second): a delivery costs ~2.9x the CPU of the write that made it (bench
- * drains), so the deliveries take ~7% of what the writes take, however few writes the process
- * manages (on a process given ~15% of a core, 50 deliveries a second took a fifth of its CPU).
- */
-const BUSY_EVENTS_PER_DELIVERY = 40;
-/** The longest a delivery waits while writes saturate the process, however few events come, ms. */
-const BUSY_FLOOR_MS = 1000;
 
 /** Attempts finished here lately, by record id: a find begun before one finished must not start it again. */
 const FINISHED_KEPT_MS = 10 * 60_000;
@@ -92,8 +83,6 @@ export class Deliverer {
   private offered = 0;
   /** When the last attempt started here (ms), for the pace while busy. */
   private lastStart = 0;
-  /** Events offered here since the last attempt started, for the pace while busy. */
-  private offeredSinceStart = 0;
   private pacing: NodeJS.Timeout | undefined;
   private elu: EventLoopUtilization = performance.eventLoopUtilization();
   private sampling: NodeJS.Timeout | undefined;
@@ -134,8 +123,7 @@ export class Deliverer {
   /**
    * Attempts waiting for the receiver at most now: the setting, or one while writes saturate the
    * process (the deliveries are asynchronous: they give way to the writes, keep going one at a
-   * time, one per BUSY_EVENTS_PER_DELIVERY events and at BUSY_GAP_MS intervals at most, and catch
-   * up once there is room).
+   * time at BUSY_GAP_MS intervals, and catch up once there is room).
    */
   private get slots(): number {
     return this.busy ? 1 : this.options.config.concurrency;
@@ -148,7 +136,6 @@ export class Deliverer {
    */
   offer(record: DeliveryRecord): void {
     this.offered++;
-    this.offeredSinceStart++;
     // Not delivering here: whoever holds the lease finds it at its next look (pollMs).
     if (this.stopped || !this.options.lease.holds(1000)) return;
     if (this.backlog || this.queue.length >= this.batch) {
@@ -216,12 +203,9 @@ export class Deliverer {
   private fill(): void {
     if (this.stopped) return;
     if (this.busy && this.queue.length > 0) {
-      const now = Date.now();
-      const wait = this.lastStart + BUSY_GAP_MS - now;
-      // Not enough writes since the last start: looked at again in BUSY_GAP_MS (offers do not fill while busy).
-      const few = this.offeredSinceStart < BUSY_EVENTS_PER_DELIVERY && now - this.lastStart < BUSY_FLOOR_MS;
-      if (wait > 0 || few) {
-        this.pace(Math.max(wait, few ? BUSY_GAP_MS : 0));
+      const wait = this.lastStart + BUSY_GAP_MS - Date.now();
+      if (wait > 0) {
+        this.pace(wait);
         return;
       }
     }
@@ -317,7 +301,6 @@ export class Deliverer {
     const abort = new AbortController();
     this.sending++;
     this.lastStart = Date.now();
-    this.offeredSinceStart = 0;
     let sent = false;
     // The slot is free once the receiver answered: the outcome's write to the store does not hold
     // it (the record stays in `inflight` until that write is done, so no other attempt starts).
