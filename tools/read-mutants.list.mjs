@@ -1,7 +1,8 @@
 // The mutants of tools/read-mutants.mjs: each weakens one predicate that lets a shortcut of the
 // read side answer (or that decides what the shortcut's answer holds), so that the shortcut
 // answers where it must not. `from` must occur exactly once in `file`. `equivalent`: a mutant that
-// changes no answer (its `what` says why); the tool checks that it applies but runs it only with --all.
+// changes no answer (its `what` says why, naming the second check that makes it unobservable); the
+// tool checks that it applies but runs it only with --all or --only.
 const S = 'packages/core/src/server.ts';
 const P = 'packages/core/src/resources/read/answerPlan.ts';
 const R = 'packages/core/src/resources/read/CollectionReads.ts';
@@ -42,9 +43,9 @@ export const MUTANTS = [
   { id: 'plan-now-plain', file: P, from: 'if (!f.plainAnonymous || !f.byId || f.beforeRequest', to: 'if (!f.byId || f.beforeRequest', what: 'planNow: not an anonymous plain GET' },
   { id: 'plan-now-byId', file: P, from: 'if (!f.plainAnonymous || !f.byId || f.beforeRequest', to: 'if (!f.plainAnonymous || f.beforeRequest', what: 'planNow: not one object' },
   { id: 'plan-now-beforeRequest', file: P, from: 'if (!f.plainAnonymous || !f.byId || f.beforeRequest', to: 'if (!f.plainAnonymous || !f.byId', what: 'planNow: On BeforeRequest' },
-  { id: 'plan-now-constant', file: P, from: "return f.onGet.constant && f.store.findOneWithJsonNow ? 'constantPlan' : 'objects';", to: "return f.store.findOneWithJsonNow ? 'constantPlan' : 'objects';", what: 'planNow: an On Get that is not constant' },
+  { id: 'plan-now-constant', file: P, from: "return f.onGet.constant && f.store.findOneWithJsonNow ? 'constantPlan' : 'objects';", to: "return f.store.findOneWithJsonNow ? 'constantPlan' : 'objects';", what: 'planNow: an On Get that is not constant (onGet.constant is `events.getNow !== undefined`, and CollectionReads.constantNow answers undefined, so handle() does, when the runner has no getNow: collectionEvents.ts sets it for constant scripts only)', equivalent: true },
   { id: 'plan-id-query', file: P, from: "if (f.query || f.expand) return 'objects';", to: "if (f.expand) return 'objects';", what: 'by id: a query' },
-  { id: 'plan-id-expand', file: P, from: "if (f.query || f.expand) return 'objects';", to: "if (f.query) return 'objects';", what: 'by id: $expand' },
+  { id: 'plan-id-expand', file: P, from: "if (f.query || f.expand) return 'objects';", to: "if (f.query) return 'objects';", what: 'by id: $expand (Relations.finish parses a text answer before it expands it, so the stored or patched text expanded is the object path\'s answer; only slower)', equivalent: true },
   { id: 'plan-id-onGet', file: P, from: "if (f.onGet === undefined) return f.store.findOneJson ? 'storedText' : 'objects';", to: "return f.store.findOneJson ? 'storedText' : 'objects';", what: 'by id: On Get (the stored text unpatched)' },
   { id: 'plan-list-fields', file: P, from: "  if (f.fields) return 'objects';\n", to: '', what: 'list: $fields' },
   { id: 'plan-list-expand-onGet', file: P, from: "return f.onGet === undefined && f.store.findTexts && f.expandsAsText() ? 'splicedTexts' : 'objects';", to: "return f.store.findTexts && f.expandsAsText() ? 'splicedTexts' : 'objects';", what: 'list: $expand with On Get' },
@@ -54,7 +55,7 @@ export const MUTANTS = [
   // The facts of a GET (CollectionReads).
   weaken('facts-skipped', R, 'if (skipped || !events.has(\'get\')) return undefined;', 'skipped || ', '', 'On Get skipped by root\'s $skipEvents, patched all the same'),
   { ...weaken('facts-proto', R, ON_GET, " && !reads.includes('__proto__')", '', 'columns: a script naming this.__proto__ (the analyzer gives such a script no reads: unreachable)'), equivalent: true },
-  { ...weaken('facts-constant', R, ON_GET, 'events.getNow !== undefined', 'true', 'constant: a runner without getNow (every runner here has it)'), equivalent: true },
+  { ...weaken('facts-constant', R, ON_GET, 'events.getNow !== undefined', 'true', 'constant: a runner without getNow (CollectionReads.constantNow answers undefined, so handle() does, when the runner has no getNow; as plan-now-constant)'), equivalent: true },
   { id: 'facts-expand', file: R, from: '      expand: expanding !== undefined,', to: '      expand: false,', what: 'facts: $expand' },
   // Visibility: whether stored texts may answer a caller.
   weaken('vis-storeOnly', V, AS_STORED, 'visibility.storedIsShown && ', '', 'asStored: store-only fields (a password hash)'),
@@ -69,19 +70,20 @@ export const MUTANTS = [
   // Kept answers and kept splices.
   { id: 'runner-constant', file: 'apps/server/src/collectionEvents.ts', from: 'if (getScript?.constant === true) runner.getNow', to: 'if (getScript?.planned === true) runner.getNow', what: 'getNow: a plan that reads the request (not constant)' },
   { id: 'splice-relatedFields', file: E, from: '    if (node.fields !== undefined) return false;\n', to: '', what: 'expandsAsText: $fields of a relation' },
-  { id: 'splice-relatedShows', file: E, from: 'if (target.owner.showsTextsTo?.(ctx) !== true || !expandsAsText(target, ctx, node.children)) return false;', to: 'if (!expandsAsText(target, ctx, node.children)) return false;', what: 'expandsAsText: a related collection with On Get, private or rule-hidden properties' },
-  { id: 'splice-knownNested', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.sort !== undefined || node.fields !== undefined) return undefined;', what: 'knownShape: a nested $expand' },
+  { id: 'splice-relatedShows', file: E, from: 'if (target.owner.showsTextsTo?.(ctx) !== true || !expandsAsText(target, ctx, node.children)) return false;', to: 'if (!expandsAsText(target, ctx, node.children)) return false;', what: 'expandsAsText: a related collection with On Get, private or rule-hidden properties (each related read of a splice asks showsTextsTo itself: readTextsAs, and readTextsOfIdsNow through idsNowFilter, answer undefined and expandTexts gives way to objects; with no id to read, nothing of the target is in the answer; texts-* weaken showsTextsTo itself; expandTexts.http.test.ts sees the text read it wastes)', equivalent: true },
+  { id: 'splice-knownNested', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.sort !== undefined || node.fields !== undefined) return undefined;', what: 'knownShape: a nested $expand (expandKnown answers only where each kept replacement is the related text as stored now, read unexpanded: a nested level that changed the text never matches, one that changed nothing left that very text)', equivalent: true },
   { id: 'splice-knownSort', file: E, from: 'if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;', to: 'if (node.children.size > 0 || node.fields !== undefined) return undefined;', what: 'knownShape: a $sort of the relation (one object: changes no answer)' , equivalent: true },
   { id: 'splice-knownMany', file: E, from: 'if (def === undefined || def.many === true) return undefined;', to: 'if (def === undefined) return undefined;', what: 'knownShape: a many relation' },
   { id: 'splice-keptRelation', file: E, from: 'if (splice === undefined || splice.relation !== shape.name) return false;', to: 'if (splice === undefined) return false;', what: 'expandKnown: a splice kept for another relation' },
   { id: 'splice-keptRelated', file: E, from: "if ((row < 0 ? 'null' : (related?.texts[row] as string)) !== splice.replacement) return false;", to: '', what: 'expandKnown: the related text changed since it was spliced' },
-  weaken('splice-idsNow-plan', R, IDS_NOW, 'scope.plan !== undefined || ', '', 'related read by ids at once: with a property read plan'),
-  weaken('splice-idsNow-refusals', R, IDS_NOW, ' || scope.refusals.unqueryable !== undefined', '', 'related read by ids at once: with refusals (private or store-only names)'),
+  // idsNowFilter asks showsTextsTo first: scope.asStored, which is storedIsShown && seesPrivate && (trusted || no property read rule).
+  { ...weaken('splice-idsNow-plan', R, IDS_NOW, 'scope.plan !== undefined || ', '', 'related read by ids at once: with a property read plan (asStored implies none: CollectionAccess.readPlan is undefined for a trusted caller and without property read rules)'), equivalent: true },
+  { ...weaken('splice-idsNow-refusals', R, IDS_NOW, ' || scope.refusals.unqueryable !== undefined', '', 'related read by ids at once: with refusals (asStored implies none: no store-only field, private properties seen and no read plan make refusalsOf answer NOTHING_REFUSED)'), equivalent: true },
   { id: 'splice-idsNow-filter', file: R, from: IDS_FILTER, to: 'return this.store.findTextsOfIdsNow?.(ids, pick);', what: 'related read by ids at once: the list rule\'s filter not applied' },
-  weaken('splice-idsNow-keys', R, IDS_KEYS, 'keys === undefined ? undefined', 'keys === undefined ? { filter, keys: [] }', 'related read by ids at once: a list rule that tests more than properties, unapplied'),
-  { id: 'splice-textsFields', file: R, from: '    if (options.fields !== undefined) return undefined;\n', to: '', what: 'readTextsAs: $fields' },
-  weaken('texts-fastPaths', R, TEXTS_TO, 'this.fastPaths && ', '', 'showsTextsTo: fastPaths false (related reads of the plain server spliced)'),
-  weaken('texts-internal', R, TEXTS_TO, ' && !ctx.internal', '', 'showsTextsTo: a script\'s request'),
+  { ...weaken('splice-idsNow-keys', R, IDS_KEYS, 'keys === undefined ? undefined', 'keys === undefined ? { filter, keys: [] }', 'related read by ids at once: a list rule that tests more than properties, unapplied (none exists: parseRule refuses any top-level $ key but $or/$and/$nor, and compileRule, andFilters and matchesNothing make only property keys, $or, $nor and $and, all of which filterKeys takes)'), equivalent: true },
+  { id: 'splice-textsFields', file: R, from: '    if (options.fields !== undefined) return undefined;\n', to: '', what: 'readTextsAs: $fields (only expandTexts asks readTextsAs, with readQuery\'s $fields, made from a node\'s $fields alone, and expandsAsText refuses a $fields at every level)', equivalent: true },
+  { ...weaken('texts-fastPaths', R, TEXTS_TO, 'this.fastPaths && ', '', 'showsTextsTo: fastPaths false (only a list under the splicedTexts plan asks it, which planAnswer chooses with fastPaths on, and every collection of a server takes fastPaths from its one host: server.ts, Collection.init)'), equivalent: true },
+  { ...weaken('texts-internal', R, TEXTS_TO, ' && !ctx.internal', '', 'showsTextsTo: a script\'s request (only a list under the splicedTexts plan asks it, with that request\'s own ctx, and planAnswer gives a script\'s request objects)'), equivalent: true },
   weaken('texts-onGet', R, TEXTS_TO, " && !this.events.has('get')", '', 'showsTextsTo: On Get'),
   weaken('texts-asStored', R, TEXTS_TO, ' && this.scopeOf(ctx).asStored', '', 'showsTextsTo: a caller not shown the stored objects as they are'),
 ];

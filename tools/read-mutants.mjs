@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// Issue 39's mutation check of the read side's differential suite: each predicate that lets a
+// Issue 39's mutation check of the read side's differential suites: each predicate that lets a
 // shortcut answer is weakened in turn (made to let it answer where it should not), and
-// apps/server/test/fast-paths-differential.test.ts must then fail. A mutant it does not catch is a
-// predicate the suite does not test (or one that changes no answer: say why in MUTANTS).
+// apps/server/test/fast-paths-differential.test.ts (the generated table, slow) or
+// fast-paths-cases.test.ts (the cases the table misses, quick) must then fail. A mutant they do not
+// catch is a predicate they do not test (or one that changes no answer: say why in MUTANTS).
 //
 //   node tools/read-mutants.mjs [--only a1,a2] [--list] [--no-baseline] [--all]
 //
@@ -12,6 +13,7 @@
 // MongoDB half is skipped by leaving SVC_TEST_MONGODB_URL out of the environment.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { stripVTControlCharacters } from 'node:util';
 import { MUTANTS } from './read-mutants.list.mjs';
 
 const args = process.argv.slice(2);
@@ -41,7 +43,9 @@ delete env.SVC_TEST_MONGODB_URL;
 delete env.CI;
 // A caught mutant fails at its first differing answer: the run stops there (--bail), so only an
 // uncaught one costs the whole suite.
-const suite = () => spawnSync('pnpm', ['vitest', 'run', '--bail=1', 'apps/server/test/fast-paths-differential.test.ts'], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
+// Both files in one run (the quick one beside the slow one, in another worker).
+const SUITES = ['apps/server/test/fast-paths-cases.test.ts', 'apps/server/test/fast-paths-differential.test.ts'];
+const suite = () => spawnSync('pnpm', ['vitest', 'run', '--bail=1', ...SUITES], { env, encoding: 'utf8', maxBuffer: 64 << 20 });
 // The suite must pass on the code as it is: a failing suite would "catch" every mutant.
 if (!args.includes('--no-baseline')) {
   const started = Date.now();
@@ -62,7 +66,9 @@ for (const m of run) {
   try {
     const run = suite();
     const caught = run.status !== 0;
-    const first = caught ? (/(\w+ (?:GET|HEAD|DELETE) [^\n]*): (?:first|second) fast answer/.exec(run.stdout)?.[1] ?? /Error[^\n]*/.exec(run.stdout)?.[0] ?? '(failed)') : '';
+    // vitest tells failures on stderr, in colour.
+    const out = stripVTControlCharacters(`${run.stdout}\n${run.stderr}`);
+    const first = caught ? (/(\w+ (?:GET|HEAD|DELETE) [^\n]*): (?:first|second) fast answer/.exec(out)?.[1] ?? /FAIL .*?(fast-paths-cases[^\n]*)/.exec(out)?.[1] ?? /Error[^\n]*/.exec(out)?.[0] ?? '(failed)') : '';
     results.push({ id: m.id, caught, seconds: Math.round((Date.now() - started) / 1000), first, what: m.what });
     console.log(`${m.id}\t${caught ? 'caught' : 'NOT CAUGHT'}\t${Math.round((Date.now() - started) / 1000)} s\t${m.what}${first ? `\n\t\tby ${first}` : ''}`);
   } finally {
