@@ -36,6 +36,8 @@ export const SLOW_TESTS = [
   'apps/server/test/cli.test.ts',
   // svc killed with kill -9 during file uploads, replacements and deletes, restarted, swept.
   'apps/server/test/files-crash.test.ts',
+  // The same with the files in a Bucket (s3rver): killed at each step of an upload, a replacement and a delete.
+  'packages/type-bucket/test/filesCrash.test.ts',
   // Attacks on the script sandbox (endless loops, memory bombs, V8's fatal OOM) killing and
   // replacing script processes, in the runtime and against a production server.
   'packages/script-runtime/test/containment.test.ts',
