@@ -21,6 +21,7 @@ export const SLOW_TESTS = [
   'apps/server/test/dashboard-accounts-browser.test.ts',
   'apps/server/test/dashboard-answers.test.ts',
   'apps/server/test/dashboard-files-browser.test.ts',
+  'apps/server/test/dashboard-file-settings-browser.test.ts',
   'apps/server/test/dashboard-logs-browser.test.ts',
   'apps/server/test/dashboard-presets-browser.test.ts',
   'apps/server/test/dashboard-relations-browser.test.ts',
