@@ -3,11 +3,11 @@ import { pipeline } from 'node:stream/promises';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { StoredFile } from './CollectionFiles.js';
-import type { FileStorage, OpenedFile } from './FileStorage.js';
+import type { FileStorage } from './FileStorage.js';
 import type { ThumbSize } from './fileSettings.js';
 import { rangeOf, servedHeaders } from './servedHeaders.js';
 import { thumbTypeOf } from './thumbnails.js';
-import type { Thumbnails } from './thumbnails.js';
+import type { ThumbFile, Thumbnails } from './thumbnails.js';
 
 /** One stored file to answer with, already allowed to the caller. */
 export interface ServedStoredFile {
@@ -57,7 +57,7 @@ export async function serveStoredFile(options: ServedStoredFile): Promise<void> 
     res.end();
     return;
   }
-  let opened: OpenedFile | undefined;
+  let opened: ThumbFile | undefined;
   if (options.thumb !== undefined) {
     const t = options.thumb;
     opened = await (t.thumbnails as Thumbnails).open(storage, options.key, key, t.size, type);
@@ -73,9 +73,10 @@ export async function serveStoredFile(options: ServedStoredFile): Promise<void> 
     headers['content-length'] = opened.size;
   }
   res.writeHead(asked !== undefined && options.thumb === undefined ? 206 : 200, headers);
-  if (options.head) {
-    opened.body.destroy();
-    res.end();
+  if (options.head || opened.body === undefined) {
+    opened.body?.destroy();
+    if (options.head || opened.bytes === undefined) res.end();
+    else res.end(opened.bytes);
     return;
   }
   try {
