@@ -73,10 +73,14 @@ export async function serveStoredFile(options: ServedStoredFile): Promise<void> 
     headers['content-length'] = opened.size;
   }
   res.writeHead(asked !== undefined && options.thumb === undefined ? 206 : 200, headers);
-  if (options.head || opened.body === undefined) {
+  if (options.head) {
     opened.body?.destroy();
-    if (options.head || opened.bytes === undefined) res.end();
-    else res.end(opened.bytes);
+    res.end();
+    return;
+  }
+  if (opened.body === undefined) {
+    // Held in memory (a thumbnail served before).
+    res.end(opened.bytes);
     return;
   }
   try {
