@@ -21,6 +21,7 @@ export const SLOW_TESTS = [
   'apps/server/test/dashboard-accounts-browser.test.ts',
   'apps/server/test/dashboard-answers.test.ts',
   'apps/server/test/dashboard-files-browser.test.ts',
+  'apps/server/test/dashboard-file-settings-browser.test.ts',
   'apps/server/test/dashboard-logs-browser.test.ts',
   'apps/server/test/dashboard-presets-browser.test.ts',
   'apps/server/test/dashboard-relations-browser.test.ts',
@@ -38,6 +39,8 @@ export const SLOW_TESTS = [
   'apps/server/test/start-modules.test.ts',
   // svc killed with kill -9 during file uploads, replacements and deletes, restarted, swept.
   'apps/server/test/files-crash.test.ts',
+  // The same with the files in a Bucket (s3rver): killed at each step of an upload, a replacement and a delete.
+  'packages/type-bucket/test/filesCrash.test.ts',
   // Attacks on the script sandbox (endless loops, memory bombs, V8's fatal OOM) killing and
   // replacing script processes, in the runtime and against a production server.
   'packages/script-runtime/test/containment.test.ts',

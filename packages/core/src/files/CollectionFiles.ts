@@ -182,7 +182,9 @@ export class CollectionFiles {
         files = [await receiveFile(req, settings, this.storage.tempDir, nameOf(ctx))];
       }
       if (files.length === 0) throw new SvcError('BAD_REQUEST', 'no file was sent');
+      crashPoint('files:received');
       const ids = await this.publish(state, id, property, files);
+      crashPoint('files:stored');
       // POST adds to a list; PUT replaces (one file, or the whole list).
       state.ops.set(property, { kind: 'add', ids, replace: ctx.method === 'PUT' || !settings.many });
     } else {
@@ -310,11 +312,15 @@ export class CollectionFiles {
       for (const id of after) state?.committed.add(id);
       for (const f of filesOf(previous?.[property])) if (!after.has(f.id)) gone.push(...this.keysOf(stored.id, property, settings, f.id));
     }
-    if (gone.length > 0) await this.removeQuietly(gone, `after an update of ${stored.id}`);
+    if (gone.length > 0) {
+      crashPoint('files:written');
+      await this.removeQuietly(gone, `after an update of ${stored.id}`);
+    }
   }
 
   /** Phase "after delete": every file of the deleted objects (and their thumbnails). */
   async objectsRemoved(ids: readonly string[]): Promise<void> {
+    crashPoint('files:deleted');
     for (const id of ids) {
       if (!isKeySegment(id)) continue;
       try {
@@ -454,4 +460,9 @@ function storageError(err: unknown): SvcError {
   if (code === 'ENOSPC' || code === 'EDQUOT') return new SvcError('STORAGE_FULL', 'no space left to store the upload', { cause: err });
   if (err instanceof SvcError) return err;
   return new SvcError('STORAGE_FAILED', `the file could not be stored: ${(err as Error).message}`, { cause: err });
+}
+
+/** For crash tests only: SVC_TEST_CRASH_AT naming this step kills the process here (kill -9, no cleanup). */
+function crashPoint(step: string): void {
+  if (process.env.SVC_TEST_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
 }

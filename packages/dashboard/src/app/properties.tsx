@@ -12,6 +12,8 @@ const ON_DELETE = [
 ] as const;
 /** The settings only a relation has: dropped when a property stops being one. */
 const RELATION_KEYS = ['collection', 'many', 'onDelete'] as const;
+/** The settings only a file property has (`many` too): dropped when a property stops being one. */
+const FILE_KEYS = ['many', 'maxSize', 'maxFiles', 'types', 'thumbs'] as const;
 const NAME = /^[A-Za-z_$][\w$]*$/;
 
 interface Prop {
@@ -119,7 +121,7 @@ export function PropertiesEditor({ app, resource, setApp }: { app: AppView; reso
                   {TYPES.includes(p.def.type) ? null : <option key={p.def.type}>{p.def.type}</option>}
                   {TYPES.map((t) => <option key={t}>{t}</option>)}
                 </select>
-                {p.def.type === 'relation' && <RelationSettings name={p.name} def={p.def} collections={collections} set={(change) => update(i, change)} />}
+                {p.def.type === 'relation' ? <RelationSettings name={p.name} def={p.def} collections={collections} set={(change) => update(i, change)} /> : p.def.type === 'file' ? <FileSettings name={p.name} def={p.def} set={(change) => update(i, change)} /> : null}
               </td>
               {(['required', 'unique', 'index', 'search', 'private'] as const).map((flag) => (
                 <td key={flag} class="center"><input type="checkbox" checked={p.def[flag] === true} onChange={() => update(i, { [flag]: !(p.def[flag] === true) })} aria-label={`${p.name} ${flag}`} /></td>
@@ -173,9 +175,99 @@ function RelationSettings({ name, def, collections, set }: { name: string; def: 
   );
 }
 
+const MB = 1024 * 1024;
+/** A file type as the server takes it (fileSettings.ts): `image/png`, `image/*`. */
+const MEDIA_TYPE = /^[a-z]+\/(?:\*|[a-z0-9][a-z0-9.+-]*)$/;
+const THUMB_SIZE = /^\d{1,4}x\d{1,4}$/;
+
+/** A comma-separated list as typed: its items, trimmed, without empty ones. */
+const listOf = (text: string): string[] => text.split(',').map((t) => t.trim()).filter((t) => t !== '');
+
+/** What a setting's text means: its value (undefined: the server's default), or why it is wrong. */
+type Parsed = { value: unknown } | { problem: string };
+
+/** A list of items each matching `valid`; empty: none set. */
+const parseList = (valid: RegExp, what: string) => (text: string): Parsed => {
+  const items = listOf(text);
+  const bad = items.find((t) => !valid.test(t));
+  return bad !== undefined ? { problem: `"${bad}" is not ${what}` } : { value: items.length === 0 ? undefined : items };
+};
+
+/** A whole number of `scale` units, at least 1 once scaled; empty: none set. */
+const parseNumber = (scale: number, what: string) => (text: string): Parsed => {
+  if (text.trim() === '') return { value: undefined };
+  const value = Math.round(Number(text) * scale);
+  return Number.isSafeInteger(value) && value >= 1 ? { value } : { problem: `${what}: a positive number` };
+};
+
+/**
+ * A setting's input: applied as it is typed when it reads well, else its problem is shown and
+ * nothing changes. The text typed is kept (not re-formatted) while it means the value set.
+ */
+function SettingInput(props: { value: unknown; format(value: unknown): string; parse(text: string): Parsed; set(value: unknown): void; problem(text: string | undefined): void; label: string; placeholder: string; number?: boolean }) {
+  const [text, setText] = useState(() => props.format(props.value));
+  useResetOn(JSON.stringify(props.value ?? null), () => {
+    const parsed = props.parse(text);
+    if (!('value' in parsed) || JSON.stringify(parsed.value ?? null) !== JSON.stringify(props.value ?? null)) setText(props.format(props.value));
+  });
+  const typed = (next: string) => {
+    setText(next);
+    const parsed = props.parse(next);
+    if ('problem' in parsed) return props.problem(parsed.problem);
+    props.problem(undefined);
+    props.set(parsed.value);
+  };
+  return (
+    <input class={props.number ? 'num' : undefined} inputMode={props.number ? 'decimal' : undefined} value={text} placeholder={props.placeholder} onInput={(e) => typed((e.target as HTMLInputElement).value)} aria-label={props.label} />
+  );
+}
+
+/**
+ * A file property's settings (docs/files.md): one file or many, the largest file (in MB), how many
+ * a list holds, the types allowed and the thumbnail sizes. An empty field is the server's default;
+ * the server checks each again at save and enforces them on every upload, whatever sent it.
+ */
+function FileSettings({ name, def, set }: { name: string; def: PropertyDef; set(change: Partial<PropertyDef>): void }) {
+  const [problems, setProblems] = useState<Record<string, string>>({});
+  const many = def.many === true;
+  const list = (value: unknown): string => (Array.isArray(value) ? value.join(', ') : '');
+  const field = (key: 'maxSize' | 'maxFiles' | 'types' | 'thumbs') => ({
+    value: def[key],
+    set: (value: unknown) => set({ [key]: value }),
+    problem: (text: string | undefined) =>
+      setProblems((now) => {
+        const { [key]: _was, ...rest } = now;
+        return text === undefined ? rest : { ...rest, [key]: text };
+      }),
+  });
+  return (
+    <div class="file-settings" data-test={`file-${name}`}>
+      <label class="small">
+        <input type="checkbox" checked={many} onChange={() => set(many ? { many: undefined, maxFiles: undefined } : { many: true })} aria-label={`${name} file many`} /> many files
+      </label>
+      <label class="small" title="the largest file, in MB (1 MB = 1,048,576 bytes); empty: 10 MB">
+        max MB <SettingInput {...field('maxSize')} number format={(v) => (typeof v === 'number' ? String(+(v / MB).toFixed(3)) : '')} parse={parseNumber(MB, 'max size')} label={`${name} file max size`} placeholder="10" />
+      </label>
+      {many && (
+        <label class="small" title="files the list may hold; empty: 20 (at most 1000)">
+          max files <SettingInput {...field('maxFiles')} number format={(v) => (typeof v === 'number' ? String(v) : '')} parse={parseNumber(1, 'max files')} label={`${name} file max files`} placeholder="20" />
+        </label>
+      )}
+      <label class="small" title="types allowed, as sniffed from the bytes (image/* never admits SVG); empty: any">
+        types <SettingInput {...field('types')} format={list} parse={parseList(MEDIA_TYPE, 'a media type such as image/png or image/*')} label={`${name} file types`} placeholder="any, e.g. image/*, application/pdf" />
+      </label>
+      <label class="small" title="thumbnail sizes served on request: WxH crops, Wx0 or 0xH keep proportions">
+        thumbs <SettingInput {...field('thumbs')} format={list} parse={parseList(THUMB_SIZE, 'a size such as 100x100 or 400x0')} label={`${name} file thumbs`} placeholder="none, e.g. 100x100, 400x0" />
+      </label>
+      {Object.entries(problems).map(([key, text]) => <div key={key} class="cell-error" data-test="file-settings-error">{key}: {text}</div>)}
+    </div>
+  );
+}
+
 /** A property definition with another type: a relation gets a collection to point into, other types lose a relation's settings. */
 function withType(def: PropertyDef, type: string, collections: string[]): PropertyDef {
   const next: PropertyDef = { ...def, type };
+  if (def.type === 'file' && type !== 'file') for (const key of FILE_KEYS) delete next[key];
   if (type === 'relation') {
     if (typeof next.collection !== 'string' && collections[0] !== undefined) next.collection = collections[0];
   } else for (const key of RELATION_KEYS) delete next[key];
@@ -207,6 +299,8 @@ function toConfig(props: Prop[]): Record<string, PropertyDef> {
     if (from !== undefined && from !== name) clean.$renameFrom = from;
     for (const flag of ['required', 'unique', 'index', 'search', 'private'] as const) if (clean[flag] !== true) delete clean[flag];
     delete clean.order;
+    // A file setting cleared in the editor (FileSettings sets it undefined): the server's default.
+    for (const key of FILE_KEYS) if (clean[key] === undefined) delete clean[key];
     out[name] = clean;
   }
   return out;

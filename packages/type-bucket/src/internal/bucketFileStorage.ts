@@ -17,6 +17,8 @@ export const FILES_PREFIX = 'svc-files/';
 
 /** At most this many listing pages for one object's files (1,000 keys each). */
 const MAX_PAGES = 100;
+/** At most this many listing pages (1,000 keys each) for one batch of the sweep's object folders. */
+const MAX_FOLDER_PAGES = 1000;
 
 /**
  * File properties' files in a Bucket resource's bucket (app.json `files.bucket`), under
@@ -60,10 +62,27 @@ export function createBucketFileStorage(bucket: string, send: S3Send, logger: Lo
       for (const key of keys) await send((s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: keyOf(key) })));
     },
     async folders(prefix, after, limit) {
+      // From the keys, not from a Delimiter listing's CommonPrefixes: some S3-compatible servers
+      // (s3rver) answer none for keys nested deeper than one folder, and the sweep found nothing.
+      // A folder's keys are listed in a row, so its name is counted once.
       const full = keyOf(prefix);
-      // After every key of the folder `after`: its keys are ASCII, below U+FFFF.
-      const answer = await send((s3) => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: full, Delimiter: '/', MaxKeys: limit, ...(after !== undefined ? { StartAfter: `${full}${after}/\uffff` } : {}) })));
-      return (answer.CommonPrefixes ?? []).map((p) => (p.Prefix ?? '').slice(full.length, -1)).filter((name) => name !== '').slice(0, limit);
+      const names: string[] = [];
+      let token: string | undefined;
+      for (let page = 0; page < MAX_FOLDER_PAGES; page++) {
+        // After every key of the folder `after`: its keys are ASCII, below U+FFFF.
+        const start = token !== undefined ? { ContinuationToken: token } : after !== undefined ? { StartAfter: `${full}${after}/\uffff` } : {};
+        const answer = await send((s3) => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: full, ...start })));
+        for (const o of answer.Contents ?? []) {
+          const rest = (o.Key ?? '').slice(full.length);
+          const slash = rest.indexOf('/');
+          if (slash <= 0 || names[names.length - 1] === rest.slice(0, slash)) continue;
+          if (names.length === limit) return names;
+          names.push(rest.slice(0, slash));
+        }
+        if (!answer.IsTruncated || !answer.NextContinuationToken) break;
+        token = answer.NextContinuationToken;
+      }
+      return names;
     },
     async files(prefix) {
       const full = keyOf(prefix);

@@ -1,0 +1,193 @@
+#!/usr/bin/env node
+// Issue 43's file property aims, on the embedded store and the local disk:
+//   1. upload: PUT of a 5 MB file to a file property (`/posts/<id>/doc`, one object per
+//      connection, each upload replacing the last), against a bare node:http handler writing the
+//      same bytes to disk (bench/servers/bare-upload.js): the server's CPU per upload, as a median
+//      of same-round ratios (aim: svc within 1.3x);
+//   2. thumbnail: GET of a kept thumbnail (`<photo url>?thumb=200x200`, made once before the
+//      window) against the same bytes as a static file of the app's public/ folder, on the same
+//      server: requests/s and CPU per request (aim: the thumbnail at >= 0.9x the static rate).
+// Rounds interleave the variants (A B, then B A) and start fresh servers. The server is pinned
+// to core 0; the load generators and this harness to core 1.
+//
+//   flock /work/bench.lock node bench/files.js [--rounds 5] [--duration 10] [--warmup 2] [--connections 4] [--mb 5] [--no-build]
+//
+// Loopback only; every process started is stopped by PID at the end, on error and on signals.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from './lib/args.js';
+import { freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening } from './lib/procs.js';
+import { runLoad } from './lib/load.js';
+import { request, startSession, closeAgent } from './lib/http.js';
+import { median } from './lib/stats.js';
+
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', mb: 'number', 'no-build': 'boolean' });
+const rounds = Math.max(1, Math.floor(opts.rounds ?? 5));
+const duration = opts.duration ?? 10;
+const warmup = opts.warmup ?? 2;
+const connections = opts.connections ?? 4;
+const bytes = Math.round((opts.mb ?? 5) * 1_000_000);
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const pin = pinning();
+if (pin) pinSelf(pin.load);
+const log = (m) => process.stderr.write(`${m}\n`);
+const tmpRoot = mkdtempSync(join(tmpdir(), 'svc-bench-files-'));
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    stopAll().finally(() => {
+      rmSync(tmpRoot, { recursive: true, force: true });
+      process.exit(sig === 'SIGINT' ? 130 : 143);
+    });
+  });
+}
+
+if (!opts['no-build']) {
+  log('building @svc/server ...');
+  execFileSync('pnpm', ['turbo', 'run', 'build', '--filter=@svc/server...'], { cwd: repo, stdio: 'ignore' });
+}
+
+// A 1200x900 JPEG (a smooth gradient with some noise, as a photo) for the thumbnail part.
+const sharp = createRequire(join(repo, 'apps/server/package.json'))('sharp');
+const raw = randomBytes(1200 * 900 * 3);
+for (let i = 0; i < raw.length; i++) raw[i] = (Math.floor(i / 3) % 1200) / 6 + (raw[i] & 31);
+const photo = await sharp(raw, { raw: { width: 1200, height: 900, channels: 3 } }).jpeg({ quality: 85 }).toBuffer();
+
+let made = 0;
+function makeApp() {
+  const dir = join(tmpRoot, `app-${made++}`);
+  mkdirSync(join(dir, 'resources', 'posts'), { recursive: true });
+  mkdirSync(join(dir, 'public'), { recursive: true });
+  writeFileSync(
+    join(dir, 'resources', 'posts', 'config.json'),
+    JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' }, doc: { type: 'file', maxSize: bytes * 2 }, photo: { type: 'file', types: ['image/*'], thumbs: ['200x200'] } } }),
+  );
+  writeFileSync(join(dir, 'app.json'), JSON.stringify({ files: { sweepMinutes: 0 } }));
+  return dir;
+}
+
+async function startSvc() {
+  const port = await freePort();
+  const dir = makeApp();
+  const child = spawnNode(['--no-node-snapshot', join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, cwd: repo });
+  await waitListening(child);
+  const cookie = await startSession(port, '/posts');
+  const headers = { cookie, 'content-type': 'application/json' };
+  const ids = [];
+  for (let i = 0; i < connections; i++) {
+    const res = await request(port, { method: 'POST', path: '/posts', headers, body: JSON.stringify({ title: `p${i}` }) });
+    if (res.status !== 200) throw new Error(`POST /posts answered ${res.status}: ${res.body.toString('utf8').slice(0, 200)}`);
+    ids.push(JSON.parse(res.body.toString('utf8')).id);
+  }
+  return { child, port, cookie, dir, ids };
+}
+
+async function startBare() {
+  const port = await freePort();
+  const dir = join(tmpRoot, `bare-${made++}`);
+  const child = spawnNode([join(repo, 'bench/servers/bare-upload.js'), '--port', String(port), '--dir', dir], { core: pin?.server, cwd: repo });
+  await waitListening(child);
+  return { child, port, dir };
+}
+
+function runUploads(srv, paths) {
+  return new Promise((resolve, reject) => {
+    const cfg = { port: srv.port, method: 'PUT', paths, bytes, warmup, duration, serverPid: srv.child.pid };
+    const child = spawnNode([join(repo, 'bench/lib/drivers/upload.js'), JSON.stringify(cfg)], { core: pin?.load, cwd: repo });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.exited.then(({ code }) => {
+      try {
+        if (code !== 0) throw new Error(`exit ${code}`);
+        resolve(JSON.parse(out.trim().split('\n').pop()));
+      } catch (err) {
+        reject(new Error(`upload driver failed (${err.message}): ${child.tail.join('\n')}`));
+      }
+    });
+  });
+}
+
+/** The upload part of one round: both variants, in `order`. */
+async function uploadRound(order) {
+  const row = {};
+  for (const variant of order) {
+    const srv = variant === 'svc' ? await startSvc() : await startBare();
+    const paths = variant === 'svc' ? srv.ids.map((id) => `/posts/${id}/doc?name=upload.bin`) : Array.from({ length: connections }, (_, i) => `/u${i}`);
+    // svc: the session's cookie is not needed (no rules), the upload is anonymous as the bare one.
+    const out = await runUploads(srv, paths);
+    await stop(srv.child);
+    if (out.failed) throw new Error(`${variant}: ${out.failed} failed uploads ${JSON.stringify(out.statuses)}`);
+    row[variant] = out;
+    log(`  upload ${variant.padEnd(4)}: ${out.rps.toFixed(1)} uploads/s, ${out.cpuMsPerUpload.toFixed(2)} ms CPU/upload, ${out.serverCores.toFixed(2)} cores, p50 ${out.latencyMs.p50?.toFixed(1)} ms`);
+  }
+  return row;
+}
+
+/** The thumbnail part of one round: one fresh svc, its kept thumbnail and the same bytes as a static file. */
+async function thumbRound(order) {
+  const srv = await startSvc();
+  const id = srv.ids[0];
+  const put = await request(srv.port, { method: 'PUT', path: `/posts/${id}/photo?name=photo.jpg`, headers: { cookie: srv.cookie }, body: photo });
+  if (put.status !== 200) throw new Error(`photo upload answered ${put.status}`);
+  const url = `${JSON.parse(put.body.toString('utf8')).photo.url}?thumb=200x200`;
+  const first = await request(srv.port, { path: url, headers: { cookie: srv.cookie } });
+  if (first.status !== 200) throw new Error(`thumbnail answered ${first.status}`);
+  writeFileSync(join(srv.dir, 'public', 'thumb.jpg'), first.body);
+  const paths = { thumb: url, static: '/thumb.jpg' };
+  const row = { thumbBytes: first.body.length };
+  for (const variant of order) {
+    const out = await runLoad({ url: `http://127.0.0.1:${srv.port}${paths[variant]}`, method: 'GET', headers: { cookie: srv.cookie }, connections: 50, warmup, duration, serverPid: srv.child.pid, serverCore: pin?.server }, pin?.load);
+    if (out.non2xx || out.errors) throw new Error(`${variant}: ${out.non2xx} non-2xx, ${out.errors} errors ${JSON.stringify(out.statusCodes)}`);
+    row[variant] = { rps: out.rps, cpuUs: out.cpuUsPerRequest, p50: out.latencyMs.p50, p99: out.latencyMs.p99, serverCores: out.serverCores };
+    log(`  ${variant.padEnd(6)}: ${Math.round(out.rps)} req/s, ${out.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${out.serverCores.toFixed(2)} cores, p99 ${out.latencyMs.p99} ms`);
+  }
+  await stop(srv.child);
+  return row;
+}
+
+const uploads = [];
+const thumbs = [];
+try {
+  for (let round = 0; round < rounds; round++) {
+    log(`round ${round + 1}/${rounds}`);
+    uploads.push(await uploadRound(round % 2 === 0 ? ['bare', 'svc'] : ['svc', 'bare']));
+    thumbs.push(await thumbRound(round % 2 === 0 ? ['static', 'thumb'] : ['thumb', 'static']));
+  }
+} finally {
+  await stopAll();
+  closeAgent();
+  rmSync(tmpRoot, { recursive: true, force: true });
+}
+
+const med = (rows, f) => median(rows.map(f));
+const summary = {
+  date: new Date().toISOString(),
+  rounds,
+  duration,
+  upload: {
+    bytes,
+    connections,
+    medianCpuRatio: med(uploads, (r) => r.svc.cpuMsPerUpload / r.bare.cpuMsPerUpload),
+    cpuRatios: uploads.map((r) => +(r.svc.cpuMsPerUpload / r.bare.cpuMsPerUpload).toFixed(3)),
+    medianRpsRatio: med(uploads, (r) => r.svc.rps / r.bare.rps),
+    bareCpuMs: med(uploads, (r) => r.bare.cpuMsPerUpload),
+    svcCpuMs: med(uploads, (r) => r.svc.cpuMsPerUpload),
+    bareRps: med(uploads, (r) => r.bare.rps),
+    svcRps: med(uploads, (r) => r.svc.rps),
+  },
+  thumbnail: {
+    thumbBytes: thumbs[0]?.thumbBytes,
+    medianRpsRatio: med(thumbs, (r) => r.thumb.rps / r.static.rps),
+    rpsRatios: thumbs.map((r) => +(r.thumb.rps / r.static.rps).toFixed(3)),
+    medianCpuRatio: med(thumbs, (r) => r.thumb.cpuUs / r.static.cpuUs),
+    staticRps: med(thumbs, (r) => r.static.rps),
+    thumbRps: med(thumbs, (r) => r.thumb.rps),
+    staticCpuUs: med(thumbs, (r) => r.static.cpuUs),
+    thumbCpuUs: med(thumbs, (r) => r.thumb.cpuUs),
+  },
+};
+process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
