@@ -3,11 +3,11 @@ import { pipeline } from 'node:stream/promises';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { StoredFile } from './CollectionFiles.js';
-import type { FileStorage } from './FileStorage.js';
+import type { FileStorage, OpenedFile } from './FileStorage.js';
 import type { ThumbSize } from './fileSettings.js';
 import { rangeOf, servedHeaders } from './servedHeaders.js';
 import { thumbTypeOf } from './thumbnails.js';
-import type { ThumbFile, Thumbnails } from './thumbnails.js';
+import type { Thumbnails } from './thumbnails.js';
 
 /** One stored file to answer with, already allowed to the caller. */
 export interface ServedStoredFile {
@@ -57,7 +57,7 @@ export async function serveStoredFile(options: ServedStoredFile): Promise<void> 
     res.end();
     return;
   }
-  let opened: ThumbFile | undefined;
+  let opened: OpenedFile | undefined;
   if (options.thumb !== undefined) {
     const t = options.thumb;
     opened = await (t.thumbnails as Thumbnails).open(storage, options.key, key, t.size, type);
@@ -74,13 +74,8 @@ export async function serveStoredFile(options: ServedStoredFile): Promise<void> 
   }
   res.writeHead(asked !== undefined && options.thumb === undefined ? 206 : 200, headers);
   if (options.head) {
-    opened.body?.destroy();
+    opened.body.destroy();
     res.end();
-    return;
-  }
-  if (opened.body === undefined) {
-    // Held in memory (a thumbnail served before).
-    res.end(opened.bytes);
     return;
   }
   try {

@@ -17,14 +17,6 @@ export interface Thumbnailer {
 /** Image types thumbnails are made of. */
 const THUMBNAILED = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif', 'image/tiff']);
 
-/** A thumbnail to answer with: opened in its storage, or its bytes held in memory. */
-export type ThumbFile = OpenedFile | { size: number; body: undefined; bytes: Buffer };
-
-/** Kept thumbnails up to this size are also held in memory (most are a few KB). */
-const HELD_MAX = 256 * 1024;
-/** The most bytes of thumbnails held in memory per process; the least recently served go first. */
-const HELD_TOTAL = 16 * 1024 * 1024;
-
 /** 40 megapixels: an 8000x5000 photo; larger images get no thumbnail (app.json files.maxPixels). */
 export const DEFAULT_MAX_PIXELS = 40_000_000;
 
@@ -37,16 +29,10 @@ export function thumbTypeOf(type: string): string | undefined {
 /**
  * Thumbnails made once and kept beside their image (`<image key>.<size>`), at most `parallel`
  * made at a time in the process and each size of an image made once however many ask for it
- * together. They go with their image: its key holds an id never reused. The small ones are held
- * in memory too ({@link HELD_TOTAL} at most), so that a thumbnail served again costs no file
- * system or bucket call: a key's bytes never change, and every request is allowed first (the
- * object must still hold the image), so one held after its image went is never served.
+ * together. They go with their image: its key holds an id never reused.
  */
 export class Thumbnails {
   private readonly making = new Map<string, Promise<void>>();
-  /** Held thumbnails by key, least recently served first, with the storage they are of. */
-  private readonly held = new Map<string, { storage: FileStorage; bytes: Buffer }>();
-  private heldBytes = 0;
   private running = 0;
   private readonly waiting: (() => void)[] = [];
 
@@ -57,10 +43,8 @@ export class Thumbnails {
   ) {}
 
   /** The kept thumbnail at `thumbKey` of the image at `key`, made first when there is none. */
-  async open(storage: FileStorage, key: string, thumbKey: string, size: ThumbSize, type: string): Promise<ThumbFile | undefined> {
-    const held = this.heldOf(storage, thumbKey);
-    if (held !== undefined) return held;
-    const kept = await this.read(storage, thumbKey);
+  async open(storage: FileStorage, key: string, thumbKey: string, size: ThumbSize, type: string, range?: { start: number; end: number }): Promise<OpenedFile | undefined> {
+    const kept = await storage.open(thumbKey, range);
     if (kept !== undefined) return kept;
     let made = this.making.get(thumbKey);
     if (made === undefined) {
@@ -68,41 +52,7 @@ export class Thumbnails {
       this.making.set(thumbKey, made);
     }
     await made;
-    return this.heldOf(storage, thumbKey) ?? this.read(storage, thumbKey);
-  }
-
-  /** The kept thumbnail from its storage: a small one is read whole and held. */
-  private async read(storage: FileStorage, thumbKey: string): Promise<ThumbFile | undefined> {
-    const kept = await storage.open(thumbKey);
-    if (kept === undefined || kept.size > HELD_MAX) return kept;
-    const chunks: Buffer[] = [];
-    for await (const chunk of kept.body) chunks.push(chunk as Buffer);
-    const bytes = Buffer.concat(chunks);
-    this.hold(storage, thumbKey, bytes);
-    return { size: bytes.length, body: undefined, bytes };
-  }
-
-  private heldOf(storage: FileStorage, thumbKey: string): ThumbFile | undefined {
-    const held = this.held.get(thumbKey);
-    if (held === undefined || held.storage !== storage) return undefined;
-    // Served again: last to go.
-    this.held.delete(thumbKey);
-    this.held.set(thumbKey, held);
-    return { size: held.bytes.length, body: undefined, bytes: held.bytes };
-  }
-
-  private hold(storage: FileStorage, thumbKey: string, bytes: Buffer): void {
-    if (bytes.length > HELD_MAX) return;
-    const before = this.held.get(thumbKey);
-    if (before !== undefined) this.heldBytes -= before.bytes.length;
-    this.held.delete(thumbKey);
-    this.held.set(thumbKey, { storage, bytes });
-    this.heldBytes += bytes.length;
-    for (const [oldest, entry] of this.held) {
-      if (this.heldBytes <= HELD_TOTAL) break;
-      this.held.delete(oldest);
-      this.heldBytes -= entry.bytes.length;
-    }
+    return storage.open(thumbKey, range);
   }
 
   private async make(storage: FileStorage, key: string, thumbKey: string, size: ThumbSize, type: string): Promise<void> {
@@ -123,7 +73,6 @@ export class Thumbnails {
       await writeFile(temp, thumb, { flag: 'wx' });
       try {
         await storage.put(thumbKey, temp, type);
-        this.hold(storage, thumbKey, thumb);
       } finally {
         await unlink(temp).catch(() => undefined);
       }
