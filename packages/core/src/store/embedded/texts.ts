@@ -25,18 +25,20 @@ export function textsOf(stored: readonly string[], docs: readonly (Doc | undefin
   const names = pick.map((key) => `${JSON.stringify(key)}:`);
   const keep = kept !== undefined && width > 0 && width <= MAX_KEPT_NAMES;
   for (let i = 0; i < count; i++) {
-    const text = answerText(stored[i] as string);
-    texts[i] = text;
-    if (width === 0) continue;
     const seq = keep ? (kept.seqs[i] as number) : 0;
     const known = keep ? kept.hot.picked(seq, stored[i] as string, pick) : undefined;
     if (known !== undefined) {
+      // Kept with the facts: the answer text (no search of each text for a date again).
+      texts[i] = known[width * 3] as string;
       for (let s = 0; s < width * 2; s++) spans[i * width * 2 + s] = known[s] as number;
       for (let k = 0; k < width; k++) values[i * width + k] = known[width * 2 + k];
       continue;
     }
+    const text = answerText(stored[i] as string);
+    texts[i] = text;
+    if (width === 0) continue;
     pickRow(stored[i] as string, text, docs[i], pick, names, i * width, values, spans);
-    if (keep) keepRow(kept, seq, stored[i] as string, pick, i * width, values, spans);
+    if (keep) keepRow(kept, seq, stored[i] as string, text, pick, i * width, values, spans);
   }
   return { texts, values, spans };
 }
@@ -53,7 +55,16 @@ const MAX_KEPT_NAMES = 4;
 const MAX_KEPT_CHARS = 256;
 
 /** The picked values and spans of one object, written at `at` (values) and `at * 2` (spans). */
-function pickRow(stored: string, text: string, given: Doc | undefined, pick: readonly string[], names: readonly string[], base: number, values: unknown[], spans: number[]): void {
+function pickRow(
+  stored: string,
+  text: string,
+  given: Doc | undefined,
+  pick: readonly string[],
+  names: readonly string[],
+  base: number,
+  values: unknown[],
+  spans: number[],
+): void {
   // A text holding a date answers a text written anew; its values are Dates: parsed.
   let doc = text === stored ? given : (given ?? decodeDoc(stored));
   for (let k = 0; k < pick.length; k++) {
@@ -79,13 +90,25 @@ function pickRow(stored: string, text: string, given: Doc | undefined, pick: rea
 }
 
 /**
- * Keeps one object's spans and values with its text when every value is primitive (an object
- * value is handed out as a new copy each time: callers may change it) and short.
+ * Keeps one object's spans, values and answer text with its stored text when every value is
+ * primitive (an object value is handed out as a new copy each time: callers may change it) and
+ * short.
  */
-function keepRow(kept: KeptFacts, seq: number, stored: string, pick: readonly string[], base: number, values: readonly unknown[], spans: readonly number[]): void {
+function keepRow(
+  kept: KeptFacts,
+  seq: number,
+  stored: string,
+  text: string,
+  pick: readonly string[],
+  base: number,
+  values: readonly unknown[],
+  spans: readonly number[],
+): void {
   const width = pick.length;
-  const row = new Array<unknown>(width * 3);
-  let bytes = 16 * row.length;
+  // Spans, values, then the answer text (the stored text itself unless it holds a date).
+  const row = new Array<unknown>(width * 3 + 1);
+  let bytes = 16 * row.length + (text === stored ? 0 : text.length);
+  row[width * 3] = text;
   for (let k = 0; k < width; k++) {
     const value = values[base + k];
     if (value !== null && typeof value === 'object') return;
