@@ -34,6 +34,8 @@ export const SLOW_TESTS = [
   // svc processes started and stopped per test: restarts, kill -9, a second process on one
   // folder, every flag's error (create from a checkout: create-from-checkout.test.ts stays).
   'apps/server/test/cli.test.ts',
+  // One svc start (and a node process) to list the packages a start loads (issue 41).
+  'apps/server/test/start-modules.test.ts',
   // svc killed with kill -9 during file uploads, replacements and deletes, restarted, swept.
   'apps/server/test/files-crash.test.ts',
   // Attacks on the script sandbox (endless loops, memory bombs, V8's fatal OOM) killing and

@@ -1,7 +1,8 @@
 // Issue 41: the embedded engine (SQLite) at scale: 1,000,000 and 10,000,000 todos.
 //
 //   flock /work/bench.lock node bench/engine-scale.js [--sizes 1000000[,10000000]] [--duration 10]
-//       [--warmup 2] [--connections 50] [--files] [--keep <dir>] [--seed-only]
+//       [--warmup 2] [--connections 50] [--files] [--keep <dir>] [--seed-only] [--only <loads>]
+//       [--server-args "<node flags>"]
 //
 // Needs `pnpm build`. For each size, an app folder in a temporary directory: todos {title, done, n}
 // with `n` indexed and `title` searchable, seeded through the store directly (createEngineStore,
@@ -35,7 +36,10 @@ import { runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { appFolder, q, seedEngine, title, word } from './lib/engineSeed.js';
 
-const args = parseArgs(process.argv.slice(2), { sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', files: 'boolean', keep: 'string', 'seed-only': 'boolean' });
+const args = parseArgs(process.argv.slice(2), { sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', files: 'boolean', keep: 'string', 'seed-only': 'boolean', only: 'string', 'server-args': 'string' });
+/** `--only getRandom,rangeRandom`: those loads only (the keys of workloads()); `--server-args "--max-semi-space-size=8"`: node flags of the server. */
+const only = args.only?.split(',');
+const serverArgs = args['server-args']?.split(' ').filter(Boolean) ?? [];
 const sizes = (args.sizes ?? '1000000').split(',').map(Number);
 const duration = args.duration ?? 10;
 const warmup = args.warmup ?? 2;
@@ -80,7 +84,7 @@ function folderMb(dir) {
 async function start(dir) {
   const port = await freePort();
   const started = performance.now();
-  const child = spawnNode(['--no-node-snapshot', svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
+  const child = spawnNode(['--no-node-snapshot', ...serverArgs, svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
   await waitListening(child, 1_800_000);
   return { child, port, ms: performance.now() - started };
 }
@@ -144,9 +148,11 @@ try {
     const cookie = await startSession(server.port, '/todos?{"$limit":1}');
     const all = workloads(count, seeded.sample);
     for (const [key, [title, paths, check]] of Object.entries(all)) {
+      if (only !== undefined && !only.includes(key)) continue;
       // A string: [title, the workload whose requests it sends, its connections].
       const load = typeof paths === 'string' ? measure(server, cookie, title, all[paths][1], all[paths][2], check) : measure(server, cookie, title, paths, check);
-      row.loads[key] = { title, ...(await load) };
+      row.loads[key] = { title, ...(await load), rssAfterMb: rssMb(server.child.pid) };
+      log(`   RSS after it ${Math.round(row.loads[key].rssAfterMb)} MB`);
     }
     row.rssMb = rssMb(server.child.pid);
     log(`   RSS after the loads ${Math.round(row.rssMb)} MB`);

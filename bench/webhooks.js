@@ -8,7 +8,8 @@
 //      Webhook; the receiver notes, per delivery, the time since the write was stored (p50/p99).
 // The server is pinned to core 0; the load generator, this harness and the receiver to core 1.
 //
-//   flock /work/bench.lock node bench/webhooks.js [--rounds 5] [--duration 10] [--warmup 2] [--rate 500] [--no-build]
+//   flock /work/bench.lock node bench/webhooks.js [--rounds 5] [--duration 10] [--warmup 2] [--rate 500] [--no-build] [--cpu-prof <dir>] [--latency-only]
+// --cpu-prof: each server writes a V8 CPU profile to <dir> when stopped (bench/profile-summary.js reads it).
 //
 // Loopback only; every process started is stopped by PID at the end, on error and on signals.
 import { execFileSync } from 'node:child_process';
@@ -17,14 +18,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening } from './lib/procs.js';
+import { cpuSeconds, freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening } from './lib/procs.js';
 import { helpersPinned, startHelper, killHelpers } from './lib/helpers.js';
 import { runLoad } from './lib/load.js';
 import { startSession, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', rate: 'number', 'no-build': 'boolean' });
-const rounds = Math.max(1, Math.floor(opts.rounds ?? 5));
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', rate: 'number', 'no-build': 'boolean', 'cpu-prof': 'string', 'latency-only': 'boolean' });
+// --latency-only: the fixed-rate delivery delay part alone (no throughput rounds).
+const rounds = opts['latency-only'] ? 0 : Math.max(1, Math.floor(opts.rounds ?? 5));
 const duration = opts.duration ?? 10;
 const warmup = opts.warmup ?? 2;
 const rate = opts.rate ?? 500;
@@ -70,7 +72,8 @@ let started = 0;
 async function startServer(hooked, receiverPort) {
   const port = await freePort();
   const dir = makeApp(started++, hooked, receiverPort);
-  const child = spawnNode(['--no-node-snapshot', join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { HOOK_SECRET: SECRET }, cwd: repo });
+  const prof = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['cpu-prof']}`, `--cpu-prof-name=${hooked ? 'hooked' : 'plain'}-${started}.cpuprofile`] : [];
+  const child = spawnNode(['--no-node-snapshot', ...prof, join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { HOOK_SECRET: SECRET }, cwd: repo });
   await waitListening(child);
   const cookie = await startSession(port, '/todos');
   return { child, port, cookie, hooked };
@@ -116,7 +119,11 @@ try {
         const atEnd = await receiver.ask('stats');
         const total = (await (await fetch(`http://127.0.0.1:${srv.port}/todos/count`, { headers: { cookie: srv.cookie } }).catch(() => undefined))?.json?.().catch(() => undefined))?.count;
         const written = typeof total === 'number' ? total : out.requests;
+        // The drain: no writes any more, so the server's CPU over it is the deliveries' own.
+        const cpuBefore = cpuSeconds(srv.child.pid);
         const drain = await drained(receiver, written);
+        const drainedCount = drain.stats.unique - atEnd.unique;
+        entry.drainCpuUsPerDelivery = drainedCount > 0 ? ((cpuSeconds(srv.child.pid) - cpuBefore) * 1e6) / drainedCount : undefined;
         entry.deliveredAtEnd = atEnd.unique;
         entry.written = written;
         entry.drainMs = drain.ms;
@@ -124,7 +131,7 @@ try {
       }
       row[hooked ? 'hooked' : 'plain'] = entry;
       await stop(srv.child);
-      log(`round ${round + 1}/${rounds} ${hooked ? 'hooked' : 'plain '}: ${Math.round(out.rps)} req/s, ${cpuUs.toFixed(0)} µs CPU/req, p99 ${out.latencyMs.p99} ms${hooked ? `, delivered ${entry.deliveredAtEnd} during the window, all ${entry.delivered}/${entry.written} after ${entry.drainMs} ms more` : ''}`);
+      log(`round ${round + 1}/${rounds} ${hooked ? 'hooked' : 'plain '}: ${Math.round(out.rps)} req/s, ${cpuUs.toFixed(0)} µs CPU/req, p99 ${out.latencyMs.p99} ms${hooked ? `, delivered ${entry.deliveredAtEnd} during the window, all ${entry.delivered}/${entry.written} after ${entry.drainMs} ms more (${entry.drainCpuUsPerDelivery?.toFixed(0)} µs CPU per delivery)` : ''}`);
     }
     results.throughput.push(row);
   }
@@ -157,6 +164,9 @@ const summary = {
     plainCpuUs: median(results.throughput.map((r) => r.plain.cpuUs)),
     hookedCpuUs: median(results.throughput.map((r) => r.hooked.cpuUs)),
     drainMs: results.throughput.map((r) => r.hooked.drainMs),
+    // A delivery's CPU (measured over the drain) against a plain write's, same round.
+    drainCpuUsPerDelivery: median(results.throughput.map((r) => r.hooked.drainCpuUsPerDelivery)),
+    medianDeliveryToWriteCpu: median(results.throughput.map((r) => r.hooked.drainCpuUsPerDelivery / r.plain.cpuUs)),
     deliveredDuringWindow: results.throughput.map((r) => `${r.hooked.deliveredAtEnd}/${r.hooked.written}`),
   },
   latency: results.latency,

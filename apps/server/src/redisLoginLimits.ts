@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createClient } from 'redis';
+// redis is imported by connectLoginLimits, not here: an app without Redis never loads it.
 import { LoginLimiter, loginLimitSettings, redactUrl } from '@svc/core';
 import type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, Logger } from '@svc/core';
 import { memoryRateCounter } from './rateCounter.js';
@@ -76,7 +76,7 @@ export interface RedisLoginLimits {
  */
 export async function connectLoginLimits(url: string, logger: Logger, prefix = 'svc'): Promise<RedisLoginLimits> {
   let connected = false;
-  const client = createClient({
+  const client = (await import('redis')).createClient({
     url,
     disableOfflineQueue: true,
     socket: {

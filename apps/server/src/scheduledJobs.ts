@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createClient } from 'redis';
+import type { createClient } from 'redis';
 import { redactUrl } from '@svc/core';
 import type { Logger, ScheduledJobs } from '@svc/core';
 
@@ -58,7 +58,8 @@ export function createJobHost(options: JobHostOptions): JobHost {
 
   const redis = (url: string): Promise<ReturnType<typeof createClient>> =>
     (connecting ??= (async () => {
-      const made = createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: (retries: number) => Math.min(100 * (retries + 1), 3000) } });
+      // redis is imported here, not at start: an app without Redis never loads it.
+      const made = (await import('redis')).createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: (retries: number) => Math.min(100 * (retries + 1), 3000) } });
       made.on('error', () => undefined);
       made.on('ready', () => (reported = false));
       try {

@@ -1,5 +1,5 @@
-import { MongoServerError } from 'mongodb';
 import type { Collection, Document } from 'mongodb';
+import { isMongoServerError } from './mongoDriver.js';
 import { SvcError } from '../errors.js';
 import { isSearchFilter, matchesSearch } from '../query/search.js';
 import type { SearchFilter } from '../query/search.js';
@@ -25,7 +25,7 @@ export async function ensureTextIndex(coll: Collection<Document>, fields: readon
   try {
     existing = (await coll.listIndexes().toArray()).find((index) => index.name === TEXT_INDEX);
   } catch (err) {
-    if (!(err instanceof MongoServerError && err.code === 26)) throw err;
+    if (!(isMongoServerError(err) && err.code === 26)) throw err;
   }
   const weights = existing?.weights as Record<string, unknown> | undefined;
   const same = weights !== undefined && Object.keys(weights).sort().join('\u0000') === wanted.join('\u0000');
@@ -37,7 +37,7 @@ export async function ensureTextIndex(coll: Collection<Document>, fields: readon
     return true;
   } catch (err) {
     // FerretDB v1 has no text indexes (it answers IndexNotFound or NotImplemented).
-    if (err instanceof MongoServerError && (err.code === 27 || err.code === 238 || err.code === 115)) return false;
+    if (isMongoServerError(err) && (err.code === 27 || err.code === 238 || err.code === 115)) return false;
     throw err;
   }
 }

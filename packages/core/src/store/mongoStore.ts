@@ -1,6 +1,6 @@
 import { redactUrl } from '../redactUrl.js';
-import { BSONRegExp, MongoClient, MongoServerError } from 'mongodb';
-import type { Collection, Document } from 'mongodb';
+import type { BSONRegExp, Collection, Document } from 'mongodb';
+import { isMongoServerError, loadMongo, mongo } from './mongoDriver.js';
 import { SvcError } from '../errors.js';
 import { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, assertCollectionName, isCollectionName } from './Store.js';
 import { compareRows } from './internal/compareRows.js';
@@ -49,8 +49,8 @@ const BUSY_MESSAGE = /\bSQLITE_BUSY\b/;
 function outage(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
   const code = (err as { code?: unknown }).code;
-  if (err instanceof MongoServerError && BUSY_MESSAGE.test(err.message)) return new SvcError('UNAVAILABLE', 'the database is busy', { status: 503, cause: err, headers: { 'retry-after': '5' } });
-  if (!OUTAGE_ERRORS.has(err.name) && !(err instanceof MongoServerError && typeof code === 'number' && OUTAGE_CODES.has(code))) return err;
+  if (isMongoServerError(err) && BUSY_MESSAGE.test(err.message)) return new SvcError('UNAVAILABLE', 'the database is busy', { status: 503, cause: err, headers: { 'retry-after': '5' } });
+  if (!OUTAGE_ERRORS.has(err.name) && !(isMongoServerError(err) && typeof code === 'number' && OUTAGE_CODES.has(code))) return err;
   const timedOut = code === 50 || code === 262 || /time/i.test(err.name);
   return new SvcError('UNAVAILABLE', timedOut ? 'the database did not answer in time' : 'the database is unavailable', { status: 503, cause: err, headers: { 'retry-after': '5' } });
 }
@@ -90,6 +90,7 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
   // The embedded store drops undefined properties (JSON); without this the driver stores null.
   const timeoutMS = options.timeoutMs ?? 5000;
   // The time limit goes with each read as maxTimeMS (MongoCollection): the driver ignores its own `timeoutMS`.
+  const { MongoClient } = await loadMongo();
   const client = new MongoClient(options.url, { ignoreUndefined: true, serverSelectionTimeoutMS: timeoutMS });
   try {
     await client.connect();
@@ -118,16 +119,16 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
         // FerretDB (v1.24) does not implement renameCollection's dropTarget: an empty target (its
         // indexes made before any object) is dropped first.
         await db.collection(to).drop().catch((err: unknown) => {
-          if (!(err instanceof MongoServerError && err.code === NAMESPACE_NOT_FOUND)) throw err;
+          if (!(isMongoServerError(err) && err.code === NAMESPACE_NOT_FOUND)) throw err;
         });
         try {
           // One step on MongoDB (and a metadata change on FerretDB): the objects are under one name or the other.
           await db.renameCollection(from, to);
           return true;
         } catch (err) {
-          if (err instanceof MongoServerError && err.code === NAMESPACE_NOT_FOUND) return true; // nothing to rename
+          if (isMongoServerError(err) && err.code === NAMESPACE_NOT_FOUND) return true; // nothing to rename
           // Not allowed, not implemented or raced by a write to `to`: the caller moves the objects.
-          if (err instanceof MongoServerError && typeof err.code === 'number' && RENAME_REFUSED.has(err.code)) return false;
+          if (isMongoServerError(err) && typeof err.code === 'number' && RENAME_REFUSED.has(err.code)) return false;
           throw err;
         }
       });
@@ -269,7 +270,7 @@ class MongoCollection implements StoreCollection {
         await this.#coll.dropIndex(existing.name);
       } catch (err) {
         // Dropped meanwhile (another process): what was asked holds.
-        if (err instanceof MongoServerError && (err.code === 27 || err.code === NAMESPACE_NOT_FOUND)) return;
+        if (isMongoServerError(err) && (err.code === 27 || err.code === NAMESPACE_NOT_FOUND)) return;
         throw err;
       }
     });
@@ -286,9 +287,9 @@ class MongoCollection implements StoreCollection {
         const raw = await this.#coll.aggregate(aggregatePipeline(filter, spec), { maxTimeMS: spec.timeoutMs }).toArray();
         return raw.map((r) => aggregateRow(r, spec)).sort(compareRows);
       } catch (err) {
-        if (err instanceof MongoServerError && err.code === MAX_TIME_EXPIRED) throw new AggregateTimeoutError({ cause: err });
+        if (isMongoServerError(err) && err.code === MAX_TIME_EXPIRED) throw new AggregateTimeoutError({ cause: err });
         // FerretDB v1 has no $avg/$min/$max accumulators: the measured properties are read and grouped here.
-        if (err instanceof MongoServerError && err.code === NOT_IMPLEMENTED) return this.#aggregateByReading(filter, spec);
+        if (isMongoServerError(err) && err.code === NOT_IMPLEMENTED) return this.#aggregateByReading(filter, spec);
         throw err;
       }
     });
@@ -365,7 +366,7 @@ class MongoCollection implements StoreCollection {
           : [];
       });
     } catch (err) {
-      if (err instanceof MongoServerError && err.code === NAMESPACE_NOT_FOUND) return [];
+      if (isMongoServerError(err) && err.code === NAMESPACE_NOT_FOUND) return [];
       throw err;
     }
   }
@@ -377,7 +378,7 @@ class MongoCollection implements StoreCollection {
    * the former the property is found by looking for another object holding the written value.
    */
   async #translate(err: unknown, written?: Raw): Promise<unknown> {
-    if (!(err instanceof MongoServerError)) return err;
+    if (!isMongoServerError(err)) return err;
     const sqliteIndex = /UNIQUE constraint failed: index '([^']+)'/.exec(err.message)?.[1];
     if (err.code !== 11000 && !sqliteIndex) return err;
     const pattern: unknown = err.keyPattern ?? err.keyValue;
@@ -509,5 +510,5 @@ function toMongoValue(value: unknown): unknown {
 function bsonRegex(pattern: unknown, options: unknown): BSONRegExp {
   const source = pattern instanceof RegExp ? pattern.source : String(pattern);
   const flags = (pattern instanceof RegExp ? pattern.flags : '') + (typeof options === 'string' ? options : '');
-  return new BSONRegExp(source, [...new Set(flags)].filter((f) => 'imsx'.includes(f)).join(''));
+  return new (mongo().BSONRegExp)(source, [...new Set(flags)].filter((f) => 'imsx'.includes(f)).join(''));
 }

@@ -1,5 +1,5 @@
 import { createAdapter } from '@socket.io/redis-adapter';
-import { createClient } from 'redis';
+import type { createClient } from 'redis';
 import type { Namespace } from 'socket.io';
 import type { Adapter } from 'socket.io-adapter';
 import { redactUrl } from '@svc/core';
@@ -34,7 +34,9 @@ export async function connectRedis(url: string, key: string, logger: Logger): Pr
     if (!connected) return retries >= START_RETRIES ? cause : 200;
     return Math.min(100 * (retries + 1), 3000);
   };
-  const pub = createClient({ url, socket: { reconnectStrategy } });
+  // Loaded here, not at start: an app without Redis never loads the client (hundreds of ms of a start).
+  const { createClient: makeClient } = await import('redis');
+  const pub = makeClient({ url, socket: { reconnectStrategy } });
   const sub = pub.duplicate();
   guardPublish(pub);
   let reported = false;

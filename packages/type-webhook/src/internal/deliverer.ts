@@ -60,7 +60,7 @@ export class Deliverer {
   private readonly inflight = new Map<string, { abort: AbortController; done: Promise<void> }>();
   /** Attempts waiting for the receiver: what `concurrency` bounds. */
   private sending = 0;
-  /** Attempts made here lately: id -> the attempt number finished (a stale find shows fewer). */
+  /** Attempts made here lately: id -> the attempt number finished (a stale find shows fewer); in the order they finished. */
   private readonly finished = new Map<string, { attempt: number; at: number }>();
   private timer: NodeJS.Timeout | undefined;
   private passing = false;
@@ -140,7 +140,12 @@ export class Deliverer {
     if (this.stopped || !this.options.lease.holds(1000)) return;
     if (this.backlog || this.queue.length >= this.batch) {
       this.backlog = true;
-      if (this.sending === 0) this.wake();
+      // Idle with nothing known: a read finds it. Records queued here start first (fill; paced
+      // while busy): no read, and no timer per write, while the outbox has a backlog.
+      if (this.sending === 0) {
+        if (this.queue.length === 0) this.wake();
+        else this.fill();
+      }
       return;
     }
     this.queue.push(record);
@@ -272,10 +277,24 @@ export class Deliverer {
     return done !== undefined && record.attempts < done.attempt;
   }
 
+  /**
+   * Drops what finished more than FINISHED_KEPT_MS ago. The map is in the order attempts finished
+   * (see noteFinished), so the walk stops at the first one kept: it costs what it drops, not the
+   * whole map at every read (a profile of a drain of 37,000 deliveries had the full walk at 2.7%
+   * of the server's CPU).
+   */
   private forgetOld(): void {
-    if (this.finished.size < 1000) return;
     const old = Date.now() - FINISHED_KEPT_MS;
-    for (const [id, done] of this.finished) if (done.at < old) this.finished.delete(id);
+    for (const [id, done] of this.finished) {
+      if (done.at >= old) break;
+      this.finished.delete(id);
+    }
+  }
+
+  /** Notes an attempt finished now, at the end of the map (its order is the order of `at`). */
+  private noteFinished(id: string, attempt: number): void {
+    this.finished.delete(id);
+    this.finished.set(id, { attempt, at: Date.now() });
   }
 
   private begin(record: DeliveryRecord): void {
@@ -314,12 +333,12 @@ export class Deliverer {
         // The payload could not be made (an On Get script failed): an attempt that failed.
         const retryAt = this.noteRetry(Date.now() + retryDelay(attempt, config.retryBaseMs, config.retryMaxMs));
         await outbox.finish(record, attempt, { ok: false, error: `the payload could not be made: ${shown.failed}`, durationMs: 0, retryAt });
-        this.finished.set(record.id, { attempt, at: Date.now() });
+        this.noteFinished(record.id, attempt);
         return;
       }
       if ('skipped' in shown) {
         await outbox.skip(record, shown.skipped);
-        this.finished.set(record.id, { attempt: Number.MAX_SAFE_INTEGER, at: Date.now() });
+        this.noteFinished(record.id, Number.MAX_SAFE_INTEGER);
         return;
       }
       body = fresh = JSON.stringify(shown.payload);
@@ -351,7 +370,7 @@ export class Deliverer {
       ...(fresh !== undefined ? { body: fresh } : {}),
       ...(outcome.ok ? {} : { retryAt: this.noteRetry(Date.now() + retryDelay(attempt, config.retryBaseMs, config.retryMaxMs, outcome.retryAfterMs)) }),
     });
-    this.finished.set(record.id, { attempt, at: Date.now() });
+    this.noteFinished(record.id, attempt);
     if (status === 'dead') this.options.logger.warn(`webhook ${this.options.name}: delivery ${record.id} (${record.event} of ${record.objectId}) failed ${attempt} times and is in the dead letters: ${outcome.error ?? ''}`);
     // Every half of keepDelivered at least: each prune reads the kept records past the newest.
     if (++this.completions % Math.max(200, Math.ceil(this.options.config.keepDelivered / 2)) === 0) void this.prune();
