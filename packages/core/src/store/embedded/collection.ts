@@ -87,7 +87,7 @@ export class EngineCollection implements StoreCollection {
     const ids = options.sort === undefined && options.anyOrder === true && !options.skip && !options.limit ? idList(filter) : undefined;
     if (ids !== undefined) return this.#textsOfIds(info, ids, pick);
     const rows = selectRows(this.#engine, info, filter, options, this.#hot);
-    return textsOf(rows.texts, rows.docs, pick);
+    return textsOf(rows.texts, rows.docs, pick, { hot: this.#hot, seqs: rows.seqs });
   }
 
   findTextsOfIdsNow(ids: readonly string[], pick: readonly string[]): StoredTexts | undefined {

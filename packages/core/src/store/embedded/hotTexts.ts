@@ -68,15 +68,12 @@ export class HotTexts {
   set(seq: number, id: string, text: string): void {
     if (text.length > HotTexts.MAX_BYTES / 64) return;
     this.#drop(seq);
-    const entry: Entry = { seq, id, text };
+    const entry: Entry = { seq, id, text, pick: undefined, picked: undefined, pickedBytes: 0 };
     this.#bySeq.set(seq, entry);
     this.#byId.set(id, seq);
     this.#queue.push(entry);
     this.#bytes += text.length + id.length;
-    while (this.#bytes > HotTexts.MAX_BYTES) {
-      const oldest = this.#queue[this.#head++] as Entry;
-      if (this.#bySeq.get(oldest.seq) === oldest) this.#drop(oldest.seq);
-    }
+    this.#trim();
     // Every entry kept is in the queue once, past the head; entries dropped or replaced stay there
     // until passed: the queue is cut when the passed part, or the dropped ones, are most of it.
     const waiting = this.#queue.length - this.#head;
@@ -87,6 +84,32 @@ export class HotTexts {
       this.#queue = this.#queue.slice(this.#head);
       this.#head = 0;
     }
+  }
+
+  /**
+   * What textsOf found for the names `pick` in the row's text, when kept with the text (see
+   * keepPicked): a list read again and again with the same names (On Get over a list reads the
+   * script's properties) then skips searching every text.
+   */
+  picked(seq: number, text: string, pick: readonly string[]): readonly unknown[] | undefined {
+    const entry = this.#bySeq.get(seq);
+    if (entry?.picked === undefined || entry.text !== text) return undefined;
+    return entry.pick === pick || sameNames(entry.pick as readonly string[], pick) ? entry.picked : undefined;
+  }
+
+  /**
+   * Keeps textsOf's facts for `pick` with the row's text (replacing those of other names), counted
+   * in the bound as `bytes`; none when the row is not kept. They are facts of the text alone, which
+   * never changes for an entry (a write drops the entry), so they need no invalidation of their own.
+   */
+  keepPicked(seq: number, text: string, pick: readonly string[], picked: readonly unknown[], bytes: number): void {
+    const entry = this.#bySeq.get(seq);
+    if (entry === undefined || entry.text !== text) return;
+    this.#bytes += bytes - entry.pickedBytes;
+    entry.pick = pick;
+    entry.picked = picked;
+    entry.pickedBytes = bytes;
+    this.#trim();
   }
 
   /** Drops the entry of an object (an update), by its row or its id. */
@@ -105,17 +128,35 @@ export class HotTexts {
     this.written();
   }
 
+  /** Drops the oldest entries while over the bound. */
+  #trim(): void {
+    while (this.#bytes > HotTexts.MAX_BYTES) {
+      const oldest = this.#queue[this.#head++] as Entry;
+      if (this.#bySeq.get(oldest.seq) === oldest) this.#drop(oldest.seq);
+    }
+  }
+
   #drop(seq: number): void {
     const entry = this.#bySeq.get(seq);
     if (entry === undefined) return;
     this.#bySeq.delete(seq);
     if (this.#byId.get(entry.id) === seq) this.#byId.delete(entry.id);
-    this.#bytes -= entry.text.length + entry.id.length;
+    this.#bytes -= entry.text.length + entry.id.length + entry.pickedBytes;
   }
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 interface Entry {
   readonly seq: number;
   readonly id: string;
   readonly text: string;
+  /** The names of the facts kept with the text, the facts (see keepPicked), and their size. */
+  pick: readonly string[] | undefined;
+  picked: readonly unknown[] | undefined;
+  pickedBytes: number;
 }

@@ -50,4 +50,30 @@ describe('HotTexts', () => {
     expect(hot.byId(key(0))).toBeUndefined();
     expect(hot.byId(key(fit + 4))).toBe(text(fit + 4));
   });
+
+  it('keeps findTexts facts with a text: for the same names only, of that text only, gone with the entry, counted in the bound', () => {
+    const hot = new HotTexts();
+    const names = ['title', 'done'];
+    hot.set(1, key(1), text(1));
+    hot.keepPicked(1, text(1), names, [-1, -1, -1, -1, undefined, undefined], 96);
+    expect(hot.picked(1, text(1), names)).toEqual([-1, -1, -1, -1, undefined, undefined]);
+    expect(hot.picked(1, text(1), ['title', 'done'])).toBeDefined();
+    expect(hot.picked(1, text(1), ['done', 'title'])).toBeUndefined();
+    expect(hot.picked(1, text(1), ['title'])).toBeUndefined();
+    // Another text under the row (not what was kept): nothing.
+    expect(hot.picked(1, text(2), names)).toBeUndefined();
+    hot.keepPicked(2, text(2), names, [], 96); // no entry for row 2: not kept
+    expect(hot.picked(2, text(2), names)).toBeUndefined();
+    hot.delete(1, key(1));
+    expect(hot.picked(1, text(1), names)).toBeUndefined();
+    hot.set(1, key(1), text(1));
+    expect(hot.picked(1, text(1), names)).toBeUndefined();
+    // The facts' bytes count: big facts on the newest rows push the oldest rows out.
+    const fit = Math.floor(HotTexts.MAX_BYTES / PER);
+    for (let i = 0; i < fit; i++) hot.set(i, key(i), text(i));
+    expect(hot.byId(key(0))).toBe(text(0));
+    for (let i = fit - 10; i < fit; i++) hot.keepPicked(i, text(i), names, [], PER * 2);
+    expect(hot.byId(key(0))).toBeUndefined();
+    expect(hot.picked(fit - 1, text(fit - 1), names)).toEqual([]);
+  });
 });
