@@ -1,16 +1,26 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
+import { SLOW_TESTS } from './vitest.slow.js';
+import LongFirstSequencer from './tools/long-first-sequencer.js';
 
-// `pnpm test:reliability`: faults and abuse against real servers (reliability/). Run by .ci/run
-// after `pnpm test`; bounded to a few minutes in all. Same aliases and runner options as the
-// main suite, other files.
+// `pnpm test:reliability`, run by .ci/run after `pnpm test`: in one run, the slow browser and
+// fault suites of apps/ and packages/ that `pnpm test` leaves out (vitest.slow.ts, project "slow")
+// and the faults and abuse against real servers of reliability/ (project "reliability", 180 s per
+// test). Two files at a time even on 2 cores, from one queue, the longest first: most of a file's
+// time is spent waiting on the processes, chromium and databases it starts (one file at a time,
+// each half alone, took 755 s + 782 s in CI). Each file starts and kills only processes and
+// services of its own (free ports, folders and databases of its own), so two files side by side
+// do not meet. VITEST_MAX_WORKERS still decides.
 export default defineConfig({
   resolve: base.resolve,
   test: {
     ...base.test,
-    include: ['reliability/**/*.test.ts'],
-    testTimeout: 180_000,
-    // The fault tests start and kill processes and services of their own: one file at a time.
-    fileParallelism: false,
+    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || Math.max(2, availableParallelism() - 1),
+    sequence: { sequencer: LongFirstSequencer },
+    projects: [
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'slow', include: SLOW_TESTS } },
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'reliability', include: ['reliability/**/*.test.ts'], testTimeout: 180_000 } },
+    ],
   },
 });
