@@ -1,5 +1,5 @@
-import { CONFLICT_POLICIES, Collection, OutboundPolicy, SvcError, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store, StoreCollection } from '@svc/core';
+import { CONFLICT_POLICIES, Collection, OutboundPolicy, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
+import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import { OUTBOUND_DEFAULTS } from './scriptOutbound.js';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -10,6 +10,7 @@ import { createAccountMailer } from './accountMail.js';
 import { memoryRateCounter } from './rateCounter.js';
 import type { RateCounter } from './rateCounter.js';
 import { filesConfigOf } from './fileStorage.js';
+import { refusingCollection } from './blockedCollection.js';
 
 /** Makes the sandboxed event scripts of a resource folder. */
 export interface ScriptFactory {
@@ -47,6 +48,8 @@ export interface BuildContext {
   rateCounter?: RateCounter;
   /** Collections a failed migration keeps from being served (every request answers 503 MIGRATION_FAILED). */
   blocked?: ReadonlyMap<string, BlockedCollection>;
+  /** Whether a blocked collection's migrations are applied now (by another process): it is served then. */
+  recheckBlocked?(name: string): Promise<boolean>;
   /** Where file properties keep their files (set by buildResources). */
   files?: CollectionFilesConfig;
 }
@@ -130,7 +133,7 @@ async function collectionOptions(folder: ResourceFolder, context: BuildContext):
   const properties = readProperties(folder, context.logger);
   const name = folder.path.slice(1);
   const blocked = context.blocked?.get(name);
-  const store = blocked ? refusingCollection(name, blocked) : context.store.collection(name);
+  const store = blocked ? refusingCollection(name, blocked, context.store.collection(name), context.recheckBlocked) : context.store.collection(name);
   return {
     path: folder.path,
     properties,
@@ -176,26 +179,6 @@ async function buildUserCollection(folder: ResourceFolder, context: BuildContext
     ...(typeof cost === 'number' ? { passwordCost: cost } : {}),
     ...(settings.loginRateLimit !== undefined ? { loginRateLimit: settings.loginRateLimit } : {}),
   });
-}
-
-/**
- * The store of a collection whose migration failed: every read and write answers 503
- * MIGRATION_FAILED (what failed is in the log and in svc migrate status, not in the answer);
- * making its indexes does nothing. The rest of the app serves.
- */
-function refusingCollection(name: string, blocked: BlockedCollection): StoreCollection {
-  const refuse = (): Promise<never> => Promise.reject(new SvcError('MIGRATION_FAILED', `${name} is not served: its migration ${blocked.migration} failed; the server's log and svc migrate status tell why`));
-  return {
-    name,
-    find: refuse,
-    findOne: refuse,
-    findRevised: refuse,
-    count: refuse,
-    insert: refuse,
-    update: refuse,
-    remove: refuse,
-    ensureIndex: () => Promise.resolve(),
-  };
 }
 
 /** Validates a Collection's properties: a wrong type stops start-up, naming resource and property. */

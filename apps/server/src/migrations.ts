@@ -86,6 +86,11 @@ export interface MigrationRun {
   migrations: Set<string>;
   /** Files written now (development). */
   written: string[];
+  /**
+   * Whether a blocked collection's migrations are all applied now (another process sharing the
+   * store applied them, or svc migrate up): it is then no longer blocked.
+   */
+  recheck(name: string): Promise<boolean>;
 }
 
 /**
@@ -142,7 +147,15 @@ export async function runMigrations(options: MigrationRunOptions): Promise<Migra
     for (const [name, reason] of outcome.blocked) blocked.set(name, reason);
     if (batches > 0 || outcome.applied.length > 0) logger.info(`migrations: ${outcome.applied.length} applied${blocked.size > 0 ? `, ${blocked.size} collection${blocked.size === 1 ? '' : 's'} not served (${[...blocked.keys()].join(', ')})` : ''}`);
   }
-  return { blocked, migrations: new Set(files.map((m) => m.id)), written };
+  const recheck = async (name: string): Promise<boolean> => {
+    if (!blocked.has(name)) return true;
+    const ofIt = files.filter((m) => m.collection === name || m.steps.some((step) => step.op === 'renameCollection' && step.from === name));
+    if (pendingOf(ofIt, await readRecords(options.store)).length > 0) return false;
+    blocked.delete(name);
+    logger.info(`migrations: ${name} is served again: its migrations were applied by another process`);
+    return true;
+  };
+  return { blocked, migrations: new Set(files.map((m) => m.id)), written, recheck };
 }
 
 /** How long one database call of a migration may take on MongoDB by default (app.json migrations.timeoutMs). */

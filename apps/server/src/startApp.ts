@@ -226,7 +226,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
     const mount = async (folder: AppFolder, jobs: JobMount): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
-      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, jobs: jobs.jobs, blocked: migrations.blocked, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
+      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
       if (metrics && !metricsPort) {

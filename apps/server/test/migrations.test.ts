@@ -129,10 +129,24 @@ describe.each(KINDS)('migrations in an app (%s store)', (kind) => {
     const ready = await fetch(`${second.app.url}/readyz`);
     expect(ready.status).toBe(200);
     expect(await json(ready)).toEqual({ status: 'degraded', reason: 'migration', collections: ['books'] });
-    await second.app.close();
 
-    // Fixed: the values that do not convert are removed (kept for down); the next start applies it.
+    // Fixed: the values that do not convert are removed (kept for down).
     await writeFile(join(r.dir, 'migrations/20261201T100000000-books-convert-pages.json'), JSON.stringify({ ...failing, steps: [{ ...failing.steps[0], invalid: 'unset' }] }));
+    if (r.db) {
+      // A shared database: another process applies the fixed file (svc migrate up beside the
+      // server, or a new version deployed beside this one): this one then serves books, unrestarted.
+      const quiet = new PassThrough().resume();
+      expect(await migrateCommand({ appDir: r.dir, action: 'up', db: r.db, dryRun: false, out: quiet, err: quiet })).toBe(0);
+      await until(async () => (await fetch(`${second.app.url}/books`)).status === 200);
+      expect((await list(second.app, '/books')).map((b) => b.pages)).toEqual([undefined, 1, 2, 3, 4, undefined, 6, 7, 8, 9]);
+      expect((await post(second.app, '/books', { n: 10, pages: 10 })).status).toBe(200);
+      expect(await json(await fetch(`${second.app.url}/readyz`))).toEqual({ status: 'ok' });
+      expect(second.lines.join('\n')).toContain('migrations: books is served again: its migrations were applied by another process');
+      await second.app.close();
+      return;
+    }
+    await second.app.close();
+    // The next start applies it.
     const third = await r.start('production');
     expect((await list(third.app, '/books')).map((b) => b.pages)).toEqual([undefined, 1, 2, 3, 4, undefined, 6, 7, 8, 9]);
     expect(await json(await fetch(`${third.app.url}/readyz`))).toEqual({ status: 'ok' });

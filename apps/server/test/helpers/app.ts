@@ -8,9 +8,16 @@ import type { Logger, Realtime, ResourceType } from '@svc/core';
 import { loadApp, startApp } from '@svc/server';
 import type { RunningApp } from '@svc/server';
 
-/** An app folder written from a map of relative path -> content (objects become JSON). */
+/** The folders writeApp made in this test file: removed after its last test (after its own afterAll hooks). */
+const written: string[] = [];
+afterAll(async () => {
+  for (const dir of written.splice(0)) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+});
+
+/** An app folder written from a map of relative path -> content (objects become JSON); removed after the test file. */
 export async function writeApp(files: Record<string, string | object>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-app-'));
+  written.push(dir);
   for (const [path, content] of Object.entries(files)) {
     const file = join(dir, path);
     await mkdir(dirname(file), { recursive: true });
