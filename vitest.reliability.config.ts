@@ -12,6 +12,9 @@ import LongFirstSequencer from './tools/long-first-sequencer.js';
 // their time waiting on the processes, chromium and databases they start. Each file starts and
 // kills only processes and services of its own (free ports, folders, databases), so two files side
 // by side do not meet. VITEST_MAX_WORKERS still decides.
+/** Files run after all the others, on their own. */
+const ALONE = ['reliability/busy-machine.test.ts'];
+
 export default defineConfig({
   resolve: base.resolve,
   test: {
@@ -22,7 +25,10 @@ export default defineConfig({
       // 120 s a test: two of these files side by side on a loaded 2-core machine made four command-line
       // tests of cli.test.ts (4-5 s each alone on an idle machine) pass 30 s at load 27.
       { extends: false, resolve: base.resolve, test: { ...base.test, name: 'slow', include: SLOW_TESTS, testTimeout: 120_000 } },
-      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'reliability', include: ['reliability/**/*.test.ts'], testTimeout: 180_000 } },
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'reliability', include: ['reliability/**/*.test.ts'], exclude: [...ALONE], testTimeout: 180_000 } },
+      // Last, with nothing beside it: it saturates the CPUs on purpose (four busy processes a core),
+      // which would slow whatever file ran next to it past its own limits.
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'alone', include: ALONE, testTimeout: 180_000, sequence: { groupOrder: 1 } } },
     ],
   },
 });
