@@ -1,16 +1,34 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
+import { SLOW_TESTS } from './vitest.slow.js';
+import LongFirstSequencer from './tools/long-first-sequencer.js';
 
-// `pnpm test:reliability`: faults and abuse against real servers (reliability/). Run by .ci/run
-// after `pnpm test`; bounded to a few minutes in all. Same aliases and runner options as the
-// main suite, other files.
+// `pnpm test:reliability`, run by .ci/run after `pnpm test`: in one run, the slow browser and
+// fault suites of apps/ and packages/ that `pnpm test` leaves out (vitest.slow.ts, project "slow",
+// 120 s per test) and the faults and abuse against real servers of reliability/ (project
+// "reliability", 180 s per test). Two files at a time even on 2 cores, from one queue, the longest
+// first: one file at a time, the two halves took 755 s + 782 s in CI, and many files spend much of
+// their time waiting on the processes, chromium and databases they start. Each file starts and
+// kills only processes and services of its own (free ports, folders, databases), so two files side
+// by side do not meet. VITEST_MAX_WORKERS still decides.
+/** Files run after all the others, on their own. */
+const ALONE = ['reliability/busy-machine.test.ts'];
+
 export default defineConfig({
   resolve: base.resolve,
   test: {
     ...base.test,
-    include: ['reliability/**/*.test.ts'],
-    testTimeout: 180_000,
-    // The fault tests start and kill processes and services of their own: one file at a time.
-    fileParallelism: false,
+    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || Math.max(2, availableParallelism() - 1),
+    sequence: { sequencer: LongFirstSequencer },
+    projects: [
+      // 120 s a test: two of these files side by side on a loaded 2-core machine made four command-line
+      // tests of cli.test.ts (4-5 s each alone on an idle machine) pass 30 s at load 27.
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'slow', include: SLOW_TESTS, testTimeout: 120_000 } },
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'reliability', include: ['reliability/**/*.test.ts'], exclude: [...ALONE], testTimeout: 180_000 } },
+      // Last, with nothing beside it: it saturates the CPUs on purpose (four busy processes a core),
+      // which would slow whatever file ran next to it past its own limits.
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'alone', include: ALONE, testTimeout: 180_000, sequence: { groupOrder: 1 } } },
+    ],
   },
 });
