@@ -26,6 +26,13 @@ const objects: Doc[] = [
   { id: 't7', 'q"age': 1, age: 2, tags: [['y'], '"tags":'] },
 ];
 
+/**
+ * The objects a store is given: those with a `"` in a key are for findTexts' reading of the text
+ * (a picked name found inside a key), which only the embedded stores offer; FerretDB v1's SQLite
+ * handler refuses such keys ("malformed JSON"), where MongoDB stores them.
+ */
+const objectsFor = (coll: StoreCollection): Doc[] => (coll.findTexts ? objects : objects.filter((doc) => !Object.keys(doc).some((key) => key.includes('"'))));
+
 const FILTERS: Filter[] = [{}, { age: 25 }, { age: { $gte: 30 } }, { tags: 'y' }, { name: { $regex: /^[a-c]/i } }, { id: { $in: ['t4', 't1', 'nope', 't1'] } }, { age: 99 }];
 const OPTIONS: Omit<FindOptions, 'fields'>[] = [{}, { sort: { age: 1, name: 1 } }, { sort: { name: -1 }, skip: 1, limit: 2 }, { limit: 1 }, { skip: 3 }, { anyOrder: true }];
 const PICK = ['id', 'name', 'tags', 'address', 'missing', 'city', 'at', 'age'];
@@ -133,12 +140,12 @@ export function textReadCases(test: (title: string, body: Case) => void, declare
   });
 
   test('optional reads answer what find and findOne answer, serialised: findJson is JSON.stringify(find), and so on', async ({ coll }) => {
-    for (const doc of objects) await coll.insert(structuredClone(doc));
+    for (const doc of objectsFor(coll)) await coll.insert(structuredClone(doc));
     await checkAll(coll);
   });
 
   test('optional reads follow every write: updates, removals, inserts, modifiers', async ({ coll }) => {
-    for (const doc of objects) await coll.insert(structuredClone(doc));
+    for (const doc of objectsFor(coll)) await coll.insert(structuredClone(doc));
     await checkAll(coll);
     await coll.update({ id: 't1' }, { $set: { name: 'Ann, renamed', age: 25 }, $push: { tags: ['z'] } });
     await coll.update({ id: 't3' }, { $unset: { nick: true }, $inc: { age: 1 } });
