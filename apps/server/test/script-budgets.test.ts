@@ -162,7 +162,9 @@ describe('the script queue', () => {
     expect((await h.request('GET', `/slow/${slow[200]}`)).status).toBe(200);
     const ran = logger.lines.filter(gone).length;
     expect(ran).toBeLessThan(6);
-  }, 30_000);
+    // 90 s: in CI (2 cores, two files at a time, the script-heavy files side by side) the first
+    // run of the six once came after more than 30 s; nothing here measures time.
+  }, 90_000);
 
   it('past the queue limit, requests are answered 503 with Retry-After', async () => {
     const answers = await Promise.all(Array.from({ length: 30 }, () => h.request('GET', `/slow/${slow[300]}`)));
