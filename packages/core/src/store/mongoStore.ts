@@ -22,6 +22,8 @@ export interface MongoStoreOptions {
    * server as maxTimeMS.
    */
   timeoutMs?: number;
+  /** Connections to the database at most (the driver's maxPoolSize; default the driver's, 100). */
+  maxConnections?: number;
 }
 
 /** Errors of the driver that mean the database cannot be reached or did not answer in time. */
@@ -91,7 +93,7 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
   const timeoutMS = options.timeoutMs ?? 5000;
   // The time limit goes with each read as maxTimeMS (MongoCollection): the driver ignores its own `timeoutMS`.
   const { MongoClient } = await loadMongo();
-  const client = new MongoClient(options.url, { ignoreUndefined: true, serverSelectionTimeoutMS: timeoutMS });
+  const client = new MongoClient(options.url, { ignoreUndefined: true, serverSelectionTimeoutMS: timeoutMS, ...(options.maxConnections !== undefined ? { maxPoolSize: options.maxConnections } : {}) });
   try {
     await client.connect();
   } catch (err) {
