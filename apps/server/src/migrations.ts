@@ -158,9 +158,6 @@ export async function runMigrations(options: MigrationRunOptions): Promise<Migra
   return { blocked, migrations: new Set(files.map((m) => m.id)), written, recheck };
 }
 
-/** Connections of the client that applies migrations at start on MongoDB. */
-const MIGRATION_CONNECTIONS = 8;
-
 /** How long one database call of a migration may take on MongoDB by default (app.json migrations.timeoutMs). */
 export const MIGRATION_CALL_MS = 10 * 60_000;
 
@@ -172,10 +169,7 @@ export const MIGRATION_CALL_MS = 10 * 60_000;
 export function applySettings(settings: { leaseMs?: number; timeoutMs?: number } | undefined, db: string | undefined, reload: boolean): Pick<MigrationRunOptions, 'applyStore' | 'leaseMs'> {
   const out: Pick<MigrationRunOptions, 'applyStore' | 'leaseMs'> = {};
   if (settings?.leaseMs !== undefined) out.leaseMs = settings.leaseMs;
-  // At most MIGRATION_CONNECTIONS connections: a batch's updates wait in the driver's queue instead
-  // of opening 100 (a database frozen for a while got 100 per process, and FerretDB v1 stopped
-  // answering under them; see reliability/migrations-slow-db.test.ts).
-  if (db !== undefined && !reload) out.applyStore = () => createMongoStore({ url: db, timeoutMs: settings?.timeoutMs ?? MIGRATION_CALL_MS, maxConnections: MIGRATION_CONNECTIONS });
+  if (db !== undefined && !reload) out.applyStore = () => createMongoStore({ url: db, timeoutMs: settings?.timeoutMs ?? MIGRATION_CALL_MS });
   return out;
 }
 

@@ -22,8 +22,6 @@ export interface MongoStoreOptions {
    * server as maxTimeMS.
    */
   timeoutMs?: number;
-  /** Connections to the database at most (the driver's maxPoolSize; default the driver's, 100). */
-  maxConnections?: number;
 }
 
 /** Errors of the driver that mean the database cannot be reached or did not answer in time. */
@@ -93,7 +91,7 @@ export async function createMongoStore(options: MongoStoreOptions): Promise<Stor
   const timeoutMS = options.timeoutMs ?? 5000;
   // The time limit goes with each read as maxTimeMS (MongoCollection): the driver ignores its own `timeoutMS`.
   const { MongoClient } = await loadMongo();
-  const client = new MongoClient(options.url, { ignoreUndefined: true, serverSelectionTimeoutMS: timeoutMS, ...(options.maxConnections !== undefined ? { maxPoolSize: options.maxConnections } : {}) });
+  const client = new MongoClient(options.url, { ignoreUndefined: true, serverSelectionTimeoutMS: timeoutMS });
   try {
     await client.connect();
   } catch (err) {
