@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
 import { SLOW_TESTS } from './vitest.slow.js';
@@ -7,11 +6,17 @@ import LongFirstSequencer from './tools/long-first-sequencer.js';
 // `pnpm test:reliability`, run by .ci/run after `pnpm test`: in one run, the slow browser and
 // fault suites of apps/ and packages/ that `pnpm test` leaves out (vitest.slow.ts, project "slow",
 // 120 s per test) and the faults and abuse against real servers of reliability/ (project
-// "reliability", 180 s per test). Two files at a time even on 2 cores, from one queue, the longest
-// first: one file at a time, the two halves took 755 s + 782 s in CI, and many files spend much of
-// their time waiting on the processes, chromium and databases they start. Each file starts and
-// kills only processes and services of its own (free ports, folders, databases), so two files side
-// by side do not meet. VITEST_MAX_WORKERS still decides.
+// "reliability", 180 s per test), from one queue, the longest first. Many files spend much of their
+// time waiting on the processes, chromium and databases they start, and each starts and kills only
+// processes and services of its own (free ports, folders, databases), so two files may run side
+// by side (VITEST_MAX_WORKERS=2: the two halves took 755 s + 782 s in CI one file at a time).
+/**
+ * Files at a time, given to each project (the root's maxWorkers alone left every project at
+ * vitest's default: one at a time on 2 cores). One unless VITEST_MAX_WORKERS says more: two at a
+ * time (VITEST_MAX_WORKERS=2) has not yet run green in a whole CI run; at load 8-33 it failed cli
+ * timeouts, deployd-suite-browser beside busy-machine and one graceful-shutdown reset.
+ */
+const WORKERS = Number(process.env.VITEST_MAX_WORKERS) || 1;
 /** Files run after all the others, on their own. */
 const ALONE = ['reliability/busy-machine.test.ts'];
 
@@ -19,13 +24,13 @@ export default defineConfig({
   resolve: base.resolve,
   test: {
     ...base.test,
-    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || Math.max(2, availableParallelism() - 1),
+    maxWorkers: WORKERS,
     sequence: { sequencer: LongFirstSequencer },
     projects: [
       // 120 s a test: two of these files side by side on a loaded 2-core machine made four command-line
       // tests of cli.test.ts (4-5 s each alone on an idle machine) pass 30 s at load 27.
-      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'slow', include: SLOW_TESTS, testTimeout: 120_000 } },
-      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'reliability', include: ['reliability/**/*.test.ts'], exclude: [...ALONE], testTimeout: 180_000 } },
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'slow', include: SLOW_TESTS, testTimeout: 120_000, maxWorkers: WORKERS } },
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'reliability', include: ['reliability/**/*.test.ts'], exclude: [...ALONE], testTimeout: 180_000, maxWorkers: WORKERS } },
       // Last, with nothing beside it: it saturates the CPUs on purpose (four busy processes a core),
       // which would slow whatever file ran next to it past its own limits.
       { extends: false, resolve: base.resolve, test: { ...base.test, name: 'alone', include: ALONE, testTimeout: 180_000, sequence: { groupOrder: 1 } } },
