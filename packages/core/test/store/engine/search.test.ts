@@ -8,6 +8,7 @@ import type { Doc, Store, StoreCollection } from '../../../src/store/Store.js';
 import { matchesFilter } from '../../../src/store/embeddedStore.js';
 import { createEngineStore } from '../../../src/store/embedded/index.js';
 import { MAX_RANKED } from '../../../src/store/embedded/planner.js';
+import { rankOrder } from '../../../src/store/embedded/rank.js';
 
 // Issue 41: full-text search on the engine: an FTS5 table per collection kept by triggers in the
 // transaction of every write, holding the words as svc cuts them, so that SQL answers what the
@@ -108,23 +109,25 @@ describe('full-text search of the embedded engine', () => {
 
   it('ranks the newest MAX_RANKED matches, then answers the older ones newest first, with the filter, page by page', async () => {
     await notes.ensureSearch?.(['title']);
-    // More matches than are ranked: the oldest 150 are not ranked. Titles of 1 to 3 "kiwi", so ranks differ.
-    const docs: Doc[] = Array.from({ length: MAX_RANKED + 150 }, (_, i) => ({ id: `k${String(i).padStart(5, '0')}`, title: `${'kiwi '.repeat(1 + (i % 3))}plum ${i}`, done: i % 4 === 0, n: i }));
+    // More matches than are ranked, with done false too. Titles of 1 to 3 "kiwi", so ranks differ.
+    const MATCHES = 2 * MAX_RANKED;
+    const docs: Doc[] = Array.from({ length: MATCHES }, (_, i) => ({ id: `k${String(i).padStart(5, '0')}`, title: `${'kiwi '.repeat(1 + (i % 3))}plum ${i}`, done: i % 4 === 0, n: i }));
     docs.push({ id: 'other', title: 'apple', done: false, n: -1 });
     for (let i = 0; i < docs.length; i += 500) await notes.insertMany?.(docs.slice(i, i + 500));
     const s = search('kiwi plum', ['title']);
     const all = (await notes.find({ $search: s, done: false })).map((d) => d.id);
     const want = docs.filter((d) => matchesSearch(d, s) && d.done === false).map((d) => d.id);
     expect([...all].sort()).toEqual([...want].sort());
-    // The ranked ones first (among the newest MAX_RANKED objects), then the older ones, newest first.
-    const older = docs.slice(0, 150).filter((d) => d.done === false).map((d) => d.id).reverse();
-    expect(all.slice(all.length - older.length)).toEqual(older);
-    expect(all.slice(0, all.length - older.length).every((id) => Number(id.slice(1)) >= 150)).toBe(true);
+    // The newest MAX_RANKED matches of the whole filter (done false among them) are ranked; the older ones follow, newest first.
+    const older = want.slice(0, want.length - MAX_RANKED).reverse();
+    expect(older.length).toBeGreaterThan(0);
+    expect(all.slice(MAX_RANKED)).toEqual(older);
+    expect([...all.slice(0, MAX_RANKED)].sort()).toEqual(want.slice(want.length - MAX_RANKED).sort());
     // Most relevant first: three "kiwi" before two before one, within the ranked ones.
-    const kiwis = all.slice(0, all.length - older.length).map((id) => Number(id.slice(1)) % 3);
+    const kiwis = all.slice(0, MAX_RANKED).map((id) => Number(id.slice(1)) % 3);
     expect(kiwis).toEqual([...kiwis].sort((a, b) => b - a));
     // Pages: within the ranked ones, across into the older ones, within them, and past the end.
-    for (const [skip, limit] of [[0, 20], [40, 7], [all.length - older.length - 5, 20], [all.length - 30, 10], [all.length - 3, 10], [all.length + 5, 10]] as const) {
+    for (const [skip, limit] of [[0, 20], [40, 7], [MAX_RANKED - 5, 20], [all.length - 30, 10], [all.length - 3, 10], [all.length + 5, 10]] as const) {
       expect((await notes.find({ $search: s, done: false }, { skip, limit })).map((d) => d.id), `skip ${skip} limit ${limit}`).toEqual(all.slice(skip, skip + limit));
       const json = (await notes.findJson?.({ $search: s, done: false }, { skip, limit })) ?? 'null';
       expect((JSON.parse(json) as Doc[]).map((d) => d.id)).toEqual(all.slice(skip, skip + limit));
@@ -132,8 +135,49 @@ describe('full-text search of the embedded engine', () => {
     // In a top-level $and, with other conditions there; and with no other condition.
     expect((await notes.find({ $and: [{ n: { $gte: 100 } }, { $search: s }, { done: false }] }, { limit: 60 })).map((d) => d.id)).toEqual(all.filter((id) => Number(id.slice(1)) >= 100).slice(0, 60));
     const plain = (await notes.find({ $search: s })).map((d) => d.id);
-    expect(plain.slice(plain.length - 150)).toEqual(docs.slice(0, 150).map((d) => d.id).reverse());
+    expect(plain.slice(MAX_RANKED)).toEqual(docs.slice(0, MATCHES - MAX_RANKED).map((d) => d.id).reverse());
     expect((await notes.find({ $search: s }, { skip: 10, limit: 5 })).map((d) => d.id)).toEqual(plain.slice(10, 15));
     expect(await notes.find({ $search: search('kiwi durian', ['title']) }, { limit: 20 })).toEqual([]);
+  });
+
+  it('orders by what the caller finds only: objects the rest of the filter leaves out change no order (no oracle on them)', async () => {
+    await notes.ensureSearch?.(['title']);
+    // The caller's objects (their rule: owner "me"); ranked, they are not newest first (m3, m2, m1).
+    await notes.insertMany?.([
+      { id: 'm1', title: 'kiwi kiwi kiwi plum', owner: 'me' },
+      { id: 'm2', title: 'kiwi plum', owner: 'me' },
+      { id: 'm3', title: 'kiwi kiwi plum', owner: 'me' },
+      { id: 'a', title: 'apple apple plum', owner: 'me' },
+      { id: 'b', title: 'apple plum plum', owner: 'me' },
+    ]);
+    const mine = async (text: string): Promise<string[]> => (await notes.find({ $search: search(text, ['title']), owner: 'me' }, { limit: 20 })).map((d) => d.id);
+    const kp = await mine('kiwi plum');
+    const ab = await mine('apple plum');
+    // Objects of others, newer, holding the words: as many as are ranked, and one word far more often than the other.
+    const others = (word: string, n: number, from: number): Doc[] => Array.from({ length: n }, (_, i) => ({ id: `o${from + i}`, title: `kiwi plum ${word} ${word}`, owner: 'them' }));
+    await notes.insertMany?.(others('apple', MAX_RANKED + 10, 0));
+    expect(await mine('apple plum')).toEqual(ab);
+    expect(await mine('kiwi plum')).toEqual(kp);
+    await notes.remove({ owner: 'them' });
+    await notes.insertMany?.(others('plum', 40, 10_000));
+    expect(await mine('apple plum')).toEqual(ab);
+    expect(await mine('kiwi plum')).toEqual(kp);
+    // Equal scores (the same words, as long): the newer first.
+    expect(ab).toEqual(['b', 'a']);
+    expect(kp).toEqual(['m3', 'm1', 'm2']);
+  });
+
+  it('scores by how often each word is in the searched properties, against their length; ties newest first', () => {
+    const s = search('kiwi plum', ['title', 'tags']);
+    const docs = [
+      { id: 'newest', title: 'kiwi plum' },
+      { id: 'long', title: 'kiwi plum and many more words than the others hold here' },
+      { id: 'twice', title: 'kiwi plum', tags: ['Kiwi', 3] },
+      { id: 'same', title: 'Plum, KIWI' },
+      { id: 'other field', title: 'kiwi plum', body: 'kiwi kiwi kiwi' },
+    ];
+    expect(rankOrder(docs, s).map((i) => docs[i]?.id)).toEqual(['twice', 'newest', 'same', 'other field', 'long']);
+    expect(rankOrder([], s)).toEqual([]);
+    expect(rankOrder([{ title: 7 }, { title: 'kiwi' }], s)).toEqual([1, 0]);
   });
 });
