@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { matchesSearch, searchWords } from '../../../src/query/search.js';
+import { matchesSearch, searchWords, wordsOf } from '../../../src/query/search.js';
 import type { SearchFilter } from '../../../src/query/search.js';
 import type { Doc, Store, StoreCollection } from '../../../src/store/Store.js';
 import { matchesFilter } from '../../../src/store/embeddedStore.js';
@@ -38,6 +38,15 @@ describe('full-text search of the embedded engine', () => {
   it('cuts words as svc does: case and accents folded, punctuation and FTS5 syntax only separate', () => {
     expect(searchWords('Crème Brûlée\'s "title:x" NEAR(a b) OR -not *')).toEqual(['creme', 'brulee', 's', 'title', 'x', 'near', 'a', 'b', 'or', 'not']);
     expect(searchWords('  ')).toEqual([]);
+    // Text of ASCII characters only takes a shorter way: the same words as the Unicode one, every character tried.
+    const unicodeWords = (text: string): string[] => text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w !== '');
+    const ascii = Array.from({ length: 128 }, (_, i) => String.fromCharCode(i)).join('');
+    for (let i = 0; i < 300; i++) {
+      const text = Array.from({ length: Math.floor(random() * 40) }, () => ascii[Math.floor(random() * 128)]).join('');
+      expect(wordsOf(text), JSON.stringify(text)).toEqual(unicodeWords(text));
+    }
+    expect(wordsOf(ascii)).toEqual(unicodeWords(ascii));
+    expect(wordsOf('ABC_def-09 x\u0000y')).toEqual(['abc', 'def', '09', 'x', 'y']);
     // Live queries and access checks test objects in hand with matchesFilter: the same rule.
     const doc = { id: 'x', title: 'Crème brûlée', tags: ['Dessert', 3], done: false };
     expect(matchesFilter(doc, { $search: search('CREME dessert', ['title', 'tags']), done: false })).toBe(true);
