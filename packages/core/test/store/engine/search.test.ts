@@ -47,6 +47,7 @@ describe('full-text search of the embedded engine', () => {
     }
     expect(wordsOf(ascii)).toEqual(unicodeWords(ascii));
     expect(wordsOf('ABC_def-09 x\u0000y')).toEqual(['abc', 'def', '09', 'x', 'y']);
+    expect(wordsOf('\u{1d400}bc Ⅻ x')).toEqual(['abc', 'xii', 'x']);
     // Live queries and access checks test objects in hand with matchesFilter: the same rule.
     const doc = { id: 'x', title: 'Crème brûlée', tags: ['Dessert', 3], done: false };
     expect(matchesFilter(doc, { $search: search('CREME dessert', ['title', 'tags']), done: false })).toBe(true);
