@@ -6,6 +6,7 @@ import type { Engine } from './engine.js';
 import { MAX_RANKED, planRead } from './planner.js';
 import type { RankedPlan, ReadPlan } from './planner.js';
 import { rankOrder } from './rank.js';
+import { matchesSearch } from '../../query/search.js';
 import type { TableInfo } from './schema.js';
 import { ident } from './sqlText.js';
 import type { HotTexts } from './hotTexts.js';
@@ -103,8 +104,10 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
 function rankedRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter: Filter, from: number, to: number | undefined): Rows {
   const sql = `SELECT seq, doc FROM ${plan.fts} CROSS JOIN ${ident(info.tbl)} ON seq = ${plan.fts}.rowid WHERE ${plan.where} ORDER BY ${plan.fts}.rowid DESC`;
   const wanted = to === undefined ? undefined : Math.max(MAX_RANKED, to);
-  const found: { seq: number; text: string; doc: Doc | undefined }[] = [];
-  if (plan.exact) {
+  let found: { seq: number; text: string; doc: Doc | undefined }[] = [];
+  const few = plan.selective === undefined ? undefined : selectiveRows(engine, info, plan, filter);
+  if (few !== undefined) found = wanted === undefined ? few : few.slice(0, wanted);
+  else if (plan.exact) {
     const n = plan.params.length;
     const rows = (wanted === undefined ? engine.prepare(sql).all(...plan.params) : engine.prepare(`${sql} LIMIT ?${n + 1}`).all(...plan.params, wanted)) as unknown as [number, string][];
     for (const row of rows) found.push({ seq: row[0], text: row[1], doc: undefined });
@@ -121,6 +124,40 @@ function rankedRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter: F
   const order = rankOrder(ranked.map((f) => f.doc as Doc), plan.search);
   const page = [...order.map((i) => ranked[i] as (typeof found)[number]), ...found.slice(MAX_RANKED)].slice(from, to);
   return { seqs: page.map((f) => f.seq), texts: page.map((f) => f.text), docs: page.map((f) => f.doc) };
+}
+
+/** A probe that selects at most this many objects is read, its objects tested with the search in the process. */
+const SELECTIVE = 2000;
+/** Objects of a probe counted at most: past it, the search table is walked. */
+const MAX_PROBE = 20_000;
+
+/**
+ * The matches of a ranked search newest first, read through the index of the rest of the filter
+ * (RankedPlan.selective) when that is the cheaper way; undefined otherwise (the search table is
+ * walked). The search is tested with the in-process matcher, which means what the search table
+ * means (search.ts): the same matches as the walk. Cheaper: the probe selects at most SELECTIVE
+ * objects (counted from its index), or p objects with p * p <= MAX_RANKED * N / 5 (N objects in
+ * the collection, at most): a walk reads about MAX_RANKED * N / p matches to find MAX_RANKED that
+ * pass the probe, the probe's way reads p objects, each ~4 times dearer (a search tested in the
+ * process). At 1,000,000 objects the two cost the same near p = 10,000 (bench/RESULTS.md,
+ * "Issue 41: search ranked in the process").
+ */
+function selectiveRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter: Filter): { seq: number; text: string; doc: Doc }[] | undefined {
+  const s = plan.selective;
+  if (s === undefined) return undefined;
+  const tbl = ident(info.tbl);
+  const p = (engine.prepare(`SELECT count(*) FROM (SELECT 1 FROM ${tbl} WHERE ${s.probe} LIMIT ?${s.probeParams.length + 1})`).get(...s.probeParams, MAX_PROBE + 1) as unknown as [number])[0];
+  if (p > MAX_PROBE) return undefined;
+  if (p > SELECTIVE) {
+    const n = (engine.prepare(`SELECT max(seq) FROM ${tbl}`).get() as unknown as [number | null])[0] ?? 0;
+    if (p * p > (MAX_RANKED * n) / 5) return undefined;
+  }
+  const found: { seq: number; text: string; doc: Doc }[] = [];
+  for (const row of engine.prepare(`SELECT seq, doc FROM ${tbl} WHERE ${s.restWhere}`).all(...s.restParams) as unknown as [number, string][]) {
+    const doc = decodeDoc(row[1]);
+    if (matchesSearch(doc, plan.search) && (plan.exact || matchesFilter(doc, filter))) found.push({ seq: row[0], text: row[1], doc });
+  }
+  return found.sort((a, b) => b.seq - a.seq);
 }
 
 /** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows). */

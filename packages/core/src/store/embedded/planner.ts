@@ -80,6 +80,13 @@ export interface RankedPlan {
   exact: boolean;
   /** The search whose words rank. */
   search: SearchFilter;
+  /**
+   * When the rest of the filter holds exact conditions on indexed properties (an owner's rule,
+   * a range): those (`probe`, counted through their index) and the rest alone (`restWhere`). When
+   * the probe selects few objects, the executor reads them and tests the search in the process
+   * instead of walking every match of the search (a common word's tens of thousands).
+   */
+  selective?: { probe: string; probeParams: SqlValue[]; restWhere: string; restParams: SqlValue[] };
 }
 
 const TRUE: Condition = { sql: '1', exact: true };
@@ -121,7 +128,32 @@ function rankedPlan(filter: Filter, ctx: PlanContext): RankedPlan | undefined {
   const match = `${fts} MATCH ${params.bind(query)}`;
   const rest = translateFilter(withoutRequiredSearch(filter), ctx, params);
   const { sqls, values } = renumber([rest.sql === '1' ? match : `${match} AND (${rest.sql})`], params.values);
-  return { fts, where: sqls[0] as string, params: values, exact: rest.exact, search };
+  const plan: RankedPlan = { fts, where: sqls[0] as string, params: values, exact: rest.exact, search };
+  const probeParams = new Params();
+  const probe = and(indexedParts(withoutRequiredSearch(filter), ctx, probeParams));
+  if (probe.sql !== '1' && probe.sql !== '0') {
+    const restParams = new Params();
+    const alone = translateFilter(withoutRequiredSearch(filter), ctx, restParams);
+    const a = renumber([probe.sql], probeParams.values);
+    const b = renumber([alone.sql], restParams.values);
+    plan.selective = { probe: a.sqls[0] as string, probeParams: a.values, restWhere: b.sqls[0] as string, restParams: b.values };
+  }
+  return plan;
+}
+
+/** The exact conditions on indexed properties that every match satisfies (top-level keys, and those of a top-level `$and`). */
+function indexedParts(filter: Filter, ctx: PlanContext, params: Params): Condition[] {
+  const parts: Condition[] = [];
+  for (const key of Object.keys(filter)) {
+    const value = filter[key];
+    if (key === '$and' && Array.isArray(value)) {
+      for (const part of value as Filter[]) if (typeof part === 'object' && part !== null) parts.push(...indexedParts(part, ctx, params));
+    } else if (!key.startsWith('$') && (key === 'id' || ctx.indexed.has(key))) {
+      const c = field(key, value, ctx, params);
+      if (c.exact && c.sql !== '1') parts.push(c);
+    }
+  }
+  return parts;
 }
 
 /** The filter without the `$search` that requiredSearch finds (the same one: the first, at the top or in a top-level `$and`). */

@@ -90,7 +90,18 @@ describe('planner', () => {
       params: ['"kiwi" AND "plum"', '$."done"', 3],
       exact: true,
       search,
+      // `n` is indexed: its condition is the probe (counted through its index); the rest alone reads the few objects.
+      selective: {
+        probe: `json_extract(doc, '$."n"') > ?1`,
+        probeParams: [3],
+        restWhere: `(json_extract(doc, ?1) = 0) AND (json_extract(doc, '$."n"') > ?2)`,
+        restParams: ['$."done"', 3],
+      },
     });
+    // No indexed condition (or only inexact ones): no probe; ids are indexed.
+    expect(planRead({ $search: search, done: false }, {}, searching, true).ranked?.selective).toBeUndefined();
+    expect(planRead({ $search: search, n: { $regex: /1/ } }, {}, searching, true).ranked?.selective).toBeUndefined();
+    expect(planRead({ $and: [{ $search: search }, { $and: [{ id: 'a' }, { done: true }] }] }, {}, searching, true).ranked?.selective?.probe).toBe('id = ?1');
     // FTS5's rank (bm25 counts every object holding each word) is never asked for.
     expect([p.where, p.orderBy, p.ranked?.where].join(' ')).not.toMatch(/\brank\b|bm25/);
     // In a top-level $and: taken out of it; alone: the match only.

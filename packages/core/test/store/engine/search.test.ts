@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { matchesSearch, searchWords, wordsOf } from '../../../src/query/search.js';
 import type { SearchFilter } from '../../../src/query/search.js';
-import type { Doc, Store, StoreCollection } from '../../../src/store/Store.js';
+import type { Doc, Filter, Store, StoreCollection } from '../../../src/store/Store.js';
 import { matchesFilter } from '../../../src/store/embeddedStore.js';
 import { createEngineStore } from '../../../src/store/embedded/index.js';
 import { MAX_RANKED } from '../../../src/store/embedded/planner.js';
@@ -189,5 +189,32 @@ describe('full-text search of the embedded engine', () => {
     expect(rankOrder(docs, s).map((i) => docs[i]?.id)).toEqual(['twice', 'newest', 'same', 'other field', 'long']);
     expect(rankOrder([], s)).toEqual([]);
     expect(rankOrder([{ title: 7 }, { title: 'kiwi' }], s)).toEqual([1, 0]);
+  });
+
+  it('answers the same through an indexed condition that selects few objects as through the walk of every match', async () => {
+    await notes.ensureSearch?.(['title']);
+    // 2,500 objects: a probe of all of them (n < 5000) is past SELECTIVE (2,000): estimated, then walked.
+    const docs: Doc[] = Array.from({ length: 5 * MAX_RANKED }, (_, i) => ({ id: `d${i}`, title: `${'kiwi '.repeat(1 + (i % 4))}${i % 5 === 0 ? 'plum' : 'fig'} ${i}`, done: i % 3 === 0, n: (i * 7) % (5 * MAX_RANKED), owner: `u${i % 7}` }));
+    await notes.insertMany?.(docs);
+    const s = search('kiwi plum', ['title']);
+    const queries: [Filter, number, number][] = [
+      [{ $search: s, n: { $lt: 300 } }, 0, 20],
+      [{ $search: s, n: { $lt: 300 }, done: false }, 5, 10],
+      [{ $and: [{ $search: s }, { owner: 'u3' }] }, 0, 50],
+      [{ $search: s, n: { $gte: 10 }, title: { $regex: /1/ } }, 0, 20],
+      [{ $search: s, n: { $lt: 5000 } }, 90, 30],
+    ];
+    const walked: string[][] = [];
+    for (const [filter, skip, limit] of queries) walked.push((await notes.find(filter, { skip, limit })).map((d) => d.id));
+    await notes.ensureIndex({ field: 'n' });
+    await notes.ensureIndex({ field: 'owner' });
+    for (const [i, [filter, skip, limit]] of queries.entries()) {
+      const found = (await notes.find(filter, { skip, limit })).map((d) => d.id);
+      expect(found, JSON.stringify(filter)).toEqual(walked[i]);
+      const want = docs.filter((d) => matchesFilter(d, filter)).map((d) => d.id);
+      expect([...found].sort()).toEqual(want.length <= skip + limit ? want.slice(skip).sort() : [...found].sort());
+      expect(found.every((id) => want.includes(id))).toBe(true);
+    }
+    expect(walked[0]?.length).toBeGreaterThan(0);
   });
 });
