@@ -292,6 +292,9 @@ export class ScriptPool {
       if (list.length === 0) this.queues.delete(job.queueKey);
       this.dequeued(job);
       job.reject(error);
+      // flush stops a queue at a dropped head: the runs behind it may go now, and nothing else may
+      // come to send them (no run in flight, no new request): without this they waited for ever.
+      if (this.waiting > 0) this.schedule();
       return;
     }
     if (child.jobs.get(job.id) !== job) return;
