@@ -137,7 +137,9 @@ describe('the script queue', () => {
     // A slow run or two may finish meanwhile (three once, on a loaded 2-core machine running two
     // test files at a time); before the fix the cheap run waited behind half of them (4 of 8).
     expect(slowBeforeCheap).toBeLessThan(4);
-  }, 30_000);
+    // 90 s: the script processes run at the lowest priority; beside two busy loops (load 10 to
+    // 14) the eight slow runs took over 30 s in 4 runs of 12, and left the next case behind them.
+  }, 90_000);
 
   it('a client that goes away has its queued script runs dropped', async () => {
     const gone = (l: string) => /slow ran 10\d$/.test(l);
