@@ -1,4 +1,4 @@
-import http from 'node:http';
+import { request } from 'node:http';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,9 +69,8 @@ async function uploadAcrossSweep(a: TestApp, sweeper: TestApp): Promise<void> {
 /** Starts a PUT of `size` bytes and sends the first `sent` of them; `rest()` sends the others and resolves the answer. */
 function slowUpload(url: string, body: Buffer, sent: number): { rest(): Promise<{ status: number; body: string }> } {
   const target = new URL(url);
-  let answer!: Promise<{ status: number; body: string }>;
-  const req = http.request({ host: target.hostname, port: target.port, path: target.pathname + target.search, method: 'PUT', headers: { 'content-length': body.length } });
-  answer = new Promise((resolve, reject) => {
+  const req = request({ host: target.hostname, port: target.port, path: target.pathname + target.search, method: 'PUT', headers: { 'content-length': body.length } });
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
