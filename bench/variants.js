@@ -90,6 +90,18 @@ export const variants = {
   // The same app with the access log turned off (app.json log.access: false): what the access
   // line costs per request (`node bench/pair.js --a svc --b svc-no-access`). Its app.json is
   // written into the temporary copy, so bench/app stays as it is.
+  // svc started with a larger initial old generation (`node bench/pair.js --a svc --b svc-old128`):
+  // whether V8's back-to-back full collections after start (bench/RESULTS.md, file properties
+  // round 5) cost plain requests too.
+  'svc-old128': {
+    title: 'svc, --initial-old-space-size=128',
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    build: ['@svc/server...'],
+    missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
+    command: (ctx) => ({ ...svcCommand(ctx), args: ['--initial-old-space-size=128', ...svcCommand(ctx).args] }),
+  },
   'svc-no-access': svcWithAppJson('svc, access log off', { log: { access: false } }),
   // The same app on the old embedded store (app.json embeddedStore.engine "files", the default
   // before the SQLite engine): what the store costs apart from the rest of the request, against a
