@@ -167,8 +167,8 @@ export const MIGRATION_CALL_MS = 10 * 60_000;
  * runMigrations' options from app.json `migrations`: the lease, and at start on MongoDB (`db`) a
  * client of its own for applying them, whose reads may take minutes (not on a reload: its writes
  * go through the served store, which tells live queries). That client's writes are bounded by the
- * lease (migrationWriteLimits: 8 connections, a write sent within a twelfth of the lease after its
- * lease check or not at all, and limited to a sixth of it in the database).
+ * lease (migrationWriteLimits: 8 connections, a write sent within a twentieth of the lease after its
+ * lease check or not at all, and limited to a quarter of it in the database).
  */
 export function applySettings(settings: { leaseMs?: number; timeoutMs?: number } | undefined, db: string | undefined, reload: boolean): Pick<MigrationRunOptions, 'applyStore' | 'leaseMs' | 'writeMs'> {
   const out: Pick<MigrationRunOptions, 'applyStore' | 'leaseMs' | 'writeMs'> = {};

@@ -57,12 +57,15 @@ const OUTAGE_CODES = new Set([50, 262, 91, 11600, 11602, 189, 10107, 13435, 1343
  * its own).
  */
 const BUSY_MESSAGE = /\bSQLITE_BUSY\b/;
+/** FerretDB v1 past a write's maxTimeMS (findAndModify): an internal error, not MaxTimeMSExpired. */
+const DEADLINE_MESSAGE = /\bcontext deadline exceeded\b/;
 
 /** A driver error of an outage becomes a 503 the client can retry; anything else passes through. */
 function outage(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
   const code = (err as { code?: unknown }).code;
   if (isMongoServerError(err) && BUSY_MESSAGE.test(err.message)) return new SvcError('UNAVAILABLE', 'the database is busy', { status: 503, cause: err, headers: { 'retry-after': '5' } });
+  if (isMongoServerError(err) && DEADLINE_MESSAGE.test(err.message)) return new SvcError('UNAVAILABLE', 'the database did not answer in time', { status: 503, cause: err, headers: { 'retry-after': '5' } });
   if (!OUTAGE_ERRORS.has(err.name) && !(isMongoServerError(err) && typeof code === 'number' && OUTAGE_CODES.has(code))) return err;
   const timedOut = code === 50 || code === 262 || /time/i.test(err.name);
   return new SvcError('UNAVAILABLE', timedOut ? 'the database did not answer in time' : 'the database is unavailable', { status: 503, cause: err, headers: { 'retry-after': '5' } });
