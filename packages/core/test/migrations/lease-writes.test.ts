@@ -137,3 +137,23 @@ describe.each(STORE_KINDS)('a holder whose lock is taken over while its writes a
     expect(await rig.store.collection('_migrations').count({ id: 'lock' })).toBe(0);
   }, 120_000);
 });
+
+// The lease is the same code over every store: the files store serves.
+describe.each(['files'])('the lease and the time a write may take (%s store)', (kind) => {
+  it('a takeover waits writeMs before it answers (the previous holder\'s last writes end first); writeMs must be under a third of the lease', async () => {
+    const rig = await openRig(kind);
+    rigs.push(rig);
+    const locks = rig.store.collection('_migrations');
+    await expect(acquireLease(locks, { leaseMs: 3000, writeMs: 1000 })).rejects.toThrow(/not under a third of the migrations' lease/);
+    // Another machine's lock, expired: taken over, then waited on.
+    await locks.insert({ id: 'lock', owner: 'elsewhere:1:x', host: 'elsewhere', pid: 1, expires: Date.now() - 1, since: 'then' });
+    const started = Date.now();
+    const lease = await acquireLease(locks, { leaseMs: 3000, writeMs: 400, pollMs: 20 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect((await locks.findOne({ id: 'lock' }))?.owner).toBe(lease.owner);
+    await lease.hold();
+    await lease.release();
+    // Released: it is no longer this process's to write under.
+    await expect(lease.hold()).rejects.toThrow(/released/);
+  }, 60_000);
+});
