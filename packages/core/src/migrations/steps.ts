@@ -453,8 +453,9 @@ async function writePage(ctx: StepContext, reader: PageReader, needs: (doc: Doc)
  * may go on there, object by object on FerretDB v1), then answers what is still to change. Two
  * writes of the same change to an object agree, so one going on beside the retry is harmless; a
  * late one landing after the *next* step changed the object would undo that step's change on a
- * database whose updates are not atomic (FerretDB v1): this wait is what keeps that from happening
- * (a real MongoDB applies each object's update atomically and filters on the value it changes).
+ * database whose updates are not atomic (FerretDB v1): this wait keeps that from happening within
+ * one process (a real MongoDB applies each object's update atomically and filters on the value it
+ * changes); across processes, the lease does (writes.ts, docs/migrations.md).
  */
 async function settle(still: () => Promise<Doc[]>, failures: number): Promise<Doc[]> {
   let left = await still();
