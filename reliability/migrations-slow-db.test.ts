@@ -233,6 +233,7 @@ describe.runIf(available)('migrations while the database is frozen longer than t
     if (most) expect(Math.max(...most)).toBeLessThanOrEqual(12);
     const told = runs.map((r) => (/error migration \S+ failed/.test(r.output()) ? 'failed (the database did not answer), then served once the other applied it' : /lock was taken by another process/.test(r.output()) ? 'lost the lock, then waited' : /another process applies them/.test(r.output()) ? 'waited' : 'applied'));
     process.stderr.write(`two processes, database frozen ${FROZEN_MS} ms: ${told.join('; ')}\n`);
+    for (const r of runs) for (const line of r.output().match(/error migration \S+ failed: .*/g) ?? []) process.stderr.write(`  ${line.slice(0, 300)}\n`);
     for (const [i, port] of ports.entries()) {
       try {
         await served(port);

@@ -63,8 +63,8 @@ export interface MigrationWriteLimits {
  * The bounds of a MongoDB client that applies migrations under a lease of `leaseMs`: a write is sent
  * at most a twentieth of the lease after its lease check (or not at all; it waits only when every
  * connection is busy) and runs at most a quarter of it in the database, 0.3 of the lease in all,
- * under the third of the lease a holder keeps in hand before each write. 8 connections: a step's WRITES_AT_ONCE writes, its read, the lease's renewal, and a
- * spare, so that no write waits for one.
+ * under the third of the lease a holder keeps in hand before each write. 8 connections: a step's
+ * WRITES_AT_ONCE writes, its read, the lease's renewal, and spares, so that no write waits for one.
  */
 export function migrationWriteLimits(leaseMs: number = DEFAULT_LEASE_MS): MigrationWriteLimits {
   const writeTimeoutMs = Math.max(1, Math.floor(leaseMs / 4));

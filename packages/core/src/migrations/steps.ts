@@ -6,7 +6,7 @@ import { convertValue } from './convertValue.js';
 import type { Conversion } from './convertValue.js';
 import type { PropertyType } from '../types.js';
 import type { MigrationStep } from './migration.js';
-import { chunks, sendEach } from './writes.js';
+import { chunks, sendEach, writesAtOnce } from './writes.js';
 
 /** Where a step stands: resumed from here after an interruption. */
 export interface StepProgress {
@@ -125,7 +125,7 @@ async function renameProperty(ctx: StepContext, from: string, to: string): Promi
   const has = { [from]: { $exists: true } };
   return pages(ctx, has, [from], ALL, async (docs) => {
     const updateMany = ctx.coll.updateMany?.bind(ctx.coll);
-    if (updateMany) await sendEach(chunks(docs), ctx.hold, (chunk) => updateMany({ id: { $in: chunk.map((doc) => doc.id) }, ...has }, { $rename: { [from]: to } }));
+    if (updateMany) await sendEach(chunks(docs), writesAtOnce(ctx.store), ctx.hold, (chunk) => updateMany({ id: { $in: chunk.map((doc) => doc.id) }, ...has }, { $rename: { [from]: to } }));
     else await setEach(ctx, docs, has, (doc) => ({ $set: { [to]: doc[from] }, $unset: { [from]: true } }));
   });
 }
@@ -278,6 +278,7 @@ async function moveCollection(ctx: StepContext, from: string, to: string): Promi
     const copied = new Set((await target.find({ id: { $in: ids } }, { fields: { id: 1 } })).map((doc) => doc.id));
     await sendEach(
       batch.filter((doc) => !copied.has(doc.id)),
+      writesAtOnce(ctx.store),
       ctx.hold,
       (doc) =>
         target.insert(doc).catch((err: unknown) => {
@@ -299,14 +300,14 @@ async function keep(ctx: StepContext, entries: [id: string, value: unknown][]): 
   const insertMany = ctx.values.insertMany?.bind(ctx.values);
   if (insertMany) {
     try {
-      await sendEach(chunks(docs), ctx.hold, (chunk) => insertMany(chunk));
+      await sendEach(chunks(docs), writesAtOnce(ctx.store), ctx.hold, (chunk) => insertMany(chunk));
       return;
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
       // Some were kept before an interruption: one at a time below.
     }
   }
-  await sendEach(docs, ctx.hold, (doc) =>
+  await sendEach(docs, writesAtOnce(ctx.store), ctx.hold, (doc) =>
     ctx.values.insert(doc).catch((err: unknown) => {
       if (!(err instanceof DuplicateKeyError)) throw err;
       return doc;
@@ -495,19 +496,19 @@ function after(filter: Filter, cursor: string | null): Filter {
 
 /**
  * Applies to each object its ops, under `condition` besides its id (an object changed meanwhile so
- * that it no longer needs it is left alone): a few writes at a time, the lease held before each
- * (sendEach). Answers how many objects changed.
+ * that it no longer needs it is left alone): a few writes at a time on MongoDB, the lease held
+ * before each (sendEach). Answers how many objects changed.
  */
-async function setEach(ctx: Pick<StepContext, 'coll' | 'hold'>, docs: Doc[], condition: Filter, ops: (doc: Doc) => ManyOps & { $rename?: never }): Promise<number> {
+async function setEach(ctx: Pick<StepContext, 'store' | 'coll' | 'hold'>, docs: Doc[], condition: Filter, ops: (doc: Doc) => ManyOps & { $rename?: never }): Promise<number> {
   if (docs.length === 0) return 0;
   const coll = ctx.coll;
   const first = ops(docs[0] as Doc);
   // One updateMany per chunk when every object gets the same change.
   const updateMany = coll.updateMany?.bind(coll);
   if (updateMany && docs.every((doc) => deepEqual(ops(doc), first))) {
-    const counts = await sendEach(chunks(docs), ctx.hold, (chunk) => updateMany({ id: { $in: chunk.map((doc) => doc.id) }, ...condition }, first));
+    const counts = await sendEach(chunks(docs), writesAtOnce(ctx.store), ctx.hold, (chunk) => updateMany({ id: { $in: chunk.map((doc) => doc.id) }, ...condition }, first));
     return counts.reduce((a, b) => a + b, 0);
   }
-  const done = await sendEach(docs, ctx.hold, (doc) => coll.update({ id: doc.id, ...condition }, ops(doc)));
+  const done = await sendEach(docs, writesAtOnce(ctx.store), ctx.hold, (doc) => coll.update({ id: doc.id, ...condition }, ops(doc)));
   return done.filter((doc) => doc !== null).length;
 }

@@ -12,19 +12,30 @@
  * client's queue time limit: it is then not sent at all).
  */
 
+import type { Store } from '../store/Store.js';
+
 /** Writes of a step in flight at a time (each one object, or one updateMany of WRITE_CHUNK objects). */
 export const WRITES_AT_ONCE = 4;
 /** Objects one write changes at most: a write of FerretDB v1 goes object by object, unbounded by maxTimeMS. */
 export const WRITE_CHUNK = 25;
 
 /**
- * Sends `send(item)` for each item, at most WRITES_AT_ONCE at a time; `hold()` (the lease: throws
+ * Writes a step sends at a time to `store`: WRITES_AT_ONCE on MongoDB; on the embedded stores all of
+ * a page's at once (as before), since their writes do not leave this process (no queue in a driver,
+ * one process per data folder) and arrive together in one group commit.
+ */
+export function writesAtOnce(store: Pick<Store, 'kind'>): number {
+  return store.kind === 'mongodb' ? WRITES_AT_ONCE : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * Sends `send(item)` for each item, at most `atOnce` at a time; `hold()` (the lease: throws
  * once it is lost or may be) is awaited right before each send, with nothing in between. After the
  * first failure nothing more is sent; the writes in flight are waited for, then that failure is
  * thrown (a write that failed may have been applied in part: the steps find what is still to do).
  * Answers the results in order.
  */
-export async function sendEach<T, R>(items: readonly T[], hold: () => Promise<void>, send: (item: T) => Promise<R>): Promise<R[]> {
+export async function sendEach<T, R>(items: readonly T[], atOnce: number, hold: () => Promise<void>, send: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array<R>(items.length);
   let next = 0;
   let failure: { err: unknown } | undefined;
@@ -41,7 +52,7 @@ export async function sendEach<T, R>(items: readonly T[], hold: () => Promise<vo
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(WRITES_AT_ONCE, items.length) }, lane));
+  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, lane));
   if (failure !== undefined) throw failure.err;
   return results;
 }

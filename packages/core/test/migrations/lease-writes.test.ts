@@ -95,7 +95,9 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
-describe.each(STORE_KINDS)('a holder whose lock is taken over while its writes are slow (%s store)', (kind) => {
+// MongoDB only: the embedded stores' writes do not leave the process (no driver's queue, one process
+// per data folder), so a step hands them a page's writes at once, for their group commit.
+describe.each(STORE_KINDS.filter((kind) => kind === 'mongodb'))('a holder whose lock is taken over while its writes are slow (%s store)', (kind) => {
   it('sends no write once the lock is another\'s; goes on once it has the lock again; every object changed once', async () => {
     const rig = await openRig(kind);
     rigs.push(rig);
