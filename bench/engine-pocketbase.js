@@ -27,18 +27,16 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
-import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, spawnProgram, stop, stopAll, waitListening } from './lib/procs.js';
-import { machine } from './lib/machine.js';
+import { startEngineBench } from './lib/engineBench.js';
+import { freePort, spawnNode, spawnProgram, stop, stopAll, waitListening } from './lib/procs.js';
 import { runLoad } from './lib/load.js';
 import { request, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
 import { appFolder, q, seedEngine, title } from './lib/engineSeed.js';
 
-const args = parseArgs(process.argv.slice(2), { size: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', pocketbase: 'string', keep: 'string', 'seed-only': 'boolean' });
+const { args, repo, svcBin, log, mach, pin } = startEngineBench({ size: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', pocketbase: 'string', keep: 'string', 'seed-only': 'boolean' });
 const size = args.size ?? 1_000_000;
 const rounds = args.rounds ?? 3;
 const duration = args.duration ?? 8;
@@ -46,13 +44,6 @@ const warmup = args.warmup ?? 2;
 const connections = args.connections ?? 50;
 const pbBin = args.pocketbase ?? '/tmp/peers/bin/pocketbase-bench';
 if (!existsSync(pbBin)) throw new Error(`no PocketBase binary at ${pbBin} (bash ../shared/peers/run-all.sh builds it)`);
-const repo = fileURLToPath(new URL('..', import.meta.url));
-const svcBin = join(repo, 'apps/server/bin/svc.js');
-const log = (line) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => stopAll().finally(() => process.exit(130)));
-const mach = machine();
-const pin = pinning();
-if (pin) pinSelf(pin.load);
 
 async function waitHttp(port, path, child) {
   const deadline = Date.now() + 600_000;

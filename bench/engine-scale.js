@@ -27,16 +27,14 @@
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
-import { machine } from './lib/machine.js';
+import { startEngineBench } from './lib/engineBench.js';
+import { freePort, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
 import { runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { appFolder, q, seedEngine, title, word } from './lib/engineSeed.js';
 
-const args = parseArgs(process.argv.slice(2), { sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', files: 'boolean', keep: 'string', 'seed-only': 'boolean', only: 'string', 'server-args': 'string' });
+const { args, repo, svcBin, log, mach, pin } = startEngineBench({ sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', files: 'boolean', keep: 'string', 'seed-only': 'boolean', only: 'string', 'server-args': 'string' });
 /** `--only getRandom,rangeRandom`: those loads only (the keys of workloads()); `--server-args "--max-semi-space-size=8"`: node flags of the server. */
 const only = args.only?.split(',');
 const serverArgs = args['server-args']?.split(' ').filter(Boolean) ?? [];
@@ -44,13 +42,6 @@ const sizes = (args.sizes ?? '1000000').split(',').map(Number);
 const duration = args.duration ?? 10;
 const warmup = args.warmup ?? 2;
 const connections = args.connections ?? 50;
-const repo = fileURLToPath(new URL('..', import.meta.url));
-const svcBin = join(repo, 'apps/server/bin/svc.js');
-const log = (line) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => stopAll().finally(() => process.exit(130)));
-const mach = machine();
-const pin = pinning();
-if (pin) pinSelf(pin.load);
 
 /** The old store's data file (its line format, as bench/scale.js writes it), with the same ids. */
 async function writeOldFile(dir, count, ids) {

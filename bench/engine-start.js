@@ -14,24 +14,15 @@
 // server is stopped with SIGINT once listening, so the profile covers the start and nothing more).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from './lib/args.js';
-import { cpuSeconds, freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
-import { machine } from './lib/machine.js';
+import { startEngineBench } from './lib/engineBench.js';
+import { cpuSeconds, freePort, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
 import { appFolder, seedEngine } from './lib/engineSeed.js';
 
-const args = parseArgs(process.argv.slice(2), { keep: 'string', size: 'number', small: 'number', rounds: 'number', 'cpu-prof': 'string', other: 'string' });
+const { args, repo, svcBin, log, mach, pin } = startEngineBench({ keep: 'string', size: 'number', small: 'number', rounds: 'number', 'cpu-prof': 'string', other: 'string' });
 if (!args.keep) throw new Error('--keep <dir>: the folder where bench/engine-scale.js --keep seeded the large app');
 const size = args.size ?? 1_000_000;
 const small = args.small ?? 1000;
 const rounds = args.rounds ?? 7;
-const repo = fileURLToPath(new URL('..', import.meta.url));
-const svcBin = join(repo, 'apps/server/bin/svc.js');
-const log = (line) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => stopAll().finally(() => process.exit(130)));
-const mach = machine();
-const pin = pinning();
-if (pin) pinSelf(pin.load);
 
 const large = join(args.keep, `engine-${size}`);
 if (!existsSync(join(large, 'seeded.json'))) throw new Error(`${large} is not seeded: run bench/engine-scale.js --sizes ${size} --keep ${args.keep} --seed-only first`);

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
 import { freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening } from './lib/procs.js';
-import { runLoad } from './lib/load.js';
+import { runDriver, runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
 
@@ -95,20 +95,8 @@ async function startBare() {
 }
 
 function runUploads(srv, paths) {
-  return new Promise((resolve, reject) => {
-    const cfg = { port: srv.port, method: 'PUT', paths, bytes, warmup, duration, serverPid: srv.child.pid };
-    const child = spawnNode([join(repo, 'bench/lib/drivers/upload.js'), JSON.stringify(cfg)], { core: pin?.load, cwd: repo });
-    let out = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.exited.then(({ code }) => {
-      try {
-        if (code !== 0) throw new Error(`exit ${code}`);
-        resolve(JSON.parse(out.trim().split('\n').pop()));
-      } catch (err) {
-        reject(new Error(`upload driver failed (${err.message}): ${child.tail.join('\n')}`));
-      }
-    });
-  });
+  const cfg = { port: srv.port, method: 'PUT', paths, bytes, warmup, duration, serverPid: srv.child.pid };
+  return runDriver(join(repo, 'bench/lib/drivers/upload.js'), cfg, pin?.load, 'upload driver');
 }
 
 /** The upload part of one round: both variants, in `order`. */

@@ -180,9 +180,9 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
 
   it('builds on Node 24 images of one Debian release, runs as a user with no build tools in the runtime stage', () => {
     expect(stages.map((s) => s.from)).toEqual(['node:24-bookworm', 'node:24-bookworm-slim']);
-    const runtime = stages[1];
+    const [build, runtime] = stages as [Stage, Stage];
     expect(runtime.steps.find((s) => s.op === 'USER')?.args).toBe('node');
-    expect(runtime.steps.some((s) => s.op === 'COPY' && s.flags.from === stages[0].name)).toBe(true);
+    expect(runtime.steps.some((s) => s.op === 'COPY' && s.flags.from === build.name)).toBe(true);
     expect(image.env).toMatchObject({ NODE_ENV: 'production', SVC_ENV: 'production' });
     expect(image.cmd.slice(0, 2)).toEqual(['node', '--no-node-snapshot']);
   });
@@ -204,14 +204,14 @@ describe.runIf(hasPnpm)('docs/deploy: the Dockerfile and compose file, run witho
       // Root comes only from the key in the environment.
       expect((await fetch(`${base}/dashboard/api/app`, { headers: { 'svc-ssh-key': 'wrong' } })).status).toBe(401);
       expect((await fetch(`${base}/dashboard/api/app`, { headers: { 'svc-ssh-key': rootKey } })).status).toBe(200);
-      const [command, ...args] = image.healthcheck;
+      const [command = '', ...args] = image.healthcheck;
       const health = await run(command === 'node' ? process.execPath : command, args, image.workdir, { ...image.env, PORT: String(server.port) });
       expect(health.code, health.out).toBe(0);
     } finally {
       expect(await stopImage(server.child, image.stopSignal)).toBe(0);
     }
     // With nothing listening the health check fails (it is not a check that cannot fail).
-    const [command, ...args] = image.healthcheck;
+    const [command = '', ...args] = image.healthcheck;
     expect((await run(command === 'node' ? process.execPath : command, args, image.workdir, { ...image.env, PORT: String(await freePort()) })).code).not.toBe(0);
   }, 90_000);
 

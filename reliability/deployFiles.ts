@@ -41,17 +41,17 @@ export function parseDockerfile(text: string): Stage[] {
   }
   const stages: Stage[] = [];
   for (const line of lines) {
-    const [, opText, rest] = /^(\S+)\s*(.*)$/.exec(line) as RegExpExecArray;
+    const [, opText = '', rest = ''] = /^(\S+)\s*(.*)$/.exec(line) as RegExpExecArray;
     const op = opText.toUpperCase();
     if (!KNOWN.has(op)) throw new Error(`the Dockerfile uses ${op}, which the test does not know how to run`);
     let args = rest;
     const flags: Record<string, string> = {};
     for (let m = /^--([a-z-]+)=(\S+)\s+/.exec(args); m; m = /^--([a-z-]+)=(\S+)\s+/.exec(args)) {
-      flags[m[1]] = m[2];
+      flags[m[1] as string] = m[2] as string;
       args = args.slice(m[0].length);
     }
     if (op === 'FROM') {
-      const [from, as, name] = args.split(/\s+/);
+      const [from = '', as, name] = args.split(/\s+/);
       stages.push({ from, name: as?.toUpperCase() === 'AS' ? name : undefined, steps: [] });
       continue;
     }
@@ -69,7 +69,7 @@ export function parseDockerfile(text: string): Stage[] {
 export function stageEnv(stage: Stage): Record<string, string> {
   const env: Record<string, string> = {};
   for (const step of stage.steps.filter((s) => s.op === 'ENV')) {
-    for (const m of step.args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S+)/g)) env[m[1]] = m[2].replace(/^"|"$/g, '');
+    for (const [, key, value] of step.args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S+)/g)) env[key as string] = (value as string).replace(/^"|"$/g, '');
   }
   return env;
 }
@@ -174,6 +174,7 @@ export async function buildImage(stages: Stage[], root: string, context: string,
 /** Starts the image's CMD with `env` on top of the image's; resolves with the port it listens on. */
 export function startImage(image: Image, env: Record<string, string>): Promise<{ child: ChildProcess; port: number; out: () => string }> {
   const [command, ...args] = image.cmd;
+  if (command === undefined) throw new Error('the image has no CMD');
   const child = spawn(command === 'node' ? process.execPath : command, args, { cwd: image.workdir, env: { PATH, HOME: process.env.HOME ?? '/tmp', ...image.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   return new Promise((resolve, reject) => {

@@ -182,14 +182,14 @@ describe.runIf(runnable)('the published packages, from a local registry, as a us
     await page.goto(`${url}/`);
     await page.addScriptTag({ url: '/svc.js' });
     await page.evaluate(() => {
-      const g = window as unknown as { seen: string[]; svc: { todos: { subscribe(q: object, fn: (event: { type: string }, todos: { title: string }[]) => void): unknown } } };
+      const g = globalThis as unknown as { seen: string[]; svc: { todos: { subscribe(q: object, fn: (event: { type: string }, todos: { title: string }[]) => void): unknown } } };
       g.seen = [];
       g.svc.todos.subscribe({}, (event, todos) => g.seen.push(`${event.type}:${todos.map((t) => t.title).join(',')}`));
     });
-    await page.waitForFunction(() => (window as unknown as { seen: string[] }).seen.length > 0);
+    await page.waitForFunction(() => (globalThis as unknown as { seen: string[] }).seen.length > 0);
     const made1 = await json(`${url}/todos`, { method: 'POST', headers: { cookie }, body: JSON.stringify({ title: 'from the registry', owner: ann.id }) });
     expect(made1.status).toBe(200);
-    await page.waitForFunction(() => (window as unknown as { seen: string[] }).seen.some((s) => s.startsWith('create:') && s.includes('from the registry')));
+    await page.waitForFunction(() => (globalThis as unknown as { seen: string[] }).seen.some((s) => s.startsWith('create:') && s.includes('from the registry')));
 
     // The dashboard ships in @svc/dashboard: its page lists the app's resources.
     await page.goto(`${url}/dashboard/`);

@@ -12,10 +12,18 @@ const repo = fileURLToPath(new URL('../..', import.meta.url));
  * `core`: the load core. `driver`: 'autocannon' (default, drivers/http.js) or 'wrk' (drivers/wrk.js).
  */
 export function runLoad(cfg, core) {
+  const driver = drivers[cfg.driver ?? 'autocannon'];
+  if (driver === undefined) return Promise.reject(new Error(`no load driver ${cfg.driver}`));
+  return runDriver(driver, { ...cfg, loadCore: core }, core, 'load generator');
+}
+
+/**
+ * Runs a driver program (bench/lib/drivers/*.js) with its JSON configuration as its argument, on
+ * `core`; resolves with the last line it printed, parsed; `what` names it in the error.
+ */
+export function runDriver(file, cfg, core, what) {
   return new Promise((resolve, reject) => {
-    const driver = drivers[cfg.driver ?? 'autocannon'];
-    if (driver === undefined) throw new Error(`no load driver ${cfg.driver}`);
-    const child = spawnNode([driver, JSON.stringify({ ...cfg, loadCore: core })], { core, cwd: repo });
+    const child = spawnNode([file, JSON.stringify(cfg)], { core, cwd: repo });
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.exited.then(({ code }) => {
@@ -23,7 +31,7 @@ export function runLoad(cfg, core) {
         if (code !== 0) throw new Error(`exit ${code}`);
         resolve(JSON.parse(out.trim().split('\n').pop()));
       } catch (err) {
-        reject(new Error(`load generator failed (${err.message}): ${child.tail.join('\n')}`));
+        reject(new Error(`${what} failed (${err.message}): ${child.tail.join('\n')}`));
       }
     });
   });

@@ -105,6 +105,11 @@ describe('svc.* reads from event scripts take the internal read scope (embedded 
     return res.body as { out?: unknown; me: string | null };
   }
   const q = (query: object): string => `?${encodeURIComponent(JSON.stringify(query))}`;
+  /** A post as stored, every property (what a script reads), its author by id. */
+  const stored = (post: 'pub' | 'draft'): Obj =>
+    post === 'pub'
+      ? { id: ids.pub as string, title: 'a-pub', owner: ids.uma, published: true, note: 'n1', salary: 10, author: ids.open }
+      : { id: ids.draft as string, title: 'b-draft', owner: ids.uma, published: false, note: 'n2', salary: 20, author: ids.shut };
 
   it('a list bypasses the list rule, private properties and per-property rules, for an anonymous caller', async () => {
     // The same caller's own GET: only the published post, without note, salary.
@@ -113,10 +118,7 @@ describe('svc.* reads from event scripts take the internal read scope (embedded 
     ]);
     const read = await viaScript(anon, 'posts', { $sort: { title: 1 } });
     expect(read.me).toBeNull();
-    expect(read.out).toEqual([
-      { id: ids.pub, title: 'a-pub', owner: ids.uma, published: true, note: 'n1', salary: 10, author: ids.open },
-      { id: ids.draft, title: 'b-draft', owner: ids.uma, published: false, note: 'n2', salary: 20, author: ids.shut },
-    ]);
+    expect(read.out).toEqual([stored('pub'), stored('draft')]);
     // A script may filter and sort on what the caller may not name (400 over HTTP).
     expect((await anon('GET', `/posts${q({ note: 'n2' })}`)).status).toBe(400);
     expect((await anon('GET', `/posts${q({ salary: { $gt: 15 } })}`)).status).toBe(400);
@@ -130,15 +132,7 @@ describe('svc.* reads from event scripts take the internal read scope (embedded 
 
   it('by id: an object the read rule hides is read whole; a missing one is 404', async () => {
     expect((await anon('GET', `/posts/${ids.draft}`)).status).toBe(404);
-    expect((await viaScript(anon, 'posts', {}, ids.draft)).out).toEqual({
-      id: ids.draft,
-      title: 'b-draft',
-      owner: ids.uma,
-      published: false,
-      note: 'n2',
-      salary: 20,
-      author: ids.shut,
-    });
+    expect((await viaScript(anon, 'posts', {}, ids.draft)).out).toEqual(stored('draft'));
     // The per-object property rule: the owner reads `secret` over HTTP, an anonymous visitor does not; a script does.
     expect((await anon('GET', `/authors/${ids.open}`)).body).toEqual({ id: ids.open, name: 'open', owner: ids.uma, public: true, account: ids.uma });
     expect((await uma('GET', `/authors/${ids.open}`)).body).toEqual({
@@ -190,12 +184,7 @@ describe('svc.* reads from event scripts take the internal read scope (embedded 
     const account = (id: string | undefined, username: string, role: string, pin: string): Record<string, unknown> => ({ id, username, role, pin });
     const fromScript = [
       {
-        id: ids.pub,
-        title: 'a-pub',
-        owner: ids.uma,
-        published: true,
-        note: 'n1',
-        salary: 10,
+        ...stored('pub'),
         author: {
           id: ids.open,
           name: 'open',
@@ -207,12 +196,7 @@ describe('svc.* reads from event scripts take the internal read scope (embedded 
         },
       },
       {
-        id: ids.draft,
-        title: 'b-draft',
-        owner: ids.uma,
-        published: false,
-        note: 'n2',
-        salary: 20,
+        ...stored('draft'),
         author: {
           id: ids.shut,
           name: 'shut',

@@ -68,6 +68,24 @@ describe('request budgets', () => {
     expect((await runtime.run(runtime.compile('this.next = true;', 'n.js'), { thisObj: {}, locals: {} })).thisObj).toEqual({ next: true });
   });
 
+  test('a run queued behind one whose client went away runs once a process is free (it waited for an unrelated event before)', async () => {
+    const { runtime } = setup({ isolates: 1, timeoutMs: 5000 });
+    // Not measured yet, so costly: one at a time in the one process; B and C wait in one queue.
+    const script = runtime.compile(spin(100), 'slow.js');
+    const budget = (): RunBudget => new RunBudget({ cpuMs: 60_000, wallMs: 60_000, client: 'c' });
+    const gone = budget();
+    const first = runtime.run(script, { thisObj: {}, locals: {}, budget: budget() });
+    const dropped = runtime.run(script, { thisObj: {}, locals: {}, budget: gone }).then(() => 'ran', (e: unknown) => e);
+    const last = runtime.run(script, { thisObj: {}, locals: {}, budget: budget() });
+    // The client of the second goes away as the first finishes: before the pool next sends, and
+    // with nothing else in flight that would wake it up.
+    await first.then(() => gone.cancel('the client went away'));
+    expect(await dropped).toBeInstanceOf(ScriptTimeoutError);
+    // Before the fix, the last run waited for some other event (a new request): here, for ever.
+    const stalled = new Promise((r) => setTimeout(() => r('stalled'), 15_000).unref());
+    expect(await Promise.race([last.then(() => 'ran'), stalled])).toBe('ran');
+  }, 30_000);
+
   test('past the queue limit a run is refused with ScriptBusyError', async () => {
     const { runtime } = setup({ isolates: 1, timeoutMs: 2000, queueLimit: 2 });
     const script = runtime.compile(spin(100), 'slow.js');

@@ -37,8 +37,12 @@ describe.each(stores)('file properties in a Bucket resource (%s store, s3rver)',
     return [...keys].filter((k) => k.startsWith(prefix)).sort();
   };
 
+  // A bucket name of this suite's own: the local folder of received parts (svc-files-<bucket> in
+  // the temporary folder) is named after it, and is removed after the suite.
+  const bucketName = `files-${randomBytes(4).toString('hex')}`;
+
   beforeAll(async () => {
-    s3 = await startS3();
+    s3 = await startS3(bucketName);
     dir = await mkdtemp(join(tmpdir(), 'svc-files-bucket-'));
     await mkdir(join(dir, 'resources', 'media'), { recursive: true });
     await mkdir(join(dir, 'resources', 'posts'), { recursive: true });
@@ -60,6 +64,7 @@ describe.each(stores)('file properties in a Bucket resource (%s store, s3rver)',
     await app?.close();
     await s3?.close();
     await rm(dir, { recursive: true, force: true });
+    await rm(join(tmpdir(), `svc-files-${bucketName}`), { recursive: true, force: true });
   });
 
   const put = async (path: string, body: Buffer): Promise<{ status: number; body: Post }> => {

@@ -292,6 +292,8 @@ export class ScriptPool {
       if (list.length === 0) this.queues.delete(job.queueKey);
       this.dequeued(job);
       job.reject(error);
+      // A dropped head stopped its queue in flush: nothing else may come to send the runs behind it.
+      if (this.waiting > 0) this.schedule();
       return;
     }
     if (child.jobs.get(job.id) !== job) return;
@@ -312,9 +314,8 @@ export class ScriptPool {
   private deactivate(job: PoolJob): void {
     if (!job.active || !job.child) return;
     job.active = false;
-    const costly = job.child.costly;
-    const at = costly.indexOf(job);
-    if (at >= 0) costly.splice(at, 1);
+    const at = job.child.costly.indexOf(job);
+    if (at >= 0) job.child.costly.splice(at, 1);
   }
 
   private isCostly(job: PoolJob): boolean {
@@ -705,8 +706,7 @@ export class ScriptPool {
 
   private startWatchdog(): void {
     if (this.watchdog || this.disposed) return;
-    this.watchdog = setInterval(this.watch, WATCHDOG_MS);
-    this.watchdog.unref();
+    this.watchdog = setInterval(this.watch, WATCHDOG_MS).unref();
   }
 
   /**

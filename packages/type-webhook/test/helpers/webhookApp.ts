@@ -1,12 +1,19 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { defineResourceType, silentLogger } from '@svc/core';
 import type { Logger } from '@svc/core';
 import { startApp } from '@svc/server';
 import type { RunningApp } from '@svc/server';
 import { createWebhook, webhookType } from '@svc/type-webhook';
 import type { WebhookTimings } from '@svc/type-webhook';
+
+/** The folders startWebhookApp wrote in this test file: removed after its last test (a test may keep one with close({ keepDir })). */
+const written: string[] = [];
+afterAll(async () => {
+  for (const dir of written.splice(0)) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+});
 
 export const SECRET = 'test-secret-0123456789abcdef';
 
@@ -56,6 +63,7 @@ export const TODOS = {
 export async function startWebhookApp(receiverUrl: string, allow: string[], options: WebhookAppOptions = {}): Promise<WebhookApp> {
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'svc-webhook-app-')));
   if (options.dir === undefined) {
+    written.push(dir);
     const write = async (name: string, config: Record<string, unknown>): Promise<void> => {
       await mkdir(join(dir, 'resources', name), { recursive: true });
       await writeFile(join(dir, 'resources', name, 'config.json'), JSON.stringify(config));
