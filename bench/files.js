@@ -11,11 +11,16 @@
 // to core 0; the load generators and this harness to core 1.
 //
 //   flock /work/bench.lock node bench/files.js [--rounds 5] [--duration 10] [--warmup 2] [--connections 4] [--mb 5] [--no-build]
+//     [--svc-args "--max-semi-space-size=2"] [--only upload|thumb]
+// --svc-args: node flags for a third upload variant, svc started with them (`svc+`), in the same
+// rounds. Each window also reports the server's run-queue wait (/proc/<pid>/task/*/schedstat):
+// the time it was ready to run but another process had its core, which bounds a rate that its
+// CPU does not (a pinned server on a shared core).
 //
 // Loopback only; every process started is stopped by PID at the end, on error and on signals.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +31,8 @@ import { runDriver, runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', mb: 'number', 'no-build': 'boolean' });
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', mb: 'number', 'no-build': 'boolean', 'svc-args': 'string', only: 'string' });
+const svcArgs = opts['svc-args'] ? opts['svc-args'].split(/\s+/).filter(Boolean) : [];
 const rounds = Math.max(1, Math.floor(opts.rounds ?? 5));
 const duration = opts.duration ?? 10;
 const warmup = opts.warmup ?? 2;
@@ -70,10 +76,23 @@ function makeApp() {
   return dir;
 }
 
-async function startSvc() {
+/** The run-queue wait of a process's threads so far, in seconds (ready to run, its core taken). */
+function queueWait(pid) {
+  let ns = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[1]);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return ns / 1e9;
+}
+
+async function startSvc(nodeArgs = []) {
   const port = await freePort();
   const dir = makeApp();
-  const child = spawnNode(['--no-node-snapshot', join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, cwd: repo });
+  const child = spawnNode([...nodeArgs, '--no-node-snapshot', join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, cwd: repo });
   await waitListening(child);
   const cookie = await startSession(port, '/posts');
   const headers = { cookie, 'content-type': 'application/json' };
@@ -103,14 +122,16 @@ function runUploads(srv, paths) {
 async function uploadRound(order) {
   const row = {};
   for (const variant of order) {
-    const srv = variant === 'svc' ? await startSvc() : await startBare();
-    const paths = variant === 'svc' ? srv.ids.map((id) => `/posts/${id}/doc?name=upload.bin`) : Array.from({ length: connections }, (_, i) => `/u${i}`);
+    const srv = variant === 'bare' ? await startBare() : await startSvc(variant === 'svc+' ? svcArgs : []);
+    const paths = variant !== 'bare' ? srv.ids.map((id) => `/posts/${id}/doc?name=upload.bin`) : Array.from({ length: connections }, (_, i) => `/u${i}`);
     // svc: the session's cookie is not needed (no rules), the upload is anonymous as the bare one.
+    const wait0 = queueWait(srv.child.pid);
     const out = await runUploads(srv, paths);
+    out.queueWaitShare = (queueWait(srv.child.pid) - wait0) / (out.seconds + warmup);
     await stop(srv.child);
     if (out.failed) throw new Error(`${variant}: ${out.failed} failed uploads ${JSON.stringify(out.statuses)}`);
     row[variant] = out;
-    log(`  upload ${variant.padEnd(4)}: ${out.rps.toFixed(1)} uploads/s, ${out.cpuMsPerUpload.toFixed(2)} ms CPU/upload, ${out.serverCores.toFixed(2)} cores, p50 ${out.latencyMs.p50?.toFixed(1)} ms`);
+    log(`  upload ${variant.padEnd(4)}: ${out.rps.toFixed(1)} uploads/s, ${out.cpuMsPerUpload.toFixed(2)} ms CPU/upload, ${out.serverCores.toFixed(2)} cores, run-queue wait ${out.queueWaitShare.toFixed(2)} s/s, p50 ${out.latencyMs.p50?.toFixed(1)} ms`);
   }
   return row;
 }
@@ -128,10 +149,13 @@ async function thumbRound(order) {
   const paths = { thumb: url, static: '/thumb.jpg' };
   const row = { thumbBytes: first.body.length };
   for (const variant of order) {
+    const wait0 = queueWait(srv.child.pid);
     const out = await runLoad({ url: `http://127.0.0.1:${srv.port}${paths[variant]}`, method: 'GET', headers: { cookie: srv.cookie }, connections: 50, warmup, duration, serverPid: srv.child.pid, serverCore: pin?.server }, pin?.load);
+    // Over warm-up and window (schedstat has no window of its own): seconds waited per second.
+    const queueWaitShare = (queueWait(srv.child.pid) - wait0) / (out.seconds + warmup);
     if (out.non2xx || out.errors) throw new Error(`${variant}: ${out.non2xx} non-2xx, ${out.errors} errors ${JSON.stringify(out.statusCodes)}`);
-    row[variant] = { rps: out.rps, cpuUs: out.cpuUsPerRequest, p50: out.latencyMs.p50, p99: out.latencyMs.p99, serverCores: out.serverCores };
-    log(`  ${variant.padEnd(6)}: ${Math.round(out.rps)} req/s, ${out.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${out.serverCores.toFixed(2)} cores, p99 ${out.latencyMs.p99} ms`);
+    row[variant] = { rps: out.rps, cpuUs: out.cpuUsPerRequest, p50: out.latencyMs.p50, p99: out.latencyMs.p99, serverCores: out.serverCores, queueWaitShare, otherOnServerCore: out.otherOnServerCore };
+    log(`  ${variant.padEnd(6)}: ${Math.round(out.rps)} req/s, ${out.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${out.serverCores.toFixed(2)} cores, run-queue wait ${queueWaitShare.toFixed(2)} s/s, others on its core ${out.otherOnServerCore?.toFixed(2)}, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms`);
   }
   await stop(srv.child);
   return row;
@@ -142,8 +166,9 @@ const thumbs = [];
 try {
   for (let round = 0; round < rounds; round++) {
     log(`round ${round + 1}/${rounds}`);
-    uploads.push(await uploadRound(round % 2 === 0 ? ['bare', 'svc'] : ['svc', 'bare']));
-    thumbs.push(await thumbRound(round % 2 === 0 ? ['static', 'thumb'] : ['thumb', 'static']));
+    const variants = svcArgs.length > 0 ? ['bare', 'svc', 'svc+'] : ['bare', 'svc'];
+    if (opts.only !== 'thumb') uploads.push(await uploadRound(round % 2 === 0 ? variants : [...variants].reverse()));
+    if (opts.only !== 'upload') thumbs.push(await thumbRound(round % 2 === 0 ? ['static', 'thumb'] : ['thumb', 'static']));
   }
 } finally {
   await stopAll();
@@ -156,7 +181,7 @@ const summary = {
   date: new Date().toISOString(),
   rounds,
   duration,
-  upload: {
+  upload: uploads.length === 0 ? undefined : {
     bytes,
     connections,
     medianCpuRatio: med(uploads, (r) => r.svc.cpuMsPerUpload / r.bare.cpuMsPerUpload),
@@ -166,8 +191,18 @@ const summary = {
     svcCpuMs: med(uploads, (r) => r.svc.cpuMsPerUpload),
     bareRps: med(uploads, (r) => r.bare.rps),
     svcRps: med(uploads, (r) => r.svc.rps),
+    svcQueueWait: med(uploads, (r) => r.svc.queueWaitShare),
+    bareQueueWait: med(uploads, (r) => r.bare.queueWaitShare),
+    ...(svcArgs.length > 0
+      ? {
+          svcArgs: svcArgs.join(' '),
+          argsMedianCpuRatio: med(uploads, (r) => r['svc+'].cpuMsPerUpload / r.bare.cpuMsPerUpload),
+          argsCpuRatios: uploads.map((r) => +(r['svc+'].cpuMsPerUpload / r.bare.cpuMsPerUpload).toFixed(3)),
+          argsCpuMs: med(uploads, (r) => r['svc+'].cpuMsPerUpload),
+        }
+      : {}),
   },
-  thumbnail: {
+  thumbnail: thumbs.length === 0 ? undefined : {
     thumbBytes: thumbs[0]?.thumbBytes,
     medianRpsRatio: med(thumbs, (r) => r.thumb.rps / r.static.rps),
     rpsRatios: thumbs.map((r) => +(r.thumb.rps / r.static.rps).toFixed(3)),
@@ -176,6 +211,10 @@ const summary = {
     thumbRps: med(thumbs, (r) => r.thumb.rps),
     staticCpuUs: med(thumbs, (r) => r.static.cpuUs),
     thumbCpuUs: med(thumbs, (r) => r.thumb.cpuUs),
+    staticQueueWait: med(thumbs, (r) => r.static.queueWaitShare),
+    thumbQueueWait: med(thumbs, (r) => r.thumb.queueWaitShare),
+    staticOthersOnCore: med(thumbs, (r) => r.static.otherOnServerCore),
+    thumbOthersOnCore: med(thumbs, (r) => r.thumb.otherOnServerCore),
   },
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -37,7 +37,7 @@ export function gateStore(inner: Store): StoreGate {
   // Every method forwarded (forwardStore): promised calls through the gate; a synchronous read
   // answers undefined while closed, which sends the request the usual way (a 503).
   const store: Store = forwardStore(inner, {
-    collection: (c) => forwardCollection(c, { call: (_method, run) => through(run), now: (_method, run) => (reason !== undefined ? undefined : run()) }),
+    collection: (c) => forwardCollection(c, { call: (_method, run) => through(run), nowOpen: () => reason === undefined }),
     call: (_method, run) => through(run),
   });
   return {

@@ -14,6 +14,7 @@ import type { AnswerWatcher, ConnectionDrain, DrainOutcome, WatchedResponse } fr
 import { createHealth, DEFAULT_HEALTH_PATHS } from './http/health.js';
 import type { HealthOptions } from './http/health.js';
 import { requestIdOf } from './http/requestId.js';
+import { SvcServerResponse } from './http/svcResponse.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
 import type { NowRequest, Resource, ResourceHost } from './resource.js';
@@ -340,7 +341,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
 
   const handler = (req: IncomingMessage, res: WatchedResponse): void => {
     const id = requestIdOf(req.headers['x-request-id']);
-    res.setHeader('x-request-id', id);
+    sendRequestId(res, id);
     // svc's own server marks its answers itself (ConnectionDrain); a host's server does not.
     if (draining && !ownServer) res.setHeader('connection', 'close');
     if (writeAccess === undefined && observe === undefined) {
@@ -487,6 +488,15 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       await options.store.close();
     },
   };
+}
+
+/**
+ * Sends X-Request-Id with the answer: svc's own server writes it with the answer's headers (one
+ * object, not node's header by header: SvcServerResponse); a host application's server gets it set now.
+ */
+function sendRequestId(res: ServerResponse, id: string): void {
+  if (res instanceof SvcServerResponse) res.requestId = id;
+  else res.setHeader('x-request-id', id);
 }
 
 function overrideOf(query: Record<string, unknown>, body: unknown, key: string): string | undefined {

@@ -192,4 +192,22 @@ describe('a read scope kept for a reader serves only the caller it was made for'
     expect(visibility.scope(ctx)).not.toBe(before);
     expect(visibility.scope(ctx).finish({ ...stored }, stored)).toEqual({ id: 'n1', owner: 'uma', note: 'mine' });
   });
+
+  // The scope is kept on the reader itself (no WeakMap entry per request: GC, see Visibility.made).
+  it('kept per reader and per Visibility; a context copied with {...ctx} carries none; a frozen reader works', () => {
+    const ctx = caller(uma, { reader: undefined });
+    const made = visibility.scope(ctx);
+    expect(visibility.scope(ctx)).toBe(made);
+    // Not enumerable: nothing of it shows in the context's keys, and a copy for another caller starts afresh.
+    expect(Object.keys(ctx)).not.toContain(expect.stringMatching(/scope/i));
+    expect(Object.getOwnPropertySymbols({ ...ctx })).toEqual([]);
+    const other = new Visibility(visibility.access, properties);
+    expect(other.scope(ctx)).not.toBe(made);
+    expect(other.scope(ctx)).toBe(other.scope(ctx));
+    expect(visibility.scope(ctx)).toBe(made);
+    const frozen = Object.freeze({});
+    const first = visibility.scope(caller(uma, { reader: frozen }));
+    expect(visibility.scope(caller(uma, { reader: frozen }))).toBe(first);
+    expect(visibility.scope(caller({ id: 'vic' }, { reader: frozen }))).not.toBe(first);
+  });
 });

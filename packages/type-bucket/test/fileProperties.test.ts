@@ -37,8 +37,8 @@ describe.each(stores)('file properties in a Bucket resource (%s store, s3rver)',
     return [...keys].filter((k) => k.startsWith(prefix)).sort();
   };
 
-  // A bucket name of this suite's own: the local folder of received parts (svc-files-<bucket> in
-  // the temporary folder) is named after it, and is removed after the suite.
+  // A bucket name of this suite's own; the local folder of received parts (svc-files-<bucket>-<hash>
+  // in the temporary folder, the app's own) is removed after the suite.
   const bucketName = `files-${randomBytes(4).toString('hex')}`;
 
   beforeAll(async () => {
@@ -61,10 +61,11 @@ describe.each(stores)('file properties in a Bucket resource (%s store, s3rver)',
     app = await startApp({ appDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger, resourceTypes: [bucketType], ...(db ? { db } : {}) });
   });
   afterAll(async () => {
+    const received = app?.server.resources.find((r) => r.path === '/media')?.fileStorage?.tempDir;
     await app?.close();
     await s3?.close();
     await rm(dir, { recursive: true, force: true });
-    await rm(join(tmpdir(), `svc-files-${bucketName}`), { recursive: true, force: true });
+    if (received !== undefined) await rm(received, { recursive: true, force: true });
   });
 
   const put = async (path: string, body: Buffer): Promise<{ status: number; body: Post }> => {

@@ -19,9 +19,10 @@ type Post = { id: string; photo?: FileInfo | null; docs?: FileInfo[] };
 
 // Over SINGLE_PUT_MAX (256 KB): stored in the bucket with a multipart upload.
 const BIG = 600 * 1024;
-// A bucket name of this file's own: the local folder of received parts is named after it.
+// A bucket name of this file's own: the local folders of received parts (one per app) start with it.
 const bucketName = `crash-${randomBytes(4).toString('hex')}`;
-const tempDir = join(tmpdir(), `svc-files-${bucketName}`);
+const tempDirs = async (): Promise<string[]> =>
+  (await readdir(tmpdir())).filter((name) => name.startsWith(`svc-files-${bucketName}-`)).map((name) => join(tmpdir(), name));
 
 let s3: TestS3;
 let app: string;
@@ -34,7 +35,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await s3?.close();
-  await rm(tempDir, { recursive: true, force: true });
+  for (const dir of await tempDirs()) await rm(dir, { recursive: true, force: true });
 });
 afterEach(async () => {
   for (const child of running.splice(0)) await killed(child);
@@ -86,7 +87,9 @@ async function bucketKeys(): Promise<string[]> {
 
 /** Received parts left on the local disk. */
 async function parts(): Promise<string[]> {
-  return (await readdir(tempDir).catch(() => [] as string[])).sort();
+  const names: string[] = [];
+  for (const dir of await tempDirs()) names.push(...(await readdir(dir).catch(() => [] as string[])));
+  return names.sort();
 }
 
 /** The bucket keys the posts hold, as the server answers them. */

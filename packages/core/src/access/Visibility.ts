@@ -52,11 +52,17 @@ export class Visibility {
   readonly ownStored: ((ctx: Context, stored: Doc) => boolean) | undefined;
   private readonly publicCount: boolean;
   /**
-   * The read scopes made, by the reader each was made for (`ctx.reader`, else the context): one per
-   * request, one per live query. Weak: a scope goes with its request or subscription; a new
-   * Visibility (rules or properties changed) starts with none.
+   * The read scopes made are kept on the reader each was made for (`ctx.reader`, else the
+   * context), under this Visibility's own key: one per request, one per live query; a scope goes
+   * with its request or subscription, a new Visibility (rules or properties changed) starts with
+   * none. Not in a WeakMap keyed by the reader: one entry per request made V8 keep every request
+   * of a POST (whose answer waits for the group commit) through young-generation collections and
+   * promote it, ~3 KB per request, GC 7 to 27 µs of a POST (bench/RESULTS.md, "Issue 39: what a
+   * plain request leaves behind"), as SwapSet's comment tells of a Set.
    */
-  private readonly made = new WeakMap<object, ReadScope>();
+  private readonly madeKey = Symbol('svc.readScope');
+  /** Scopes of readers that take no property (a frozen object): rare, kept the weak way. */
+  private readonly madeFrozen = new WeakMap<object, ReadScope>();
 
   constructor(
     readonly access: CollectionAccess,
@@ -97,11 +103,14 @@ export class Visibility {
    * a live query: `ctx.reader`) and kept while it is the same caller ({@link ReadScope.isFor}).
    */
   scope(ctx: Context): ReadScope {
-    const reader = ctx.reader ?? ctx;
-    const kept = this.made.get(reader);
+    const reader = (ctx.reader ?? ctx) as Record<symbol, ReadScope | undefined>;
+    const kept = reader[this.madeKey] ?? (Object.isExtensible(reader) ? undefined : this.madeFrozen.get(reader));
     if (kept !== undefined && kept.isFor(ctx)) return kept;
     const made = this.newScope(ctx);
-    this.made.set(reader, made);
+    if (Object.hasOwn(reader, this.madeKey)) reader[this.madeKey] = made;
+    // Not enumerable: a context copied with `{...ctx}` (an internal request made from it) starts without it.
+    else if (Object.isExtensible(reader)) Object.defineProperty(reader, this.madeKey, { value: made, writable: true, configurable: true });
+    else this.madeFrozen.set(reader, made);
     return made;
   }
 

@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import { unlink } from 'node:fs/promises';
 import { SvcError } from '../errors.js';
 import { createId } from '../ids.js';
 import type { Logger } from '../logger.js';
@@ -9,7 +8,7 @@ import type { Context, Reply } from '../types.js';
 import type { FileStorage } from './FileStorage.js';
 import type { FileSettings } from './fileSettings.js';
 import { collectionPrefix, createFileId, fileKey, isFileId, isKeySegment } from './fileKeys.js';
-import { receiveFile } from './receiveFile.js';
+import { discardReceived, receiveFile, releaseReceived } from './receiveFile.js';
 import type { ReceivedFile } from './receiveFile.js';
 import { receiveForm } from './receiveForm.js';
 import { serveStoredFile } from './serveStoredFile.js';
@@ -152,7 +151,7 @@ export class CollectionFiles {
         state.ops.set(property, { kind: 'add', ids, replace: !(this.settings.get(property) as FileSettings).many });
       }
     } catch (err) {
-      for (const files of form.files.values()) for (const f of files) await unlink(f.path).catch(() => undefined);
+      for (const files of form.files.values()) for (const f of files) await discardReceived(f.path);
       throw err;
     }
     ctx.body = form.body;
@@ -175,7 +174,7 @@ export class CollectionFiles {
         const form = await receiveForm(req, new Map([[property, settings]]), this.storage.tempDir, this.options.fieldBytes);
         files = form.files.get(property) ?? [];
         if (Object.keys(form.body).length > 0) {
-          for (const f of files) await unlink(f.path).catch(() => undefined);
+          for (const f of files) await discardReceived(f.path);
           throw new SvcError('BAD_REQUEST', `a form sent to ${this.options.path}/<id>/${property} holds files only`);
         }
       } else {
@@ -206,8 +205,9 @@ export class CollectionFiles {
       const key = fileKey(this.prefix, objectId, property, id);
       try {
         await this.storage.put(key, received.path, received.type);
+        releaseReceived(received.path);
       } catch (err) {
-        for (const rest of files.slice(index)) await unlink(rest.path).catch(() => undefined);
+        for (const rest of files.slice(index)) await discardReceived(rest.path);
         throw storageError(err);
       }
       const file: StoredFile = { id, name: received.name, size: received.size, type: received.type, url: `${this.options.path}/${objectId}/${property}/${id}` };

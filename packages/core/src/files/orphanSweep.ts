@@ -5,6 +5,7 @@ import { filesOf } from './CollectionFiles.js';
 import type { FileStorage } from './FileStorage.js';
 import type { FileSettings } from './fileSettings.js';
 import { isFileId } from './fileKeys.js';
+import { isHeldReceived } from './receiveFile.js';
 
 /** One pass of the orphan sweep over a collection's files. */
 export interface SweepPass {
@@ -69,7 +70,10 @@ function heldName(name: string): string {
   return isFileId(id) ? `${name.slice(0, slash)}/${id}` : '';
 }
 
-/** Removes files left in a storage's temporary folder (a receive killed midway) older than `graceMs`. */
+/**
+ * Removes files left in a storage's temporary folder (a receive killed midway) older than
+ * `graceMs`, but never one this process holds (being received or not yet published).
+ */
 export async function sweepTemp(tempDir: string, graceMs: number, now = Date.now()): Promise<number> {
   let names: string[];
   try {
@@ -80,6 +84,7 @@ export async function sweepTemp(tempDir: string, graceMs: number, now = Date.now
   let removed = 0;
   for (const name of names) {
     const path = join(tempDir, name);
+    if (isHeldReceived(path)) continue;
     try {
       if (now - (await stat(path)).mtimeMs < graceMs) continue;
       await unlink(path);

@@ -46,9 +46,33 @@ export function safeFileName(given: string | undefined): string {
 const preparedDirs = new Set<string>();
 
 /**
+ * Received files this process holds: being received, or received and not yet published or
+ * removed. The sweep of the temporary folder leaves them whatever their age (with
+ * `orphanGraceMinutes: 0` it removed the uploads in progress of its own process).
+ */
+const held = new Set<string>();
+
+/** Whether this process holds the received file at `path` (see {@link receiveFile}). */
+export function isHeldReceived(path: string): boolean {
+  return held.has(path);
+}
+
+/** Ends this process's hold of a received file, once published (moved away) or removed. */
+export function releaseReceived(path: string): void {
+  held.delete(path);
+}
+
+/** Removes a received file that will not be published, and ends the hold of it. */
+export async function discardReceived(path: string): Promise<void> {
+  await unlink(path).catch(() => undefined);
+  held.delete(path);
+}
+
+/**
  * Receives one file's bytes into `tempDir`: cut off with 413 past the property's `maxSize`,
  * refused with 415 as soon as its first bytes show a type the property does not allow. On any
- * failure the partial file is removed before the error is thrown.
+ * failure the partial file is removed before the error is thrown. The file is held (never swept)
+ * until {@link releaseReceived} or {@link discardReceived}.
  */
 export async function receiveFile(source: Readable, settings: FileSettings, tempDir: string, name: string): Promise<ReceivedFile> {
   if (!preparedDirs.has(tempDir)) {
@@ -57,12 +81,13 @@ export async function receiveFile(source: Readable, settings: FileSettings, temp
   }
   const path = join(tempDir, `${randomHex(12)}.part`);
   const sniffer = new SniffingCounter(settings);
+  held.add(path);
   try {
     await pipeline(source, sniffer, createWriteStream(path, { flags: 'wx' }));
     sniffer.decide();
     return { path, name: safeFileName(name), size: sniffer.size, type: sniffer.type as string };
   } catch (err) {
-    await unlink(path).catch(() => undefined);
+    await discardReceived(path);
     throw sniffer.failure ?? (isSvcError(err) ? err : new SvcError('BAD_REQUEST', 'the upload broke off before its end', { cause: err }));
   }
 }

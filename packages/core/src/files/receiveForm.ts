@@ -1,9 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { unlink } from 'node:fs/promises';
 import busboy from 'busboy';
 import { SvcError, isSvcError } from '../errors.js';
 import type { FileSettings } from './fileSettings.js';
-import { receiveFile } from './receiveFile.js';
+import { discardReceived, receiveFile } from './receiveFile.js';
 import type { ReceivedFile } from './receiveFile.js';
 
 /** A multipart/form-data body of a create or update: its fields and its files, by property. */
@@ -37,7 +36,7 @@ export function receiveForm(req: IncomingMessage, properties: ReadonlyMap<string
       const error = isSvcError(err) ? err : new SvcError('BAD_REQUEST', 'the upload broke off before its end', { cause: err });
       // Waits for the files still being written, then removes every one: nothing is left behind.
       void Promise.allSettled(pending).then(async (outcomes) => {
-        for (const o of outcomes) if (o.status === 'fulfilled') await unlink(o.value.path).catch(() => undefined);
+        for (const o of outcomes) if (o.status === 'fulfilled') await discardReceived(o.value.path);
         reject(error);
       });
     };

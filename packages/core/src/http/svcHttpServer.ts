@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../logger.js';
 import { bodyUnread } from './readBody.js';
 import { ConnectionDrain } from './connectionDrain.js';
+import { SvcServerResponse } from './svcResponse.js';
 
 /**
  * What one client may cost svc's own HTTP server (app.json `"http"`). Every timeout closes the
@@ -84,6 +85,8 @@ export function createSvcHttpServer(
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+    // Sends X-Request-Id with the answer's own headers (see SvcServerResponse).
+    ServerResponse: SvcServerResponse,
   });
   const drain = new ConnectionDrain(server);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {

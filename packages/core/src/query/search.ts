@@ -24,11 +24,16 @@ export const MAX_WORD_LENGTH = 64;
 
 const NOT_WORD = /[^\p{L}\p{N}]+/u;
 const MARKS = /\p{M}/gu;
+/** A character past ASCII (a surrogate too: no `u` flag). Without one, NFKD and the marks change nothing, and a letter or digit is [a-z0-9] once lowercased. */
+const NOT_ASCII = /[\u0080-\uffff]/;
+const NOT_ASCII_WORD = /[^a-z0-9]+/;
 
 /** The words of a text, in order, repeated ones included. */
 export function wordsOf(text: string): string[] {
   const out: string[] = [];
-  for (const part of text.normalize('NFKD').replace(MARKS, '').toLowerCase().split(NOT_WORD)) if (part !== '') out.push(part);
+  // The ASCII case costs about a third less (a search ranks hundreds of texts: store/embedded/rank.ts).
+  const parts = !NOT_ASCII.test(text) ? text.toLowerCase().split(NOT_ASCII_WORD) : text.normalize('NFKD').replace(MARKS, '').toLowerCase().split(NOT_WORD);
+  for (const part of parts) if (part !== '') out.push(part);
   return out;
 }
 

@@ -44,6 +44,10 @@ type UnlistedCollectionKey = Exclude<keyof StoreCollection, PromisedMethod | Now
 type UnlistedStoreKey = Exclude<keyof Store, (typeof STORE_METHODS)[number] | 'kind' | 'collection' | 'close'>;
 const EVERY_METHOD_LISTED: [UnlistedCollectionKey | UnlistedStoreKey] extends [never] ? true : { unlisted: UnlistedCollectionKey | UnlistedStoreKey } = true;
 void EVERY_METHOD_LISTED;
+// forwardCollection's `nowOpen` passes two arguments on: a synchronous read taking more fails to compile here.
+type NowArity = Parameters<NonNullable<StoreCollection[NowMethod]>>['length'];
+const NOW_READS_TAKE_TWO_AT_MOST: NowArity extends 0 | 1 | 2 ? true : never = true;
+void NOW_READS_TAKE_TWO_AT_MOST;
 
 /** How {@link forwardCollection} forwards; by default every call as it is. */
 export interface CollectionForwarding {
@@ -54,12 +58,18 @@ export interface CollectionForwarding {
   call?(method: PromisedMethod, run: () => Promise<unknown>, args: readonly unknown[]): Promise<unknown>;
   /** Around every synchronous read; undefined sends the caller the promised way (never refuse by throwing). */
   now?(method: NowMethod, run: () => unknown): unknown;
+  /**
+   * Instead of `now`, when all a wrapper decides is whether the synchronous reads answer at all:
+   * false sends the caller the promised way. Asked per read; no closure or argument array per call
+   * (a GET by id makes one such read).
+   */
+  nowOpen?(): boolean;
 }
 
 /** A collection forwarding every method `inner` has, and only those, through `forwarding`. */
 export function forwardCollection(inner: StoreCollection, forwarding: CollectionForwarding = {}): StoreCollection {
   const out: Record<string, unknown> = { name: inner.name };
-  const { call, now } = forwarding;
+  const { call, now, nowOpen } = forwarding;
   for (const method of PROMISED_METHODS) {
     const own = inner[method] as ((...args: unknown[]) => Promise<unknown>) | undefined;
     if (typeof own !== 'function') continue;
@@ -68,6 +78,11 @@ export function forwardCollection(inner: StoreCollection, forwarding: Collection
   for (const method of NOW_METHODS) {
     const own = inner[method] as ((...args: unknown[]) => unknown) | undefined;
     if (typeof own !== 'function') continue;
+    if (now === undefined && nowOpen !== undefined) {
+      // Every synchronous read takes at most two arguments (StoreCollection's ...Now methods).
+      out[method] = (a: unknown, b: unknown) => (nowOpen() ? own.call(inner, a, b) : undefined);
+      continue;
+    }
     out[method] = now === undefined ? own.bind(inner) : (...args: unknown[]) => now(method, () => own.apply(inner, args));
   }
   return out as unknown as StoreCollection;

@@ -53,7 +53,8 @@ export function serveClientFile(httpServer: HttpServer, path: string): () => voi
     const url = req.url ?? '';
     const file = url.startsWith(prefix) ? files.get(url.slice(prefix.length).split('?')[0]!) : undefined;
     if (file === undefined || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      for (const listener of previous) listener.call(httpServer, req, res);
+      // Every request of the server passes here: an index, not an iterator object per request.
+      for (let i = 0; i < previous.length; i++) (previous[i] as RequestListener).call(httpServer, req, res);
       return;
     }
     const headers: Record<string, string> = {

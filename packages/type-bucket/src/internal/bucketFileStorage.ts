@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,17 +22,29 @@ const MAX_PAGES = 100;
 const MAX_FOLDER_PAGES = 1000;
 
 /**
- * File properties' files in a Bucket resource's bucket (app.json `files.bucket`), under
- * {@link FILES_PREFIX}. A file is received on the local disk first (its size and type known,
- * its limits checked), then stored with one PutObject or a multipart upload: it appears whole.
+ * The local folder where files for `bucket` are received before they are stored, one per app
+ * and Bucket resource: `svc-files-<bucket>-<hash of the app's folder, the resource's path, the
+ * endpoint and the bucket>`. The processes of one app share it (what a killed one left, the
+ * sweep of the next removes); two apps never do, even with the same bucket name, so that the
+ * sweep of one (with `orphanGraceMinutes: 0`) cannot remove the other's uploads in progress.
  */
-export function createBucketFileStorage(bucket: string, send: S3Send, logger: Logger): FileStorage {
+export function bucketTempDir(owner: { appDir: string; path: string; endpoint?: string | undefined }, bucket: string): string {
+  const hash = createHash('sha256').update(JSON.stringify([owner.appDir, owner.path, owner.endpoint ?? '', bucket])).digest('hex').slice(0, 16);
+  return join(tmpdir(), `svc-files-${bucket.replace(/[^A-Za-z0-9.-]/g, '_').slice(0, 63)}-${hash}`);
+}
+
+/**
+ * File properties' files in a Bucket resource's bucket (app.json `files.bucket`), under
+ * {@link FILES_PREFIX}. A file is received on the local disk first, in `tempDir` (its size and
+ * type known, its limits checked), then stored with one PutObject or a multipart upload: it
+ * appears whole.
+ */
+export function createBucketFileStorage(bucket: string, tempDir: string, send: S3Send, logger: Logger): FileStorage {
   const keyOf = (key: string): string => `${FILES_PREFIX}${key}`;
   const missing = (err: unknown): boolean => err instanceof ProviderError && err.status === 404;
   return {
     description: `bucket ${bucket}`,
-    // One folder per bucket: what a killed process left there, the sweep of the next removes.
-    tempDir: join(tmpdir(), `svc-files-${bucket.replace(/[^A-Za-z0-9.-]/g, '_')}`),
+    tempDir,
     async put(key, file, type) {
       try {
         const { size } = await stat(file);

@@ -12,7 +12,7 @@ import { receiveForm } from './formUpload.js';
 import { ProviderError } from './providerError.js';
 import { createS3Client } from './s3Client.js';
 import { createSpoolDir } from './spool.js';
-import { FILES_PREFIX, createBucketFileStorage } from './bucketFileStorage.js';
+import { FILES_PREFIX, bucketTempDir, createBucketFileStorage } from './bucketFileStorage.js';
 import { storeObject } from './storeObject.js';
 
 /** What an upload answers, one entry per stored file. */
@@ -187,7 +187,7 @@ export function createBucketResource(context: ResourceTypeContext<BucketSettings
   return {
     rawBody: true,
     files,
-    fileStorage: createBucketFileStorage(bucket, send, logger),
+    fileStorage: createBucketFileStorage(bucket, bucketTempDir({ appDir: context.appDir, path: context.path, endpoint: context.settings.endpoint }, bucket), send, logger),
     async handle(ctx) {
       try {
         switch (ctx.method) {

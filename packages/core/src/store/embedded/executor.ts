@@ -3,8 +3,10 @@ import { matchesFilter } from '../embeddedStore.js';
 import { nedbModel } from '../internal/nedbModel.js';
 import { decodeDoc } from './codec.js';
 import type { Engine } from './engine.js';
-import { planRead } from './planner.js';
+import { MAX_RANKED, planRead } from './planner.js';
 import type { RankedPlan, ReadPlan } from './planner.js';
+import { rankOrder } from './rank.js';
+import { matchesSearch } from '../../query/search.js';
 import type { TableInfo } from './schema.js';
 import { ident } from './sqlText.js';
 import type { HotTexts } from './hotTexts.js';
@@ -36,7 +38,7 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
   const from = options.skip ?? 0;
   const to = options.limit ? from + options.limit : undefined;
   const order = plan.sortInProcess || (anyOrder && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
-  const base = `SELECT seq, doc FROM ${ident(info.tbl)}${plan.join} WHERE ${plan.where}${order}`;
+  const base = `SELECT seq, doc FROM ${ident(info.tbl)} WHERE ${plan.where}${order}`;
   const rows: Rows = { texts: [], seqs: [], docs: [] };
   if (plan.pageInSql) {
     const n = plan.params.length;
@@ -47,7 +49,7 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
       const listed = listKey === undefined ? undefined : hot.list(listKey);
       if (listed !== undefined) return textsOfRows(engine, info, listed, hot);
       if (plan.ranked !== undefined) {
-        const ranked = rankedRows(engine, info, plan.ranked, from, to);
+        const ranked = rankedRows(engine, info, plan.ranked, filter, from, to);
         if (listKey !== undefined) hot.keepList(listKey, ranked.seqs);
         return ranked;
       }
@@ -55,7 +57,7 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
       if (listKey !== undefined) hot.keepList(listKey, seqs);
       return textsOfRows(engine, info, seqs, hot);
     }
-    if (plan.ranked !== undefined) return rankedRows(engine, info, plan.ranked, from, to);
+    if (plan.ranked !== undefined) return rankedRows(engine, info, plan.ranked, filter, from, to);
     const sql = paged ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
     for (const row of engine.prepare(sql).all(...args) as unknown as [number, string][]) {
       rows.seqs.push(row[0]);
@@ -64,6 +66,7 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
     }
     return rows;
   }
+  if (plan.ranked !== undefined) return rankedRows(engine, info, plan.ranked, filter, from, to);
   const statement = engine.prepare(base);
   let skipped = 0;
   const matched: { seq: number; text: string; doc: Doc }[] = [];
@@ -94,29 +97,67 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
 }
 
 /**
- * An exact ranked search's page (see RankedPlan): the ranked candidates that the rest of the filter
- * selects, by rank, then, when they do not reach the page's end, the older matches, newest first.
+ * A ranked search's page (see RankedPlan): the matches of the whole filter newest first, as many
+ * as the page needs and at least MAX_RANKED (all of them without a limit); the first MAX_RANKED
+ * ordered by relevance (rankOrder), the rest left newest first.
  */
-function rankedRows(engine: Engine, info: TableInfo, plan: RankedPlan, from: number, to: number | undefined): Rows {
+function rankedRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter: Filter, from: number, to: number | undefined): Rows {
+  const sql = `SELECT seq, doc FROM ${plan.fts} CROSS JOIN ${ident(info.tbl)} ON seq = ${plan.fts}.rowid WHERE ${plan.where} ORDER BY ${plan.fts}.rowid DESC`;
+  const wanted = to === undefined ? undefined : Math.max(MAX_RANKED, to);
+  let found: { seq: number; text: string; doc: Doc | undefined }[] = [];
+  const few = plan.selective === undefined ? undefined : selectiveRows(engine, info, plan, filter);
+  if (few !== undefined) found = wanted === undefined ? few : few.slice(0, wanted);
+  else if (plan.exact) {
+    const n = plan.params.length;
+    const rows = (wanted === undefined ? engine.prepare(sql).all(...plan.params) : engine.prepare(`${sql} LIMIT ?${n + 1}`).all(...plan.params, wanted)) as unknown as [number, string][];
+    for (const row of rows) found.push({ seq: row[0], text: row[1], doc: undefined });
+  } else {
+    for (const row of engine.prepare(sql).iterate(...plan.params) as unknown as Iterable<[number, string]>) {
+      const doc = decodeDoc(row[1]);
+      if (!matchesFilter(doc, filter)) continue;
+      found.push({ seq: row[0], text: row[1], doc });
+      if (wanted !== undefined && found.length >= wanted) break;
+    }
+  }
+  const ranked = found.slice(0, MAX_RANKED);
+  for (const f of ranked) f.doc ??= decodeDoc(f.text);
+  const order = rankOrder(ranked.map((f) => f.doc as Doc), plan.search);
+  const page = [...order.map((i) => ranked[i] as (typeof found)[number]), ...found.slice(MAX_RANKED)].slice(from, to);
+  return { seqs: page.map((f) => f.seq), texts: page.map((f) => f.text), docs: page.map((f) => f.doc) };
+}
+
+/** A probe that selects at most this many objects is read, its objects tested with the search in the process. */
+const SELECTIVE = 2000;
+/** Objects of a probe counted at most: past it, the search table is walked. */
+const MAX_PROBE = 20_000;
+
+/**
+ * The matches of a ranked search newest first, read through the index of the rest of the filter
+ * (RankedPlan.selective) when that is the cheaper way; undefined otherwise (the search table is
+ * walked). The search is tested with the in-process matcher, which means what the search table
+ * means (search.ts): the same matches as the walk. Cheaper: the probe selects at most SELECTIVE
+ * objects (counted from its index), or p objects with p * p <= MAX_RANKED * N / 5 (N objects in
+ * the collection, at most): a walk reads about MAX_RANKED * N / p matches to find MAX_RANKED that
+ * pass the probe, the probe's way reads p objects, each ~4 times dearer (a search tested in the
+ * process). At 1,000,000 objects the two cost the same near p = 10,000 (bench/RESULTS.md,
+ * "Issue 41: search ranked in the process").
+ */
+function selectiveRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter: Filter): { seq: number; text: string; doc: Doc }[] | undefined {
+  const s = plan.selective;
+  if (s === undefined) return undefined;
   const tbl = ident(info.tbl);
-  const limit = to === undefined ? -1 : to;
-  const rows: Rows = { texts: [], seqs: [], docs: [] };
-  const push = (row: [number, string]): void => {
-    rows.seqs.push(row[0]);
-    rows.texts.push(row[1]);
-  };
-  const ranked = `SELECT seq, doc FROM ${plan.candidates} CROSS JOIN ${tbl} ON seq = s.r WHERE ${plan.where} ORDER BY s.k, seq DESC LIMIT ?${plan.params.length + 1}`;
-  for (const row of engine.prepare(ranked).all(...plan.params, limit) as unknown as [number, string][]) push(row);
-  if (to === undefined || rows.seqs.length < to) {
-    const older = `SELECT seq, doc FROM ${tbl} WHERE ${plan.olderWhere} ORDER BY seq DESC LIMIT ?${plan.olderParams.length + 1}`;
-    for (const row of engine.prepare(older).all(...plan.olderParams, to === undefined ? -1 : to - rows.seqs.length) as unknown as [number, string][]) push(row);
+  const p = (engine.prepare(`SELECT count(*) FROM (SELECT 1 FROM ${tbl} WHERE ${s.probe} LIMIT ?${s.probeParams.length + 1})`).get(...s.probeParams, MAX_PROBE + 1) as unknown as [number])[0];
+  if (p > MAX_PROBE) return undefined;
+  if (p > SELECTIVE) {
+    const n = (engine.prepare(`SELECT max(seq) FROM ${tbl}`).get() as unknown as [number | null])[0] ?? 0;
+    if (p * p > (MAX_RANKED * n) / 5) return undefined;
   }
-  if (from > 0) {
-    rows.seqs.splice(0, from);
-    rows.texts.splice(0, from);
+  const found: { seq: number; text: string; doc: Doc }[] = [];
+  for (const row of engine.prepare(`SELECT seq, doc FROM ${tbl} WHERE ${s.restWhere}`).all(...s.restParams) as unknown as [number, string][]) {
+    const doc = decodeDoc(row[1]);
+    if (matchesSearch(doc, plan.search) && (plan.exact || matchesFilter(doc, filter))) found.push({ seq: row[0], text: row[1], doc });
   }
-  rows.docs = new Array<undefined>(rows.seqs.length);
-  return rows;
+  return found.sort((a, b) => b.seq - a.seq);
 }
 
 /** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows). */

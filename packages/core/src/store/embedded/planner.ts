@@ -32,11 +32,12 @@ export interface PlanContext {
 }
 
 /**
- * A `$search` without `$sort` answers the most relevant first (FTS5's bm25 rank), ranking at most
- * this many matches: the newest ones. Matches past them (older) follow, newest first. Ranking
- * reads every ranked match's positions: the bound keeps a search that matches many objects cheap.
+ * A `$search` without `$sort` answers the most relevant first (see rank.ts), ranking at most this
+ * many matches: the newest ones of the whole query (the search, the other conditions, the access
+ * rules ANDed in). Matches past them (older) follow, newest first. The bound keeps the cost of a
+ * search that matches many objects to this many objects read and scored.
  */
-export const MAX_RANKED = 2000;
+export const MAX_RANKED = 500;
 
 /** A translated condition: SQL selecting a superset of the matches, and whether exactly them. */
 export interface Condition {
@@ -57,29 +58,35 @@ export interface ReadPlan {
   sortInProcess: boolean;
   /** LIMIT and OFFSET can go to SQL (exact, sorted there). */
   pageInSql: boolean;
-  /** A join after the table (the ranks of a `$search`), or ''. */
-  join: string;
-  /** An exact ranked `$search`: its two statements (see {@link RankedPlan}); the join is then unused. */
+  /** A ranked `$search` (see {@link RankedPlan}): answered by it, not by `where` and `orderBy`. */
   ranked?: RankedPlan;
 }
 
 /**
- * A ranked `$search` whose WHERE is exact, answered in two statements instead of one join: the
- * order (the ranked matches by rank, then the older matches newest first) is the join's, but the
- * join read every match's object (to test the rest of the filter) and sorted them all, so a search
- * of two common words over 1,000,000 objects read tens of thousands of them for a page of 20.
- * - `candidates` (`... AS s`: `s.r` the row, `s.k` its rank): the newest MAX_RANKED matches,
- *   ranked; joined to the table (`CROSS JOIN`: the candidates drive) and tested with `where` (the
- *   filter without the search), ordered by `s.k, seq DESC`: at most MAX_RANKED objects read.
- * - `olderWhere`: the matches older than every candidate that the whole filter selects (their
- *   order `seq DESC`), read only when the ranked ones do not fill the page.
+ * A `$search` that orders the answer (no `$sort`): the matches of the whole filter newest first,
+ * found by the search table (`<fts> CROSS JOIN <table> ON seq = <fts>.rowid`, in `<fts>.rowid DESC`
+ * order: the search table drives, and stops when enough are found). The first MAX_RANKED of them
+ * are ordered by relevance in the process (rank.ts), the ones after them stay newest first. The
+ * order of the matches depends on them alone (no count over other objects): the objects the rest
+ * of the filter (the access rules among it) leaves out have no say in it.
  */
 export interface RankedPlan {
-  candidates: string;
+  /** The search table's name, quoted. */
+  fts: string;
+  /** `<fts> MATCH ?1` AND the rest of the filter (a superset when not exact). */
   where: string;
   params: SqlValue[];
-  olderWhere: string;
-  olderParams: SqlValue[];
+  /** The rest of the filter is exact: no object is tested in the process. */
+  exact: boolean;
+  /** The search whose words rank. */
+  search: SearchFilter;
+  /**
+   * When the rest of the filter holds exact conditions on indexed properties (an owner's rule,
+   * a range): those (`probe`, counted through their index) and the rest alone (`restWhere`). When
+   * the probe selects few objects, the executor reads them and tests the search in the process
+   * instead of walking every match of the search (a common word's tens of thousands).
+   */
+  selective?: { probe: string; probeParams: SqlValue[]; restWhere: string; restParams: SqlValue[] };
 }
 
 const TRUE: Condition = { sql: '1', exact: true };
@@ -96,38 +103,57 @@ export function planRead(filter: Filter, options: Omit<FindOptions, 'fields'>, c
   const where = translateFilter(filter, ctx, params);
   const sorted = options.sort !== undefined && Object.keys(options.sort).length > 0 ? sortSql(options.sort, ctx, params) : '';
   const sortInProcess = sorted === undefined;
-  const rank = ranked && sorted === '' ? rankJoin(filter, ctx, params) : undefined;
-  const orderBy = sorted ? `${sorted}, seq` : rank !== undefined ? 's.k IS NULL, s.k, seq DESC' : 'seq';
-  const { sqls, values } = renumber([where.sql, orderBy, rank ?? ''], params.values);
-  const twoSteps = rank !== undefined && where.exact ? rankedPlan(filter, ctx) : undefined;
+  const orderBy = sorted ? `${sorted}, seq` : 'seq';
+  const { sqls, values } = renumber([where.sql, orderBy], params.values);
+  const rankedBy = ranked && sorted === '' ? rankedPlan(filter, ctx) : undefined;
   return {
     where: sqls[0] as string,
     orderBy: sqls[1] as string,
-    join: sqls[2] as string,
     params: values,
     exact: where.exact,
     sortInProcess,
     pageInSql: where.exact && !sortInProcess,
-    ...(twoSteps === undefined ? {} : { ranked: twoSteps }),
+    ...(rankedBy === undefined ? {} : { ranked: rankedBy }),
   };
 }
 
-/** The two statements of an exact ranked search (see RankedPlan), or undefined when the rest of the filter is not exact. */
+/** The plan of a ranked search (see RankedPlan), or undefined when the search table cannot answer its search. */
 function rankedPlan(filter: Filter, ctx: PlanContext): RankedPlan | undefined {
   const search = requiredSearch(filter);
-  const query = search === undefined || ctx.search === undefined ? undefined : matchQuery(search, ctx.search);
-  if (query === undefined || ctx.search === undefined) return undefined;
+  if (search === undefined || search.words.length === 0 || ctx.search === undefined) return undefined;
+  const query = matchQuery(search, ctx.search);
+  if (query === undefined) return undefined;
   const fts = ident(ctx.search.fts);
-  const first = new Params();
-  const candidates = `(SELECT rowid AS r, rank AS k FROM ${fts} WHERE ${fts} MATCH ${first.bind(query)} ORDER BY rowid DESC LIMIT ${MAX_RANKED}) AS s`;
-  const rest = translateFilter(withoutRequiredSearch(filter), ctx, first);
-  if (!rest.exact) return undefined;
-  const older = new Params();
-  const whole = translateFilter(filter, ctx, older);
-  const oldest = `(SELECT min(r) FROM (SELECT rowid AS r FROM ${fts} WHERE ${fts} MATCH ${older.bind(query)} ORDER BY rowid DESC LIMIT ${MAX_RANKED}))`;
-  const a = renumber([candidates, rest.sql], first.values);
-  const b = renumber([`(${whole.sql}) AND seq < ${oldest}`], older.values);
-  return { candidates: a.sqls[0] as string, where: a.sqls[1] as string, params: a.values, olderWhere: b.sqls[0] as string, olderParams: b.values };
+  const params = new Params();
+  const match = `${fts} MATCH ${params.bind(query)}`;
+  const rest = translateFilter(withoutRequiredSearch(filter), ctx, params);
+  const { sqls, values } = renumber([rest.sql === '1' ? match : `${match} AND (${rest.sql})`], params.values);
+  const plan: RankedPlan = { fts, where: sqls[0] as string, params: values, exact: rest.exact, search };
+  const probeParams = new Params();
+  const probe = and(indexedParts(withoutRequiredSearch(filter), ctx, probeParams));
+  if (probe.sql !== '1' && probe.sql !== '0') {
+    const restParams = new Params();
+    const alone = translateFilter(withoutRequiredSearch(filter), ctx, restParams);
+    const a = renumber([probe.sql], probeParams.values);
+    const b = renumber([alone.sql], restParams.values);
+    plan.selective = { probe: a.sqls[0] as string, probeParams: a.values, restWhere: b.sqls[0] as string, restParams: b.values };
+  }
+  return plan;
+}
+
+/** The exact conditions on indexed properties that every match satisfies (top-level keys, and those of a top-level `$and`). */
+function indexedParts(filter: Filter, ctx: PlanContext, params: Params): Condition[] {
+  const parts: Condition[] = [];
+  for (const key of Object.keys(filter)) {
+    const value = filter[key];
+    if (key === '$and' && Array.isArray(value)) {
+      for (const part of value as Filter[]) if (typeof part === 'object' && part !== null) parts.push(...indexedParts(part, ctx, params));
+    } else if (!key.startsWith('$') && (key === 'id' || ctx.indexed.has(key))) {
+      const c = field(key, value, ctx, params);
+      if (c.exact && c.sql !== '1') parts.push(c);
+    }
+  }
+  return parts;
 }
 
 /** The filter without the `$search` that requiredSearch finds (the same one: the first, at the top or in a top-level `$and`). */
@@ -150,16 +176,6 @@ function requiredSearch(filter: Filter): SearchFilter | undefined {
     if (found !== undefined) return found;
   }
   return undefined;
-}
-
-/** The ranks of the newest MAX_RANKED matches of the filter's search, joined as `s.k` (see MAX_RANKED). */
-function rankJoin(filter: Filter, ctx: PlanContext, params: Params): string | undefined {
-  const search = requiredSearch(filter);
-  if (search === undefined || ctx.search === undefined || search.words.length === 0) return undefined;
-  const query = matchQuery(search, ctx.search);
-  if (query === undefined) return undefined;
-  const fts = ident(ctx.search.fts);
-  return ` LEFT JOIN (SELECT rowid AS r, rank AS k FROM ${fts} WHERE ${fts} MATCH ${params.bind(query)} ORDER BY rowid DESC LIMIT ${MAX_RANKED}) AS s ON s.r = seq`;
 }
 
 /**

@@ -79,23 +79,40 @@ describe('planner', () => {
     expect(() => plan({ n: { $options: 'i' } })).toThrow(/\$options without \$regex/);
   });
 
-  it('plans an exact ranked search as two statements: the ranked candidates drive, the older matches after them', () => {
+  it('plans a ranked search as one walk of the search table, newest first, with the rest of the filter: no rank from SQLite', () => {
     const searching = { ...ctx, search: { fts: 's1', fields: ['title'] } };
     const search = { words: ['kiwi', 'plum'], fields: ['title'] };
     const p = planRead({ $search: search, done: false, n: { $gt: 3 } }, { limit: 20 }, searching, true);
     expect(p.ranked).toEqual({
-      candidates: '(SELECT rowid AS r, rank AS k FROM "s1" WHERE "s1" MATCH ?1 ORDER BY rowid DESC LIMIT 2000) AS s',
-      // The rest of the filter only: every candidate matches the search.
-      where: `(json_extract(doc, ?2) = 0) AND (json_extract(doc, '$."n"') > ?3)`,
+      fts: '"s1"',
+      // The search and the rest of the filter together: the newest matches of the whole filter are ranked.
+      where: `"s1" MATCH ?1 AND ((json_extract(doc, ?2) = 0) AND (json_extract(doc, '$."n"') > ?3))`,
       params: ['"kiwi" AND "plum"', '$."done"', 3],
-      olderWhere: `((seq IN (SELECT rowid FROM "s1" WHERE "s1" MATCH ?1)) AND (json_extract(doc, ?2) = 0) AND (json_extract(doc, '$."n"') > ?3)) AND seq < (SELECT min(r) FROM (SELECT rowid AS r FROM "s1" WHERE "s1" MATCH ?1 ORDER BY rowid DESC LIMIT 2000))`,
-      olderParams: ['"kiwi" AND "plum"', '$."done"', 3],
+      exact: true,
+      search,
+      // `n` is indexed: its condition is the probe (counted through its index); the rest alone reads the few objects.
+      selective: {
+        probe: `json_extract(doc, '$."n"') > ?1`,
+        probeParams: [3],
+        restWhere: `(json_extract(doc, ?1) = 0) AND (json_extract(doc, '$."n"') > ?2)`,
+        restParams: ['$."done"', 3],
+      },
     });
-    // In a top-level $and: taken out of it.
-    expect(planRead({ $and: [{ n: 1 }, { $search: search }] }, {}, searching, true).ranked?.where).toBe(`json_extract(doc, '$."n"') = ?2`);
-    // Not ranked (a sort, a count), or not exact (the matcher tests the objects): the one statement.
+    // No indexed condition (or only inexact ones): no probe; ids are indexed.
+    expect(planRead({ $search: search, done: false }, {}, searching, true).ranked?.selective).toBeUndefined();
+    expect(planRead({ $search: search, n: { $regex: /1/ } }, {}, searching, true).ranked?.selective).toBeUndefined();
+    expect(planRead({ $and: [{ $search: search }, { $and: [{ id: 'a' }, { done: true }] }] }, {}, searching, true).ranked?.selective?.probe).toBe('id = ?1');
+    // FTS5's rank (bm25 counts every object holding each word) is never asked for.
+    expect([p.where, p.orderBy, p.ranked?.where].join(' ')).not.toMatch(/\brank\b|bm25/);
+    // In a top-level $and: taken out of it; alone: the match only.
+    expect(planRead({ $and: [{ n: 1 }, { $search: search }] }, {}, searching, true).ranked?.where).toBe(`"s1" MATCH ?1 AND (json_extract(doc, '$."n"') = ?2)`);
+    expect(planRead({ $search: search }, {}, searching, true).ranked?.where).toBe('"s1" MATCH ?1');
+    // The rest not exact: ranked too, its objects tested in the process.
+    expect(planRead({ $search: search, title: { $regex: /x/ } }, {}, searching, true).ranked).toMatchObject({ where: '"s1" MATCH ?1', exact: false });
+    // Not ranked: a sort, a count, no word, a field the search table does not hold.
     expect(planRead({ $search: search }, { sort: { n: 1 } }, searching, true).ranked).toBeUndefined();
     expect(planRead({ $search: search }, {}, searching, false).ranked).toBeUndefined();
-    expect(planRead({ $search: search, title: { $regex: /x/ } }, {}, searching, true).ranked).toBeUndefined();
+    expect(planRead({ $search: { words: [], fields: ['title'] } }, {}, searching, true).ranked).toBeUndefined();
+    expect(planRead({ $search: { words: ['kiwi'], fields: ['body'] } }, {}, searching, true).ranked).toBeUndefined();
   });
 });

@@ -2,12 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { matchesSearch, searchWords } from '../../../src/query/search.js';
+import { matchesSearch, searchWords, wordsOf } from '../../../src/query/search.js';
 import type { SearchFilter } from '../../../src/query/search.js';
-import type { Doc, Store, StoreCollection } from '../../../src/store/Store.js';
+import type { Doc, Filter, Store, StoreCollection } from '../../../src/store/Store.js';
 import { matchesFilter } from '../../../src/store/embeddedStore.js';
 import { createEngineStore } from '../../../src/store/embedded/index.js';
 import { MAX_RANKED } from '../../../src/store/embedded/planner.js';
+import { rankOrder } from '../../../src/store/embedded/rank.js';
 
 // Issue 41: full-text search on the engine: an FTS5 table per collection kept by triggers in the
 // transaction of every write, holding the words as svc cuts them, so that SQL answers what the
@@ -37,6 +38,16 @@ describe('full-text search of the embedded engine', () => {
   it('cuts words as svc does: case and accents folded, punctuation and FTS5 syntax only separate', () => {
     expect(searchWords('Crème Brûlée\'s "title:x" NEAR(a b) OR -not *')).toEqual(['creme', 'brulee', 's', 'title', 'x', 'near', 'a', 'b', 'or', 'not']);
     expect(searchWords('  ')).toEqual([]);
+    // Text of ASCII characters only takes a shorter way: the same words as the Unicode one, every character tried.
+    const unicodeWords = (text: string): string[] => text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w !== '');
+    const ascii = Array.from({ length: 128 }, (_, i) => String.fromCharCode(i)).join('');
+    for (let i = 0; i < 300; i++) {
+      const text = Array.from({ length: Math.floor(random() * 40) }, () => ascii[Math.floor(random() * 128)]).join('');
+      expect(wordsOf(text), JSON.stringify(text)).toEqual(unicodeWords(text));
+    }
+    expect(wordsOf(ascii)).toEqual(unicodeWords(ascii));
+    expect(wordsOf('ABC_def-09 x\u0000y')).toEqual(['abc', 'def', '09', 'x', 'y']);
+    expect(wordsOf('\u{1d400}bc Ⅻ x')).toEqual(['abc', 'xii', 'x']);
     // Live queries and access checks test objects in hand with matchesFilter: the same rule.
     const doc = { id: 'x', title: 'Crème brûlée', tags: ['Dessert', 3], done: false };
     expect(matchesFilter(doc, { $search: search('CREME dessert', ['title', 'tags']), done: false })).toBe(true);
@@ -108,23 +119,25 @@ describe('full-text search of the embedded engine', () => {
 
   it('ranks the newest MAX_RANKED matches, then answers the older ones newest first, with the filter, page by page', async () => {
     await notes.ensureSearch?.(['title']);
-    // More matches than are ranked: the oldest 150 are not ranked. Titles of 1 to 3 "kiwi", so ranks differ.
-    const docs: Doc[] = Array.from({ length: MAX_RANKED + 150 }, (_, i) => ({ id: `k${String(i).padStart(5, '0')}`, title: `${'kiwi '.repeat(1 + (i % 3))}plum ${i}`, done: i % 4 === 0, n: i }));
+    // More matches than are ranked, with done false too. Titles of 1 to 3 "kiwi", so ranks differ.
+    const MATCHES = 2 * MAX_RANKED;
+    const docs: Doc[] = Array.from({ length: MATCHES }, (_, i) => ({ id: `k${String(i).padStart(5, '0')}`, title: `${'kiwi '.repeat(1 + (i % 3))}plum ${i}`, done: i % 4 === 0, n: i }));
     docs.push({ id: 'other', title: 'apple', done: false, n: -1 });
     for (let i = 0; i < docs.length; i += 500) await notes.insertMany?.(docs.slice(i, i + 500));
     const s = search('kiwi plum', ['title']);
     const all = (await notes.find({ $search: s, done: false })).map((d) => d.id);
     const want = docs.filter((d) => matchesSearch(d, s) && d.done === false).map((d) => d.id);
     expect([...all].sort()).toEqual([...want].sort());
-    // The ranked ones first (among the newest MAX_RANKED objects), then the older ones, newest first.
-    const older = docs.slice(0, 150).filter((d) => d.done === false).map((d) => d.id).reverse();
-    expect(all.slice(all.length - older.length)).toEqual(older);
-    expect(all.slice(0, all.length - older.length).every((id) => Number(id.slice(1)) >= 150)).toBe(true);
+    // The newest MAX_RANKED matches of the whole filter (done false among them) are ranked; the older ones follow, newest first.
+    const older = want.slice(0, want.length - MAX_RANKED).reverse();
+    expect(older.length).toBeGreaterThan(0);
+    expect(all.slice(MAX_RANKED)).toEqual(older);
+    expect([...all.slice(0, MAX_RANKED)].sort()).toEqual(want.slice(want.length - MAX_RANKED).sort());
     // Most relevant first: three "kiwi" before two before one, within the ranked ones.
-    const kiwis = all.slice(0, all.length - older.length).map((id) => Number(id.slice(1)) % 3);
+    const kiwis = all.slice(0, MAX_RANKED).map((id) => Number(id.slice(1)) % 3);
     expect(kiwis).toEqual([...kiwis].sort((a, b) => b - a));
     // Pages: within the ranked ones, across into the older ones, within them, and past the end.
-    for (const [skip, limit] of [[0, 20], [40, 7], [all.length - older.length - 5, 20], [all.length - 30, 10], [all.length - 3, 10], [all.length + 5, 10]] as const) {
+    for (const [skip, limit] of [[0, 20], [40, 7], [MAX_RANKED - 5, 20], [all.length - 30, 10], [all.length - 3, 10], [all.length + 5, 10]] as const) {
       expect((await notes.find({ $search: s, done: false }, { skip, limit })).map((d) => d.id), `skip ${skip} limit ${limit}`).toEqual(all.slice(skip, skip + limit));
       const json = (await notes.findJson?.({ $search: s, done: false }, { skip, limit })) ?? 'null';
       expect((JSON.parse(json) as Doc[]).map((d) => d.id)).toEqual(all.slice(skip, skip + limit));
@@ -132,8 +145,76 @@ describe('full-text search of the embedded engine', () => {
     // In a top-level $and, with other conditions there; and with no other condition.
     expect((await notes.find({ $and: [{ n: { $gte: 100 } }, { $search: s }, { done: false }] }, { limit: 60 })).map((d) => d.id)).toEqual(all.filter((id) => Number(id.slice(1)) >= 100).slice(0, 60));
     const plain = (await notes.find({ $search: s })).map((d) => d.id);
-    expect(plain.slice(plain.length - 150)).toEqual(docs.slice(0, 150).map((d) => d.id).reverse());
+    expect(plain.slice(MAX_RANKED)).toEqual(docs.slice(0, MATCHES - MAX_RANKED).map((d) => d.id).reverse());
     expect((await notes.find({ $search: s }, { skip: 10, limit: 5 })).map((d) => d.id)).toEqual(plain.slice(10, 15));
     expect(await notes.find({ $search: search('kiwi durian', ['title']) }, { limit: 20 })).toEqual([]);
+  });
+
+  it('orders by what the caller finds only: objects the rest of the filter leaves out change no order (no oracle on them)', async () => {
+    await notes.ensureSearch?.(['title']);
+    // The caller's objects (their rule: owner "me"); ranked, they are not newest first (m3, m2, m1).
+    await notes.insertMany?.([
+      { id: 'm1', title: 'kiwi kiwi kiwi plum', owner: 'me' },
+      { id: 'm2', title: 'kiwi plum', owner: 'me' },
+      { id: 'm3', title: 'kiwi kiwi plum', owner: 'me' },
+      { id: 'a', title: 'apple apple plum', owner: 'me' },
+      { id: 'b', title: 'apple plum plum', owner: 'me' },
+    ]);
+    const mine = async (text: string): Promise<string[]> => (await notes.find({ $search: search(text, ['title']), owner: 'me' }, { limit: 20 })).map((d) => d.id);
+    const kp = await mine('kiwi plum');
+    const ab = await mine('apple plum');
+    // Objects of others, newer, holding the words: as many as are ranked, and one word far more often than the other.
+    const others = (word: string, n: number, from: number): Doc[] => Array.from({ length: n }, (_, i) => ({ id: `o${from + i}`, title: `kiwi plum ${word} ${word}`, owner: 'them' }));
+    await notes.insertMany?.(others('apple', MAX_RANKED + 10, 0));
+    expect(await mine('apple plum')).toEqual(ab);
+    expect(await mine('kiwi plum')).toEqual(kp);
+    await notes.remove({ owner: 'them' });
+    await notes.insertMany?.(others('plum', 40, 10_000));
+    expect(await mine('apple plum')).toEqual(ab);
+    expect(await mine('kiwi plum')).toEqual(kp);
+    // Equal scores (the same words, as long): the newer first.
+    expect(ab).toEqual(['b', 'a']);
+    expect(kp).toEqual(['m3', 'm1', 'm2']);
+  });
+
+  it('scores by how often each word is in the searched properties, against their length; ties newest first', () => {
+    const s = search('kiwi plum', ['title', 'tags']);
+    const docs = [
+      { id: 'newest', title: 'kiwi plum' },
+      { id: 'long', title: 'kiwi plum and many more words than the others hold here' },
+      { id: 'twice', title: 'kiwi plum', tags: ['Kiwi', 3] },
+      { id: 'same', title: 'Plum, KIWI' },
+      { id: 'other field', title: 'kiwi plum', body: 'kiwi kiwi kiwi' },
+    ];
+    expect(rankOrder(docs, s).map((i) => docs[i]?.id)).toEqual(['twice', 'newest', 'same', 'other field', 'long']);
+    expect(rankOrder([], s)).toEqual([]);
+    expect(rankOrder([{ title: 7 }, { title: 'kiwi' }], s)).toEqual([1, 0]);
+  });
+
+  it('answers the same through an indexed condition that selects few objects as through the walk of every match', async () => {
+    await notes.ensureSearch?.(['title']);
+    // 2,500 objects: a probe of all of them (n < 5000) is past SELECTIVE (2,000): estimated, then walked.
+    const docs: Doc[] = Array.from({ length: 5 * MAX_RANKED }, (_, i) => ({ id: `d${i}`, title: `${'kiwi '.repeat(1 + (i % 4))}${i % 5 === 0 ? 'plum' : 'fig'} ${i}`, done: i % 3 === 0, n: (i * 7) % (5 * MAX_RANKED), owner: `u${i % 7}` }));
+    await notes.insertMany?.(docs);
+    const s = search('kiwi plum', ['title']);
+    const queries: [Filter, number, number][] = [
+      [{ $search: s, n: { $lt: 300 } }, 0, 20],
+      [{ $search: s, n: { $lt: 300 }, done: false }, 5, 10],
+      [{ $and: [{ $search: s }, { owner: 'u3' }] }, 0, 50],
+      [{ $search: s, n: { $gte: 10 }, title: { $regex: /1/ } }, 0, 20],
+      [{ $search: s, n: { $lt: 5000 } }, 90, 30],
+    ];
+    const walked: string[][] = [];
+    for (const [filter, skip, limit] of queries) walked.push((await notes.find(filter, { skip, limit })).map((d) => d.id));
+    await notes.ensureIndex({ field: 'n' });
+    await notes.ensureIndex({ field: 'owner' });
+    for (const [i, [filter, skip, limit]] of queries.entries()) {
+      const found = (await notes.find(filter, { skip, limit })).map((d) => d.id);
+      expect(found, JSON.stringify(filter)).toEqual(walked[i]);
+      const want = docs.filter((d) => matchesFilter(d, filter)).map((d) => d.id);
+      expect([...found].sort()).toEqual(want.length <= skip + limit ? want.slice(skip).sort() : [...found].sort());
+      expect(found.every((id) => want.includes(id))).toBe(true);
+    }
+    expect(walked[0]?.length).toBeGreaterThan(0);
   });
 });
