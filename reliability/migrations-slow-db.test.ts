@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -135,6 +135,34 @@ async function until(run: () => boolean, ms: number, output: () => string): Prom
   }
 }
 
+/**
+ * Samples, every 200 ms, each process's connections to the database (`ss`, Linux): answers the most
+ * each held. Before the bound on the migrations' client, each held about 103 after a freeze (the
+ * driver's pool of 100 filled by a batch's updates), and FerretDB stopped answering under two.
+ */
+function countConnections(dbUrl: string, children: ChildProcess[]): { stop(): Promise<number[] | undefined> } {
+  const port = new URL(dbUrl).port;
+  const most = children.map(() => 0);
+  let unmeasured = false;
+  let busy: Promise<void> | undefined;
+  const sample = (): Promise<void> =>
+    new Promise((resolve) => {
+      execFile('ss', ['-tnpH', 'state', 'established', `( dport = :${port} )`], (err, stdout) => {
+        if (err) unmeasured = true;
+        else children.forEach((child, i) => (most[i] = Math.max(most[i] ?? 0, stdout.split('\n').filter((line) => line.includes(`pid=${child.pid},`)).length)));
+        resolve();
+      });
+    });
+  const timer = setInterval(() => void (busy ??= sample().finally(() => (busy = undefined))), 200);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await busy;
+      return unmeasured ? undefined : most;
+    },
+  };
+}
+
 /** Every object as the migrations make it, each step's count exact, values kept once, no lock left. */
 async function verify(url: string): Promise<void> {
   const store = await createMongoStore({ url, timeoutMs: 60_000 });
@@ -195,11 +223,17 @@ describe.runIf(available)('migrations while the database is frozen longer than t
   it('two processes: the one waiting may take the lock over; the other stops writing; once applied, both serve', async () => {
     const { app, url } = await appWith(await startFerret());
     const runs = [svc(app, url), svc(app, url)];
+    const connections = countConnections(url, runs.map((r) => r.child));
     await until(() => runs.some((r) => /migration 20261201T100000000\S*: step 1\/1/.test(r.output())), 300_000, () => runs.map((r) => r.output()).join('\n----\n'));
     await freeze(FROZEN_MS);
     const ports = await Promise.all(runs.map((r) => Promise.race([r.listening, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not served in time:\n${r.output()}`)), 600_000))])));
+    const most = await connections.stop();
+    process.stderr.write(`two processes: most connections to the database held by each while migrating: ${most?.join(', ') ?? 'not measured (no ss)'}\n`);
+    // The migrations' client holds 8 at most; its monitor and the served store's add a few.
+    if (most) expect(Math.max(...most)).toBeLessThanOrEqual(12);
     const told = runs.map((r) => (/error migration \S+ failed/.test(r.output()) ? 'failed (the database did not answer), then served once the other applied it' : /lock was taken by another process/.test(r.output()) ? 'lost the lock, then waited' : /another process applies them/.test(r.output()) ? 'waited' : 'applied'));
     process.stderr.write(`two processes, database frozen ${FROZEN_MS} ms: ${told.join('; ')}\n`);
+    for (const r of runs) for (const line of r.output().match(/error migration \S+ failed: .*/g) ?? []) process.stderr.write(`  ${line.slice(0, 300)}\n`);
     for (const [i, port] of ports.entries()) {
       try {
         await served(port);

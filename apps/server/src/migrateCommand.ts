@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { applyMigrations, conversionNote, createEmbeddedStore, createEngineStore, createMongoStore, describeStep, dryRunDown, dryRunUp, isCollectionName, migrationStatus, undoMigration } from '@svc/core';
+import { applyMigrations, conversionNote, createEmbeddedStore, createEngineStore, createMongoStore, migrationWriteLimits, describeStep, dryRunDown, dryRunUp, isCollectionName, migrationStatus, undoMigration } from '@svc/core';
 import type { DryRunMigration, Logger, MigrationStep, PropertyType, Store } from '@svc/core';
 import { embeddedEngineOf, loadApp } from './loadApp.js';
 import { MIGRATIONS_DIR, readMigrationFiles, writeMigrationFile } from './migrations.js';
@@ -60,7 +60,7 @@ export async function migrateCommand(options: MigrateCommandOptions): Promise<nu
         for (const m of report) printDry(print, m);
         return 0;
       }
-      const outcome = await applyMigrations({ store, migrations, logger });
+      const outcome = await applyMigrations({ store, migrations, logger, ...leaseOf(store) });
       print(`${outcome.applied.length} migration${outcome.applied.length === 1 ? '' : 's'} applied${outcome.blocked.size > 0 ? `; failed: ${[...outcome.blocked.values()].map((b) => b.migration).join(', ')}` : ''}`);
       return outcome.blocked.size > 0 ? 1 : 0;
     }
@@ -68,12 +68,17 @@ export async function migrateCommand(options: MigrateCommandOptions): Promise<nu
       printDry(print, await dryRunDown(store, options.id));
       return 0;
     }
-    const undone = await undoMigration({ store, migrations, logger, ...(options.id !== undefined ? { id: options.id } : {}) });
+    const undone = await undoMigration({ store, migrations, logger, ...leaseOf(store), ...(options.id !== undefined ? { id: options.id } : {}) });
     print(`undid ${undone.id} (${undone.collection}): ${undone.counts.join(', ')} objects changed back by its steps; it is pending again (remove its file, or revert config.json, so that it is not applied at the next start)`);
     return 0;
   } finally {
     await store.close();
   }
+}
+
+/** On MongoDB, the lease knows how long the client's writes may take (openStore bounds them). */
+function leaseOf(store: Store): { lease?: { writeMs: number } } {
+  return store.kind === 'mongodb' ? { lease: { writeMs: migrationWriteLimits().writeMs } } : {};
 }
 
 function printDry(print: (line: string) => void, m: DryRunMigration): void {
@@ -83,7 +88,11 @@ function printDry(print: (line: string) => void, m: DryRunMigration): void {
 
 /** The app's store, as the server opens it (app.json's embeddedStore.engine), or MongoDB. */
 async function openStore(options: MigrateCommandOptions): Promise<Store> {
-  if (options.db) return createMongoStore({ url: options.db, timeoutMs: 60_000 });
+  if (options.db) {
+    // Bounded as at start (migrationWriteLimits, for the default lease): reads may take 60 s.
+    const limits = migrationWriteLimits();
+    return createMongoStore({ url: options.db, timeoutMs: 60_000, writeTimeoutMs: limits.writeTimeoutMs, queueTimeoutMs: limits.queueTimeoutMs, maxConnections: limits.maxConnections });
+  }
   const app = await loadApp(options.appDir, cliLogger(options.err));
   const dir = join(options.appDir, 'data');
   const warn = (message: string): void => void options.err.write(`${message}\n`);

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { advanceShape, applyMigrations, createMongoStore, diffShapes, formatMigration, isPlainObject, newMigrationId, parseMigration, pendingOf, readRecords, shapeOf } from '@svc/core';
+import { advanceShape, applyMigrations, createMongoStore, DEFAULT_LEASE_MS, migrationWriteLimits, diffShapes, formatMigration, isPlainObject, newMigrationId, parseMigration, pendingOf, readRecords, shapeOf } from '@svc/core';
 import type { ApplyOutcome, BlockedCollection, CollectionShape, Logger, Migration, MigrationStep, Store } from '@svc/core';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
 
@@ -76,6 +76,8 @@ export interface MigrationRunOptions {
   applyStore?: () => Promise<Store>;
   /** The lock's lease, ms (app.json migrations.leaseMs). */
   leaseMs?: number;
+  /** The longest a write of `applyStore` may take (LeaseOptions.writeMs). */
+  writeMs?: number;
 }
 
 /** What a start or a reload did with the app's migrations. */
@@ -135,7 +137,7 @@ export async function runMigrations(options: MigrationRunOptions): Promise<Migra
         store,
         migrations: files,
         logger,
-        ...(options.leaseMs !== undefined ? { lease: { leaseMs: options.leaseMs } } : {}),
+        lease: { ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}), ...(store !== options.store && options.writeMs !== undefined ? { writeMs: options.writeMs } : {}) },
         onBatch: () => {
           batches++;
           options.onBatch?.();
@@ -163,13 +165,19 @@ export const MIGRATION_CALL_MS = 10 * 60_000;
 
 /**
  * runMigrations' options from app.json `migrations`: the lease, and at start on MongoDB (`db`) a
- * client of its own for applying them, whose calls may take minutes (not on a reload: its writes
- * go through the served store, which tells live queries).
+ * client of its own for applying them, whose reads may take minutes (not on a reload: its writes
+ * go through the served store, which tells live queries). That client's writes are bounded by the
+ * lease (migrationWriteLimits: 8 connections, a write sent within a twentieth of the lease after its
+ * lease check or not at all, and limited to a quarter of it in the database).
  */
-export function applySettings(settings: { leaseMs?: number; timeoutMs?: number } | undefined, db: string | undefined, reload: boolean): Pick<MigrationRunOptions, 'applyStore' | 'leaseMs'> {
-  const out: Pick<MigrationRunOptions, 'applyStore' | 'leaseMs'> = {};
+export function applySettings(settings: { leaseMs?: number; timeoutMs?: number } | undefined, db: string | undefined, reload: boolean): Pick<MigrationRunOptions, 'applyStore' | 'leaseMs' | 'writeMs'> {
+  const out: Pick<MigrationRunOptions, 'applyStore' | 'leaseMs' | 'writeMs'> = {};
   if (settings?.leaseMs !== undefined) out.leaseMs = settings.leaseMs;
-  if (db !== undefined && !reload) out.applyStore = () => createMongoStore({ url: db, timeoutMs: settings?.timeoutMs ?? MIGRATION_CALL_MS });
+  if (db !== undefined && !reload) {
+    const limits = migrationWriteLimits(settings?.leaseMs ?? DEFAULT_LEASE_MS);
+    out.writeMs = limits.writeMs;
+    out.applyStore = () => createMongoStore({ url: db, timeoutMs: settings?.timeoutMs ?? MIGRATION_CALL_MS, writeTimeoutMs: limits.writeTimeoutMs, queueTimeoutMs: limits.queueTimeoutMs, maxConnections: limits.maxConnections });
+  }
   return out;
 }
 

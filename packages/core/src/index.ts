@@ -55,8 +55,8 @@ export type { ApplyOutcome, BlockedCollection, MigrationRecord, MigrationsOption
 export { dryRunDown, dryRunUp, migrationStatus } from './migrations/migrationReport.js';
 export type { DryRunMigration, DryRunStep, MigrationStatus } from './migrations/migrationReport.js';
 export { MigrationStepError, VALUES_COLLECTION } from './migrations/steps.js';
-export { acquireLease } from './migrations/lease.js';
-export type { Lease, LeaseOptions } from './migrations/lease.js';
+export { acquireLease, DEFAULT_LEASE_MS, LeaseLostError, migrationWriteLimits } from './migrations/lease.js';
+export type { Lease, LeaseOptions, MigrationWriteLimits } from './migrations/lease.js';
 export { SessionManager } from './sessions.js';
 export type { SessionEndListener, SessionManagerOptions, SessionRecord } from './sessions.js';
 export { createConsoleLogger, DEFAULT_LOG_BACKLOG, LOG_FORMATS, redactText, silentLogger } from './logger.js';

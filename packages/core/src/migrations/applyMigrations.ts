@@ -4,7 +4,7 @@ import { acquireLease, LeaseLostError } from './lease.js';
 import type { Lease, LeaseOptions } from './lease.js';
 import { describeStep, isReversible } from './migration.js';
 import type { Migration, MigrationStep } from './migration.js';
-import { VALUES_COLLECTION, stepDown, stepUp } from './steps.js';
+import { isUnavailable, VALUES_COLLECTION, stepDown, stepUp } from './steps.js';
 import type { StepContext, StepProgress } from './steps.js';
 
 /** The store collection of the migrations' records and lock. */
@@ -185,11 +185,13 @@ async function applyOne(options: MigrationsOptions, migration: Migration, found:
   // its first step: every step converges (it finds the objects it has still to change).
   if (found === undefined || found.state === 'undoing' || found.checksum !== migration.checksum) {
     record = { id: recordId(migration.id), migration: migration.id, collection: migration.collection, checksum: migration.checksum, steps: [...migration.steps], state: 'running', step: 0, phase: 0, cursor: null, touched: 0, counts: [], startedAt: now, by: lease.owner };
-    if (found === undefined) await records.insert(record);
-    else await records.update({ id: record.id }, { $set: withoutId(record), $unset: { error: true, finishedAt: true } });
+    if (found === undefined) {
+      await lease.hold();
+      await records.insert(record);
+    } else await writeRecord(lease, () => records.update({ id: record.id }, { $set: withoutId(record), $unset: { error: true, finishedAt: true } }));
   } else {
     record = { ...found, state: 'running', by: lease.owner };
-    await records.update({ id: record.id }, { $set: { state: 'running', by: lease.owner }, $unset: { error: true } });
+    await writeRecord(lease, () => records.update({ id: record.id }, { $set: { state: 'running', by: lease.owner }, $unset: { error: true } }));
     if (found.step > 0 || found.touched > 0) options.logger?.info(`migration ${migration.id}: resuming at step ${found.step + 1} (${found.touched} objects of it done)`);
   }
   const counts = [...record.counts];
@@ -199,13 +201,32 @@ async function applyOne(options: MigrationsOptions, migration: Migration, found:
     const started = performance.now();
     const touched = await stepUp(step, context(options, migration.id, migration.collection, i, start, lease));
     counts[i] = touched;
-    await lease.hold();
-    await records.update({ id: record.id }, { $set: { step: i + 1, phase: 0, cursor: null, touched: 0, pending: null, counts } });
+    await writeRecord(lease, () => records.update({ id: record.id }, { $set: { step: i + 1, phase: 0, cursor: null, touched: 0, pending: null, counts } }));
     options.logger?.info(`migration ${migration.id}: step ${i + 1}/${migration.steps.length} ${describeStep(step)}: ${touched} objects changed (${Math.round(performance.now() - started)} ms)`);
   }
-  await lease.hold();
-  await records.update({ id: record.id }, { $set: { state: 'applied', finishedAt: new Date().toISOString() } });
+  await writeRecord(lease, () => records.update({ id: record.id }, { $set: { state: 'applied', finishedAt: new Date().toISOString() } }));
   return counts;
+}
+
+/** Times a write of a migration's record is tried again while the store does not answer in time. */
+const RECORD_RETRIES = 8;
+
+/**
+ * Writes a migration's record (a `$set`: the same write twice is harmless) under the lease, again
+ * while the store does not answer in time: a write's time limit is a quarter of the lease on
+ * MongoDB (migrationWriteLimits), which a busy database may exceed now and then.
+ */
+async function writeRecord(lease: Lease, write: () => Promise<unknown>): Promise<void> {
+  for (let failures = 0; ; failures++) {
+    await lease.hold();
+    try {
+      await write();
+      return;
+    } catch (err) {
+      if (!isUnavailable(err) || failures >= RECORD_RETRIES) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250 * (failures + 1)));
+    }
+  }
 }
 
 function context(options: MigrationsOptions, migration: string, collection: string, index: number, start: StepProgress, lease: Lease): StepContext {
@@ -219,8 +240,7 @@ function context(options: MigrationsOptions, migration: string, collection: stri
     batch: options.batch ?? 500,
     start,
     async progress(at) {
-      await lease.hold();
-      await records.update({ id: recordId(migration) }, { $set: { step: index, phase: at.phase, cursor: at.cursor, touched: at.touched, pending: at.pending ?? null } });
+      await writeRecord(lease, () => records.update({ id: recordId(migration) }, { $set: { step: index, phase: at.phase, cursor: at.cursor, touched: at.touched, pending: at.pending ?? null } }));
       // After a batch written (not before it: crash tests count the batches done).
       if (!at.pending) options.onBatch?.({ migration, step: index, phase: at.phase, touched: at.touched });
     },

@@ -33,6 +33,43 @@ export interface LeaseOptions {
   onWait?(holder: { owner: string; since: string }): void;
   /** Gives up waiting after this many ms (default: waits as long as the holder renews). */
   waitMs?: number;
+  /**
+   * The longest one write may take, ms, from the lease check before it to its end in the database
+   * (the client's queue time limit plus the write's maxTimeMS: see migrationWriteLimits); default 0
+   * (the embedded stores write in this process). Must be under a third of the lease: a write is
+   * sent only while the lock is surely held for a third of the lease yet. A process that takes the
+   * lock over from another waits this long before its first write, so that a write the other sent
+   * just before the database froze has ended (docs/migrations.md).
+   */
+  writeMs?: number;
+}
+
+/** The lease of the migrations' lock by default, ms. */
+export const DEFAULT_LEASE_MS = 120_000;
+
+/** How the client that applies migrations on MongoDB is bounded, for a lease (see migrationWriteLimits). */
+export interface MigrationWriteLimits {
+  /** Connections at most (the driver's pool). */
+  maxConnections: number;
+  /** A write's time limit in the database (maxTimeMS), ms. */
+  writeTimeoutMs: number;
+  /** How long a call may wait in the client for a connection before it fails unsent, ms. */
+  queueTimeoutMs: number;
+  /** The two together: LeaseOptions.writeMs. */
+  writeMs: number;
+}
+
+/**
+ * The bounds of a MongoDB client that applies migrations under a lease of `leaseMs`: a write is sent
+ * at most a twentieth of the lease after its lease check (or not at all; it waits only when every
+ * connection is busy) and runs at most a quarter of it in the database, 0.3 of the lease in all,
+ * under the third of the lease a holder keeps in hand before each write. 8 connections: a step's
+ * WRITES_AT_ONCE writes, its read, the lease's renewal, and spares, so that no write waits for one.
+ */
+export function migrationWriteLimits(leaseMs: number = DEFAULT_LEASE_MS): MigrationWriteLimits {
+  const writeTimeoutMs = Math.max(1, Math.floor(leaseMs / 4));
+  const queueTimeoutMs = Math.max(1, Math.floor(leaseMs / 20));
+  return { maxConnections: 8, writeTimeoutMs, queueTimeoutMs, writeMs: writeTimeoutMs + queueTimeoutMs };
 }
 
 /** The lock, held. */
@@ -41,10 +78,10 @@ export interface Lease {
   /** Throws {@link LeaseLostError} when the lock is known lost or past its time (no renewal answered). */
   check(): void;
   /**
-   * Called before every write: answers when the lock is surely this process's for a while yet
-   * (a third of the lease at least), renewing it first when the timer's renewals have not kept it
-   * so (a slow database); throws {@link LeaseLostError} when the renewal finds it taken, or cannot
-   * renew it before it ends. A holder that lost it never writes again.
+   * Called right before every write is sent: answers when the lock is surely this process's for a
+   * third of the lease yet, renewing it first when the timer's renewals have not kept it so (a slow
+   * database); throws {@link LeaseLostError} when the renewal finds it taken, or cannot renew it
+   * before it ends, or once released. A holder that lost it never writes again.
    */
   hold(): Promise<void>;
   release(): Promise<void>;
@@ -74,8 +111,10 @@ const WAIT_UNANSWERED_MS = 10 * 60_000;
  * corrupt it; the embedded stores admit one process per data folder, so the question is MongoDB's.
  */
 export async function acquireLease(coll: StoreCollection, options: LeaseOptions = {}): Promise<Lease> {
-  const leaseMs = options.leaseMs ?? 120_000;
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const pollMs = options.pollMs ?? 250;
+  const writeMs = options.writeMs ?? 0;
+  if (writeMs >= leaseMs / 3) throw new Error(`a write may take ${writeMs} ms, not under a third of the migrations' lease (${leaseMs} ms): a lease it outlasts does not keep two processes' writes apart`);
   const host = hostname();
   const owner = `${host}:${process.pid}:${randomBytes(6).toString('hex')}`;
   const started = Date.now();
@@ -87,14 +126,21 @@ export async function acquireLease(coll: StoreCollection, options: LeaseOptions 
     try {
       try {
         await coll.insert({ ...mine });
-        return hold(coll, owner, leaseMs);
+        return hold(coll, owner, leaseMs, mine.expires);
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;
       }
       held = (await coll.findOne({ id: LOCK_ID })) as LockDoc | null;
       if (held !== null && (held.expires < Date.now() || isGone(held, host))) {
-        const taken = await coll.update({ id: LOCK_ID, owner: held.owner, expires: held.expires }, { $set: { owner, host, pid: process.pid, expires: Date.now() + leaseMs, since: mine.since } });
-        if (taken !== null && taken.owner === owner) return hold(coll, owner, leaseMs);
+        const expires = Date.now() + leaseMs;
+        const taken = await coll.update({ id: LOCK_ID, owner: held.owner, expires: held.expires }, { $set: { owner, host, pid: process.pid, expires, since: mine.since } });
+        if (taken !== null && taken.owner === owner) {
+          const lease = hold(coll, owner, leaseMs, expires);
+          // The previous holder's last writes (sent before its lease ran short, perhaps still in
+          // a frozen database's hands) end within writeMs of reaching it: none lands after ours.
+          if (writeMs > 0) await new Promise((resolve) => setTimeout(resolve, writeMs));
+          return lease;
+        }
       }
       unanswered = undefined;
     } catch (err) {
@@ -126,14 +172,16 @@ function isGone(lock: LockDoc, host: string): boolean {
   }
 }
 
-function hold(coll: StoreCollection, owner: string, leaseMs: number): Lease {
+function hold(coll: StoreCollection, owner: string, leaseMs: number, expires: number): Lease {
   held.add(owner);
   let lost: Error | undefined;
   let renewing: Promise<void> | undefined;
   let released = false;
-  // Until when the lock is surely this process's: past it, another may have taken it. A renewal
-  // moves it to the time it was *sent* plus the lease (the store may have written it late).
-  let holdsUntil = Date.now() + leaseMs;
+  // Until when the lock is surely this process's: past it, another may have taken it. The expiry
+  // written (computed before the call: the store may have answered late); a renewal moves it to
+  // the time it was *sent* plus the lease.
+  let holdsUntil = expires;
+  const margin = leaseMs / 3;
   const renew = (): Promise<void> => {
     const asked = Date.now();
     renewing ??= coll
@@ -160,19 +208,25 @@ function hold(coll: StoreCollection, owner: string, leaseMs: number): Lease {
     owner,
     check,
     async hold() {
-      if (lost) throw lost;
-      // Less than a third of the lease left: renew before writing (wait for the store to answer).
-      while (!lost && !released && holdsUntil - Date.now() < leaseMs / 3 && Date.now() <= holdsUntil) {
+      // A write is sent only while the lock is surely this process's for a third of the lease
+      // yet: more than the longest a write may take (writeMs), so it has ended before another
+      // process can take the lock over.
+      for (;;) {
+        if (lost) throw lost;
+        if (released) throw new LeaseLostError('the migrations\' lock was released: stopping');
+        if (holdsUntil - Date.now() >= margin) return;
+        const past = Date.now() > holdsUntil;
+        // Past its time, the compare-and-set on the owner renews a lock no one took; one taken
+        // answers null and this holder stops.
         await renew();
-        if (holdsUntil - Date.now() < leaseMs / 3) await new Promise((resolve) => setTimeout(resolve, Math.min(1000, leaseMs / 20)));
+        if (lost) throw lost;
+        if (holdsUntil - Date.now() >= margin) return;
+        if (past && Date.now() > holdsUntil) {
+          lost = new LeaseLostError('the migrations\' lock could not be renewed in time (the store did not answer): stopping');
+          throw lost;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1000, leaseMs / 20)));
       }
-      if (Date.now() > holdsUntil && !lost) {
-        // Past its time: the lock may be another's now. Ours still (no one took it meanwhile), the
-        // compare-and-set on the owner renews it; taken, it answers null and this holder stops.
-        await renew();
-        if (!lost && Date.now() > holdsUntil) lost = new LeaseLostError('the migrations\' lock could not be renewed in time (the store did not answer): stopping');
-      }
-      if (lost) throw lost;
     },
     async release() {
       released = true;

@@ -6,6 +6,7 @@ import { convertValue } from './convertValue.js';
 import type { Conversion } from './convertValue.js';
 import type { PropertyType } from '../types.js';
 import type { MigrationStep } from './migration.js';
+import { chunks, sendEach, writesAtOnce } from './writes.js';
 
 /** Where a step stands: resumed from here after an interruption. */
 export interface StepProgress {
@@ -70,12 +71,12 @@ export async function stepUp(step: MigrationStep, ctx: StepContext): Promise<num
       return pages(ctx, { [step.property]: { $exists: true } }, [step.property], ALL, async (docs) => {
         if (step.keep) await keep(ctx, docs.map((doc) => [doc.id, doc[step.property]]));
         await ctx.hold();
-        await setEach(ctx.coll, docs, { [step.property]: { $exists: true } }, () => ({ $unset: { [step.property]: true } }));
+        await setEach(ctx, docs, { [step.property]: { $exists: true } }, () => ({ $unset: { [step.property]: true } }));
       });
     case 'add': {
       if (step.default === undefined) return 0;
       const value = step.default;
-      return pages(ctx, { [step.property]: { $exists: false } }, [], ALL, (docs) => setEach(ctx.coll, docs, { [step.property]: { $exists: false } }, () => ({ $set: { [step.property]: structuredClone(value) } })));
+      return pages(ctx, { [step.property]: { $exists: false } }, [], ALL, (docs) => setEach(ctx, docs, { [step.property]: { $exists: false } }, () => ({ $set: { [step.property]: structuredClone(value) } })));
     }
     case 'convert':
       return convertUp(ctx, step);
@@ -105,7 +106,7 @@ export async function stepDown(step: MigrationStep, ctx: StepContext): Promise<n
         { [step.property]: { $exists: true } },
         [step.property],
         (doc) => deepEqual(doc[step.property], value),
-        (docs) => setEach(ctx.coll, docs, {}, () => ({ $unset: { [step.property]: true } })),
+        (docs) => setEach(ctx, docs, {}, () => ({ $unset: { [step.property]: true } })),
       );
     }
     case 'convert':
@@ -123,8 +124,9 @@ export async function stepDown(step: MigrationStep, ctx: StepContext): Promise<n
 async function renameProperty(ctx: StepContext, from: string, to: string): Promise<number> {
   const has = { [from]: { $exists: true } };
   return pages(ctx, has, [from], ALL, async (docs) => {
-    if (ctx.coll.updateMany) await ctx.coll.updateMany({ id: { $in: docs.map((doc) => doc.id) }, ...has }, { $rename: { [from]: to } });
-    else await setEach(ctx.coll, docs, has, (doc) => ({ $set: { [to]: doc[from] }, $unset: { [from]: true } }));
+    const updateMany = ctx.coll.updateMany?.bind(ctx.coll);
+    if (updateMany) await sendEach(chunks(docs), writesAtOnce(ctx.store), ctx.hold, (chunk) => updateMany({ id: { $in: chunk.map((doc) => doc.id) }, ...has }, { $rename: { [from]: to } }));
+    else await setEach(ctx, docs, has, (doc) => ({ $set: { [to]: doc[from] }, $unset: { [from]: true } }));
   });
 }
 
@@ -156,11 +158,11 @@ async function convertUp(ctx: StepContext, step: ConvertStep): Promise<number> {
       await keep(ctx, invalid.map((doc) => [doc.id, doc[name]]));
       const policy = step.invalid;
       await ctx.hold();
-      await setEach(ctx.coll, invalid, has, () => (policy === 'unset' ? { $unset: { [name]: true } } : { $set: { [name]: structuredClone(policy.set) } }));
+      await setEach(ctx, invalid, has, () => (policy === 'unset' ? { $unset: { [name]: true } } : { $set: { [name]: structuredClone(policy.set) } }));
     }
     const values = new Map(changed.map(([doc, value]) => [doc.id, value]));
     await setEach(
-      ctx.coll,
+      ctx,
       changed.map(([doc]) => doc),
       has,
       (doc) => ({ $set: { [name]: values.get(doc.id) } }),
@@ -190,7 +192,7 @@ async function convertDown(ctx: StepContext, step: ConvertStep): Promise<number>
     [name],
     (doc) => back(doc)?.kind === 'changed',
     (docs) =>
-      setEach(ctx.coll, docs, { [name]: { $exists: true } }, (doc) => {
+      setEach(ctx, docs, { [name]: { $exists: true } }, (doc) => {
         const b = back(doc);
         return { $set: { [name]: b?.kind === 'changed' ? b.value : doc[name] } };
       }),
@@ -274,15 +276,18 @@ async function moveCollection(ctx: StepContext, from: string, to: string): Promi
     if (last === undefined) return moved;
     const ids = batch.map((doc) => doc.id);
     const copied = new Set((await target.find({ id: { $in: ids } }, { fields: { id: 1 } })).map((doc) => doc.id));
+    await sendEach(
+      batch.filter((doc) => !copied.has(doc.id)),
+      writesAtOnce(ctx.store),
+      ctx.hold,
+      (doc) =>
+        target.insert(doc).catch((err: unknown) => {
+          if (err instanceof DuplicateKeyError && err.field === 'id') return doc;
+          if (err instanceof DuplicateKeyError) throw new MigrationStepError(`moving the objects of ${from} to ${to}: an object's ${err.field} is taken under ${to} already (by an object kept from a resource deleted before?); change one of them and start again`, { cause: err });
+          throw err;
+        }),
+    );
     await ctx.hold();
-    const inserted = await Promise.allSettled(batch.filter((doc) => !copied.has(doc.id)).map((doc) => target.insert(doc)));
-    for (const result of inserted) {
-      if (result.status === 'fulfilled') continue;
-      const err = result.reason as unknown;
-      if (err instanceof DuplicateKeyError && err.field === 'id') continue;
-      if (err instanceof DuplicateKeyError) throw new MigrationStepError(`moving the objects of ${from} to ${to}: an object's ${err.field} is taken under ${to} already (by an object kept from a resource deleted before?); change one of them and start again`, { cause: err });
-      throw err;
-    }
     moved += await source.remove({ id: { $in: ids } });
     await ctx.progress({ phase: 0, cursor: last.id, touched: moved });
   }
@@ -292,22 +297,21 @@ async function moveCollection(ctx: StepContext, from: string, to: string): Promi
 async function keep(ctx: StepContext, entries: [id: string, value: unknown][]): Promise<void> {
   const docs: Kept[] = entries.filter(([, value]) => value !== undefined).map(([id, value]) => ({ id: `${ctx.migration}#${ctx.index}#${id}`, m: ctx.migration, s: ctx.index, o: id, v: value }));
   if (docs.length === 0) return;
-  await ctx.hold();
-  if (ctx.values.insertMany) {
+  const insertMany = ctx.values.insertMany?.bind(ctx.values);
+  if (insertMany) {
     try {
-      await ctx.values.insertMany(docs);
+      await sendEach(chunks(docs), writesAtOnce(ctx.store), ctx.hold, (chunk) => insertMany(chunk));
       return;
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
       // Some were kept before an interruption: one at a time below.
     }
   }
-  await Promise.all(
-    docs.map((doc) =>
-      ctx.values.insert(doc).catch((err: unknown) => {
-        if (!(err instanceof DuplicateKeyError)) throw err;
-      }),
-    ),
+  await sendEach(docs, writesAtOnce(ctx.store), ctx.hold, (doc) =>
+    ctx.values.insert(doc).catch((err: unknown) => {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      return doc;
+    }),
   );
 }
 
@@ -326,11 +330,12 @@ async function restoreKept(ctx: StepContext, name: string, wanted: (doc: Doc) =>
     const values = new Map(back.map((k) => [k.o, k.v]));
     await ctx.hold();
     restored += await setEach(
-      ctx.coll,
+      ctx,
       back.map((k) => current.get(k.o) as Doc),
       {},
       (doc) => ({ $set: { [name]: values.get(doc.id) } }),
     );
+    await ctx.hold();
     await ctx.values.remove({ id: { $in: kept.map((k) => k.id) } });
     await ctx.progress({ phase: ctx.start.phase, cursor: null, touched: restored });
   }
@@ -449,8 +454,9 @@ async function writePage(ctx: StepContext, reader: PageReader, needs: (doc: Doc)
  * may go on there, object by object on FerretDB v1), then answers what is still to change. Two
  * writes of the same change to an object agree, so one going on beside the retry is harmless; a
  * late one landing after the *next* step changed the object would undo that step's change on a
- * database whose updates are not atomic (FerretDB v1): this wait is what keeps that from happening
- * (a real MongoDB applies each object's update atomically and filters on the value it changes).
+ * database whose updates are not atomic (FerretDB v1): this wait keeps that from happening within
+ * one process (a real MongoDB applies each object's update atomically and filters on the value it
+ * changes); across processes, the lease does (writes.ts, docs/migrations.md).
  */
 async function settle(still: () => Promise<Doc[]>, failures: number): Promise<Doc[]> {
   let left = await still();
@@ -490,14 +496,19 @@ function after(filter: Filter, cursor: string | null): Filter {
 
 /**
  * Applies to each object its ops, under `condition` besides its id (an object changed meanwhile so
- * that it no longer needs it is left alone). All of a batch at once: the embedded stores commit
- * them together, MongoDB runs them over its pool. Answers how many objects changed.
+ * that it no longer needs it is left alone): a few writes at a time on MongoDB, the lease held
+ * before each (sendEach). Answers how many objects changed.
  */
-async function setEach(coll: StoreCollection, docs: Doc[], condition: Filter, ops: (doc: Doc) => ManyOps & { $rename?: never }): Promise<number> {
+async function setEach(ctx: Pick<StepContext, 'store' | 'coll' | 'hold'>, docs: Doc[], condition: Filter, ops: (doc: Doc) => ManyOps & { $rename?: never }): Promise<number> {
   if (docs.length === 0) return 0;
+  const coll = ctx.coll;
   const first = ops(docs[0] as Doc);
-  // One call when every object gets the same change.
-  if (coll.updateMany && docs.every((doc) => deepEqual(ops(doc), first))) return coll.updateMany({ id: { $in: docs.map((doc) => doc.id) }, ...condition }, first);
-  const done = await Promise.all(docs.map((doc) => coll.update({ id: doc.id, ...condition }, ops(doc))));
+  // One updateMany per chunk when every object gets the same change.
+  const updateMany = coll.updateMany?.bind(coll);
+  if (updateMany && docs.every((doc) => deepEqual(ops(doc), first))) {
+    const counts = await sendEach(chunks(docs), writesAtOnce(ctx.store), ctx.hold, (chunk) => updateMany({ id: { $in: chunk.map((doc) => doc.id) }, ...condition }, first));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+  const done = await sendEach(docs, writesAtOnce(ctx.store), ctx.hold, (doc) => coll.update({ id: doc.id, ...condition }, ops(doc)));
   return done.filter((doc) => doc !== null).length;
 }
