@@ -18,7 +18,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from './lib/args.js';
-import { freePort, spawnNode, stop, waitListening } from './lib/procs.js';
+import { freePort, spawnNode, stop, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { median } from './lib/stats.js';
 import { repoRoot } from './variants.js';
 
@@ -66,7 +66,7 @@ function post(path, body) {
 }
 
 port = await freePort();
-const child = spawnNode(['--no-node-snapshot', join(repoRoot, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'development', '--log-format', 'json']);
+const child = spawnNode([...SVC_NODE_FLAGS, join(repoRoot, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'development', '--log-format', 'json']);
 // The server's own time per request (access log, 0.1 ms steps), in the order the requests were sent.
 const serverMs = [];
 let pendingText = '';

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './lib/procs.js';
+import { freePort, SVC_NODE_FLAGS } from './lib/procs.js';
 
 const { values } = parseArgs({
   options: {
@@ -70,7 +70,7 @@ async function main() {
   const appDir = await mkdtemp(join(tmpdir(), 'svc-conns-'));
   await cp(appSource, appDir, { recursive: true });
   const port = await freePort();
-  const server = spawn(process.execPath, ['--no-node-snapshot', svcBin, appDir, '--port', String(port), '--host', '127.0.0.1', '--env', 'production'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = spawn(process.execPath, [...SVC_NODE_FLAGS, svcBin, appDir, '--port', String(port), '--host', '127.0.0.1', '--env', 'production'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const stop = async () => {
     server.kill('SIGTERM');
     await rm(appDir, { recursive: true, force: true });

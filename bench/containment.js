@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { parseArgs } from './lib/args.js';
-import { spawnNode, waitListening, stopAll, freePort, pinning, pinSelf, treeOf } from './lib/procs.js';
+import { spawnNode, waitListening, stopAll, freePort, pinning, pinSelf, treeOf, SVC_NODE_FLAGS } from './lib/procs.js';
 import { median } from './lib/stats.js';
 
 const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', loops: 'number', bombs: 'number', floods: 'number', recursers: 'number', phases: 'string', bin: 'string' });
@@ -127,7 +127,7 @@ async function main() {
   if (pin) pinSelf(pin.load);
   const appDir = writeApp();
   const port = await freePort();
-  const server = spawnNode(['--no-node-snapshot', svcBin, appDir, '--port', String(port), '--env', 'production'], {
+  const server = spawnNode([...SVC_NODE_FLAGS, svcBin, appDir, '--port', String(port), '--env', 'production'], {
     core: pin?.server,
     env: { NODE_ENV: 'production' },
   });

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
+import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { machine } from './lib/machine.js';
 import { runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
@@ -86,7 +86,7 @@ async function start(dir, profile) {
   const port = await freePort();
   const started = performance.now();
   const prof = profile ? ['--cpu-prof', '--cpu-prof-dir', profile] : [];
-  const child = spawnNode([...prof, '--no-node-snapshot', svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
+  const child = spawnNode([...prof, ...SVC_NODE_FLAGS, svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
   await waitListening(child, 900_000);
   return { child, port, ms: performance.now() - started };
 }

@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { startEngineBench } from './lib/engineBench.js';
-import { freePort, spawnNode, spawnProgram, stop, stopAll, waitListening } from './lib/procs.js';
+import { freePort, spawnNode, spawnProgram, stop, stopAll, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { runLoad } from './lib/load.js';
 import { request, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
@@ -60,7 +60,7 @@ const servers = {
   svc: {
     async start(dir) {
       const port = await freePort();
-      const child = spawnNode(['--no-node-snapshot', svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
+      const child = spawnNode([...SVC_NODE_FLAGS, svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
       await waitListening(child, 600_000);
       return { child, port };
     },

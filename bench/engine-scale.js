@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startEngineBench } from './lib/engineBench.js';
-import { freePort, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
+import { freePort, spawnNode, stop, stopAll, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { appFolder, q, seedEngine, title, word } from './lib/engineSeed.js';
@@ -75,7 +75,7 @@ function folderMb(dir) {
 async function start(dir) {
   const port = await freePort();
   const started = performance.now();
-  const child = spawnNode(['--no-node-snapshot', ...serverArgs, svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
+  const child = spawnNode([...SVC_NODE_FLAGS, ...serverArgs, svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
   await waitListening(child, 1_800_000);
   return { child, port, ms: performance.now() - started };
 }

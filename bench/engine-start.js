@@ -15,7 +15,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEngineBench } from './lib/engineBench.js';
-import { cpuSeconds, freePort, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
+import { cpuSeconds, freePort, spawnNode, stop, stopAll, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { appFolder, seedEngine } from './lib/engineSeed.js';
 
 const { args, repo, svcBin, log, mach, pin } = startEngineBench({ keep: 'string', size: 'number', small: 'number', rounds: 'number', 'cpu-prof': 'string', other: 'string' });
@@ -36,7 +36,7 @@ async function start(dir, prof, bin = svcBin) {
   const port = await freePort();
   const started = performance.now();
   const flags = prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : [];
-  const child = spawnNode(['--no-node-snapshot', ...flags, bin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
+  const child = spawnNode([...SVC_NODE_FLAGS, ...flags, bin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
   await waitListening(child, 600_000);
   const ms = performance.now() - started;
   const cpuMs = cpuSeconds(child.pid) * 1000;

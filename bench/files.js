@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening } from './lib/procs.js';
+import { freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { runDriver, runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
@@ -92,7 +92,7 @@ function queueWait(pid) {
 async function startSvc(nodeArgs = []) {
   const port = await freePort();
   const dir = makeApp();
-  const child = spawnNode([...nodeArgs, '--no-node-snapshot', join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, cwd: repo });
+  const child = spawnNode([...SVC_NODE_FLAGS, ...nodeArgs, join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, cwd: repo });
   await waitListening(child);
   const cookie = await startSession(port, '/posts');
   const headers = { cookie, 'content-type': 'application/json' };

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
+import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { machine } from './lib/machine.js';
 import { runLoad } from './lib/load.js';
 import { request, seed, startSession, closeAgent } from './lib/http.js';
@@ -45,7 +45,7 @@ const appDir = mkdtempSync(join(tmpdir(), 'svc-mongo-bench-'));
 cpSync(join(repo, 'bench/app'), appDir, { recursive: true });
 
 const variants = {
-  svc: (port) => ['--no-node-snapshot', svcBin, appDir, '--port', String(port), '--env', 'production', '--db', url],
+  svc: (port) => [...SVC_NODE_FLAGS, svcBin, appDir, '--port', String(port), '--env', 'production', '--db', url],
   driver: (port) => [fileURLToPath(new URL('./servers/hand-mongo.js', import.meta.url)), '--port', String(port), '--db', url],
 };
 

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
+import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { runLoad } from './lib/load.js';
 import { closeAgent, request, seed } from './lib/http.js';
 import { max, median, min } from './lib/stats.js';
@@ -57,7 +57,7 @@ async function start(variant) {
   const appDir = join(tmpRoot, variant.id);
   cpSync(join(repoRoot, variant.app), appDir, { recursive: true });
   const port = await freePort();
-  const child = spawnNode(['--no-node-snapshot', svcBin, appDir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repoRoot });
+  const child = spawnNode([...SVC_NODE_FLAGS, svcBin, appDir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repoRoot });
   await waitListening(child);
   const headers = { 'content-type': 'application/json' };
   const credentials = JSON.stringify({ username: 'owner', password: 'bench-owner-pw' });

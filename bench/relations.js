@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { spawnNode, waitListening, stop, stopAll, freePort, pinning, pinSelf } from './lib/procs.js';
+import { spawnNode, waitListening, stop, stopAll, freePort, pinning, pinSelf, SVC_NODE_FLAGS } from './lib/procs.js';
 import { request, closeAgent } from './lib/http.js';
 import { median, rotate } from './lib/stats.js';
 import { machine } from './lib/machine.js';
@@ -84,7 +84,7 @@ try {
   }
   writeFileSync(join(app, 'resources', 'joined', 'get.js'), 'this.author = await svc.authors.get(this.authorId);\n');
   const port = await freePort();
-  server = spawnNode(['--no-node-snapshot', svcBin, app, '--port', String(port), '--env', 'production'], { core: pins?.server, env: { NODE_ENV: 'production', ...(opts.prof ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-interval ${opts['prof-interval'] ?? 1000} --cpu-prof-dir=${opts.prof}` } : {}) } });
+  server = spawnNode([...SVC_NODE_FLAGS, svcBin, app, '--port', String(port), '--env', 'production'], { core: pins?.server, env: { NODE_ENV: 'production', ...(opts.prof ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-interval ${opts['prof-interval'] ?? 1000} --cpu-prof-dir=${opts.prof}` } : {}) } });
   await waitListening(server);
   log('seeding...');
   const post = async (path, body) => {

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening } from './lib/procs.js';
+import { freePort, pinning, pinSelf, spawnNode, stop, stopAll, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { machine } from './lib/machine.js';
 import { runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
@@ -59,7 +59,7 @@ function rssMb(pid) {
 async function start(dir) {
   const port = await freePort();
   const started = performance.now();
-  const child = spawnNode(['--no-node-snapshot', svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
+  const child = spawnNode([...SVC_NODE_FLAGS, svcBin, dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { NODE_ENV: 'production' }, cwd: repo });
   await waitListening(child, 600_000);
   return { child, port, ms: performance.now() - started };
 }

@@ -14,15 +14,16 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SVC_NODE_FLAGS } from './lib/procs.js';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const at = (p) => fileURLToPath(new URL(p, import.meta.url));
 const svcBin = fileURLToPath(new URL('../apps/server/bin/svc.js', import.meta.url));
 
 const svcCommand = (ctx) => ({
-  // The launcher adds --no-node-snapshot itself; passing it keeps one process (no re-spawn),
-  // so the PID we pin and measure is the server's.
-  args: ['--no-node-snapshot', svcBin, ctx.appDir, '--port', String(ctx.port), '--env', 'production'],
+  // The launcher adds these flags itself; passing them keeps one process (no re-spawn), so the
+  // PID we pin and measure is the server's.
+  args: [...SVC_NODE_FLAGS, svcBin, ctx.appDir, '--port', String(ctx.port), '--env', 'production'],
   env: { NODE_ENV: 'production' },
 });
 
@@ -90,17 +91,16 @@ export const variants = {
   // The same app with the access log turned off (app.json log.access: false): what the access
   // line costs per request (`node bench/pair.js --a svc --b svc-no-access`). Its app.json is
   // written into the temporary copy, so bench/app stays as it is.
-  // svc started with a larger initial old generation (`node bench/pair.js --a svc --b svc-old128`):
-  // whether V8's back-to-back full collections after start (bench/RESULTS.md, file properties
-  // round 5) cost plain requests too.
-  'svc-old128': {
-    title: 'svc, --initial-old-space-size=128',
+  // svc with node's default first old-generation limit, as before the launcher passed
+  // --initial-old-space-size=128 (`node bench/pair.js --a svc --b svc-default-heap`).
+  'svc-default-heap': {
+    title: "svc, node's default heap limits",
     tag: 'svc',
     stateful: true,
     app: 'bench/app',
     build: ['@svc/server...'],
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
-    command: (ctx) => ({ ...svcCommand(ctx), args: ['--initial-old-space-size=128', ...svcCommand(ctx).args] }),
+    command: (ctx) => ({ ...svcCommand(ctx), args: ['--no-node-snapshot', ...svcCommand(ctx).args.slice(SVC_NODE_FLAGS.length)] }),
   },
   'svc-no-access': svcWithAppJson('svc, access log off', { log: { access: false } }),
   // The same app on the old embedded store (app.json embeddedStore.engine "files", the default

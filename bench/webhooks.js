@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { cpuSeconds, freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening } from './lib/procs.js';
+import { cpuSeconds, freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { helpersPinned, startHelper, killHelpers } from './lib/helpers.js';
 import { runLoad } from './lib/load.js';
 import { startSession, closeAgent } from './lib/http.js';
@@ -73,7 +73,7 @@ async function startServer(hooked, receiverPort) {
   const port = await freePort();
   const dir = makeApp(started++, hooked, receiverPort);
   const prof = opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['cpu-prof']}`, `--cpu-prof-name=${hooked ? 'hooked' : 'plain'}-${started}.cpuprofile`] : [];
-  const child = spawnNode(['--no-node-snapshot', ...prof, join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { HOOK_SECRET: SECRET }, cwd: repo });
+  const child = spawnNode([...SVC_NODE_FLAGS, ...prof, join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, env: { HOOK_SECRET: SECRET }, cwd: repo });
   await waitListening(child);
   const cookie = await startSession(port, '/todos');
   return { child, port, cookie, hooked };
