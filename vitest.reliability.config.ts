@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
 import { SLOW_TESTS } from './vitest.slow.js';
 import LongFirstSequencer from './tools/long-first-sequencer.js';
@@ -17,7 +17,11 @@ import LongFirstSequencer from './tools/long-first-sequencer.js';
  * timeouts, deployd-suite-browser beside busy-machine and one graceful-shutdown reset.
  */
 const WORKERS = Number(process.env.VITEST_MAX_WORKERS) || 1;
-/** Files run after all the others, on their own. */
+/**
+ * Files run after all the others, on their own. (An `exclude` replaces vitest's default one, so the
+ * reliability project names node_modules again: reliability/ is a workspace package whose
+ * node_modules link to the packages, whose tests would otherwise run a second time.)
+ */
 const ALONE = ['reliability/busy-machine.test.ts'];
 
 export default defineConfig({
@@ -30,7 +34,7 @@ export default defineConfig({
       // 120 s a test: two of these files side by side on a loaded 2-core machine made four command-line
       // tests of cli.test.ts (4-5 s each alone on an idle machine) pass 30 s at load 27.
       { extends: false, resolve: base.resolve, test: { ...base.test, name: 'slow', include: SLOW_TESTS, testTimeout: 120_000, maxWorkers: WORKERS } },
-      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'reliability', include: ['reliability/**/*.test.ts'], exclude: [...ALONE], testTimeout: 180_000, maxWorkers: WORKERS } },
+      { extends: false, resolve: base.resolve, test: { ...base.test, name: 'reliability', include: ['reliability/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE], testTimeout: 180_000, maxWorkers: WORKERS } },
       // Last, with nothing beside it: it saturates the CPUs on purpose (four busy processes a core),
       // which would slow whatever file ran next to it past its own limits.
       { extends: false, resolve: base.resolve, test: { ...base.test, name: 'alone', include: ALONE, testTimeout: 180_000, sequence: { groupOrder: 1 } } },
