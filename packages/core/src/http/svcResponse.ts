@@ -17,23 +17,6 @@ type HeadersArg = OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined;
 export class SvcServerResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   /** The X-Request-Id still to send (undefined once sent, or when there is none). */
   requestId: string | undefined = undefined;
-  /**
-   * True once a header was set one by one (setHeader, appendHeader; setHeaders goes through
-   * them): then node writes those, the given ones merged in. Kept here rather than asking
-   * `getHeaderNames()` (an array per answer) at writeHead. Left true after a removeHeader: the id
-   * is then set one by one too, which writes the same headers in the same order.
-   */
-  declare private headersSet: true | undefined;
-
-  override setHeader(name: string, value: number | string | readonly string[]): this {
-    this.headersSet = true;
-    return super.setHeader(name, value);
-  }
-
-  override appendHeader(name: string, value: string | readonly string[]): this {
-    this.headersSet = true;
-    return super.appendHeader(name, value);
-  }
 
   override writeHead(statusCode: number, reason?: string | HeadersArg, headers?: HeadersArg): this {
     const id = this.requestId;
@@ -49,7 +32,7 @@ export class SvcServerResponse<Request extends IncomingMessage = IncomingMessage
   /** The headers to write with the id among them (the given ones win over it, as setHeader's did). */
   #withId(id: string, given: HeadersArg): HeadersArg {
     // Headers set one by one already: node writes those, the given ones merged in: the id joins them.
-    if (this.headersSet === true) {
+    if (this.getHeaderNames().length > 0) {
       if (!this.hasHeader('x-request-id')) this.setHeader('x-request-id', id);
       return given;
     }
