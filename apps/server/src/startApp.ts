@@ -1,7 +1,7 @@
 import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
+import { ReceivedFiles, createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources, readProperties } from './buildResources.js';
 import { applySettings, runMigrations } from './migrations.js';
@@ -152,6 +152,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const gate = gateStore(feedStore(rawStore, feed));
   const store: Store = gate.store;
   const exclusive = createExclusive();
+  const received = new ReceivedFiles(); // uploads under way, which the orphan sweep leaves: this server's, across its reloads
   let stopBackups: (() => Promise<void>) | undefined;
   // Scheduled jobs (the Event type's schedule): once across processes with Redis.
   const jobHost = createJobHost({ redis: options.redis, prefix: redisPrefix, shared: options.db !== undefined, runWallMs: app.settings.scripts?.requestWallMs ?? DEFAULT_REQUEST_WALL_MS, logger });
@@ -226,7 +227,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
     const mount = async (folder: AppFolder, jobs: JobMount): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
-      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
+      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, received, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
       if (metrics && !metricsPort) {

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Collection, UserCollection, createDiskFileStorage } from '@svc/core';
+import { Collection, ReceivedFiles, UserCollection, createDiskFileStorage } from '@svc/core';
 import type { CollectionEventRunner, FileStorage, PropertyDef, StoredFile } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
@@ -62,7 +62,7 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     store = await kind.make();
     dir = await mkdtemp(join(tmpdir(), 'svc-files-test-'));
     storage = createDiskFileStorage(dir);
-    const files = { storage, sweep: { intervalMs: 0, graceMs: 0 } };
+    const files = { storage, received: new ReceivedFiles(), sweep: { intervalMs: 0, graceMs: 0 } };
     posts = new Collection({
       path: '/posts',
       properties,
