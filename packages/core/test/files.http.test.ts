@@ -1,4 +1,5 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -369,6 +370,36 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     expect((await download(url, { range: 'bytes=20-30' })).status).toBe(416);
     const etag = (await download(url)).headers.get('etag') as string;
     expect((await download(url, { 'if-none-match': etag })).status).toBe(304);
+  });
+
+  it('a small file is answered from one read, a larger one streamed: the same bytes and headers, ranges and HEAD; no descriptor left open, also when a client goes away', async () => {
+    const small = Buffer.from('small file');
+    const large = randomBytes(200_000);
+    const post = (await form('POST', '/gated', { attachments: [[small, 'small.bin'], [large, 'large.bin']] })).body as Obj;
+    const [smallUrl, largeUrl] = (post.attachments as StoredFile[]).map((f) => f.url) as [string, string];
+    for (const [url, bytes] of [[smallUrl, small], [largeUrl, large]] as const) {
+      const got = await download(url);
+      expect([got.status, got.bytes.equals(bytes), got.headers.get('content-length'), got.headers.get('x-content-type-options'), got.headers.get('content-disposition')]).toEqual([200, true, String(bytes.length), 'nosniff', expect.stringMatching(/\.bin/)]);
+      const head = await fetch(t.url + url, { method: 'HEAD' });
+      expect([head.status, head.headers.get('content-length'), (await head.arrayBuffer()).byteLength]).toEqual([200, String(bytes.length), 0]);
+      const part = await download(url, { range: 'bytes=1-3' });
+      expect([part.status, part.bytes.equals(bytes.subarray(1, 4)), part.headers.get('content-range')]).toEqual([206, true, `bytes 1-3/${bytes.length}`]);
+    }
+    // Clients that go away after the headers: their files are closed too.
+    for (let i = 0; i < 10; i++) {
+      const abort = new AbortController();
+      const res = await fetch(t.url + (i % 2 === 0 ? largeUrl : smallUrl), { signal: abort.signal });
+      expect(res.status).toBe(200);
+      abort.abort();
+    }
+    await Promise.all(Array.from({ length: 20 }, (_, i) => download(i % 2 === 0 ? smallUrl : largeUrl)));
+    const openStored = async (): Promise<number> => {
+      let count = 0;
+      for (const fd of await readdir('/proc/self/fd')) if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')).startsWith(dir)) count++;
+      return count;
+    };
+    for (let i = 0; i < 100 && (await openStored()) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await openStored()).toBe(0);
   });
 
   it('the orphan sweep removes files no object holds (a crash between steps), and only those', async () => {
