@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readlink, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -400,6 +401,17 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     };
     for (let i = 0; i < 100 && (await openStored()) > 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect(await openStored()).toBe(0);
+  });
+
+  it('a stored file that is not a regular file (a FIFO put there by hand) answers 404 without waiting for a writer', async () => {
+    const post = (await form('POST', '/gated', { attachments: [[Buffer.from('was a file'), 'f.txt']] })).body as Obj;
+    const file = (post.attachments as StoredFile[])[0] as StoredFile;
+    const path = join(dir, 'gated', post.id, 'attachments', file.id);
+    await unlink(path);
+    execFileSync('mkfifo', [path]);
+    const res = await fetch(t.url + file.url, { signal: AbortSignal.timeout(5000) });
+    expect(res.status).toBe(404);
+    await unlink(path);
   });
 
   it('the orphan sweep removes files no object holds (a crash between steps), and only those', async () => {

@@ -1,4 +1,4 @@
-import { close, createReadStream, fstat, open, read } from 'node:fs';
+import { close, constants, createReadStream, fstat, open, read } from 'node:fs';
 import { mkdir, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 import type { FileStorage, OpenedFile, StoredEntry, WholeFile } from './FileStorage.js';
@@ -86,11 +86,13 @@ export function createDiskFileStorage(root: string): FileStorage {
  * A file read whole through one descriptor: open, fstat, read, close (a stream adds a stat
  * before, a second read for the end and its own teardown). Larger than `maxBytes`: a stream of
  * the same descriptor. A stored file never changes at its key (published by a rename, its id
- * never reused), so the size fstat gives is the size read.
+ * never reused), so the size fstat gives is the size read. Opened without blocking: what is not a
+ * regular file (a FIFO put there by hand would hold a thread of the pool until a writer came) is
+ * answered as missing after fstat, as the stat before an open answered it.
  */
 function openWhole(path: string, maxBytes: number): Promise<WholeFile | OpenedFile | undefined> {
   return new Promise((resolve, reject) => {
-    open(path, 'r', (err, fd) => {
+    open(path, constants.O_RDONLY | constants.O_NONBLOCK, (err, fd) => {
       if (err) return isMissing(err) ? resolve(undefined) : reject(err);
       const closed = (outcome: () => void) => (closeErr: NodeJS.ErrnoException | null): void => (closeErr ? reject(closeErr) : outcome());
       fstat(fd, (statErr, info) => {
