@@ -105,7 +105,11 @@ function bucketFiles(resources: readonly Resource[], name: string): ResourceFile
   return resources.find((r) => r.path === `/${name.replace(/^\/+|\/+$/g, '')}`)?.files;
 }
 
-async function buildApp(options: StartOptions, httpServer?: Server): Promise<BuiltApp> {
+/**
+ * Builds the app's server. `received`: the uploads under way, which the orphan sweep leaves (made
+ * here, one per server, and kept across its reloads).
+ */
+async function buildApp(options: StartOptions, httpServer?: Server, received = new ReceivedFiles()): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
   // As the CLI: NODE_ENV=production means production unless the caller says otherwise.
   const env = options.env ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
@@ -152,7 +156,6 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
   const gate = gateStore(feedStore(rawStore, feed));
   const store: Store = gate.store;
   const exclusive = createExclusive();
-  const received = new ReceivedFiles(); // uploads under way, which the orphan sweep leaves: this server's, across its reloads
   let stopBackups: (() => Promise<void>) | undefined;
   // Scheduled jobs (the Event type's schedule): once across processes with Redis.
   const jobHost = createJobHost({ redis: options.redis, prefix: redisPrefix, shared: options.db !== undefined, runWallMs: app.settings.scripts?.requestWallMs ?? DEFAULT_REQUEST_WALL_MS, logger });
