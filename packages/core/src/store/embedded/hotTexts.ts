@@ -2,7 +2,19 @@
  * The stored texts of objects read lately, per collection, by their row (`seq`) and by id: GET by
  * id, and the pages of lists whose order SQL gives, are answered without reading the objects'
  * texts out of SQLite (a list reads only the rows' numbers from an index). At most MAX_BYTES of
- * text: past it the oldest entries go first.
+ * heap: past it the oldest entries go first.
+ *
+ * The bound is of heap bytes, estimated per entry by bytesOf (its strings' characters, one or two
+ * bytes each as V8 keeps them, plus what the entry costs besides: its object, its slots in the two
+ * maps and the queue, the strings' headers; measured, see ENTRY_BYTES) and held by the test
+ * (hotTexts.test.ts: V8's heap after a full collection). Counting characters only held ~6x the
+ * bound (24.8 MB for "4 MiB" of 77-character texts); the churn of those texts under random range
+ * queries at 1,000,000 objects is what grew the server to 414-457 MB (bench/RESULTS.md, "Issue 41:
+ * what held the memory after random ranges").
+ *
+ * Which texts are kept: every text a GET by id reads; a list's texts only when the same query is
+ * asked again (the list was kept: see keepList): a query asked once (a range with bounds at
+ * random) would only push out texts that are read again, for nothing.
  *
  * Invalidation, stated: an entry is only ever the text of a committed row. It is made by a read
  * (reads run when no write is queued, so what they see is committed); a write that may change or
@@ -13,28 +25,57 @@
  *
  * The rows each query answered (`list`) are kept until any write of the collection (an insert,
  * an update, a remove, a rename, an index made: `written`), when the write runs: a list polled
- * between writes is answered from them, texts included.
+ * between writes is answered from them, texts included. At most MAX_LISTS lists and MAX_LIST_BYTES
+ * of heap (keys and rows, estimated as the texts are).
  *
  * The oldest entry is found in a queue of the entries in the order they were kept (an entry
- * dropped or replaced meanwhile is skipped there), not as the first key of the map: a Map whose
- * first keys were deleted steps over their holes to find its first key again, which cost 10 µs
- * and more per text let go once 40,000 texts were kept, growing until the map was rehashed
- * (bench: a range query with random bounds at 100,000 objects went from 0.7 to 2.4 ms of CPU).
+ * dropped or replaced meanwhile is skipped there, and counted in the bound until it is passed or
+ * the queue is cut), not as the first key of the map: a Map whose first keys were deleted steps
+ * over their holes to find its first key again, which cost 10 µs and more per text let go once
+ * 40,000 texts were kept, growing until the map was rehashed (bench: a range query with random
+ * bounds at 100,000 objects went from 0.7 to 2.4 ms of CPU).
  */
 export class HotTexts {
+  /** Heap bytes of the entries at most (bytesOf each, and DEAD_BYTES per dropped one still queued). */
   static readonly MAX_BYTES = 4 * 1024 * 1024;
-  /** Lists kept at most, and rows in them in all. */
+  /** Lists kept at most, and their heap bytes (listBytes each). */
   static readonly MAX_LISTS = 256;
-  static readonly MAX_LISTED = 100_000;
+  static readonly MAX_LIST_BYTES = 1024 * 1024;
+  /**
+   * An entry's heap besides its strings' characters and headers (charBytes): the Entry object, its
+   * slots in `#bySeq` and `#byId` (an ordered hash map's entry and bucket share, with spare
+   * capacity), its queue slot. Measured (hotTexts.test.ts, V8 13.6): ~350 bytes; counted with a
+   * margin, so that the heap held stays under the bound.
+   */
+  static readonly ENTRY_BYTES = 400;
+  /** A dropped entry still in the queue: its emptied object and slot. */
+  static readonly DEAD_BYTES = 96;
   readonly #bySeq = new Map<number, Entry>();
   /** The entries in the order they were kept, from `#head` on (see above). */
-  #queue: Entry[] = [];
+  #queue: (Entry | undefined)[] = [];
   #head = 0;
   readonly #byId = new Map<string, number>();
   #bytes = 0;
+  /** Dropped entries still in the queue. */
+  #dead = 0;
   /** The rows a query answered (by its exact plan key and page), until the next write of the collection. */
   readonly #lists = new Map<string, number[]>();
-  #listed = 0;
+  #listBytes = 0;
+
+  /** The heap an entry of this text is counted for (see MAX_BYTES). */
+  static bytesOf(id: string, text: string): number {
+    return HotTexts.ENTRY_BYTES + charBytes(id) + charBytes(text);
+  }
+
+  /** The heap a kept list is counted for: its key, its rows (8 bytes each), its map entry and array. */
+  static listBytes(key: string, seqs: readonly number[]): number {
+    return 128 + charBytes(key) + 8 * seqs.length;
+  }
+
+  /** Heap bytes counted now (entries; lists apart). */
+  get bytes(): number {
+    return this.#bytes;
+  }
 
   /** The rows, in order, that the query `key` answered since the collection was last written to. */
   list(key: string): number[] | undefined {
@@ -42,16 +83,17 @@ export class HotTexts {
   }
 
   keepList(key: string, seqs: number[]): void {
-    if (seqs.length > HotTexts.MAX_LISTED / 16) return;
-    if (this.#lists.size >= HotTexts.MAX_LISTS || this.#listed + seqs.length > HotTexts.MAX_LISTED) this.written();
+    const bytes = HotTexts.listBytes(key, seqs);
+    if (bytes > HotTexts.MAX_LIST_BYTES / 16 || this.#lists.has(key)) return;
+    if (this.#lists.size >= HotTexts.MAX_LISTS || this.#listBytes + bytes > HotTexts.MAX_LIST_BYTES) this.written();
     this.#lists.set(key, seqs);
-    this.#listed += seqs.length;
+    this.#listBytes += bytes;
   }
 
   /** A write of the collection (any): the lists may answer otherwise now. */
   written(): void {
     this.#lists.clear();
-    this.#listed = 0;
+    this.#listBytes = 0;
   }
 
   /** The text of the object with this id, when kept. */
@@ -66,20 +108,23 @@ export class HotTexts {
   }
 
   set(seq: number, id: string, text: string): void {
-    if (text.length > HotTexts.MAX_BYTES / 64) return;
+    const bytes = HotTexts.bytesOf(id, text);
+    if (bytes > HotTexts.MAX_BYTES / 64) return;
     this.#drop(seq);
-    const entry: Entry = { seq, id, text, pick: undefined, picked: undefined, pickedBytes: 0 };
+    const entry: Entry = { seq, id, text, bytes, pick: undefined, picked: undefined, pickedBytes: 0 };
     this.#bySeq.set(seq, entry);
     this.#byId.set(id, seq);
     this.#queue.push(entry);
-    this.#bytes += text.length + id.length;
+    this.#bytes += bytes;
     this.#trim();
     // Every entry kept is in the queue once, past the head; entries dropped or replaced stay there
-    // until passed: the queue is cut when the passed part, or the dropped ones, are most of it.
-    const waiting = this.#queue.length - this.#head;
-    if (waiting > 2 * this.#bySeq.size + 1024) {
-      this.#queue = this.#queue.slice(this.#head).filter((e) => this.#bySeq.get(e.seq) === e);
+    // (emptied, counted as DEAD_BYTES) until passed: the queue is cut when the dropped ones are a
+    // fourth of the kept ones, or the passed part (slots emptied) is most of it.
+    if (this.#dead > 1024 && this.#dead * 4 > this.#bySeq.size) {
+      this.#queue = this.#queue.slice(this.#head).filter((e) => e !== undefined && this.#bySeq.get(e.seq) === e);
       this.#head = 0;
+      this.#bytes -= this.#dead * HotTexts.DEAD_BYTES;
+      this.#dead = 0;
     } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
       this.#queue = this.#queue.slice(this.#head);
       this.#head = 0;
@@ -125,24 +170,43 @@ export class HotTexts {
     this.#queue = [];
     this.#head = 0;
     this.#bytes = 0;
+    this.#dead = 0;
     this.written();
   }
 
   /** Drops the oldest entries while over the bound. */
   #trim(): void {
-    while (this.#bytes > HotTexts.MAX_BYTES) {
-      const oldest = this.#queue[this.#head++] as Entry;
+    while (this.#bytes > HotTexts.MAX_BYTES && this.#head < this.#queue.length) {
+      const oldest = this.#queue[this.#head] as Entry;
+      // The passed slot emptied: the queue holds no entry it has passed.
+      this.#queue[this.#head++] = undefined;
       if (this.#bySeq.get(oldest.seq) === oldest) this.#drop(oldest.seq);
+      this.#dead--;
+      this.#bytes -= HotTexts.DEAD_BYTES;
     }
   }
 
+  /** Lets go of the row's entry: its strings now, its emptied object when the queue passes it or is cut. */
   #drop(seq: number): void {
     const entry = this.#bySeq.get(seq);
     if (entry === undefined) return;
     this.#bySeq.delete(seq);
     if (this.#byId.get(entry.id) === seq) this.#byId.delete(entry.id);
-    this.#bytes -= entry.text.length + entry.id.length + entry.pickedBytes;
+    this.#bytes -= entry.bytes + entry.pickedBytes - HotTexts.DEAD_BYTES;
+    this.#dead++;
+    entry.id = '';
+    entry.text = '';
+    entry.pick = undefined;
+    entry.picked = undefined;
   }
+}
+
+/** Matches a character past Latin-1: V8 then keeps the whole string at two bytes a character. */
+const WIDE = /[\u0100-\uffff]/;
+
+/** The heap of a string's characters and header, as V8 keeps a flat string. */
+function charBytes(s: string): number {
+  return 24 + (WIDE.test(s) ? 2 : 1) * s.length;
 }
 
 function sameNames(a: readonly string[], b: readonly string[]): boolean {
@@ -153,8 +217,11 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
 
 interface Entry {
   readonly seq: number;
-  readonly id: string;
-  readonly text: string;
+  /** Emptied when the entry is dropped (it may stay in the queue a while). */
+  id: string;
+  text: string;
+  /** bytesOf(id, text), as counted when kept. */
+  readonly bytes: number;
   /** The names of the facts kept with the text, the facts (see keepPicked), and their size. */
   pick: readonly string[] | undefined;
   picked: readonly unknown[] | undefined;

@@ -1,11 +1,19 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { Engine } from '../../../src/store/embedded/engine.js';
+import { selectRows } from '../../../src/store/embedded/executor.js';
 import { HotTexts } from '../../../src/store/embedded/hotTexts.js';
+import { createEngineStore, ENGINE_FILE } from '../../../src/store/embedded/index.js';
 
 // The engine's texts read lately (GET by id, list pages): at most MAX_BYTES, the oldest let go
 // first, an entry dropped by a write never answered again.
 const key = (i: number): string => `k${String(i).padStart(6, '0')}`;
 const text = (i: number): string => `{"id":"${key(i)}","title":"${'x'.repeat(1000)}"}`;
-const PER = text(0).length + key(0).length;
+const PER = HotTexts.bytesOf(key(0), text(0));
 
 describe('HotTexts', () => {
   it('keeps at most MAX_BYTES of texts, letting the oldest go first', () => {
@@ -76,4 +84,92 @@ describe('HotTexts', () => {
     expect(hot.byId(key(0))).toBeUndefined();
     expect(hot.picked(fit - 1, text(fit - 1), names)).toEqual([]);
   });
+
+  // The bound is of the heap the cache holds, not of its texts' characters: every entry costs its
+  // object, two map entries, a queue slot and two string headers besides the characters (~6x the
+  // characters of a 77-character text before the bound counted them: 24.8 MB held for "4 MiB").
+  // Measured with V8's own count after a full collection: the heap grown by filling the cache past
+  // its bound (with updates dropping entries meanwhile, and a tenth of the texts two bytes a character).
+  it('holds at most MAX_BYTES of heap, measured after a full garbage collection', () => {
+    const gc = fullGc();
+    const hot = new HotTexts();
+    const before = heapAfter(gc);
+    let n = 0;
+    for (let i = 0; i < 40_000; i++) {
+      hot.set(i, flatId(i), flatText(i));
+      if (i % 5 === 4) hot.delete(undefined, flatId(i - 3));
+    }
+    const grown = heapAfter(gc) - before;
+    for (let i = 0; i < 40_000; i++) if (hot.bySeq(i) !== undefined) n++;
+    expect(grown).toBeLessThanOrEqual(HotTexts.MAX_BYTES);
+    // Not emptied: most of the bound is texts kept (each entry's estimate, HotTexts.bytesOf, is its heap).
+    expect(n * HotTexts.bytesOf(flatId(1), flatText(1))).toBeGreaterThan(HotTexts.MAX_BYTES * 0.8);
+    expect(hot.bytes).toBeLessThanOrEqual(HotTexts.MAX_BYTES);
+  });
+
+  it('holds its lists of rows within MAX_LIST_BYTES of heap, long keys included', () => {
+    const gc = fullGc();
+    const hot = new HotTexts();
+    const before = heapAfter(gc);
+    for (let i = 0; i < 5_000; i++) {
+      hot.keepList(Buffer.from(`[{"n":{"$gt":${i}}},${'x'.repeat(i % 2000)}]`).toString(), Array.from({ length: 50 }, (_, k) => i * 50 + k + 1_000_000));
+    }
+    const grown = heapAfter(gc) - before;
+    expect(grown).toBeLessThanOrEqual(HotTexts.MAX_LIST_BYTES);
+    expect(hot.list(Buffer.from(`[{"n":{"$gt":4999}},${'x'.repeat(4999 % 2000)}]`).toString())).toHaveLength(50);
+  });
 });
+
+describe('texts kept of a list', () => {
+  // A query asked once (a range with bounds at random over a large collection) kept its page's
+  // texts, pushing out texts read again for texts never read again: at 1,000,000 objects that churn
+  // grew the server by ~200 MB (bench/RESULTS.md). A list asked again (polled) keeps them.
+  it('keeps the texts of a page only when the same query is asked again, and answers the same each time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'svc-hot-list-'));
+    try {
+      const store = await createEngineStore({ dir });
+      await store.collection('todos').insertMany?.(Array.from({ length: 100 }, (_, i) => ({ id: `t${i}`, n: (i * 37) % 100 })));
+      await store.close();
+      const engine = new Engine(join(dir, ENGINE_FILE), 'normal');
+      try {
+        const info = engine.schema.table('todos');
+        if (info === undefined) throw new Error('no table');
+        const hot = new HotTexts();
+        const page = (): string[] => selectRows(engine, info, { n: { $gt: 10 } }, { sort: { n: 1 }, limit: 20 }, hot).texts;
+        const first = page();
+        expect(first.map((t) => JSON.parse(t).n)).toEqual(Array.from({ length: 20 }, (_, i) => 11 + i));
+        expect(hot.bytes).toBe(0);
+        // Other bounds, each asked once: nothing kept either.
+        for (let x = 20; x < 60; x++) selectRows(engine, info, { n: { $gt: x } }, { sort: { n: 1 }, limit: 20 }, hot);
+        expect(hot.bytes).toBe(0);
+        expect(page()).toEqual(first);
+        const seqs = selectRows(engine, info, { n: { $gt: 10 } }, { sort: { n: 1 }, limit: 20 }, hot).seqs;
+        expect(seqs.map((seq) => hot.bySeq(seq))).toEqual(first);
+        expect(hot.bytes).toBeGreaterThan(0);
+        expect(page()).toEqual(first);
+      } finally {
+        await engine.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** V8's full collection (the flag set at run time; the function from a new context). */
+function fullGc(): () => void {
+  v8.setFlagsFromString('--expose-gc');
+  return vm.runInNewContext('gc') as () => void;
+}
+
+function heapAfter(gc: () => void): number {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Flat strings as SQLite's rows give them (a template makes a cons string, larger). */
+const flatId = (i: number): string => Buffer.from(i.toString(16).padStart(16, '0')).toString();
+const flatText = (i: number): string =>
+  Buffer.from(`{"id":"${i.toString(16).padStart(16, '0')}","title":"w6gc wceg ${i % 10 === 0 ? '\u2192' : 'w4cg'} woe w1qc","done":true,"n":${i}}`).toString();
+
