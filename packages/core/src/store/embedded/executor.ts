@@ -175,7 +175,7 @@ function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTe
     const read = new Map<number, string>();
     for (const [seq, id, doc] of engine.prepare(`SELECT seq, id, doc FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(missing)) as unknown as [number, string, string][]) {
       read.set(seq, doc);
-      if (keep) hot.set(seq, id, doc);
+      if (keep || hot.admit(seq)) hot.set(seq, id, doc, true);
     }
     for (let i = 0; i < seqs.length; i++) if (texts[i] === undefined) texts[i] = read.get(seqs[i] as number) as string;
   }

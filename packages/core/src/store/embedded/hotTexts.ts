@@ -2,19 +2,21 @@
  * The stored texts of objects read lately, per collection, by their row (`seq`) and by id: GET by
  * id, and the pages of lists whose order SQL gives, are answered without reading the objects'
  * texts out of SQLite (a list reads only the rows' numbers from an index). At most MAX_BYTES of
- * heap: past it the oldest entries go first.
+ * heap per collection (16 MiB), and 1 MiB of lists, plus 64 KiB of seen rows: past it the oldest
+ * entries go first.
  *
  * The bound is of heap bytes, estimated per entry by bytesOf (its strings' characters, one or two
  * bytes each as V8 keeps them, plus what the entry costs besides: its object, its slots in the two
  * maps and the queue, the strings' headers; measured, see ENTRY_BYTES) and held by the test
  * (hotTexts.test.ts: V8's heap after a full collection). Counting characters only held ~6x the
- * bound (24.8 MB for "4 MiB" of 77-character texts); the churn of those texts under random range
- * queries at 1,000,000 objects is what grew the server to 414-457 MB (bench/RESULTS.md, "Issue 41:
- * what held the memory after random ranges").
+ * bound (24.8 MB for "4 MiB" of 77-character texts).
  *
- * Which texts are kept: every text a GET by id reads; a list's texts only when the same query is
- * asked again (the list was kept: see keepList): a query asked once (a range with bounds at
- * random) would only push out texts that are read again, for nothing.
+ * Which texts are kept: every text a GET by id reads; all of a list's texts when the same query is
+ * asked again (its rows were kept: see keepList); other rows a list reads when admit says so (read
+ * twice lately, and as long as such texts are read again before they are let go). Keeping every
+ * text a list read made range queries with bounds at random over 1,000,000 objects churn the
+ * kept texts for nothing (each promoted to V8's old generation, then let go), and keeping none
+ * made those at 100,000 objects, whose pages fit in the bound, 2-3x dearer (bench/RESULTS.md).
  *
  * Invalidation, stated: an entry is only ever the text of a committed row. It is made by a read
  * (reads run when no write is queued, so what they see is committed); a write that may change or
@@ -37,7 +39,7 @@
  */
 export class HotTexts {
   /** Heap bytes of the entries at most (bytesOf each, and DEAD_BYTES per dropped one still queued). */
-  static readonly MAX_BYTES = 4 * 1024 * 1024;
+  static readonly MAX_BYTES = 16 * 1024 * 1024;
   /** Lists kept at most, and their heap bytes (listBytes each). */
   static readonly MAX_LISTS = 256;
   static readonly MAX_LIST_BYTES = 1024 * 1024;
@@ -56,8 +58,28 @@ export class HotTexts {
   #head = 0;
   readonly #byId = new Map<string, number>();
   #bytes = 0;
+  readonly #maxBytes: number;
+  /** Rows read by lists per generation of seen rows (see admit): about the rows the bound keeps (~500 bytes each). */
+  readonly #window: number;
+
+  /** `maxBytes`: the bound (MAX_BYTES; another in tests). */
+  constructor(maxBytes = HotTexts.MAX_BYTES) {
+    this.#maxBytes = maxBytes;
+    this.#window = Math.max(1024, Math.floor(maxBytes / 512));
+  }
+
   /** Dropped entries still in the queue. */
   #dead = 0;
+  /** Rows read by lists lately (see admit): 2 * 2^SEEN_LOG2 bits, 64 KiB. */
+  #seen = new Uint32Array(2 ** SEEN_LOG2 / 32);
+  #older = new Uint32Array(2 ** SEEN_LOG2 / 32);
+  #seenCount = 0;
+  /** One in `#skip` of the list rows admit would keep are kept (1 to MAX_SKIP; see #heard). */
+  #skip = 1;
+  #tick = 0;
+  /** Entries kept for a list let go (the oldest first) since the last decision, and those of them read meanwhile. */
+  #listedGone = 0;
+  #listedRead = 0;
   /** The rows a query answered (by its exact plan key and page), until the next write of the collection. */
   readonly #lists = new Map<string, number[]>();
   #listBytes = 0;
@@ -70,6 +92,31 @@ export class HotTexts {
   /** The heap a kept list is counted for: its key, its rows (8 bytes each), its map entry and array. */
   static listBytes(key: string, seqs: readonly number[]): number {
     return 128 + charBytes(key) + 8 * seqs.length;
+  }
+
+  /**
+   * Whether a list's row is to be kept: a row read by a list is kept the second time it is read
+   * within the last `#window` to 2 * `#window` rows read by lists (two generations of bits
+   * by a hash of the row). An entry is worth keeping only if read again before the oldest-first
+   * bound lets it go, about as many kept rows later; rows read once (range queries with bounds at
+   * random over a collection much larger than the bound) pass through without churning the kept
+   * ones. A false "seen" (hash collisions, a few %) keeps a text once too early, nothing worse.
+   */
+  admit(seq: number): boolean {
+    const h = Math.imul(seq, 0x9e3779b1) >>> (32 - SEEN_LOG2);
+    const word = h >>> 5;
+    const bit = 1 << (h & 31);
+    // Seen within the window: kept, or one in `#skip` of them when the rows kept this way were
+    // seldom read again before they were let go (see #heard).
+    if (((this.#seen[word] as number) & bit) !== 0 || ((this.#older[word] as number) & bit) !== 0) return this.#skip === 1 || ++this.#tick % this.#skip === 0;
+    this.#seen[word] = (this.#seen[word] as number) | bit;
+    if (++this.#seenCount >= this.#window) {
+      const older = this.#older;
+      this.#older = this.#seen;
+      this.#seen = older.fill(0);
+      this.#seenCount = 0;
+    }
+    return false;
   }
 
   /** Heap bytes counted now (entries; lists apart). */
@@ -99,19 +146,26 @@ export class HotTexts {
   /** The text of the object with this id, when kept. */
   byId(id: string): string | undefined {
     const seq = this.#byId.get(id);
-    return seq === undefined ? undefined : this.#bySeq.get(seq)?.text;
+    return seq === undefined ? undefined : this.#read(this.#bySeq.get(seq));
   }
 
   /** The text of the row `seq`, when kept. */
   bySeq(seq: number): string | undefined {
-    return this.#bySeq.get(seq)?.text;
+    return this.#read(this.#bySeq.get(seq));
   }
 
-  set(seq: number, id: string, text: string): void {
+  #read(entry: Entry | undefined): string | undefined {
+    if (entry === undefined) return undefined;
+    entry.flags |= READ;
+    return entry.text;
+  }
+
+  /** Keeps the row's text; `listed`: for a list (admit said so), counted in what decides admit's share. */
+  set(seq: number, id: string, text: string, listed = false): void {
     const bytes = HotTexts.bytesOf(id, text);
-    if (bytes > HotTexts.MAX_BYTES / 64) return;
+    if (bytes > this.#maxBytes / 64) return;
     this.#drop(seq);
-    const entry: Entry = { seq, id, text, bytes, pick: undefined, picked: undefined, pickedBytes: 0 };
+    const entry: Entry = { seq, id, text, bytes, flags: listed ? LISTED : 0, pick: undefined, picked: undefined, pickedBytes: 0 };
     this.#bySeq.set(seq, entry);
     this.#byId.set(id, seq);
     this.#queue.push(entry);
@@ -176,14 +230,34 @@ export class HotTexts {
 
   /** Drops the oldest entries while over the bound. */
   #trim(): void {
-    while (this.#bytes > HotTexts.MAX_BYTES && this.#head < this.#queue.length) {
+    while (this.#bytes > this.#maxBytes && this.#head < this.#queue.length) {
       const oldest = this.#queue[this.#head] as Entry;
       // The passed slot emptied: the queue holds no entry it has passed.
       this.#queue[this.#head++] = undefined;
-      if (this.#bySeq.get(oldest.seq) === oldest) this.#drop(oldest.seq);
+      if (this.#bySeq.get(oldest.seq) === oldest) {
+        if ((oldest.flags & LISTED) !== 0) this.#heard((oldest.flags & READ) !== 0);
+        this.#drop(oldest.seq);
+      }
       this.#dead--;
       this.#bytes -= HotTexts.DEAD_BYTES;
     }
+  }
+
+  /**
+   * An entry kept for a list let go, oldest first: whether it was read meanwhile. Per
+   * FEEDBACK_ROWS of them: when fewer than a fourth were read, keeping them cost more than it
+   * gave (each kept text is promoted to V8's old generation, then let go: the churn that grew the
+   * server at 1,000,000 objects), and admit keeps half as many from then on (down to one in
+   * MAX_SKIP); when half or more were, twice as many (up to all).
+   */
+  #heard(read: boolean): void {
+    this.#listedGone++;
+    if (read) this.#listedRead++;
+    if (this.#listedGone < FEEDBACK_ROWS) return;
+    if (this.#listedRead * 4 < this.#listedGone) this.#skip = Math.min(MAX_SKIP, this.#skip * 2);
+    else if (this.#listedRead * 2 >= this.#listedGone) this.#skip = Math.max(1, this.#skip / 2);
+    this.#listedGone = 0;
+    this.#listedRead = 0;
   }
 
   /** Lets go of the row's entry: its strings now, its emptied object when the queue passes it or is cut. */
@@ -200,6 +274,15 @@ export class HotTexts {
     entry.picked = undefined;
   }
 }
+
+const LISTED = 1;
+const READ = 2;
+/** List rows let go per decision of admit's share, and the fewest kept (one in MAX_SKIP). */
+const FEEDBACK_ROWS = 1024;
+const MAX_SKIP = 64;
+/** Bits of the seen rows' hash (see admit). */
+const SEEN_LOG2 = 18;
+
 
 /** Matches a character past Latin-1: V8 then keeps the whole string at two bytes a character. */
 const WIDE = /[\u0100-\uffff]/;
@@ -222,6 +305,8 @@ interface Entry {
   text: string;
   /** bytesOf(id, text), as counted when kept. */
   readonly bytes: number;
+  /** LISTED (kept for a list), READ (read since kept). */
+  flags: number;
   /** The names of the facts kept with the text, the facts (see keepPicked), and their size. */
   pick: readonly string[] | undefined;
   picked: readonly unknown[] | undefined;
