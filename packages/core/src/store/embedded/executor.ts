@@ -48,7 +48,7 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
       const listKey = key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
       const listed = listKey === undefined ? undefined : hot.list(listKey);
       // Asked again since the last write: a list polled; its texts are kept from now on (a query
-      // asked once, a range with bounds at random, keeps none: see HotTexts).
+      // asked once keeps the rows HotTexts.admit lets in: read twice lately).
       if (listed !== undefined) return textsOfRows(engine, info, listed, hot, true);
       if (plan.ranked !== undefined) {
         const ranked = rankedRows(engine, info, plan.ranked, filter, from, to);
@@ -162,7 +162,7 @@ function selectiveRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter
   return found.sort((a, b) => b.seq - a.seq);
 }
 
-/** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows), and kept in `hot` when `keep`. */
+/** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows), and kept in `hot` when `keep` (else as hot.admit says). */
 function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTexts, keep: boolean): Rows {
   const texts: string[] = [];
   let missing: number[] | undefined;

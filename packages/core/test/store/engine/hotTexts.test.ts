@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import v8 from 'node:v8';
-import vm from 'node:vm';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../../../src/store/embedded/engine.js';
 import { selectRows } from '../../../src/store/embedded/executor.js';
@@ -196,8 +196,8 @@ describe('texts kept of a list', () => {
 
 /** V8's full collection (the flag set at run time; the function from a new context). */
 function fullGc(): () => void {
-  v8.setFlagsFromString('--expose-gc');
-  return vm.runInNewContext('gc') as () => void;
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
 }
 
 function heapAfter(gc: () => void): number {
