@@ -11,9 +11,11 @@
 // to core 0; the load generators and this harness to core 1.
 //
 //   flock /work/bench.lock node bench/files.js [--rounds 5] [--duration 10] [--warmup 2] [--connections 4] [--mb 5] [--no-build]
-//     [--svc-args "--max-semi-space-size=2"] [--only upload|thumb]
+//     [--svc-args "--max-semi-space-size=2"] [--only upload|thumb] [--before <checkout>]
 // --svc-args: node flags for a third upload variant, svc started with them (`svc+`), in the same
-// rounds. Each window also reports the server's run-queue wait (/proc/<pid>/task/*/schedstat):
+// rounds. --before: a built checkout of an earlier commit whose thumbnail is measured too (`thumb-
+// before`, its own server and kept thumbnail), in the same rounds as this one's, against the same
+// static file. Each window also reports the server's run-queue wait (/proc/<pid>/task/*/schedstat):
 // the time it was ready to run but another process had its core, which bounds a rate that its
 // CPU does not (a pinned server on a shared core).
 //
@@ -31,7 +33,7 @@ import { runDriver, runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', mb: 'number', 'no-build': 'boolean', 'svc-args': 'string', only: 'string' });
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', connections: 'number', mb: 'number', 'no-build': 'boolean', 'svc-args': 'string', only: 'string', before: 'string' });
 const svcArgs = opts['svc-args'] ? opts['svc-args'].split(/\s+/).filter(Boolean) : [];
 const rounds = Math.max(1, Math.floor(opts.rounds ?? 5));
 const duration = opts.duration ?? 10;
@@ -89,10 +91,10 @@ function queueWait(pid) {
   return ns / 1e9;
 }
 
-async function startSvc(nodeArgs = []) {
+async function startSvc(nodeArgs = [], checkout = repo) {
   const port = await freePort();
   const dir = makeApp();
-  const child = spawnNode([...SVC_NODE_FLAGS, ...nodeArgs, join(repo, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, cwd: repo });
+  const child = spawnNode([...SVC_NODE_FLAGS, ...nodeArgs, join(checkout, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--env', 'production'], { core: pin?.server, cwd: repo });
   await waitListening(child);
   const cookie = await startSession(port, '/posts');
   const headers = { cookie, 'content-type': 'application/json' };
@@ -136,28 +138,40 @@ async function uploadRound(order) {
   return row;
 }
 
-/** The thumbnail part of one round: one fresh svc, its kept thumbnail and the same bytes as a static file. */
-async function thumbRound(order) {
-  const srv = await startSvc();
+/** A kept thumbnail of a fresh svc (from `checkout`): its server and URL, the thumbnail's bytes. */
+async function thumbServer(checkout) {
+  const srv = await startSvc([], checkout);
   const id = srv.ids[0];
   const put = await request(srv.port, { method: 'PUT', path: `/posts/${id}/photo?name=photo.jpg`, headers: { cookie: srv.cookie }, body: photo });
   if (put.status !== 200) throw new Error(`photo upload answered ${put.status}`);
   const url = `${JSON.parse(put.body.toString('utf8')).photo.url}?thumb=200x200`;
   const first = await request(srv.port, { path: url, headers: { cookie: srv.cookie } });
   if (first.status !== 200) throw new Error(`thumbnail answered ${first.status}`);
-  writeFileSync(join(srv.dir, 'public', 'thumb.jpg'), first.body);
-  const paths = { thumb: url, static: '/thumb.jpg' };
-  const row = { thumbBytes: first.body.length };
-  for (const variant of order) {
+  return { srv, url, bytes: first.body };
+}
+
+/**
+ * The thumbnail part of one round: one fresh svc, its kept thumbnail and the same bytes as a
+ * static file (and, with --before, the earlier checkout's kept thumbnail on a server of its own).
+ */
+async function thumbRound(order) {
+  const now = await thumbServer(repo);
+  const before = opts.before ? await thumbServer(opts.before) : undefined;
+  writeFileSync(join(now.srv.dir, 'public', 'thumb.jpg'), now.bytes);
+  const targets = { thumb: [now.srv, now.url], static: [now.srv, '/thumb.jpg'], ...(before ? { 'thumb-before': [before.srv, before.url] } : {}) };
+  const row = { thumbBytes: now.bytes.length };
+  for (const variant of order.filter((v) => targets[v] !== undefined)) {
+    const [srv, path] = targets[variant];
     const wait0 = queueWait(srv.child.pid);
-    const out = await runLoad({ url: `http://127.0.0.1:${srv.port}${paths[variant]}`, method: 'GET', headers: { cookie: srv.cookie }, connections: 50, warmup, duration, serverPid: srv.child.pid, serverCore: pin?.server }, pin?.load);
+    const out = await runLoad({ url: `http://127.0.0.1:${srv.port}${path}`, method: 'GET', headers: { cookie: srv.cookie }, connections: 50, warmup, duration, serverPid: srv.child.pid, serverCore: pin?.server }, pin?.load);
     // Over warm-up and window (schedstat has no window of its own): seconds waited per second.
     const queueWaitShare = (queueWait(srv.child.pid) - wait0) / (out.seconds + warmup);
     if (out.non2xx || out.errors) throw new Error(`${variant}: ${out.non2xx} non-2xx, ${out.errors} errors ${JSON.stringify(out.statusCodes)}`);
     row[variant] = { rps: out.rps, cpuUs: out.cpuUsPerRequest, p50: out.latencyMs.p50, p99: out.latencyMs.p99, serverCores: out.serverCores, queueWaitShare, otherOnServerCore: out.otherOnServerCore };
-    log(`  ${variant.padEnd(6)}: ${Math.round(out.rps)} req/s, ${out.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${out.serverCores.toFixed(2)} cores, run-queue wait ${queueWaitShare.toFixed(2)} s/s, others on its core ${out.otherOnServerCore?.toFixed(2)}, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms`);
+    log(`  ${variant.padEnd(12)}: ${Math.round(out.rps)} req/s, ${out.cpuUsPerRequest.toFixed(0)} µs CPU/req, ${out.serverCores.toFixed(2)} cores, run-queue wait ${queueWaitShare.toFixed(2)} s/s, others on its core ${out.otherOnServerCore?.toFixed(2)}, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms`);
   }
-  await stop(srv.child);
+  await stop(now.srv.child);
+  if (before) await stop(before.srv.child);
   return row;
 }
 
@@ -168,7 +182,8 @@ try {
     log(`round ${round + 1}/${rounds}`);
     const variants = svcArgs.length > 0 ? ['bare', 'svc', 'svc+'] : ['bare', 'svc'];
     if (opts.only !== 'thumb') uploads.push(await uploadRound(round % 2 === 0 ? variants : [...variants].reverse()));
-    if (opts.only !== 'upload') thumbs.push(await thumbRound(round % 2 === 0 ? ['static', 'thumb'] : ['thumb', 'static']));
+    const thumbOrder = ['static', 'thumb', 'thumb-before'];
+    if (opts.only !== 'upload') thumbs.push(await thumbRound(round % 2 === 0 ? thumbOrder : [...thumbOrder].reverse()));
   }
 } finally {
   await stopAll();
@@ -206,6 +221,7 @@ const summary = {
     thumbBytes: thumbs[0]?.thumbBytes,
     medianRpsRatio: med(thumbs, (r) => r.thumb.rps / r.static.rps),
     rpsRatios: thumbs.map((r) => +(r.thumb.rps / r.static.rps).toFixed(3)),
+    cpuRatios: thumbs.map((r) => +(r.thumb.cpuUs / r.static.cpuUs).toFixed(3)),
     medianCpuRatio: med(thumbs, (r) => r.thumb.cpuUs / r.static.cpuUs),
     staticRps: med(thumbs, (r) => r.static.rps),
     thumbRps: med(thumbs, (r) => r.thumb.rps),
@@ -215,6 +231,19 @@ const summary = {
     thumbQueueWait: med(thumbs, (r) => r.thumb.queueWaitShare),
     staticOthersOnCore: med(thumbs, (r) => r.static.otherOnServerCore),
     thumbOthersOnCore: med(thumbs, (r) => r.thumb.otherOnServerCore),
+    ...(opts.before
+      ? {
+          before: opts.before,
+          beforeMedianRpsRatio: med(thumbs, (r) => r['thumb-before'].rps / r.static.rps),
+          beforeRpsRatios: thumbs.map((r) => +(r['thumb-before'].rps / r.static.rps).toFixed(3)),
+          beforeMedianCpuRatio: med(thumbs, (r) => r['thumb-before'].cpuUs / r.static.cpuUs),
+          beforeThumbCpuUs: med(thumbs, (r) => r['thumb-before'].cpuUs),
+          beforeThumbRps: med(thumbs, (r) => r['thumb-before'].rps),
+          // This checkout's thumbnail against the earlier one's, same round.
+          nowOverBeforeCpu: med(thumbs, (r) => r.thumb.cpuUs / r['thumb-before'].cpuUs),
+          nowOverBeforeRps: med(thumbs, (r) => r.thumb.rps / r['thumb-before'].rps),
+        }
+      : {}),
   },
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -25,6 +25,8 @@ const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
 if (!mongoUrl) process.stderr.write('migration crash tests on MongoDB SKIPPED: SVC_TEST_MONGODB_URL is not set (.ci/run provides it)\n');
 const EMBEDDED_OBJECTS = Number(process.env.SVC_MIGRATION_OBJECTS ?? 10_000);
 const MONGODB_OBJECTS = Number(process.env.SVC_MONGODB_MIGRATION_OBJECTS ?? 1000);
+/** app.json migrations.leaseMs of the MongoDB apps (see rig); SVC_MONGODB_MIGRATION_LEASE_MS=120000 runs the default's. */
+const MONGODB_LEASE_MS = Number(process.env.SVC_MONGODB_MIGRATION_LEASE_MS ?? 20_000);
 
 const dirs: string[] = [];
 const running: SvcProcess[] = [];
@@ -60,7 +62,14 @@ async function rig(kind: 'files' | 'sqlite' | 'mongodb', n: number): Promise<Rig
   await mkdir(join(app, 'resources', 'books'), { recursive: true });
   await writeFile(join(app, 'resources', 'books', 'config.json'), JSON.stringify({ type: 'Collection', properties: { n: { type: 'number' }, headline: { type: 'string' }, pages: { type: 'number' }, rating: { type: 'number' } } }));
   // The engine is the default store since i41-engine: the files store is chosen by app.json.
-  if (kind !== 'mongodb') await writeFile(join(app, 'app.json'), JSON.stringify({ embeddedStore: { engine: kind } }));
+  // On MongoDB a start that takes over the lock of a killed process waits 0.3 of the lease before
+  // it writes (docs/migrations.md): 36 s at the default 120 s, three times per series. The lease
+  // is app.json's migrations.leaseMs, as a user sets it: 20 s (a 6 s wait; each write may take
+  // 5 s in the database, renewals every 3.3 s), the same lock, takeover and write bounds.
+  // http.keepAliveTimeoutMs 1 s: the test's fetch keeps no connection open (Keep-Alive: timeout=1
+  // is under undici's margin), so a production SIGTERM has no idle connection to wait 3 s for.
+  const settings = { http: { keepAliveTimeoutMs: 1000 }, ...(kind === 'mongodb' ? { migrations: { leaseMs: MONGODB_LEASE_MS } } : { embeddedStore: { engine: kind } }) };
+  await writeFile(join(app, 'app.json'), JSON.stringify(settings));
   const db = kind === 'mongodb' ? `${(mongoUrl as string).replace(/\/$/, '')}/svc_migr_crash_${randomBytes(4).toString('hex')}` : undefined;
   const open = (): Promise<Store> => (db ? createMongoStore({ url: db, timeoutMs: 60_000 }) : kind === 'sqlite' ? createEngineStore({ dir: join(app, 'data') }) : createEmbeddedStore({ dir: join(app, 'data') }));
   return { app, n, ...(db ? { db } : {}), open, args: () => [app, '--env', 'production', ...(db ? ['--db', db] : [])] };
@@ -147,17 +156,21 @@ async function crashSeries(r: Rig, crashes: number[], randomKill: boolean): Prom
   await seed(r);
   const log: string[] = [];
   for (const batch of crashes) {
+    // How long each process ran (printed, not asserted): where a series' time goes, for CI's budget.
+    const started = Date.now();
     const { signal, output } = await crashAt(r, batch);
     expect(signal, output).toBe('SIGKILL');
-    log.push(`crash at batch ${batch}: ${output.match(/migration \S+: step 1\/1 \S+/g)?.length ?? 0} steps done by that process${/resuming at step/.test(output) ? ', resumed one' : ''}`);
+    log.push(`crash at batch ${batch} after ${((Date.now() - started) / 1000).toFixed(1)} s: ${output.match(/migration \S+: step 1\/1 \S+/g)?.length ?? 0} steps done by that process${/resuming at step/.test(output) ? ', resumed one' : ''}`);
   }
   if (randomKill) {
     const ms = 300 + Math.floor(Math.random() * 1500);
     const { signal } = await killAfter(r, ms);
     log.push(`kill -9 after ${ms} ms (${signal ?? 'exited before'})`);
   }
+  const started = Date.now();
   const last = await startSvc(r.args(), {}, 600_000);
   running.push(last);
+  log.push(`the last start served after ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const books = (await (await fetch(`${last.url}/books?${encodeURIComponent('{"$limit":3,"$sort":{"n":1}}')}`)).json()) as Doc[];
   expect(books.map((b) => [b.headline, b.pages, b.rating])).toEqual([['t0', undefined, 0], ['t1', 1, 0], ['t2', 2, 0]]);
   expect(await (await fetch(`${last.url}/readyz`)).json()).toEqual({ status: 'ok' });

@@ -1,5 +1,5 @@
 import { CONFLICT_POLICIES, Collection, OutboundPolicy, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
+import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, ReceivedFiles, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import { OUTBOUND_DEFAULTS } from './scriptOutbound.js';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -52,6 +52,8 @@ export interface BuildContext {
   recheckBlocked?(name: string): Promise<boolean>;
   /** Where file properties keep their files (set by buildResources). */
   files?: CollectionFilesConfig;
+  /** The server's files being received and not yet published: one per server, kept across reloads. */
+  received: ReceivedFiles;
 }
 
 /** Without a counter given: one per process, kept across reloads. */
@@ -61,7 +63,7 @@ const processCounter = memoryRateCounter();
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
   const out: Resource[] = [];
   checkRelationTargets(context.app);
-  const withFiles = { ...context, files: filesConfigOf(context.app, () => out) };
+  const withFiles = { ...context, files: filesConfigOf(context.app, () => out, context.received) };
   for (const folder of context.app.resources) out.push(await buildResource(folder, withFiles));
   return out;
 }

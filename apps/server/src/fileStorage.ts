@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { SvcError, createDiskFileStorage } from '@svc/core';
-import type { CollectionFilesConfig, FileStorage, Resource, ThumbSize, Thumbnailer } from '@svc/core';
+import type { CollectionFilesConfig, FileStorage, ReceivedFiles, Resource, ThumbSize, Thumbnailer } from '@svc/core';
 import type { AppFolder } from './loadApp.js';
 import type * as SharpModule from 'sharp';
 
@@ -19,9 +19,10 @@ export interface FilesSettings {
 /**
  * The file storage of an app's Collections: the disk under <app>/data/files, or the bucket of
  * the Bucket resource app.json `files.bucket` names (found among `resources` when first used:
- * resources are built in any order).
+ * resources are built in any order). `received`: the server's files being received (kept across
+ * its reloads).
  */
-export function filesConfigOf(app: AppFolder, resources: () => readonly Resource[]): CollectionFilesConfig {
+export function filesConfigOf(app: AppFolder, resources: () => readonly Resource[], received: ReceivedFiles): CollectionFilesConfig {
   const settings = (app.settings.files ?? {}) as FilesSettings;
   let storage: FileStorage | (() => FileStorage);
   if (settings.bucket !== undefined) {
@@ -36,6 +37,7 @@ export function filesConfigOf(app: AppFolder, resources: () => readonly Resource
   }
   return {
     storage,
+    received,
     thumbnailer: sharpThumbnailer,
     ...(settings.maxPixels !== undefined ? { maxPixels: settings.maxPixels } : {}),
     ...(typeof app.settings.bodyLimit === 'number' ? { fieldBytes: app.settings.bodyLimit } : {}),

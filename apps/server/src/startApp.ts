@@ -1,7 +1,7 @@
 import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
+import { ReceivedFiles, createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources, readProperties } from './buildResources.js';
 import { applySettings, runMigrations } from './migrations.js';
@@ -105,7 +105,11 @@ function bucketFiles(resources: readonly Resource[], name: string): ResourceFile
   return resources.find((r) => r.path === `/${name.replace(/^\/+|\/+$/g, '')}`)?.files;
 }
 
-async function buildApp(options: StartOptions, httpServer?: Server): Promise<BuiltApp> {
+/**
+ * Builds the app's server. `received`: the uploads under way, which the orphan sweep leaves (made
+ * here, one per server, and kept across its reloads).
+ */
+async function buildApp(options: StartOptions, httpServer?: Server, received = new ReceivedFiles()): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
   // As the CLI: NODE_ENV=production means production unless the caller says otherwise.
   const env = options.env ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
@@ -226,7 +230,7 @@ async function buildApp(options: StartOptions, httpServer?: Server): Promise<Bui
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
     const mount = async (folder: AppFolder, jobs: JobMount): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
-      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
+      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, received, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
       if (metrics && !metricsPort) {

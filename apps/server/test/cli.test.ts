@@ -223,11 +223,11 @@ describe('svc command line', () => {
   it('an unreachable --db or --redis, a script syntax error in production and a missing root key say so', async () => {
     const app = join(dir, 'app');
     await runSvc(['create', app]);
-    const started = performance.now();
+    // It gives up after its 5 s connect budget (the message says so); a start that hung would fail
+    // by the test's own timeout, not by a clock measured here (no timing assertions).
     const db = await runSvc([app, '--port', '0', '--db', 'mongodb://127.0.0.1:1/x'], {});
     expect(db.code).toBe(1);
     expect(db.stderr).toMatch(/svc: cannot reach MongoDB at mongodb:\/\/127\.0\.0\.1:1\/x within 5000 ms/);
-    expect(performance.now() - started).toBeLessThan(15_000);
     const redis = await runSvc([app, '--port', '0', '--redis', 'redis://127.0.0.1:1']);
     expect(redis.code).toBe(1);
     // Log lines of the start (CORS), then one line that says what failed.

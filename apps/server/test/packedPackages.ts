@@ -31,13 +31,21 @@ export function run(command: string, args: string[], cwd: string, env: Record<st
   });
 }
 
-/** Packs every published package into `dest`; answers the tarballs' file names, sorted. */
+/**
+ * Packs every published package into `dest`; answers the tarballs' file names, sorted. Four packs
+ * at a time: each is mostly a pnpm start waiting on the disk (about 1 s of CPU in 2.5 s), so the
+ * twelve took 20-23 s instead of 29-30 s one by one (paired runs at a load of 12-14).
+ */
 export async function packAll(dest: string): Promise<string[]> {
   await mkdir(dest, { recursive: true });
-  for (const pkg of PACKAGES) {
-    const packed = await run('pnpm', ['pack', '--pack-destination', dest], join(REPO, pkg));
-    if (packed.code !== 0) throw new Error(`pnpm pack in ${pkg} failed:\n${packed.out}`);
-  }
+  const queue = [...PACKAGES];
+  const packer = async (): Promise<void> => {
+    for (let pkg = queue.shift(); pkg !== undefined; pkg = queue.shift()) {
+      const packed = await run('pnpm', ['pack', '--pack-destination', dest], join(REPO, pkg));
+      if (packed.code !== 0) throw new Error(`pnpm pack in ${pkg} failed:\n${packed.out}`);
+    }
+  };
+  await Promise.all([packer(), packer(), packer(), packer()]);
   return (await readdir(dest)).sort();
 }
 

@@ -77,6 +77,7 @@ export { servedFile } from './http/servedFile.js';
 export { createDiskFileStorage } from './files/diskFileStorage.js';
 export type { FileStorage, OpenedFile, StoredEntry } from './files/FileStorage.js';
 export type { CollectionFilesConfig } from './files/filesConfig.js';
+export { ReceivedFiles } from './files/receiveFile.js';
 export type { StoredFile } from './files/CollectionFiles.js';
 export type { ThumbSize } from './files/fileSettings.js';
 export { DEFAULT_MAX_PIXELS } from './files/thumbnails.js';

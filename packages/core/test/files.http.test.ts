@@ -1,8 +1,10 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readlink, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Collection, UserCollection, createDiskFileStorage } from '@svc/core';
+import { Collection, ReceivedFiles, UserCollection, createDiskFileStorage } from '@svc/core';
 import type { CollectionEventRunner, FileStorage, PropertyDef, StoredFile } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
@@ -62,7 +64,7 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     store = await kind.make();
     dir = await mkdtemp(join(tmpdir(), 'svc-files-test-'));
     storage = createDiskFileStorage(dir);
-    const files = { storage, sweep: { intervalMs: 0, graceMs: 0 } };
+    const files = { storage, received: new ReceivedFiles(), sweep: { intervalMs: 0, graceMs: 0 } };
     posts = new Collection({
       path: '/posts',
       properties,
@@ -369,6 +371,47 @@ describe.each(storeKinds())('file properties ($name store, disk files)', (kind) 
     expect((await download(url, { range: 'bytes=20-30' })).status).toBe(416);
     const etag = (await download(url)).headers.get('etag') as string;
     expect((await download(url, { 'if-none-match': etag })).status).toBe(304);
+  });
+
+  it('a small file is answered from one read, a larger one streamed: the same bytes and headers, ranges and HEAD; no descriptor left open, also when a client goes away', async () => {
+    const small = Buffer.from('small file');
+    const large = randomBytes(200_000);
+    const post = (await form('POST', '/gated', { attachments: [[small, 'small.bin'], [large, 'large.bin']] })).body as Obj;
+    const [smallUrl, largeUrl] = (post.attachments as StoredFile[]).map((f) => f.url) as [string, string];
+    for (const [url, bytes] of [[smallUrl, small], [largeUrl, large]] as const) {
+      const got = await download(url);
+      expect([got.status, got.bytes.equals(bytes), got.headers.get('content-length'), got.headers.get('x-content-type-options'), got.headers.get('content-disposition')]).toEqual([200, true, String(bytes.length), 'nosniff', expect.stringMatching(/\.bin/)]);
+      const head = await fetch(t.url + url, { method: 'HEAD' });
+      expect([head.status, head.headers.get('content-length'), (await head.arrayBuffer()).byteLength]).toEqual([200, String(bytes.length), 0]);
+      const part = await download(url, { range: 'bytes=1-3' });
+      expect([part.status, part.bytes.equals(bytes.subarray(1, 4)), part.headers.get('content-range')]).toEqual([206, true, `bytes 1-3/${bytes.length}`]);
+    }
+    // Clients that go away after the headers: their files are closed too.
+    for (let i = 0; i < 10; i++) {
+      const abort = new AbortController();
+      const res = await fetch(t.url + (i % 2 === 0 ? largeUrl : smallUrl), { signal: abort.signal });
+      expect(res.status).toBe(200);
+      abort.abort();
+    }
+    await Promise.all(Array.from({ length: 20 }, (_, i) => download(i % 2 === 0 ? smallUrl : largeUrl)));
+    const openStored = async (): Promise<number> => {
+      let count = 0;
+      for (const fd of await readdir('/proc/self/fd')) if ((await readlink(`/proc/self/fd/${fd}`).catch(() => '')).startsWith(dir)) count++;
+      return count;
+    };
+    for (let i = 0; i < 100 && (await openStored()) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await openStored()).toBe(0);
+  });
+
+  it('a stored file that is not a regular file (a FIFO put there by hand) answers 404 without waiting for a writer', async () => {
+    const post = (await form('POST', '/gated', { attachments: [[Buffer.from('was a file'), 'f.txt']] })).body as Obj;
+    const file = (post.attachments as StoredFile[])[0] as StoredFile;
+    const path = join(dir, 'gated', post.id, 'attachments', file.id);
+    await unlink(path);
+    execFileSync('mkfifo', [path]);
+    const res = await fetch(t.url + file.url, { signal: AbortSignal.timeout(5000) });
+    expect(res.status).toBe(404);
+    await unlink(path);
   });
 
   it('the orphan sweep removes files no object holds (a crash between steps), and only those', async () => {

@@ -28,7 +28,7 @@ interface TestApp {
 }
 
 /** An app with a file property kept in a Bucket on its own s3rver (bucket name BUCKET), or on the disk. */
-async function startFilesApp(store: 'bucket' | 'disk' = 'bucket'): Promise<TestApp> {
+async function startFilesApp(store: 'bucket' | 'disk' = 'bucket', watch = false): Promise<TestApp> {
   const s3 = store === 'bucket' ? await startS3(BUCKET) : undefined;
   const dir = await mkdtemp(join(tmpdir(), 'svc-files-tmpdir-'));
   await mkdir(join(dir, 'resources', 'posts'), { recursive: true });
@@ -38,14 +38,14 @@ async function startFilesApp(store: 'bucket' | 'disk' = 'bucket'): Promise<TestA
   }
   await writeFile(join(dir, 'resources', 'posts', 'config.json'), JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' }, doc: { type: 'file' } } }));
   await writeFile(join(dir, 'app.json'), JSON.stringify({ files: { ...(s3 ? { bucket: 'media' } : {}), orphanGraceMinutes: 0, sweepMinutes: 0 } }));
-  const app = await startApp({ appDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger, resourceTypes: [bucketType] });
+  const app = await startApp({ appDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger, resourceTypes: [bucketType], ...(watch ? { watch: true, env: 'development' as const } : {}) });
   const posts = app.server.resources.find((r) => r.path === '/posts') as Collection;
   const tempDir = s3 !== undefined ? (app.server.resources.find((r) => r.path === '/media')?.fileStorage?.tempDir as string) : join(dir, 'data', 'files', '.tmp');
   return { app, dir, s3, posts, tempDir };
 }
 
-/** Sends half of a file to `a`, runs the sweep of `sweeper` (grace 0), sends the rest: the upload must succeed whole. */
-async function uploadAcrossSweep(a: TestApp, sweeper: TestApp): Promise<void> {
+/** Sends half of a file to `a`, runs the sweep of `sweeper` (grace 0; `between` first), sends the rest: the upload must succeed whole. */
+async function uploadAcrossSweep(a: TestApp, sweeper: TestApp, between?: () => Promise<Collection>): Promise<void> {
   const post = (await (await fetch(`${a.app.url}/posts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"title":"t"}' })).json()) as { id: string };
   const body = Buffer.alloc(300_000, 'x');
   const upload = slowUpload(`${a.app.url}/posts/${post.id}/doc?name=a.txt`, body, 100_000);
@@ -54,7 +54,7 @@ async function uploadAcrossSweep(a: TestApp, sweeper: TestApp): Promise<void> {
     () => readdir(a.tempDir).catch(() => [] as string[]),
     (names) => names.some((n) => n.endsWith('.part')),
   );
-  await sweeper.posts.sweepOrphanFiles();
+  await (between ? await between() : sweeper.posts).sweepOrphanFiles();
   const answer = await upload.rest();
   expect(answer.status, answer.body).toBe(200);
   const doc = (JSON.parse(answer.body) as { doc: { size: number; url: string } }).doc;
@@ -127,6 +127,20 @@ describe('the receiving folder of file properties', () => {
     const disk = await startFilesApp('disk');
     apps.push(disk);
     await uploadAcrossSweep(disk, disk);
+  });
+
+  it("on the disk is left alone by the sweep of the app's next version after a reload (development) while the previous one receives it", async () => {
+    const disk = await startFilesApp('disk', true);
+    apps.push(disk);
+    await uploadAcrossSweep(disk, disk, async () => {
+      // A new property: the watcher reloads, and the new version's collection (a new object) sweeps.
+      await writeFile(join(disk.dir, 'resources', 'posts', 'config.json'), JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' }, doc: { type: 'file' }, note: { type: 'string' } } }));
+      const reloaded = await until(
+        async () => disk.app.server.resources.find((r) => r.path === '/posts') as Collection,
+        (posts) => posts !== disk.posts,
+      );
+      return reloaded;
+    });
   });
 
   it('still loses what no process holds: a part left by a killed process', async () => {

@@ -8,8 +8,7 @@ import type { Context, Reply } from '../types.js';
 import type { FileStorage } from './FileStorage.js';
 import type { FileSettings } from './fileSettings.js';
 import { collectionPrefix, createFileId, fileKey, isFileId, isKeySegment } from './fileKeys.js';
-import { discardReceived, receiveFile, releaseReceived } from './receiveFile.js';
-import type { ReceivedFile } from './receiveFile.js';
+import type { ReceivedFile, ReceivedFiles } from './receiveFile.js';
 import { receiveForm } from './receiveForm.js';
 import { serveStoredFile } from './serveStoredFile.js';
 import type { Thumbnails } from './thumbnails.js';
@@ -43,6 +42,8 @@ export interface CollectionFilesOptions {
   /** Where files are kept; asked at each use (a Bucket resource's storage exists once resources are built). */
   storage: () => FileStorage;
   thumbnails?: Thumbnails | undefined;
+  /** The server's received files not yet published (the sweep of the temporary folder leaves them). */
+  received: ReceivedFiles;
   /** The bytes a form's fields may hold together (the app's body limit). */
   fieldBytes: number;
   logger?: Logger | undefined;
@@ -142,7 +143,7 @@ export class CollectionFiles {
 
   /** A create's or update's multipart body: files stored, ctx.body the form's values. Answers the object id to lock, if any. */
   private async receiveForm(ctx: Context, state: RequestFiles): Promise<string | undefined> {
-    const form = await receiveForm(ctx.req as IncomingMessage, this.settings, this.storage.tempDir, this.options.fieldBytes);
+    const form = await receiveForm(ctx.req as IncomingMessage, this.settings, this.options.received, this.storage.tempDir, this.options.fieldBytes);
     const named = ctx.parts[0] ?? (typeof ctx.query.id === 'string' ? ctx.query.id : undefined) ?? (typeof form.body.id === 'string' ? form.body.id : undefined);
     const objectId = named ?? (state.objectId = createId());
     try {
@@ -151,7 +152,7 @@ export class CollectionFiles {
         state.ops.set(property, { kind: 'add', ids, replace: !(this.settings.get(property) as FileSettings).many });
       }
     } catch (err) {
-      for (const files of form.files.values()) for (const f of files) await discardReceived(f.path);
+      for (const files of form.files.values()) for (const f of files) await this.options.received.discard(f.path);
       throw err;
     }
     ctx.body = form.body;
@@ -171,14 +172,14 @@ export class CollectionFiles {
       const req = ctx.req as IncomingMessage;
       let files: ReceivedFile[];
       if (/^multipart\/form-data\b/i.test(req.headers['content-type'] ?? '')) {
-        const form = await receiveForm(req, new Map([[property, settings]]), this.storage.tempDir, this.options.fieldBytes);
+        const form = await receiveForm(req, new Map([[property, settings]]), this.options.received, this.storage.tempDir, this.options.fieldBytes);
         files = form.files.get(property) ?? [];
         if (Object.keys(form.body).length > 0) {
-          for (const f of files) await discardReceived(f.path);
+          for (const f of files) await this.options.received.discard(f.path);
           throw new SvcError('BAD_REQUEST', `a form sent to ${this.options.path}/<id>/${property} holds files only`);
         }
       } else {
-        files = [await receiveFile(req, settings, this.storage.tempDir, nameOf(ctx))];
+        files = [await this.options.received.receive(req, settings, this.storage.tempDir, nameOf(ctx))];
       }
       if (files.length === 0) throw new SvcError('BAD_REQUEST', 'no file was sent');
       crashPoint('files:received');
@@ -205,9 +206,9 @@ export class CollectionFiles {
       const key = fileKey(this.prefix, objectId, property, id);
       try {
         await this.storage.put(key, received.path, received.type);
-        releaseReceived(received.path);
+        this.options.received.release(received.path);
       } catch (err) {
-        for (const rest of files.slice(index)) await discardReceived(rest.path);
+        for (const rest of files.slice(index)) await this.options.received.discard(rest.path);
         throw storageError(err);
       }
       const file: StoredFile = { id, name: received.name, size: received.size, type: received.type, url: `${this.options.path}/${objectId}/${property}/${id}` };

@@ -15,6 +15,12 @@ export interface OpenedFile {
   body: Readable;
 }
 
+/** A small stored file read whole at once (no stream): its bytes. */
+export interface WholeFile {
+  size: number;
+  bytes: Buffer;
+}
+
 /**
  * Where file properties keep their files: the local disk (svc's own, {@link createDiskFileStorage})
  * or an S3-compatible bucket (the Bucket type's). Keys are '/'-separated paths that svc makes
@@ -33,6 +39,12 @@ export interface FileStorage {
   put(key: string, file: string, type: string): Promise<void>;
   /** The file at `key` (`range`: inclusive byte offsets, already checked against its size), or undefined when there is none. */
   open(key: string, range?: { start: number; end: number }): Promise<OpenedFile | undefined>;
+  /**
+   * The whole file at `key` read at once when it holds at most `maxBytes` (a thumbnail, an
+   * avatar: no stream to set up and tear down), else opened whole as {@link open} opens it;
+   * undefined when there is none. Optional: without it, {@link open} is asked.
+   */
+  openWhole?(key: string, maxBytes: number): Promise<WholeFile | OpenedFile | undefined>;
   /** The size of the file at `key`, or undefined when there is none. */
   size(key: string): Promise<number | undefined>;
   /** Removes the files at these keys; a missing one is no error. */

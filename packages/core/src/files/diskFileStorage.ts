@@ -1,7 +1,7 @@
-import { createReadStream } from 'node:fs';
+import { close, constants, createReadStream, fstat, open, read } from 'node:fs';
 import { mkdir, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
-import type { FileStorage, OpenedFile, StoredEntry } from './FileStorage.js';
+import type { FileStorage, OpenedFile, StoredEntry, WholeFile } from './FileStorage.js';
 import { checkedKey } from './fileKeys.js';
 
 /**
@@ -36,6 +36,9 @@ export function createDiskFileStorage(root: string): FileStorage {
         if (isMissing(err)) return undefined;
         throw err;
       }
+    },
+    openWhole(key, maxBytes) {
+      return openWhole(pathOf(key), maxBytes);
     },
     async size(key) {
       try {
@@ -77,6 +80,39 @@ export function createDiskFileStorage(root: string): FileStorage {
       return out;
     },
   };
+}
+
+/**
+ * A file read whole through one descriptor: open, fstat, read, close (a stream adds a stat
+ * before, a second read for the end and its own teardown). Larger than `maxBytes`: a stream of
+ * the same descriptor. A stored file never changes at its key (published by a rename, its id
+ * never reused), so the size fstat gives is the size read. Opened without blocking: what is not a
+ * regular file (a FIFO put there by hand would hold a thread of the pool until a writer came) is
+ * answered as missing after fstat, as the stat before an open answered it.
+ */
+function openWhole(path: string, maxBytes: number): Promise<WholeFile | OpenedFile | undefined> {
+  return new Promise((resolve, reject) => {
+    open(path, constants.O_RDONLY | constants.O_NONBLOCK, (err, fd) => {
+      if (err) return isMissing(err) ? resolve(undefined) : reject(err);
+      const closed = (outcome: () => void) => (closeErr: NodeJS.ErrnoException | null): void => (closeErr ? reject(closeErr) : outcome());
+      fstat(fd, (statErr, info) => {
+        if (statErr) return close(fd, () => reject(statErr));
+        if (!info.isFile()) return close(fd, closed(() => resolve(undefined)));
+        if (info.size > maxBytes) return resolve({ size: info.size, body: createReadStream('', { fd, start: 0 }) });
+        const bytes = Buffer.allocUnsafe(info.size);
+        const next = (offset: number): void => {
+          if (offset === bytes.length) return close(fd, closed(() => resolve({ size: offset, bytes })));
+          read(fd, bytes, offset, bytes.length - offset, offset, (readErr, n) => {
+            if (readErr) return close(fd, () => reject(readErr));
+            // Shorter than fstat said (not a stored file's case): what was read.
+            if (n === 0) return close(fd, closed(() => resolve({ size: offset, bytes: bytes.subarray(0, offset) })));
+            next(offset + n);
+          });
+        };
+        next(0);
+      });
+    });
+  });
 }
 
 async function walk(dir: string, relative: string, out: StoredEntry[]): Promise<void> {

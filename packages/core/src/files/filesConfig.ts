@@ -7,6 +7,7 @@ import { collectionPrefix } from './fileKeys.js';
 import { fileSettingsOf } from './fileSettings.js';
 import type { FileSettings } from './fileSettings.js';
 import { DEFAULT_SWEEP, OrphanSweeper } from './orphanSweep.js';
+import type { ReceivedFiles } from './receiveFile.js';
 import type { SweepSchedule } from './orphanSweep.js';
 import { DEFAULT_MAX_PIXELS, Thumbnails } from './thumbnails.js';
 import type { Thumbnailer } from './thumbnails.js';
@@ -23,6 +24,12 @@ export interface CollectionFilesConfig {
   sweep?: Partial<SweepSchedule>;
   /** What a form's fields may hold together (default 1 MB, as a JSON body). */
   fieldBytes?: number;
+  /**
+   * The files being received and not yet published, which the sweep of the temporary folder
+   * leaves: one per server, shared by every collection whose files go to the same storage and
+   * kept across reloads (apps/server's startApp makes it).
+   */
+  received: ReceivedFiles;
 }
 
 /** Thumbnail makers by thumbnailer: one queue of thumbnails per process and thumbnailer, whatever the collection. */
@@ -56,6 +63,7 @@ export function collectionFilesOf(options: {
     settings,
     storage,
     thumbnails,
+    received: config.received,
     fieldBytes: config.fieldBytes ?? 1024 * 1024,
     get logger() {
       return options.logger();
@@ -67,6 +75,7 @@ export function collectionFilesOf(options: {
     schedule,
     (err) => options.logger()?.warn(`${resource}: the orphan file sweep failed (tried again later): ${(err as Error).message}`),
     (keys) => options.logger()?.info(`${resource}: the orphan file sweep removed ${keys.length} file(s) no object holds`),
+    config.received,
   );
   return { files, sweeper };
 }

@@ -5,7 +5,7 @@ import { filesOf } from './CollectionFiles.js';
 import type { FileStorage } from './FileStorage.js';
 import type { FileSettings } from './fileSettings.js';
 import { isFileId } from './fileKeys.js';
-import { isHeldReceived } from './receiveFile.js';
+import type { ReceivedFiles } from './receiveFile.js';
 
 /** One pass of the orphan sweep over a collection's files. */
 export interface SweepPass {
@@ -72,9 +72,9 @@ function heldName(name: string): string {
 
 /**
  * Removes files left in a storage's temporary folder (a receive killed midway) older than
- * `graceMs`, but never one this process holds (being received or not yet published).
+ * `graceMs`, but never one `received` holds (being received or not yet published).
  */
-export async function sweepTemp(tempDir: string, graceMs: number, now = Date.now()): Promise<number> {
+export async function sweepTemp(tempDir: string, received: ReceivedFiles, graceMs: number, now = Date.now()): Promise<number> {
   let names: string[];
   try {
     names = await readdir(tempDir);
@@ -84,7 +84,7 @@ export async function sweepTemp(tempDir: string, graceMs: number, now = Date.now
   let removed = 0;
   for (const name of names) {
     const path = join(tempDir, name);
-    if (isHeldReceived(path)) continue;
+    if (received.isHeld(path)) continue;
     try {
       if (now - (await stat(path)).mtimeMs < graceMs) continue;
       await unlink(path);
@@ -124,6 +124,7 @@ export class OrphanSweeper {
     private readonly schedule: SweepSchedule,
     private readonly onError: (err: unknown) => void,
     private readonly onRemoved: (keys: readonly string[]) => void,
+    private readonly received: ReceivedFiles,
   ) {}
 
   /** Starts the passes: one now (in the background), then every intervalMs. */
@@ -154,7 +155,7 @@ export class OrphanSweeper {
     while (this.running !== undefined) await this.running.catch(() => undefined);
     const pass = this.pass();
     this.running = (async () => {
-      await sweepTemp(pass.storage.tempDir, this.schedule.graceMs);
+      await sweepTemp(pass.storage.tempDir, this.received, this.schedule.graceMs);
       const outcome = await sweepOrphans({ ...pass, graceMs: this.schedule.graceMs, batch: this.schedule.batch, after: this.after });
       this.after = outcome.next;
       if (outcome.removed.length > 0) this.onRemoved(outcome.removed);

@@ -43,52 +43,67 @@ export function safeFileName(given: string | undefined): string {
   return name === '' ? 'file' : name;
 }
 
-const preparedDirs = new Set<string>();
+/** Receiving folders remembered as made, at most (more: the oldest is forgotten, and made again if asked). */
+const MAX_PREPARED = 16;
 
 /**
- * Received files this process holds: being received, or received and not yet published or
- * removed. The sweep of the temporary folder leaves them whatever their age (with
- * `orphanGraceMinutes: 0` it removed the uploads in progress of its own process).
+ * The files one server is receiving or has received and not yet published or removed, and the
+ * receiving folders it made. The orphan sweep of the temporary folder leaves a held file whatever
+ * its age (with `orphanGraceMinutes: 0` it removed the server's own uploads in progress). One per
+ * server (apps/server's startApp), shared by every collection and kept across reloads: a reload's
+ * sweep must leave the uploads the previous version is still receiving. Bounded: a file is held
+ * from the start of its receive to its publication or removal (the uploads under way, each
+ * request's files bounded by its properties' `maxFiles`), and at most {@link MAX_PREPARED} folders
+ * are remembered.
  */
-const held = new Set<string>();
+export class ReceivedFiles {
+  private readonly held = new Set<string>();
+  private readonly prepared = new Set<string>();
 
-/** Whether this process holds the received file at `path` (see {@link receiveFile}). */
-export function isHeldReceived(path: string): boolean {
-  return held.has(path);
-}
-
-/** Ends this process's hold of a received file, once published (moved away) or removed. */
-export function releaseReceived(path: string): void {
-  held.delete(path);
-}
-
-/** Removes a received file that will not be published, and ends the hold of it. */
-export async function discardReceived(path: string): Promise<void> {
-  await unlink(path).catch(() => undefined);
-  held.delete(path);
-}
-
-/**
- * Receives one file's bytes into `tempDir`: cut off with 413 past the property's `maxSize`,
- * refused with 415 as soon as its first bytes show a type the property does not allow. On any
- * failure the partial file is removed before the error is thrown. The file is held (never swept)
- * until {@link releaseReceived} or {@link discardReceived}.
- */
-export async function receiveFile(source: Readable, settings: FileSettings, tempDir: string, name: string): Promise<ReceivedFile> {
-  if (!preparedDirs.has(tempDir)) {
-    await mkdir(tempDir, { recursive: true });
-    preparedDirs.add(tempDir);
+  /** How many files are held now. */
+  get heldCount(): number {
+    return this.held.size;
   }
-  const path = join(tempDir, `${randomHex(12)}.part`);
-  const sniffer = new SniffingCounter(settings);
-  held.add(path);
-  try {
-    await pipeline(source, sniffer, createWriteStream(path, { flags: 'wx' }));
-    sniffer.decide();
-    return { path, name: safeFileName(name), size: sniffer.size, type: sniffer.type as string };
-  } catch (err) {
-    await discardReceived(path);
-    throw sniffer.failure ?? (isSvcError(err) ? err : new SvcError('BAD_REQUEST', 'the upload broke off before its end', { cause: err }));
+
+  /** Whether this server holds the received file at `path` (see {@link receive}). */
+  isHeld(path: string): boolean {
+    return this.held.has(path);
+  }
+
+  /** Ends the hold of a received file, once published (moved away) or removed. */
+  release(path: string): void {
+    this.held.delete(path);
+  }
+
+  /** Removes a received file that will not be published, and ends the hold of it. */
+  async discard(path: string): Promise<void> {
+    await unlink(path).catch(() => undefined);
+    this.held.delete(path);
+  }
+
+  /**
+   * Receives one file's bytes into `tempDir`: cut off with 413 past the property's `maxSize`,
+   * refused with 415 as soon as its first bytes show a type the property does not allow. On any
+   * failure the partial file is removed before the error is thrown. The file is held (never swept)
+   * until {@link release} or {@link discard}.
+   */
+  async receive(source: Readable, settings: FileSettings, tempDir: string, name: string): Promise<ReceivedFile> {
+    if (!this.prepared.has(tempDir)) {
+      await mkdir(tempDir, { recursive: true });
+      if (this.prepared.size >= MAX_PREPARED) this.prepared.delete(this.prepared.values().next().value as string);
+      this.prepared.add(tempDir);
+    }
+    const path = join(tempDir, `${randomHex(12)}.part`);
+    const sniffer = new SniffingCounter(settings);
+    this.held.add(path);
+    try {
+      await pipeline(source, sniffer, createWriteStream(path, { flags: 'wx' }));
+      sniffer.decide();
+      return { path, name: safeFileName(name), size: sniffer.size, type: sniffer.type as string };
+    } catch (err) {
+      await this.discard(path);
+      throw sniffer.failure ?? (isSvcError(err) ? err : new SvcError('BAD_REQUEST', 'the upload broke off before its end', { cause: err }));
+    }
   }
 }
 

@@ -2,8 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { SvcError, isSvcError } from '../errors.js';
 import type { FileSettings } from './fileSettings.js';
-import { discardReceived, receiveFile } from './receiveFile.js';
-import type { ReceivedFile } from './receiveFile.js';
+import type { ReceivedFile, ReceivedFiles } from './receiveFile.js';
 
 /** A multipart/form-data body of a create or update: its fields and its files, by property. */
 export interface ReceivedForm {
@@ -18,12 +17,13 @@ const MAX_FIELDS = 200;
 
 /**
  * Reads a create's or update's multipart/form-data body: every file part (its field is a file
- * property's name) received into `tempDir` under that property's limits, every other field as
- * a form value, or the `$json` field as the object's JSON. Rejects with 413 past a limit (a file,
- * the number of files or parts, the field budget), 415 on a type not allowed, 400 on an unknown
- * file property, a malformed body or one that broke off; every file received is removed then.
+ * property's name) received into `tempDir` under that property's limits (held by `received`
+ * until published), every other field as a form value, or the `$json` field as the object's
+ * JSON. Rejects with 413 past a limit (a file, the number of files or parts, the field budget),
+ * 415 on a type not allowed, 400 on an unknown file property, a malformed body or one that broke
+ * off; every file received is removed then.
  */
-export function receiveForm(req: IncomingMessage, properties: ReadonlyMap<string, FileSettings>, tempDir: string, fieldBytes: number): Promise<ReceivedForm> {
+export function receiveForm(req: IncomingMessage, properties: ReadonlyMap<string, FileSettings>, received: ReceivedFiles, tempDir: string, fieldBytes: number): Promise<ReceivedForm> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const pending: Promise<ReceivedFile>[] = [];
@@ -36,7 +36,7 @@ export function receiveForm(req: IncomingMessage, properties: ReadonlyMap<string
       const error = isSvcError(err) ? err : new SvcError('BAD_REQUEST', 'the upload broke off before its end', { cause: err });
       // Waits for the files still being written, then removes every one: nothing is left behind.
       void Promise.allSettled(pending).then(async (outcomes) => {
-        for (const o of outcomes) if (o.status === 'fulfilled') await discardReceived(o.value.path);
+        for (const o of outcomes) if (o.status === 'fulfilled') await received.discard(o.value.path);
         reject(error);
       });
     };
@@ -76,9 +76,9 @@ export function receiveForm(req: IncomingMessage, properties: ReadonlyMap<string
         stream.resume();
         return fail(new SvcError('PAYLOAD_TOO_LARGE', `${field}: at most ${settings.maxFiles} file${settings.maxFiles === 1 ? '' : 's'}`, { errors: { [field]: `holds at most ${settings.maxFiles} files` } }));
       }
-      const received = receiveFile(stream, settings, tempDir, info.filename);
-      received.catch((err: unknown) => fail(err));
-      pending.push(received);
+      const file = received.receive(stream, settings, tempDir, info.filename);
+      file.catch((err: unknown) => fail(err));
+      pending.push(file);
       order.push(field);
     });
     parser.on('field', (name, value, info) => {

@@ -3,10 +3,10 @@ import { pipeline } from 'node:stream/promises';
 import { SvcError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { StoredFile } from './CollectionFiles.js';
-import type { FileStorage, OpenedFile } from './FileStorage.js';
+import type { FileStorage, OpenedFile, WholeFile } from './FileStorage.js';
 import type { ThumbSize } from './fileSettings.js';
 import { rangeOf, servedHeaders } from './servedHeaders.js';
-import { thumbTypeOf } from './thumbnails.js';
+import { openStored, thumbTypeOf } from './thumbnails.js';
 import type { Thumbnails } from './thumbnails.js';
 
 /** One stored file to answer with, already allowed to the caller. */
@@ -49,30 +49,37 @@ export async function serveStoredFile(options: ServedStoredFile): Promise<void> 
     res.end();
     return;
   }
-  // The size first (a range is read against it); thumbnails are made when missing.
-  const size = options.thumb === undefined ? await storage.size(key) : undefined;
+  // A range is read against the size, asked first; a whole file is opened at once (read whole
+  // when small: FileStorage.openWhole); thumbnails are made when missing.
+  const ranged = options.thumb === undefined && req?.headers.range !== undefined;
+  const size = ranged ? await storage.size(key) : undefined;
   const asked = size === undefined ? undefined : rangeOf(req?.headers.range, size);
   if (asked === 'unsatisfiable') {
     res.writeHead(416, { 'content-range': `bytes */${size as number}`, ...common });
     res.end();
     return;
   }
-  let opened: OpenedFile | undefined;
+  let opened: WholeFile | OpenedFile | undefined;
   if (options.thumb !== undefined) {
     const t = options.thumb;
     opened = await (t.thumbnails as Thumbnails).open(storage, options.key, key, t.size, type);
-  } else if (size !== undefined) {
-    opened = await storage.open(key, asked);
+  } else if (!ranged || size !== undefined) {
+    opened = await openStored(storage, key, asked);
   }
   if (opened === undefined) throw new SvcError('NOT_FOUND', 'not found');
   const headers: Record<string, string | number> = { ...common };
-  if (asked !== undefined && options.thumb === undefined) {
+  if (asked !== undefined) {
     headers['content-range'] = `bytes ${asked.start}-${asked.end}/${opened.size}`;
     headers['content-length'] = asked.end - asked.start + 1;
   } else {
     headers['content-length'] = opened.size;
   }
-  res.writeHead(asked !== undefined && options.thumb === undefined ? 206 : 200, headers);
+  res.writeHead(asked !== undefined ? 206 : 200, headers);
+  if ('bytes' in opened) {
+    // One write of headers and bytes: no stream to set up and tear down.
+    res.end(options.head ? undefined : opened.bytes);
+    return;
+  }
   if (options.head) {
     opened.body.destroy();
     res.end();

@@ -2,7 +2,7 @@ import { mkdir, writeFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SvcError } from '../errors.js';
 import { randomHex } from '../ids.js';
-import type { FileStorage, OpenedFile } from './FileStorage.js';
+import type { FileStorage, OpenedFile, WholeFile } from './FileStorage.js';
 import type { ThumbSize } from './fileSettings.js';
 
 /**
@@ -19,6 +19,17 @@ const THUMBNAILED = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp
 
 /** 40 megapixels: an 8000x5000 photo; larger images get no thumbnail (app.json files.maxPixels). */
 export const DEFAULT_MAX_PIXELS = 40_000_000;
+
+/**
+ * Files up to this size are answered whole from one read (FileStorage.openWhole): no more memory
+ * per answer than a stream's first read (64 KiB), and a declared thumbnail size is usually less.
+ */
+export const WHOLE_BYTES = 64 * 1024;
+
+/** The file at `key`, whole (read at once when small and the storage can), or the range asked. */
+export function openStored(storage: FileStorage, key: string, range?: { start: number; end: number }): Promise<WholeFile | OpenedFile | undefined> {
+  return range === undefined && storage.openWhole !== undefined ? storage.openWhole(key, WHOLE_BYTES) : storage.open(key, range);
+}
 
 /** The type of the thumbnails of an image of `type`, or undefined when none is made of it. */
 export function thumbTypeOf(type: string): string | undefined {
@@ -42,9 +53,9 @@ export class Thumbnails {
     private readonly parallel = 2,
   ) {}
 
-  /** The kept thumbnail at `thumbKey` of the image at `key`, made first when there is none. */
-  async open(storage: FileStorage, key: string, thumbKey: string, size: ThumbSize, type: string, range?: { start: number; end: number }): Promise<OpenedFile | undefined> {
-    const kept = await storage.open(thumbKey, range);
+  /** The kept thumbnail at `thumbKey` of the image at `key` (whole), made first when there is none. */
+  async open(storage: FileStorage, key: string, thumbKey: string, size: ThumbSize, type: string): Promise<WholeFile | OpenedFile | undefined> {
+    const kept = await openStored(storage, thumbKey);
     if (kept !== undefined) return kept;
     let made = this.making.get(thumbKey);
     if (made === undefined) {
@@ -52,7 +63,7 @@ export class Thumbnails {
       this.making.set(thumbKey, made);
     }
     await made;
-    return storage.open(thumbKey, range);
+    return openStored(storage, thumbKey);
   }
 
   private async make(storage: FileStorage, key: string, thumbKey: string, size: ThumbSize, type: string): Promise<void> {
