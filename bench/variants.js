@@ -88,6 +88,16 @@ export const variants = {
     missing: () => (process.env.SVC_AT && existsSync(join(process.env.SVC_AT, 'apps/server/dist/cli.js')) ? undefined : 'SVC_AT names no built svc checkout'),
     command: (ctx) => ({ ...svcCommand(ctx), args: ['--no-node-snapshot', join(process.env.SVC_AT ?? '', 'apps/server/bin/svc.js'), ctx.appDir, '--port', String(ctx.port), '--env', 'production'] }),
   },
+  // The same, started with the node flags svc gets here (the launcher's heap flag): a change
+  // against a checkout that has the flag too (`node bench/pair.js --a svc --b svc-at-flags`).
+  'svc-at-flags': {
+    title: `svc at ${process.env.SVC_AT ?? '$SVC_AT'}, svc's node flags`,
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    missing: () => (process.env.SVC_AT && existsSync(join(process.env.SVC_AT, 'apps/server/dist/cli.js')) ? undefined : 'SVC_AT names no built svc checkout'),
+    command: (ctx) => ({ ...svcCommand(ctx), args: [...SVC_NODE_FLAGS, join(process.env.SVC_AT ?? '', 'apps/server/bin/svc.js'), ctx.appDir, '--port', String(ctx.port), '--env', 'production'] }),
+  },
   // The same app with the access log turned off (app.json log.access: false): what the access
   // line costs per request (`node bench/pair.js --a svc --b svc-no-access`). Its app.json is
   // written into the temporary copy, so bench/app stays as it is.

@@ -67,6 +67,25 @@ describe('access log', () => {
     expect(await lineOf(after.headers.get('x-request-id'))).toMatchObject({ method: 'GET', path: '/todos/none', status: 404, uid: (user.body as { id: string }).id });
   });
 
+  // The time text is made once per millisecond (told by the monotonic clock): it follows the wall
+  // clock, never more than a millisecond behind, and is never stuck.
+  it('a line\'s time is the wall clock when the answer ended (to the millisecond)', async () => {
+    const t = await serve();
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const before = Date.now();
+      const res = await t.request('GET', '/todos');
+      const line = await lineOf(res.headers.get('x-request-id'));
+      const after = Date.now();
+      const at = Date.parse(line.time);
+      expect(at).toBeGreaterThanOrEqual(before - 1);
+      expect(at).toBeLessThanOrEqual(after);
+      times.push(at);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(new Set(times).size).toBe(3);
+  });
+
   it('the client\'s own safe X-Request-Id is the line\'s id', async () => {
     const t = await serve();
     await t.request('GET', '/todos', { headers: { 'x-request-id': 'from-proxy-42' } });

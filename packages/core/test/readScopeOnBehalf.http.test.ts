@@ -194,13 +194,22 @@ describe('a read scope kept for a reader serves only the caller it was made for'
   });
 
   // The scope is kept on the reader itself (no WeakMap entry per request: GC, see Visibility.made).
-  it('kept per reader and per Visibility; a context copied with {...ctx} carries none; a frozen reader works', () => {
+  it('kept per reader and per Visibility; a context copied with {...ctx} makes its own; a frozen reader works', () => {
     const ctx = caller(uma, { reader: undefined });
     const made = visibility.scope(ctx);
     expect(visibility.scope(ctx)).toBe(made);
-    // Not enumerable: nothing of it shows in the context's keys, and a copy for another caller starts afresh.
+    // A symbol: nothing of it shows in the context's keys (nor in JSON).
     expect(Object.keys(ctx)).not.toContain(expect.stringMatching(/scope/i));
-    expect(Object.getOwnPropertySymbols({ ...ctx })).toEqual([]);
+    // A copy carries the property, but the scope there is its parent's: the copy is another reader.
+    const copy = { ...ctx };
+    const copied = visibility.scope(copy);
+    expect(copied).not.toBe(made);
+    expect(copied.reader).toBe(copy);
+    expect(visibility.scope(copy)).toBe(copied);
+    expect(visibility.scope(ctx)).toBe(made);
+    // The same for a copy made for another caller: never the parent's scope.
+    const forVic = { ...ctx, me: { id: 'vic' } as never, session: { ...ctx.session, uid: 'vic' } };
+    expect(visibility.scope(forVic)).not.toBe(made);
     const other = new Visibility(visibility.access, properties);
     expect(other.scope(ctx)).not.toBe(made);
     expect(other.scope(ctx)).toBe(other.scope(ctx));

@@ -21,10 +21,28 @@ const cases: Record<string, (res: ServerResponse) => void> = {
     res.setHeader('access-control-allow-origin', '*');
     res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
   },
+  appended: (res) => {
+    res.appendHeader('set-cookie', 'a=1');
+    res.appendHeader('set-cookie', 'b=2');
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
+  },
+  'set with setHeaders': (res) => {
+    res.setHeaders(new Map([['vary', 'origin']]));
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
+  },
+  'set, then removed': (res) => {
+    res.setHeader('vary', 'origin');
+    res.removeHeader('vary');
+    res.writeHead(200, { 'content-type': 'text/plain', etag: '"a"' }).end('x');
+  },
   'own id in an object': (res) => res.writeHead(200, { 'X-Request-Id': 'mine' }).end('x'),
   'own id in an array': (res) => res.writeHead(200, ['X-REQUEST-ID', 'mine']).end('x'),
   'own id set before': (res) => {
     res.setHeader('x-request-id', 'mine');
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
+  },
+  'own id appended before': (res) => {
+    res.appendHeader('x-request-id', 'mine');
     res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
   },
   'own id set, then given': (res) => {
@@ -60,9 +78,16 @@ function get(name: string): Promise<{ status: number; headers: IncomingHttpHeade
 const ids = (raw: string[]): string[] => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === 'x-request-id');
 
 describe('SvcServerResponse: X-Request-Id written with the headers', () => {
-  it.each(['object', 'reason', 'array', 'none', 'implicit', 'progressive'])('%s: the id once, the answer as written', async (name) => {
+  it.each(['object', 'reason', 'array', 'none', 'implicit', 'progressive', 'appended', 'set with setHeaders', 'set, then removed'])('%s: the id once, the answer as written', async (name) => {
     const res = await get(name);
     expect(ids(res.raw)).toEqual(['the-id']);
+    if (name === 'appended') expect(res.headers['set-cookie']).toEqual(['a=1', 'b=2']);
+    if (name === 'set with setHeaders') expect(res.headers.vary).toBe('origin');
+    // The id first, then the answer's own headers, as when nothing was set before.
+    if (name === 'set, then removed' || name === 'object') {
+      expect(res.raw.filter((_, i) => i % 2 === 0).slice(0, 3).map((h) => h.toLowerCase())).toEqual(['x-request-id', 'content-type', 'etag']);
+      expect(res.headers.vary).toBeUndefined();
+    }
     if (name === 'reason') expect(res.status).toBe(201);
     if (name === 'implicit') expect(res.status).toBe(404);
     if (name === 'array') expect(res.headers['x-extra']).toBe('a, b');
@@ -70,7 +95,7 @@ describe('SvcServerResponse: X-Request-Id written with the headers', () => {
     if (name === 'object') expect(res.headers.etag).toBe('"a"');
   });
 
-  it.each(['own id in an object', 'own id in an array', 'own id set before', 'own id set, then given'])('%s: the answering code\'s id wins, sent once', async (name) => {
+  it.each(['own id in an object', 'own id in an array', 'own id set before', 'own id appended before', 'own id set, then given'])('%s: the answering code\'s id wins, sent once', async (name) => {
     expect(ids((await get(name)).raw)).toEqual(['mine']);
   });
 

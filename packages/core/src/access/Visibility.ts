@@ -59,6 +59,11 @@ export class Visibility {
    * of a POST (whose answer waits for the group commit) through young-generation collections and
    * promote it, ~3 KB per request, GC 7 to 27 µs of a POST (bench/RESULTS.md, "Issue 39: what a
    * plain request leaves behind"), as SwapSet's comment tells of a Set.
+   *
+   * A plain (enumerable) property, set by assignment: `Object.defineProperty` per request (to hide
+   * it) cost ~0.5-3 µs of a POST (bench/RESULTS.md, "Issue 39: GET by id and POST, round 6"). A
+   * context copied with `{...ctx}` so carries its parent's scope, which serves only the reader it
+   * was made for ({@link ReadScope.reader}): the copy makes its own.
    */
   private readonly madeKey = Symbol('svc.readScope');
   /** Scopes of readers that take no property (a frozen object): rare, kept the weak way. */
@@ -104,12 +109,12 @@ export class Visibility {
    */
   scope(ctx: Context): ReadScope {
     const reader = (ctx.reader ?? ctx) as Record<symbol, ReadScope | undefined>;
-    const kept = reader[this.madeKey] ?? (Object.isExtensible(reader) ? undefined : this.madeFrozen.get(reader));
-    if (kept !== undefined && kept.isFor(ctx)) return kept;
+    const extensible = Object.isExtensible(reader);
+    const kept = extensible ? reader[this.madeKey] : this.madeFrozen.get(reader);
+    // A copy of a context (`{...ctx}`) holds the scope of the one it was copied from: not its own.
+    if (kept !== undefined && kept.reader === reader && kept.isFor(ctx)) return kept;
     const made = this.newScope(ctx);
-    if (Object.hasOwn(reader, this.madeKey)) reader[this.madeKey] = made;
-    // Not enumerable: a context copied with `{...ctx}` (an internal request made from it) starts without it.
-    else if (Object.isExtensible(reader)) Object.defineProperty(reader, this.madeKey, { value: made, writable: true, configurable: true });
+    if (extensible) reader[this.madeKey] = made;
     else this.madeFrozen.set(reader, made);
     return made;
   }
@@ -185,12 +190,15 @@ export class ReadScope {
   private refusalsValue: QueryRefusals | undefined;
   private readonly sessionId: string;
   private readonly uid: string | undefined;
+  /** The reader it was made for ({@link Visibility.scope} keeps it there): `ctx.reader`, else the context. */
+  readonly reader: object;
 
   constructor(
     private readonly visibility: Visibility,
     private readonly caller: Context,
   ) {
     const access = visibility.access;
+    this.reader = caller.reader ?? caller;
     this.sessionId = caller.session.id;
     this.uid = caller.session.uid;
     this.trusted = access.bypasses(caller);

@@ -7,7 +7,7 @@ import { collectionPrefix } from './fileKeys.js';
 import { fileSettingsOf } from './fileSettings.js';
 import type { FileSettings } from './fileSettings.js';
 import { DEFAULT_SWEEP, OrphanSweeper } from './orphanSweep.js';
-import type { ReceivedFiles } from './receiveFile.js';
+import { ReceivedFiles } from './receiveFile.js';
 import type { SweepSchedule } from './orphanSweep.js';
 import { DEFAULT_MAX_PIXELS, Thumbnails } from './thumbnails.js';
 import type { Thumbnailer } from './thumbnails.js';
@@ -27,9 +27,10 @@ export interface CollectionFilesConfig {
   /**
    * The files being received and not yet published, which the sweep of the temporary folder
    * leaves: one per server, shared by every collection whose files go to the same storage and
-   * kept across reloads (apps/server's startApp makes it).
+   * kept across reloads (apps/server's startApp makes it). Default: one of this collection's own,
+   * which is enough when no other collection receives into the same storage.
    */
-  received: ReceivedFiles;
+  received?: ReceivedFiles;
 }
 
 /** Thumbnail makers by thumbnailer: one queue of thumbnails per process and thumbnailer, whatever the collection. */
@@ -49,6 +50,7 @@ export function collectionFilesOf(options: {
   if (settings.size === 0) return undefined;
   const config = options.config;
   if (config === undefined) throw new Error(`resource ${resource}: file properties need a place for their files (CollectionOptions.files)`);
+  const received = config.received ?? new ReceivedFiles();
   const storage = typeof config.storage === 'function' ? config.storage : () => config.storage as FileStorage;
   let thumbnails: Thumbnails | undefined;
   if (config.thumbnailer !== undefined) {
@@ -63,7 +65,7 @@ export function collectionFilesOf(options: {
     settings,
     storage,
     thumbnails,
-    received: config.received,
+    received,
     fieldBytes: config.fieldBytes ?? 1024 * 1024,
     get logger() {
       return options.logger();
@@ -75,7 +77,7 @@ export function collectionFilesOf(options: {
     schedule,
     (err) => options.logger()?.warn(`${resource}: the orphan file sweep failed (tried again later): ${(err as Error).message}`),
     (keys) => options.logger()?.info(`${resource}: the orphan file sweep removed ${keys.length} file(s) no object holds`),
-    config.received,
+    received,
   );
   return { files, sweeper };
 }

@@ -61,6 +61,14 @@ export interface SvcHttpServer {
   drain: ConnectionDrain;
 }
 
+/**
+ * A connection's mark while its first request has not come (its idle timer is the header
+ * budget's): a property of the socket, not a WeakSet that every request of a kept connection
+ * looked up (bench/RESULTS.md, "Issue 39: GET by id and POST, round 6").
+ */
+const AWAITING_FIRST_REQUEST: unique symbol = Symbol('svc.awaitingFirstRequest');
+type AwaitedSocket = Socket & { [AWAITING_FIRST_REQUEST]?: boolean };
+
 /** Refusals from one address are logged once in this time, with how many there were. */
 const LOG_EVERY_MS = 60_000;
 /** Addresses whose refusals are being counted for the next log line; beyond it, counted as one. */
@@ -79,7 +87,6 @@ export function createSvcHttpServer(
   options: { limits?: HttpLimits | undefined; logger: Logger; sharedPeer?: (address: string) => boolean },
 ): SvcHttpServer {
   const limits = resolveHttpLimits(options.limits);
-  const awaitingFirstRequest = new WeakSet<Socket>();
   const server = createServer({
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
@@ -91,7 +98,11 @@ export function createSvcHttpServer(
   const drain = new ConnectionDrain(server);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     // From here on node's timers apply: request (body), keep-alive idle, and headers again.
-    if (awaitingFirstRequest.delete(req.socket)) req.socket.setTimeout(0);
+    const socket = req.socket as AwaitedSocket;
+    if (socket[AWAITING_FIRST_REQUEST] === true) {
+      socket[AWAITING_FIRST_REQUEST] = false;
+      socket.setTimeout(0);
+    }
     // An answer written past svc's writeReply (static files, extra routes) to a body nobody read:
     // node would read and discard all of it on a kept connection; close it instead.
     if (bodyUnread(req)) res.once('finish', () => closeIfBodyUnread(req));
@@ -120,7 +131,7 @@ export function createSvcHttpServer(
       else perAddress.set(address, left);
     });
     // node's header timer starts at a request's first byte; this one covers the silence before.
-    awaitingFirstRequest.add(socket);
+    (socket as AwaitedSocket)[AWAITING_FIRST_REQUEST] = true;
     socket.setTimeout(limits.headersTimeoutMs);
   });
   server.on('drop', (data) => {

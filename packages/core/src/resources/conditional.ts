@@ -19,16 +19,30 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * `JSON.stringify(object)` to name the version its offline writes were based on.
  */
 export function etagOf(text: string): string {
-  let h1 = 0xdeadbeef;
+  // The constants as int32 (`| 0`, the same bits for Math.imul): the lanes stay small integers in
+  // V8 instead of starting as heap numbers above 2^31.
+  let h1 = 0xdeadbeef | 0;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 2654435761);
+    h1 = Math.imul(h1 ^ c, 2654435761 | 0);
     h2 = Math.imul(h2 ^ c, 1597334677);
   }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return `"${(h2 >>> 0).toString(16).padStart(8, '0')}${(h1 >>> 0).toString(16).padStart(8, '0')}"`;
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507 | 0) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909 | 0);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507 | 0) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909 | 0);
+  return `"${hex32(h2)}${hex32(h1)}"`;
+}
+
+/** Two hex digits per byte value. */
+const HEX_BYTES: readonly string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/**
+ * The 32 bits of `h` as 8 hex digits: what `(h >>> 0).toString(16).padStart(8, '0')` gives,
+ * without the radix conversion of a number above 2^31 (a heap number), most of etagOf's time on
+ * a short answer (bench/RESULTS.md, "Issue 39: GET by id and POST, round 6").
+ */
+function hex32(h: number): string {
+  return (HEX_BYTES[h >>> 24] as string) + (HEX_BYTES[(h >>> 16) & 255] as string) + (HEX_BYTES[(h >>> 8) & 255] as string) + (HEX_BYTES[h & 255] as string);
 }
 
 /** A conditional header's entity tags (`*` alone: any), undefined when the request has none. */
