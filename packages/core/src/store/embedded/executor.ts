@@ -47,7 +47,9 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
     if (hot !== undefined) {
       const listKey = key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
       const listed = listKey === undefined ? undefined : hot.list(listKey);
-      if (listed !== undefined) return textsOfRows(engine, info, listed, hot);
+      // Asked again since the last write: a list polled; its texts are kept from now on (a query
+      // asked once keeps the rows HotTexts.admit lets in: read twice lately).
+      if (listed !== undefined) return textsOfRows(engine, info, listed, hot, true);
       if (plan.ranked !== undefined) {
         const ranked = rankedRows(engine, info, plan.ranked, filter, from, to);
         if (listKey !== undefined) hot.keepList(listKey, ranked.seqs);
@@ -55,7 +57,7 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
       }
       const seqs = (engine.prepare(paged ? `SELECT seq${base.slice('SELECT seq, doc'.length)} LIMIT ?${n + 1} OFFSET ?${n + 2}` : `SELECT seq${base.slice('SELECT seq, doc'.length)}`).all(...args) as unknown as [number][]).map((row) => row[0]);
       if (listKey !== undefined) hot.keepList(listKey, seqs);
-      return textsOfRows(engine, info, seqs, hot);
+      return textsOfRows(engine, info, seqs, hot, false);
     }
     if (plan.ranked !== undefined) return rankedRows(engine, info, plan.ranked, filter, from, to);
     const sql = paged ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
@@ -160,8 +162,8 @@ function selectiveRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter
   return found.sort((a, b) => b.seq - a.seq);
 }
 
-/** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows). */
-function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTexts): Rows {
+/** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows), and kept in `hot` when `keep` (else as hot.admit says). */
+function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTexts, keep: boolean): Rows {
   const texts: string[] = [];
   let missing: number[] | undefined;
   for (const seq of seqs) {
@@ -173,7 +175,7 @@ function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTe
     const read = new Map<number, string>();
     for (const [seq, id, doc] of engine.prepare(`SELECT seq, id, doc FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(missing)) as unknown as [number, string, string][]) {
       read.set(seq, doc);
-      hot.set(seq, id, doc);
+      if (keep || hot.admit(seq)) hot.set(seq, id, doc, true);
     }
     for (let i = 0; i < seqs.length; i++) if (texts[i] === undefined) texts[i] = read.get(seqs[i] as number) as string;
   }

@@ -2,7 +2,21 @@
  * The stored texts of objects read lately, per collection, by their row (`seq`) and by id: GET by
  * id, and the pages of lists whose order SQL gives, are answered without reading the objects'
  * texts out of SQLite (a list reads only the rows' numbers from an index). At most MAX_BYTES of
- * text: past it the oldest entries go first.
+ * heap per collection (16 MiB), and 1 MiB of lists, plus 64 KiB of seen rows: past it the oldest
+ * entries go first.
+ *
+ * The bound is of heap bytes, estimated per entry by bytesOf (its strings' characters, one or two
+ * bytes each as V8 keeps them, plus what the entry costs besides: its object, its slots in the two
+ * maps and the queue, the strings' headers; measured, see ENTRY_BYTES) and held by the test
+ * (hotTexts.test.ts: V8's heap after a full collection). Counting characters only held ~6x the
+ * bound (24.8 MB for "4 MiB" of 77-character texts).
+ *
+ * Which texts are kept: every text a GET by id reads; all of a list's texts when the same query is
+ * asked again (its rows were kept: see keepList); other rows a list reads when admit says so (read
+ * twice lately, and as long as such texts are read again before they are let go). Keeping every
+ * text a list read made range queries with bounds at random over 1,000,000 objects churn the
+ * kept texts for nothing (each promoted to V8's old generation, then let go), and keeping none
+ * made those at 100,000 objects, whose pages fit in the bound, 2-3x dearer (bench/RESULTS.md).
  *
  * Invalidation, stated: an entry is only ever the text of a committed row. It is made by a read
  * (reads run when no write is queued, so what they see is committed); a write that may change or
@@ -13,28 +27,106 @@
  *
  * The rows each query answered (`list`) are kept until any write of the collection (an insert,
  * an update, a remove, a rename, an index made: `written`), when the write runs: a list polled
- * between writes is answered from them, texts included.
+ * between writes is answered from them, texts included. At most MAX_LISTS lists and MAX_LIST_BYTES
+ * of heap (keys and rows, estimated as the texts are).
  *
  * The oldest entry is found in a queue of the entries in the order they were kept (an entry
- * dropped or replaced meanwhile is skipped there), not as the first key of the map: a Map whose
- * first keys were deleted steps over their holes to find its first key again, which cost 10 µs
- * and more per text let go once 40,000 texts were kept, growing until the map was rehashed
- * (bench: a range query with random bounds at 100,000 objects went from 0.7 to 2.4 ms of CPU).
+ * dropped or replaced meanwhile is skipped there, and counted in the bound until it is passed or
+ * the queue is cut), not as the first key of the map: a Map whose first keys were deleted steps
+ * over their holes to find its first key again, which cost 10 µs and more per text let go once
+ * 40,000 texts were kept, growing until the map was rehashed (bench: a range query with random
+ * bounds at 100,000 objects went from 0.7 to 2.4 ms of CPU).
  */
 export class HotTexts {
-  static readonly MAX_BYTES = 4 * 1024 * 1024;
-  /** Lists kept at most, and rows in them in all. */
+  /** Heap bytes of the entries at most (bytesOf each, and DEAD_BYTES per dropped one still queued). */
+  static readonly MAX_BYTES = 16 * 1024 * 1024;
+  /** Lists kept at most, and their heap bytes (listBytes each). */
   static readonly MAX_LISTS = 256;
-  static readonly MAX_LISTED = 100_000;
+  static readonly MAX_LIST_BYTES = 1024 * 1024;
+  /**
+   * An entry's heap besides its strings' characters and headers (charBytes): the Entry object, its
+   * slots in `#bySeq` and `#byId` (an ordered hash map's entry and bucket share, with spare
+   * capacity), its queue slot. Measured (hotTexts.test.ts, V8 13.6): ~350 bytes; counted with a
+   * margin, so that the heap held stays under the bound.
+   */
+  static readonly ENTRY_BYTES = 400;
+  /** A dropped entry still in the queue: its emptied object and slot. */
+  static readonly DEAD_BYTES = 96;
   readonly #bySeq = new Map<number, Entry>();
   /** The entries in the order they were kept, from `#head` on (see above). */
-  #queue: Entry[] = [];
+  #queue: (Entry | undefined)[] = [];
   #head = 0;
   readonly #byId = new Map<string, number>();
   #bytes = 0;
+  readonly #maxBytes: number;
+  /**
+   * Rows read by lists per generation of seen rows (see admit): a fourth of the rows the bound
+   * keeps (~500 bytes each), 8,192 at 16 MiB. Measured against a window of all of them: the same
+   * CPU for ranges at 100,000 objects, RSS 270-283 against 330-334 MB at 1,000,000 (bench/RESULTS.md).
+   */
+  readonly #window: number;
+
+  /** `maxBytes`: the bound (MAX_BYTES; another in tests). */
+  constructor(maxBytes = HotTexts.MAX_BYTES) {
+    this.#maxBytes = maxBytes;
+    this.#window = Math.max(1024, Math.floor(maxBytes / 2048));
+  }
+
+  /** Dropped entries still in the queue. */
+  #dead = 0;
+  /** Rows read by lists lately (see admit): 2 * 2^SEEN_LOG2 bits, 64 KiB. */
+  #seen = new Uint32Array(2 ** SEEN_LOG2 / 32);
+  #older = new Uint32Array(2 ** SEEN_LOG2 / 32);
+  #seenCount = 0;
+  /** One in `#skip` of the list rows admit would keep are kept (1 to MAX_SKIP; see #heard). */
+  #skip = 1;
+  #tick = 0;
+  /** Entries kept for a list let go (the oldest first) since the last decision, and those of them read meanwhile. */
+  #listedGone = 0;
+  #listedRead = 0;
   /** The rows a query answered (by its exact plan key and page), until the next write of the collection. */
   readonly #lists = new Map<string, number[]>();
-  #listed = 0;
+  #listBytes = 0;
+
+  /** The heap an entry of this text is counted for (see MAX_BYTES). */
+  static bytesOf(id: string, text: string): number {
+    return HotTexts.ENTRY_BYTES + charBytes(id) + charBytes(text);
+  }
+
+  /** The heap a kept list is counted for: its key, its rows (8 bytes each), its map entry and array. */
+  static listBytes(key: string, seqs: readonly number[]): number {
+    return 128 + charBytes(key) + 8 * seqs.length;
+  }
+
+  /**
+   * Whether a list's row is to be kept: a row read by a list is kept the second time it is read
+   * within the last `#window` to 2 * `#window` rows read by lists (two generations of bits
+   * by a hash of the row). An entry is worth keeping only if read again before the oldest-first
+   * bound lets it go, about as many kept rows later; rows read once (range queries with bounds at
+   * random over a collection much larger than the bound) pass through without churning the kept
+   * ones. A false "seen" (hash collisions, a few %) keeps a text once too early, nothing worse.
+   */
+  admit(seq: number): boolean {
+    const h = Math.imul(seq, 0x9e3779b1) >>> (32 - SEEN_LOG2);
+    const word = h >>> 5;
+    const bit = 1 << (h & 31);
+    // Seen within the window: kept, or one in `#skip` of them when the rows kept this way were
+    // seldom read again before they were let go (see #heard).
+    if (((this.#seen[word] as number) & bit) !== 0 || ((this.#older[word] as number) & bit) !== 0) return this.#skip === 1 || ++this.#tick % this.#skip === 0;
+    this.#seen[word] = (this.#seen[word] as number) | bit;
+    if (++this.#seenCount >= this.#window) {
+      const older = this.#older;
+      this.#older = this.#seen;
+      this.#seen = older.fill(0);
+      this.#seenCount = 0;
+    }
+    return false;
+  }
+
+  /** Heap bytes counted now (entries; lists apart). */
+  get bytes(): number {
+    return this.#bytes;
+  }
 
   /** The rows, in order, that the query `key` answered since the collection was last written to. */
   list(key: string): number[] | undefined {
@@ -42,44 +134,55 @@ export class HotTexts {
   }
 
   keepList(key: string, seqs: number[]): void {
-    if (seqs.length > HotTexts.MAX_LISTED / 16) return;
-    if (this.#lists.size >= HotTexts.MAX_LISTS || this.#listed + seqs.length > HotTexts.MAX_LISTED) this.written();
+    const bytes = HotTexts.listBytes(key, seqs);
+    if (bytes > HotTexts.MAX_LIST_BYTES / 16 || this.#lists.has(key)) return;
+    if (this.#lists.size >= HotTexts.MAX_LISTS || this.#listBytes + bytes > HotTexts.MAX_LIST_BYTES) this.written();
     this.#lists.set(key, seqs);
-    this.#listed += seqs.length;
+    this.#listBytes += bytes;
   }
 
   /** A write of the collection (any): the lists may answer otherwise now. */
   written(): void {
     this.#lists.clear();
-    this.#listed = 0;
+    this.#listBytes = 0;
   }
 
   /** The text of the object with this id, when kept. */
   byId(id: string): string | undefined {
     const seq = this.#byId.get(id);
-    return seq === undefined ? undefined : this.#bySeq.get(seq)?.text;
+    return seq === undefined ? undefined : this.#read(this.#bySeq.get(seq));
   }
 
   /** The text of the row `seq`, when kept. */
   bySeq(seq: number): string | undefined {
-    return this.#bySeq.get(seq)?.text;
+    return this.#read(this.#bySeq.get(seq));
   }
 
-  set(seq: number, id: string, text: string): void {
-    if (text.length > HotTexts.MAX_BYTES / 64) return;
+  #read(entry: Entry | undefined): string | undefined {
+    if (entry === undefined) return undefined;
+    entry.flags |= READ;
+    return entry.text;
+  }
+
+  /** Keeps the row's text; `listed`: for a list (admit said so), counted in what decides admit's share. */
+  set(seq: number, id: string, text: string, listed = false): void {
+    const bytes = HotTexts.bytesOf(id, text);
+    if (bytes > this.#maxBytes / 64) return;
     this.#drop(seq);
-    const entry: Entry = { seq, id, text, pick: undefined, picked: undefined, pickedBytes: 0 };
+    const entry: Entry = { seq, id, text, bytes, flags: listed ? LISTED : 0, pick: undefined, picked: undefined, pickedBytes: 0 };
     this.#bySeq.set(seq, entry);
     this.#byId.set(id, seq);
     this.#queue.push(entry);
-    this.#bytes += text.length + id.length;
+    this.#bytes += bytes;
     this.#trim();
     // Every entry kept is in the queue once, past the head; entries dropped or replaced stay there
-    // until passed: the queue is cut when the passed part, or the dropped ones, are most of it.
-    const waiting = this.#queue.length - this.#head;
-    if (waiting > 2 * this.#bySeq.size + 1024) {
-      this.#queue = this.#queue.slice(this.#head).filter((e) => this.#bySeq.get(e.seq) === e);
+    // (emptied, counted as DEAD_BYTES) until passed: the queue is cut when the dropped ones are a
+    // fourth of the kept ones, or the passed part (slots emptied) is most of it.
+    if (this.#dead > 1024 && this.#dead * 4 > this.#bySeq.size) {
+      this.#queue = this.#queue.slice(this.#head).filter((e) => e !== undefined && this.#bySeq.get(e.seq) === e);
       this.#head = 0;
+      this.#bytes -= this.#dead * HotTexts.DEAD_BYTES;
+      this.#dead = 0;
     } else if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
       this.#queue = this.#queue.slice(this.#head);
       this.#head = 0;
@@ -125,24 +228,72 @@ export class HotTexts {
     this.#queue = [];
     this.#head = 0;
     this.#bytes = 0;
+    this.#dead = 0;
     this.written();
   }
 
   /** Drops the oldest entries while over the bound. */
   #trim(): void {
-    while (this.#bytes > HotTexts.MAX_BYTES) {
-      const oldest = this.#queue[this.#head++] as Entry;
-      if (this.#bySeq.get(oldest.seq) === oldest) this.#drop(oldest.seq);
+    while (this.#bytes > this.#maxBytes && this.#head < this.#queue.length) {
+      const oldest = this.#queue[this.#head] as Entry;
+      // The passed slot emptied: the queue holds no entry it has passed.
+      this.#queue[this.#head++] = undefined;
+      if (this.#bySeq.get(oldest.seq) === oldest) {
+        if ((oldest.flags & LISTED) !== 0) this.#heard((oldest.flags & READ) !== 0);
+        this.#drop(oldest.seq);
+      }
+      this.#dead--;
+      this.#bytes -= HotTexts.DEAD_BYTES;
     }
   }
 
+  /**
+   * An entry kept for a list let go, oldest first: whether it was read meanwhile. Per
+   * FEEDBACK_ROWS of them: when fewer than a fourth were read, keeping them cost more than it
+   * gave (each kept text is promoted to V8's old generation, then let go: the churn that grew the
+   * server at 1,000,000 objects), and admit keeps half as many from then on (down to one in
+   * MAX_SKIP); when half or more were, twice as many (up to all).
+   */
+  #heard(read: boolean): void {
+    this.#listedGone++;
+    if (read) this.#listedRead++;
+    if (this.#listedGone < FEEDBACK_ROWS) return;
+    if (this.#listedRead * 4 < this.#listedGone) this.#skip = Math.min(MAX_SKIP, this.#skip * 2);
+    else if (this.#listedRead * 2 >= this.#listedGone) this.#skip = Math.max(1, this.#skip / 2);
+    this.#listedGone = 0;
+    this.#listedRead = 0;
+  }
+
+  /** Lets go of the row's entry: its strings now, its emptied object when the queue passes it or is cut. */
   #drop(seq: number): void {
     const entry = this.#bySeq.get(seq);
     if (entry === undefined) return;
     this.#bySeq.delete(seq);
     if (this.#byId.get(entry.id) === seq) this.#byId.delete(entry.id);
-    this.#bytes -= entry.text.length + entry.id.length + entry.pickedBytes;
+    this.#bytes -= entry.bytes + entry.pickedBytes - HotTexts.DEAD_BYTES;
+    this.#dead++;
+    entry.id = '';
+    entry.text = '';
+    entry.pick = undefined;
+    entry.picked = undefined;
   }
+}
+
+const LISTED = 1;
+const READ = 2;
+/** List rows let go per decision of admit's share, and the fewest kept (one in MAX_SKIP). */
+const FEEDBACK_ROWS = 1024;
+const MAX_SKIP = 64;
+/** Bits of the seen rows' hash (see admit). */
+const SEEN_LOG2 = 18;
+
+
+/** Matches a character past Latin-1: V8 then keeps the whole string at two bytes a character. */
+const WIDE = /[\u0100-\uffff]/;
+
+/** The heap of a string's characters and header, as V8 keeps a flat string. */
+function charBytes(s: string): number {
+  return 24 + (WIDE.test(s) ? 2 : 1) * s.length;
 }
 
 function sameNames(a: readonly string[], b: readonly string[]): boolean {
@@ -153,8 +304,13 @@ function sameNames(a: readonly string[], b: readonly string[]): boolean {
 
 interface Entry {
   readonly seq: number;
-  readonly id: string;
-  readonly text: string;
+  /** Emptied when the entry is dropped (it may stay in the queue a while). */
+  id: string;
+  text: string;
+  /** bytesOf(id, text), as counted when kept. */
+  readonly bytes: number;
+  /** LISTED (kept for a list), READ (read since kept). */
+  flags: number;
   /** The names of the facts kept with the text, the facts (see keepPicked), and their size. */
   pick: readonly string[] | undefined;
   picked: readonly unknown[] | undefined;
