@@ -175,28 +175,4 @@ describe('etagOf', () => {
     expect(etagOf('{"t":"é€😀\\u2028"}')).toBe('"c3ffb81b9b68c499"');
     expect(etagOf('x'.repeat(1000))).toBe('"819a7942aee5273b"');
   });
-
-  it('equals the first implementation on many texts (leading zero digits, high bits)', () => {
-    const first = (text: string): string => {
-      let h1 = 0xdeadbeef;
-      let h2 = 0x41c6ce57;
-      for (let i = 0; i < text.length; i++) {
-        const c = text.charCodeAt(i);
-        h1 = Math.imul(h1 ^ c, 2654435761);
-        h2 = Math.imul(h2 ^ c, 1597334677);
-      }
-      h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-      h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-      return `"${(h2 >>> 0).toString(16).padStart(8, '0')}${(h1 >>> 0).toString(16).padStart(8, '0')}"`;
-    };
-    let leadingZero = 0;
-    for (let i = 0; i < 5000; i++) {
-      const text = JSON.stringify({ id: i.toString(16), title: `t ${i} \u00e9\u{1F600}`.repeat(i % 7) });
-      const tag = etagOf(text);
-      expect(tag).toBe(first(text));
-      if (tag[1] === '0' || tag[9] === '0') leadingZero++;
-    }
-    // Tags whose 32-bit halves start with a zero digit were among them (padStart's case).
-    expect(leadingZero).toBeGreaterThan(0);
-  });
 });
