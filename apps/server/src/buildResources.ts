@@ -44,7 +44,7 @@ export interface BuildContext {
   request(input: InternalRequest): Promise<Reply>;
   /** Scheduled jobs of this version of the resources. */
   jobs?: ScheduledJobs;
-  /** Counters of the account mail limits (shared through Redis with --redis). */
+  /** Counters of the account mail limits (shared through Redis with --redis; startApp keeps one per server). Default: one for this build. */
   rateCounter?: RateCounter;
   /** Collections a failed migration keeps from being served (every request answers 503 MIGRATION_FAILED). */
   blocked?: ReadonlyMap<string, BlockedCollection>;
@@ -55,9 +55,6 @@ export interface BuildContext {
   /** The server's files being received and not yet published: one per server, kept across reloads. */
   received: ReceivedFiles;
 }
-
-/** Without a counter given: one per process, kept across reloads. */
-const processCounter = memoryRateCounter();
 
 /** Creates the resources of an app from their config.json. */
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
@@ -173,7 +170,7 @@ async function buildUserCollection(folder: ResourceFolder, context: BuildContext
   // the SMTP password) come from the environment: ${env:NAME}.
   const resolveReferences = (auth: unknown) => resolveEnvReferences(name, { type: folder.config.type, auth }, undefined).auth;
   const auth = parseAuthSettings(name, folder.config.auth, new Set(Object.keys(options.properties)), resolveReferences);
-  const mailer = sendsMail(auth.flows) ? await createAccountMailer({ folder, mail: auth.mail, app: context.app, env: context.env, logger: context.logger, counter: context.rateCounter ?? processCounter }) : undefined;
+  const mailer = sendsMail(auth.flows) ? await createAccountMailer({ folder, mail: auth.mail, app: context.app, env: context.env, logger: context.logger, counter: context.rateCounter ?? memoryRateCounter() }) : undefined;
   return new UserCollection({
     ...options,
     ...(folder.config.auth !== undefined ? { auth, authStore: context.store.collection('_auth') } : {}),

@@ -33,7 +33,8 @@ export function filesConfigOf(app: AppFolder, resources: () => readonly Resource
       return found.fileStorage;
     };
   } else {
-    storage = diskStorageOf(join(app.dir, 'data', 'files'));
+    // Stateless (a folder and its paths): a new one per build costs nothing and keeps no module state.
+    storage = createDiskFileStorage(join(app.dir, 'data', 'files'));
   }
   return {
     storage,
@@ -46,14 +47,6 @@ export function filesConfigOf(app: AppFolder, resources: () => readonly Resource
       ...(settings.sweepMinutes !== undefined ? { intervalMs: settings.sweepMinutes * 60_000 } : {}),
     },
   };
-}
-
-/** One disk storage per folder: reloads keep it. */
-const disks = new Map<string, FileStorage>();
-function diskStorageOf(dir: string): FileStorage {
-  let storage = disks.get(dir);
-  if (storage === undefined) disks.set(dir, (storage = createDiskFileStorage(dir)));
-  return storage;
 }
 
 type Sharp = typeof SharpModule;

@@ -15,6 +15,7 @@ import { embeddedEngineOf, loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
 import { DEFAULT_REDIS_PREFIX, createLiveRealtime, followChangesOf, svcJsRoute } from './realtime.js';
 import { connectLoginLimits } from './redisLoginLimits.js';
+import { memoryRateCounter } from './rateCounter.js';
 import { watchApp } from './watch.js';
 import { warnOpenRules } from './openWriteRules.js';
 import { createDashboard } from './dashboard/dashboard.js';
@@ -107,9 +108,10 @@ function bucketFiles(resources: readonly Resource[], name: string): ResourceFile
 
 /**
  * Builds the app's server. `received`: the uploads under way, which the orphan sweep leaves (made
- * here, one per server, and kept across its reloads).
+ * here, one per server, and kept across its reloads); `mailCounter`: the account mail limits'
+ * counters without Redis (the same).
  */
-async function buildApp(options: StartOptions, httpServer?: Server, received = new ReceivedFiles()): Promise<BuiltApp> {
+async function buildApp(options: StartOptions, httpServer?: Server, received = new ReceivedFiles(), mailCounter = memoryRateCounter()): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
   // As the CLI: NODE_ENV=production means production unless the caller says otherwise.
   const env = options.env ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
@@ -230,7 +232,7 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
     const mount = async (folder: AppFolder, jobs: JobMount): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
-      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, received, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, ...(loginLimits ? { rateCounter: loginLimits.counter } : {}) });
+      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, received, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, rateCounter: loginLimits?.counter ?? mailCounter });
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
       if (metrics && !metricsPort) {

@@ -16,6 +16,15 @@ async function until(check: () => Promise<boolean>, ms = 8000): Promise<void> {
   }
 }
 
+/** A UserCollection that mails password resets, one mail per address per window (no mail leaves: nobody has the addresses asked). */
+function members(extra: Record<string, unknown>) {
+  return {
+    type: 'UserCollection',
+    properties: { email: { type: 'string', unique: true }, ...extra },
+    auth: { reset: { url: 'https://app.example.com/reset?token={token}' }, mail: { smtp: { host: '127.0.0.1', port: 1 }, from: 'a@example.com', limits: { perRecipient: 1, perClient: 1000 } } },
+  };
+}
+
 describe('development reload (svc watching the app folder)', () => {
   let dir: string;
   let svc: SvcProcess;
@@ -24,6 +33,7 @@ describe('development reload (svc watching the app folder)', () => {
     dir = await writeApp({
       'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string' }, mark: { type: 'string' } } },
       'resources/todos/post.js': "this.mark = 'v1';\n",
+      'resources/members/config.json': members({}),
     });
     svc = await startSvc([dir]);
   }, 30_000);
@@ -41,7 +51,7 @@ describe('development reload (svc watching the app folder)', () => {
     expect((await post('/todos', { title: 'a' })).body.mark).toBe('v1');
     await writeFile(join(dir, 'resources/todos/post.js'), "this.mark = 'v2';\n");
     await until(async () => (await post('/todos', { title: 'b' })).body.mark === 'v2');
-    expect(svc.stderr() + svc.stdout()).toMatch(/reloaded 1 resources in \d+ ms/);
+    expect(svc.stderr() + svc.stdout()).toMatch(/reloaded 2 resources in \d+ ms/);
   });
 
   it("an edited On Get that reads nothing applies to GET by id at once, whatever answers were kept for the previous one", async () => {
@@ -72,6 +82,17 @@ describe('development reload (svc watching the app folder)', () => {
     expect((await fetch(`${svc.url}/notes`)).status).toBe(200);
     await writeFile(join(dir, 'resources/notes/config.json'), JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' }, n: { type: 'number' } } }));
     await until(async () => (await post('/notes', { text: 'x', n: 3 })).body.n === 3);
+  });
+
+  it('the account mail limits hold across a reload of their collection (counted per server, not per version)', async () => {
+    const ask = async () => (await post('/members/requestPasswordReset', { email: 'ghost-reload@example.com' })).status;
+    expect(await ask()).toBe(202);
+    expect(await ask()).toBe(429);
+    const reloads = () => (svc.stderr() + svc.stdout()).match(/reloaded \d+ resources/g)?.length ?? 0;
+    const before = reloads();
+    await writeFile(join(dir, 'resources/members/config.json'), JSON.stringify(members({ nick: { type: 'string' } })));
+    await until(async () => reloads() > before);
+    expect(await ask()).toBe(429);
   });
 
   it('requests under way and during reloads are all answered', async () => {
