@@ -19,6 +19,11 @@ export class HashTree {
   readonly #first = new Map<string | number, unknown>();
   /** Values after the first, of keys holding several (never in a unique index). */
   readonly #more = new Map<string | number, unknown[]>();
+  /**
+   * Keys that held several values and lost them all to deletes by value: the tree keeps such a
+   * node, empty, until the key is deleted or given a value (never in a unique index).
+   */
+  readonly #emptied = new Set<string | number>();
 
   constructor(unique: boolean) {
     this.#unique = unique;
@@ -27,6 +32,7 @@ export class HashTree {
   insert(key: unknown, value: unknown): void {
     const k = keyOf(key);
     if (!this.#first.has(k)) {
+      this.#emptied.delete(k);
       this.#first.set(k, value);
       return;
     }
@@ -44,7 +50,9 @@ export class HashTree {
    * holding one value, or deleted without a value, goes.
    */
   delete(key: unknown, value?: unknown): void {
-    if (!isKey(key) || !this.#first.has(key)) return;
+    if (!isKey(key)) return;
+    // An emptied node holds fewer than two values: the tree deletes it, value or not.
+    if (this.#emptied.delete(key) || !this.#first.has(key)) return;
     const more = this.#more.get(key);
     if (more === undefined || value === undefined) {
       this.#first.delete(key);
@@ -55,6 +63,7 @@ export class HashTree {
     this.#more.delete(key);
     if (kept.length === 0) {
       this.#first.delete(key);
+      this.#emptied.add(key);
       return;
     }
     this.#first.set(key, kept[0]);
@@ -90,7 +99,7 @@ export class HashTree {
   }
 
   getNumberOfKeys(): number {
-    return this.#first.size;
+    return this.#first.size + this.#emptied.size;
   }
 }
 
