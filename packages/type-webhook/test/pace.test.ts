@@ -10,6 +10,8 @@ import type { PaceSample } from '../src/internal/pace.js';
 
 const calm = (offered: number, waited = true): PaceSample => ({ utilization: 0.3, offered, waited });
 const full = (offered: number, waited = true): PaceSample => ({ utilization: 0.98, offered, waited });
+/** A first sample without writes (none before either): the setting. */
+const idle: PaceSample = { utilization: 0.1, offered: 0, waited: false };
 
 /** Feeds the samples; answers the slots (0 for "paced": one at a time, spaced) after each. */
 function run(pace: Pace, samples: PaceSample[]): number[] {
@@ -20,14 +22,22 @@ function run(pace: Pace, samples: PaceSample[]): number[] {
 }
 
 describe('Pace (webhook deliveries at once)', () => {
-  it('halves the slots on a saturated sample instead of dropping to one', () => {
+  it('starts at one slot and grows by one per calm sample while records wait, up to the setting', () => {
     const pace = new Pace(16);
-    expect(run(pace, [calm(100), full(100), full(100)])).toEqual([16, 8, 4]);
+    expect(pace.slots).toBe(1);
+    const out = run(pace, Array.from({ length: 20 }, () => calm(100)));
+    expect(out.slice(0, 4)).toEqual([2, 3, 4, 5]);
+    expect(out.slice(-5)).toEqual([16, 16, 16, 16, 16]);
   });
 
-  it('grows by one slot per calm sample while records wait for one, up to the setting', () => {
+  it('halves the slots on a saturated sample instead of dropping to one', () => {
     const pace = new Pace(16);
-    run(pace, [calm(100), full(100), full(100), full(100), full(100)]);
+    expect(run(pace, [idle, calm(100), full(100), full(100)])).toEqual([16, 16, 8, 4]);
+  });
+
+  it('grows again by one slot per calm sample after halving, up to the setting', () => {
+    const pace = new Pace(16);
+    run(pace, [idle, calm(100), full(100), full(100), full(100), full(100)]);
     expect(pace.slots).toBe(1);
     expect(pace.paced).toBe(false);
     const after = run(pace, Array.from({ length: 20 }, () => calm(100)));
@@ -38,15 +48,15 @@ describe('Pace (webhook deliveries at once)', () => {
 
   it('does not grow while nothing waits for a slot (it keeps what it has)', () => {
     const pace = new Pace(16);
-    run(pace, [calm(100), full(100), full(100)]);
+    run(pace, [idle, calm(100), full(100), full(100)]);
     expect(run(pace, [calm(100, false), calm(100, false), calm(100, false)])).toEqual([4, 4, 4]);
   });
 
   it('paces (writes first) only when one slot still saturates the process and the writes keep their rate', () => {
     const pace = new Pace(16);
     // A closed-loop write load that fills the core: the slots come down by halves, then paced.
-    const out = run(pace, [calm(400), ...Array.from({ length: 6 }, () => full(400))]);
-    expect(out).toEqual([16, 8, 4, 2, 1, 0, 0]);
+    const out = run(pace, [idle, calm(400), ...Array.from({ length: 6 }, () => full(400))]);
+    expect(out).toEqual([16, 16, 8, 4, 2, 1, 0, 0]);
     // Paced until the utilisation falls under CALM (0.6), not just under BUSY (0.9).
     expect(run(pace, [{ utilization: 0.8, offered: 400, waited: true }])).toEqual([0]);
     expect(run(pace, [{ utilization: 0.5, offered: 400, waited: true }, calm(400)])).toEqual([2, 3]);
@@ -56,13 +66,14 @@ describe('Pace (webhook deliveries at once)', () => {
     const pace = new Pace(16);
     // Writes at a steady 100 a sample; the loop saturated while the writes got nowhere (held up
     // behind the deliveries): the slots come down, but never to the writes-first pace.
-    const out = run(pace, [calm(100), calm(100), calm(100), full(0), full(10), full(20), full(5), full(0), full(10)]);
-    expect(out).toEqual([16, 16, 16, 8, 4, 2, 1, 1, 1]);
+    const out = run(pace, [idle, calm(100), calm(100), calm(100), full(0), full(10), full(20), full(5), full(0), full(10)]);
+    expect(out).toEqual([16, 16, 16, 16, 8, 4, 2, 1, 1, 1]);
     expect(pace.paced).toBe(false);
   });
 
   it('settles between the saturating width and its half at a write rate the core can take', () => {
     const pace = new Pace(16);
+    pace.sample(idle);
     // A model of the process: 16 deliveries at once fill the loop and stop the writes, 8 or fewer do not.
     const out: number[] = [];
     for (let i = 0; i < 60; i++) {
@@ -79,6 +90,7 @@ describe('Pace (webhook deliveries at once)', () => {
     const pace = new Pace(16);
     run(pace, [calm(400), ...Array.from({ length: 6 }, () => full(400))]);
     expect(pace.paced).toBe(true);
+    expect(pace.slots).toBe(1);
     // The first sample without writes may still be the writes' last; two in a row are a drain.
     expect(run(pace, [full(0), full(0), full(0)])).toEqual([0, 16, 16]);
   });

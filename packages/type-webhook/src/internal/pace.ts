@@ -43,8 +43,9 @@ export class Pace {
   private calmRate = 0;
   private lastOffered = 0;
 
+  /** Starts at one: the slots grow with what waits (a drain with no writes takes the setting at once). */
   constructor(private readonly max: number) {
-    this.slots = max;
+    this.slots = 1;
   }
 
   /** Takes one sample's figures. */
