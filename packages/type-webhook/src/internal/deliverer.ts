@@ -74,7 +74,7 @@ export class Deliverer {
   private readonly pace: Pace;
   /** Events offered here since the last sample. */
   private offered = 0;
-  /** A record waited for a slot since the last sample. */
+  /** A record stayed queued for want of a slot since the last sample (set by fill). */
   private waited = false;
   /** When the last attempt started here (ms), for the pace while writes saturate the process. */
   private lastStart = 0;
@@ -106,7 +106,7 @@ export class Deliverer {
     this.sampling = setInterval(() => {
       const now = performance.eventLoopUtilization();
       const utilization = performance.eventLoopUtilization(now, this.elu).utilization;
-      this.pace.sample({ utilization, offered: this.offered, waited: this.waited || this.queue.length > 0 || (this.backlog && this.sending >= this.slots) });
+      this.pace.sample({ utilization, offered: this.offered, waited: this.waited || (this.backlog && this.sending >= this.slots) });
       this.elu = now;
       this.offered = 0;
       this.waited = false;
