@@ -12,9 +12,10 @@ import LongFirstSequencer from './tools/long-first-sequencer.js';
 // by side (VITEST_MAX_WORKERS=2: the two halves took 755 s + 782 s in CI one file at a time).
 /**
  * Files at a time, given to each project (the root's maxWorkers alone left every project at
- * vitest's default: one at a time on 2 cores). One unless VITEST_MAX_WORKERS says more: two at a
- * time (VITEST_MAX_WORKERS=2) has not yet run green in a whole CI run; at load 8-33 it failed cli
- * timeouts, deployd-suite-browser beside busy-machine and one graceful-shutdown reset.
+ * vitest's default: one at a time on 2 cores). One unless VITEST_MAX_WORKERS says more; .ci/run
+ * asks two, which ran green in a whole CI run (2026-11-29 22:07-22:23 UTC, 55 files, 907 s against
+ * 1,418 s one at a time) but at load 8-33 (other work beside it) failed cli timeouts,
+ * deployd-suite-browser beside busy-machine and one graceful-shutdown reset.
  */
 const WORKERS = Number(process.env.VITEST_MAX_WORKERS) || 1;
 /**
