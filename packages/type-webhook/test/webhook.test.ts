@@ -321,3 +321,35 @@ describe.each(stores)('Webhook on the $name', ({ db, appJson }) => {
     expect(bytesSent).toBeLessThan(64 * 1024 * 1024);
   });
 });
+
+describe('Webhook deliveries at once (embedded store)', () => {
+  let receiver: Receiver;
+  let app: WebhookApp | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await receiver.close();
+  });
+
+  test('deliveries at once grow from one to `concurrency` while records wait, never past it; each delivered once', async () => {
+    // The receiver holds every request until released: the deliveries under way are its held answers.
+    // The deliverer starts at one slot; the slots grow by samples of its event loop (or take the
+    // setting once no writes come), so the three come from that, not from a fixed width.
+    const held: ServerResponse[] = [];
+    receiver = await startReceiver((_req, res) => void held.push(res));
+    app = await startWebhookApp(receiver.url, [`127.0.0.1:${receiver.port}`], { hook: { concurrency: 3, timeoutMs: 60_000 } });
+    for (let i = 0; i < 12; i++) expect((await app.call('POST', '/todos', { title: `t${i}` })).status).toBe(200);
+    await eventually(() => held.length === 3, 20_000, 'three deliveries under way');
+    // Several of the deliverer's samples later (200 ms each), still three, with nine due.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(held.length).toBe(3);
+    receiver.behave(ok);
+    for (const res of held.splice(0)) res.end('ok');
+    await receiver.waitFor(12);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const ids = receiver.received.map((r) => payloadOf(r).id);
+    expect(new Set(ids).size).toBe(12);
+    expect(ids.length).toBe(12);
+    await eventually(async () => (await app?.deliveries())?.counts.delivered === 12, 20_000, 'twelve delivered');
+  });
+});

@@ -6,6 +6,7 @@ import type { Logger, OutboundLookup, OutboundPolicy } from '@svc/core';
 import { retryDelay } from './backoff.js';
 import type { Lease } from './lease.js';
 import type { DeliveryRecord, Outbox } from './outbox.js';
+import { Pace } from './pace.js';
 import { showPayload } from './payload.js';
 import type { PayloadSource } from './payload.js';
 import { sendDelivery } from './send.js';
@@ -28,20 +29,12 @@ export interface DelivererOptions {
   lookup?: OutboundLookup;
 }
 
-/** Event loop utilisation past which the process counts as saturated by writes. */
-const BUSY = 0.9;
-/**
- * Utilisation under which it no longer does (hysteresis: on a machine whose cores are shared, a
- * saturated process waits for a core with its events ready, which counts as idle, so the figure
- * wavers around BUSY and deliveries would burst at full concurrency every other sample).
- */
-const CALM = 0.6;
-/** How often the utilisation is sampled, ms. */
+/** How often the utilisation is sampled, ms (each sample adjusts the slots: see Pace). */
 const BUSY_SAMPLE_MS = 200;
 /**
- * While writes saturate the process: one delivery at a time, each started at least this long
- * after the previous one (at most 50 a second: a few per cent of a core, so the writes keep
- * their throughput; the outbox never stops moving, oldest first, and catches up once there is room).
+ * While writes saturate the process (Pace.paced): one delivery at a time, each started at least
+ * this long after the previous one (at most 50 a second: a few per cent of a core, so the writes
+ * keep their throughput; the outbox never stops moving, oldest first, and catches up once there is room).
  */
 const BUSY_GAP_MS = 20;
 
@@ -77,11 +70,13 @@ export class Deliverer {
   private renewing: NodeJS.Timeout | undefined;
   private readonly stopWaiting: () => void;
   private completions = 0;
-  /** The event loop was saturated over the last sample while events came: deliveries are paced, writes first. */
-  private busy = false;
+  /** How many attempts may wait for the receiver, and whether writes saturate the process (writes first). */
+  private readonly pace: Pace;
   /** Events offered here since the last sample. */
   private offered = 0;
-  /** When the last attempt started here (ms), for the pace while busy. */
+  /** A record stayed queued for want of a slot since the last sample (set by fill). */
+  private waited = false;
+  /** When the last attempt started here (ms), for the pace while writes saturate the process. */
   private lastStart = 0;
   private pacing: NodeJS.Timeout | undefined;
   private elu: EventLoopUtilization = performance.eventLoopUtilization();
@@ -91,6 +86,7 @@ export class Deliverer {
 
   constructor(private readonly options: DelivererOptions) {
     this.stopWaiting = options.lease.onRelease(() => this.wake());
+    this.pace = new Pace(options.config.concurrency);
     const pool = { keepAlive: true, maxSockets: options.config.concurrency, maxFreeSockets: options.config.concurrency, timeout: 60_000 };
     this.agents = { http: new HttpAgent(pool), https: new HttpsAgent(pool) };
   }
@@ -109,24 +105,24 @@ export class Deliverer {
     this.renewing.unref();
     this.sampling = setInterval(() => {
       const now = performance.eventLoopUtilization();
-      // Saturated by writes, not by the deliveries themselves (an outbox draining alone goes at full speed).
       const utilization = performance.eventLoopUtilization(now, this.elu).utilization;
-      this.busy = this.offered > 0 && utilization > (this.busy ? CALM : BUSY);
+      this.pace.sample({ utilization, offered: this.offered, waited: this.waited || (this.backlog && this.sending >= this.slots) });
       this.elu = now;
       this.offered = 0;
-      if (!this.busy) this.fill();
+      this.waited = false;
+      this.fill();
     }, BUSY_SAMPLE_MS);
     this.sampling.unref();
     this.wake();
   }
 
   /**
-   * Attempts waiting for the receiver at most now: the setting, or one while writes saturate the
-   * process (the deliveries are asynchronous: they give way to the writes, keep going one at a
-   * time at BUSY_GAP_MS intervals, and catch up once there is room).
+   * Attempts waiting for the receiver at most now: between one and the setting, as Pace adjusts
+   * them (the deliveries are asynchronous: they give way to the writes, keep going one at a time at
+   * BUSY_GAP_MS intervals while writes saturate the process, and catch up once there is room).
    */
   private get slots(): number {
-    return this.busy ? 1 : this.options.config.concurrency;
+    return this.pace.paced ? 1 : this.pace.slots;
   }
 
   /**
@@ -141,7 +137,7 @@ export class Deliverer {
     if (this.backlog || this.queue.length >= this.batch) {
       this.backlog = true;
       // Idle with nothing known: a read finds it. Records queued here start first (fill; paced
-      // while busy): no read, and no timer per write, while the outbox has a backlog.
+      // while writes saturate the process): no read, and no timer per write, while the outbox has a backlog.
       if (this.sending === 0) {
         if (this.queue.length === 0) this.wake();
         else this.fill();
@@ -202,10 +198,10 @@ export class Deliverer {
   /** Starts queued records while slots are free; an empty queue with slots free asks for a read. */
   private fill(): void {
     if (this.stopped) return;
-    if (this.busy && this.queue.length > 0) {
+    if (this.pace.paced && this.queue.length > 0) {
       const wait = this.lastStart + BUSY_GAP_MS - Date.now();
       if (wait > 0) {
-        this.pace(wait);
+        this.fillIn(wait);
         return;
       }
     }
@@ -216,11 +212,12 @@ export class Deliverer {
       if (this.inflight.has(record.id) || this.isStale(record)) continue;
       this.begin(record);
     }
+    if (this.queue.length > 0) this.waited = true;
     if (this.queue.length === 0 && this.backlog && this.sending < concurrency) this.wake();
   }
 
   /** Fills again in `ms` (once, however often asked). */
-  private pace(ms: number): void {
+  private fillIn(ms: number): void {
     if (this.pacing !== undefined) return;
     this.pacing = setTimeout(() => {
       this.pacing = undefined;
