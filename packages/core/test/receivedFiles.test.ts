@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -61,5 +61,13 @@ describe('ReceivedFiles', () => {
       }
     }
     expect(received.heldCount).toBe(0);
+  });
+
+  it('with no grace, the sweep removes a part written within the same millisecond (its mtime has a fraction Date.now() lacks)', async () => {
+    const temp = await mkdtemp(join(dir, 'same-ms-'));
+    await writeFile(join(temp, 'left.part'), 'half');
+    const { mtimeMs } = await stat(join(temp, 'left.part'));
+    expect(await sweepTemp(temp, new ReceivedFiles(), 0, mtimeMs - 0.5)).toBe(1);
+    expect(await readdir(temp)).toEqual([]);
   });
 });

@@ -51,7 +51,7 @@ export async function sweepOrphans(pass: SweepPass): Promise<SweepOutcome> {
     const held = new Set<string>();
     if (doc !== undefined) for (const name of settings.keys()) for (const f of filesOf(doc[name])) held.add(`${name}/${f.id}`);
     const orphans = (await storage.files(`${prefix}/${folder}/`))
-      .filter((entry) => now - entry.modified >= pass.graceMs && !held.has(heldName(entry.name)))
+      .filter((entry) => (pass.graceMs <= 0 || now - entry.modified >= pass.graceMs) && !held.has(heldName(entry.name)))
       .map((entry) => `${prefix}/${folder}/${entry.name}`);
     if (orphans.length > 0) {
       await storage.remove(orphans);
@@ -86,7 +86,9 @@ export async function sweepTemp(tempDir: string, received: ReceivedFiles, graceM
     const path = join(tempDir, name);
     if (received.isHeld(path)) continue;
     try {
-      if (now - (await stat(path)).mtimeMs < graceMs) continue;
+      // No grace: whatever its time (a file's mtime has a fraction of a millisecond that Date.now()
+      // truncates, so a part written in the same millisecond looked newer than now).
+      if (graceMs > 0 && now - (await stat(path)).mtimeMs < graceMs) continue;
       await unlink(path);
       removed++;
     } catch {
