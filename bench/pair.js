@@ -85,8 +85,9 @@ const servers = [];
 try {
   for (const [n, id] of ids.entries()) servers.push(await start(id, n));
   log(`${scenario.title}: ${ids[0]} vs ${ids[1]}, ${windows} windows of ${duration} s, ${connections} connections each, ${together ? 'together' : 'alternating (ABBA)'}, server core ${pin?.server ?? '-'}`);
-  // GCSTAT_DIR: the servers were started with a preload writing their GC pauses to
-  // $GCSTAT_DIR/gc-<pid>.json (SVC_BENCH_FLAGS="--require <it>"); their sums over the windows are printed.
+  // GCSTAT_DIR: the servers were started with bench/lib/gcStat.mjs preloaded, which writes their GC
+  // pauses to $GCSTAT_DIR/gc-<pid>.json (SVC_BENCH_FLAGS="--import ./bench/lib/gcStat.mjs"); their
+  // sums over the windows are printed.
   const gcOf = async () => {
     if (!process.env.GCSTAT_DIR) return undefined;
     await new Promise((r) => setTimeout(r, 700));
