@@ -20,8 +20,8 @@ const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
  *
  * The bound is shown importing into the embedded store (the engine keeps the objects in SQLite,
  * outside the JS heap, and a few MB of texts), not into the mongodb store: what the importer holds
- * does not depend on the target, and FerretDB takes 100,000 single inserts at ~800 a second (over
- * two minutes of CI). The mongodb store is the target of the --db case, on a smaller source.
+ * does not depend on the target, and FerretDB takes 100,000 single inserts at ~700 a second (175 s
+ * of a CI run). The mongodb store is the target of the --db case, on a smaller source.
  */
 const MAX_LIVE_MIB = 64;
 /** The --db case's source: the store option's path, not the size (importerMongo.test.ts has the rest). */
