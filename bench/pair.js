@@ -12,10 +12,14 @@
 // the server process alone and the children's part (`server + scripts`).
 //
 //   node bench/pair.js --scenario get-one --a svc --b hand [--windows 15] [--duration 3] [--together]
+//       [--seed <todos>]
+//
+// `--seed 100000`: that many todos POSTed to each server before the windows (default the
+// scenario table's 1,000). The servers' RSS is printed at the end.
 //
 // Variants and scenarios are run.js's (variants.js, scenarios.js); both must be stateful (seeded).
 // Only loopback; every process started is stopped by PID at the end, on error and on signals.
-import { mkdtempSync, cpSync, rmSync } from 'node:fs';
+import { mkdtempSync, cpSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from './lib/args.js';
@@ -26,7 +30,7 @@ import { runLoad } from './lib/load.js';
 import { startSession, seed, closeAgent } from './lib/http.js';
 import { median, min, max } from './lib/stats.js';
 
-const opts = parseArgs(process.argv.slice(2), { scenario: 'string', a: 'string', b: 'string', windows: 'number', duration: 'number', connections: 'number', together: 'boolean' });
+const opts = parseArgs(process.argv.slice(2), { scenario: 'string', a: 'string', b: 'string', windows: 'number', duration: 'number', connections: 'number', together: 'boolean', seed: 'number' });
 const scenario = scenarios.find((s) => s.id === (opts.scenario ?? 'get-one'));
 const ids = [opts.a ?? 'svc', opts.b ?? 'hand'];
 if (!scenario) throw new Error(`no scenario ${opts.scenario}; known: ${scenarios.map((s) => s.id).join(', ')}`);
@@ -34,6 +38,7 @@ for (const id of ids) if (!variants[id]?.stateful) throw new Error(`${id}: not a
 const windows = Math.max(1, Math.floor(opts.windows ?? 15));
 const duration = opts.duration ?? 3;
 const together = opts.together === true;
+const seedCount = Math.max(1, Math.floor(opts.seed ?? seedSpec.count));
 const connections = Math.max(1, Math.floor((opts.connections ?? 50) / (together ? 2 : 1)));
 const pin = pinning();
 if (pin) pinSelf(pin.load);
@@ -60,7 +65,7 @@ async function start(id, n) {
   const child = spawnNode(cmd.args, { core: pin?.server, env: cmd.env, cwd: repoRoot });
   await waitListening(child);
   const cookie = await startSession(port, seedSpec.path);
-  const state = { ids: await seed(port, seedSpec, cookie) };
+  const state = { ids: await seed(port, { ...seedSpec, count: seedCount }, cookie) };
   return { id, child, port, cookie, state };
 }
 
@@ -80,6 +85,16 @@ const servers = [];
 try {
   for (const [n, id] of ids.entries()) servers.push(await start(id, n));
   log(`${scenario.title}: ${ids[0]} vs ${ids[1]}, ${windows} windows of ${duration} s, ${connections} connections each, ${together ? 'together' : 'alternating (ABBA)'}, server core ${pin?.server ?? '-'}`);
+  // GCSTAT_DIR: the servers were started with bench/lib/gcStat.mjs preloaded, which writes their GC
+  // pauses to $GCSTAT_DIR/gc-<pid>.json (SVC_BENCH_FLAGS="--import ./bench/lib/gcStat.mjs"); their
+  // sums over the windows are printed.
+  const gcOf = async () => {
+    if (!process.env.GCSTAT_DIR) return undefined;
+    await new Promise((r) => setTimeout(r, 700));
+    return servers.map((srv) => JSON.parse(readFileSync(join(process.env.GCSTAT_DIR, `gc-${srv.child.pid}.json`), 'utf8')));
+  };
+  const gcBefore = await gcOf();
+  const served = [0, 0];
   const ratios = [];
   const per = [[], []];
   const own = [[], []];
@@ -102,6 +117,8 @@ try {
       log(`window ${w + 1}/${windows}: no CPU per request measured (${Math.round(ra.rps)} / ${Math.round(rb.rps)} req/s): skipped`);
       continue;
     }
+    served[0] += ra.rps * (duration + warmup);
+    served[1] += rb.rps * (duration + warmup);
     per[0].push(ra.cpuUsPerRequest);
     per[1].push(rb.cpuUsPerRequest);
     own[0].push(ra.ownCpuUsPerRequest);
@@ -116,6 +133,16 @@ try {
       `${ids[0]} / ${ids[1]} = ${median(ratios).toFixed(3)}x (median of ${windows} paired windows, ${together ? 'together' : 'alternating'}; min ${min(ratios).toFixed(3)}, max ${max(ratios).toFixed(3)}, ` +
       `middle half ${sorted[Math.floor(windows / 4)].toFixed(3)}-${sorted[Math.ceil((3 * windows) / 4) - 1].toFixed(3)})\n`,
   );
+  const gcAfter = await gcOf();
+  if (gcBefore && gcAfter) {
+    for (const n of [0, 1]) {
+      const kinds = Object.entries(gcAfter[n].gc).map(([k, v]) => `${k} ${v.n - (gcBefore[n].gc[k]?.n ?? 0)} (${(v.ms - (gcBefore[n].gc[k]?.ms ?? 0)).toFixed(0)} ms)`);
+      const ms = Object.entries(gcAfter[n].gc).reduce((t, [k, v]) => t + v.ms - (gcBefore[n].gc[k]?.ms ?? 0), 0);
+      process.stdout.write(`GC pauses over the windows, ${ids[n]}: ${kinds.join(', ')}; ${((ms * 1000) / served[n]).toFixed(1)} µs per request (~${Math.round(served[n])} requests); new space ${gcAfter[n].newSpaceMb} MB\n`);
+    }
+  }
+  const rss = (pid) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
+  process.stdout.write(`RSS after the windows (${seedCount} todos seeded): ${ids[0]} ${rss(servers[0].child.pid)} MB, ${ids[1]} ${rss(servers[1].child.pid)} MB\n`);
 } finally {
   for (const srv of servers) await stop(srv.child);
   await stopAll();

@@ -112,6 +112,27 @@ export const variants = {
     missing: () => (existsSync(svcBin) ? undefined : `${svcBin} does not exist yet`),
     command: (ctx) => ({ ...svcCommand(ctx), args: ['--no-node-snapshot', ...svcCommand(ctx).args.slice(SVC_NODE_FLAGS.length)] }),
   },
+  // svc with more node flags (SVC_BENCH_FLAGS="--max-semi-space-size=8", after the launcher's, so
+  // node takes them over its own): a V8 setting against the launcher's (`--a svc-flags --b svc`).
+  'svc-flags': {
+    title: `svc, node flags + ${process.env.SVC_BENCH_FLAGS ?? '$SVC_BENCH_FLAGS'}`,
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    build: ['@svc/server...'],
+    missing: () => (!existsSync(svcBin) ? `${svcBin} does not exist yet` : process.env.SVC_BENCH_FLAGS ? undefined : 'SVC_BENCH_FLAGS is not set'),
+    command: (ctx) => ({ ...svcCommand(ctx), args: [...SVC_NODE_FLAGS, ...(process.env.SVC_BENCH_FLAGS ?? '').split(' ').filter(Boolean), ...svcCommand(ctx).args.slice(SVC_NODE_FLAGS.length)] }),
+  },
+  // The same with SVC_BENCH_FLAGS_B: two settings against each other (`--a svc-flags --b svc-flags-b`).
+  'svc-flags-b': {
+    title: `svc, node flags + ${process.env.SVC_BENCH_FLAGS_B ?? '$SVC_BENCH_FLAGS_B'}`,
+    tag: 'svc',
+    stateful: true,
+    app: 'bench/app',
+    build: ['@svc/server...'],
+    missing: () => (!existsSync(svcBin) ? `${svcBin} does not exist yet` : process.env.SVC_BENCH_FLAGS_B ? undefined : 'SVC_BENCH_FLAGS_B is not set'),
+    command: (ctx) => ({ ...svcCommand(ctx), args: [...SVC_NODE_FLAGS, ...(process.env.SVC_BENCH_FLAGS_B ?? '').split(' ').filter(Boolean), ...svcCommand(ctx).args.slice(SVC_NODE_FLAGS.length)] }),
+  },
   'svc-no-access': svcWithAppJson('svc, access log off', { log: { access: false } }),
   // The same app on the old embedded store (app.json embeddedStore.engine "files", the default
   // before the SQLite engine): what the store costs apart from the rest of the request, against a

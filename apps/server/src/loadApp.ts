@@ -80,9 +80,10 @@ export interface AppSettings {
    * The embedded store: fsync each commit before acknowledging it (default false; docs/deploying.md);
    * `engine` "sqlite" (the default) is the on-disk engine (docs/embedded-engine.md), "files" the
    * old store kept in memory (kept while apps move: an app's old files are converted at its first
-   * start on the engine).
+   * start on the engine). `cacheMb` / `mmapMb`: the engine's memory (SQLite's page cache, the
+   * memory map of its file; docs/embedded-engine.md, "Memory").
    */
-  embeddedStore?: { fsync?: boolean; engine?: 'files' | 'sqlite' };
+  embeddedStore?: { fsync?: boolean; engine?: 'files' | 'sqlite'; cacheMb?: number; mmapMb?: number };
   /**
    * The start of every Redis key and channel of this app (realtime, live queries, login limits,
    * scheduled-job locks), so that several apps can share one Redis. Default "svc".

@@ -152,7 +152,7 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
     : options.db
     ? await createMongoStore({ url: options.db, ...(app.settings.databaseTimeoutMs !== undefined ? { timeoutMs: app.settings.databaseTimeoutMs } : {}) })
     : embeddedEngineOf(app.settings) === 'sqlite'
-      ? await createEngineStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), durability: app.settings.embeddedStore?.fsync === true ? 'full' : 'normal' })
+      ? await createEngineStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), durability: app.settings.embeddedStore?.fsync === true ? 'full' : 'normal', cacheMb: app.settings.embeddedStore?.cacheMb, mmapMb: app.settings.embeddedStore?.mmapMb })
       : await createEmbeddedStore({ dir: join(appDir, 'data'), warn: (message) => logger.warn(message), fsync: app.settings.embeddedStore?.fsync === true });
   // Closed (503) while the dashboard restores a backup; the restore itself writes to rawStore.
   const gate = gateStore(feedStore(rawStore, feed));

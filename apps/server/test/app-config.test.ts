@@ -21,7 +21,7 @@ describe('app.json and config.json validation', () => {
       passwordCost: 10,
       loginRateLimit: { max: 5, windowSeconds: 60, maxPerAddress: 50, slowdownMs: 0 },
       realtime: { maxSocketsPerAddress: 20, maxSockets: 0 },
-      embeddedStore: { fsync: true, engine: 'files' },
+      embeddedStore: { fsync: true, engine: 'files', cacheMb: 128, mmapMb: 256 },
       backups: { intervalMinutes: 60, keep: 24 },
       redisPrefix: 'shop-eu.1',
     };
@@ -38,6 +38,8 @@ describe('app.json and config.json validation', () => {
     expect(await loadError({ 'app.json': { passwordCost: 99 } })).toMatch(/"passwordCost" must be a whole number from 4 to 31, not 99/);
     expect(await loadError({ 'app.json': { realtime: { maxSocketsPerAddress: -1 } } })).toMatch(/"realtime.maxSocketsPerAddress" must be a whole number >= 0, not -1/);
     expect(await loadError({ 'app.json': { embeddedStore: { fsync: 'always' } } })).toMatch(/"embeddedStore.fsync" must be true or false, not "always"/);
+    expect(await loadError({ 'app.json': { embeddedStore: { cacheMb: 0 } } })).toMatch(/"embeddedStore.cacheMb" must be a whole number from 1 to 65536, not 0/);
+    expect(await loadError({ 'app.json': { embeddedStore: { mmapMb: 4096 } } })).toMatch(/"embeddedStore.mmapMb" must be a whole number from 0 to 2047, not 4096/);
     expect(await loadError({ 'app.json': { embeddedStore: { engine: 'sqlite3' } } })).toMatch(/"embeddedStore.engine" must be one of "files", "sqlite", not "sqlite3"/);
     expect(await loadError({ 'app.json': { backups: { intervalMinutes: 0 } } })).toMatch(/"backups.intervalMinutes" must be a whole number from 1 to 525600, not 0/);
     expect(await loadError({ 'app.json': [] })).toBe('<app>/app.json: must be a JSON object of settings');

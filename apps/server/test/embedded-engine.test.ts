@@ -1,4 +1,4 @@
-import { readdir, rm, writeFile } from 'node:fs/promises';
+import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startApp } from '@svc/server';
@@ -29,6 +29,32 @@ describe('app.json embeddedStore.engine "sqlite"', () => {
       expect(await readdir(join(t.dir, 'data'))).toContain('store.sqlite');
     } finally {
       await t.close();
+    }
+  });
+});
+
+// Issue 41: app.json `embeddedStore.cacheMb` / `mmapMb` reach the engine: with a memory map, the
+// server's process maps its database file (reads are page faults on the OS cache, not read()).
+describe('app.json embeddedStore.mmapMb', () => {
+  it('maps the database file of an app that asks for it, and answers the same', async () => {
+    const files = {
+      'app.json': { embeddedStore: { cacheMb: 2, mmapMb: 16 } },
+      'resources/todos/config.json': { type: 'Collection', properties: { title: { type: 'string' }, n: { type: 'number', index: true } } },
+    };
+    const dir = await writeApp(files);
+    const mapped = async (): Promise<boolean> => (await readFile('/proc/self/maps', 'utf8')).split('\n').some((line) => line.endsWith(` ${join(dir, 'data', 'store.sqlite')}`));
+    const start = (): Promise<RunningApp> => startApp({ appDir: dir, port: 0, host: '127.0.0.1', env: 'development', logger: memoryLogger() });
+    let app = await start();
+    try {
+      for (let n = 0; n < 40; n++) expect((await fetch(`${app.url}/todos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'x'.repeat(300), n }) })).status).toBe(200);
+      await app.close(); // checkpointed: the next reads are of the database file
+      app = await start();
+      const list = (await (await fetch(`${app.url}/todos?${encodeURIComponent(JSON.stringify({ n: { $gte: 0 }, $sort: { n: 1 } }))}`)).json()) as { n: number }[];
+      expect(list.map((d) => d.n)).toEqual(Array.from({ length: 40 }, (_, n) => n));
+      expect(await mapped()).toBe(true);
+    } finally {
+      await app.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

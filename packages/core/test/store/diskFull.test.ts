@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, open, readFile, readdir, rm, stat, truncate, unlink } from 'node:fs/promises';
+import { mkdtemp, open, readFile, readdir, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { isSvcError } from '../../src/errors.js';
-import { createEngineStore, ENGINE_FILE } from '../../src/store/embedded/index.js';
+import { createEngineStore } from '../../src/store/embedded/index.js';
+import { tornWal } from './engine/crashHelpers.js';
 import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
 import { DiskState, diskError, diskErrorLog } from '../../src/store/internal/diskError.js';
 import type { Store, StoreCollection } from '../../src/store/Store.js';
@@ -118,6 +119,9 @@ const ENGINES: Engine[] = [
     index: { users: 60, pad: 2000, tries: 200 },
   },
 ];
+// The engine reading its database file through a memory map (EngineMemory.mmapMb): SQLite grows
+// the file before it maps it, so a checkpoint on a full disk must fail as a write, not as SIGBUS.
+ENGINES.push({ ...(ENGINES[1] as Engine), name: 'engine-mmap (memory-mapped reads)', open: (dir, warn) => createEngineStore({ dir, warn, mmapMb: 64 }) });
 
 /** Fills the file system with a filler file, 4 KB at a time, until it is full. */
 async function fillDisk(dir: string): Promise<void> {
@@ -314,45 +318,7 @@ describe('embedded engine after a torn write', () => {
   // tear, whole, and never half of one. Here the files of a running store are copied (what a
   // crash leaves) and its WAL cut at many places.
   it('a WAL cut anywhere opens with whole transactions only, in order', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'svc-engine-torn-'));
-    try {
-      const store = await createEngineStore({ dir });
-      const things = store.collection('things');
-      await things.ensureIndex({ field: 'n' });
-      // One transaction each (awaited one by one): a pair of objects written together.
-      for (let i = 0; i < 120; i++) await Promise.all([things.insert({ id: `x${i}`, n: i, pad: 'q'.repeat(300) }), things.insert({ id: `y${i}`, n: i })]);
-      const copy = join(dir, 'copy');
-      await mkdir(copy);
-      for (const f of [ENGINE_FILE, `${ENGINE_FILE}-wal`]) await copyFile(join(dir, f), join(copy, f));
-      await store.close();
-      const wal = join(copy, `${ENGINE_FILE}-wal`);
-      const full = (await stat(wal)).size;
-      expect(full).toBeGreaterThan(100_000);
-      let last = -1;
-      for (const fraction of [0.97, 0.8, 0.61, 0.43, 0.25, 0.11, 0.02]) {
-        const cut = Math.floor(full * fraction) + 77;
-        const torn = join(dir, `torn-${fraction}`);
-        await mkdir(torn);
-        for (const f of [ENGINE_FILE, `${ENGINE_FILE}-wal`]) await copyFile(join(copy, f), join(torn, f));
-        await truncate(join(torn, `${ENGINE_FILE}-wal`), cut);
-        const reopened = await createEngineStore({ dir: torn });
-        const c = reopened.collection('things');
-        const docs = await c.find({});
-        // Whole pairs, a prefix of what was written, and the index agrees with the objects.
-        const xs = docs.filter((d) => d.id.startsWith('x')).map((d) => d.n);
-        const ys = docs.filter((d) => d.id.startsWith('y')).map((d) => d.n);
-        expect(xs).toEqual(ys);
-        expect(xs).toEqual(Array.from({ length: xs.length }, (_, i) => i));
-        expect(await c.count({ n: { $gte: 0 } })).toBe(docs.length);
-        if (last !== -1) expect(xs.length).toBeLessThanOrEqual(last);
-        last = xs.length;
-        await c.insert({ id: 'after', n: -1 });
-        await reopened.close();
-      }
-      expect(last).toBeLessThan(120);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    await tornWal(0);
   });
 });
 

@@ -23,6 +23,28 @@ export function sqlite(): typeof NodeSqlite {
   return loaded;
 }
 
+/** SQLite's page cache of the engine's connection when not chosen (MiB). */
+export const DEFAULT_CACHE_MB = 64;
+/** The largest page cache an app may choose (MiB). */
+export const MAX_CACHE_MB = 65_536;
+/** The largest memory map: SQLite's own cap in node's build (SQLITE_MAX_MMAP_SIZE, 0x7fff0000 bytes). */
+export const MAX_MMAP_MB = 2047;
+
+/**
+ * Memory of the engine's connection (app.json `embeddedStore.cacheMb` / `mmapMb`).
+ * - `cacheMb`: SQLite's page cache, in the process's memory (default 64).
+ * - `mmapMb`: how much of the database file SQLite reads through a memory map (PRAGMA mmap_size;
+ *   default 0, off). Reads of pages not in the page cache become page faults on the operating
+ *   system's cache instead of read() and a copy; writes still go through write() (SQLite's build
+ *   in node maps read-only), so a full disk answers as without it. The mapped pages count in the
+ *   RSS while the kernel keeps them, and an I/O error reading the file becomes SIGBUS, which ends
+ *   the process, where without the map it fails the one read.
+ */
+export interface EngineMemory {
+  cacheMb?: number;
+  mmapMb?: number;
+}
+
 /** A write waiting for the next group commit. */
 interface WriteTask {
   run(): unknown;
@@ -68,8 +90,12 @@ export class Engine {
   #written = false;
   readonly #checkpoints: NodeJS.Timeout;
 
-  constructor(file: string, durability: Durability) {
+  constructor(file: string, durability: Durability, memory: EngineMemory = {}) {
     this.file = file;
+    const cacheMb = memory.cacheMb ?? DEFAULT_CACHE_MB;
+    const mmapMb = memory.mmapMb ?? 0;
+    if (!Number.isSafeInteger(cacheMb) || cacheMb < 1 || cacheMb > MAX_CACHE_MB) throw new RangeError(`embedded store: cacheMb must be an integer from 1 to ${MAX_CACHE_MB}`);
+    if (!Number.isSafeInteger(mmapMb) || mmapMb < 0 || mmapMb > MAX_MMAP_MB) throw new RangeError(`embedded store: mmapMb must be an integer from 0 to ${MAX_MMAP_MB}`);
     this.db = new (sqlite().DatabaseSync)(file);
     // WAL: readers are not blocked by the writer, a commit appends to one file. The page cache is
     // set (node:sqlite's default is 2 MB): bench/sqlite-drivers.mjs measured the range query at
@@ -79,7 +105,7 @@ export class Engine {
     // times meanwhile is copied into the database once (bench: ~20% less CPU per insert than
     // SQLite's default of 1,000 pages). The WAL file is cut back to 64 MB after a checkpoint.
     this.db.exec(
-      `PRAGMA journal_mode = WAL; PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF; PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864;`,
+      `PRAGMA journal_mode = WAL; PRAGMA synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}; PRAGMA cache_size = -${cacheMb * 1024}; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF; PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864; PRAGMA mmap_size = ${mmapMb * 2 ** 20};`,
     );
     const mode = (this.db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode;
     if (mode !== 'wal') throw new Error(`embedded store: ${file} could not be put in WAL mode (${mode})`);

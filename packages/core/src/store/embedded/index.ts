@@ -45,6 +45,10 @@ export interface EngineStoreOptions {
    * the WAL. `full`: every group commit waits for fsync, and survives those too. See Engine.
    */
   durability?: Durability;
+  /** SQLite's page cache in MiB (default 64; app.json `embeddedStore.cacheMb`). See EngineMemory. */
+  cacheMb?: number;
+  /** How much of the database file is read through a memory map, in MiB (default 0: off; app.json `embeddedStore.mmapMb`). See EngineMemory. */
+  mmapMb?: number;
 }
 
 /**
@@ -63,7 +67,7 @@ export async function createEngineStore(options: EngineStoreOptions): Promise<St
   try {
     // The old store's files, when the folder holds them: converted first (see convert.ts).
     await convertOldFiles(dir, warn);
-    engine = new Engine(join(dir, ENGINE_FILE), options.durability ?? 'normal');
+    engine = new Engine(join(dir, ENGINE_FILE), options.durability ?? 'normal', { cacheMb: options.cacheMb, mmapMb: options.mmapMb });
   } catch (err) {
     await unlock();
     throw err;

@@ -1,43 +1,11 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Engine } from '../../../src/store/embedded/engine.js';
 import { createEngineStore, ENGINE_FILE } from '../../../src/store/embedded/index.js';
-
-const storeModule = fileURLToPath(new URL('../../../src/store/embedded/index.ts', import.meta.url));
-
-// A child node writing without pause (Node strips the types; the hook maps `.js` specifiers of
-// our sources to their `.ts` files): four writers, inserts and an $inc/$push on one counter.
-const writer = `
-import { registerHooks } from 'node:module';
-registerHooks({
-  resolve(specifier, context, next) {
-    if (specifier.startsWith('.') && specifier.endsWith('.js') && context.parentURL?.endsWith('.ts')) {
-      return next(specifier.slice(0, -3) + '.ts', context);
-    }
-    return next(specifier, context);
-  },
-});
-const { createEngineStore } = await import(process.env.STORE_MODULE);
-const store = await createEngineStore({ dir: process.env.STORE_DIR });
-const coll = store.collection('crash/test');
-await coll.ensureIndex({ field: 'w' });
-await coll.insert({ id: 'counter', n: 0 });
-const payload = 'p'.repeat(500);
-await Promise.all([0, 1, 2, 3].map(async (w) => {
-  for (let i = 0; ; i++) {
-    const id = 'w' + w + '-' + i;
-    await coll.insert({ id, w, i, payload, flag: i % 7 === 0 ? true : i });
-    process.stdout.write('insert ' + id + '\\n');
-    const after = await coll.update({ id: 'counter' }, { $inc: { n: 1 }, $push: { seen: [id] } });
-    process.stdout.write('inc ' + after.n + '\\n');
-  }
-}));
-`;
+import { killWhileWriting } from './crashHelpers.js';
 
 describe('embedded engine', () => {
   let dir: string;
@@ -47,34 +15,7 @@ describe('embedded engine', () => {
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
   it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', writer], {
-      env: { ...process.env, STORE_MODULE: storeModule, STORE_DIR: dir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<NodeJS.Signals | null>((done) => child.on('exit', (_code, signal) => done(signal)));
-    const acknowledged: string[] = [];
-    let counter = 0;
-    for await (const line of createInterface({ input: child.stdout })) {
-      const [kind, value = ''] = line.split(' ');
-      if (kind === 'insert') acknowledged.push(value);
-      if (kind === 'inc') counter = Math.max(counter, Number(value));
-      if (acknowledged.length === 400) child.kill('SIGKILL');
-    }
-    expect(await exited, stderr).toBe('SIGKILL');
-
-    const store = await createEngineStore({ dir });
-    const coll = store.collection('crash/test');
-    const stored = new Set((await coll.find({ id: { $ne: 'counter' } }, { fields: { id: 1 } })).map((d) => d.id));
-    expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
-    const after = await coll.findOne({ id: 'counter' });
-    expect(after?.n).toBeGreaterThanOrEqual(counter);
-    expect((after?.seen as unknown[]).length).toBe(after?.n);
-    // The path facts came through too: `flag` holds booleans and numbers, so {flag: 1} is guarded.
-    expect(await coll.count({ flag: 1 })).toBe(await coll.count({ i: 1 }));
-    expect(await coll.count({ w: 0 })).toBe((await coll.find({ w: 0 })).length);
-    await store.close();
+    await killWhileWriting(dir, 0);
   });
 
   it('keeps the path facts of the database when a write that grew them fails (a unique index refusing it)', async () => {
@@ -168,6 +109,38 @@ describe('embedded engine', () => {
     await store.close();
     expect(pragma()).toBe(1);
     expect((await readdir(dir)).filter((f) => f.startsWith(ENGINE_FILE))).toContain(ENGINE_FILE);
+  });
+
+  it('gives SQLite the page cache and the memory map it is told (EngineMemory), and refuses sizes out of range', async () => {
+    const pragmas = (engine: Engine): unknown[] => [engine.db.prepare('PRAGMA cache_size').get(), engine.db.prepare('PRAGMA mmap_size').get()].map((r) => Object.values(r as object)[0]);
+    const byDefault = new Engine(join(dir, 'a.sqlite'), 'normal');
+    expect(pragmas(byDefault)).toEqual([-64 * 1024, 0]);
+    await byDefault.close();
+    const chosen = new Engine(join(dir, 'b.sqlite'), 'normal', { cacheMb: 8, mmapMb: 16 });
+    expect(pragmas(chosen)).toEqual([-8 * 1024, 16 * 2 ** 20]);
+    await chosen.close();
+    for (const memory of [{ cacheMb: 0 }, { cacheMb: 1.5 }, { cacheMb: 65_537 }, { mmapMb: -1 }, { mmapMb: 2048 }, { mmapMb: Number.NaN }]) {
+      expect(() => new Engine(join(dir, 'c.sqlite'), 'normal', memory), JSON.stringify(memory)).toThrow(RangeError);
+    }
+  });
+
+  it('reads the database file through a memory map only when mmapMb is given', async () => {
+    const mapped = async (mmapMb: number | undefined): Promise<boolean> => {
+      const folder = join(dir, `m${mmapMb ?? 'default'}`);
+      const options = { dir: folder, ...(mmapMb === undefined ? {} : { mmapMb }) };
+      const writing = await createEngineStore(options);
+      const things = writing.collection('things');
+      await Promise.all(Array.from({ length: 200 }, (_, i) => things.insert({ id: `t${i}`, pad: 'x'.repeat(500) })));
+      await writing.close(); // checkpointed: the rows are in the database file, no longer in the WAL
+      const store = await createEngineStore(options);
+      expect((await store.collection('things').find({ pad: { $ne: 'y' } })).length).toBe(200);
+      const maps = await readFile('/proc/self/maps', 'utf8');
+      await store.close();
+      // The database file itself (its -shm is mapped in WAL mode either way).
+      return maps.split('\n').some((line) => line.endsWith(` ${join(folder, ENGINE_FILE)}`));
+    };
+    expect(await mapped(undefined)).toBe(false);
+    expect(await mapped(4)).toBe(true);
   });
 
   it('several stores in one process (several apps): each its own folder, database and group commit', async () => {
