@@ -9,6 +9,7 @@ import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
 import { snapshotEmbeddedStore } from '../../src/store/embeddedSnapshot.js';
 import { runStoreContract } from './contract.js';
 import { OPTIONAL_READS } from './contractTextReads.js';
+import { TS_SOURCES_HOOK } from '../helpers/tsChild.js';
 
 runStoreContract(
   'embedded',
@@ -26,17 +27,7 @@ const storeModule = fileURLToPath(new URL('../../src/store/embeddedStore.ts', im
 
 // Runs in a child node: Node strips the TypeScript types itself; the hook maps the `.js`
 // specifiers of our sources to their `.ts` files. Four writers keep writes always in flight.
-const writer = `
-import { registerHooks } from 'node:module';
-registerHooks({
-  resolve(specifier, context, next) {
-    if (specifier.startsWith('.') && specifier.endsWith('.js') && context.parentURL?.endsWith('.ts')) {
-      return next(specifier.slice(0, -3) + '.ts', context);
-    }
-    return next(specifier, context);
-  },
-});
-const { createEmbeddedStore } = await import(process.env.STORE_MODULE);
+const writer = `${TS_SOURCES_HOOK}const { createEmbeddedStore } = await import(process.env.STORE_MODULE);
 const store = await createEmbeddedStore({ dir: process.env.STORE_DIR });
 const coll = store.collection('crash/test');
 await coll.insert({ id: 'counter', n: 0 });

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Doc } from '../../../src/store/Store.js';
 import { createEmbeddedStore } from '../../../src/store/embeddedStore.js';
 import { createEngineStore, ENGINE_FILE } from '../../../src/store/embedded/index.js';
+import { TS_SOURCES_HOOK } from '../../helpers/tsChild.js';
 
 // Issue 41: an app whose data folder holds the old embedded store's files is converted to the
 // engine at its first start on it: resumable after kill -9 at any point, the old files kept until
@@ -16,17 +17,7 @@ const storeModule = fileURLToPath(new URL('../../../src/store/embedded/index.ts'
 
 // A child node that opens the engine on a folder (converting it) and closes it (Node strips the
 // types; the hook maps `.js` specifiers of our sources to their `.ts` files).
-const opener = `
-import { registerHooks } from 'node:module';
-registerHooks({
-  resolve(specifier, context, next) {
-    if (specifier.startsWith('.') && specifier.endsWith('.js') && context.parentURL?.endsWith('.ts')) {
-      return next(specifier.slice(0, -3) + '.ts', context);
-    }
-    return next(specifier, context);
-  },
-});
-const { createEngineStore } = await import(process.env.STORE_MODULE);
+const opener = `${TS_SOURCES_HOOK}const { createEngineStore } = await import(process.env.STORE_MODULE);
 const store = await createEngineStore({ dir: process.env.STORE_DIR, warn: () => undefined });
 process.stdout.write('opened\\n');
 await store.close();

@@ -8,22 +8,13 @@ import { copyFile, mkdir, mkdtemp, rm, stat, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngineStore, ENGINE_FILE } from '../../../src/store/embedded/index.js';
+import { TS_SOURCES_HOOK } from '../../helpers/tsChild.js';
 
 const storeModule = fileURLToPath(new URL('../../../src/store/embedded/index.ts', import.meta.url));
 
 // A child node writing without pause (Node strips the types; the hook maps `.js` specifiers of
 // our sources to their `.ts` files): four writers, inserts and an $inc/$push on one counter.
-const writer = `
-import { registerHooks } from 'node:module';
-registerHooks({
-  resolve(specifier, context, next) {
-    if (specifier.startsWith('.') && specifier.endsWith('.js') && context.parentURL?.endsWith('.ts')) {
-      return next(specifier.slice(0, -3) + '.ts', context);
-    }
-    return next(specifier, context);
-  },
-});
-const { createEngineStore } = await import(process.env.STORE_MODULE);
+const writer = `${TS_SOURCES_HOOK}const { createEngineStore } = await import(process.env.STORE_MODULE);
 const store = await createEngineStore({ dir: process.env.STORE_DIR, mmapMb: Number(process.env.STORE_MMAP_MB ?? 0) });
 const coll = store.collection('crash/test');
 await coll.ensureIndex({ field: 'w' });
