@@ -112,13 +112,18 @@ try {
   for (let w = 0; w < windows; w++) {
     const row = {};
     for (const srv of rotate(servers, w)) {
+      const before = srv.hooked ? (await receiver.ask('stats')).unique : 0;
       const out = await runLoad(post(srv), pin?.load);
       if (out.non2xx || out.errors) throw new Error(`window ${w + 1} ${srv.name}: ${out.non2xx} non-2xx, ${out.errors} errors`);
       row[srv.name] = { rps: out.rps, cpuUs: out.cpuUsPerRequest };
-      if (srv.hooked) row[srv.name].drainMs = (await drained(receiver, hooked)).ms;
+      if (srv.hooked) {
+        // Delivered while its writes ran (warm-up included), per write: what the deliveries took of the window.
+        row[srv.name].deliveredPerWrite = ((await receiver.ask('stats')).unique - before) / Math.max(1, out.requests);
+        row[srv.name].drainMs = (await drained(receiver, hooked)).ms;
+      }
     }
     rows.push(row);
-    log(`window ${w + 1}/${windows}: ${servers.map((s) => `${s.name} ${Math.round(row[s.name].rps)} req/s ${row[s.name].cpuUs.toFixed(0)} µs`).join(', ')}`);
+    log(`window ${w + 1}/${windows}: ${servers.map((s) => `${s.name} ${Math.round(row[s.name].rps)} req/s ${row[s.name].cpuUs.toFixed(0)} µs${s.hooked ? ` (${(100 * row[s.name].deliveredPerWrite).toFixed(1)} deliveries per 100 writes)` : ''}`).join(', ')}`);
   }
   const end = await receiver.ask('stats');
   if (end.count !== end.unique) log(`${end.count - end.unique} deliveries were repeats`);
@@ -143,6 +148,7 @@ process.stdout.write(
         base: { cpu: spread(ratio('hooked-base', 'plain', 'cpuUs')), rps: spread(ratio('hooked-base', 'plain', 'rps')) },
         here: { cpu: spread(ratio('hooked-here', 'plain', 'cpuUs')), rps: spread(ratio('hooked-here', 'plain', 'rps')) },
       },
+      deliveredPerWrite: { base: spread(rows.map((r) => r['hooked-base'].deliveredPerWrite)), here: spread(rows.map((r) => r['hooked-here'].deliveredPerWrite)) },
       hereOverBase: { cpu: spread(ratio('hooked-here', 'hooked-base', 'cpuUs')), rps: spread(ratio('hooked-here', 'hooked-base', 'rps')) },
     },
     null,
