@@ -45,8 +45,9 @@ export const SLOW_TESTS = [
   // replacing script processes, in the runtime and against a production server.
   'packages/script-runtime/test/containment.test.ts',
   'apps/server/test/script-containment.test.ts',
-  // 100,000 documents seeded into MongoDB (FerretDB) and imported: 376 s and 166 s of CI's
-  // pnpm test (over half of it) at a load of 6-14.
+  // Documents seeded into MongoDB (FerretDB) and imported: 100,000 through svc import (cli) and
+  // 10,000 twice (importer): 376 s and 166 s of CI's pnpm test (over half of it) at a load of 6-14
+  // when both read 100,000 and cli wrote them into FerretDB.
   'packages/type-importer/test/cli.test.ts',
   'packages/type-importer/test/importer.test.ts',
   // A differential property test: generated scripts through a runtime with and without plans.

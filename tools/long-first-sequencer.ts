@@ -10,47 +10,58 @@ import type { TestSpecification } from 'vitest/node';
  * Only the order changes; a file missing from the list runs after these, as vitest orders it.
  */
 export const LONG_TESTS = [
-  // pnpm test (vitest.main.config.ts): seconds in CI at 2 workers, mean of the runs of 12:07 and 12:47 UTC on 2026-11-29.
-  'apps/server/test/accounts.test.ts', // 25
-  'apps/server/test/root-keys.test.ts', // 22
-  'packages/type-event/test/schedule.test.ts', // 21
-  'apps/server/test/script-outbound.test.ts', // 20
-  'packages/type-webhook/test/webhook.test.ts', // 19
-  'packages/type-bucket/test/hostileUploads.test.ts', // 18
+  // pnpm test (vitest.main.config.ts): seconds in a whole .ci/run at 2 workers (2 cores), 2026-11-29 21:59 UTC.
+  'packages/type-event/test/schedule.test.ts', // 27
+  'packages/type-webhook/test/webhook.test.ts', // 26
+  'packages/core/test/migrations/apply.test.ts', // 24
+  'apps/server/test/accounts.test.ts', // 24
+  'apps/server/test/script-outbound.test.ts', // 24
+  'apps/server/test/script-modules.test.ts', // 22
+  'packages/core/test/store/engine/convert.test.ts', // 22
+  'packages/core/test/users.http.test.ts', // 20
+  'packages/script-runtime/test/limits.test.ts', // 20
+  'apps/server/test/script-budgets.test.ts', // 18
+  'apps/server/test/root-keys.test.ts', // 17
   'packages/type-bucket/test/streaming.test.ts', // 17
-  'apps/server/test/script-modules.test.ts', // 17
-  'packages/core/test/migrations/apply.test.ts', // 16
-  'packages/realtime/test/live-attack.test.ts', // 15
-  'apps/server/test/script-budgets.test.ts', // 14
-  'packages/core/test/users.http.test.ts', // 13
-  'packages/core/test/store/engine/convert.test.ts', // 13
-  'packages/script-runtime/test/limits.test.ts', // 11
-  'packages/script-runtime/test/script-api.test.ts', // 10
-  'packages/script-runtime/test/budgets.test.ts', // 10
-  'apps/server/test/script-status.test.ts', // 10
-  'apps/server/test/resourceTypes.test.ts', // 10
-  'packages/script-runtime/test/node-builtins.test.ts', // 9
+  'packages/realtime/test/live-attack.test.ts', // 16
+  'packages/script-runtime/test/script-api.test.ts', // 15
+  'packages/script-runtime/test/budgets.test.ts', // 11
+  'apps/server/test/dashboard-api.test.ts', // 11
+  'apps/server/test/live-rules.test.ts', // 10
+  'apps/server/test/accounts-oidc.test.ts', // 10
+  'apps/server/test/live-queries.test.ts', // 10
   'packages/script-runtime/test/modules.test.ts', // 9
-  'apps/server/test/relations.test.ts', // 9
-  'apps/server/test/create-from-checkout.test.ts', // 9
-  // vitest.reliability.config.ts (vitest.slow.ts and reliability/, one queue): seconds in CI at 1 worker.
-  'reliability/published-install.test.ts', // 185
-  'packages/type-importer/test/cli.test.ts', // 160
-  'reliability/dashboard-rename-crash.test.ts', // 112
-  'apps/server/test/fast-paths-differential.test.ts', // 112
-  'reliability/migrations-crash.test.ts', // 111
-  'packages/type-importer/test/importer.test.ts', // 73
-  'apps/server/test/deployd-migration.test.ts', // 58
-  'apps/server/test/cli.test.ts', // 58
-  'reliability/deploy-files.test.ts', // 51
-  'reliability/migrations-slow-db.test.ts', // 47
-  'apps/server/test/deployd-suite-browser.test.ts', // 44
-  'apps/server/test/pack-install.test.ts', // 43
-  'reliability/relations-crash.test.ts', // 32
-  'reliability/busy-machine.test.ts', // 28
-  'apps/server/test/browser-offline.test.ts', // 26
-  'reliability/backup.test.ts', // 25
-  'reliability/fuzz.test.ts', // 22
+  'apps/server/test/scripts.test.ts', // 9
+  'packages/type-email/test/email.http.test.ts', // 9
+  'apps/server/test/migrations.test.ts', // 9
+  'apps/server/test/behind-proxy.test.ts', // 9
+  'packages/script-runtime/test/node-builtins.test.ts', // 8
+  'packages/core/test/store/embedded.test.ts', // 8
+  // vitest.reliability.config.ts (vitest.slow.ts and reliability/, one queue): seconds in the same
+  // run at 2 workers; the three files whose data shrank since are placed by their estimate.
+  'reliability/published-install.test.ts', // 221
+  'apps/server/test/fast-paths-differential.test.ts', // 130
+  'packages/type-importer/test/cli.test.ts', // 199 then; ~90 (100,000 seeded and imported into the embedded store)
+  'reliability/migrations-crash.test.ts', // 124 then; ~90 (600 objects on MongoDB, not 1,000)
+  'reliability/dashboard-rename-crash.test.ts', // 92
+  'reliability/migrations-slow-db.test.ts', // 53
+  'apps/server/test/cli.test.ts', // 52
+  'apps/server/test/deployd-migration.test.ts', // 52
+  'reliability/deploy-files.test.ts', // 50
+  'apps/server/test/pack-install.test.ts', // 48
+  'apps/server/test/dashboard.test.ts', // 44
+  'reliability/relations-crash.test.ts', // 44
+  'apps/server/test/browser-offline.test.ts', // 30
+  'packages/script-runtime/test/containment.test.ts', // 30
+  'apps/server/test/deployd-suite-browser.test.ts', // 28
+  'reliability/busy-machine.test.ts', // 27 (runs last, alone, whatever its rank)
+  'reliability/backup.test.ts', // 26
+  'apps/server/test/browser-client.test.ts', // 26
+  'apps/server/test/browser-presets.test.ts', // 22
+  'packages/type-bucket/test/filesCrash.test.ts', // 21
+  'reliability/scheduled-jobs.test.ts', // 20
+  'packages/type-importer/test/importer.test.ts', // 109 then; ~20 (10,000 documents, not 100,000)
+  'reliability/fuzz.test.ts', // 18
 ];
 
 /** Runs the files of LONG_TESTS first, in its order, when vitest has no durations of its own. */
