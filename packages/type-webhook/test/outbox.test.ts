@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEmbeddedStore, createEngineStore, createMongoStore } from '@svc/core';
 import type { Store } from '@svc/core';
-import { Outbox } from '../src/internal/outbox.js';
+import { Outbox, eventId } from '../src/internal/outbox.js';
 
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
 
@@ -85,5 +85,34 @@ for (const kind of stores) {
       expect(due.map((r) => r.objectId)).toEqual([...Array.from({ length: 30 }, (_, i) => `o${i + 10}`), 'o9', 'o8', 'o7', 'o6', 'o5']);
       expect(due.map((r) => r.nextAt)).toEqual([...due.map((r) => r.nextAt)].sort((a, b) => a - b));
     });
+
+    it('gives events ids that sort in the order they were made, distinct within a millisecond (the id index grows at its end)', async () => {
+      opened = await kind.open();
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      await outbox.init();
+      const ids: string[] = [];
+      for (let i = 0; i < 30; i++) {
+        // Some in the same millisecond, some across a few.
+        if (i % 10 === 9) await new Promise((resolve) => setTimeout(resolve, 3));
+        ids.push((await outbox.add('create', { id: `o${i}`, title: `t${i}` }, undefined, 3)).id);
+      }
+      expect(new Set(ids).size).toBe(30);
+      for (const id of ids) expect(id).toMatch(/^[0-9a-f]{28}$/);
+      const byTime = (id: string): number => Number.parseInt(id.slice(0, 12), 16);
+      expect(ids.map(byTime)).toEqual([...ids.map(byTime)].sort((a, b) => a - b));
+      expect([...ids].sort().map(byTime)).toEqual(ids.map(byTime));
+      // Each is stored under its id.
+      expect((await outbox.get(ids[17]!, 10))?.objectId).toBe('o17');
+    });
   });
 }
+
+describe('eventId', () => {
+  it('is the time in ms as 12 hex digits, then 16 random ones', () => {
+    const id = eventId(0x18c2a3b4c5d);
+    expect(id.slice(0, 12)).toBe('018c2a3b4c5d');
+    expect(id.slice(12)).toMatch(/^[0-9a-f]{16}$/);
+    expect(eventId(0x18c2a3b4c5d)).not.toBe(id);
+    expect(eventId(0x18c2a3b4c5e) > eventId(0x18c2a3b4c5d)).toBe(true);
+  });
+});

@@ -67,6 +67,18 @@ const DONE_BASE = 8e15;
 const doneKey = (now: number): number => DONE_BASE + now;
 
 /**
+ * A new event's id: the time in ms (12 hex digits), then 16 random ones (createId). Events made
+ * one after another have ids that sort together, so the outbox's unique index on `id` takes each
+ * new record at its end: a commit of many events writes one or two of its pages, where random ids
+ * put each record in a page of its own (the embedded engine writes every page a commit changed to
+ * its WAL, and copies it again at the checkpoint). The random part keeps ids of one millisecond,
+ * and of other processes, distinct.
+ */
+export function eventId(now: number): string {
+  return now.toString(16).padStart(12, '0') + createId();
+}
+
+/**
  * A webhook's durable outbox, in the app's store (so: the embedded store's files, or MongoDB),
  * through the store contract only. A write's event is inserted before the write's request is
  * answered; it stays pending until an attempt succeeds or the attempts are spent; delivered and
@@ -90,7 +102,7 @@ export class Outbox {
   /** Stores a new event (pending, due now) and answers it. */
   async add(event: WebhookEvent, object: Doc, previous: Doc | undefined, maxAttempts: number): Promise<DeliveryRecord> {
     const now = Date.now();
-    const record: DeliveryRecord = { id: createId(), status: 'pending', event, objectId: object.id, createdAt: now, nextAt: now, attempts: 0, lastAllowed: maxAttempts, object, ...(previous ? { previous } : {}) };
+    const record: DeliveryRecord = { id: eventId(now), status: 'pending', event, objectId: object.id, createdAt: now, nextAt: now, attempts: 0, lastAllowed: maxAttempts, object, ...(previous ? { previous } : {}) };
     await this.records.insert(record as unknown as Doc);
     return record;
   }
