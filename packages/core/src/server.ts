@@ -15,6 +15,7 @@ import { createHealth, DEFAULT_HEALTH_PATHS } from './http/health.js';
 import type { HealthOptions } from './http/health.js';
 import { requestIdOf } from './http/requestId.js';
 import { SvcServerResponse } from './http/svcResponse.js';
+import { IsoClock } from './isoClock.js';
 import { silentLogger } from './logger.js';
 import { parseQueryString } from './query/parseQueryString.js';
 import type { NowRequest, Resource, ResourceHost } from './resource.js';
@@ -295,19 +296,8 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     }
     writeReply(res, reply, logger);
   };
-  // The time as ISO text, made once per millisecond: every access line asks for it, tens of times
-  // a millisecond under load. Whether a millisecond passed is told by the monotonic time the line
-  // reads anyway (`perfNow`): the wall clock (a call of its own, ~0.1-0.5 µs here) is read once per
-  // millisecond. The text is the wall clock's millisecond when it was made (under 1 ms old).
-  let isoPerf = -Infinity;
-  let isoText = '';
-  const isoNow = (perfNow: number): string => {
-    if (perfNow - isoPerf >= 1 || perfNow < isoPerf) {
-      isoPerf = perfNow;
-      isoText = new Date().toISOString();
-    }
-    return isoText;
-  };
+  // The access line's time text: the wall clock read once per millisecond (IsoClock).
+  const clock = new IsoClock();
   // What handle() notes for nobody (no access log, no metrics): written, never read.
   const unnoted: RequestNote = { resource: 'none', uid: undefined, plainAnonymous: false, plan: undefined };
   // Decided once: a logger without access lines (tests, programs) costs nothing per request.
@@ -322,7 +312,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       if (logHealth || !health.owns(path)) {
         const now = performance.now();
         writeAccess({
-          time: isoNow(now),
+          time: clock.now(now),
           id: note.id,
           method: req.method ?? 'GET',
           path: path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}...` : path,

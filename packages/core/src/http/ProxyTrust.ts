@@ -155,8 +155,11 @@ function addEntry(blocks: BlockList, entry: unknown): void {
 
 /** The first forwarding header a request carries, by name; undefined when none. */
 export function forwardingHeader(req: IncomingMessage): string | undefined {
-  for (const name of Object.keys(req.headers)) if (name.startsWith('x-forwarded-')) return name;
-  return FORWARDING_HEADERS.find((name) => req.headers[name] !== undefined);
+  const headers = req.headers;
+  for (const name of Object.keys(headers)) if (name.startsWith('x-forwarded-')) return name;
+  // A loop, not `find`: a closure per request.
+  for (const name of FORWARDING_HEADERS) if (headers[name] !== undefined) return name;
+  return undefined;
 }
 
 function headerText(req: IncomingMessage, name: string): string | undefined {

@@ -329,13 +329,16 @@ export class Collection implements Resource {
    * Values stored beside what scripts see and change (a user's password hash). Called after the
    * scripts ran, before the write; `previous` is undefined on create.
    */
-  protected hiddenValues(_ctx: Context, _previous: Doc | undefined): Promise<Record<string, unknown>> {
-    return Promise.resolve({});
+  protected hiddenValues(_ctx: Context, _previous: Doc | undefined): Record<string, unknown> | Promise<Record<string, unknown>> {
+    return {};
   }
 
-  /** Runs after a successful write (a user's changed credentials end their other sessions). */
-  protected afterWrite(_ctx: Context, _stored: Doc, _previous: Doc | undefined): Promise<void> {
-    return Promise.resolve();
+  /**
+   * Runs after a successful write (a user's changed credentials end their other sessions).
+   * Nothing to wait for (undefined) spares every write a promise turn.
+   */
+  protected afterWrite(_ctx: Context, _stored: Doc, _previous: Doc | undefined): Promise<void> | undefined {
+    return undefined;
   }
 
   /**
@@ -386,8 +389,9 @@ export class Collection implements Resource {
     const id = chosenId ?? this.fileProps?.idFor(ctx) ?? createId();
     this.fileProps?.resolve(ctx, values, undefined, new Set(Object.keys(values)));
     const given = Object.keys(values);
-    for (const [name, def] of Object.entries(this.properties)) {
-      if (def.type === 'boolean' && values[name] === undefined) values[name] = false;
+    // Names, not entries: Object.entries made an array per property, per create.
+    for (const name of Object.keys(this.properties)) {
+      if (this.properties[name]?.type === 'boolean' && values[name] === undefined) values[name] = false;
     }
     // The rules see what the client asked for, before any script runs (scripts are trusted code).
     this.access.assert(ctx, 'create', values, { new: values });
@@ -398,7 +402,8 @@ export class Collection implements Resource {
     const skipEvents = ctx.isRoot && skipEventsAsked(ctx, body);
     let outcome: EventOutcome | undefined;
     if (!skipEvents) {
-      outcome = await runWriteEvents(this.events, ctx, 'post', object, {}, id);
+      // No On Validate nor On Post: the outcome runWriteEvents gives, without its promise turns.
+      outcome = this.events.has('validate') || this.events.has('post') ? await runWriteEvents(this.events, ctx, 'post', object, {}, id) : { object: { ...object, id }, hidden: [], protectedProps: [] };
       object = outcome.object;
       // protect() on create keeps the client's value out of the new object.
       for (const key of outcome.protectedProps) delete object[key];
@@ -407,13 +412,16 @@ export class Collection implements Resource {
     const missing = requiredErrors(object, this.properties);
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
-    const doc: Doc = { ...this.storable(object), ...(await this.hiddenValues(ctx, undefined)), id };
+    const hidden = this.hiddenValues(ctx, undefined);
+    const doc: Doc = { ...this.storable(object), ...(isPromise(hidden) ? await hidden : hidden), id };
     const stored = await this.writing(() => this.store.insert(doc), chosenId !== undefined);
-    await this.fileProps?.afterCommit(ctx, stored, undefined);
+    // Each step awaited only when there is one: an await of nothing is a promise turn per write.
+    if (this.fileProps !== undefined) await this.fileProps.afterCommit(ctx, stored, undefined);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
-    await this.changes.tell({ kind: 'create', object: stored });
-    await this.afterWrite(ctx, stored, undefined);
-    await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
+    if (this.changes.any) await this.changes.tell({ kind: 'create', object: stored });
+    const after = this.afterWrite(ctx, stored, undefined);
+    if (after !== undefined) await after;
+    if (this.events.has('aftercommit')) await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
     return { status: 200, body: this.scopeOf(ctx).finish(this.present(outcome ? hideFrom(stored, outcome.hidden) : stored), stored) };
   }
 
@@ -478,18 +486,20 @@ export class Collection implements Resource {
     // A relation the caller may not read and sends is checked whole, its stored ids too.
     if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, hideFrom(previous, [...unreadable].filter((name) => named.has(name))) as Doc);
     const ops = diffUpdate(previous, object, sanitized.modifiers, [...(outcome?.protectedProps ?? []), ...this.visibility.storeOnly]);
-    const hidden = await this.hiddenValues(ctx, previous);
+    const pendingHidden = this.hiddenValues(ctx, previous);
+    const hidden = isPromise(pendingHidden) ? await pendingHidden : pendingHidden;
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const condition = revised ? { revision: revised.revision } : undefined;
     const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
     const updated = await this.writing(() => this.store.update(target, ops, condition));
     if (updated === null && condition !== undefined) return movedAfter(outcome !== undefined && (this.events.has('validate') || this.events.has('put')));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
-    await this.fileProps?.afterCommit(ctx, updated, previous);
+    if (this.fileProps !== undefined) await this.fileProps.afterCommit(ctx, updated, previous);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
-    await this.changes.tell({ kind: 'update', object: updated, previous });
-    await this.afterWrite(ctx, updated, previous);
-    await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
+    if (this.changes.any) await this.changes.tell({ kind: 'update', object: updated, previous });
+    const after = this.afterWrite(ctx, updated, previous);
+    if (after !== undefined) await after;
+    if (this.events.has('aftercommit')) await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));
     return { status: 200, body: this.scopeOf(ctx).finish(this.present(outcome ? hideFrom(updated, outcome.hidden) : updated), updated) };
   }
 
@@ -568,4 +578,9 @@ export class Collection implements Resource {
     ctx.query.id = id;
     return id;
   }
+}
+
+/** Whether a hook answered a promise to wait for (a subclass's async hook) rather than its value. */
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return value instanceof Promise;
 }
