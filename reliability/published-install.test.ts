@@ -294,7 +294,15 @@ describe.runIf(runnable)('the published packages, from a local registry, as a us
     await ok('npx', ['@svc/server', 'create', 'typed'], user);
     const app = join(user, 'typed');
     await cp(join(typePkg, packed), join(app, packed));
+    // The tools that type-check the app's own code below, declared as the app's dev dependencies
+    // (what `npm install --save-dev typescript@~5.9.3 @types/node@^24 @svc/core@^<core>` writes),
+    // so that the one install that adds the two resource types installs them too.
+    const appPkgFile = join(app, 'package.json');
+    const appPkg = JSON.parse(await readFile(appPkgFile, 'utf8')) as Record<string, unknown>;
+    await writeFile(appPkgFile, JSON.stringify({ ...appPkg, devDependencies: { '@svc/core': `^${core}`, '@types/node': '^24', typescript: '~5.9.3' } }, null, 2));
     await ok('npm', ['install', '@svc/type-event', `./${packed}`], app);
+    const appDeps = (JSON.parse(await readFile(appPkgFile, 'utf8')) as { dependencies: Record<string, string> }).dependencies;
+    expect(Object.keys(appDeps).sort()).toEqual(['@svc/server', '@svc/type-event', 'svc-type-hello']);
     await mkdir(join(app, 'resources', 'hello'), { recursive: true });
     await writeFile(join(app, 'resources', 'hello', 'config.json'), JSON.stringify({ type: 'Hello', greeting: 'Hi' }));
     await mkdir(join(app, 'resources', 'tick'), { recursive: true });
@@ -303,7 +311,6 @@ describe.runIf(runnable)('the published packages, from a local registry, as a us
     // The app's own code that imports the packages, type-checked too: @svc/type-event's and
     // @svc/core's published types under strict tsc (core's types use Node's: @types/node).
     await writeFile(join(app, 'check.ts'), ["import eventType from '@svc/type-event';", "import { isResourceType } from '@svc/core';", 'export const ok: boolean = isResourceType(eventType);', ''].join('\n'));
-    await ok('npm', ['install', '--save-dev', 'typescript@~5.9.3', '@types/node@^24', `@svc/core@^${core}`], app);
     await writeFile(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, skipLibCheck: false, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'] }, files: ['check.ts'] }));
     const appChecked = await sh('npx', ['tsc', '-p', 'tsconfig.json'], app);
     expect(appChecked.code, appChecked.out).toBe(0);

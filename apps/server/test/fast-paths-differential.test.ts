@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Agent, request as httpRequest } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -8,7 +8,7 @@ import type { Logger, Store } from '@svc/core';
 import { startApp } from '@svc/server';
 import type { RunningApp } from '@svc/server';
 import { appStores, writeApp } from './helpers/app.js';
-import { COLLECTIONS, differentialApp, idLabels, requestTable } from './helpers/readTable.js';
+import { COLLECTIONS, differentialApp, idLabels, pairwiseSubset, requestTable, valuePairs } from './helpers/readTable.js';
 import type { Caller, CollectionName, Ids, TableRequest } from './helpers/readTable.js';
 
 // Issue 39: every shortcut of the read side (answers from kept texts, kept answers, answers at
@@ -18,6 +18,19 @@ import type { Caller, CollectionName, Ids, TableRequest } from './helpers/readTa
 // query option) goes to both, the fast one twice (its kept answers are made, then given), and
 // every answer must have the same status, headers and bytes. Writes between the rounds change
 // objects, related objects, owners and users, so that kept answers meet changed data.
+//
+// On the MongoDB store the rounds send a part of the table (readTable.ts pairwiseSubset): each
+// request (collection, object, option) once, from one caller in turn, plus a row for any pair of
+// values still missing, so that every pair of caller, collection (its rules, hidden and private
+// properties, On Get, BeforeRequest), object and option (each query option, $expand level, count,
+// odd method, body, header) the table has is sent at least once: 1,031 of its 4,005 rows. That is
+// enough there because that store has none of the text reads every shortcut and kept answer needs
+// (checked below): its fast server differs from its plain one only by the static plans of On Get
+// scripts (scripts.ts staticPlans), which depend on the collection's script and the caller, not
+// on the store, and which both embedded stores meet on the whole table; what MongoDB adds is its
+// own queries, which depend on the collection and the option, and every such pair is sent. Both
+// embedded stores also check that the rows of the part met every plan (ANSWER_PLANS) in their
+// whole-table round, so the part would reach each shortcut on a store that had them.
 
 /** Headers that differ between two answers by nature: the time, the request id, the connection. */
 const UNCOMPARED = new Set(['date', 'x-request-id', 'connection', 'keep-alive']);
@@ -26,6 +39,8 @@ interface Answer {
   status: number;
   headers: string;
   body: string;
+  /** X-Request-Id: the access line of this answer has it. */
+  id: string;
 }
 
 /** A raw HTTP client: the bytes as sent, every header, any method with any body. */
@@ -40,7 +55,7 @@ function send(base: string, agent: Agent, method: string, path: string, headers:
           .filter(([name]) => !UNCOMPARED.has(name))
           .map(([name, value]) => `${name}: ${name === 'set-cookie' ? 'sid' : String(value)}`)
           .sort();
-        resolve({ status: res.statusCode ?? 0, headers: kept.join('\n'), body: Buffer.concat(chunks).toString('latin1') });
+        resolve({ status: res.statusCode ?? 0, headers: kept.join('\n'), body: Buffer.concat(chunks).toString('latin1'), id: String(res.headers['x-request-id']) });
       });
       res.on('error', reject);
     });
@@ -64,10 +79,18 @@ async function json(base: string, method: string, path: string, body: unknown, h
 
 const ROOT = { 'svc-ssh-key': 'development' };
 
-/** A logger that keeps nothing but the plans of the answers (access lines): which ways answered. */
-function planLogger(plans: Map<string, number>): Logger {
+/** A logger that keeps nothing but the plans of the answers (access lines): which ways answered, and by request id. */
+function planLogger(plans: Map<string, number>, byId?: Map<string, string | undefined>): Logger {
   const none = (): void => undefined;
-  return { info: none, warn: none, error: none, access: (entry) => entry.plan !== undefined && plans.set(entry.plan, (plans.get(entry.plan) ?? 0) + 1) };
+  return {
+    info: none,
+    warn: none,
+    error: none,
+    access: (entry) => {
+      byId?.set(entry.id, entry.plan);
+      if (entry.plan !== undefined) plans.set(entry.plan, (plans.get(entry.plan) ?? 0) + 1);
+    },
+  };
 }
 
 // Both embedded stores: the engine (SQLite, the default) and the files store (app.json embeddedStore.engine "files").
@@ -84,6 +107,11 @@ describe.each(STORES)('the shortcuts answer what the plain path answers (%s stor
   const agent = new Agent({ keepAlive: true, maxSockets: 8 });
   const fastPlans = new Map<string, number>();
   const plainPlans = new Map<string, number>();
+  // The fast answers' plans by request id, and the request ids of each row sent to the fast server.
+  const planOf = new Map<string, string | undefined>();
+  const rowIds = new Map<string, string[]>();
+  const rowKey = (row: TableRequest): string => JSON.stringify([row.caller, row.method, row.path, row.body, row.headers]);
+  const partOnly = storeKind === 'mongodb';
 
   const asRoot = (method: string, path: string, body?: unknown) => json(fast.url, method, path, body, ROOT);
 
@@ -98,7 +126,7 @@ describe.each(STORES)('the shortcuts answer what the plain path answers (%s stor
     }
     const typeEvent = (await import('@svc/type-event')).default;
     const common = { appDir: dir, port: 0, host: '127.0.0.1', env: 'development' as const, store, dashboard: false, resourceTypes: [typeEvent] };
-    fast = await startApp({ ...common, logger: planLogger(fastPlans) });
+    fast = await startApp({ ...common, logger: planLogger(fastPlans, planOf) });
     plain = await startApp({ ...common, logger: planLogger(plainPlans), fastPaths: false });
     await seed();
   }, 120_000);
@@ -170,6 +198,7 @@ describe.each(STORES)('the shortcuts answer what the plain path answers (%s stor
     const once = await send(fast.url, agent, row.method, row.path, headers, row.body);
     const twice = await send(fast.url, agent, row.method, row.path, headers, row.body);
     const expected = await send(plain.url, agent, row.method, row.path, headers, row.body);
+    rowIds.set(rowKey(row), [once.id, twice.id]);
     for (const [which, got] of [['first', once], ['second', twice]] as const) {
       if (got.status !== expected.status || got.headers !== expected.headers || got.body !== expected.body) {
         return `${row.caller} ${row.method} ${decodeURIComponent(row.path)}${row.body ? ` (body ${row.body.length} bytes)` : ''}${row.headers ? ` (${JSON.stringify(row.headers)})` : ''}: ${which} fast answer\n  ${got.status} ${got.headers.replaceAll('\n', '; ')}\n  ${got.body.slice(0, 600)}\nplain answer\n  ${expected.status} ${expected.headers.replaceAll('\n', '; ')}\n  ${expected.body.slice(0, 600)}`;
@@ -179,7 +208,9 @@ describe.each(STORES)('the shortcuts answer what the plain path answers (%s stor
   }
 
   async function round(full = true): Promise<string[]> {
-    const table = requestTable(ids, full);
+    const whole = requestTable(ids, full);
+    const table = partOnly ? pairwiseSubset(whole, ids) : whole;
+    expect(valuePairs(table, ids)).toEqual(valuePairs(whole, ids));
     const differences: string[] = [];
     // A few at a time: kept answers are per server, shared by every caller.
     const width = 4;
@@ -197,6 +228,19 @@ describe.each(STORES)('the shortcuts answer what the plain path answers (%s stor
     // shortcuts off only the plain path answers.
     expect([...fastPlans.keys()].sort()).toEqual(storeKind !== 'mongodb' ? [...ANSWER_PLANS].sort() : ['objects']);
     expect([...plainPlans.keys()]).toEqual(['objects']);
+    if (partOnly) {
+      // No text read on this store: no shortcut, no kept answer can answer (CollectionReads.textReads).
+      const reads = store.collection('todos');
+      expect([reads.findOneJsonNow, reads.findOneWithJsonNow, reads.findOneJson, reads.findJson, reads.findTexts, reads.findWithJson, reads.findTextsOfIdsNow]).toEqual(Array(7).fill(undefined));
+      return;
+    }
+    // The rows MongoDB sends met every plan here too (their access lines are written once their answers closed).
+    const part = pairwiseSubset(requestTable(ids), ids);
+    const sent = part.flatMap((row) => rowIds.get(rowKey(row)) ?? []);
+    expect(sent).toHaveLength(part.length * 2);
+    await vi.waitFor(() => expect(sent.filter((id) => !planOf.has(id))).toEqual([]), { timeout: 30_000 });
+    const partPlans = new Set(sent.map((id) => planOf.get(id)).filter((plan) => plan !== undefined));
+    expect([...partPlans].sort()).toEqual([...ANSWER_PLANS].sort());
   }, 600_000);
 
   it('answers it alike after objects, related objects and users changed', async () => {

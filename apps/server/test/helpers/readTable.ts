@@ -133,8 +133,8 @@ function listQueries(name: CollectionName): string[] {
     q({ $expand: ['marks'] }),
     q({ done: false, $sort: { n: -1 }, $limit: 3, $expand: ['label'] }),
     q({ 'project.name': 'alpha' }),
-    'flag=yes',
-    'deny=1',
+    '?flag=yes',
+    '?deny=1',
     q({ $skipEvents: true }),
     q({ n: { $gt: 1 }, $sort: { title: -1 } }),
   ];
@@ -147,7 +147,7 @@ function listQueries(name: CollectionName): string[] {
 
 /** Requests of one object, for the given id label. */
 function objectQueries(name: CollectionName): string[] {
-  const out = ['', q({ $fields: { title: 1 } }), q({ $fields: { secret: 1, note: 1, score: 1 } }), q({ $expand: ['project'] }), q({ $expand: { project: { $expand: ['lead'] } } }), 'flag=yes', q({ $skipEvents: true })];
+  const out = ['', q({ $fields: { title: 1 } }), q({ $fields: { secret: 1, note: 1, score: 1 } }), q({ $expand: ['project'] }), q({ $expand: { project: { $expand: ['lead'] } } }), '?flag=yes', q({ $skipEvents: true })];
   if (name === 'projects') out.push(q({ $expand: ['lead', 'todos_via_project'] }));
   return out;
 }
@@ -201,4 +201,81 @@ export function requestTable(ids: Ids, full = true): TableRequest[] {
     if (caller === 'anon' || caller === 'ann') out.push({ caller, method: 'DELETE', path: `/owned/${ids['owned:bob'] ?? 'no-such-object'}` });
   }
   return out;
+}
+
+/** The four things a row of the table varies, each a value of its own: who, where, which object, what is asked. */
+export interface RowDimensions {
+  caller: Caller;
+  collection: string;
+  /** `list`, `count`, `me`, or which object by id: its place in idLabels (`object 0`...) or `missing`. */
+  target: string;
+  /** The rest: method, what follows the id, the query, a body, extra headers. */
+  option: string;
+}
+
+/** Says what a row varies (see RowDimensions); ids are the labels' ids the table was made with. */
+export function rowDimensions(row: TableRequest, ids: Ids): RowDimensions {
+  const labelOf = new Map(Object.entries(ids).map(([label, id]) => [id, label]));
+  const full = row.caller === 'internal' ? row.path.slice('/via'.length) : row.path;
+  const at = full.indexOf('?');
+  const [, collection = '', second, ...rest] = (at === -1 ? full : full.slice(0, at)).split('/');
+  let target = 'list';
+  if (second === 'count' || second === 'me') target = second;
+  else if (second !== undefined) {
+    const place = idLabels(collection as CollectionName).indexOf(labelOf.get(second) ?? 'missing');
+    target = labelOf.has(second) ? `object ${place}` : 'missing';
+  }
+  const option = `${row.method} ${rest.map((part) => `/${part}`).join('')}${at === -1 ? '' : full.slice(at)}${row.body === undefined ? '' : ` body ${row.body.length}`}${row.headers === undefined ? '' : ` ${JSON.stringify(row.headers)}`}`;
+  return { caller: row.caller, collection, target, option };
+}
+
+const DIMENSIONS = ['caller', 'collection', 'target', 'option'] as const;
+
+/** Every pair of values of two dimensions that the rows have, as `dimension=value|dimension=value` strings. */
+export function valuePairs(rows: readonly TableRequest[], ids: Ids): Set<string> {
+  const pairs = new Set<string>();
+  for (const row of rows) {
+    const d = rowDimensions(row, ids);
+    DIMENSIONS.forEach((a, i) => {
+      for (const b of DIMENSIONS.slice(i + 1)) pairs.add(`${a}=${d[a]}|${b}=${d[b]}`);
+    });
+  }
+  return pairs;
+}
+
+/**
+ * A deterministic part of a table that still has every pair of values of any two dimensions the
+ * whole table has (RowDimensions: caller x collection, caller x option, collection x option,
+ * target x each...), so also every value of each: each request (collection, object, option) once,
+ * from one of the callers that send it in turn (the collection's place plus the request's place in
+ * it, so that one option meets each caller along the collections and one collection each caller
+ * along its options), then, for any pair still missing, the first row of the table that has it.
+ */
+export function pairwiseSubset(table: readonly TableRequest[], ids: Ids): TableRequest[] {
+  const requests = new Map<string, TableRequest[]>();
+  for (const row of table) {
+    const d = rowDimensions(row, ids);
+    const key = `${d.collection} ${d.target} ${d.option}`;
+    const callers = requests.get(key);
+    if (callers === undefined) requests.set(key, [row]);
+    else callers.push(row);
+  }
+  const names = Object.keys(COLLECTIONS);
+  const nth = new Map<string, number>();
+  const chosen = new Set<TableRequest>();
+  for (const rows of requests.values()) {
+    const collection = rowDimensions(rows[0] as TableRequest, ids).collection;
+    const i = nth.get(collection) ?? 0;
+    nth.set(collection, i + 1);
+    chosen.add(rows[(names.indexOf(collection) + i) % rows.length] as TableRequest);
+  }
+  const have = valuePairs([...chosen], ids);
+  for (const row of table) {
+    if (chosen.has(row)) continue;
+    const pairs = valuePairs([row], ids);
+    if ([...pairs].every((pair) => have.has(pair))) continue;
+    chosen.add(row);
+    for (const pair of pairs) have.add(pair);
+  }
+  return table.filter((row) => chosen.has(row));
 }
