@@ -82,7 +82,12 @@ for (const kind of stores) {
       const now = Date.now();
       for (let i = 0; i < 10; i++) await outbox.finish(records[i]!, 1, { ok: false, error: 'answered 500', status: 500, durationMs: 1, retryAt: now + 1000 - i });
       const due = await outbox.due(now + 60_000, 35);
-      expect(due.map((r) => r.objectId)).toEqual([...Array.from({ length: 30 }, (_, i) => `o${i + 10}`), 'o9', 'o8', 'o7', 'o6', 'o5']);
+      // Records written in the same millisecond are due at the same time: their order among
+      // themselves is the store's (FerretDB returned o29 before o28 once), so the first 30 are
+      // compared as a set, and the order is checked by due time.
+      const ids = due.map((r) => r.objectId);
+      expect([...ids.slice(0, 30)].sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)))).toEqual(Array.from({ length: 30 }, (_, i) => `o${i + 10}`));
+      expect(ids.slice(30)).toEqual(['o9', 'o8', 'o7', 'o6', 'o5']);
       expect(due.map((r) => r.nextAt)).toEqual([...due.map((r) => r.nextAt)].sort((a, b) => a - b));
     });
 
