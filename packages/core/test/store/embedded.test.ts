@@ -1,15 +1,13 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEmbeddedStore } from '../../src/store/embeddedStore.js';
 import { snapshotEmbeddedStore } from '../../src/store/embeddedSnapshot.js';
 import { runStoreContract } from './contract.js';
 import { OPTIONAL_READS } from './contractTextReads.js';
-import { TS_SOURCES_HOOK } from '../helpers/tsChild.js';
+import { TS_SOURCES_HOOK, writeUntilKilled } from '../helpers/tsChild.js';
 
 runStoreContract(
   'embedded',
@@ -51,22 +49,7 @@ describe('embedded store files', () => {
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
   it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', writer], {
-      env: { ...process.env, STORE_MODULE: storeModule, STORE_DIR: dir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<NodeJS.Signals | null>((done) => child.on('exit', (_code, signal) => done(signal)));
-    const acknowledged: string[] = [];
-    let counter = 0;
-    for await (const line of createInterface({ input: child.stdout })) {
-      const [kind, value = ''] = line.split(' ');
-      if (kind === 'insert') acknowledged.push(value);
-      if (kind === 'inc') counter = Math.max(counter, Number(value));
-      if (acknowledged.length === 400) child.kill('SIGKILL');
-    }
-    expect(await exited, stderr).toBe('SIGKILL');
+    const { inserted: acknowledged, counter } = await writeUntilKilled(writer, { STORE_MODULE: storeModule, STORE_DIR: dir });
     expect(acknowledged.length).toBeGreaterThanOrEqual(400);
 
     const store = await createEmbeddedStore({ dir });

@@ -1,14 +1,12 @@
 // The engine's crash cases, shared by the quick tests (engine.test.ts, diskFull.test.ts: without a
 // memory map) and mmap-crash.test.ts (with one, in pnpm test:reliability).
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { copyFile, mkdir, mkdtemp, rm, stat, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngineStore, ENGINE_FILE } from '../../../src/store/embedded/index.js';
-import { TS_SOURCES_HOOK } from '../../helpers/tsChild.js';
+import { TS_SOURCES_HOOK, writeUntilKilled } from '../../helpers/tsChild.js';
 
 const storeModule = fileURLToPath(new URL('../../../src/store/embedded/index.ts', import.meta.url));
 
@@ -37,22 +35,7 @@ await Promise.all([0, 1, 2, 3].map(async (w) => {
  * $push together, and the path facts with them (engine.test.ts; with a map, mmap-crash.test.ts).
  */
 export async function killWhileWriting(dir: string, mmapMb: number): Promise<void> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', writer], {
-    env: { ...process.env, STORE_MODULE: storeModule, STORE_DIR: dir, STORE_MMAP_MB: String(mmapMb) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<NodeJS.Signals | null>((done) => child.on('exit', (_code, signal) => done(signal)));
-  const acknowledged: string[] = [];
-  let counter = 0;
-  for await (const line of createInterface({ input: child.stdout })) {
-    const [kind, value = ''] = line.split(' ');
-    if (kind === 'insert') acknowledged.push(value);
-    if (kind === 'inc') counter = Math.max(counter, Number(value));
-    if (acknowledged.length === 400) child.kill('SIGKILL');
-  }
-  expect(await exited, stderr).toBe('SIGKILL');
+  const { inserted: acknowledged, counter } = await writeUntilKilled(writer, { STORE_MODULE: storeModule, STORE_DIR: dir, STORE_MMAP_MB: String(mmapMb) });
 
   const store = await createEngineStore({ dir, mmapMb });
   const coll = store.collection('crash/test');
