@@ -1,4 +1,4 @@
-import { isPlainObject, OutboundPolicy, ProxyTrust } from '@svc/core';
+import { isPlainObject, MAX_CACHE_MB, MAX_MMAP_MB, OutboundPolicy, ProxyTrust } from '@svc/core';
 import { moduleNameProblem } from './scriptModules.js';
 
 /**
@@ -57,7 +57,7 @@ export const APP_SCHEMA: Record<string, Rule> = {
     kind: 'object',
     keys: { maxSocketsPerAddress: int(0), maxSockets: int(0), maxLiveQueriesPerSocket: int(0), maxLiveQueriesPerUser: int(0), liveReplay: int(1, 100_000), liveBufferedPackets: int(1) },
   },
-  embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' }, engine: { kind: 'oneOf', values: ['files', 'sqlite'] }, cacheMb: int(1, 65_536), mmapMb: int(0, 2047) } },
+  embeddedStore: { kind: 'object', keys: { fsync: { kind: 'boolean' }, engine: { kind: 'oneOf', values: ['files', 'sqlite'] }, cacheMb: int(1, MAX_CACHE_MB), mmapMb: int(0, MAX_MMAP_MB) } },
   redisPrefix: { kind: 'redisPrefix' },
   backups: { kind: 'object', keys: { intervalMinutes: int(1, 525_600), keep: int(1, 10_000), bucket: { kind: 'string' } } },
   files: { kind: 'object', keys: { bucket: { kind: 'string' }, maxPixels: int(1, 1_000_000_000), orphanGraceMinutes: int(0, 525_600), sweepMinutes: int(0, 525_600) } },

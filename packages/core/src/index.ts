@@ -91,7 +91,7 @@ export { ProxyTrust } from './http/ProxyTrust.js';
 export type { RequestClient, TrustProxySetting } from './http/ProxyTrust.js';
 export type { HttpLimits } from './http/svcHttpServer.js';
 export { createEmbeddedStore, matchesFilter } from './store/embeddedStore.js';
-export { createEngineStore, DEFAULT_EMBEDDED_ENGINE, ENGINE_FILE, engineSupported, replaceEngineDatabase } from './store/embedded/index.js';
+export { createEngineStore, DEFAULT_EMBEDDED_ENGINE, ENGINE_FILE, engineSupported, MAX_CACHE_MB, MAX_MMAP_MB, replaceEngineDatabase } from './store/embedded/index.js';
 export type { EmbeddedEngine, EngineStoreOptions } from './store/embedded/index.js';
 export { snapshotEngineStore } from './store/embedded/snapshot.js';
 export { matchesSearch, searchWords, MAX_SEARCH_LENGTH, MAX_SEARCH_WORDS } from './query/search.js';

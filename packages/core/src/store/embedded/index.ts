@@ -12,6 +12,8 @@ import type { Durability } from './engine.js';
 import { ident } from './sqlText.js';
 
 export { ENGINE_FILE };
+/** The ranges app.json's `embeddedStore.cacheMb` / `mmapMb` accept (the engine refuses others). */
+export { MAX_CACHE_MB, MAX_MMAP_MB } from './engine.js';
 
 /** Which embedded store keeps a data folder: "files" (the old one, kept in memory) or "sqlite" (the engine). */
 export type EmbeddedEngine = 'files' | 'sqlite';
