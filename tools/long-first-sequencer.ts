@@ -11,18 +11,18 @@ import type { TestSpecification } from 'vitest/node';
  */
 export const LONG_TESTS = [
   // pnpm test (vitest.main.config.ts): seconds in a whole .ci/run at 2 workers (2 cores), 2026-11-29 21:59 UTC.
-  'packages/type-event/test/schedule.test.ts', // 27
-  'packages/type-webhook/test/webhook.test.ts', // 26
   'packages/core/test/migrations/apply.test.ts', // 24
-  'apps/server/test/accounts.test.ts', // 24
+  'apps/server/test/accounts.test.ts', // 24 (its two stores side by side since: 0.7-0.85x alone here, not measured idle)
   'apps/server/test/script-outbound.test.ts', // 24
   'apps/server/test/script-modules.test.ts', // 22
   'packages/core/test/store/engine/convert.test.ts', // 22
   'packages/core/test/users.http.test.ts', // 20
   'packages/script-runtime/test/limits.test.ts', // 20
   'apps/server/test/script-budgets.test.ts', // 18
+  'packages/type-event/test/schedule.test.ts', // 27 then; ~18 (its cases that wait for seconds run at once: 0.68x here)
   'apps/server/test/root-keys.test.ts', // 17
   'packages/type-bucket/test/streaming.test.ts', // 17
+  'packages/type-webhook/test/webhook.test.ts', // 26 then; ~16 (its three stores side by side: 35 -> 19-22 s here at load 11-22)
   'packages/realtime/test/live-attack.test.ts', // 16
   'packages/script-runtime/test/script-api.test.ts', // 15
   'packages/script-runtime/test/budgets.test.ts', // 11

@@ -5,6 +5,7 @@ import type { Logger, ScheduledJobs } from '@svc/core';
 import { startApp } from '@svc/server';
 import type { RunningApp } from '@svc/server';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { TestContext } from 'vitest';
 import eventType, { parseSchedule, startSchedule } from '@svc/type-event';
 import type { RunOutcome, ScheduleHandle } from '@svc/type-event';
 
@@ -71,13 +72,14 @@ describe('parseSchedule', () => {
   });
 });
 
-describe('startSchedule', () => {
-  const handles: ScheduleHandle[] = [];
-  afterEach(async () => {
-    for (const h of handles.splice(0)) await h.stop();
-  });
+// The cases wait for real seconds: they run at once (concurrent), each stopping its own schedules.
+describe.concurrent('startSchedule', () => {
+  const stopAfter = (onTestFinished: TestContext['onTestFinished'], handle: ScheduleHandle): ScheduleHandle => {
+    onTestFinished(() => handle.stop());
+    return handle;
+  };
 
-  it('waits for a time years ahead in steps setTimeout can make (no overflow that fires at once)', async () => {
+  it('waits for a time years ahead in steps setTimeout can make (no overflow that fires at once)', async ({ expect, onTestFinished }) => {
     const warnings: Error[] = [];
     const onWarning = (w: Error) => warnings.push(w);
     process.on('warning', onWarning);
@@ -86,7 +88,7 @@ describe('startSchedule', () => {
       const { logger } = recordingLogger();
       // Next 1 January: more than 2^31-1 ms (24.8 days) away but in the last weeks of a year.
       const schedule = parseSchedule('yearly', '0 0 1 1 *');
-      handles.push(startSchedule({ resource: 'yearly', schedule, jobs: localJobs(), logger, run: (planned) => (runs.push(planned), Promise.resolve('ok')) }));
+      stopAfter(onTestFinished, startSchedule({ resource: 'yearly', schedule, jobs: localJobs(), logger, run: (planned) => (runs.push(planned), Promise.resolve('ok')) }));
       await sleep(300);
       expect(runs).toEqual([]);
       expect(warnings.filter((w) => w.name === 'TimeoutOverflowWarning')).toEqual([]);
@@ -95,7 +97,7 @@ describe('startSchedule', () => {
     }
   });
 
-  it('skips a time that comes while the previous run is still going, logs it, and runs again after', async () => {
+  it('skips a time that comes while the previous run is still going, logs it, and runs again after', async ({ expect, onTestFinished }) => {
     const { logger, lines } = recordingLogger();
     let release!: () => void;
     const blocked = new Promise<void>((r) => (release = r));
@@ -105,7 +107,7 @@ describe('startSchedule', () => {
       if (runs.length === 1) await blocked;
       return 'ok';
     };
-    handles.push(startSchedule({ resource: 'slow', schedule: parseSchedule('slow', '* * * * * *'), jobs: localJobs(), logger, run }));
+    stopAfter(onTestFinished, startSchedule({ resource: 'slow', schedule: parseSchedule('slow', '* * * * * *'), jobs: localJobs(), logger, run }));
     await until(() => lines.some((l) => l.fields?.outcome === 'skipped'), 'a skipped time');
     expect(runs).toHaveLength(1);
     expect(lines.find((l) => l.fields?.outcome === 'skipped')).toMatchObject({ level: 'warn', fields: { resource: 'slow', reason: 'overlap', planned: expect.any(String) as unknown } });
@@ -114,19 +116,21 @@ describe('startSchedule', () => {
     expect(new Set(runs.map((d) => d.toISOString())).size).toBe(runs.length);
   });
 
-  it('runs nothing once stopped or once its signal aborts', async () => {
-    for (const how of ['stop', 'abort'] as const) {
-      const runs: Date[] = [];
-      const jobs = localJobs();
-      const handle = startSchedule({ resource: 'stopped', schedule: parseSchedule('stopped', '* * * * * *'), jobs, logger: recordingLogger().logger, run: (p) => (runs.push(p), Promise.resolve('ok')) });
-      handles.push(handle);
-      await until(() => runs.length >= 1, 'a first run');
-      if (how === 'stop') await handle.stop();
-      else jobs.abort();
-      const seen = runs.length;
-      await sleep(1500);
-      expect(runs, how).toHaveLength(seen);
-    }
+  it('runs nothing once stopped or once its signal aborts', async ({ expect, onTestFinished }) => {
+    // Both ways at once, each on its own schedule and claims.
+    await Promise.all(
+      (['stop', 'abort'] as const).map(async (how) => {
+        const runs: Date[] = [];
+        const jobs = localJobs();
+        const handle = stopAfter(onTestFinished, startSchedule({ resource: 'stopped', schedule: parseSchedule('stopped', '* * * * * *'), jobs, logger: recordingLogger().logger, run: (p) => (runs.push(p), Promise.resolve('ok')) }));
+        await until(() => runs.length >= 1, `a first run (${how})`);
+        if (how === 'stop') await handle.stop();
+        else jobs.abort();
+        const seen = runs.length;
+        await sleep(1500);
+        expect(runs, how).toHaveLength(seen);
+      }),
+    );
   });
 });
 
@@ -149,6 +153,16 @@ const MARKS = {
   'resources/marks/post.js': "cancelUnless(isRoot, 'root only', 403);\n",
 };
 
+/** The app folders and apps of one test, closed and removed when it ends (its own, as the tests that wait for seconds run at once). */
+function ownedByTest(onTestFinished: TestContext['onTestFinished']): { dirs: string[]; apps: RunningApp[] } {
+  const owned = { dirs: [] as string[], apps: [] as RunningApp[] };
+  onTestFinished(async () => {
+    for (const app of owned.apps.splice(0)) await app.close();
+    for (const dir of owned.dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+  return owned;
+}
+
 describe('an Event resource with a schedule, in a running app', () => {
   const dirs: string[] = [];
   const apps: RunningApp[] = [];
@@ -157,7 +171,9 @@ describe('an Event resource with a schedule, in a running app', () => {
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
   });
 
-  it('runs schedule.js every second as root; a throwing run is logged and the next one runs; a stopped app runs nothing', async () => {
+  // The next three wait for real seconds: concurrent, each with its own apps.
+  it.concurrent('runs schedule.js every second as root; a throwing run is logged and the next one runs; a stopped app runs nothing', async ({ expect, onTestFinished }) => {
+    const { dirs, apps } = ownedByTest(onTestFinished);
     const dir = await writeApp({
       ...MARKS,
       'resources/tick/config.json': { type: 'Event', schedule: '* * * * * *' },
@@ -204,7 +220,8 @@ describe('an Event resource with a schedule, in a running app', () => {
     expect(lines.filter((l) => l.fields?.resource !== undefined)).toHaveLength(seen);
   });
 
-  it('a development reload stops the previous version\'s timers: each time runs once, by the new script after the swap', async () => {
+  it.concurrent('a development reload stops the previous version\'s timers: each time runs once, by the new script after the swap', async ({ expect, onTestFinished }) => {
+    const { dirs, apps } = ownedByTest(onTestFinished);
     const dir = await writeApp({
       ...MARKS,
       'resources/tick/config.json': { type: 'Event', schedule: '* * * * * *' },
@@ -227,7 +244,8 @@ describe('an Event resource with a schedule, in a running app', () => {
     expect(new Set(all.map((m) => m.planned)).size).toBe(all.length);
   });
 
-  it('a run obeys the script budgets: a script that never ends is stopped and logged, and later times run', async () => {
+  it.concurrent('a run obeys the script budgets: a script that never ends is stopped and logged, and later times run', async ({ expect, onTestFinished }) => {
+    const { dirs, apps } = ownedByTest(onTestFinished);
     const dir = await writeApp({
       ...MARKS,
       'app.json': { scripts: { requestCpuMs: 200, requestWallMs: 1000 } },
