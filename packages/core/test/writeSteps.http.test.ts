@@ -59,6 +59,18 @@ describe.each(storeKinds())('write steps of a create and an update ($name store)
     expect(put.body).toEqual({ ...created, title: 'b' });
   });
 
+  it('a create answers `id` first, the same bytes as a GET of it (with and without event scripts)', async () => {
+    for (const path of ['/plain', '/watched']) {
+      const res = await t.request('POST', path, { body: { title: 'order', n: 2 } });
+      expect(res.status).toBe(200);
+      expect(res.text.startsWith('{"id":"')).toBe(true);
+      const read = await t.request('GET', `${path}/${String((res.body as { id: string }).id)}`);
+      expect(read.text.startsWith('{"id":"')).toBe(true);
+      // /watched's On Validate hides `n` from the create's answer (hide() is for that answer only).
+      if (path === '/plain') expect(read.text).toBe(res.text);
+    }
+  });
+
   it('every step, in order: On Validate, On Post (with the id), the store, the change listener, On AfterCommit', async () => {
     log.length = 0;
     const res = await t.request('POST', '/watched', { body: { title: 'a', n: 1 } });

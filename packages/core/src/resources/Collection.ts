@@ -413,7 +413,10 @@ export class Collection implements Resource {
     if (missing) throw new SvcError('VALIDATION_FAILED', undefined, { errors: missing });
     if (this.relations.forward.size > 0) await this.relations.checkWrite(ctx, object, undefined);
     const hidden = this.hiddenValues(ctx, undefined);
-    const doc: Doc = { ...this.storable(object), ...(isPromise(hidden) ? await hidden : hidden), id };
+    // `id` first, as every store answers it (the engine keeps it first: encodeDoc then has no
+    // reordering copy to make); assigned again after the spreads, where a script's `this.id` lands.
+    const doc: Doc = { id, ...this.storable(object), ...(isPromise(hidden) ? await hidden : hidden) };
+    doc.id = id;
     const stored = await this.writing(() => this.store.insert(doc), chosenId !== undefined);
     // Each step awaited only when there is one: an await of nothing is a promise turn per write.
     if (this.fileProps !== undefined) await this.fileProps.afterCommit(ctx, stored, undefined);
