@@ -23,8 +23,12 @@ export function sqlite(): typeof NodeSqlite {
   return loaded;
 }
 
-/** SQLite's page cache of the engine's connection when not chosen (MiB). */
-export const DEFAULT_CACHE_MB = 64;
+/**
+ * SQLite's page cache of the engine's connection when not chosen (MiB). 32, not 64: at 1,000,000
+ * todos the larger cache held ~30 MB more of the server's RSS and made no range query measurably
+ * cheaper (bench/RESULTS.md, "Issue 41, round 8"); 100,000 todos (~19 MB of file) still fit whole.
+ */
+export const DEFAULT_CACHE_MB = 32;
 /** The largest page cache an app may choose (MiB). */
 export const MAX_CACHE_MB = 65_536;
 /** The largest memory map: SQLite's own cap in node's build (SQLITE_MAX_MMAP_SIZE, 0x7fff0000 bytes). */
@@ -32,7 +36,7 @@ export const MAX_MMAP_MB = 2047;
 
 /**
  * Memory of the engine's connection (app.json `embeddedStore.cacheMb` / `mmapMb`).
- * - `cacheMb`: SQLite's page cache, in the process's memory (default 64).
+ * - `cacheMb`: SQLite's page cache, in the process's memory (default 32).
  * - `mmapMb`: how much of the database file SQLite reads through a memory map (PRAGMA mmap_size;
  *   default 0, off). Reads of pages not in the page cache become page faults on the operating
  *   system's cache instead of read() and a copy; writes still go through write() (SQLite's build

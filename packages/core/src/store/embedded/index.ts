@@ -47,7 +47,7 @@ export interface EngineStoreOptions {
    * the WAL. `full`: every group commit waits for fsync, and survives those too. See Engine.
    */
   durability?: Durability;
-  /** SQLite's page cache in MiB (default 64; app.json `embeddedStore.cacheMb`). See EngineMemory. */
+  /** SQLite's page cache in MiB (default 32; app.json `embeddedStore.cacheMb`). See EngineMemory. */
   cacheMb?: number;
   /** How much of the database file is read through a memory map, in MiB (default 0: off; app.json `embeddedStore.mmapMb`). See EngineMemory. */
   mmapMb?: number;

@@ -114,7 +114,7 @@ describe('embedded engine', () => {
   it('gives SQLite the page cache and the memory map it is told (EngineMemory), and refuses sizes out of range', async () => {
     const pragmas = (engine: Engine): unknown[] => [engine.db.prepare('PRAGMA cache_size').get(), engine.db.prepare('PRAGMA mmap_size').get()].map((r) => Object.values(r as object)[0]);
     const byDefault = new Engine(join(dir, 'a.sqlite'), 'normal');
-    expect(pragmas(byDefault)).toEqual([-64 * 1024, 0]);
+    expect(pragmas(byDefault)).toEqual([-32 * 1024, 0]);
     await byDefault.close();
     const chosen = new Engine(join(dir, 'b.sqlite'), 'normal', { cacheMb: 8, mmapMb: 16 });
     expect(pragmas(chosen)).toEqual([-8 * 1024, 16 * 2 ** 20]);
