@@ -8,14 +8,20 @@ import LongFirstSequencer from './tools/long-first-sequencer.js';
 // 120 s per test) and the faults and abuse against real servers of reliability/ (project
 // "reliability", 180 s per test), from one queue, the longest first. Many files spend much of their
 // time waiting on the processes, chromium and databases they start, and each starts and kills only
-// processes and services of its own (free ports, folders, databases), so two files may run side
-// by side (VITEST_MAX_WORKERS=2: the two halves took 755 s + 782 s in CI one file at a time).
+// processes and services of its own (free ports, folders, databases), so several files may run
+// side by side (the two halves took 755 s + 782 s in CI one file at a time).
 /**
  * Files at a time, given to each project (the root's maxWorkers alone left every project at
  * vitest's default: one at a time on 2 cores). One unless VITEST_MAX_WORKERS says more; .ci/run
- * asks two, which ran green in a whole CI run (2026-11-29 22:07-22:23 UTC, 55 files, 907 s against
- * 1,418 s one at a time) but at load 8-33 (other work beside it) failed cli timeouts,
- * deployd-suite-browser beside busy-machine and one graceful-shutdown reset.
+ * asks three. Two ran green in whole CI runs (907 s, then 799 s on an idle machine) but kept the 2
+ * cores only ~70% busy: the whole run costs ~1,070-1,100 CPU seconds (user + system of vitest and
+ * every process the files start, two runs of 2026-11-30), under 1,600 for two cores over 799 s.
+ * Three side by side ran the same 56 files in 1,436 s against 1,777 s for two, at a load of 13-17
+ * from other work (2026-11-30 03:24 and 02:54 UTC), failing 1 test against 3 (dashboard.test's 10 s
+ * waits, busy-machine); a second run of three at load 15-23 took 1,663 s and failed 9 (cli 30 s
+ * timeout, browser-client, deployd-suite-browser, dashboard, graceful-shutdown ECONNRESET, MongoDB
+ * ECONNRESET in fast-paths-differential). Not yet run on an idle machine: if CI flakes, ask two.
+ * Scripts run at nice 19 (script-pool.ts): on a saturated machine they wait longest.
  */
 const WORKERS = Number(process.env.VITEST_MAX_WORKERS) || 1;
 /**

@@ -291,8 +291,9 @@ describe.runIf(runnable)('the published packages, from a local registry, as a us
     expect(compiled.code, compiled.out).toBe(0);
     const packed = (await ok('npm', ['pack', '--silent'], typePkg)).trim().split('\n').at(-1) as string;
 
-    await ok('npx', ['@svc/server', 'create', 'typed'], user);
-    const app = join(user, 'typed');
+    // Added to an app that `npx @svc/server create` made and npm installed (the empty-folder case's), as a
+    // user adds types to the app they run: the install below adds them to its node_modules.
+    const app = join(user, 'quick', 'app');
     await cp(join(typePkg, packed), join(app, packed));
     // The tools that type-check the app's own code below, declared as the app's dev dependencies
     // (what `npm install --save-dev typescript@~5.9.3 @types/node@^24 @svc/core@^<core>` writes),
@@ -361,8 +362,11 @@ describe.runIf(runnable)('the published packages, from a local registry, as a us
   }, 600_000);
 
   it("docs/deploy/Dockerfile's install and start steps, run without Docker against the registry", async () => {
-    await ok('npx', ['@svc/server', 'create', 'docker-app'], user);
-    const app = join(user, 'docker-app');
+    // The app of the first case, as a user builds it: installed, so its package-lock.json goes into
+    // the deps stage (deploy-files.test.ts builds a created app with none), its data/ and
+    // node_modules left out by .dockerignore.
+    const app = join(user, 'my-app');
+    expect(existsSync(join(app, 'package-lock.json'))).toBe(true);
     await cp(join(REPO, 'docs', 'deploy', 'Dockerfile'), join(app, 'Dockerfile'));
     await cp(join(REPO, 'docs', 'deploy', '.dockerignore'), join(app, '.dockerignore'));
     const stages = parseDockerfile(await readFile(join(app, 'Dockerfile'), 'utf8'));

@@ -37,9 +37,9 @@ export const LONG_TESTS = [
   'apps/server/test/behind-proxy.test.ts', // 9
   'packages/script-runtime/test/node-builtins.test.ts', // 8
   'packages/core/test/store/embedded.test.ts', // 8
-  // vitest.reliability.config.ts (vitest.slow.ts and reliability/, one queue): seconds in the same
+  // vitest.reliability.config.ts (vitest.slow.ts and reliability/, one queue): seconds in a
   // run at 2 workers; the files whose work shrank since are placed by their estimate.
-  'reliability/published-install.test.ts', // 221 then; ~215 (one npm install less)
+  'reliability/published-install.test.ts', // 241 (2026-11-30 01:42 run); then 211 -> 203 in a pair at load 5-8 (Dockerfile case 28 -> 13 s)
   'packages/type-importer/test/cli.test.ts', // 199 then; ~90 (100,000 seeded and imported into the embedded store)
   'reliability/migrations-crash.test.ts', // 124 then; ~90 (600 objects on MongoDB, not 1,000)
   'reliability/dashboard-rename-crash.test.ts', // 92 then; ~82 (14 svc starts fewer: -11% here)
