@@ -60,6 +60,4 @@ export const SLOW_TESTS = [
   'apps/server/test/fast-paths-differential.test.ts',
   // Script processes that hang (one spins a CPU for seconds) until the pool replaces them.
   'packages/script-runtime/test/hung-processes.test.ts',
-  // Webhook deliveries under a saturated event loop (the test burns its CPU for seconds).
-  'packages/type-webhook/test/defer.test.ts',
 ];

@@ -8,8 +8,7 @@
 //      Webhook; the receiver notes, per delivery, the time since the write was stored (p50/p99).
 // The server is pinned to core 0; the load generator, this harness and the receiver to core 1.
 //
-//   flock /work/bench.lock node bench/webhooks.js [--rounds 5] [--duration 10] [--warmup 2] [--rate 500] [--no-build] [--cpu-prof <dir>] [--latency-only] [--defer-ms N]
-// --defer-ms: the Webhook's maxDeferMs (default its own, 10 s): how long deliveries give way to writes that saturate the server.
+//   flock /work/bench.lock node bench/webhooks.js [--rounds 5] [--duration 10] [--warmup 2] [--rate 500] [--no-build] [--cpu-prof <dir>] [--latency-only]
 // --cpu-prof: each server writes a V8 CPU profile to <dir> when stopped (bench/profile-summary.js reads it).
 //
 // Loopback only; every process started is stopped by PID at the end, on error and on signals.
@@ -19,13 +18,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { cpuSeconds, freePort, pinning, pinSelf, spawnNode, stopAll, stopAllOnSignals, stop, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
+import { cpuSeconds, freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { helpersPinned, startHelper, killHelpers } from './lib/helpers.js';
 import { runLoad } from './lib/load.js';
 import { startSession, closeAgent } from './lib/http.js';
 import { median } from './lib/stats.js';
 
-const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', rate: 'number', 'no-build': 'boolean', 'cpu-prof': 'string', 'latency-only': 'boolean', 'defer-ms': 'number' });
+const opts = parseArgs(process.argv.slice(2), { rounds: 'number', duration: 'number', warmup: 'number', rate: 'number', 'no-build': 'boolean', 'cpu-prof': 'string', 'latency-only': 'boolean' });
 // --latency-only: the fixed-rate delivery delay part alone (no throughput rounds).
 const rounds = opts['latency-only'] ? 0 : Math.max(1, Math.floor(opts.rounds ?? 5));
 const duration = opts.duration ?? 10;
@@ -39,7 +38,15 @@ if (pin) pinSelf(pin.load);
 const log = (m) => process.stderr.write(`${m}\n`);
 const tmpRoot = mkdtempSync(join(tmpdir(), 'svc-bench-webhooks-'));
 const SECRET = 'bench-secret-0123456789abcdef';
-stopAllOnSignals({ before: killHelpers, dirs: [tmpRoot] });
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    killHelpers();
+    stopAll().finally(() => {
+      rmSync(tmpRoot, { recursive: true, force: true });
+      process.exit(sig === 'SIGINT' ? 130 : 143);
+    });
+  });
+}
 
 if (!opts['no-build']) {
   log('building @svc/server and @svc/type-webhook ...');
@@ -52,7 +59,7 @@ function makeApp(n, hooked, receiverPort) {
   cpSync(join(repo, 'bench/app'), dir, { recursive: true });
   if (hooked) {
     mkdirSync(join(dir, 'resources', 'hooks'), { recursive: true });
-    writeFileSync(join(dir, 'resources', 'hooks', 'config.json'), JSON.stringify({ type: 'Webhook', collection: 'todos', url: `http://127.0.0.1:${receiverPort}/hook`, secret: '${env:HOOK_SECRET}', ...(opts['defer-ms'] !== undefined ? { maxDeferMs: opts['defer-ms'] } : {}) }));
+    writeFileSync(join(dir, 'resources', 'hooks', 'config.json'), JSON.stringify({ type: 'Webhook', collection: 'todos', url: `http://127.0.0.1:${receiverPort}/hook`, secret: '${env:HOOK_SECRET}' }));
     mkdirSync(join(dir, 'node_modules', '@svc'), { recursive: true });
     symlinkSync(join(repo, 'packages/type-webhook'), join(dir, 'node_modules', '@svc', 'type-webhook'), 'dir');
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, dependencies: { '@svc/type-webhook': 'link:../type-webhook' } }));

@@ -31,6 +31,12 @@ export interface DelivererOptions {
 
 /** How often the utilisation is sampled, ms (each sample adjusts the slots: see Pace). */
 const BUSY_SAMPLE_MS = 200;
+/**
+ * While writes saturate the process (Pace.paced): one delivery at a time, each started at least
+ * this long after the previous one (at most 50 a second: a few per cent of a core, so the writes
+ * keep their throughput; the outbox never stops moving, oldest first, and catches up once there is room).
+ */
+const BUSY_GAP_MS = 20;
 
 /** Attempts finished here lately, by record id: a find begun before one finished must not start it again. */
 const FINISHED_KEPT_MS = 10 * 60_000;
@@ -70,9 +76,9 @@ export class Deliverer {
   private offered = 0;
   /** A record stayed queued for want of a slot since the last sample (set by fill). */
   private waited = false;
-  /** Fills again when the oldest queued record has given way for `maxDeferMs` (writes saturate the process). */
-  private deferring: NodeJS.Timeout | undefined;
-  private deferAt = Infinity;
+  /** When the last attempt started here (ms), for the pace while writes saturate the process. */
+  private lastStart = 0;
+  private pacing: NodeJS.Timeout | undefined;
   private elu: EventLoopUtilization = performance.eventLoopUtilization();
   private sampling: NodeJS.Timeout | undefined;
   /** Connections to the receiver, kept alive between deliveries (each checked by the guard when made). */
@@ -112,12 +118,11 @@ export class Deliverer {
 
   /**
    * Attempts waiting for the receiver at most now: between one and the setting, as Pace adjusts
-   * them. While writes saturate the process (Pace.paced) nothing starts before it has waited
-   * `maxDeferMs` (see fill); what has waited that long goes at the setting, so that deliveries keep
-   * up with a sustained load `maxDeferMs` behind it (the writes slow down then: the core is shared).
+   * them (the deliveries are asynchronous: they give way to the writes, keep going one at a time at
+   * BUSY_GAP_MS intervals while writes saturate the process, and catch up once there is room).
    */
   private get slots(): number {
-    return this.pace.paced ? this.options.config.concurrency : this.pace.slots;
+    return this.pace.paced ? 1 : this.pace.slots;
   }
 
   /**
@@ -170,7 +175,7 @@ export class Deliverer {
     clearTimeout(this.timer);
     clearInterval(this.renewing);
     clearInterval(this.sampling);
-    clearTimeout(this.deferring);
+    clearTimeout(this.pacing);
     this.stopWaiting();
     this.queue = [];
     this.queued.clear();
@@ -190,50 +195,35 @@ export class Deliverer {
     this.timer.unref();
   }
 
-  /**
-   * Starts queued records while slots are free; an empty queue with slots free asks for a read.
-   * While writes saturate the process (Pace.paced), a record starts only once it has been due for
-   * `maxDeferMs`: the queue is in the order records fell due, so the first one that has not waited
-   * that long ends the fill, and a timer fills again when it has (the samples fill too, and end the
-   * wait as soon as the writes leave room). The deliveries so take none of the writes' core during a
-   * burst shorter than `maxDeferMs`, and no delivery waits past it however long the load lasts.
-   */
+  /** Starts queued records while slots are free; an empty queue with slots free asks for a read. */
   private fill(): void {
     if (this.stopped) return;
-    const concurrency = this.slots;
-    const giveWay = this.pace.paced ? Date.now() - this.options.config.maxDeferMs : Infinity;
-    let deferred = false;
-    while (this.sending < concurrency && this.queue.length > 0) {
-      const record = this.queue[0] as DeliveryRecord;
-      if (record.nextAt > giveWay) {
-        deferred = true;
-        this.fillIn(record.nextAt - giveWay);
-        break;
+    if (this.pace.paced && this.queue.length > 0) {
+      const wait = this.lastStart + BUSY_GAP_MS - Date.now();
+      if (wait > 0) {
+        this.fillIn(wait);
+        return;
       }
-      this.queue.shift();
+    }
+    const concurrency = this.slots;
+    while (this.sending < concurrency && this.queue.length > 0) {
+      const record = this.queue.shift() as DeliveryRecord;
       this.queued.delete(record.id);
       if (this.inflight.has(record.id) || this.isStale(record)) continue;
       this.begin(record);
     }
-    // A record held back by choice did not wait for a slot: the slots do not grow for it.
-    if (this.queue.length > 0 && !deferred) this.waited = true;
+    if (this.queue.length > 0) this.waited = true;
     if (this.queue.length === 0 && this.backlog && this.sending < concurrency) this.wake();
   }
 
-  /** Fills again in `ms` (one timer, however often asked: kept unless this asks for an earlier fill). */
+  /** Fills again in `ms` (once, however often asked). */
   private fillIn(ms: number): void {
-    const at = Date.now() + ms;
-    if (this.deferring !== undefined) {
-      if (this.deferAt <= at) return;
-      clearTimeout(this.deferring);
-    }
-    this.deferAt = at;
-    this.deferring = setTimeout(() => {
-      this.deferring = undefined;
-      this.deferAt = Infinity;
+    if (this.pacing !== undefined) return;
+    this.pacing = setTimeout(() => {
+      this.pacing = undefined;
       this.fill();
     }, ms);
-    this.deferring.unref();
+    this.pacing.unref();
   }
 
   /**
@@ -307,6 +297,7 @@ export class Deliverer {
   private begin(record: DeliveryRecord): void {
     const abort = new AbortController();
     this.sending++;
+    this.lastStart = Date.now();
     let sent = false;
     // The slot is free once the receiver answered: the outcome's write to the store does not hold
     // it (the record stays in `inflight` until that write is done, so no other attempt starts).

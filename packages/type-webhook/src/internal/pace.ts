@@ -29,19 +29,15 @@ export interface PaceSample {
  * - No writes in this sample or the one before: nothing to give way to, the setting.
  * - The loop saturated: half the slots (the deliveries' own burst and writes alike slow the
  *   writes). At one slot, still saturated, with the writes not held up (at least half the rate they
- *   reach in calm samples), the writes saturate the process by themselves (`paced`) until the
- *   utilisation falls under CALM: the deliverer starts nothing then that has not waited its bound
- *   (`maxDeferMs`). A saturated sample whose writes were held up is the deliverer's own load: it
- *   halves the slots, never paces.
+ *   reach in calm samples), the writes saturate the process by themselves: the deliveries go one
+ *   at a time, spaced (`paced`), until the utilisation falls under CALM. A saturated sample whose
+ *   writes were held up is the deliverer's own load: it halves the slots, never paces.
  * - Otherwise one more slot when a record waited for one, up to the setting.
  */
 export class Pace {
   /** Attempts that may wait for the receiver at once now, 1..max. */
   slots: number;
-  /**
-   * Writes saturate the process by themselves: the deliverer holds deliveries back until they have
-   * waited its `maxDeferMs` (then they go at the setting: the bound on how long they give way).
-   */
+  /** Writes saturate the process: one delivery at a time, spaced by the deliverer. */
   paced = false;
   /** Writes per sample while the loop had room (calm samples): what they reach when nothing holds them up. */
   private calmRate = 0;

@@ -20,7 +20,6 @@ export type WebhookSettings = {
   retryMaxMs: number;
   timeoutMs?: number;
   concurrency: number;
-  maxDeferMs: number;
   keepDelivered: number;
   keepDead: number;
 };
@@ -39,7 +38,6 @@ export const WEBHOOK_SETTINGS: SettingsSchema = {
   retryMaxMs: { type: 'number', default: 3_600_000, description: 'Longest wait between two attempts, ms' },
   timeoutMs: { type: 'number', description: 'Time for one attempt, ms (default app.json outbound.timeoutMs, 10 s)' },
   concurrency: { type: 'number', default: 16, description: 'Deliveries waiting for the receiver at once' },
-  maxDeferMs: { type: 'number', default: 10_000, description: 'While writes saturate the process, how long a delivery may wait for them, ms (0: deliveries never give way)' },
   keepDelivered: { type: 'number', default: 1000, description: 'Delivered (and skipped) deliveries kept for the dashboard' },
   keepDead: { type: 'number', default: 10_000, description: 'Dead letters kept (the oldest go past this)' },
 };
@@ -57,12 +55,6 @@ export interface WebhookConfig {
   retryMaxMs: number;
   timeoutMs: number;
   concurrency: number;
-  /**
-   * While writes saturate the process (Pace.paced), how long a due delivery gives way to them, ms;
-   * one that has waited this long starts regardless, so a sustained load delays deliveries by about
-   * this much and never starves them (the outbox holds about this many ms of writes).
-   */
-  maxDeferMs: number;
   keepDelivered: number;
   keepDead: number;
   /** Answer bytes kept as the response excerpt. */
@@ -123,7 +115,6 @@ export function checkSettings(name: string, settings: WebhookSettings, outbound:
     retryMaxMs: whole('retryMaxMs', 1, 7 * 86_400_000),
     timeoutMs: settings.timeoutMs === undefined ? limit : whole('timeoutMs', 1, 600_000),
     concurrency: whole('concurrency', 1, 256),
-    maxDeferMs: whole('maxDeferMs', 0, 600_000),
     keepDelivered: whole('keepDelivered', 0, 1_000_000),
     keepDead: whole('keepDead', 1, 10_000_000),
     excerptBytes: EXCERPT_BYTES,
