@@ -20,7 +20,8 @@ import LongFirstSequencer from './tools/long-first-sequencer.js';
  * from other work (2026-11-30 03:24 and 02:54 UTC), failing 1 test against 3 (dashboard.test's 10 s
  * waits, busy-machine); a second run of three at load 15-23 took 1,663 s and failed 9 (cli 30 s
  * timeout, browser-client, deployd-suite-browser, dashboard, graceful-shutdown ECONNRESET, MongoDB
- * ECONNRESET in fast-paths-differential). Not yet run on an idle machine: if CI flakes, ask two.
+ * ECONNRESET in fast-paths-differential). On an idle machine (2026-11-30 04:40-04:51 UTC, a whole
+ * .ci/run) three took 672 s and every one of those files passed. If CI flakes, ask two.
  * Scripts run at nice 19 (script-pool.ts): on a saturated machine they wait longest.
  */
 const WORKERS = Number(process.env.VITEST_MAX_WORKERS) || 1;
