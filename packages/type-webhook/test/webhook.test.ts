@@ -245,6 +245,13 @@ describe.each(stores)('Webhook on the $name', { concurrent: true }, ({ db, appJs
           res.end();
         });
         const a = await start({ hook: { maxAttempts: 5, retryBaseMs: 20, retryMaxMs: 40 } });
+        // The receiver answers `status` to /final, which it then serves.
+        const redirectToFinal = (status: number): void =>
+          receiver.behave((req, res) => {
+            if (req.url.startsWith('/final')) return ok(req, res, undefined as never);
+            res.writeHead(status, { location: '/final' });
+            res.end();
+          });
         await a.call('POST', '/todos', { title: 'redirected' });
         await eventually(async () => (await a.deliveries()).counts.dead === 1, 15_000, 'dead after refused redirects');
         expect(other.received).toHaveLength(0);
@@ -252,21 +259,13 @@ describe.each(stores)('Webhook on the $name', { concurrent: true }, ({ db, appJs
         expect(String(dead.lastError)).toMatch(/refused/);
         // 302 would make the POST a GET without the payload: a failure, not followed.
         receiver.received.length = 0;
-        receiver.behave((req, res) => {
-          if (req.url.startsWith('/final')) return ok(req, res, undefined as never);
-          res.writeHead(302, { location: '/final' });
-          res.end();
-        });
+        redirectToFinal(302);
         await a.call('POST', '/todos', { title: 'moved' });
         await eventually(async () => (await a.deliveries()).counts.dead === 2, 15_000, 'dead after 302s');
         expect(receiver.received.every((r) => !r.url.startsWith('/final'))).toBe(true);
         // 307 to an allowed address keeps the POST and its body.
         receiver.received.length = 0;
-        receiver.behave((req, res) => {
-          if (req.url.startsWith('/final')) return ok(req, res, undefined as never);
-          res.writeHead(307, { location: '/final' });
-          res.end();
-        });
+        redirectToFinal(307);
         await a.call('POST', '/todos', { title: 'followed' });
         const [final] = await receiver.waitFor(1, (r) => r.url === '/final');
         expect(final?.method).toBe('POST');
