@@ -1,5 +1,5 @@
 import { CONFLICT_POLICIES, Collection, OutboundPolicy, checkMigrationValue, convertValue, UserCollection, mountResource, parseAuthSettings, sendsMail, validateSettings } from '@svc/core';
-import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, ReceivedFiles, Reply, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
+import type { BlockedCollection, CollectionEventRunner, CollectionFilesConfig, ConflictPolicy, CollectionOptions, EventScripts, InternalRequest, Logger, OutboundAccess, PropertyDef, PropertyType, Realtime, ReceivedFiles, Reply, ThumbnailQueues, Resource, ResourceType, ScheduledJobs, Store } from '@svc/core';
 import { OUTBOUND_DEFAULTS } from './scriptOutbound.js';
 import { join, relative, sep } from 'node:path';
 import type { AppFolder, ResourceFolder } from './loadApp.js';
@@ -54,13 +54,15 @@ export interface BuildContext {
   files?: CollectionFilesConfig;
   /** The server's files being received and not yet published: one per server, kept across reloads. */
   received: ReceivedFiles;
+  /** The server's thumbnails being made: one per server, kept across reloads. */
+  thumbnailQueues: ThumbnailQueues;
 }
 
 /** Creates the resources of an app from their config.json. */
 export async function buildResources(context: BuildContext): Promise<Resource[]> {
   const out: Resource[] = [];
   checkRelationTargets(context.app);
-  const withFiles = { ...context, files: filesConfigOf(context.app, () => out, context.received) };
+  const withFiles = { ...context, files: filesConfigOf(context.app, () => out, context) };
   for (const folder of context.app.resources) out.push(await buildResource(folder, withFiles));
   return out;
 }

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import { SvcError, createDiskFileStorage } from '@svc/core';
-import type { CollectionFilesConfig, FileStorage, ReceivedFiles, Resource, ThumbSize, Thumbnailer } from '@svc/core';
+import type { CollectionFilesConfig, FileStorage, ReceivedFiles, Resource, ThumbSize, Thumbnailer, ThumbnailQueues } from '@svc/core';
 import type { AppFolder } from './loadApp.js';
-import type * as SharpModule from 'sharp';
 
 /** app.json `files`: where file properties keep their files, and their sweep (docs/files.md). */
 export interface FilesSettings {
@@ -19,10 +18,10 @@ export interface FilesSettings {
 /**
  * The file storage of an app's Collections: the disk under <app>/data/files, or the bucket of
  * the Bucket resource app.json `files.bucket` names (found among `resources` when first used:
- * resources are built in any order). `received`: the server's files being received (kept across
- * its reloads).
+ * resources are built in any order). `server`: what the server keeps across its reloads, its files
+ * being received and its thumbnails being made.
  */
-export function filesConfigOf(app: AppFolder, resources: () => readonly Resource[], received: ReceivedFiles): CollectionFilesConfig {
+export function filesConfigOf(app: AppFolder, resources: () => readonly Resource[], server: { received: ReceivedFiles; thumbnailQueues: ThumbnailQueues }): CollectionFilesConfig {
   const settings = (app.settings.files ?? {}) as FilesSettings;
   let storage: FileStorage | (() => FileStorage);
   if (settings.bucket !== undefined) {
@@ -38,7 +37,8 @@ export function filesConfigOf(app: AppFolder, resources: () => readonly Resource
   }
   return {
     storage,
-    received,
+    received: server.received,
+    thumbnailQueues: server.thumbnailQueues,
     thumbnailer: sharpThumbnailer,
     ...(settings.maxPixels !== undefined ? { maxPixels: settings.maxPixels } : {}),
     ...(typeof app.settings.bodyLimit === 'number' ? { fieldBytes: app.settings.bodyLimit } : {}),
@@ -49,23 +49,20 @@ export function filesConfigOf(app: AppFolder, resources: () => readonly Resource
   };
 }
 
-type Sharp = typeof SharpModule;
-let sharpModule: Promise<Sharp> | undefined;
-
 /**
  * Thumbnails with sharp (libvips, prebuilt for the platform as an npm package): the image's
  * pixel count is checked from its header before any decoding (`limitInputPixels`), EXIF
  * orientation applied, metadata dropped. `WxH` crops to fill both sides; `Wx0` and `0xH` keep the
- * proportions; an image is never enlarged.
+ * proportions; an image is never enlarged. sharp is loaded at the first thumbnail (node keeps the
+ * module); its settings are set at each (a few native calls beside an image's decoding), so that
+ * nothing here holds state.
  */
 export const sharpThumbnailer: Thumbnailer = {
   async make(image: Buffer, size: ThumbSize, options: { type: string; maxPixels: number }): Promise<Buffer> {
-    const sharp = (await (sharpModule ??= import('sharp').then((m) => {
-      // One libvips thread per thumbnail: two cores serve requests too.
-      m.default.concurrency(1);
-      m.default.cache(false);
-      return m;
-    }))).default;
+    const sharp = (await import('sharp')).default;
+    // One libvips thread per thumbnail: two cores serve requests too.
+    sharp.concurrency(1);
+    sharp.cache(false);
     const pipeline = sharp(image, { limitInputPixels: options.maxPixels, failOn: 'error', animated: false })
       .rotate()
       .resize({

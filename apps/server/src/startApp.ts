@@ -1,7 +1,7 @@
 import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { ReceivedFiles, createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
+import { ReceivedFiles, ThumbnailQueues, createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import { buildResources, readProperties } from './buildResources.js';
 import { applySettings, runMigrations } from './migrations.js';
@@ -108,10 +108,10 @@ function bucketFiles(resources: readonly Resource[], name: string): ResourceFile
 
 /**
  * Builds the app's server. `received`: the uploads under way, which the orphan sweep leaves (made
- * here, one per server, and kept across its reloads); `mailCounter`: the account mail limits'
- * counters without Redis (the same).
+ * here, one per server, and kept across its reloads); `thumbnailQueues`: the thumbnails being made
+ * (the same); `mailCounter`: the account mail limits' counters without Redis (the same).
  */
-async function buildApp(options: StartOptions, httpServer?: Server, received = new ReceivedFiles(), mailCounter = memoryRateCounter()): Promise<BuiltApp> {
+async function buildApp(options: StartOptions, httpServer?: Server, received = new ReceivedFiles(), mailCounter = memoryRateCounter(), thumbnailQueues = new ThumbnailQueues()): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
   // As the CLI: NODE_ENV=production means production unless the caller says otherwise.
   const env = options.env ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
@@ -232,7 +232,7 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
     let dashboardShadowed = false;
     // An app folder's resources and the routes that depend on them (/svc.js), at start and on reload.
     const mount = async (folder: AppFolder, jobs: JobMount): Promise<{ resources: Resource[]; routes: ExtraRoute[] }> => {
-      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, received, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, rateCounter: loginLimits?.counter ?? mailCounter });
+      const built = await buildResources({ app: folder, store, logger, env, types, scripts, realtime, request, received, thumbnailQueues, jobs: jobs.jobs, blocked: migrations.blocked, recheckBlocked: migrations.recheck, rateCounter: loginLimits?.counter ?? mailCounter });
       scripts.bind(built);
       const routes = [await svcJsRoute(built, logger)];
       if (metrics && !metricsPort) {

@@ -78,6 +78,7 @@ export { createDiskFileStorage } from './files/diskFileStorage.js';
 export type { FileStorage, OpenedFile, StoredEntry } from './files/FileStorage.js';
 export type { CollectionFilesConfig } from './files/filesConfig.js';
 export { ReceivedFiles } from './files/receiveFile.js';
+export { ThumbnailQueues } from './files/thumbnails.js';
 export type { StoredFile } from './files/CollectionFiles.js';
 export type { ThumbSize } from './files/fileSettings.js';
 export { DEFAULT_MAX_PIXELS } from './files/thumbnails.js';

@@ -9,7 +9,8 @@ import type { FileSettings } from './fileSettings.js';
 import { DEFAULT_SWEEP, OrphanSweeper } from './orphanSweep.js';
 import { ReceivedFiles } from './receiveFile.js';
 import type { SweepSchedule } from './orphanSweep.js';
-import { DEFAULT_MAX_PIXELS, Thumbnails } from './thumbnails.js';
+import { DEFAULT_MAX_PIXELS, ThumbnailQueues } from './thumbnails.js';
+import type { Thumbnails } from './thumbnails.js';
 import type { Thumbnailer } from './thumbnails.js';
 
 /** How a Collection keeps the files of its `file` properties (docs/files.md). */
@@ -31,10 +32,13 @@ export interface CollectionFilesConfig {
    * which is enough when no other collection receives into the same storage.
    */
   received?: ReceivedFiles;
+  /**
+   * The thumbnails being made: one per server, shared by its collections and kept across reloads
+   * (apps/server's startApp makes it), so that the server makes a few at a time whatever the
+   * collection. Default: one of this collection's own.
+   */
+  thumbnailQueues?: ThumbnailQueues;
 }
-
-/** Thumbnail makers by thumbnailer: one queue of thumbnails per process and thumbnailer, whatever the collection. */
-const thumbnailsOf = new WeakMap<Thumbnailer, Map<number, Thumbnails>>();
 
 /** The files part of a Collection: undefined when it has no `file` property. */
 export function collectionFilesOf(options: {
@@ -54,11 +58,7 @@ export function collectionFilesOf(options: {
   const storage = typeof config.storage === 'function' ? config.storage : () => config.storage as FileStorage;
   let thumbnails: Thumbnails | undefined;
   if (config.thumbnailer !== undefined) {
-    const maxPixels = config.maxPixels ?? DEFAULT_MAX_PIXELS;
-    let byPixels = thumbnailsOf.get(config.thumbnailer);
-    if (byPixels === undefined) thumbnailsOf.set(config.thumbnailer, (byPixels = new Map()));
-    thumbnails = byPixels.get(maxPixels) ?? new Thumbnails(config.thumbnailer, maxPixels);
-    byPixels.set(maxPixels, thumbnails);
+    thumbnails = (config.thumbnailQueues ?? new ThumbnailQueues()).of(config.thumbnailer, config.maxPixels ?? DEFAULT_MAX_PIXELS);
   }
   const files = new CollectionFiles({
     path: options.path,

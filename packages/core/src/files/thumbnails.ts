@@ -38,9 +38,30 @@ export function thumbTypeOf(type: string): string | undefined {
 }
 
 /**
+ * The thumbnail makers of one server, shared by its collections and kept across its reloads
+ * (apps/server's startApp makes one per server, as it does ReceivedFiles): one Thumbnails per
+ * thumbnailer, so that the server makes at most `parallel` at a time whatever the collection, and
+ * a reload's new collections wait on what the old ones started. Bounded: one entry per thumbnailer
+ * given (a server has one); a new `maxPixels` replaces its thumbnailer's entry (those who hold the
+ * old one keep using it until they go).
+ */
+export class ThumbnailQueues {
+  readonly #byThumbnailer = new Map<Thumbnailer, Thumbnails>();
+
+  /** The Thumbnails of `thumbnailer` at `maxPixels`: the one already made when it has the same limit. */
+  of(thumbnailer: Thumbnailer, maxPixels: number): Thumbnails {
+    const kept = this.#byThumbnailer.get(thumbnailer);
+    if (kept !== undefined && kept.maxPixels === maxPixels) return kept;
+    const made = new Thumbnails(thumbnailer, maxPixels);
+    this.#byThumbnailer.set(thumbnailer, made);
+    return made;
+  }
+}
+
+/**
  * Thumbnails made once and kept beside their image (`<image key>.<size>`), at most `parallel`
- * made at a time in the process and each size of an image made once however many ask for it
- * together. They go with their image: its key holds an id never reused.
+ * made at a time (per ThumbnailQueues: per server) and each size of an image made once however
+ * many ask for it together. They go with their image: its key holds an id never reused.
  */
 export class Thumbnails {
   private readonly making = new Map<string, Promise<void>>();
@@ -49,7 +70,7 @@ export class Thumbnails {
 
   constructor(
     private readonly thumbnailer: Thumbnailer,
-    private readonly maxPixels: number,
+    readonly maxPixels: number,
     private readonly parallel = 2,
   ) {}
 
