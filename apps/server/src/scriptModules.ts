@@ -21,8 +21,34 @@ export function moduleNameProblem(name: unknown): string | undefined {
   return undefined;
 }
 
-/** Bundles by app folder, module name and package version: a reload or a second app bundles nothing again. */
-const cache = new Map<string, Promise<ScriptModule>>();
+/** How many bundles a server keeps (a few per app: app.json names its modules). */
+export const MAX_BUNDLES = 64;
+
+/**
+ * A server's bundles by app folder, module name and package version (startApp makes one per
+ * server): a reload bundles nothing again. Bounded: MAX_BUNDLES, the oldest dropped; a failed
+ * bundle is dropped at once (the next start or reload tries again).
+ */
+export class ModuleBundles {
+  readonly #kept = new Map<string, Promise<ScriptModule>>();
+
+  /** The bundle kept under `key`, or the one `make` gives (kept). */
+  get(key: string, make: () => Promise<ScriptModule>): Promise<ScriptModule> {
+    const kept = this.#kept.get(key);
+    if (kept !== undefined) return kept;
+    const made = make();
+    this.#kept.set(key, made);
+    made.catch(() => {
+      if (this.#kept.get(key) === made) this.#kept.delete(key);
+    });
+    if (this.#kept.size > MAX_BUNDLES) this.#kept.delete(this.#kept.keys().next().value as string);
+    return made;
+  }
+
+  get size(): number {
+    return this.#kept.size;
+  }
+}
 
 /** The package a module name is in: 'lodash/fp' -> 'lodash', '@a/b/c' -> '@a/b'. */
 function packageOf(name: string): string {
@@ -121,8 +147,8 @@ async function bundleAs(root: string, name: string, entry: string): Promise<Scri
   return { name, source: result.outputFiles[0]?.text ?? '' };
 }
 
-/** Bundles each named module from the app folder's node_modules, dependencies included. */
-export async function bundleModules(appDir: string, names: readonly string[]): Promise<ScriptModule[]> {
+/** Bundles each named module from the app folder's node_modules, dependencies included (kept in `bundles`). */
+export async function bundleModules(appDir: string, names: readonly string[], bundles: ModuleBundles): Promise<ScriptModule[]> {
   const root = await realpath(appDir);
   const out: ScriptModule[] = [];
   // One at a time: esbuild is quick, and a start should not take every core.
@@ -130,13 +156,7 @@ export async function bundleModules(appDir: string, names: readonly string[]): P
     const problem = moduleNameProblem(name);
     if (problem !== undefined) throw new Error(`app.json scripts.modules: ${problem}`);
     const key = `${root}\n${name}\n${await versionOf(root, name)}`;
-    let pending = cache.get(key);
-    if (pending === undefined) {
-      pending = bundle(root, name);
-      cache.set(key, pending);
-      pending.catch(() => cache.delete(key));
-    }
-    out.push(await pending);
+    out.push(await bundles.get(key, () => bundle(root, name)));
   }
   return out;
 }
@@ -146,11 +166,11 @@ export async function bundleModules(appDir: string, names: readonly string[]): P
  * isolate will load them: a module that is missing, outside the app folder, too large, or whose
  * top-level code throws, loops or exhausts memory stops the start with why.
  */
-export async function loadScriptModules(appDir: string, settings: { modules?: string[]; memoryLimitMb?: number; timeoutMs?: number } | undefined, logger: Logger): Promise<ScriptModule[]> {
+export async function loadScriptModules(appDir: string, settings: { modules?: string[]; memoryLimitMb?: number; timeoutMs?: number } | undefined, logger: Logger, bundles: ModuleBundles): Promise<ScriptModule[]> {
   const names = settings?.modules ?? [];
   if (names.length === 0) return [];
   const started = performance.now();
-  const modules = await bundleModules(appDir, names);
+  const modules = await bundleModules(appDir, names, bundles);
   await checkScriptModules(modules, {
     ...(settings?.memoryLimitMb !== undefined ? { memoryLimitMb: settings.memoryLimitMb } : {}),
     ...(settings?.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),

@@ -9,7 +9,7 @@ import type { MigrationRun } from './migrations.js';
 import { crashPoint } from './crashPoint.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
-import { bundleModules, loadScriptModules } from './scriptModules.js';
+import { ModuleBundles, bundleModules, loadScriptModules } from './scriptModules.js';
 import { MIN_KEY_LENGTH, liveKeys } from './keys.js';
 import { embeddedEngineOf, loadApp } from './loadApp.js';
 import type { AppFolder } from './loadApp.js';
@@ -109,9 +109,10 @@ function bucketFiles(resources: readonly Resource[], name: string): ResourceFile
 /**
  * Builds the app's server. `received`: the uploads under way, which the orphan sweep leaves (made
  * here, one per server, and kept across its reloads); `thumbnailQueues`: the thumbnails being made
- * (the same); `mailCounter`: the account mail limits' counters without Redis (the same).
+ * (the same); `bundles`: app.json scripts.modules bundled (the same); `mailCounter`: the account
+ * mail limits' counters without Redis (the same).
  */
-async function buildApp(options: StartOptions, httpServer?: Server, received = new ReceivedFiles(), mailCounter = memoryRateCounter(), thumbnailQueues = new ThumbnailQueues()): Promise<BuiltApp> {
+async function buildApp(options: StartOptions, httpServer?: Server, received = new ReceivedFiles(), mailCounter = memoryRateCounter(), thumbnailQueues = new ThumbnailQueues(), bundles = new ModuleBundles()): Promise<BuiltApp> {
   const appDir = resolve(options.appDir);
   // As the CLI: NODE_ENV=production means production unless the caller says otherwise.
   const env = options.env ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
@@ -124,7 +125,7 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
   if (options.env === undefined && env === 'production') logger.info('production (NODE_ENV=production; pass env to choose)');
   const app = await loadApp(appDir, logger);
   // Before anything is opened: a module that cannot load stops the start.
-  const modules = await loadScriptModules(appDir, app.settings.scripts, logger);
+  const modules = await loadScriptModules(appDir, app.settings.scripts, logger, bundles);
   const types = new Map<string, ResourceType>();
   for (const type of [...(await loadInstalledTypes(appDir, app.dependencies)), ...(options.resourceTypes ?? [])]) {
     if (type.name === 'Collection' || type.name === 'UserCollection') throw new Error(`resource type ${type.name} is built in and cannot be replaced`);
@@ -301,9 +302,9 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
       // Changed modules (app.json scripts.modules, or a package of another version) are checked
       // like at start; when they do not load, the reload fails and the previous version serves.
       const names = next.settings.scripts?.modules ?? [];
-      const bundled = names.length === 0 ? [] : await bundleModules(appDir, names);
+      const bundled = names.length === 0 ? [] : await bundleModules(appDir, names, bundles);
       if (bundled.length !== activeModules.length || bundled.some((m, i) => m.name !== activeModules[i]?.name || m.source !== activeModules[i]?.source)) {
-        activeModules = await loadScriptModules(appDir, { ...app.settings.scripts, modules: names }, logger);
+        activeModules = await loadScriptModules(appDir, { ...app.settings.scripts, modules: names }, logger, bundles);
         scripts.useModules(activeModules);
         if (names.length === 0) logger.info('event scripts may require no module any more');
       }
