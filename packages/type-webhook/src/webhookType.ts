@@ -42,7 +42,7 @@ function isWatchable(resource: unknown): resource is Watched {
 export function createWebhook(context: ResourceTypeContext<WebhookSettings>, timings: WebhookTimings = {}): ResourceImplementation {
   const config = checkSettings(context.name, context.settings, context.outbound);
   const base = context.name.replaceAll('/', '_');
-  const outbox = new Outbox(context.store.collection(`${base}_webhook`));
+  const outbox = new Outbox(context.store.collection(`${base}_webhook`), context.store.collection(`${base}_webhook_new`));
   const soleProcess = context.jobs?.scope === 'process';
   const lease = new Lease({ store: context.store.collection(`${base}_webhook_lease`), key: `${context.appDir}|${context.name}`, ttlMs: timings.leaseTtlMs ?? LEASE_TTL_MS, soleProcess });
   const policy = context.outbound?.policy ?? new OutboundPolicy([]);

@@ -46,7 +46,7 @@ for (const kind of stores) {
 
     it('reads the due records, never the done ones nor those due later; a prune keeps the newest done and every pending one', async () => {
       opened = await kind.open();
-      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new'));
       await outbox.init();
       const records = [];
       for (let i = 0; i < 6; i++) records.push(await outbox.add('create', { id: `o${i}`, title: `t${i}` }, undefined, 3));
@@ -74,7 +74,7 @@ for (const kind of stores) {
 
     it('reads the due records earliest first, whatever order they were written in (a backlog is delivered oldest first)', async () => {
       opened = await kind.open();
-      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new'));
       await outbox.init();
       const records = [];
       for (let i = 0; i < 40; i++) records.push(await outbox.add('create', { id: `o${i}`, title: `t${i}` }, undefined, 3));
@@ -93,7 +93,7 @@ for (const kind of stores) {
 
     it('gives events ids that sort in the order they were made, distinct within a millisecond (the id index grows at its end)', async () => {
       opened = await kind.open();
-      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new'));
       await outbox.init();
       const ids: string[] = [];
       for (let i = 0; i < 30; i++) {
