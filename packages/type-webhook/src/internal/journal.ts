@@ -1,17 +1,31 @@
 import { DuplicateKeyError } from '@svc/core';
 import type { Doc, StoreCollection } from '@svc/core';
 import type { DeliveryRecord } from './outbox.js';
+import type { WebhookEvent } from './settings.js';
+
+/**
+ * A new event as a journal row keeps it: what its record holds besides what every new record
+ * holds alike (pending, due since its write, no attempt; its time is in its id, its object's id in
+ * the object; its last allowed attempt in the row), a little over half the bytes.
+ */
+interface NewEvent {
+  id: string;
+  event: WebhookEvent;
+  object: Doc;
+  previous?: Doc;
+}
 
 /**
  * One stored row of a journal: the new events of one turn of the event loop, in one store write.
  * `id` is the smallest event id of the row (unique, as event ids are), `last` the largest, `n` how
- * many events it holds.
+ * many events it holds, `lastAllowed` their records' (the webhook's maxAttempts).
  */
 export interface JournalRow {
   id: string;
   last: string;
   n: number;
-  events: DeliveryRecord[];
+  lastAllowed: number;
+  events: NewEvent[];
 }
 
 /** A row of this process: how many of its events have no delivery record yet. */
@@ -80,7 +94,7 @@ export class Journal {
       if (event.id < first) first = event.id;
       if (event.id > last) last = event.id;
     }
-    const row: JournalRow = { id: first, last, n: events.length, events };
+    const row: JournalRow = { id: first, last, n: events.length, lastAllowed: (events[0] as DeliveryRecord).lastAllowed, events: events.map(newEvent) };
     try {
       await this.rows.insert(row as unknown as Doc);
     } catch (err) {
@@ -125,7 +139,7 @@ export class Journal {
   }
 
   private async takeUpRow(row: JournalRow): Promise<number> {
-    const missing = await withoutRecord(this.records, row.events);
+    const missing = await withoutRecord(this.records, recordsOf(row));
     await insertNew(this.records, missing);
     await this.rows.remove({ id: row.id });
     for (const event of row.events) this.rowOf.delete(event.id);
@@ -143,7 +157,7 @@ export class Journal {
   /** The newest events without a record, newest first, made before `before` (ms) when given; `limit` at most. */
   async newest(limit: number, before?: number): Promise<DeliveryRecord[]> {
     const rows = (await this.rows.find({}, { sort: { id: -1 }, limit })) as unknown as JournalRow[];
-    const events = rows.flatMap((row) => row.events).filter((e) => before === undefined || e.createdAt < before);
+    const events = rows.flatMap(recordsOf).filter((e) => before === undefined || e.createdAt < before);
     events.sort((a, b) => b.createdAt - a.createdAt);
     return (await withoutRecord(this.records, events.slice(0, limit))).slice(0, limit);
   }
@@ -153,10 +167,26 @@ export class Journal {
     const rows = (await this.rows.find({ id: { $lte: eventId }, last: { $gte: eventId } })) as unknown as JournalRow[];
     for (const row of rows) {
       const found = row.events.find((e) => e.id === eventId);
-      if (found !== undefined) return found;
+      if (found !== undefined) return recordOf(found, row.lastAllowed);
     }
     return null;
   }
+}
+
+function newEvent(record: DeliveryRecord): NewEvent {
+  const { id, event, object, previous } = record;
+  return previous === undefined ? { id, event, object: object as Doc } : { id, event, object: object as Doc, previous };
+}
+
+/** The record of a new event, as it was when its write was told. */
+function recordOf(e: NewEvent, lastAllowed: number): DeliveryRecord {
+  // The id begins with the time it was made, in ms (eventId).
+  const createdAt = Number.parseInt(e.id.slice(0, 12), 16);
+  return { id: e.id, status: 'pending', event: e.event, objectId: e.object.id, createdAt, nextAt: createdAt, attempts: 0, lastAllowed, object: e.object, ...(e.previous !== undefined ? { previous: e.previous } : {}) };
+}
+
+function recordsOf(row: JournalRow): DeliveryRecord[] {
+  return row.events.map((e) => recordOf(e, row.lastAllowed));
 }
 
 /** The events that have no delivery record. */

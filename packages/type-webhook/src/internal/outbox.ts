@@ -1,5 +1,6 @@
 import { DuplicateKeyError, createId } from '@svc/core';
 import type { Doc, Filter, StoreCollection } from '@svc/core';
+import { crashPoint } from './crash.js';
 import { Journal } from './journal.js';
 import type { WebhookEvent } from './settings.js';
 
@@ -173,6 +174,7 @@ export class Outbox {
         await this.records.update({ id: record.id }, ops);
       }
     }
+    crashPoint('webhook:recorded');
     await this.journal.recorded(record.id);
   }
 
