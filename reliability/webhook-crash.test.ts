@@ -12,6 +12,7 @@ import type { Receiver } from '../packages/type-webhook/test/helpers/receiver.js
 // The webhook outbox across kill -9 (issue 43), with `svc` processes loading the installed
 // @svc/type-webhook (its build) from the app's node_modules, and a receiver on 127.0.0.1:
 // - killed right after a write's outbox record is stored, before any attempt: delivered after restart;
+// - killed after a delivery's outcome is stored, before its journal row goes: not delivered again;
 // - killed while the receiver holds an attempt: the same event is delivered again after restart;
 // - killed during concurrent writes to a slow receiver: every acknowledged write's event arrives;
 // - stopped with a non-empty outbox (receiver down): delivered after the restart.
@@ -82,6 +83,24 @@ describe('the webhook outbox across kill -9', () => {
     // The object is there too: the write committed before the record was stored.
     const list = (await (await fetch(`${second.url}/todos`)).json()) as { title: string }[];
     expect(list.map((t) => t.title)).toEqual(['committed']);
+  });
+
+  it('killed after a delivery\'s outcome is stored, before its journal row is removed: not delivered again after the restart', async () => {
+    receiver = await startReceiver();
+    const app = await makeApp('recorded');
+    const first = await start(app, { SVC_TEST_CRASH_AT: 'webhook:recorded' });
+    const written = await post(first.url, 'once');
+    expect(written.status).toBe(200);
+    await receiver.waitFor(1);
+    // The process kills itself once the outcome is stored: the row of the event stays behind.
+    if (first.child.exitCode === null && first.child.signalCode === null) await new Promise((resolve) => first.child.once('exit', resolve));
+    expect(first.child.signalCode).toBe('SIGKILL');
+    const second = await start(app);
+    // The restarted process takes the row up at its first look at the outbox (and every 2 s after).
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(receiver.received).toHaveLength(1);
+    const list = (await (await fetch(`${second.url}/todos`)).json()) as { id: string }[];
+    expect(list.map((t) => t.id)).toEqual([written.id]);
   });
 
   it('killed while the receiver holds an attempt: the same event is delivered again after the restart', async () => {

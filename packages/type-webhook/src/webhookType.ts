@@ -1,5 +1,6 @@
 import { OutboundPolicy, SvcError, coreRangeOf, defineResourceType, isSvcError, matchesFilter } from '@svc/core';
 import type { Collection, CollectionChange, Filter, Logger, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
+import { crashPoint } from './internal/crash.js';
 import { Deliverer } from './internal/deliverer.js';
 import { Lease } from './internal/lease.js';
 import { Outbox } from './internal/outbox.js';
@@ -42,7 +43,7 @@ function isWatchable(resource: unknown): resource is Watched {
 export function createWebhook(context: ResourceTypeContext<WebhookSettings>, timings: WebhookTimings = {}): ResourceImplementation {
   const config = checkSettings(context.name, context.settings, context.outbound);
   const base = context.name.replaceAll('/', '_');
-  const outbox = new Outbox(context.store.collection(`${base}_webhook`));
+  const outbox = new Outbox(context.store.collection(`${base}_webhook`), context.store.collection(`${base}_webhook_new`));
   const soleProcess = context.jobs?.scope === 'process';
   const lease = new Lease({ store: context.store.collection(`${base}_webhook_lease`), key: `${context.appDir}|${context.name}`, ttlMs: timings.leaseTtlMs ?? LEASE_TTL_MS, soleProcess });
   const policy = context.outbound?.policy ?? new OutboundPolicy([]);
@@ -121,17 +122,6 @@ function enqueue(change: CollectionChange, filter: Filter | undefined, config: W
     },
     (err: unknown) => logger.error(`webhook ${name}: the ${change.kind} of ${config.collection} ${change.object.id} is stored but its delivery could not be put in the outbox: ${err instanceof Error ? err.message : String(err)}`, { error: err }),
   );
-}
-
-/** Read once: a read of process.env looks the environment up each time (~1 µs, once per write here). */
-const CRASH_AT = process.env.SVC_TEST_CRASH_AT;
-
-/**
- * For crash tests only: kills this process at once (kill -9, no cleanup) when SVC_TEST_CRASH_AT
- * names the step (as the server's own crash points do). Unset, it does nothing.
- */
-function crashPoint(step: string): void {
-  if (CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
 }
 
 /**

@@ -46,7 +46,7 @@ for (const kind of stores) {
 
     it('reads the due records, never the done ones nor those due later; a prune keeps the newest done and every pending one', async () => {
       opened = await kind.open();
-      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new'));
       await outbox.init();
       const records = [];
       for (let i = 0; i < 6; i++) records.push(await outbox.add('create', { id: `o${i}`, title: `t${i}` }, undefined, 3));
@@ -74,7 +74,7 @@ for (const kind of stores) {
 
     it('reads the due records earliest first, whatever order they were written in (a backlog is delivered oldest first)', async () => {
       opened = await kind.open();
-      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new'));
       await outbox.init();
       const records = [];
       for (let i = 0; i < 40; i++) records.push(await outbox.add('create', { id: `o${i}`, title: `t${i}` }, undefined, 3));
@@ -91,9 +91,54 @@ for (const kind of stores) {
       expect(due.map((r) => r.nextAt)).toEqual([...due.map((r) => r.nextAt)].sort((a, b) => a - b));
     });
 
+    it('stores the events of one turn in one journal row: pending in counts, list and get, one record each once taken up', async () => {
+      opened = await kind.open();
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new'));
+      await outbox.init();
+      const records = await Promise.all(Array.from({ length: 5 }, (_, i) => outbox.add('create', { id: `o${i}`, title: `t${i}` }, undefined, 3)));
+      expect(await outbox.journal.rows.count({})).toBe(1);
+      expect(await outbox.records.count({})).toBe(0);
+      expect(await outbox.counts()).toEqual({ pending: 5, delivered: 0, dead: 0, skipped: 0 });
+      expect((await outbox.list('pending', 10)).map((r) => r.objectId).sort()).toEqual(['o0', 'o1', 'o2', 'o3', 'o4']);
+      expect((await outbox.list(undefined, 10))[0]).not.toHaveProperty('object');
+      expect((await outbox.get(records[3]!.id, 10))?.objectId).toBe('o3');
+      // The first attempt's outcome makes the record of its event.
+      await outbox.finish(records[0]!, 1, { ok: true, status: 200, durationMs: 1, body: '{"n":0}' });
+      expect((await outbox.get(records[0]!.id, 10))?.status).toBe('delivered');
+      // The others are taken up as they were stored, once, and the row goes.
+      const due = await outbox.due(Date.now() + 10, 10);
+      expect(due.map((r) => r.objectId).sort()).toEqual(['o1', 'o2', 'o3', 'o4']);
+      expect(due[0]).toMatchObject({ status: 'pending', attempts: 0, event: 'create' });
+      expect(due.find((r) => r.objectId === 'o2')?.object).toEqual({ id: 'o2', title: 't2' });
+      expect(outbox.moreNew).toBe(false);
+      expect(await outbox.journal.rows.count({})).toBe(0);
+      expect((await outbox.due(Date.now() + 10, 10)).map((r) => r.objectId).sort()).toEqual(['o1', 'o2', 'o3', 'o4']);
+      expect(await outbox.counts()).toEqual({ pending: 4, delivered: 1, dead: 0, skipped: 0 });
+    });
+
+    it('a row left behind by a process stopped after its events\' outcomes were stored makes no second record (kill -9 before the row went)', async () => {
+      opened = await kind.open();
+      const collections = [opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new')] as const;
+      const first = new Outbox(...collections);
+      await first.init();
+      const records = await Promise.all(Array.from({ length: 3 }, (_, i) => first.add('update', { id: `o${i}`, title: 'after' }, { id: `o${i}`, title: 'before' }, 3)));
+      // Another process (a restart: it knows nothing of the row) stores the outcomes.
+      const second = new Outbox(...collections);
+      await second.finish(records[0]!, 1, { ok: true, status: 200, durationMs: 1, body: '{"n":0}' });
+      await second.finish(records[1]!, 1, { ok: false, status: 500, error: 'answered 500', durationMs: 1, body: '{"n":1}', retryAt: Date.now() + 60_000 });
+      await second.skip(records[2]!, 'hidden');
+      expect(await second.journal.rows.count({})).toBe(1);
+      expect(await second.due(Date.now() + 10, 10)).toEqual([]);
+      expect(await second.journal.rows.count({})).toBe(0);
+      expect(await second.records.count({})).toBe(3);
+      expect(await second.counts()).toEqual({ pending: 1, delivered: 1, dead: 0, skipped: 1 });
+      const retried = (await second.get(records[1]!.id, 100)) as Record<string, unknown>;
+      expect(retried).toMatchObject({ status: 'pending', attempts: 1, lastStatus: 500, bodyBytes: 7 });
+    });
+
     it('gives events ids that sort in the order they were made, distinct within a millisecond (the id index grows at its end)', async () => {
       opened = await kind.open();
-      const outbox = new Outbox(opened.store.collection('hooks_webhook'));
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new'));
       await outbox.init();
       const ids: string[] = [];
       for (let i = 0; i < 30; i++) {

@@ -248,7 +248,7 @@ export class Deliverer {
         const now = Date.now();
         if (this.nextRetry <= now) this.nextRetry = Infinity;
         const due = await this.options.outbox.due(now, this.batch);
-        this.backlog = due.length >= this.batch;
+        this.backlog = due.length >= this.batch || this.options.outbox.moreNew;
         this.forgetOld();
         for (const record of due) {
           if (this.inflight.has(record.id) || this.queued.has(record.id) || this.isStale(record)) continue;

@@ -1,5 +1,7 @@
-import { createId } from '@svc/core';
+import { DuplicateKeyError, createId } from '@svc/core';
 import type { Doc, Filter, StoreCollection } from '@svc/core';
+import { crashPoint } from './crash.js';
+import { Journal } from './journal.js';
 import type { WebhookEvent } from './settings.js';
 
 /** Where a delivery stands. */
@@ -80,12 +82,24 @@ export function eventId(now: number): string {
 
 /**
  * A webhook's durable outbox, in the app's store (so: the embedded store's files, or MongoDB),
- * through the store contract only. A write's event is inserted before the write's request is
- * answered; it stays pending until an attempt succeeds or the attempts are spent; delivered and
- * dead records are kept, bounded, for the dashboard.
+ * through the store contract only. A write's event is stored before the write's request is
+ * answered, with the other events of its turn in one row of the journal (see Journal); it gets
+ * its delivery record at its first attempt's outcome, or when the deliverer takes its row up
+ * (due); it stays pending until an attempt succeeds or the attempts are spent; delivered and dead
+ * records are kept, bounded, for the dashboard. Events in the journal count as pending and are
+ * listed as such.
  */
 export class Outbox {
-  constructor(readonly records: StoreCollection) {}
+  readonly journal: Journal;
+  /** The last read of due records left journal rows behind: more may be due than it answered. */
+  moreNew = false;
+
+  constructor(
+    readonly records: StoreCollection,
+    journal: StoreCollection,
+  ) {
+    this.journal = new Journal(journal, records);
+  }
 
   /**
    * One index, on `nextAt`: the read of due records is a range on it (records no longer pending
@@ -99,21 +113,24 @@ export class Outbox {
     await this.records.ensureIndex({ field: 'nextAt' });
   }
 
-  /** Stores a new event (pending, due now) and answers it. */
+  /** Stores a new event (pending, due now; in the journal, with the others of this turn) and answers it. */
   async add(event: WebhookEvent, object: Doc, previous: Doc | undefined, maxAttempts: number): Promise<DeliveryRecord> {
     const now = Date.now();
     const record: DeliveryRecord = { id: eventId(now), status: 'pending', event, objectId: object.id, createdAt: now, nextAt: now, attempts: 0, lastAllowed: maxAttempts, object, ...(previous ? { previous } : {}) };
-    await this.records.insert(record as unknown as Doc);
+    await this.journal.add(record);
     return record;
   }
 
   /**
    * Up to `limit` pending records due by `now`, the earliest due first (a backlog goes out oldest
-   * first: what bounds the delay of the last ones). A range and a sort on the indexed nextAt only
-   * (records no longer pending are past every time, so no other condition is needed): the
-   * embedded stores walk the index and stop at the limit; MongoDB reads the index range in order.
+   * first: what bounds the delay of the last ones), once the oldest journal rows are taken up
+   * (up to `limit` new records; `moreNew` says whether rows were left). A range and a sort on
+   * the indexed nextAt only (records no longer pending are past every time, so no other condition
+   * is needed): the embedded stores walk the index and stop at the limit; MongoDB reads the index
+   * range in order.
    */
   async due(now: number, limit: number): Promise<DeliveryRecord[]> {
+    this.moreNew = await this.journal.takeUp(limit);
     return (await this.records.find({ nextAt: { $lte: now } }, { sort: { nextAt: 1 }, limit })) as unknown as DeliveryRecord[];
   }
 
@@ -130,14 +147,35 @@ export class Outbox {
     // The stored objects go once the payload (what the principal may see of them) is kept.
     const unset: Record<string, true> = result.body !== undefined ? { object: true, previous: true } : {};
     if (result.status === undefined) unset.lastStatus = true;
-    await this.records.update({ id: record.id }, { $set: set, ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}) });
+    await this.record(record, set, unset);
     return status;
   }
 
   /** Marks a record skipped: its object is not one the principal may read (or no longer exists). */
   async skip(record: DeliveryRecord, reason: string): Promise<void> {
     const now = Date.now();
-    await this.records.update({ id: record.id }, { $set: { status: 'skipped', lastError: reason, doneAt: now, nextAt: doneKey(now) }, $unset: { object: true, previous: true } });
+    await this.record(record, { status: 'skipped', lastError: reason, doneAt: now, nextAt: doneKey(now) }, { object: true, previous: true });
+  }
+
+  /**
+   * Stores an attempt's outcome: an update of the event's record, or, when it has none yet (a new
+   * event, still in the journal), the record as it now is (inserted; should the deliverer's taking
+   * up insert it meanwhile, updated after all). Then the journal's row may go.
+   */
+  private async record(record: DeliveryRecord, set: Record<string, unknown>, unset: Record<string, true>): Promise<void> {
+    const ops = { $set: set, ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}) };
+    if ((await this.records.update({ id: record.id }, ops)) === null) {
+      const doc: Record<string, unknown> = { ...record, ...set };
+      for (const key of Object.keys(unset)) delete doc[key];
+      try {
+        await this.records.insert(doc as Doc);
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+        await this.records.update({ id: record.id }, ops);
+      }
+    }
+    crashPoint('webhook:recorded');
+    await this.journal.recorded(record.id);
   }
 
   /**
@@ -163,26 +201,31 @@ export class Outbox {
     return count;
   }
 
-  /** The newest records (of one status, or all), newest first, without stored objects; `before`: createdAt of the last one seen. */
+  /** The newest records (of one status, or all; journal events are pending), newest first, without stored objects; `before`: createdAt of the last one seen. */
   async list(status: DeliveryStatus | undefined, limit: number, before?: number): Promise<DeliveryView[]> {
     const filter: Filter = {};
     if (status !== undefined) filter.status = status;
     if (before !== undefined) filter.createdAt = { $lt: before };
     const docs = (await this.records.find(filter, { sort: { createdAt: -1 }, limit, fields: LIST_FIELDS })) as unknown as DeliveryRecord[];
-    return docs.map(viewOf);
+    if (status === undefined || status === 'pending') {
+      docs.push(...(await this.journal.newest(limit, before)));
+      docs.sort((a, b) => b.createdAt - a.createdAt);
+    }
+    return docs.slice(0, limit).map(viewOf);
   }
 
-  /** One record, with the body sent (up to `maxBody` characters). */
+  /** One record (or journal event), with the body sent (up to `maxBody` characters). */
   async get(id: string, maxBody: number): Promise<(DeliveryView & { body?: string }) | null> {
-    const found = (await this.records.findOne({ id }, { fields: LIST_FIELDS })) as unknown as DeliveryRecord | null;
+    const found = ((await this.records.findOne({ id }, { fields: LIST_FIELDS })) as unknown as DeliveryRecord | null) ?? (await this.journal.find(id));
     if (found === null) return null;
     return { ...viewOf(found), ...(found.body !== undefined ? { body: found.body.length > maxBody ? `${found.body.slice(0, maxBody)}…` : found.body } : {}) };
   }
 
-  /** How many records have each status. */
+  /** How many records have each status (the journal's events are pending). */
   async counts(): Promise<Record<DeliveryStatus, number>> {
     const [pending, delivered, dead, skipped] = await Promise.all((['pending', 'delivered', 'dead', 'skipped'] as const).map((status) => this.records.count({ status })));
-    return { pending: pending ?? 0, delivered: delivered ?? 0, dead: dead ?? 0, skipped: skipped ?? 0 };
+    const fresh = await this.journal.count();
+    return { pending: (pending ?? 0) + fresh, delivered: delivered ?? 0, dead: dead ?? 0, skipped: skipped ?? 0 };
   }
 
   /**
