@@ -5,7 +5,7 @@
 //   node bench/peers.js --scenario expand   [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
 //   node bench/peers.js --scenario realtime [--subscribers 1000] [--rate 1000] [--seconds 5] [--rounds 5]
 //   node bench/peers.js --scenario hook     [--loadgen wrk|autocannon] [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
-//   node bench/peers.js --scenario app      [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
+//   node bench/peers.js --scenario app      [--rounds 5] [--duration 5] [--warmup 2] [--connections 50] [--svc-plain]
 //   [--no-write]: do not touch bench/RESULTS.md; [--profile <dir>]: svc's .cpuprofile of the run there;
 //   --scenario <s> --report bench/results/peers-<s>-<date>.json: the section again from a saved run;
 //   [--tag <name>]: write the section under its own marker (peers-<scenario>-<name>)
@@ -50,7 +50,7 @@ import { appScenario, renderApp } from './peers/app.js';
 
 const args = parseArgs(process.argv.slice(2), {
   scenario: 'string', count: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number',
-  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', 'feathers-auth-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string',
+  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', 'feathers-auth-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string', 'svc-plain': 'boolean',
 });
 const scenario = args.scenario;
 if (!['rules', 'expand', 'realtime', 'hook', 'app'].includes(scenario)) {
@@ -485,7 +485,7 @@ if (args.report) {
     if (scenario === 'rules') report = await rulesScenario();
     else if (scenario === 'expand') report = await expandScenario();
     else if (scenario === 'hook') report = await hookScenario();
-    else if (scenario === 'app') report = await appScenario({ work, pin, log, fmt, svcFlags, feathersModules: FEATHERS_AUTH_MODULES, measureHttp, command: `node bench/peers.js --scenario app --rounds ${rounds} --duration ${duration} --warmup ${warmup} --connections ${connections}` });
+    else if (scenario === 'app') report = await appScenario({ work, pin, log, fmt, svcFlags, feathersModules: FEATHERS_AUTH_MODULES, measureHttp, svcPlain: args['svc-plain'] === true, command: `node bench/peers.js --scenario app --rounds ${rounds} --duration ${duration} --warmup ${warmup} --connections ${connections}${args['svc-plain'] ? ' --svc-plain' : ''}` });
     else report = await runRealtime({ work, pin, args, log, fmt, loadavg, svcFlags });
   } finally {
     closeAgent();

@@ -79,11 +79,14 @@ const json = (body) => JSON.stringify(body);
 const q = (query) => `?${encodeURIComponent(JSON.stringify(query))}`;
 const LIST_QUERY = { done: false, $sort: { n: -1 }, $limit: 20, $expand: ['project'] };
 
-/** svc: users signed up through its API (bcrypt cost 4), projects and todos written into its store. */
-async function setupSvc({ work, pin, svcFlags }) {
-  const dir = join(work, 'svc');
+/**
+ * svc: users signed up through its API (bcrypt cost 4), projects and todos written into its store.
+ * `plain`: the same app with every read shortcut off (app.json `fastPaths: false`), as `svc-plain`.
+ */
+async function setupSvc({ work, pin, svcFlags, plain = false }) {
+  const dir = join(work, plain ? 'svc-plain' : 'svc');
   const owner = { type: 'string', index: true };
-  const appJson = { passwordCost: 4, log: { access: true } };
+  const appJson = { passwordCost: 4, log: { access: true }, ...(plain ? { fastPaths: false } : {}) };
   writeApp(dir, {
     appJson: filesFirst(appJson),
     resources: {
@@ -119,7 +122,7 @@ async function setupSvc({ work, pin, svcFlags }) {
     const body = op.kind === 'update' ? json({ done: op.done, title: `updated ${op.todo}` }) : json({ title: `new ${op.n}`, done: false, n: op.n, owner: user.id, project: op.project });
     return { method: op.kind === 'update' ? 'PUT' : 'POST', path: op.kind === 'update' ? `/todos/${op.todo}` : '/todos', headers: { ...headers, 'content-type': 'application/json' }, body };
   };
-  return { name: 'svc', server: svc, pid: svc.child.pid, port: svc.port, data, credentials: cookies, make };
+  return { name: plain ? 'svc-plain' : 'svc', server: svc, pid: svc.child.pid, port: svc.port, data, credentials: cookies, make };
 }
 
 /** PocketBase: the same collections and rules through its API, rows written into its SQLite file. */
@@ -254,10 +257,15 @@ async function check(x, log) {
   return titles;
 }
 
-/** The scenario: the three servers set up, checked alike, then measured on the same mix. */
-export async function appScenario({ work, pin, log, fmt, svcFlags, feathersModules, measureHttp, command }) {
+/**
+ * The scenario: the three servers set up, checked alike, then measured on the same mix. `svcPlain`:
+ * a fourth, svc with its read shortcuts off, in the same rounds (what the shortcuts and their
+ * caches gain on this workload: issue 39's 3% rule).
+ */
+export async function appScenario({ work, pin, log, fmt, svcFlags, feathersModules, measureHttp, command, svcPlain = false }) {
   log(`-- ${fmt(USERS)} users, ${fmt(USERS * PROJECTS_PER_USER)} projects, ${fmt(USERS * PROJECTS_PER_USER * TODOS_PER_PROJECT)} todos in each server`);
   const servers = [await setupSvc({ work, pin, svcFlags }), await setupPocketBase({ work, pin }), await setupFeathers({ work, pin, feathersModules })];
+  if (svcPlain) servers.push(await setupSvc({ work, pin, svcFlags, plain: true }));
   const lists = [];
   for (const x of servers) lists.push((await check(x, log)).join());
   if (new Set(lists).size !== 1) throw new Error(`the lists differ: ${lists.join(' / ')}`);
@@ -266,7 +274,7 @@ export async function appScenario({ work, pin, log, fmt, svcFlags, feathersModul
     const file = join(work, `mix-${x.name}.json`);
     writeFileSync(file, JSON.stringify(mix(x.data, x.credentials, x.make)));
     variants[x.name] = {
-      label: { svc: 'svc (owner rules, `$expand`)', pocketbase: 'PocketBase (same rules, `expand=project`)', feathers: 'Feathers 5 + knex/SQLite + JWT (owner hooks, batched populate)' }[x.name],
+      label: { svc: 'svc (owner rules, `$expand`)', 'svc-plain': 'svc, every read shortcut off (`fastPaths: false`)', pocketbase: 'PocketBase (same rules, `expand=project`)', feathers: 'Feathers 5 + knex/SQLite + JWT (owner hooks, batched populate)' }[x.name],
       url: `http://127.0.0.1:${x.port}/`,
       requestsFile: file,
       headers: {},
@@ -292,9 +300,11 @@ export function renderApp({ results }) {
   for (const v of Object.values(r.variants)) lines.push(`| ${v.label} | ${Math.round(v.rps).toLocaleString('en-US')} | ${v.p50.toFixed(2)} | ${v.p99.toFixed(2)} | ${Math.round(v.cpuUs)} |`);
   const pb = r.ratios.pocketbase;
   const fe = r.ratios.feathers;
+  const plain = r.ratios['svc-plain'];
   return {
     tables: [...lines, '', `Per round (svc / PocketBase, svc / Feathers, req/s): ${r.rounds.map((g) => `${(g.svc.rps / g.pocketbase.rps).toFixed(2)}, ${(g.svc.rps / g.feathers.rps).toFixed(2)}`).join(' / ')}`],
     aims: [
+      ...(plain ? [`The read shortcuts on this workload (\`fastPaths: false\` turns them off; same rounds): req/s with them / without them ${plain.rps.toFixed(3)}x; server CPU per request without them / with them ${(1 / plain.cpu).toFixed(3)}x (above 1: the shortcuts save CPU). Per round, those two: ${plain.perRound.map(([rps, cpu]) => `${rps.toFixed(3)} and ${(1 / cpu).toFixed(3)}`).join('; ')}.`] : []),
       `Issue 39: svc >= 2x PocketBase's req/s: ${pb.rps.toFixed(2)}x (${(1 / pb.cpu).toFixed(2)}x less server CPU per request): **${pb.rps >= 2 ? 'met' : 'not met'}**; svc >= 1.3x Feathers': ${fe.rps.toFixed(2)}x (${(1 / fe.cpu).toFixed(2)}x less CPU per request): **${fe.rps >= 1.3 ? 'met' : 'not met'}** (medians of the same-round ratios; CPU per request: median over rounds ${median(r.rounds.map((g) => g.svc.cpuUs)).toFixed(0)} µs svc).`,
     ],
   };
