@@ -440,7 +440,9 @@ describe.each(appStores())('accounts by mail (%s store)', { concurrent: true }, 
       }
     });
 
-    it("after a reset the user's realtime sockets leave: user-targeted messages stop reaching them", async () => {
+    // The test's own expect: this file's store variants run side by side (concurrent), where the
+    // global expect.poll cannot tell which test it is in ("must be called inside a test").
+    it("after a reset the user's realtime sockets leave: user-targeted messages stop reaching them", async ({ expect }) => {
       const user = fresh();
       const id = await signUp(app.request, user);
       const svc = createClient<{ resources: { users: UserCollectionDef<{ id: string; username: string }> } }>(app.url, { resources: [{ path: '/users', kind: 'users' }, { path: '/pings', kind: 'collection' }] });

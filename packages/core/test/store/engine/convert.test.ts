@@ -171,7 +171,7 @@ describe('conversion of the old embedded store to the engine', () => {
     await expect(createEngineStore({ dir, warn: () => undefined })).rejects.toThrow(/bad\.db: line 2 is corrupt/);
     expect((await readdir(dir)).includes(ENGINE_FILE)).toBe(false);
     await rm(join(dir, 'bad.db'));
-    (await createEngineStore({ dir, warn: () => undefined })).close();
+    await (await createEngineStore({ dir, warn: () => undefined })).close();
     // An old file that is not one it was converted from.
     await writeFile(join(dir, 'later.db'), `${JSON.stringify({ _id: 'x', __svcSeq: 1 })}\n`);
     await expect(createEngineStore({ dir, warn: () => undefined })).rejects.toThrow(/holds both store\.sqlite .* later\.db is not one of the files/);
