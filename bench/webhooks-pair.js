@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { freePort, pinning, pinSelf, spawnNode, stopAll, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
+import { freePort, pinning, pinSelf, spawnNode, stopAll, stopAllOnSignals, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { helpersPinned, startHelper, killHelpers } from './lib/helpers.js';
 import { runLoad } from './lib/load.js';
 import { startSession, closeAgent } from './lib/http.js';
@@ -39,15 +39,7 @@ if (pin) pinSelf(pin.load);
 const log = (m) => process.stderr.write(`${m}\n`);
 const tmpRoot = mkdtempSync(join(tmpdir(), 'svc-bench-webhooks-pair-'));
 const SECRET = 'bench-secret-0123456789abcdef';
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    killHelpers();
-    stopAll().finally(() => {
-      rmSync(tmpRoot, { recursive: true, force: true });
-      process.exit(sig === 'SIGINT' ? 130 : 143);
-    });
-  });
-}
+stopAllOnSignals({ before: killHelpers, tmp: tmpRoot });
 
 /** An app folder as webhooks.js makes it: bench/app's todos, plus (hooked) a Webhook posting to the receiver. */
 function makeApp(name, repo, hooked, receiverPort) {

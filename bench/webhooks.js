@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { cpuSeconds, freePort, pinning, pinSelf, spawnNode, stopAll, stop, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
+import { cpuSeconds, freePort, pinning, pinSelf, spawnNode, stopAll, stopAllOnSignals, stop, waitListening, SVC_NODE_FLAGS } from './lib/procs.js';
 import { helpersPinned, startHelper, killHelpers } from './lib/helpers.js';
 import { runLoad } from './lib/load.js';
 import { startSession, closeAgent } from './lib/http.js';
@@ -38,15 +38,7 @@ if (pin) pinSelf(pin.load);
 const log = (m) => process.stderr.write(`${m}\n`);
 const tmpRoot = mkdtempSync(join(tmpdir(), 'svc-bench-webhooks-'));
 const SECRET = 'bench-secret-0123456789abcdef';
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    killHelpers();
-    stopAll().finally(() => {
-      rmSync(tmpRoot, { recursive: true, force: true });
-      process.exit(sig === 'SIGINT' ? 130 : 143);
-    });
-  });
-}
+stopAllOnSignals({ before: killHelpers, tmp: tmpRoot });
 
 if (!opts['no-build']) {
   log('building @svc/server and @svc/type-webhook ...');

@@ -24,7 +24,9 @@ let signalsHooked = false;
  * command and resolves with the helper's answer to it; `ready` resolves with its first message.
  */
 export function startHelper(script, args, core) {
-  if (!signalsHooked) {
+  // A runner with handlers of its own (stopAllOnSignals) kills its helpers there: exiting here
+  // first would leave its other processes running and its folders behind.
+  if (!signalsHooked && process.listenerCount('SIGINT') === 0 && process.listenerCount('SIGTERM') === 0) {
     signalsHooked = true;
     process.on('SIGINT', () => (killHelpers(), process.exit(130)));
     process.on('SIGTERM', () => (killHelpers(), process.exit(143)));
