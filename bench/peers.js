@@ -6,6 +6,7 @@
 //   node bench/peers.js --scenario realtime [--subscribers 1000] [--rate 1000] [--seconds 5] [--rounds 5]
 //   node bench/peers.js --scenario hook     [--loadgen wrk|autocannon] [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
 //   node bench/peers.js --scenario app      [--rounds 5] [--duration 5] [--warmup 2] [--connections 50] [--svc-plain]
+//       [--svc-at <built checkout>[,<another>]] [--svc-only]: svc from other checkouts in the same rounds; no PocketBase, Feathers
 //   [--no-write]: do not touch bench/RESULTS.md; [--profile <dir>]: svc's .cpuprofile of the run there;
 //   --scenario <s> --report bench/results/peers-<s>-<date>.json: the section again from a saved run;
 //   [--tag <name>]: write the section under its own marker (peers-<scenario>-<name>)
@@ -50,7 +51,7 @@ import { appScenario, renderApp } from './peers/app.js';
 
 const args = parseArgs(process.argv.slice(2), {
   scenario: 'string', count: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number',
-  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', 'feathers-auth-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string', 'svc-plain': 'boolean',
+  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', 'feathers-auth-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string', 'svc-plain': 'boolean', 'svc-at': 'string', 'svc-only': 'boolean',
 });
 const scenario = args.scenario;
 if (!['rules', 'expand', 'realtime', 'hook', 'app'].includes(scenario)) {
@@ -84,7 +85,7 @@ if (loadgen === 'wrk') {
     }
   }
 }
-if (scenario !== 'hook' && !PB.havePocketBase()) {
+if (scenario !== 'hook' && !(scenario === 'app' && args['svc-only']) && !PB.havePocketBase()) {
   process.stderr.write(`PocketBase's benchmark binary is missing (${PB.PB_BIN}): build it with ../shared/peers/run-all.sh's PocketBase step, or set PB_BIN\n`);
   process.exit(2);
 }
@@ -485,7 +486,7 @@ if (args.report) {
     if (scenario === 'rules') report = await rulesScenario();
     else if (scenario === 'expand') report = await expandScenario();
     else if (scenario === 'hook') report = await hookScenario();
-    else if (scenario === 'app') report = await appScenario({ work, pin, log, fmt, svcFlags, feathersModules: FEATHERS_AUTH_MODULES, measureHttp, svcPlain: args['svc-plain'] === true, command: `node bench/peers.js --scenario app --rounds ${rounds} --duration ${duration} --warmup ${warmup} --connections ${connections}${args['svc-plain'] ? ' --svc-plain' : ''}` });
+    else if (scenario === 'app') report = await appScenario({ work, pin, log, fmt, svcFlags, feathersModules: FEATHERS_AUTH_MODULES, measureHttp, svcPlain: args['svc-plain'] === true, svcAt: args['svc-at']?.split(',').filter(Boolean) ?? [], svcOnly: args['svc-only'] === true, command: `node bench/peers.js --scenario app --rounds ${rounds} --duration ${duration} --warmup ${warmup} --connections ${connections}${args['svc-plain'] ? ' --svc-plain' : ''}${args['svc-at'] ? ` --svc-at ${args['svc-at']}` : ''}${args['svc-only'] ? ' --svc-only' : ''}` });
     else report = await runRealtime({ work, pin, args, log, fmt, loadavg, svcFlags });
   } finally {
     closeAgent();

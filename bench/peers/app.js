@@ -6,7 +6,7 @@
 // updates and creates only their own todos (and only in their own projects), and expanding a
 // project reads it through the projects' own owner rule.
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { freePort, spawnNode, waitListening, stop } from '../lib/procs.js';
@@ -82,9 +82,12 @@ const LIST_QUERY = { done: false, $sort: { n: -1 }, $limit: 20, $expand: ['proje
 /**
  * svc: users signed up through its API (bcrypt cost 4), projects and todos written into its store.
  * `plain`: the same app with every read shortcut off (app.json `fastPaths: false`), as `svc-plain`.
+ * `at`: another built checkout of svc (`--svc-at`), named `svc-at-<its folder's name>`.
  */
-async function setupSvc({ work, pin, svcFlags, plain = false }) {
-  const dir = join(work, plain ? 'svc-plain' : 'svc');
+async function setupSvc({ work, pin, svcFlags, plain = false, at }) {
+  const name = at !== undefined ? `svc-at-${basename(at)}` : plain ? 'svc-plain' : 'svc';
+  const dir = join(work, name);
+  const start = () => startSvc(dir, pin?.server, svcFlags, at);
   const owner = { type: 'string', index: true };
   const appJson = { passwordCost: 4, log: { access: true }, ...(plain ? { fastPaths: false } : {}) };
   writeApp(dir, {
@@ -99,7 +102,7 @@ async function setupSvc({ work, pin, svcFlags, plain = false }) {
       },
     },
   });
-  let svc = await startSvc(dir, pin?.server, svcFlags);
+  let svc = await start();
   const ids = [];
   for (let u = 0; u < USERS; u++) ids.push((await call(svc.port, 'POST', '/users', { body: { username: `user${u}`, password: PASSWORD, name: `user${u}` } })).body.id);
   const data = dataset(() => randomBytes(8).toString('hex'));
@@ -112,7 +115,7 @@ async function setupSvc({ work, pin, svcFlags, plain = false }) {
   await writeObjects(dir, 'projects', data.projects.map(({ id, name, owner: o }) => ({ id, name, owner: o })));
   await writeObjects(dir, 'todos', data.todos.map(({ id, title, done, n, owner: o, project }) => ({ id, title, done, n, owner: o, project })));
   engineConverts(dir, appJson);
-  svc = await startSvc(dir, pin?.server, svcFlags);
+  svc = await start();
   const cookies = [];
   for (let u = 0; u < USERS; u++) cookies.push((await call(svc.port, 'POST', '/users/login', { body: { username: `user${u}`, password: PASSWORD } })).cookies.map((c) => c.split(';')[0]).join('; '));
   const make = (op, user, cookie) => {
@@ -122,7 +125,7 @@ async function setupSvc({ work, pin, svcFlags, plain = false }) {
     const body = op.kind === 'update' ? json({ done: op.done, title: `updated ${op.todo}` }) : json({ title: `new ${op.n}`, done: false, n: op.n, owner: user.id, project: op.project });
     return { method: op.kind === 'update' ? 'PUT' : 'POST', path: op.kind === 'update' ? `/todos/${op.todo}` : '/todos', headers: { ...headers, 'content-type': 'application/json' }, body };
   };
-  return { name: plain ? 'svc-plain' : 'svc', server: svc, pid: svc.child.pid, port: svc.port, data, credentials: cookies, make };
+  return { name, server: svc, pid: svc.child.pid, port: svc.port, data, credentials: cookies, make };
 }
 
 /** PocketBase: the same collections and rules through its API, rows written into its SQLite file. */
@@ -260,12 +263,16 @@ async function check(x, log) {
 /**
  * The scenario: the three servers set up, checked alike, then measured on the same mix. `svcPlain`:
  * a fourth, svc with its read shortcuts off, in the same rounds (what the shortcuts and their
- * caches gain on this workload: issue 39's 3% rule).
+ * caches gain on this workload: issue 39's 3% rule). `svcAt`: more svc servers, each from another
+ * built checkout (a cache taken out by a patch: docs/contributing/caches.md's Gain column).
+ * `svcOnly`: no PocketBase and Feathers (svc's variants against each other).
  */
-export async function appScenario({ work, pin, log, fmt, svcFlags, feathersModules, measureHttp, command, svcPlain = false }) {
+export async function appScenario({ work, pin, log, fmt, svcFlags, feathersModules, measureHttp, command, svcPlain = false, svcAt = [], svcOnly = false }) {
   log(`-- ${fmt(USERS)} users, ${fmt(USERS * PROJECTS_PER_USER)} projects, ${fmt(USERS * PROJECTS_PER_USER * TODOS_PER_PROJECT)} todos in each server`);
-  const servers = [await setupSvc({ work, pin, svcFlags }), await setupPocketBase({ work, pin }), await setupFeathers({ work, pin, feathersModules })];
+  const servers = [await setupSvc({ work, pin, svcFlags })];
+  if (!svcOnly) servers.push(await setupPocketBase({ work, pin }), await setupFeathers({ work, pin, feathersModules }));
   if (svcPlain) servers.push(await setupSvc({ work, pin, svcFlags, plain: true }));
+  for (const at of svcAt) servers.push(await setupSvc({ work, pin, svcFlags, at }));
   const lists = [];
   for (const x of servers) lists.push((await check(x, log)).join());
   if (new Set(lists).size !== 1) throw new Error(`the lists differ: ${lists.join(' / ')}`);
@@ -274,7 +281,7 @@ export async function appScenario({ work, pin, log, fmt, svcFlags, feathersModul
     const file = join(work, `mix-${x.name}.json`);
     writeFileSync(file, JSON.stringify(mix(x.data, x.credentials, x.make)));
     variants[x.name] = {
-      label: { svc: 'svc (owner rules, `$expand`)', 'svc-plain': 'svc, every read shortcut off (`fastPaths: false`)', pocketbase: 'PocketBase (same rules, `expand=project`)', feathers: 'Feathers 5 + knex/SQLite + JWT (owner hooks, batched populate)' }[x.name],
+      label: { svc: 'svc (owner rules, `$expand`)', 'svc-plain': 'svc, every read shortcut off (`fastPaths: false`)', pocketbase: 'PocketBase (same rules, `expand=project`)', feathers: 'Feathers 5 + knex/SQLite + JWT (owner hooks, batched populate)' }[x.name] ?? `svc built at ${x.name.slice('svc-at-'.length)}`,
       url: `http://127.0.0.1:${x.port}/`,
       requestsFile: file,
       headers: {},
@@ -301,11 +308,15 @@ export function renderApp({ results }) {
   const pb = r.ratios.pocketbase;
   const fe = r.ratios.feathers;
   const plain = r.ratios['svc-plain'];
+  const others = Object.keys(r.ratios).filter((v) => v.startsWith('svc-at-'));
+  const without = (v, what) => `${what} (same rounds): req/s with it / without it ${r.ratios[v].rps.toFixed(3)}x; server CPU per request without it / with it ${(1 / r.ratios[v].cpu).toFixed(3)}x (above 1: it saves CPU). Per round, those two: ${r.ratios[v].perRound.map(([rps, cpu]) => `${rps.toFixed(3)} and ${(1 / cpu).toFixed(3)}`).join('; ')}.`;
+  const peers = pb !== undefined && fe !== undefined;
   return {
-    tables: [...lines, '', `Per round (svc / PocketBase, svc / Feathers, req/s): ${r.rounds.map((g) => `${(g.svc.rps / g.pocketbase.rps).toFixed(2)}, ${(g.svc.rps / g.feathers.rps).toFixed(2)}`).join(' / ')}`],
+    tables: [...lines, ...(peers ? ['', `Per round (svc / PocketBase, svc / Feathers, req/s): ${r.rounds.map((g) => `${(g.svc.rps / g.pocketbase.rps).toFixed(2)}, ${(g.svc.rps / g.feathers.rps).toFixed(2)}`).join(' / ')}`] : [])],
     aims: [
-      ...(plain ? [`The read shortcuts on this workload (\`fastPaths: false\` turns them off; same rounds): req/s with them / without them ${plain.rps.toFixed(3)}x; server CPU per request without them / with them ${(1 / plain.cpu).toFixed(3)}x (above 1: the shortcuts save CPU). Per round, those two: ${plain.perRound.map(([rps, cpu]) => `${rps.toFixed(3)} and ${(1 / cpu).toFixed(3)}`).join('; ')}.`] : []),
-      `Issue 39: svc >= 2x PocketBase's req/s: ${pb.rps.toFixed(2)}x (${(1 / pb.cpu).toFixed(2)}x less server CPU per request): **${pb.rps >= 2 ? 'met' : 'not met'}**; svc >= 1.3x Feathers': ${fe.rps.toFixed(2)}x (${(1 / fe.cpu).toFixed(2)}x less CPU per request): **${fe.rps >= 1.3 ? 'met' : 'not met'}** (medians of the same-round ratios; CPU per request: median over rounds ${median(r.rounds.map((g) => g.svc.cpuUs)).toFixed(0)} µs svc).`,
+      ...(plain ? [without('svc-plain', 'The read shortcuts on this workload (`fastPaths: false` turns them off)')] : []),
+      ...others.map((v) => without(v, `svc against the checkout ${v.slice('svc-at-'.length)}`)),
+      ...(peers ? [`Issue 39: svc >= 2x PocketBase's req/s: ${pb.rps.toFixed(2)}x (${(1 / pb.cpu).toFixed(2)}x less server CPU per request): **${pb.rps >= 2 ? 'met' : 'not met'}**; svc >= 1.3x Feathers': ${fe.rps.toFixed(2)}x (${(1 / fe.cpu).toFixed(2)}x less CPU per request): **${fe.rps >= 1.3 ? 'met' : 'not met'}** (medians of the same-round ratios; CPU per request: median over rounds ${median(r.rounds.map((g) => g.svc.cpuUs)).toFixed(0)} µs svc).`] : []),
     ],
   };
 }

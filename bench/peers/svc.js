@@ -8,7 +8,6 @@ import { freePort, spawnNode, stop, waitListening } from '../lib/procs.js';
 import { request } from '../lib/http.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
-const svcBin = join(repo, 'apps/server/bin/svc.js');
 
 /** Writes `dir/app.json` and `dir/resources/<name>/config.json` (and `files`: {"name/get.js": text}). */
 export function writeApp(dir, { appJson = {}, resources, files = {} }) {
@@ -21,10 +20,13 @@ export function writeApp(dir, { appJson = {}, resources, files = {} }) {
   for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, 'resources', file), text);
 }
 
-/** `nodeFlags`: more flags for node (bench/peers.js --profile: `--cpu-prof --cpu-prof-dir=<dir>`). */
-export async function startSvc(dir, core, nodeFlags = []) {
+/**
+ * `nodeFlags`: more flags for node (bench/peers.js --profile: `--cpu-prof --cpu-prof-dir=<dir>`);
+ * `checkout`: another built checkout of svc to run (bench/peers.js --svc-at), this one's by default.
+ */
+export async function startSvc(dir, core, nodeFlags = [], checkout = repo) {
   const port = await freePort();
-  const child = spawnNode(['--no-node-snapshot', ...nodeFlags, svcBin, dir, '--port', String(port), '--host', '127.0.0.1', '--env', 'production'], { core, env: { NODE_ENV: 'production' }, cwd: repo });
+  const child = spawnNode(['--no-node-snapshot', ...nodeFlags, join(checkout, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--host', '127.0.0.1', '--env', 'production'], { core, env: { NODE_ENV: 'production' }, cwd: checkout });
   await waitListening(child, 600_000);
   return { child, port };
 }
