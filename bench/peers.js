@@ -7,6 +7,7 @@
 //   node bench/peers.js --scenario hook     [--loadgen wrk|autocannon] [--rounds 5] [--duration 5] [--warmup 2] [--connections 50]
 //   node bench/peers.js --scenario app      [--rounds 5] [--duration 5] [--warmup 2] [--connections 50] [--svc-plain]
 //       [--svc-at <built checkout>[,<another>]] [--svc-only]: svc from other checkouts in the same rounds; no PocketBase, Feathers
+//   [--svc-checkout <built checkout>]: svc from there (an earlier release beside the same peers; its commit in the header);
 //   [--no-write]: do not touch bench/RESULTS.md; [--profile <dir>]: svc's .cpuprofile of the run there;
 //   --scenario <s> --report bench/results/peers-<s>-<date>.json: the section again from a saved run;
 //   [--tag <name>]: write the section under its own marker (peers-<scenario>-<name>)
@@ -45,13 +46,13 @@ import { runLoad } from './lib/load.js';
 import { request, closeAgent } from './lib/http.js';
 import { median, rotate } from './lib/stats.js';
 import * as PB from './peers/pocketbase.js';
-import { writeApp, startSvc, stopSvc, call, loginCookie, writeObjects, filesFirst, engineConverts } from './peers/svc.js';
+import { writeApp, startSvc, stopSvc, call, loginCookie, writeObjects, filesFirst, engineConverts, useCheckout } from './peers/svc.js';
 import { runRealtime, renderRealtime } from './peers/realtime.js';
 import { appScenario, renderApp } from './peers/app.js';
 
 const args = parseArgs(process.argv.slice(2), {
   scenario: 'string', count: 'number', rounds: 'number', duration: 'number', warmup: 'number', connections: 'number',
-  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', 'feathers-auth-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string', 'svc-plain': 'boolean', 'svc-at': 'string', 'svc-only': 'boolean',
+  subscribers: 'number', rate: 'number', seconds: 'number', write: 'boolean', 'feathers-modules': 'string', 'feathers-auth-modules': 'string', profile: 'string', report: 'string', tag: 'string', loadgen: 'string', 'svc-plain': 'boolean', 'svc-at': 'string', 'svc-only': 'boolean', 'svc-checkout': 'string',
 });
 const scenario = args.scenario;
 if (!['rules', 'expand', 'realtime', 'hook', 'app'].includes(scenario)) {
@@ -481,6 +482,7 @@ if (args.report) {
   const startedAt = new Date().toISOString();
   const loadAtStart = loadavg();
   let report;
+  if (args['svc-checkout']) useCheckout(args['svc-checkout']);
   try {
     log(`peers ${scenario}: load average ${loadAtStart.join(' ')} on ${mach.nproc} cores; working in ${work}`);
     if (scenario === 'rules') report = await rulesScenario();
@@ -495,12 +497,13 @@ if (args.report) {
   }
   const svcCommit = (() => {
     try {
-      return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repo, encoding: 'utf8' }).trim();
+      return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: args['svc-checkout'] ?? repo, encoding: 'utf8' }).trim();
     } catch {
       return '?';
     }
   })();
   saved = { scenario, date: startedAt, svcCommit, machine: mach, loadAtStart, loadAtEnd: loadavg(), ...report, method: report.method ?? httpMethod };
+  if (args['svc-checkout']) saved.command += ` --svc-checkout ${args['svc-checkout']}`;
   mkdirSync(join(repo, 'bench/results'), { recursive: true });
   const file = join(repo, `bench/results/peers-${scenario}-${startedAt.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(saved, null, 2));

@@ -20,11 +20,18 @@ export function writeApp(dir, { appJson = {}, resources, files = {} }) {
   for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, 'resources', file), text);
 }
 
+let defaultCheckout = repo;
+
+/** Every svc of this run from another built checkout (bench/peers.js --svc-checkout: an earlier release beside the same peers). */
+export function useCheckout(dir) {
+  defaultCheckout = dir;
+}
+
 /**
  * `nodeFlags`: more flags for node (bench/peers.js --profile: `--cpu-prof --cpu-prof-dir=<dir>`);
- * `checkout`: another built checkout of svc to run (bench/peers.js --svc-at), this one's by default.
+ * `checkout`: another built checkout of svc to run (bench/peers.js --svc-at), useCheckout's by default.
  */
-export async function startSvc(dir, core, nodeFlags = [], checkout = repo) {
+export async function startSvc(dir, core, nodeFlags = [], checkout = defaultCheckout) {
   const port = await freePort();
   const child = spawnNode(['--no-node-snapshot', ...nodeFlags, join(checkout, 'apps/server/bin/svc.js'), dir, '--port', String(port), '--host', '127.0.0.1', '--env', 'production'], { core, env: { NODE_ENV: 'production' }, cwd: checkout });
   await waitListening(child, 600_000);
