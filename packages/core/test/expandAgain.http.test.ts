@@ -25,7 +25,7 @@ function counted(inner: StoreCollection, picks: string[][]): StoreCollection {
   });
 }
 
-describe.each(storeKinds())('$expand of one relation asked again ($name store)', (kind) => {
+describe.each(storeKinds())('expand of one relation asked again ($name store)', (kind) => {
   let store: TestStore;
   let t: TestServer;
   let plain: TestServer;
