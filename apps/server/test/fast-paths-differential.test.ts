@@ -178,7 +178,7 @@ describe.each(STORES)('the shortcuts answer what the plain path answers (%s stor
       const objects: [string | undefined, Record<string, unknown>][] = [
         [`${name}:ann`, { title: 'ann one', n: 1, done: false, owner: ids.ann, secret: 'ann-secret', tags: ['a'], project: ids.alpha, label: ids.red, marks: [ids.red, ids.blue], score: 5, note: 'n1' }],
         [`${name}:bob`, { title: 'bob "two"', n: 2, done: true, owner: ids.bob, secret: 'bob-secret', project: ids.beta, label: ids.red, marks: [ids.blue], score: 7 }],
-        // No project but a label: a splice kept for one relation must never answer another.
+        // No project but a label: a list whose objects have one relation's value and not another's.
         [`${name}:none`, { title: 'naïve \u2028 line', n: 3, done: false, tags: [], label: ids.blue, marks: [] }],
         [`${name}:big`, { title: 'big', n: 5, done: false, owner: ids.ann, project: ids.alpha, tags: ['x', { y: null }], marks: [ids.red] }],
         [undefined, { title: 'zero', n: 0, owner: ids.bob, project: ids.beta, label: ids.blue }],

@@ -6,14 +6,15 @@ import { startTestServer } from './helpers/http.js';
 import { expandCollections, sameCaller, startPlainTwin } from './helpers/expandApps.js';
 import type { TestClient, TestServer } from './helpers/http.js';
 
-// Issue 25: a list with `$expand` keeps each object's spliced text for the next list that expands
-// it the same way (relations/splicedTexts.ts). What is kept must never outlive a write nor cross
-// from one caller to another: after every write below (the author changed, hidden by its rule,
-// shown again, deleted; the post pointed elsewhere; a many relation changed) each caller's answer
-// is the one its direct read gives, byte for byte the object path's (the same request to a twin
-// server over the same store with `fastPaths: false`, which never splices texts). The lists are read twice before each write,
-// so that every text is kept when the write comes. Both stores (only the embedded store keeps
-// texts; on MongoDB both answers are made from objects and must agree all the same).
+// Issue 25: a list with `$expand` is spliced from the stored texts (relations/expandTexts.ts), with
+// the related texts each caller's own read gives. Nothing of it may outlive a write nor cross from
+// one caller to another: after every write below (the author changed, hidden by its rule, shown
+// again, deleted; the post pointed elsewhere; a many relation changed) each caller's answer is the
+// one its direct read gives, byte for byte the object path's (the same request to a twin server
+// over the same store with `fastPaths: false`, which never splices texts). The lists are read
+// twice before each write, as any kept text (the store's) would be when the write comes. Both
+// stores (only the embedded store keeps texts; on MongoDB both answers are made from objects and
+// must agree all the same).
 
 type Obj = Record<string, unknown> & { id: string };
 const ROOT = { 'svc-ssh-key': 'dev' };
@@ -78,7 +79,7 @@ describe.each(storeKinds())('$expand answers after writes, per caller ($name sto
   const q = (query: object): string => `/posts?${encodeURIComponent(JSON.stringify(query))}`;
   const EXPAND = { $sort: { n: 1 }, $expand: ['author', 'tags'] };
 
-  /** The expanded list `client` gets (asked twice: the second answer comes from what the first kept), checked against its object path. */
+  /** The expanded list `client` gets (asked twice: the second answer must be the first's), checked against its object path. */
   async function expanded(client: TestClient): Promise<Obj[]> {
     const first = await client.request('GET', q(EXPAND));
     const again = await client.request('GET', q(EXPAND));

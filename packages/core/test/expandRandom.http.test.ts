@@ -104,7 +104,7 @@ describe.each(storeKinds())('expand on random data equals the object path ($name
   }
 
   it('answers the object path\'s bytes for random lists, callers and changes in between', async () => {
-    // One relation alone (['writer'], ['guarded'], { writer: true }) is answered from the kept splices when asked again.
+    // One relation alone (['writer'], ['guarded'], { writer: true }), and several, each asked twice.
     const expands: unknown[] = [['writer'], ['writer', 'labels'], ['labels'], ['guarded', 'writer'], ['guarded'], { writer: true }, { writer: true, labels: { $limit: 1 } }, { labels: { $sort: { label: -1 } } }];
     const root: TestClient = { sid: undefined, headers: ROOT, request: (method: string, path: string) => t.request(method, path, { headers: ROOT }) };
     for (let step = 0; step < 40; step++) {

@@ -13,7 +13,6 @@ import { parseExpand } from './parseExpand.js';
 import type { ExpandNode } from './parseExpand.js';
 import type { RelationSettings } from './relationSettings.js';
 import { andFilters, withoutCommands } from './filters.js';
-import { SplicedTexts } from './splicedTexts.js';
 
 /**
  * What relations need of a collection: the one read path for a caller and what the caller may
@@ -31,8 +30,6 @@ export interface RelatedCollection {
   readTextsAs?(ctx: Context, query: Record<string, unknown>, pick: readonly string[], anyOrder?: boolean): Promise<StoredTexts | undefined>;
   /** readTextsAs of `{id: {$in: ids}}` in any order, when the store answers it at once and nothing else limits the caller's read; undefined otherwise. */
   readTextsOfIdsNow?(ctx: Context, ids: readonly string[], pick: readonly string[]): StoredTexts | undefined;
-  /** Whether readTextsOfIdsNow may answer ctx's caller at all (it still answers undefined while the store writes). */
-  readsTextsOfIdsNow?(ctx: Context): boolean;
   /** Whether readAs answers ctx's caller the stored objects as they are, so readTextsAs can answer. */
   showsTextsTo?(ctx: Context): boolean;
   /** Whether its change listeners (live queries) need its writes now: onDelete reads what it changes only then. */
@@ -58,8 +55,6 @@ export interface RelationQuery {
 
 
 const JSON_TYPE = 'content-type';
-/** Characters of spliced texts a collection keeps (per generation; two generations). */
-const SPLICED_CHARS = 2_000_000;
 
 /**
  * A collection's relations: relation values checked on write, `onDelete` applied on delete,
@@ -79,11 +74,6 @@ export class Relations {
   /** Relation properties of the owner. */
   readonly forward: ReadonlyMap<string, PropertyDef>;
   private host: ResourceHost | undefined;
-  /**
-   * The collection's objects' spliced texts, kept for the next list that expands them the same
-   * way (splicedTexts.ts): bounded in characters, two generations.
-   */
-  readonly spliced = new SplicedTexts(SPLICED_CHARS);
   /** One list of names per set of names picked from this collection's objects (keysToExpand; bounded). */
   readonly pickLists = new Map<string, readonly string[]>();
 

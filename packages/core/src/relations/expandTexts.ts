@@ -3,7 +3,6 @@ import type { Context, PropertyDef } from '../types.js';
 import type { ExpandNode } from './parseExpand.js';
 import { idsOf, readQuery, tooMany } from './Relations.js';
 import type { Relations } from './Relations.js';
-import type { KnownSplice, SplicedTexts } from './splicedTexts.js';
 
 /**
  * `$expand` written from the stored objects' kept JSON texts: each object's text with the texts of
@@ -73,73 +72,17 @@ export function keysToExpand(relations: Relations, tree: ReadonlyMap<string, Exp
 /**
  * Expands `tree` in `rows` (texts replaced in place), as Relations.expand does in objects. False
  * when some text cannot be spliced for sure (the store could not tell where a value is): the
- * answer must then be made from objects. `known`: the tree's knownShape, when the caller may
- * answer its next list with expandKnown (its splices are then kept for that).
+ * answer must then be made from objects. Every splice is made anew (nothing is kept between lists).
  */
-export async function expandTexts(relations: Relations, ctx: Context, rows: TextRows, tree: ReadonlyMap<string, ExpandNode>, known?: KnownShape): Promise<boolean> {
+export async function expandTexts(relations: Relations, ctx: Context, rows: TextRows, tree: ReadonlyMap<string, ExpandNode>): Promise<boolean> {
   if (rows.texts.length === 0) return true;
-  const edits = new Edits(rows, relations.spliced, known?.name);
+  const edits = new Edits(rows);
   for (const [name, node] of tree) {
     const def = relations.forwardFor(ctx, name);
     const done = def !== undefined ? await expandForward(relations, ctx, rows, edits, name, def, node) : await expandBack(relations, ctx, rows, edits, name, node);
     if (!done) return false;
   }
   edits.apply();
-  return true;
-}
-
-/** An expansion {@link expandKnown} answers (see {@link knownShape}): its one relation and the collection it reads. */
-export interface KnownShape {
-  name: string;
-  target: Relations;
-}
-
-/**
- * The expansion `tree` as {@link expandKnown} answers it, or undefined: one forward relation to
- * one object (not many), to a collection that exists and that ctx's caller reads by ids at once
- * (readTextsOfIdsNow), at the last level (nothing expanded in it), with no `$sort`. Given to
- * expandTexts too, which then keeps its splices for expandKnown.
- */
-export function knownShape(relations: Relations, ctx: Context, tree: ReadonlyMap<string, ExpandNode>): KnownShape | undefined {
-  if (tree.size !== 1) return undefined;
-  const [name, node] = tree.entries().next().value as [string, ExpandNode];
-  if (node.children.size > 0 || node.sort !== undefined || node.fields !== undefined) return undefined;
-  const def = relations.forwardFor(ctx, name);
-  if (def === undefined || def.many === true) return undefined;
-  const target = relations.relationsAt(def.collection ?? '');
-  return target === undefined || target.owner.readsTextsOfIdsNow?.(ctx) !== true ? undefined : { name, target };
-}
-
-/**
- * {@link expandTexts} of a known shape ({@link knownShape}) answered from each object's kept splice
- * (splicedTexts.ts), without picking any value from the objects or splicing: when every object's
- * text has a splice kept for this relation, and the text the caller reads now for the id in it
- * (the related read expandTexts makes: readTextsOfIdsNow, the caller's own access) is the one
- * spliced in. The id and where it is are in the text itself, so the same text names the same id.
- * False, with `texts` left as they are, when any object has no such splice or the related read
- * cannot be made at once: the caller then reads the values and takes expandTexts.
- */
-export function expandKnown(relations: Relations, ctx: Context, texts: string[], shape: KnownShape): boolean {
-  const kept = new Array<KnownSplice>(texts.length);
-  const ids: string[] = [];
-  for (let i = 0; i < texts.length; i++) {
-    const splice = relations.spliced.known(texts[i] as string);
-    if (splice === undefined || splice.relation !== shape.name) return false;
-    kept[i] = splice;
-    if (splice.id !== null) ids.push(splice.id);
-  }
-  // A long list is left to expandTexts, which reads it without its repeats (and refuses too many).
-  if (ids.length > relations.settings.maxExpanded) return false;
-  const related = ids.length === 0 ? undefined : shape.target.owner.readTextsOfIdsNow?.(ctx, ids, NO_PICK);
-  const rows = related?.listedRows;
-  if (ids.length > 0 && (related === undefined || rows === undefined || rows.length !== ids.length)) return false;
-  for (let i = 0, j = 0; i < texts.length; i++) {
-    const splice = kept[i] as KnownSplice;
-    if (splice.id === null) continue;
-    const row = (rows as number[])[j++] as number;
-    if ((row < 0 ? 'null' : (related?.texts[row] as string)) !== splice.replacement) return false;
-  }
-  for (let i = 0; i < texts.length; i++) texts[i] = (kept[i] as KnownSplice).out;
   return true;
 }
 
@@ -192,7 +135,6 @@ async function expandForward(relations: Relations, ctx: Context, rows: TextRows,
     if (!many) {
       const at = rowPlace[i] as number;
       replacement = at < 0 ? 'null' : (textAt(at) ?? 'null');
-      if (edits.known === name) edits.readFor(i, at < 0 ? null : (listed[at] as string));
     } else {
       let kept = (rowPlaces[i] ?? []).filter((at) => (rowOf[at] as number) >= 0);
       // The read's order is the `$sort`'s.
@@ -270,8 +212,6 @@ async function readTexts(target: Relations, ctx: Context, query: Record<string, 
  */
 class Edits {
   private readonly rows: TextRows;
-  /** The spliced texts kept for the rows' collection (its Relations'). */
-  private readonly spliced: SplicedTexts;
   /**
    * Each row's first replaced value, as start, end and text at 3 * row (undefined: none): one
    * flat list instead of a small list per row, as most expansions replace one value per object.
@@ -280,24 +220,10 @@ class Edits {
   /** Per row (made when needed): start, end and text of the values it replaces after its first, in the order they came. */
   private more: ((number | string)[] | undefined)[] | undefined;
   private added: (string[] | undefined)[] | undefined;
-  /**
-   * The one forward relation these edits expand, when its splices are kept for expandKnown (the
-   * caller gave its knownShape), and per row the id its replacement was read for (null: none read).
-   */
-  readonly known: string | undefined;
-  private readonly ids: (string | null)[] | undefined;
 
-  constructor(rows: TextRows, spliced: SplicedTexts, known?: string) {
+  constructor(rows: TextRows) {
     this.rows = rows;
-    this.spliced = spliced;
     this.first = new Array<undefined>(rows.texts.length * 3);
-    this.known = known;
-    if (known !== undefined) this.ids = new Array<string | null>(rows.texts.length).fill(null);
-  }
-
-  /** Row i's replacement (of the known relation) was read for this id. */
-  readFor(i: number, id: string | null): void {
-    if (this.ids !== undefined) this.ids[i] = id;
   }
 
   /** Replaces the value of the k-th picked property of row i; false when the store could not tell where it is. */
@@ -326,47 +252,20 @@ class Edits {
 
   apply(): void {
     const texts = this.rows.texts;
-    const spliced = this.spliced;
     for (let i = 0; i < texts.length; i++) {
       const f = i * 3;
       const start = this.first[f] as number | undefined;
       const added = this.added?.[i];
-      const text = texts[i] as string;
-      const known = this.known;
-      const id = this.ids?.[i] ?? null;
-      if (start === undefined && added === undefined) {
-        // Unchanged; kept as such for expandKnown (which must know every object of a list).
-        if (known !== undefined && spliced.getOne(text, -1, -1, '', undefined, known, null) === undefined) spliced.set(text, undefined, undefined, text, known, null);
-        continue;
-      }
-      const more = this.more?.[i];
-      let out: string | undefined;
-      let replaced: (number | string)[] | undefined;
-      // Kept for expandKnown only as it answers: one value replaced, nothing appended.
-      let keptFor = added === undefined ? known : undefined;
-      if (start !== undefined && more === undefined) {
-        // A row's one replacement is looked up in the memo as it is: no list made but for a miss.
-        const end = this.first[f + 1] as number;
-        const replacement = this.first[f + 2] as string;
-        out = spliced.getOne(text, start, end, replacement, added, keptFor, id);
-        if (out === undefined) replaced = [start, end, replacement];
-      } else {
-        keptFor = undefined;
-        if (start !== undefined) replaced = [start, this.first[f + 1] as number, this.first[f + 2] as string, ...(more ?? [])];
-        out = spliced.get(text, replaced, added);
-      }
-      if (out === undefined) {
-        out = splice(text, replaced, added);
-        spliced.set(text, replaced, added, out, keptFor, id);
-      }
-      texts[i] = out;
+      if (start === undefined && added === undefined) continue;
+      const replaced = start === undefined ? undefined : [start, this.first[f + 1] as number, this.first[f + 2] as string, ...(this.more?.[i] ?? [])];
+      texts[i] = splice(texts[i] as string, replaced, added);
     }
   }
 }
 
 /**
- * `text` with its values replaced and properties appended, as one flat string (joined once: it is
- * kept and copied into every answer that expands this object, so it should not be a rope of slices).
+ * `text` with its values replaced and properties appended, as one flat string (joined once: a
+ * nested level's text is copied into its parent's, and the answer into the response).
  */
 function splice(text: string, replaced: readonly (number | string)[] | undefined, added: readonly string[] | undefined): string {
   const pieces: string[] = [];

@@ -310,11 +310,6 @@ export class Collection implements Resource {
     return this.reads.readTextsOfIdsNow(ctx, ids, pick);
   }
 
-  /** Whether readTextsOfIdsNow may answer ctx's caller. */
-  readsTextsOfIdsNow(ctx: Context): boolean {
-    return this.reads.readsTextsOfIdsNow(ctx);
-  }
-
   /** Whether readAs answers ctx's caller the stored objects as they are. */
   showsTextsTo(ctx: Context): boolean {
     return this.reads.showsTextsTo(ctx);

@@ -7,7 +7,7 @@ import { jsonList } from '../../jsonList.js';
 import { compileFilter } from '../../query/compileQuery.js';
 import { isPlainObject } from '../../query/parseQueryString.js';
 import type { CompiledQuery } from '../../query/compileQuery.js';
-import { expandKnown, expandTexts, expandsAsText, keysToExpand, knownShape } from '../../relations/expandTexts.js';
+import { expandTexts, expandsAsText, keysToExpand } from '../../relations/expandTexts.js';
 import type { ExpandNode } from '../../relations/parseExpand.js';
 import type { RelationQuery, Relations } from '../../relations/Relations.js';
 import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '../../store/Store.js';
@@ -64,13 +64,6 @@ export class CollectionReads {
    * collector at every scavenge.
    */
   private readonly expanding = new Map<Context, Expanding>();
-  /**
-   * Whether the last `$expand` here of a shape expandKnown answers was spliced from the stored
-   * texts, each object's splice kept: the next such one then tries the kept splices first (a
-   * read of the texts alone). Otherwise it reads the values at once, so a miss costs one read
-   * more once, not every time.
-   */
-  private splicesKept = false;
   /** The names readTextsOfIdsNow reads with a list rule's, one list per set (pickWith; bounded). */
   private readonly pickLists = new Map<string, readonly string[]>();
 
@@ -319,27 +312,15 @@ export class CollectionReads {
     }
   }
 
-  /** `$expand` from the stored texts: each object's kept splice when every one still holds (keptSplices), else spliced anew. */
+  /** `$expand` from the stored texts, each object's related texts spliced in anew. */
   private async splicedList(ctx: Context, scope: ReadScope, filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<Reply | undefined> {
     const expanding = this.expanding.get(ctx) as Expanding;
     const expand = expanding.tree;
     const store = this.store;
     if (store.findTexts === undefined) return undefined;
-    const known = knownShape(this.relations, ctx, expand);
-    if (known !== undefined && this.splicesKept) {
-      // No value read, nothing spliced.
-      const { texts } = await store.findTexts(filter, options, NO_NAMES);
-      if (expandKnown(this.relations, ctx, texts, known)) {
-        expanding.asText = true;
-        return scope.textReply(jsonList(texts), 'keptSplices');
-      }
-      this.splicesKept = false;
-    }
     const pick = keysToExpand(this.relations, expand);
     const rows = { ...(await store.findTexts(filter, options, pick)), pick };
-    const spliced = await expandTexts(this.relations, ctx, rows, expand, known);
-    this.splicesKept = spliced && known !== undefined;
-    if (!spliced) return undefined;
+    if (!(await expandTexts(this.relations, ctx, rows, expand))) return undefined;
     expanding.asText = true;
     return scope.textReply(jsonList(rows.texts), 'splicedTexts');
   }
@@ -394,11 +375,6 @@ export class CollectionReads {
     const all = pickWith(pick, filter.keys, this.pickLists);
     const found = this.store.findTextsOfIdsNow?.(ids, all);
     return found === undefined ? undefined : keepAllowed(found, all, pick.length, filter.filter, filter.keys);
-  }
-
-  /** Whether {@link readTextsOfIdsNow} may answer ctx's caller: that query is the whole of its read but for a list rule it tests on the values. */
-  readsTextsOfIdsNow(ctx: Context): boolean {
-    return this.idsNowFilter(ctx) !== undefined;
   }
 
   /**

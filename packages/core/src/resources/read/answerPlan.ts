@@ -19,8 +19,6 @@ export type AnswerPlan =
   | 'constantPlan'
   /** By id: the stored text patched with On Get's changes. */
   | 'scriptedText'
-  /** A list with `$expand` of one relation, from each object's kept splice. */
-  | 'keptSplices'
   /** A list with `$expand`, the related objects' texts spliced into the stored texts. */
   | 'splicedTexts'
   /** A list of stored texts, joined. */
@@ -31,7 +29,7 @@ export type AnswerPlan =
   | 'patchedTexts';
 
 /** Every plan, in the order of the docs (the label values of /metrics). */
-export const ANSWER_PLANS: readonly AnswerPlan[] = ['objects', 'storedText', 'constantPlan', 'scriptedText', 'keptSplices', 'splicedTexts', 'storedTexts', 'columns', 'patchedTexts'];
+export const ANSWER_PLANS: readonly AnswerPlan[] = ['objects', 'storedText', 'constantPlan', 'scriptedText', 'splicedTexts', 'storedTexts', 'columns', 'patchedTexts'];
 
 /** The plans whose answer is a stored text (as it is, patched or spliced): only a caller shown stored objects as they are gets one. */
 export const TEXT_PLANS: ReadonlySet<AnswerPlan> = new Set(ANSWER_PLANS.filter((plan) => plan !== 'objects'));
@@ -87,8 +85,8 @@ export interface PlanFacts {
 
 /**
  * The plan of a GET: the one place that decides which way it is answered. The plan chosen may
- * still give way when it runs: kept splices that no longer hold are made anew (`splicedTexts`), and a store busy writing, a run that needs the request or a
- * text that cannot be spliced for sure falls to `objects`. Whatever answers is told (Reply.plan).
+ * still give way when it runs: a store busy writing, a run that needs the request or a text that
+ * cannot be spliced for sure falls to `objects`. Whatever answers is told (Reply.plan).
  */
 export function planAnswer(f: PlanFacts): AnswerPlan {
   // A stored text answers only a caller who sees the objects as stored, over HTTP, with shortcuts on.
