@@ -1,7 +1,7 @@
 // svc for bench/peers.js: an app folder written from a description, the server started pinned
 // (production, embedded store), users signed up and logged in, objects written in bulk straight
 // into the embedded store's files (while it is stopped), as bench/rules.js does.
-import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, spawnNode, stop, waitListening } from '../lib/procs.js';
@@ -21,10 +21,13 @@ export function writeApp(dir, { appJson = {}, resources, files = {} }) {
 }
 
 let defaultCheckout = repo;
+/** The checkout's svc predates the embedded engine (b68f22b and before): its store reads the files writeObjects writes, as they are. */
+let beforeEngine = false;
 
 /** Every svc of this run from another built checkout (bench/peers.js --svc-checkout: an earlier release beside the same peers). */
 export function useCheckout(dir) {
   defaultCheckout = dir;
+  beforeEngine = !existsSync(join(dir, 'packages/core/src/store/embedded'));
 }
 
 /**
@@ -62,7 +65,7 @@ export async function loginCookie(port, username, password) {
  * puts the app's own app.json back: the next start converts every file (users, sessions and the
  * written objects) into the engine's database, the default store the benchmark measures.
  */
-export const filesFirst = (appJson) => ({ ...appJson, embeddedStore: { ...appJson.embeddedStore, engine: 'files' } });
+export const filesFirst = (appJson) => (beforeEngine ? appJson : { ...appJson, embeddedStore: { ...appJson.embeddedStore, engine: 'files' } });
 
 /** app.json back as the app's own after filesFirst: the next start converts the data files to the engine. */
 export function engineConverts(dir, appJson) {
