@@ -75,7 +75,9 @@ async function checkAll(coll: StoreCollection): Promise<void> {
   if (coll.findTextsOfIdsNow) {
     // A long list too (a store may read few ids one by one and many in one statement).
     const long = [...docs.map((d) => d.id), ...Array.from({ length: 70 }, (_, i) => `nope${i}`), 't1'];
-    for (const ids of [['t4', 't1', 'nope', 't1'], docs.map((d) => d.id), [], long]) {
+    // Many ids, few of them distinct (`$expand` lists one id per object of a page).
+    const repeated = Array.from({ length: 100 }, (_, i) => (i % 9 === 8 ? 'nope' : (docs[i % docs.length] as Doc).id));
+    for (const ids of [['t4', 't1', 'nope', 't1'], docs.map((d) => d.id), [], long, repeated]) {
       const now = coll.findTextsOfIdsNow(ids, PICK);
       // Undefined: the store cannot tell at once (a write under way); the caller asks findTexts.
       if (now === undefined) continue;
