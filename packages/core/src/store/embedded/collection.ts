@@ -97,40 +97,33 @@ export class EngineCollection implements StoreCollection {
     return this.#textsOfIds(info, ids, pick);
   }
 
-  /** `{id: {$in: ids}}` in any order, with where each listed id's object is (listedRows). */
+  /**
+   * `{id: {$in: ids}}` in any order, with where each listed id's object is (listedRows). At most
+   * IDS_LOOKED_UP distinct ids (a page's related objects for `$expand`: one id per object of the
+   * page, repeats included) are looked up one by one, most from the kept texts; more are read in
+   * one statement from the table (bench/RESULTS.md, "Issue 39, round 10").
+   */
   #textsOfIds(info: TableInfo, ids: readonly string[], pick: readonly string[]): StoredTexts {
-    if (ids.length <= IDS_LOOKED_UP || fewDistinct(ids)) return this.#textsOfFewIds(ids, pick);
-    const rows = this.#engine.prepare(`SELECT id, doc FROM ${ident(info.tbl)} WHERE id IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(ids)) as unknown as [string, string][];
-    const rowOf = new Map<string, number>();
     const stored: string[] = [];
-    for (const [id, doc] of rows) {
-      rowOf.set(id, stored.length);
-      stored.push(doc);
+    const few = distinctAtMost(ids, IDS_LOOKED_UP);
+    if (few !== undefined) {
+      for (const id of few.keys()) {
+        const text = this.#textOf(id);
+        few.set(id, text === null ? -1 : stored.push(text) - 1);
+      }
     }
+    const rowOf = few ?? this.#rowsOfIds(info, ids, stored);
     const texts = textsOf(stored, [], pick);
     texts.listedRows = ids.map((id) => rowOf.get(id) ?? -1);
     return texts;
   }
 
-  /**
-   * #textsOfIds of a few ids (a page's related objects for `$expand`): each by the id lookup, most
-   * from the kept texts, instead of one statement reading them all from the table.
-   */
-  #textsOfFewIds(ids: readonly string[], pick: readonly string[]): StoredTexts {
+  /** The objects of `ids` read in one statement: their texts pushed on `stored`, and each found id's place there. */
+  #rowsOfIds(info: TableInfo, ids: readonly string[], stored: string[]): Map<string, number> {
+    const rows = this.#engine.prepare(`SELECT id, doc FROM ${ident(info.tbl)} WHERE id IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(ids)) as unknown as [string, string][];
     const rowOf = new Map<string, number>();
-    const stored: string[] = [];
-    const listedRows = ids.map((id) => {
-      let row = rowOf.get(id);
-      if (row === undefined) {
-        const text = this.#textOf(id);
-        row = text === null ? -1 : stored.push(text) - 1;
-        rowOf.set(id, row);
-      }
-      return row;
-    });
-    const texts = textsOf(stored, [], pick);
-    texts.listedRows = listedRows;
-    return texts;
+    for (const [id, doc] of rows) rowOf.set(id, stored.push(doc) - 1);
+    return rowOf;
   }
 
   async findOneJson(id: string): Promise<string | null> {
@@ -387,22 +380,17 @@ function idList(filter: Filter): string[] | undefined {
   return list as string[];
 }
 
-/** Up to this many distinct ids, #textsOfIds looks each up by id (see #textsOfFewIds); more are read in one statement. */
+/** Up to this many distinct ids, #textsOfIds looks each up by id; more are read in one statement. */
 const IDS_LOOKED_UP = 64;
 
-/**
- * Whether `ids` hold at most IDS_LOOKED_UP distinct ids: `$expand` lists one id per object of the
- * page (100 posts by 50 authors: 100 ids), which read in one statement from the table every time
- * cost ~100 µs of a ~320 µs answer (bench/RESULTS.md, "Issue 39, round 10"), where looking each
- * distinct one up finds most in the kept texts.
- */
-function fewDistinct(ids: readonly string[]): boolean {
-  const seen = new Set<string>();
+/** The distinct ids of `ids` (as keys, in the order first listed), or undefined when there are more than `most`. */
+function distinctAtMost(ids: readonly string[], most: number): Map<string, number> | undefined {
+  const seen = new Map<string, number>();
   for (const id of ids) {
-    seen.add(id);
-    if (seen.size > IDS_LOOKED_UP) return false;
+    seen.set(id, -1);
+    if (seen.size > most) return undefined;
   }
-  return true;
+  return seen;
 }
 
 /** The id of a filter that is `{id: <string>}` and nothing else; undefined for any other filter. */
