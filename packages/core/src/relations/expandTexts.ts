@@ -264,26 +264,24 @@ class Edits {
 }
 
 /**
- * `text` with its values replaced and properties appended, as one flat string (joined once: a
- * nested level's text is copied into its parent's, and the answer into the response).
+ * `text` with its values replaced and properties appended, by concatenation: V8 keeps the pieces
+ * as they are (a rope) until the page's texts are joined into the answer, which copies each
+ * character once. Joining the pieces here copied them twice: the splice was most of `$expand`'s
+ * own CPU (bench/RESULTS.md, "Issue 39, round 11").
  */
 function splice(text: string, replaced: readonly (number | string)[] | undefined, added: readonly string[] | undefined): string {
-  const pieces: string[] = [];
+  let out = '';
   let from = 0;
   if (replaced !== undefined) {
     for (const e of inTextOrder(replaced)) {
-      pieces.push(text.slice(from, replaced[e] as number), replaced[e + 2] as string);
+      out += text.slice(from, replaced[e] as number) + (replaced[e + 2] as string);
       from = replaced[e + 1] as number;
     }
   }
-  if (added === undefined) {
-    pieces.push(text.slice(from));
-  } else {
-    // Before the closing brace; `{}` has no property to put a comma after.
-    const rest = text.slice(from, -1);
-    pieces.push(rest, rest === '{' ? '' : ',', added.join(','), '}');
-  }
-  return pieces.join('');
+  if (added === undefined) return out + text.slice(from);
+  // Before the closing brace; `{}` has no property to put a comma after.
+  const rest = text.slice(from, -1);
+  return `${out}${rest}${rest === '{' ? '' : ','}${added.join(',')}}`;
 }
 
 /** The offsets of the (start, end, text) triples of `edits`, by start. */

@@ -207,7 +207,31 @@ export function planOf(info: TableInfo, filter: Filter, options: Omit<FindOption
 
 /** The exact key of a plan: the filter (values told apart, see exactValues), the sort, whether ranked. */
 export function planKey(filter: Filter, options: Omit<FindOptions, 'fields'>, ranked: boolean): string {
-  return JSON.stringify([filter, options.sort ?? 0, ranked], exactValues);
+  const key = [filter, options.sort ?? 0, ranked];
+  // The replacer is a call per value (most of a short list's planning): taken only when a value needs it.
+  return JSON.stringify(key, plainJson(key, 0) ? undefined : exactValues);
+}
+
+/**
+ * Whether `value` holds nothing exactValues changes (no Date, RegExp, undefined nor NaN or
+ * infinity: plain objects, arrays, strings, finite numbers, booleans and null), so that
+ * JSON.stringify writes the same key without it; false past a depth no query has, where the
+ * replacer decides.
+ */
+function plainJson(value: unknown, depth: number): boolean {
+  if (value === undefined || value instanceof Date || value instanceof RegExp) return false;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || value === null) return true;
+  if (depth > 32) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!plainJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  // Only plain objects: another kind (a toJSON of its own) is the replacer's to judge.
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if ((proto !== Object.prototype && proto !== null) || 'toJSON' in value) return false;
+  for (const name in value) if (!plainJson((value as Record<string, unknown>)[name], depth + 1)) return false;
+  return true;
 }
 
 /** A replacer telling apart what JSON would confuse (dates and strings, RegExps, undefined, NaN and null). */
