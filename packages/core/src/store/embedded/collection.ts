@@ -7,6 +7,7 @@ import { groupRows } from '../internal/groupRows.js';
 import type { DiskState } from '../internal/diskError.js';
 import { jsonList } from '../../jsonList.js';
 import { projector } from '../internal/projector.js';
+import { matchesFilter } from '../embeddedStore.js';
 import { aggregateInSql } from './aggregateSql.js';
 import { answerText, decodeDoc, encodeDoc } from './codec.js';
 import type { Engine } from './engine.js';
@@ -62,6 +63,13 @@ export class EngineCollection implements StoreCollection {
     if (id !== undefined) {
       const text = this.#textOf(id);
       return text === null ? null : projector(options.fields)(decodeDoc(text));
+    }
+    // By id and more (a read or write rule ANDed in: `{id, owner}`): the one object the id names,
+    // tested by the query language's matcher, instead of a plan per id (see oneNamed).
+    const named = idNamed(filter);
+    if (named !== undefined) {
+      const doc = oneNamed(this.#textOf(named), filter);
+      return doc === null ? null : projector(options.fields)(doc);
     }
     const rows = selectRows(this.#engine, info, filter, { limit: 1 });
     const text = rows.texts[0];
@@ -236,12 +244,15 @@ export class EngineCollection implements StoreCollection {
       // Compared inside the group commit's run: no other write of this process comes in between.
       if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return null;
       const statements = tableStatements(this.#engine, info);
-      // By id (PUT /<c>/<id>): the row found and changed through the id's index, no plan made.
-      const id = onlyId(filter);
+      // By id (PUT /<c>/<id>), alone or with a rule ANDed in: the row found and changed through the
+      // id's index, no plan made (the rest of the filter tested by the matcher: oneNamed).
+      const id = onlyId(filter) ?? idNamed(filter);
       const found = id === undefined ? selectRows(this.#engine, info, filter, { limit: 1 }) : undefined;
       const text = found === undefined ? (statements.byId.get(id as string) as unknown as [number, string] | undefined)?.[1] : found.texts[0];
       if (text === undefined) return null;
-      const after = applyUpdate(found?.docs[0] ?? decodeDoc(text), ops);
+      const before = found === undefined ? oneNamed(text, filter) : (found.docs[0] ?? decodeDoc(text));
+      if (before === null) return null;
+      const after = applyUpdate(before, ops);
       this.#hot.delete(found?.seqs[0], after.id);
       this.#hot.written();
       const next = encodeDoc(after);
@@ -391,6 +402,40 @@ function distinctAtMost(ids: readonly string[], most: number): Map<string, numbe
     if (seen.size > most) return undefined;
   }
   return seen;
+}
+
+/**
+ * The id a filter names by equality among other conditions: `{id: <string>, ...}`, or such a part
+ * of a top-level `$and` (a rule ANDed in); undefined when it names none, or holds a `$search` at
+ * those places (the search table's, not the matcher's, to answer).
+ */
+function idNamed(filter: Filter): string | undefined {
+  let id: string | undefined;
+  for (const key in filter) {
+    const value = filter[key];
+    if (key === '$search') return undefined;
+    if (key === 'id' && typeof value === 'string') id = value;
+    else if (key === '$and' && Array.isArray(value)) {
+      for (const part of value as unknown[]) {
+        if (typeof part !== 'object' || part === null || Array.isArray(part)) return undefined;
+        if (Object.hasOwn(part, '$search')) return undefined;
+        id ??= idNamed(part as Filter);
+      }
+    }
+  }
+  return id;
+}
+
+/**
+ * The object of `text` (the one the filter's id names, or null: none) when it matches the whole
+ * filter, tested by the query language's matcher (the meaning the planner's SQL has), else null.
+ * One object read by its id and tested costs a few µs; a plan and a statement for each distinct id
+ * cost ~35 µs (bench/RESULTS.md, "Issue 39, round 11").
+ */
+function oneNamed(text: string | null | undefined, filter: Filter): Doc | null {
+  if (text === null || text === undefined) return null;
+  const doc = decodeDoc(text);
+  return matchesFilter(doc, filter) ? doc : null;
 }
 
 /** The id of a filter that is `{id: <string>}` and nothing else; undefined for any other filter. */
