@@ -275,6 +275,15 @@ export class EngineCollection implements StoreCollection {
       const info = this.#engine.schema.table(this.name);
       if (info === undefined) return 0;
       if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return 0;
+      // One object by its id (DELETE /<c>/<id>, a rule ANDed in): its entry dropped, the other kept texts stay.
+      const id = onlyId(filter) ?? idNamed(filter);
+      if (id !== undefined) {
+        const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
+        if (row === undefined || oneNamed(row[1], filter) === null) return 0;
+        this.#hot.delete(row[0], id);
+        this.#hot.written();
+        return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE seq = ?1`).run(row[0]).changes);
+      }
       this.#hot.clear();
       const plan = planOf(info, filter, {}, false);
       if (plan.exact) return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE ${plan.where}`).run(...plan.params).changes);

@@ -22,8 +22,9 @@
  * (reads run when no write is queued, so what they see is committed); a write that may change or
  * remove a row drops its entry, or the whole collection's, when the write runs in its group
  * commit, before it is committed (a write that then fails leaves no entry either: the next read
- * reads the database again). So an update drops its object's entry, a remove (any filter) and a
- * rename of the collection drop them all; an insert makes a new row, which has no entry.
+ * reads the database again). So an update and a remove by id (`{id}`, or an id with a rule ANDed
+ * in) drop their object's entry, any other remove and a rename of the collection drop them all;
+ * an insert makes a new row, which has no entry.
  *
  * The rows each query answered (`list`) are kept until any write of the collection (an insert,
  * an update, a remove, a rename, an index made: `written`), when the write runs: a list polled

@@ -99,3 +99,53 @@ describe('embedded engine: by id among other conditions', () => {
     }
   });
 });
+
+describe('embedded engine: remove by id among other conditions', () => {
+  let dir: string;
+  let store: Store;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-engine-named-rm-'));
+    store = await createEngineStore({ dir });
+  });
+
+  afterAll(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('removes the object only when it matches the whole filter, and it is gone from every read (its kept text too)', async () => {
+    let n = 0;
+    for (const condition of CONDITIONS) {
+      for (const doc of DOCS) {
+        // A collection of its own for each case: the same objects each time.
+        const coll = store.collection(`rm${n++}`);
+        await coll.ensureIndex({ field: 'owner' });
+        for (const d of DOCS) await coll.insert(d);
+        const id = doc.id as string;
+        // Read by id first: the text is kept (HotTexts), and must not outlive the remove.
+        expect(await coll.findOneJson?.(id)).not.toBeNull();
+        // And the whole list, twice: its rows are kept as a list, which the remove must drop.
+        for (let i = 0; i < 2; i++) expect(await coll.findJson?.({})).toContain(`"id":"${id}"`);
+        const filter: Filter = { $and: [{ id }, condition] };
+        const matches = (await coll.find(filter)).length;
+        expect(await coll.remove(filter), JSON.stringify(filter)).toBe(matches);
+        expect(await coll.findOne({ id }), JSON.stringify(filter)).toEqual(matches === 1 ? null : expect.objectContaining({ id }));
+        expect(await coll.findOneJson?.(id)).toEqual(matches === 1 ? null : expect.any(String));
+        expect((await coll.find({})).map((d) => d.id)).toEqual(DOCS.map((d) => d.id).filter((x) => matches === 0 || x !== id));
+        expect((JSON.parse((await coll.findJson?.({})) ?? '[]') as Doc[]).map((d) => d.id)).toEqual(DOCS.map((d) => d.id).filter((x) => matches === 0 || x !== id));
+      }
+    }
+  });
+
+  it('removes by id alone, and a missing id removes nothing', async () => {
+    const coll = store.collection('rm-alone');
+    for (const d of DOCS) await coll.insert(d);
+    expect(await coll.findOneJson?.('b')).toEqual(expect.any(String));
+    expect(await coll.remove({ id: 'missing' })).toBe(0);
+    expect(await coll.remove({ id: 'b' })).toBe(1);
+    expect(await coll.findOneJson?.('b')).toBeNull();
+    expect(await coll.remove({ id: 'b' })).toBe(0);
+    expect((await coll.find({})).map((d) => d.id)).toEqual(['a', 'c', 'd']);
+  });
+});
