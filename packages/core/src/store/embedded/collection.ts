@@ -184,7 +184,7 @@ export class EngineCollection implements StoreCollection {
     const stored = decodeDoc(text);
     await this.#write(() => {
       const info = this.#engine.schema.ensureTable(this.name);
-      this.#hot.written();
+      this.#hot.written([stored]);
       this.#learn(info, stored);
       try {
         tableStatements(this.#engine, info).insert.run(doc.id, text);
@@ -216,7 +216,7 @@ export class EngineCollection implements StoreCollection {
     if (rows.length > 0) {
       const failed = await this.#write(() => {
         const info = this.#engine.schema.ensureTable(this.name);
-        this.#hot.written();
+        this.#hot.written(rows.map((row) => row.stored));
         const insert = tableStatements(this.#engine, info).insert;
         for (const row of rows) {
           this.#learn(info, row.stored);
@@ -254,9 +254,9 @@ export class EngineCollection implements StoreCollection {
       if (before === null) return null;
       const after = applyUpdate(before, ops);
       this.#hot.delete(found?.seqs[0], after.id);
-      this.#hot.written();
       const next = encodeDoc(after);
       const stored = decodeDoc(next);
+      this.#hot.written([before, stored]);
       this.#learn(info, stored);
       try {
         if (found === undefined) statements.updateById.run(next, id as string);
@@ -279,9 +279,10 @@ export class EngineCollection implements StoreCollection {
       const id = onlyId(filter) ?? idNamed(filter);
       if (id !== undefined) {
         const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
-        if (row === undefined || oneNamed(row[1], filter) === null) return 0;
+        const doc = oneNamed(row?.[1], filter);
+        if (row === undefined || doc === null) return 0;
         this.#hot.delete(row[0], id);
-        this.#hot.written();
+        this.#hot.written([doc]);
         return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE seq = ?1`).run(row[0]).changes);
       }
       this.#hot.clear();

@@ -10,6 +10,7 @@ import { matchesSearch } from '../../query/search.js';
 import type { TableInfo } from './schema.js';
 import { ident } from './sqlText.js';
 import type { HotTexts } from './hotTexts.js';
+import { facetOf } from './keptLists.js';
 
 /**
  * The executor: runs a plan (planner.ts) on a collection's table. An exact plan is answered by
@@ -52,11 +53,11 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
       if (listed !== undefined) return textsOfRows(engine, info, listed, hot, true);
       if (plan.ranked !== undefined) {
         const ranked = rankedRows(engine, info, plan.ranked, filter, from, to);
-        if (listKey !== undefined) hot.keepList(listKey, ranked.seqs);
+        if (listKey !== undefined) hot.keepList(listKey, ranked.seqs, facetOf(filter, info.indexed));
         return ranked;
       }
       const seqs = (engine.prepare(paged ? `SELECT seq${base.slice('SELECT seq, doc'.length)} LIMIT ?${n + 1} OFFSET ?${n + 2}` : `SELECT seq${base.slice('SELECT seq, doc'.length)}`).all(...args) as unknown as [number][]).map((row) => row[0]);
-      if (listKey !== undefined) hot.keepList(listKey, seqs);
+      if (listKey !== undefined) hot.keepList(listKey, seqs, facetOf(filter, info.indexed));
       return textsOfRows(engine, info, seqs, hot, false);
     }
     if (plan.ranked !== undefined) return rankedRows(engine, info, plan.ranked, filter, from, to);

@@ -1,3 +1,6 @@
+import type { Doc } from '../Store.js';
+import { KeptLists } from './keptLists.js';
+import type { Facet } from './keptLists.js';
 /**
  * The stored texts of objects read lately, per collection, by their row (`seq`) and by id: GET by
  * id, and the pages of lists whose order SQL gives, are answered without reading the objects'
@@ -26,10 +29,10 @@
  * in) drop their object's entry, any other remove and a rename of the collection drop them all;
  * an insert makes a new row, which has no entry.
  *
- * The rows each query answered (`list`) are kept until any write of the collection (an insert,
- * an update, a remove, a rename, an index made: `written`), when the write runs: a list polled
- * between writes is answered from them, texts included. At most MAX_LISTS lists and MAX_LIST_BYTES
- * of heap (keys and rows, estimated as the texts are).
+ * The rows each query answered (`list`) are kept until a write could change its answer
+ * (KeptLists: a write of an object that matches its facet, or any write for a list without one;
+ * a remove by a filter, a rename and an index made drop them all), when the write runs: a list
+ * polled between such writes is answered from them, texts included.
  *
  * The oldest entry is found in a queue of the entries in the order they were kept (an entry
  * dropped or replaced meanwhile is skipped there, and counted in the bound until it is passed or
@@ -41,9 +44,6 @@
 export class HotTexts {
   /** Heap bytes of the entries at most (bytesOf each, and DEAD_BYTES per dropped one still queued). */
   static readonly MAX_BYTES = 16 * 1024 * 1024;
-  /** Lists kept at most, and their heap bytes (listBytes each). */
-  static readonly MAX_LISTS = 256;
-  static readonly MAX_LIST_BYTES = 1024 * 1024;
   /**
    * An entry's heap besides its strings' characters and headers (charBytes): the Entry object, its
    * slots in `#bySeq` and `#byId` (an ordered hash map's entry and bucket share, with spare
@@ -85,18 +85,12 @@ export class HotTexts {
   /** Entries kept for a list let go (the oldest first) since the last decision, and those of them read meanwhile. */
   #listedGone = 0;
   #listedRead = 0;
-  /** The rows a query answered (by its exact plan key and page), until the next write of the collection. */
-  readonly #lists = new Map<string, number[]>();
-  #listBytes = 0;
+  /** The rows a query answered (by its exact plan key and page), until a write could change them. */
+  readonly #lists = new KeptLists();
 
   /** The heap an entry of this text is counted for (see MAX_BYTES). */
   static bytesOf(id: string, text: string): number {
     return HotTexts.ENTRY_BYTES + charBytes(id) + charBytes(text);
-  }
-
-  /** The heap a kept list is counted for: its key, its rows (8 bytes each), its map entry and array. */
-  static listBytes(key: string, seqs: readonly number[]): number {
-    return 128 + charBytes(key) + 8 * seqs.length;
   }
 
   /**
@@ -129,23 +123,23 @@ export class HotTexts {
     return this.#bytes;
   }
 
-  /** The rows, in order, that the query `key` answered since the collection was last written to. */
+  /** The rows, in order, that the query `key` answered, while no write could have changed them. */
   list(key: string): number[] | undefined {
     return this.#lists.get(key);
   }
 
-  keepList(key: string, seqs: number[]): void {
-    const bytes = HotTexts.listBytes(key, seqs);
-    if (bytes > HotTexts.MAX_LIST_BYTES / 16 || this.#lists.has(key)) return;
-    if (this.#lists.size >= HotTexts.MAX_LISTS || this.#listBytes + bytes > HotTexts.MAX_LIST_BYTES) this.written();
-    this.#lists.set(key, seqs);
-    this.#listBytes += bytes;
+  /** Keeps the rows the query `key` answered; `facet`: its filter's (see KeptLists). */
+  keepList(key: string, seqs: number[], facet?: Facet): void {
+    this.#lists.keep(key, seqs, facet);
   }
 
-  /** A write of the collection (any): the lists may answer otherwise now. */
-  written(): void {
-    this.#lists.clear();
-    this.#listBytes = 0;
+  /**
+   * A write of the collection: `docs`, the objects it writes as they were before it and are after
+   * it (undefined where there is none), drop the lists they may change; without them, every list.
+   */
+  written(docs?: readonly (Doc | undefined)[]): void {
+    if (docs === undefined) this.#lists.clear();
+    else this.#lists.written(docs);
   }
 
   /** The text of the object with this id, when kept. */

@@ -6,6 +6,7 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../../../src/store/embedded/engine.js';
 import { selectRows } from '../../../src/store/embedded/executor.js';
+import { KeptLists } from '../../../src/store/embedded/keptLists.js';
 import { HotTexts } from '../../../src/store/embedded/hotTexts.js';
 import { createEngineStore, ENGINE_FILE } from '../../../src/store/embedded/index.js';
 
@@ -142,15 +143,16 @@ describe('HotTexts', () => {
     expect(share()).toBe(640);
   });
 
-  it('holds its lists of rows within MAX_LIST_BYTES of heap, long keys included', () => {
+  it('holds its lists of rows within KeptLists.MAX_BYTES of heap, long keys and facets included', () => {
     const gc = fullGc();
     const hot = new HotTexts(BOUND);
     const before = heapAfter(gc);
     for (let i = 0; i < 5_000; i++) {
-      hot.keepList(Buffer.from(`[{"n":{"$gt":${i}}},${'x'.repeat(i % 2000)}]`).toString(), Array.from({ length: 50 }, (_, k) => i * 50 + k + 1_000_000));
+      const facet = i % 3 === 0 ? undefined : { path: 'owner', value: Buffer.from(`user ${i}`).toString() };
+      hot.keepList(Buffer.from(`[{"n":{"$gt":${i}}},${'x'.repeat(i % 2000)}]`).toString(), Array.from({ length: 50 }, (_, k) => i * 50 + k + 1_000_000), facet);
     }
     const grown = heapAfter(gc) - before;
-    expect(grown).toBeLessThanOrEqual(HotTexts.MAX_LIST_BYTES);
+    expect(grown).toBeLessThanOrEqual(KeptLists.MAX_BYTES);
     expect(hot.list(Buffer.from(`[{"n":{"$gt":4999}},${'x'.repeat(4999 % 2000)}]`).toString())).toHaveLength(50);
   });
 });
