@@ -20,11 +20,14 @@ export interface Facet {
  * their own, a write in five requests) were answered from here 0.3% of the time.
  *
  * At most MAX_LISTS lists and MAX_BYTES of heap (keys and rows, estimated as HotTexts estimates
- * texts); when either is full, all of them are let go at once (no order to keep).
+ * texts); when either is full, all of them are let go at once (no order to keep). At most
+ * MAX_PATHS facet paths, so that a write's cost stays bounded whatever properties clients filter on.
  */
 export class KeptLists {
   static readonly MAX_LISTS = 4096;
   static readonly MAX_BYTES = 2 * 1024 * 1024;
+  /** Facet paths at most (each write looks at each); a list of another path is kept without a facet. */
+  static readonly MAX_PATHS = 16;
   readonly #lists = new Map<string, Kept>();
   /** The keys of the lists with a facet, by its path and value. */
   readonly #byFacet = new Map<string, Map<string | number | boolean, Set<string>>>();
@@ -57,7 +60,15 @@ export class KeptLists {
       return;
     }
     let byValue = this.#byFacet.get(facet.path);
-    if (byValue === undefined) this.#byFacet.set(facet.path, (byValue = new Map()));
+    if (byValue === undefined) {
+      // Each write looks at every facet path: a client naming many properties makes plain lists.
+      if (this.#byFacet.size >= KeptLists.MAX_PATHS) {
+        this.#lists.set(key, { seqs, facet: undefined, bytes });
+        this.#plain.add(key);
+        return;
+      }
+      this.#byFacet.set(facet.path, (byValue = new Map()));
+    }
     let keys = byValue.get(facet.value);
     if (keys === undefined) byValue.set(facet.value, (keys = new Set()));
     keys.add(key);

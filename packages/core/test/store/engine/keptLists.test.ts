@@ -54,6 +54,13 @@ describe('KeptLists', () => {
     expect(left()).toEqual(['u1', 'u2', 'n1']);
   });
 
+  it('keeps at most MAX_PATHS facet paths: a list of another path is dropped by any write', () => {
+    const lists = new KeptLists();
+    for (let i = 0; i < KeptLists.MAX_PATHS + 5; i++) lists.keep(`k${i}`, [i], { path: `p${i}`, value: 'v' });
+    lists.written([{ id: 'x', p0: 'other' }]);
+    for (let i = 0; i < KeptLists.MAX_PATHS + 5; i++) expect(lists.get(`k${i}`) !== undefined, `k${i}`).toBe(i < KeptLists.MAX_PATHS);
+  });
+
   it('holds at most MAX_LISTS lists, and what it drops is gone from every facet', () => {
     const lists = new KeptLists();
     for (let i = 0; i < KeptLists.MAX_LISTS + 10; i++) lists.keep(`k${i}`, [i], { path: 'owner', value: `u${i % 7}` });
