@@ -236,7 +236,7 @@ function plainJson(value: unknown, depth: number): boolean {
 }
 
 /** A replacer telling apart what JSON would confuse (dates and strings, RegExps, undefined, NaN and null). */
-function exactValues(this: Record<string, unknown>, key: string, value: unknown): unknown {
+export function exactValues(this: Record<string, unknown>, key: string, value: unknown): unknown {
   const raw = this[key];
   if (raw instanceof Date) return { $d: raw.getTime() };
   if (raw instanceof RegExp) return { $r: raw.source, f: raw.flags };

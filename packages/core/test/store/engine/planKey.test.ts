@@ -1,17 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { planKey } from '../../../src/store/embedded/executor.js';
+import { exactValues, planKey } from '../../../src/store/embedded/executor.js';
 import type { Filter } from '../../../src/store/Store.js';
 
 /** The key as the replacer alone writes it (planKey before its shortcut for plain filters). */
 function replacerKey(filter: Filter, sort: Record<string, 1 | -1> | undefined, ranked: boolean): string {
-  return JSON.stringify([filter, sort ?? 0, ranked], function exact(this: Record<string, unknown>, key: string, value: unknown) {
-    const raw = this[key];
-    if (raw instanceof Date) return { $d: raw.getTime() };
-    if (raw instanceof RegExp) return { $r: raw.source, f: raw.flags };
-    if (raw === undefined) return { $u: 1 };
-    if (typeof raw === 'number' && !Number.isFinite(raw)) return { $n: String(raw) };
-    return value;
-  });
+  return JSON.stringify([filter, sort ?? 0, ranked], exactValues);
 }
 
 const withToJson = { toJSON: () => ({ $d: 5 }) };
