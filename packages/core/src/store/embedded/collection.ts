@@ -112,15 +112,30 @@ export class EngineCollection implements StoreCollection {
    * one statement from the table (bench/RESULTS.md, "Issue 39, round 10").
    */
   #textsOfIds(info: TableInfo, ids: readonly string[], pick: readonly string[]): StoredTexts {
+    // One pass: each id's place found or looked up once (a repeat costs one map read).
     const stored: string[] = [];
-    const few = distinctAtMost(ids, IDS_LOOKED_UP);
-    if (few !== undefined) {
-      for (const id of few.keys()) {
+    const listedRows = new Array<number>(ids.length);
+    const rowOf = new Map<string, number>();
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as string;
+      let row = rowOf.get(id);
+      if (row === undefined) {
+        if (rowOf.size >= IDS_LOOKED_UP) return this.#textsOfManyIds(info, ids, pick);
         const text = this.#textOf(id);
-        few.set(id, text === null ? -1 : stored.push(text) - 1);
+        row = text === null ? -1 : stored.push(text) - 1;
+        rowOf.set(id, row);
       }
+      listedRows[i] = row;
     }
-    const rowOf = few ?? this.#rowsOfIds(info, ids, stored);
+    const texts = textsOf(stored, [], pick);
+    texts.listedRows = listedRows;
+    return texts;
+  }
+
+  /** #textsOfIds past IDS_LOOKED_UP distinct ids: one statement for all of them. */
+  #textsOfManyIds(info: TableInfo, ids: readonly string[], pick: readonly string[]): StoredTexts {
+    const stored: string[] = [];
+    const rowOf = this.#rowsOfIds(info, ids, stored);
     const texts = textsOf(stored, [], pick);
     texts.listedRows = ids.map((id) => rowOf.get(id) ?? -1);
     return texts;
@@ -403,16 +418,6 @@ function idList(filter: Filter): string[] | undefined {
 
 /** Up to this many distinct ids, #textsOfIds looks each up by id; more are read in one statement. */
 const IDS_LOOKED_UP = 64;
-
-/** The distinct ids of `ids` (as keys, in the order first listed), or undefined when there are more than `most`. */
-function distinctAtMost(ids: readonly string[], most: number): Map<string, number> | undefined {
-  const seen = new Map<string, number>();
-  for (const id of ids) {
-    seen.set(id, -1);
-    if (seen.size > most) return undefined;
-  }
-  return seen;
-}
 
 /**
  * The id a filter names by equality among other conditions: `{id: <string>, ...}`, or such a part
