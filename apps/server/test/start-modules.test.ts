@@ -10,13 +10,14 @@ import { startSvc } from './cli.js';
 // (issue 41: they were several hundred ms of every start's CPU, compiling modules the app never
 // uses); an app that names them loads them when it connects. The probe lists, when the process
 // exits, the packages in the CommonJS cache (both drivers are CommonJS: an `import` of them puts
-// their files there too). Nor nodemailer's transport (about 40 modules): it loads at an app's first
-// mail; MAIL_PROBE lists the modules loaded through module.registerHooks, which sees them.
-const MAIL_PROBE = `
+// their files there too). Nor nodemailer's transport (about 40 modules, loaded at an app's first
+// mail) nor prom-client (about 80 with its dependency, loaded when app.json has metrics):
+// LAZY_PROBE lists the modules of both loaded, through module.registerHooks, which sees them.
+const LAZY_PROBE = `
 import { registerHooks } from 'node:module';
 const loaded = [];
 registerHooks({ load(url, context, nextLoad) { loaded.push(url); return nextLoad(url, context); } });
-process.on('exit', () => process.stderr.write('nodemailer modules: ' + JSON.stringify(loaded.filter((url) => url.includes('/node_modules/nodemailer/'))) + '\\n'));
+process.on('exit', () => process.stderr.write('lazy modules: ' + JSON.stringify(loaded.filter((url) => /\\/node_modules\\/(nodemailer|prom-client)\\//.test(url))) + '\\n'));
 `;
 const PROBE = `
 import { createRequire } from 'node:module';
@@ -47,7 +48,7 @@ describe('what a start loads', () => {
     dir = await mkdtemp(join(tmpdir(), 'svc-start-modules-'));
     probe = join(dir, 'probe.mjs');
     await writeFile(probe, PROBE);
-    await writeFile(join(dir, 'mail-probe.mjs'), MAIL_PROBE);
+    await writeFile(join(dir, 'lazy-probe.mjs'), LAZY_PROBE);
     await mkdir(join(dir, 'app/resources/todos'), { recursive: true });
     await writeFile(join(dir, 'app/resources/todos/config.json'), JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' } } }));
   });
@@ -62,8 +63,8 @@ describe('what a start loads', () => {
     expect(loadedPackages(run.stderr)).toContain('mongodb');
   });
 
-  it('an app on the embedded store loads neither the MongoDB driver nor the Redis client', async () => {
-    const svc = await startSvc([join(dir, 'app')], { NODE_OPTIONS: `--import ${probe} --import ${join(dir, 'mail-probe.mjs')}` }, 60_000);
+  it('an app on the embedded store loads neither the MongoDB driver nor the Redis client, nor nodemailer\'s transport or prom-client', async () => {
+    const svc = await startSvc([join(dir, 'app')], { NODE_OPTIONS: `--import ${probe} --import ${join(dir, 'lazy-probe.mjs')}` }, 60_000);
     try {
       const res = await fetch(`${svc.url}/todos`);
       expect(res.status).toBe(200);
@@ -74,7 +75,7 @@ describe('what a start loads', () => {
     expect(loaded.length).toBeGreaterThan(0);
     for (const driver of DRIVERS) expect(loaded).not.toContain(driver);
     // Only the address parser of the Email type's settings, if anything.
-    const mail = JSON.parse(/nodemailer modules: (.*)/.exec(svc.stderr())?.[1] ?? 'null') as string[];
-    expect(mail.filter((url) => !/\/nodemailer\/(lib|dist\/[^/]+)\/addressparser\//.test(url))).toEqual([]);
+    const lazy = JSON.parse(/lazy modules: (.*)/.exec(svc.stderr())?.[1] ?? 'null') as string[];
+    expect(lazy.filter((url) => !/\/nodemailer\/(lib|dist\/[^/]+)\/addressparser\//.test(url))).toEqual([]);
   }, 90_000);
 });
