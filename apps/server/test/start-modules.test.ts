@@ -11,13 +11,14 @@ import { startSvc } from './cli.js';
 // uses); an app that names them loads them when it connects. The probe lists, when the process
 // exits, the packages in the CommonJS cache (both drivers are CommonJS: an `import` of them puts
 // their files there too). Nor nodemailer's transport (about 40 modules, loaded at an app's first
-// mail) nor prom-client (about 80 with its dependency, loaded when app.json has metrics):
-// LAZY_PROBE lists the modules of both loaded, through module.registerHooks, which sees them.
+// mail), prom-client (about 80 with its dependency, loaded when app.json has metrics) or the
+// client's socket.io-client (/svc.js and svc types need none of the client's runtime): LAZY_PROBE
+// lists their modules loaded, through module.registerHooks, which sees them.
 const LAZY_PROBE = `
 import { registerHooks } from 'node:module';
 const loaded = [];
 registerHooks({ load(url, context, nextLoad) { loaded.push(url); return nextLoad(url, context); } });
-process.on('exit', () => process.stderr.write('lazy modules: ' + JSON.stringify(loaded.filter((url) => /\\/node_modules\\/(nodemailer|prom-client)\\//.test(url))) + '\\n'));
+process.on('exit', () => process.stderr.write('lazy modules: ' + JSON.stringify(loaded.filter((url) => /\\/node_modules\\/(nodemailer|prom-client|socket\\.io-client|engine\\.io-client)\\//.test(url))) + '\\n'));
 `;
 const PROBE = `
 import { createRequire } from 'node:module';
@@ -63,7 +64,7 @@ describe('what a start loads', () => {
     expect(loadedPackages(run.stderr)).toContain('mongodb');
   });
 
-  it('an app on the embedded store loads neither the MongoDB driver nor the Redis client, nor nodemailer\'s transport or prom-client', async () => {
+  it('an app on the embedded store loads neither the MongoDB driver nor the Redis client, nor nodemailer\'s transport, prom-client or socket.io-client', async () => {
     const svc = await startSvc([join(dir, 'app')], { NODE_OPTIONS: `--import ${probe} --import ${join(dir, 'lazy-probe.mjs')}` }, 60_000);
     try {
       const res = await fetch(`${svc.url}/todos`);
