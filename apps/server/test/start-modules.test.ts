@@ -12,13 +12,14 @@ import { startSvc } from './cli.js';
 // exits, the packages in the CommonJS cache (both drivers are CommonJS: an `import` of them puts
 // their files there too). Nor nodemailer's transport (about 40 modules, loaded at an app's first
 // mail), prom-client (about 80 with its dependency, loaded when app.json has metrics) or the
-// client's socket.io-client (/svc.js and svc types need none of the client's runtime): LAZY_PROBE
-// lists their modules loaded, through module.registerHooks, which sees them.
+// client's socket.io-client (/svc.js and svc types need none of the client's runtime), and of
+// semver only satisfies (19 modules, not the 47 of its index): LAZY_PROBE lists those modules
+// loaded, through module.registerHooks, which sees them.
 const LAZY_PROBE = `
 import { registerHooks } from 'node:module';
 const loaded = [];
 registerHooks({ load(url, context, nextLoad) { loaded.push(url); return nextLoad(url, context); } });
-process.on('exit', () => process.stderr.write('lazy modules: ' + JSON.stringify(loaded.filter((url) => /\\/node_modules\\/(nodemailer|prom-client|socket\\.io-client|engine\\.io-client)\\//.test(url))) + '\\n'));
+process.on('exit', () => process.stderr.write('lazy modules: ' + JSON.stringify(loaded.filter((url) => /\\/node_modules\\/((nodemailer|prom-client|socket\\.io-client|engine\\.io-client)\\/|semver\\/index\\.js$)/.test(url))) + '\\n'));
 `;
 const PROBE = `
 import { createRequire } from 'node:module';
