@@ -45,12 +45,12 @@ export const LONG_TESTS = [
   'reliability/dashboard-rename-crash.test.ts', // 92 then; ~82 (14 svc starts fewer: -11% here)
   'apps/server/test/fast-paths-differential.test.ts', // 130 then; ~55 (MongoDB: 1,031 of 4,005 rows, its part 5x shorter here)
   'reliability/migrations-slow-db.test.ts', // 53
-  'apps/server/test/cli.test.ts', // 52
-  'apps/server/test/deployd-migration.test.ts', // 52
   'reliability/deploy-files.test.ts', // 50
-  'apps/server/test/pack-install.test.ts', // 48
+  'apps/server/test/deployd-migration.test.ts', // 52 then; ~46 (migrate-deployd loads no server since ci-time-11: 45.4 -> 37.5 CPU s here)
+  'apps/server/test/pack-install.test.ts', // 48 then; ~44 (publint reads the packed tarballs since ci-time-11: 43 -> 39.5 s here, its case 13.3 -> 3-4 s)
   'apps/server/test/dashboard.test.ts', // 44
   'reliability/relations-crash.test.ts', // 44
+  'apps/server/test/cli.test.ts', // 52 then; ~39 (help, create, keygen, showkey load no server since ci-time-11: 33.8 -> 21.7 CPU s here)
   'apps/server/test/browser-offline.test.ts', // 30
   'packages/script-runtime/test/containment.test.ts', // 30
   'apps/server/test/deployd-suite-browser.test.ts', // 28

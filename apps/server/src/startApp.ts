@@ -3,6 +3,8 @@ import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { ReceivedFiles, ThumbnailQueues, createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
+import type { AppMetrics, MetricsSettings, MetricsSources } from './metrics.js';
+import type * as MetricsModule from './metrics.js';
 import { buildResources, readProperties } from './buildResources.js';
 import { applySettings, runMigrations } from './migrations.js';
 import type { MigrationRun } from './migrations.js';
@@ -29,7 +31,6 @@ import { DEFAULT_REQUEST_WALL_MS } from './scripts.js';
 import { createExclusive, gateStore } from './storeGate.js';
 import { dashboardAssetsDir } from '@svc/dashboard';
 import type { RedisLoginLimits } from './redisLoginLimits.js';
-import { AppMetrics, closeMetrics, listenMetrics, metricsRoute } from './metrics.js';
 
 /** Options of {@link startApp}. */
 export interface StartOptions {
@@ -104,6 +105,20 @@ interface BuiltApp {
 /** The files of the resource at /<name> when it keeps files (a Bucket), as mounted now. */
 function bucketFiles(resources: readonly Resource[], name: string): ResourceFiles | undefined {
   return resources.find((r) => r.path === `/${name.replace(/^\/+|\/+$/g, '')}`)?.files;
+}
+
+/**
+ * The app's metrics when app.json turns them on, with the module that serves them: prom-client
+ * (about 80 modules with its dependency, loaded at every start before) loads only then.
+ */
+async function appMetrics(
+  settings: MetricsSettings | undefined,
+  sources: MetricsSources,
+  logger: Logger,
+): Promise<{ metrics: AppMetrics; metricsModule: typeof MetricsModule } | { metrics: undefined; metricsModule: undefined }> {
+  if (settings === undefined || settings.enabled === false) return { metrics: undefined, metricsModule: undefined };
+  const metricsModule = await import('./metrics.js');
+  return { metrics: new metricsModule.AppMetrics(sources, logger), metricsModule };
 }
 
 /**
@@ -193,7 +208,7 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
     const fastPaths = options.fastPaths ?? app.settings.fastPaths ?? true;
     const scripts = createScriptFactory({ app, env, logger, realtime, request, modules, fastPaths });
     const metricsSettings = app.settings.metrics;
-    const metrics = metricsSettings === undefined || metricsSettings.enabled === false ? undefined : new AppMetrics({ scripts: () => scripts.stats(), sockets: () => socketsOf(realtime), store: rawStore }, logger);
+    const { metrics, metricsModule } = await appMetrics(metricsSettings, { scripts: () => scripts.stats(), sockets: () => socketsOf(realtime), store: rawStore }, logger);
     const metricsPath = metricsSettings?.path ?? '/metrics';
     // No key is asked on the metrics' own port: it stays on this machine unless app.json says otherwise.
     const metricsPort = metrics && metricsSettings?.port !== undefined ? { path: metricsPath, port: metricsSettings.port, host: metricsSettings.host ?? '127.0.0.1' } : undefined;
@@ -239,7 +254,7 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
       if (metrics && !metricsPort) {
         // An app's own resource at the path wins, as over the dashboard.
         if (built.some((r) => r.path.toLowerCase() === metricsPath.toLowerCase())) logger.warn(`metrics: the app has a resource at ${metricsPath}, so the metrics are not served there (set app.json metrics.path)`);
-        else routes.push(metricsRoute(metrics, metricsPath, () => bound.server, logger));
+        else routes.push(metricsModule.metricsRoute(metrics, metricsPath, () => bound.server, logger));
       }
       // An app's own resource at /dashboard wins (Deployd apps may have one); the dashboard steps aside.
       // In any case (/Dashboard): two resources differing in case only are refused.
@@ -279,7 +294,7 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
       if (!metrics) return;
       if (!metricsPort) return logger.info(`metrics: ${metricsPath} on the app's port, for root requests (svc-ssh-key)`);
       try {
-        const listening = await listenMetrics(metrics, metricsPort, logger);
+        const listening = await metricsModule.listenMetrics(metrics, metricsPort, logger);
         metricsListener = listening.server;
         metricsPort.port = listening.port;
       } catch (err) {
@@ -364,7 +379,7 @@ async function buildApp(options: StartOptions, httpServer?: Server, received = n
       attachRealtime: () => live.attach(server),
       startMetrics,
       close: async (closeOptions = {}) => {
-        if (metricsListener) await closeMetrics(metricsListener);
+        if (metricsListener) await metricsModule?.closeMetrics(metricsListener);
         stopWatching?.();
         // Timers first; a run under way ends before its resource closes (server.close below).
         activeJobs?.stop();

@@ -1,4 +1,5 @@
 import { makeAccessor } from './internal/accessors.js';
+import { CLIENT_API, propertyName } from './internal/names.js';
 import type { AccessorContext } from './internal/accessors.js';
 import { CookieJar } from './internal/cookieJar.js';
 import { RealtimeLink } from './internal/realtimeLink.js';
@@ -6,6 +7,8 @@ import type { OpenSocket } from './internal/realtimeLink.js';
 import { Transport } from './internal/transport.js';
 import { offlineApi } from './offline/offlineApi.js';
 import type { ClientTypes, ResourceAccessor, ResourceInfo, ResourceList, SvcClient, UntypedClientTypes } from './types.js';
+
+export { CLIENT_API, propertyName } from './internal/names.js';
 
 /** Options of {@link createClient}. */
 export interface ClientOptions {
@@ -31,15 +34,6 @@ export interface ClientOptions {
   openSocket?: OpenSocket;
 }
 
-/** 'add-follower' -> 'addfollower': the property name of a top-level resource. */
-export function propertyName(path: string): string | undefined {
-  const name = path.replace(/^\/+|\/+$/g, '');
-  if (name === '' || name.includes('/')) return undefined;
-  return name.replace(/-/g, '');
-}
-
-/** The client's own names, which no resource property hides. */
-export const CLIENT_API: ReadonlySet<string> = new Set(['ajax', 'on', 'off', 'once', 'socketReady', 'close', 'socket', 'setBaseUrl', 'offline']);
 
 /** Names a Proxy must not invent resources for (promise resolution, inspection, JSON). */
 const RESERVED = new Set(['then', 'catch', 'finally', 'toJSON', 'constructor', 'prototype', 'inspect', 'valueOf', 'toString', 'name', 'length', 'caller', 'arguments', 'apply', 'call', 'bind']);

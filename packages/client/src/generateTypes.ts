@@ -1,5 +1,5 @@
 import type { ClientShape, ResourceConfig } from '@svc/core';
-import { CLIENT_API, propertyName } from './createClient.js';
+import { CLIENT_API, propertyName } from './internal/names.js';
 import type { ResourceInfo } from './types.js';
 
 /** One resource as `svc types` reads it from an app folder. */
