@@ -33,6 +33,8 @@ const checkouts = { a: args.a ?? fileURLToPath(new URL('..', import.meta.url)), 
 const rounds = args.rounds ?? 6;
 const kinds = args.only === undefined ? ['expand', 'plain'] : [args.only];
 const pin = pinning();
+// Read before this process is pinned to one core (nproc counts the cores it may use).
+const m = machine();
 pinSelf(pin?.load);
 const work = mkdtempSync(join(tmpdir(), 'svc-expand-pair-'));
 stopAllOnSignals({ tmp: work });
@@ -60,7 +62,6 @@ async function start(tag) {
 }
 
 try {
-  const m = machine();
   console.log(`expand-pair: a ${checkouts.a}, b ${checkouts.b}; ${m.nproc} cores (${m.cpuModel}), Node ${m.node}; load ${load()}; ${new Date().toISOString()}`);
   const servers = { a: await start('a'), b: await start('b') };
   for (const kind of kinds) {
