@@ -183,59 +183,10 @@ function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTe
   return { texts, seqs, docs: new Array<undefined>(seqs.length) };
 }
 
+/** Plans kept per table at most. */
+const MAX_PLANS = 256;
 /** A filter whose key is longer (a long `$in`) is planned each time. */
 const MAX_KEY = 2048;
-
-/**
- * Plans kept per table: at most MAX_PLANS, and MAX_BYTES of keys and SQL (estimated, see
- * bytesOf); the oldest goes first when either is reached. A rule's filter names the caller (an
- * owner's id), so each logged-in user has plans of their own: 256 plans made the realistic
- * workload's 1,000 users plan most lists anew (bench/RESULTS.md, "Issue 39, round 11").
- */
-export class PlanCache {
-  static readonly MAX_PLANS = 4096;
-  static readonly MAX_BYTES = 4 * 1024 * 1024;
-  readonly #plans = new Map<string, { plan: ReadPlan; bytes: number }>();
-  #bytes = 0;
-
-  get(key: string): ReadPlan | undefined {
-    return this.#plans.get(key)?.plan;
-  }
-
-  set(key: string, plan: ReadPlan): void {
-    const bytes = PlanCache.bytesOf(key, plan);
-    this.#drop(key);
-    while (this.#plans.size > 0 && (this.#plans.size >= PlanCache.MAX_PLANS || this.#bytes + bytes > PlanCache.MAX_BYTES)) this.#drop(this.#plans.keys().next().value as string);
-    this.#plans.set(key, { plan, bytes });
-    this.#bytes += bytes;
-  }
-
-  clear(): void {
-    this.#plans.clear();
-    this.#bytes = 0;
-  }
-
-  get size(): number {
-    return this.#plans.size;
-  }
-
-  /** Bytes counted now (bytesOf each). */
-  get bytes(): number {
-    return this.#bytes;
-  }
-
-  /** Two bytes a character of the key and the SQL, and 64 a parameter and for the entry itself. */
-  static bytesOf(key: string, plan: ReadPlan): number {
-    return 2 * (key.length + plan.where.length + plan.orderBy.length) + 64 * (plan.params.length + 4);
-  }
-
-  #drop(key: string): void {
-    const kept = this.#plans.get(key);
-    if (kept === undefined) return;
-    this.#plans.delete(key);
-    this.#bytes -= kept.bytes;
-  }
-}
 
 /**
  * planRead's plan, kept per table by the exact filter and sort (a query asked again, a list polled,
@@ -245,10 +196,11 @@ export class PlanCache {
  */
 export function planOf(info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, ranked: boolean, key = planKey(filter, options, ranked)): ReadPlan {
   if (key.length > MAX_KEY) return planRead(filter, options, info, ranked);
-  const plans = (info.plans ??= new PlanCache());
+  const plans = (info.plans ??= new Map());
   let plan = plans.get(key);
   if (plan === undefined) {
     plan = planRead(filter, options, info, ranked);
+    if (plans.size >= MAX_PLANS) plans.delete(plans.keys().next().value as string);
     plans.set(key, plan);
   }
   return plan;

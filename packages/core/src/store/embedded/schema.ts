@@ -3,7 +3,7 @@ import { DuplicateKeyError } from '../Store.js';
 import { PathFacts } from './paths.js';
 import { dropSearch, ensureSearch, loadSearch, SEARCH_DDL } from './search.js';
 import type { SearchInfo } from './search.js';
-import type { PlanCache } from './executor.js';
+import type { ReadPlan } from './planner.js';
 import { ident, pathLiteral } from './sqlText.js';
 
 /**
@@ -34,7 +34,7 @@ export interface TableInfo {
   /** Its search table, when properties of it are searchable (search.ts). */
   search?: SearchInfo;
   /** Plans by filter (executor.ts, planOf); cleared when what the planner reads changes. */
-  plans?: PlanCache;
+  plans?: Map<string, ReadPlan>;
   /** The statements every request runs on the table, prepared once (see tableStatements). */
   statements?: TableStatements;
 }

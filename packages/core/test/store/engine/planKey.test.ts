@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exactValues, PlanCache, planKey } from '../../../src/store/embedded/executor.js';
-import type { ReadPlan } from '../../../src/store/embedded/planner.js';
+import { exactValues, planKey } from '../../../src/store/embedded/executor.js';
 import type { Filter } from '../../../src/store/Store.js';
 
 /** The key as the replacer alone writes it (planKey before its shortcut for plain filters). */
@@ -43,36 +42,5 @@ describe('planKey', () => {
   it('tells apart what JSON alone would confuse', () => {
     const keys = [{ n: null }, { n: Number.NaN }, { n: undefined }, {}, { when: new Date(5) }, { when: '1970-01-01T00:00:00.005Z' }, { s: /x/ }, { s: {} }].map((f) => planKey(f as Filter, {}, false));
     expect(new Set(keys).size).toBe(keys.length);
-  });
-});
-
-describe('PlanCache', () => {
-  const plan = (where: string): ReadPlan => ({ where, orderBy: 'seq', params: ['x'], exact: true, sortInProcess: false, pageInSql: true });
-
-  it('keeps at most MAX_PLANS plans, the oldest going first', () => {
-    const plans = new PlanCache();
-    for (let i = 0; i < PlanCache.MAX_PLANS + 3; i++) plans.set(`k${i}`, plan(`w${i}`));
-    expect(plans.size).toBe(PlanCache.MAX_PLANS);
-    expect(plans.get('k0')).toBeUndefined();
-    expect(plans.get('k2')).toBeUndefined();
-    expect(plans.get('k3')?.where).toBe('w3');
-    expect(plans.get(`k${PlanCache.MAX_PLANS + 2}`)?.where).toBe(`w${PlanCache.MAX_PLANS + 2}`);
-  });
-
-  it('keeps at most MAX_BYTES of keys and SQL, counting a plan set again once', () => {
-    const plans = new PlanCache();
-    const big = 'x'.repeat(2000);
-    const each = PlanCache.bytesOf(`${big}0`, plan(big));
-    for (let i = 0; i < 5000; i++) plans.set(`${big}${i}`, plan(big));
-    expect(plans.size).toBe(Math.floor(PlanCache.MAX_BYTES / each));
-    expect(plans.bytes).toBeLessThanOrEqual(PlanCache.MAX_BYTES);
-    plans.set('same', plan('w'));
-    const once = plans.bytes;
-    for (let i = 0; i < 3; i++) plans.set('same', plan('w'));
-    expect(plans.get('same')?.where).toBe('w');
-    expect(plans.bytes).toBe(once);
-    expect(plans.bytes).toBeLessThanOrEqual(PlanCache.MAX_BYTES);
-    plans.clear();
-    expect(plans.size).toBe(0);
   });
 });
