@@ -35,9 +35,14 @@ export interface Rows {
 export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, hot?: HotTexts): Rows {
   const anyOrder = options.anyOrder === true && options.sort === undefined;
   const key = planKey(filter, options, !anyOrder);
-  const plan = planOf(info, filter, options, !anyOrder, key);
   const from = options.skip ?? 0;
   const to = options.limit ? from + options.limit : undefined;
+  const listKey = hot === undefined || key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
+  // Asked again while no write could change it (see KeptLists): a list polled; its texts are kept
+  // from now on. Before planning: only a plan whose order and page SQL gives kept it.
+  const listed = listKey === undefined ? undefined : hot?.list(listKey);
+  if (listed !== undefined) return textsOfRows(engine, info, listed, hot as HotTexts, true);
+  const plan = planOf(info, filter, options, !anyOrder, key);
   const order = plan.sortInProcess || (anyOrder && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
   const base = `SELECT seq, doc FROM ${ident(info.tbl)} WHERE ${plan.where}${order}`;
   const rows: Rows = { texts: [], seqs: [], docs: [] };
@@ -46,11 +51,7 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
     const paged = from > 0 || to !== undefined;
     const args = paged ? [...plan.params, to === undefined ? -1 : to - from, from] : plan.params;
     if (hot !== undefined) {
-      const listKey = key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
-      const listed = listKey === undefined ? undefined : hot.list(listKey);
-      // Asked again since the last write: a list polled; its texts are kept from now on (a query
-      // asked once keeps the rows HotTexts.admit lets in: read twice lately).
-      if (listed !== undefined) return textsOfRows(engine, info, listed, hot, true);
+      // A query asked once keeps the rows HotTexts.admit lets in (read twice lately).
       if (plan.ranked !== undefined) {
         const ranked = rankedRows(engine, info, plan.ranked, filter, from, to);
         if (listKey !== undefined) hot.keepList(listKey, ranked.seqs, facetOf(filter, info.indexed));
