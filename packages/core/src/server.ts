@@ -74,6 +74,9 @@ const SESSIONS_COLLECTION = '_sessions';
 const NO_BODY = { kind: 'none', value: undefined } as const;
 const SWEEP_MS = 60 * 60 * 1000;
 
+/** Connections the kernel may hold for the server before it accepts them (see listen). */
+const LISTEN_BACKLOG = 4096;
+
 /** Assembles an svc server from a store and resources. Nothing listens until `listen()`. */
 export async function createServer(options: SvcServerOptions): Promise<SvcServer> {
   const env = options.env ?? 'development';
@@ -467,7 +470,10 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       if (!ownServer) return Promise.reject(new Error('svc runs on the host application\'s server: listen on that one'));
       return new Promise((resolveListen, reject) => {
         httpServer.once('error', reject);
-        httpServer.listen(port, hostname, () => {
+        // A burst of connections waits in the kernel's queue instead of overflowing node's default
+        // of 511 (the kernel caps it at net.core.somaxconn): an overflowed handshake leaves the
+        // client a connection the server never sees until a retransmission, seconds later.
+        httpServer.listen({ port, host: hostname, backlog: LISTEN_BACKLOG }, () => {
           httpServer.off('error', reject);
           resolveListen((httpServer.address() as AddressInfo).port);
         });
