@@ -261,7 +261,7 @@ export class EngineCollection implements StoreCollection {
       const statements = tableStatements(this.#engine, info);
       // By id (PUT /<c>/<id>), alone or with a rule ANDed in: the row found and changed through the
       // id's index, no plan made (the rest of the filter tested by the matcher: oneNamed).
-      const id = onlyId(filter) ?? idNamed(filter);
+      const id = idNamed(filter);
       const found = id === undefined ? selectRows(this.#engine, info, filter, { limit: 1 }) : undefined;
       const text = found === undefined ? (statements.byId.get(id as string) as unknown as [number, string] | undefined)?.[1] : found.texts[0];
       if (text === undefined) return null;
@@ -291,7 +291,7 @@ export class EngineCollection implements StoreCollection {
       if (info === undefined) return 0;
       if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return 0;
       // One object by its id (DELETE /<c>/<id>, a rule ANDed in): its entry dropped, the other kept texts stay.
-      const id = onlyId(filter) ?? idNamed(filter);
+      const id = idNamed(filter);
       if (id !== undefined) {
         const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
         const doc = oneNamed(row?.[1], filter);
@@ -386,17 +386,6 @@ function tableStatements(engine: Engine, info: TableInfo): TableStatements {
     updateBySeq: engine.db.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE seq = ?2`),
     updateById: engine.db.prepare(`UPDATE ${ident(info.tbl)} SET doc = ?1 WHERE id = ?2`),
   });
-}
-
-/** The id of a filter that is `{id: <string>}` and nothing else. */
-function onlyId(filter: Filter): string | undefined {
-  let id: unknown;
-  let keys = 0;
-  for (const key in filter) {
-    if (key !== 'id' || ++keys > 1) return undefined;
-    id = filter[key];
-  }
-  return typeof id === 'string' ? id : undefined;
 }
 
 function arrays(statement: StatementSync): StatementSync {

@@ -1,5 +1,5 @@
 import type { Doc } from '../Store.js';
-import { KeptLists } from './keptLists.js';
+import { charBytes, KeptLists } from './keptLists.js';
 import type { Facet } from './keptLists.js';
 /**
  * The stored texts of objects read lately, per collection, by their row (`seq`) and by id: GET by
@@ -283,13 +283,6 @@ const MAX_SKIP = 64;
 const SEEN_LOG2 = 18;
 
 
-/** Matches a character past Latin-1: V8 then keeps the whole string at two bytes a character. */
-const WIDE = /[\u0100-\uffff]/;
-
-/** The heap of a string's characters and header, as V8 keeps a flat string. */
-function charBytes(s: string): number {
-  return 24 + (WIDE.test(s) ? 2 : 1) * s.length;
-}
 
 function sameNames(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;

@@ -37,7 +37,7 @@ export class KeptLists {
 
   /** The heap a kept list is counted for: its key, its rows (8 bytes each), its map entries, array and set slots. */
   static bytesOf(key: string, seqs: readonly number[]): number {
-    return 192 + 24 + key.length * (/[\u0100-\uffff]/.test(key) ? 2 : 1) + 8 * seqs.length;
+    return 192 + charBytes(key) + 8 * seqs.length;
   }
 
   get size(): number {
@@ -171,3 +171,11 @@ function equalValues(value: unknown): readonly unknown[] | undefined {
 }
 
 const NONE: readonly unknown[] = [];
+
+/** Matches a character past Latin-1: V8 then keeps the whole string at two bytes a character. */
+const WIDE = /[\u0100-\uffff]/;
+
+/** The heap of a string's characters and header, as V8 keeps a flat string (HotTexts counts texts with it too). */
+export function charBytes(s: string): number {
+  return 24 + (WIDE.test(s) ? 2 : 1) * s.length;
+}
