@@ -54,6 +54,17 @@ describe('KeptLists', () => {
     expect(left()).toEqual(['u1', 'u2', 'n1']);
   });
 
+  it('drops a list whose facet names a prototype key at any write (the object answers a value of its prototype: unknown)', () => {
+    const filter = JSON.parse('{"__proto__": "x", "constructor": "y"}') as Filter;
+    expect(facetOf(filter, new Set())).toEqual({ path: '__proto__', value: 'x' });
+    for (const path of ['__proto__', 'constructor', 'toString']) {
+      const lists = new KeptLists();
+      lists.keep('k', [1], { path, value: 'x' });
+      lists.written([{ id: 'a', owner: 'u1' }]);
+      expect(lists.get('k'), path).toBeUndefined();
+    }
+  });
+
   it('keeps at most MAX_PATHS facet paths: a list of another path is dropped by any write', () => {
     const lists = new KeptLists();
     for (let i = 0; i < KeptLists.MAX_PATHS + 5; i++) lists.keep(`k${i}`, [i], { path: `p${i}`, value: 'v' });
