@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { createEngineStore, createMongoStore, forwardStore, isSvcError, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from '@svc/core';
-import type { Store } from '@svc/core';
+import type { Store, StoredTexts } from '@svc/core';
 import { createExclusive, gateStore } from '../src/storeGate.js';
 import { Feed, feedStore } from '../src/dashboard/feed.js';
 
@@ -76,11 +76,18 @@ describe('store gate', () => {
     const wrapped = gateStore(feedStore(inner, new Feed())).store.collection('events');
     const raw = inner.collection('events');
     for (let i = 0; i < 30; i++) await wrapped.insert({ id: `e${i}`, kind: `k${i % 3}`, amount: i });
-    const reads = ['find', 'findOne', 'count', 'findJson', 'findWithJson', 'findTexts', 'findTextsOfIdsNow', 'findOneJson', 'findOneJsonNow', 'findOneWithJsonNow', 'aggregate'] as const;
+    const reads = ['find', 'findOne', 'count', 'findJson', 'findWithJson', 'findTexts', 'findTextsOfIdsNow', 'findOneJson', 'findOneJsonNow', 'findOneWithJsonNow', 'aggregate', 'keptList', 'generationNow'] as const;
     expect(reads.filter((name) => typeof raw[name] === 'function' && typeof wrapped[name] !== 'function')).toEqual([]);
     const spec = { group: ['kind'], count: true, sum: ['amount'], avg: [], min: [], max: [], limit: 10, timeoutMs: 5000, maxScanned: 100 };
     expect(await wrapped.aggregate?.({}, spec)).toEqual(await raw.aggregate?.({}, spec));
-    expect(await wrapped.findTexts?.({ id: { $in: ['e2', 'e1'] } }, {}, ['id', 'kind'])).toEqual(await raw.findTexts?.({ id: { $in: ['e1', 'e2'] } }, {}, ['id', 'kind']));
+    // The texts alike (each query its own kept list); the list of a query the same object either way.
+    const texts = (found: StoredTexts | undefined): StoredTexts | undefined => (found === undefined ? undefined : { ...found, list: undefined });
+    expect(texts(await wrapped.findTexts?.({ id: { $in: ['e2', 'e1'] } }, {}, ['id', 'kind']))).toEqual(texts(await raw.findTexts?.({ id: { $in: ['e1', 'e2'] } }, {}, ['id', 'kind'])));
+    const listed = await wrapped.findTexts?.({ kind: 'k1' }, { sort: { amount: 1 } }, ['id']);
+    expect(listed?.list).toBeDefined();
+    expect(await raw.keptList?.({ kind: 'k1' }, { sort: { amount: 1 } })).toBe(listed?.list);
+    expect(await wrapped.keptList?.({ kind: 'k1' }, { sort: { amount: 1 } })).toBe(listed?.list);
+    expect(wrapped.generationNow?.()).toBe(raw.generationNow?.());
     expect(wrapped.findTextsOfIdsNow?.(['e2', 'e1', 'e2'], ['id', 'kind'])).toEqual(raw.findTextsOfIdsNow?.(['e2', 'e1', 'e2'], ['id', 'kind']));
     expect(wrapped.findTextsOfIdsNow?.(['e2'], ['id'])?.texts).toEqual([JSON.stringify(await raw.findOne({ id: 'e2' }))]);
   });
@@ -101,6 +108,9 @@ describe('store gate', () => {
     // The fast path answers nothing at once: the request goes the usual way, and gets the 503.
     expect(todos.findOneJsonNow?.('a')).toBeUndefined();
     expect(todos.findTextsOfIdsNow?.(['a'], ['id'])).toBeUndefined();
+    expect(todos.generationNow?.()).toBeUndefined();
+    const refusedList = await todos.keptList?.({}, {}).catch((err: unknown) => err);
+    expect(isSvcError(refusedList) && refusedList.status).toBe(503);
     // Readiness asks ping: not ready while closed.
     await expect(gate.store.ping?.()).rejects.toThrow('restoring');
     // What was under way when it closed is written.

@@ -32,6 +32,12 @@ export interface RelatedCollection {
   readTextsOfIdsNow?(ctx: Context, ids: readonly string[], pick: readonly string[]): StoredTexts | undefined;
   /** Whether readAs answers ctx's caller the stored objects as they are, so readTextsAs can answer. */
   showsTextsTo?(ctx: Context): boolean;
+  /**
+   * What ctx's caller's text reads depend on besides the query (the collection's generation, the
+   * caller's list filter...), as a key; undefined when that cannot be told, and nothing is to be
+   * kept (see keptAnswerKey). `listed`: the collection of a kept list, its own rows kept apart.
+   */
+  textsKey?(ctx: Context, listed?: boolean): string | undefined;
   /** Whether its change listeners (live queries) need its writes now: onDelete reads what it changes only then. */
   wantsChanges(): boolean;
   /** Tells its change listeners of onDelete's writes to its store, as any write of its own is told. */

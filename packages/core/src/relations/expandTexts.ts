@@ -3,6 +3,7 @@ import type { Context, PropertyDef } from '../types.js';
 import type { ExpandNode } from './parseExpand.js';
 import { idsOf, readQuery, tooMany } from './Relations.js';
 import type { Relations } from './Relations.js';
+import { plainJson } from '../query/plainJson.js';
 
 /**
  * `$expand` written from the stored objects' kept JSON texts: each object's text with the texts of
@@ -46,6 +47,42 @@ export function expandsAsText(relations: Relations, ctx: Context, tree: Readonly
   return true;
 }
 
+/**
+ * The key of the answer made by expanding `tree` for ctx's caller, beside the list's own rows (the
+ * store keeps it with them: KeptList): each level's names and options, and every collection the
+ * expansion reads with what its text reads depend on for this caller (RelatedCollection.textsKey:
+ * the collection's configuration, as the serial of its reads that a reload makes anew; its
+ * generation, which any write changes; the caller's list filter). Undefined when one of them
+ * cannot be told: nothing is kept or looked up. Taken before anything is read, so that an answer
+ * kept under it was read after every generation in it.
+ */
+export function keptAnswerKey(relations: Relations, ctx: Context, tree: ReadonlyMap<string, ExpandNode>, listed = true): string | undefined {
+  // The list's own rows are kept apart (KeptList): their collection's generation is left out.
+  const own = relations.owner.textsKey?.(ctx, listed);
+  if (own === undefined) return undefined;
+  let key = own;
+  for (const [name, node] of tree) {
+    const def = relations.forwardFor(ctx, name);
+    const options = [name, node.sort ?? 0, node.limit ?? 0];
+    if (node.fields !== undefined || !plainJson(options, 0)) return undefined;
+    let target: Relations | undefined;
+    if (def !== undefined) {
+      target = relations.relationsAt(def.collection ?? '');
+      key += `|>${JSON.stringify(options)}`;
+    } else {
+      const back = relations.backRelationOrUndefined(ctx, name);
+      if (back === undefined) return undefined;
+      target = back.from;
+      key += `|<${JSON.stringify([...options, back.property])}`;
+    }
+    if (target === undefined) continue;
+    const below = keptAnswerKey(target, ctx, node.children, false);
+    if (below === undefined) return undefined;
+    key += `{${below}}`;
+  }
+  return key;
+}
+
 const PICK_LISTS_MAX = 256;
 
 /**
@@ -72,7 +109,8 @@ export function keysToExpand(relations: Relations, tree: ReadonlyMap<string, Exp
 /**
  * Expands `tree` in `rows` (texts replaced in place), as Relations.expand does in objects. False
  * when some text cannot be spliced for sure (the store could not tell where a value is): the
- * answer must then be made from objects. Every splice is made anew (nothing is kept between lists).
+ * answer must then be made from objects. Every splice is made anew: a whole answer is kept, with its
+ * list, by CollectionReads.splicedList (keptAnswerKey).
  */
 export async function expandTexts(relations: Relations, ctx: Context, rows: TextRows, tree: ReadonlyMap<string, ExpandNode>): Promise<boolean> {
   if (rows.texts.length === 0) return true;

@@ -315,6 +315,11 @@ export class Collection implements Resource {
     return this.reads.showsTextsTo(ctx);
   }
 
+  /** What ctx's caller's text reads of this collection depend on besides the query, as a key (CollectionReads.textsKey). */
+  textsKey(ctx: Context, listed = false): string | undefined {
+    return this.reads.textsKey(ctx, listed);
+  }
+
   /** Objects already read, shown to ctx's caller as a GET by that caller shows them; null where it may not see one. */
   showTo(ctx: Context, docs: readonly Doc[]): Promise<(Record<string, unknown> | null)[]> {
     return this.reads.showTo(ctx, docs);

@@ -97,6 +97,23 @@ export interface StoredTexts {
    * Optional: a store may leave it out.
    */
   listedRows?: number[];
+  /**
+   * The rows as a list the store keeps (see {@link KeptList}), when it answered them from one or
+   * kept them now. Optional: a store may leave it out.
+   */
+  list?: KeptList;
+}
+
+/**
+ * A list's rows kept by the store while no write could change them, with one answer made of them
+ * kept beside (a `$expand` answer: CollectionReads.splicedList). The answer is kept and found
+ * only while these very rows are the ones kept: a write that drops them drops it.
+ */
+export interface KeptList {
+  /** The text kept with {@link keep} under `key`, while these rows are still the ones kept. */
+  answer(key: string): string | undefined;
+  /** Keeps `text` under `key` (instead of any other) while these rows are kept; nothing when they are no longer, or the store's bound says no. */
+  keep(key: string, text: string): void;
 }
 
 /** One named collection of objects in a store. */
@@ -128,6 +145,19 @@ export interface StoreCollection {
    * filter of the ids.
    */
   findTextsOfIdsNow?(ids: readonly string[], pick: readonly string[]): StoredTexts | undefined;
+  /**
+   * Optional, with findTexts' `list`: the list the store keeps for `find(filter, options)` (the
+   * same object findTexts answers as `list` while these rows are kept), undefined when it keeps
+   * none. Waits for the writes under way, as the reads do.
+   */
+  keptList?(filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<KeptList | undefined>;
+  /**
+   * Optional: a number that is another one after every write of the collection (and after
+   * anything else that may change what its reads answer), never one it or another collection
+   * had before in this process; undefined when the store cannot tell at once. An answer made of
+   * its objects may be kept while it is the same (see KeptList).
+   */
+  generationNow?(): number | undefined;
   /**
    * Optional: the JSON text of the object with this id (what `findOne({id})` answers, serialised),
    * or null, for a store that keeps each object's serialisation.

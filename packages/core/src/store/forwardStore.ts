@@ -14,6 +14,7 @@ export const PROMISED_METHODS = [
   'findJson',
   'findWithJson',
   'findTexts',
+  'keptList',
   'findOneJson',
   'findRevised',
   'count',
@@ -29,7 +30,7 @@ export const PROMISED_METHODS = [
 ] as const satisfies readonly (keyof StoreCollection)[];
 
 /** The synchronous reads (`...Now`): they answer at once, or undefined for the caller to ask the promised way. */
-export const NOW_METHODS = ['findTextsOfIdsNow', 'findOneJsonNow', 'findOneWithJsonNow'] as const satisfies readonly (keyof StoreCollection)[];
+export const NOW_METHODS = ['findTextsOfIdsNow', 'findOneJsonNow', 'findOneWithJsonNow', 'generationNow'] as const satisfies readonly (keyof StoreCollection)[];
 
 /** The optional methods of a Store besides collection() and close(). */
 export const STORE_METHODS = ['renameCollection', 'listCollections', 'ping'] as const satisfies readonly (keyof Store)[];

@@ -146,6 +146,58 @@ export function textReadCases(test: (title: string, body: Case) => void, declare
     await checkAll(coll);
   });
 
+  test('kept lists: findTexts gives the list keptList finds, its answer kept until a write that may change the list; generationNow is another number after every write', async ({ coll, store }) => {
+    if (coll.keptList === undefined) {
+      expect(coll.generationNow).toBeUndefined();
+      return;
+    }
+    for (const doc of objectsFor(coll)) await coll.insert(structuredClone(doc));
+    const query = [{ age: 25 }, { sort: { name: 1 } }] as const;
+    const first = await coll.findTexts?.(query[0], query[1], ['id']);
+    const list = first?.list;
+    expect(list).toBeDefined();
+    expect(await coll.keptList(query[0], query[1])).toBe(list);
+    list?.keep('expanded', '[answer]');
+    expect((await coll.findTexts?.(query[0], query[1], ['id']))?.list).toBe(list);
+    expect(list?.answer('expanded')).toBe('[answer]');
+    expect(list?.answer('other')).toBeUndefined();
+    const seen = new Set<number | undefined>([coll.generationNow?.()]);
+    const changed = (what: string): void => {
+      const now = coll.generationNow?.();
+      expect(now, what).toBeTypeOf('number');
+      expect(seen.has(now), what).toBe(false);
+      seen.add(now);
+    };
+    // A write of objects the list cannot hold leaves it and its answer.
+    await coll.insert({ id: 'n1', name: 'New', age: 30 });
+    changed('insert');
+    expect(await coll.keptList(query[0], query[1])).toBe(list);
+    expect(list?.answer('expanded')).toBe('[answer]');
+    // One that may change it drops both: the query is kept anew when read again, without an answer.
+    await coll.update({ id: 't4' }, { $set: { name: 'Dee, renamed' } });
+    changed('update');
+    expect(await coll.keptList(query[0], query[1])).toBeUndefined();
+    expect(list?.answer('expanded')).toBeUndefined();
+    list?.keep('expanded', '[stale]');
+    expect(list?.answer('expanded')).toBeUndefined();
+    const again = (await coll.findTexts?.(query[0], query[1], ['id']))?.list;
+    expect(again).toBeDefined();
+    expect(again).not.toBe(list);
+    expect(again?.answer('expanded')).toBeUndefined();
+    await coll.remove({ id: 'n1' });
+    changed('remove');
+    await coll.insertMany?.([{ id: 'n2', age: 1 }]);
+    if (coll.insertMany) changed('insertMany');
+    await coll.updateMany?.({ age: 1 }, { $set: { age: 2 } });
+    if (coll.updateMany) changed('updateMany');
+    await coll.ensureIndex({ field: 'name' });
+    changed('ensureIndex');
+    await coll.dropIndex?.('name');
+    if (coll.dropIndex) changed('dropIndex');
+    // No other collection has had one of these numbers.
+    expect(seen.has(store.collection('another').generationNow?.())).toBe(false);
+  });
+
   test('optional reads follow every write: updates, removals, inserts, modifiers', async ({ coll }) => {
     for (const doc of objectsFor(coll)) await coll.insert(structuredClone(doc));
     await checkAll(coll);

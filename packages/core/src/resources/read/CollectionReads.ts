@@ -6,8 +6,9 @@ import { SvcError } from '../../errors.js';
 import { jsonList } from '../../jsonList.js';
 import { compileFilter } from '../../query/compileQuery.js';
 import { isPlainObject } from '../../query/parseQueryString.js';
+import { plainJson } from '../../query/plainJson.js';
 import type { CompiledQuery } from '../../query/compileQuery.js';
-import { expandTexts, expandsAsText, keysToExpand } from '../../relations/expandTexts.js';
+import { expandTexts, expandsAsText, keptAnswerKey, keysToExpand } from '../../relations/expandTexts.js';
 import type { ExpandNode } from '../../relations/parseExpand.js';
 import type { RelationQuery, Relations } from '../../relations/Relations.js';
 import type { Doc, Filter, FindOptions, StoreCollection, StoredTexts } from '../../store/Store.js';
@@ -36,6 +37,9 @@ interface Expanding {
   asText: boolean;
 }
 
+/** CollectionReads made so far in the process (each one's serial). */
+let serials = 0;
+
 /** No values picked: the objects' texts alone (see StoreCollection.findTexts). */
 const NO_NAMES: readonly string[] = [];
 
@@ -52,6 +56,8 @@ export class CollectionReads {
   private readonly relations: Relations;
   /** false: every read takes the plain path (ResourceHost.fastPaths, from init). */
   fastPaths = true;
+  /** This object's number in the process (textsKey): answers kept for another configuration's reads are not this one's. */
+  private readonly serial = ++serials;
   /** What the store reads as text or at once: fixed for the collection. */
   private readonly textReads: TextReads;
   /** The facts of the server's synchronous path, made once (its request-dependent fact set per call). */
@@ -312,17 +318,31 @@ export class CollectionReads {
     }
   }
 
-  /** `$expand` from the stored texts, each object's related texts spliced in anew. */
+  /**
+   * `$expand` from the stored texts, each object's related texts spliced in; the answer kept with
+   * the list's rows when the store keeps them (KeptList), under the key of everything else it
+   * was made of (keptAnswerKey), and answered from there while both are the same.
+   */
   private async splicedList(ctx: Context, scope: ReadScope, filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<Reply | undefined> {
     const expanding = this.expanding.get(ctx) as Expanding;
     const expand = expanding.tree;
     const store = this.store;
     if (store.findTexts === undefined) return undefined;
+    // Looked up once the writes under way are done (keptList waits for them), the key taken then.
+    const list = store.keptList === undefined ? undefined : await store.keptList(filter, options);
+    const key = store.keptList === undefined ? undefined : keptAnswerKey(this.relations, ctx, expand);
+    const kept = key === undefined ? undefined : list?.answer(key);
+    if (kept !== undefined) {
+      expanding.asText = true;
+      return scope.textReply(kept, 'splicedTexts');
+    }
     const pick = keysToExpand(this.relations, expand);
     const rows = { ...(await store.findTexts(filter, options, pick)), pick };
     if (!(await expandTexts(this.relations, ctx, rows, expand))) return undefined;
     expanding.asText = true;
-    return scope.textReply(jsonList(rows.texts), 'splicedTexts');
+    const text = jsonList(rows.texts);
+    if (key !== undefined) rows.list?.keep(key, text);
+    return scope.textReply(text, 'splicedTexts');
   }
 
   // ---- reads on a caller's behalf ----
@@ -389,6 +409,26 @@ export class CollectionReads {
     const filter = scope.filter('list');
     const keys = hasKeys(filter) ? filterKeys(filter) : NO_NAMES;
     return keys === undefined ? undefined : { filter, keys };
+  }
+
+  /**
+   * What ctx's caller's text reads of this collection ({@link readTextsAs}, {@link readTextsOfIdsNow})
+   * depend on besides the query, as a key: these reads (a serial of this object: a new
+   * configuration makes new ones), the store's generation (another after every write) and the
+   * caller's list filter. Undefined unless the caller is shown the texts as stored, nothing is
+   * refused to it and its filter is plain JSON: then nothing read for it is kept. `listed`: for
+   * the kept list's own collection, whose rows are kept apart (KeptList): its generation is left
+   * out, so that writes of other lists' objects leave the answer kept.
+   */
+  textsKey(ctx: Context, listed = false): string | undefined {
+    if (!this.showsTextsTo(ctx)) return undefined;
+    const generation = listed ? 0 : this.store.generationNow?.();
+    if (generation === undefined) return undefined;
+    const scope = this.scopeOf(ctx);
+    const refusals = scope.refusals;
+    if (scope.plan !== undefined || refusals.unqueryable !== undefined || refusals.unprojectable !== undefined) return undefined;
+    const filter = scope.filter('list');
+    return plainJson(filter, 0) ? `${this.serial}:${generation}:${JSON.stringify(filter)}` : undefined;
   }
 
   /** Whether readAs answers ctx's caller the stored objects as they are: shortcuts on, no On Get, nothing hidden, a store that keeps texts. */

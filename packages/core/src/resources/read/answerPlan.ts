@@ -19,7 +19,7 @@ export type AnswerPlan =
   | 'constantPlan'
   /** By id: the stored text patched with On Get's changes. */
   | 'scriptedText'
-  /** A list with `$expand`, the related objects' texts spliced into the stored texts. */
+  /** A list with `$expand`, the related objects' texts spliced into the stored texts (or the answer kept with the list: CollectionReads.splicedList). */
   | 'splicedTexts'
   /** A list of stored texts, joined. */
   | 'storedTexts'

@@ -1,6 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
 import { AggregateScanError, DuplicateKeyError } from '../Store.js';
-import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from '../Store.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, KeptList, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from '../Store.js';
 import { conditionId } from '../internal/revisions.js';
 import type { Revisions } from '../internal/revisions.js';
 import { groupRows } from '../internal/groupRows.js';
@@ -11,7 +11,7 @@ import { matchesFilter } from '../embeddedStore.js';
 import { aggregateInSql } from './aggregateSql.js';
 import { answerText, decodeDoc, encodeDoc } from './codec.js';
 import type { Engine } from './engine.js';
-import { countRows, planOf, selectRows } from './executor.js';
+import { countRows, keptListOf, planOf, selectRows } from './executor.js';
 import { isUniqueViolation } from './schema.js';
 import type { TableInfo, TableStatements } from './schema.js';
 import { ident } from './sqlText.js';
@@ -95,7 +95,17 @@ export class EngineCollection implements StoreCollection {
     const ids = options.sort === undefined && options.anyOrder === true && !options.skip && !options.limit ? idList(filter) : undefined;
     if (ids !== undefined) return this.#textsOfIds(info, ids, pick);
     const rows = selectRows(this.#engine, info, filter, options, this.#hot);
-    return textsOf(rows.texts, rows.docs, pick, { hot: this.#hot, seqs: rows.seqs });
+    const texts = textsOf(rows.texts, rows.docs, pick, { hot: this.#hot, seqs: rows.seqs });
+    if (rows.list !== undefined) texts.list = rows.list;
+    return texts;
+  }
+
+  async keptList(filter: Filter, options: Omit<FindOptions, 'fields'>): Promise<KeptList | undefined> {
+    return (await this.#table()) === undefined ? undefined : keptListOf(filter, options, this.#hot);
+  }
+
+  generationNow(): number | undefined {
+    return this.#engine.busy ? undefined : this.#hot.generation;
   }
 
   findTextsOfIdsNow(ids: readonly string[], pick: readonly string[]): StoredTexts | undefined {

@@ -10,7 +10,9 @@ import { matchesSearch } from '../../query/search.js';
 import type { TableInfo } from './schema.js';
 import { ident } from './sqlText.js';
 import type { HotTexts } from './hotTexts.js';
+import { plainJson } from '../../query/plainJson.js';
 import { facetOf } from './keptLists.js';
+import type { Kept } from './keptLists.js';
 
 /**
  * The executor: runs a plan (planner.ts) on a collection's table. An exact plan is answered by
@@ -25,6 +27,8 @@ export interface Rows {
   seqs: number[];
   /** `docs[i]` is decodeDoc(texts[i]) when the matcher or the sort read it (undefined otherwise). */
   docs: (Doc | undefined)[];
+  /** The list kept with these rows (see KeptLists), when they are one's. */
+  list?: Kept;
 }
 
 /**
@@ -37,11 +41,15 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
   const key = planKey(filter, options, !anyOrder);
   const from = options.skip ?? 0;
   const to = options.limit ? from + options.limit : undefined;
-  const listKey = hot === undefined || key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
+  const listKey = hot === undefined ? undefined : listKeyOf(key, from, to, anyOrder);
   // Asked again while no write could change it (see KeptLists): a list polled; its texts are kept
   // from now on. Before planning: only a plan whose order and page SQL gives kept it.
   const listed = listKey === undefined ? undefined : hot?.list(listKey);
-  if (listed !== undefined) return textsOfRows(engine, info, listed, hot as HotTexts, true);
+  if (listed !== undefined) {
+    const rows = textsOfRows(engine, info, listed.seqs, hot as HotTexts, true);
+    rows.list = listed;
+    return rows;
+  }
   const plan = planOf(info, filter, options, !anyOrder, key);
   const order = plan.sortInProcess || (anyOrder && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
   const base = `SELECT seq, doc FROM ${ident(info.tbl)} WHERE ${plan.where}${order}`;
@@ -54,12 +62,14 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
       // A query asked once keeps the rows HotTexts.admit lets in (read twice lately).
       if (plan.ranked !== undefined) {
         const ranked = rankedRows(engine, info, plan.ranked, filter, from, to);
-        if (listKey !== undefined) hot.keepList(listKey, ranked.seqs, facetOf(filter, info.indexed));
+        if (listKey !== undefined) ranked.list = hot.keepList(listKey, ranked.seqs, facetOf(filter, info.indexed));
         return ranked;
       }
       const seqs = (engine.prepare(paged ? `SELECT seq${base.slice('SELECT seq, doc'.length)} LIMIT ?${n + 1} OFFSET ?${n + 2}` : `SELECT seq${base.slice('SELECT seq, doc'.length)}`).all(...args) as unknown as [number][]).map((row) => row[0]);
-      if (listKey !== undefined) hot.keepList(listKey, seqs, facetOf(filter, info.indexed));
-      return textsOfRows(engine, info, seqs, hot, false);
+      const list = listKey === undefined ? undefined : hot.keepList(listKey, seqs, facetOf(filter, info.indexed));
+      const rows = textsOfRows(engine, info, seqs, hot, false);
+      if (list !== undefined) rows.list = list;
+      return rows;
     }
     if (plan.ranked !== undefined) return rankedRows(engine, info, plan.ranked, filter, from, to);
     const sql = paged ? `${base} LIMIT ?${n + 1} OFFSET ?${n + 2}` : base;
@@ -164,6 +174,19 @@ function selectiveRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter
   return found.sort((a, b) => b.seq - a.seq);
 }
 
+/** The key a list is kept by in HotTexts (undefined: none is kept for a key this long). */
+function listKeyOf(key: string, from: number, to: number | undefined, anyOrder: boolean): string | undefined {
+  return key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
+}
+
+/** The list `hot` keeps for what selectRows(filter, options) answers (the same Kept its rows come with), if any. */
+export function keptListOf(filter: Filter, options: Omit<FindOptions, 'fields'>, hot: HotTexts): Kept | undefined {
+  const anyOrder = options.anyOrder === true && options.sort === undefined;
+  const from = options.skip ?? 0;
+  const listKey = listKeyOf(planKey(filter, options, !anyOrder), from, options.limit ? from + options.limit : undefined, anyOrder);
+  return listKey === undefined ? undefined : hot.list(listKey);
+}
+
 /** Rows by their numbers, their texts from `hot` or read in one statement (see selectRows), and kept in `hot` when `keep` (else as hot.admit says). */
 function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTexts, keep: boolean): Rows {
   const texts: string[] = [];
@@ -212,28 +235,6 @@ export function planKey(filter: Filter, options: Omit<FindOptions, 'fields'>, ra
   const key = [filter, options.sort ?? 0, ranked];
   // The replacer is a call per value (most of a short list's planning): taken only when a value needs it.
   return JSON.stringify(key, plainJson(key, 0) ? undefined : exactValues);
-}
-
-/**
- * Whether `value` holds nothing exactValues changes (no Date, RegExp, undefined nor NaN or
- * infinity: plain objects, arrays, strings, finite numbers, booleans and null), so that
- * JSON.stringify writes the same key without it; false past a depth no query has, where the
- * replacer decides.
- */
-function plainJson(value: unknown, depth: number): boolean {
-  if (value === undefined || value instanceof Date || value instanceof RegExp) return false;
-  if (typeof value === 'number') return Number.isFinite(value);
-  if (typeof value !== 'object' || value === null) return true;
-  if (depth > 32) return false;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!plainJson(value[i], depth + 1)) return false;
-    return true;
-  }
-  // Only plain objects: another kind (a toJSON of its own) is the replacer's to judge.
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if ((proto !== Object.prototype && proto !== null) || 'toJSON' in value) return false;
-  for (const name in value) if (!plainJson((value as Record<string, unknown>)[name], depth + 1)) return false;
-  return true;
 }
 
 /** A replacer telling apart what JSON would confuse (dates and strings, RegExps, undefined, NaN and null). */

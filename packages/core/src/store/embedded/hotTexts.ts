@@ -1,6 +1,6 @@
 import type { Doc } from '../Store.js';
 import { charBytes, KeptLists } from './keptLists.js';
-import type { Facet } from './keptLists.js';
+import type { Facet, Kept } from './keptLists.js';
 /**
  * The stored texts of objects read lately, per collection, by their row (`seq`) and by id: GET by
  * id, and the pages of lists whose order SQL gives, are answered without reading the objects'
@@ -87,6 +87,8 @@ export class HotTexts {
   #listedRead = 0;
   /** The rows a query answered (by its exact plan key and page), until a write could change them. */
   readonly #lists = new KeptLists();
+  /** Another number after each write (see {@link generation}). */
+  #generation = nextGeneration();
 
   /** The heap an entry of this text is counted for (see MAX_BYTES). */
   static bytesOf(id: string, text: string): number {
@@ -124,13 +126,22 @@ export class HotTexts {
   }
 
   /** The rows, in order, that the query `key` answered, while no write could have changed them. */
-  list(key: string): number[] | undefined {
-    return this.#lists.get(key);
+  list(key: string): Kept | undefined {
+    return this.#lists.list(key);
   }
 
-  /** Keeps the rows the query `key` answered; `facet`: its filter's (see KeptLists). */
-  keepList(key: string, seqs: number[], facet?: Facet): void {
-    this.#lists.keep(key, seqs, facet);
+  /** Keeps the rows the query `key` answered; `facet`: its filter's (see KeptLists). Answers the list kept, if it is. */
+  keepList(key: string, seqs: number[], facet?: Facet): Kept | undefined {
+    return this.#lists.keep(key, seqs, facet);
+  }
+
+  /**
+   * A number that is another one after every write of the collection (written, clear), never one
+   * this or another collection had before in the process: an answer made of its texts may be kept
+   * while it is the same (KeptList answers of `$expand` that read this collection).
+   */
+  get generation(): number {
+    return this.#generation;
   }
 
   /**
@@ -138,6 +149,7 @@ export class HotTexts {
    * it (undefined where there is none), drop the lists they may change; without them, every list.
    */
   written(docs?: readonly (Doc | undefined)[]): void {
+    this.#generation = nextGeneration();
     if (docs === undefined) this.#lists.clear();
     else this.#lists.written(docs);
   }
@@ -303,4 +315,10 @@ interface Entry {
   pick: readonly string[] | undefined;
   picked: readonly unknown[] | undefined;
   pickedBytes: number;
+}
+
+/** The process's generations (HotTexts.generation): one counter, so that no two collections share a number. */
+let generations = 0;
+function nextGeneration(): number {
+  return ++generations;
 }

@@ -1,4 +1,4 @@
-import type { Doc, Filter } from '../Store.js';
+import type { Doc, Filter, KeptList } from '../Store.js';
 
 /**
  * A property the whole filter holds equal to one value (`{owner: "u1", done: false}`: owner, "u1",
@@ -22,13 +22,21 @@ export interface Facet {
  * At most MAX_LISTS lists and MAX_BYTES of heap (keys and rows, estimated as HotTexts estimates
  * texts); when either is full, all of them are let go at once (no order to keep). At most
  * MAX_PATHS facet paths, so that a write's cost stays bounded whatever properties clients filter on.
+ *
+ * Each list may hold one answer made of its rows (KeptList.keep: a `$expand` answer), dropped with
+ * the list. Answers count apart, at most MAX_ANSWER_BYTES (two bytes a character, each at most a
+ * sixteenth of it): when full, every answer is let go and the lists stay.
  */
 export class KeptLists {
   static readonly MAX_LISTS = 4096;
   static readonly MAX_BYTES = 2 * 1024 * 1024;
+  static readonly MAX_ANSWER_BYTES = 16 * 1024 * 1024;
   /** Facet paths at most (each write looks at each); a list of another path is kept without a facet. */
   static readonly MAX_PATHS = 16;
   readonly #lists = new Map<string, Kept>();
+  /** The lists holding an answer. */
+  readonly #answered = new Set<Kept>();
+  #answerBytes = 0;
   /** The keys of the lists with a facet, by its path and value. */
   readonly #byFacet = new Map<string, Map<string | number | boolean, Set<string>>>();
   /** The keys of the lists without one. */
@@ -44,34 +52,66 @@ export class KeptLists {
     return this.#lists.size;
   }
 
+  /** The bytes answers are counted for now. */
+  get answerBytes(): number {
+    return this.#answerBytes;
+  }
+
   /** The rows the query `key` answered, while no write could have changed them. */
   get(key: string): number[] | undefined {
     return this.#lists.get(key)?.seqs;
   }
 
-  keep(key: string, seqs: number[], facet: Facet | undefined): void {
+  /** The list of the query `key` (its rows and its answer), while no write could have changed it. */
+  list(key: string): Kept | undefined {
+    return this.#lists.get(key);
+  }
+
+  /** Keeps the rows; answers the list kept (undefined when it is not: too large, or the query's list is kept already). */
+  keep(key: string, seqs: number[], facet: Facet | undefined): Kept | undefined {
     const bytes = KeptLists.bytesOf(key, seqs);
-    if (bytes > KeptLists.MAX_BYTES / 16 || this.#lists.has(key)) return;
+    if (bytes > KeptLists.MAX_BYTES / 16 || this.#lists.has(key)) return undefined;
     if (this.#lists.size >= KeptLists.MAX_LISTS || this.#bytes + bytes > KeptLists.MAX_BYTES) this.clear();
-    this.#lists.set(key, { seqs, facet, bytes });
+    // Each write looks at every facet path: a client naming many properties makes plain lists.
+    const facetKept = facet !== undefined && (this.#byFacet.has(facet.path) || this.#byFacet.size < KeptLists.MAX_PATHS) ? facet : undefined;
+    const kept = new Kept(this, key, seqs, facetKept, bytes);
+    this.#lists.set(key, kept);
     this.#bytes += bytes;
-    if (facet === undefined) {
+    if (facetKept === undefined) {
       this.#plain.add(key);
-      return;
+      return kept;
     }
-    let byValue = this.#byFacet.get(facet.path);
-    if (byValue === undefined) {
-      // Each write looks at every facet path: a client naming many properties makes plain lists.
-      if (this.#byFacet.size >= KeptLists.MAX_PATHS) {
-        this.#lists.set(key, { seqs, facet: undefined, bytes });
-        this.#plain.add(key);
-        return;
-      }
-      this.#byFacet.set(facet.path, (byValue = new Map()));
-    }
-    let keys = byValue.get(facet.value);
-    if (keys === undefined) byValue.set(facet.value, (keys = new Set()));
+    let byValue = this.#byFacet.get(facetKept.path);
+    if (byValue === undefined) this.#byFacet.set(facetKept.path, (byValue = new Map()));
+    let keys = byValue.get(facetKept.value);
+    if (keys === undefined) byValue.set(facetKept.value, (keys = new Set()));
     keys.add(key);
+    return kept;
+  }
+
+  /** Kept.keep: the answer kept with `kept` while it is the list kept for its query (made of rows a write has not dropped since). */
+  keepAnswer(kept: Kept, key: string, text: string): void {
+    if (this.#lists.get(kept.key) !== kept) return;
+    const bytes = 64 + 2 * (key.length + text.length);
+    if (bytes > KeptLists.MAX_ANSWER_BYTES / 16) return;
+    this.#dropAnswer(kept);
+    if (this.#answerBytes + bytes > KeptLists.MAX_ANSWER_BYTES) this.#dropAnswers();
+    kept.answered = { key, text, bytes };
+    this.#answered.add(kept);
+    this.#answerBytes += bytes;
+  }
+
+  #dropAnswer(kept: Kept): void {
+    if (kept.answered === undefined) return;
+    this.#answerBytes -= kept.answered.bytes;
+    kept.answered = undefined;
+    this.#answered.delete(kept);
+  }
+
+  #dropAnswers(): void {
+    for (const kept of this.#answered) kept.answered = undefined;
+    this.#answered.clear();
+    this.#answerBytes = 0;
   }
 
   /**
@@ -101,6 +141,7 @@ export class KeptLists {
     this.#byFacet.clear();
     this.#plain.clear();
     this.#bytes = 0;
+    this.#dropAnswers();
   }
 
   #drop(key: string): void {
@@ -108,6 +149,7 @@ export class KeptLists {
     if (kept === undefined) return;
     this.#lists.delete(key);
     this.#bytes -= kept.bytes;
+    this.#dropAnswer(kept);
     if (kept.facet === undefined) {
       this.#plain.delete(key);
       return;
@@ -120,10 +162,33 @@ export class KeptLists {
   }
 }
 
-interface Kept {
+/** A list kept: its query's key, its rows, its facet, and the answer kept with it. */
+export class Kept implements KeptList {
+  answered: { readonly key: string; readonly text: string; readonly bytes: number } | undefined;
+
+  readonly lists: KeptLists;
+  readonly key: string;
   readonly seqs: number[];
   readonly facet: Facet | undefined;
   readonly bytes: number;
+
+  constructor(lists: KeptLists, key: string, seqs: number[], facet: Facet | undefined, bytes: number) {
+    this.lists = lists;
+    this.key = key;
+    this.seqs = seqs;
+    this.facet = facet;
+    this.bytes = bytes;
+  }
+
+  /** The answer kept under `key` (a list dropped has none: KeptLists drops its answer with it). */
+  answer(key: string): string | undefined {
+    const answered = this.answered;
+    return answered !== undefined && answered.key === key ? answered.text : undefined;
+  }
+
+  keep(key: string, text: string): void {
+    this.lists.keepAnswer(this, key, text);
+  }
 }
 
 /**

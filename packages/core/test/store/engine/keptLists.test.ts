@@ -72,6 +72,60 @@ describe('KeptLists', () => {
     for (let i = 0; i < KeptLists.MAX_PATHS + 5; i++) expect(lists.get(`k${i}`) !== undefined, `k${i}`).toBe(i < KeptLists.MAX_PATHS);
   });
 
+  it('keeps one answer with a list, found under its key only while that very list is kept', () => {
+    const lists = new KeptLists();
+    const kept = lists.keep('u1', [1, 2], { path: 'owner', value: 'u1' });
+    expect(kept).toBeDefined();
+    const list = kept as NonNullable<typeof kept>;
+    expect(lists.list('u1')).toBe(list);
+    list.keep('expand author', '[1,2]');
+    expect(list.answer('expand author')).toBe('[1,2]');
+    expect(list.answer('expand editor')).toBeUndefined();
+    // Another answer replaces it, and counts instead of it.
+    list.keep('expand editor', '[3]');
+    expect(list.answer('expand author')).toBeUndefined();
+    expect(list.answer('expand editor')).toBe('[3]');
+    expect(lists.answerBytes).toBe(64 + 2 * ('expand editor'.length + 3));
+    // A write dropping the list drops its answer; the same query kept again is another list, without one.
+    lists.written([{ id: 'a', owner: 'u1' }]);
+    expect(list.answer('expand editor')).toBeUndefined();
+    expect(lists.answerBytes).toBe(0);
+    const again = lists.keep('u1', [1], { path: 'owner', value: 'u1' });
+    expect(again).not.toBe(list);
+    expect(again?.answer('expand editor')).toBeUndefined();
+    // The list dropped keeps nothing any more (an answer made of its rows after a write would be stale).
+    list.keep('expand editor', '[3]');
+    expect(list.answer('expand editor')).toBeUndefined();
+    expect(again?.answer('expand editor')).toBeUndefined();
+    expect(lists.answerBytes).toBe(0);
+    // A list kept already is not replaced: keep answers nothing.
+    expect(lists.keep('u1', [9], { path: 'owner', value: 'u1' })).toBeUndefined();
+    // clear drops every answer.
+    again?.keep('k', 'x');
+    lists.clear();
+    expect(again?.answer('k')).toBeUndefined();
+    expect(lists.answerBytes).toBe(0);
+  });
+
+  it('holds answers within MAX_ANSWER_BYTES: past it every answer goes and the lists stay', () => {
+    const lists = new KeptLists();
+    const big = 'x'.repeat(KeptLists.MAX_ANSWER_BYTES / 2 / 16 - 64);
+    // Over a sixteenth of the bound: not kept.
+    const first = lists.keep('big', [0], undefined);
+    first?.keep('k', `${big}${'y'.repeat(64)}`);
+    expect(first?.answer('k')).toBeUndefined();
+    const kept = [];
+    for (let i = 0; i < 20; i++) {
+      const list = lists.keep(`k${i}`, [i], { path: 'owner', value: `u${i}` });
+      list?.keep('k', big.slice(1));
+      kept.push(list);
+      expect(lists.answerBytes).toBeLessThanOrEqual(KeptLists.MAX_ANSWER_BYTES);
+    }
+    // 16 fit; the 17th let every answer go before it was kept.
+    expect(kept.map((list) => list?.answer('k') !== undefined)).toEqual([...Array(16).fill(false), true, true, true, true]);
+    expect(kept.every((list, i) => lists.list(`k${i}`) === list)).toBe(true);
+  });
+
   it('holds at most MAX_LISTS lists, and what it drops is gone from every facet', () => {
     const lists = new KeptLists();
     for (let i = 0; i < KeptLists.MAX_LISTS + 10; i++) lists.keep(`k${i}`, [i], { path: 'owner', value: `u${i % 7}` });
