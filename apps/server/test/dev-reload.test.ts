@@ -69,6 +69,23 @@ describe('development reload (svc watching the app folder)', () => {
     expect(await seen()).toBeUndefined();
   });
 
+  it('an edited relation applies to `$expand` lists at once, whatever answer was kept with the list', async () => {
+    const notes = (many: boolean) => JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' }, writer: { type: 'relation', collection: 'writers', many } } });
+    await mkdir(join(dir, 'resources/writers'), { recursive: true });
+    await writeFile(join(dir, 'resources/writers/config.json'), JSON.stringify({ type: 'Collection', properties: { name: { type: 'string' } } }));
+    await mkdir(join(dir, 'resources/notes'), { recursive: true });
+    await writeFile(join(dir, 'resources/notes/config.json'), notes(false));
+    await until(async () => (await fetch(`${svc.url}/notes`)).status === 200 && (await fetch(`${svc.url}/writers`)).status === 200);
+    const writer = (await post('/writers', { name: 'W' })).body.id as string;
+    expect((await post('/notes', { text: 'n', writer })).status).toBe(200);
+    const expanded = async (): Promise<unknown> => ((await (await fetch(`${svc.url}/notes?${encodeURIComponent(JSON.stringify({ $expand: ['writer'] }))}`)).json()) as Record<string, unknown>[])[0]?.writer;
+    // Asked again and again: the list and its expanded answer are kept.
+    for (let i = 0; i < 3; i++) expect(await expanded()).toEqual({ id: writer, name: 'W' });
+    await writeFile(join(dir, 'resources/notes/config.json'), notes(true));
+    await until(async () => Array.isArray(await expanded()));
+    for (let i = 0; i < 3; i++) expect(await expanded()).toEqual([{ id: writer, name: 'W' }]);
+  });
+
   it('a new resource folder is served once its config.json is written; /svc.js knows it', async () => {
     await mkdir(join(dir, 'resources/notes'), { recursive: true });
     await writeFile(join(dir, 'resources/notes/config.json'), JSON.stringify({ type: 'Collection', properties: { text: { type: 'string' } } }));

@@ -131,6 +131,9 @@ function listQueries(name: CollectionName): string[] {
     q({ $expand: ['label'] }),
     q({ $expand: ['label', 'project'] }),
     q({ $expand: ['marks'] }),
+    // The same list expanded with other options per level (a kept answer is one per list and key).
+    q({ $expand: { marks: { $limit: 1 } } }),
+    q({ $expand: { marks: { $sort: { text: -1 } } } }),
     q({ done: false, $sort: { n: -1 }, $limit: 3, $expand: ['label'] }),
     q({ 'project.name': 'alpha' }),
     '?flag=yes',
@@ -140,7 +143,7 @@ function listQueries(name: CollectionName): string[] {
   ];
   if (name === 'privy' || name === 'markedPrivy') out.push(q({ $fields: { secret: 0 } }), q({ secret: 'ann-secret' }), q({ $sort: { secret: 1 } }));
   if (name === 'ruled') out.push(q({ $sort: { score: 1 } }), q({ score: { $gt: 0 } }), q({ $fields: { note: 1 } }));
-  if (name === 'projects') out.push(q({ $expand: ['lead'] }), q({ $expand: { todos_via_project: { $sort: { n: 1 }, $limit: 2 } } }), q({ $expand: { todos_via_project: { $expand: ['project'] } } }));
+  if (name === 'projects') out.push(q({ $expand: ['lead'] }), q({ $expand: { todos_via_project: { $sort: { n: 1 }, $limit: 2 } } }), q({ $expand: { todos_via_project: { $sort: { n: 1 }, $limit: 1 } } }), q({ $expand: { todos_via_project: { $expand: ['project'] } } }));
   if (name === 'users') out.push(q({ $fields: { diary: 1 } }), q({ password: 'x' }), q({ $sort: { name: 1 } }));
   return out;
 }
