@@ -61,10 +61,16 @@ async function openMany(port: number, n: number, from: string): Promise<Conn[]> 
   return out;
 }
 
+/** Waits (bounded) until at most `most` connections are open; answers how many still are. */
+async function untilAtMost(conns: Conn[], most: number, ms: number): Promise<number> {
+  const open = (): number => conns.filter((c) => c.open).length;
+  for (let waited = 0; waited < ms && open() > most; waited += 100) await sleep(100);
+  return open();
+}
+
 /** Waits (bounded) until no connection is open; answers how many still are. */
 async function untilAllClosed(conns: Conn[], ms: number): Promise<number> {
-  for (let waited = 0; waited < ms && conns.some((c) => c.open); waited += 250) await sleep(250);
-  return conns.filter((c) => c.open).length;
+  return untilAtMost(conns, 0, ms);
 }
 
 describe('connections under load', () => {
@@ -98,14 +104,17 @@ describe('connections under load', () => {
   });
 
   it('1,000 connections from one address: its share (256) is served, the rest refused at once with one log line', async () => {
-    const p = await start({ headersTimeoutMs: 2000, requestTimeoutMs: 5000 });
+    // A header budget long enough that the ones accepted stay open while the others are refused.
+    const p = await start({ headersTimeoutMs: 10_000, requestTimeoutMs: 15_000 });
     const conns = await openMany(p.port, 1000, '127.0.0.2');
     // A first line each: a connection the kernel completed but the server has not accepted yet (a
     // full accept queue under this burst) reaches the server with it, instead of looking open here.
     for (const c of conns) if (c.open) c.socket.write('GET /todos HTTP/1.1\r\n');
-    await sleep(200);
-    // Refused ones are closed as they arrive; those accepted wait for the header budget.
-    expect(conns.filter((c) => c.open).length).toBeLessThanOrEqual(256);
+    // Refused ones are closed as they are accepted, long before the header budget closes those
+    // served: awaited, bounded below that budget (a loaded machine accepts a burst slower; a fixed
+    // 200 ms once saw 692 still waiting in the accept queue with three test files at a time).
+    expect(await untilAtMost(conns, 256, 8000)).toBeLessThanOrEqual(256);
+    expect(conns.filter((c) => c.open).length).toBeGreaterThan(0);
     // Another address is served meanwhile.
     expect((await fetch(`${p.url}/todos`)).status).toBe(200);
     expect(await untilAllClosed(conns, 60_000)).toBe(0);
