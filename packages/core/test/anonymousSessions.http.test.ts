@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Collection, createEmbeddedStore, SessionManager, UserCollection } from '@svc/core';
 import type { Store } from '@svc/core';
 import { startTestServer } from './helpers/http.js';
@@ -116,6 +116,44 @@ describe('anonymous ids as made', () => {
     const third = {};
     expect(sessions.anonymous(forged, third)).toBeUndefined();
     expect(sessions.anonymous(forged, third)).toBeUndefined();
+  });
+});
+
+describe('whether an id is anonymous, remembered by the id', () => {
+  it("a stored session's id, or a forged one, is hashed once whatever connection presents it; an anonymous one stays one", async () => {
+    const sessions = new SessionManager(store.collection('_sessions'));
+    await sessions.init();
+    const signs = vi.spyOn(sessions as unknown as { sign: (random: Buffer) => Buffer }, 'sign');
+    // The login found the new id not anonymous: its hashes are made there, once.
+    const stored = await sessions.login(undefined, 'user-9', '/users');
+    expect(signs).toHaveBeenCalledTimes(1);
+    for (const connection of [{}, {}, undefined, {}]) {
+      expect(sessions.anonymous(stored.id, connection)).toBeUndefined();
+      expect(await sessions.load(stored.id, connection)).toMatchObject({ id: stored.id, uid: 'user-9' });
+      expect(await sessions.check(stored.id)).toMatchObject({ uid: 'user-9' });
+    }
+    expect(signs).toHaveBeenCalledTimes(1);
+    const anon = (await sessions.create()).id;
+    const forged = `${anon.slice(0, 96)}${'0'.repeat(32)}`;
+    signs.mockClear();
+    for (const connection of [{}, {}, undefined]) {
+      expect(sessions.anonymous(forged, connection)).toBeUndefined();
+      expect(await sessions.load(forged, connection)).toBeNull();
+      expect(sessions.anonymous(anon, connection)?.anonymous).toBe(true);
+    }
+    // Each id once: the forged one, and the anonymous one (verified at its first presentation).
+    expect(signs).toHaveBeenCalledTimes(2);
+    signs.mockClear();
+    // Not well-formed: never remembered, refused by the pattern each time (no hash made).
+    const malformed = `${'g'.repeat(128)}`;
+    for (let i = 0; i < 2; i++) {
+      expect(sessions.anonymous(malformed, {})).toBeUndefined();
+      expect(await sessions.load(malformed, {})).toBeNull();
+    }
+    expect(signs).toHaveBeenCalledTimes(0);
+    // Ended: the store says so, not the memory.
+    await sessions.destroy(stored.id);
+    expect(await sessions.load(stored.id, {})).toBeNull();
   });
 });
 
