@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMongoStore, SvcError } from '@svc/core';
 import { runApp } from '../apps/server/test/helpers/app.js';
 import type { AppHandle } from '../apps/server/test/helpers/app.js';
-import { freePort } from './localServices.js';
+import { freePort, freezeProcess } from './localServices.js';
 
 // Issue 11 (7): with MongoDB down, requests got 500 for 6 s and then waited without bound; a
 // frozen database held them for as long as it was frozen. This test runs its own FerretDB (the
@@ -102,7 +102,8 @@ describe.runIf(available)('database outages (own FerretDB, stopped and frozen)',
   }, 60_000);
 
   it('database frozen (SIGSTOP): 503 within the configured time instead of waiting; thawed: served again', async () => {
-    ferret?.kill('SIGSTOP');
+    // Every thread stopped before the request (kill() returns before that: freezeProcess).
+    await freezeProcess(ferret?.pid as number);
     try {
       const started = performance.now();
       const res = await h.request('GET', '/notes');

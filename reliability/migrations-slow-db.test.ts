@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createMongoStore, readRecords, VALUES_COLLECTION } from '@svc/core';
 import type { Doc } from '@svc/core';
 import { SVC_BIN } from '../apps/server/test/cli.js';
-import { freePort } from './localServices.js';
+import { freePort, freezeProcess } from './localServices.js';
 
 // Issue 43: migrations on a database that is slow for a while. Under load, FerretDB took longer
 // than the lease to answer: the lock's renewal lapsed and the process exited; a batch's updateMany
@@ -74,10 +74,10 @@ async function startFerret(): Promise<string> {
   throw new Error('FerretDB did not start');
 }
 
-/** Freezes the database for `ms` (SIGSTOP), then resumes it by its PID. */
+/** Freezes the database for `ms` (SIGSTOP, every thread stopped: freezeProcess), then resumes it by its PID. */
 async function freeze(ms: number): Promise<void> {
   const pid = ferret?.pid as number;
-  process.kill(pid, 'SIGSTOP');
+  await freezeProcess(pid);
   await new Promise((r) => setTimeout(r, ms));
   process.kill(pid, 'SIGCONT');
 }
