@@ -331,7 +331,7 @@ export class CollectionReads {
     // Looked up once the writes under way are done (keptList waits for them), the key taken then.
     const list = store.keptList === undefined ? undefined : await store.keptList(filter, options);
     const key = store.keptList === undefined ? undefined : keptAnswerKey(this.relations, ctx, expand);
-    const kept = key === undefined ? undefined : list?.answer(key);
+    const kept = key === undefined || list === undefined ? undefined : list.answer(key);
     if (kept !== undefined) {
       expanding.asText = true;
       return scope.textReply(kept, 'splicedTexts');

@@ -37,14 +37,10 @@ export interface Rows {
  * read in one more statement, and kept).
  */
 export function selectRows(engine: Engine, info: TableInfo, filter: Filter, options: Omit<FindOptions, 'fields'>, hot?: HotTexts): Rows {
-  const anyOrder = options.anyOrder === true && options.sort === undefined;
-  const key = planKey(filter, options, !anyOrder);
-  const from = options.skip ?? 0;
-  const to = options.limit ? from + options.limit : undefined;
-  const listKey = hot === undefined ? undefined : listKeyOf(key, from, to, anyOrder);
+  const { anyOrder, key, from, to, listKey } = pageOf(filter, options, hot !== undefined);
   // Asked again while no write could change it (see KeptLists): a list polled; its texts are kept
   // from now on. Before planning: only a plan whose order and page SQL gives kept it.
-  const listed = listKey === undefined ? undefined : hot?.list(listKey);
+  const listed = listKey === undefined || hot === undefined ? undefined : hot.list(listKey);
   if (listed !== undefined) {
     const rows = textsOfRows(engine, info, listed.seqs, hot as HotTexts, true);
     rows.list = listed;
@@ -174,16 +170,22 @@ function selectiveRows(engine: Engine, info: TableInfo, plan: RankedPlan, filter
   return found.sort((a, b) => b.seq - a.seq);
 }
 
-/** The key a list is kept by in HotTexts (undefined: none is kept for a key this long). */
-function listKeyOf(key: string, from: number, to: number | undefined, anyOrder: boolean): string | undefined {
-  return key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}`;
+/**
+ * A read's plan key and page, and with `kept` the key its list is kept by in HotTexts (undefined:
+ * none is kept for a key this long): one place for selectRows and keptListOf, so both name the
+ * same list.
+ */
+function pageOf(filter: Filter, options: Omit<FindOptions, 'fields'>, kept: boolean): { anyOrder: boolean; key: string; from: number; to: number | undefined; listKey: string | undefined } {
+  const anyOrder = options.anyOrder === true && options.sort === undefined;
+  const key = planKey(filter, options, !anyOrder);
+  const from = options.skip ?? 0;
+  const to = options.limit ? from + options.limit : undefined;
+  return { anyOrder, key, from, to, listKey: !kept || key.length > MAX_KEY ? undefined : `${key}|${from}|${to ?? ''}|${anyOrder ? 1 : 0}` };
 }
 
 /** The list `hot` keeps for what selectRows(filter, options) answers (the same Kept its rows come with), if any. */
 export function keptListOf(filter: Filter, options: Omit<FindOptions, 'fields'>, hot: HotTexts): Kept | undefined {
-  const anyOrder = options.anyOrder === true && options.sort === undefined;
-  const from = options.skip ?? 0;
-  const listKey = listKeyOf(planKey(filter, options, !anyOrder), from, options.limit ? from + options.limit : undefined, anyOrder);
+  const { listKey } = pageOf(filter, options, true);
   return listKey === undefined ? undefined : hot.list(listKey);
 }
 

@@ -34,8 +34,6 @@ export class KeptLists {
   /** Facet paths at most (each write looks at each); a list of another path is kept without a facet. */
   static readonly MAX_PATHS = 16;
   readonly #lists = new Map<string, Kept>();
-  /** The lists holding an answer. */
-  readonly #answered = new Set<Kept>();
   #answerBytes = 0;
   /** The keys of the lists with a facet, by its path and value. */
   readonly #byFacet = new Map<string, Map<string | number | boolean, Set<string>>>();
@@ -97,7 +95,6 @@ export class KeptLists {
     this.#dropAnswer(kept);
     if (this.#answerBytes + bytes > KeptLists.MAX_ANSWER_BYTES) this.#dropAnswers();
     kept.answered = { key, text, bytes };
-    this.#answered.add(kept);
     this.#answerBytes += bytes;
   }
 
@@ -105,12 +102,10 @@ export class KeptLists {
     if (kept.answered === undefined) return;
     this.#answerBytes -= kept.answered.bytes;
     kept.answered = undefined;
-    this.#answered.delete(kept);
   }
 
   #dropAnswers(): void {
-    for (const kept of this.#answered) kept.answered = undefined;
-    this.#answered.clear();
+    for (const kept of this.#lists.values()) kept.answered = undefined;
     this.#answerBytes = 0;
   }
 
@@ -137,11 +132,11 @@ export class KeptLists {
   }
 
   clear(): void {
+    this.#dropAnswers();
     this.#lists.clear();
     this.#byFacet.clear();
     this.#plain.clear();
     this.#bytes = 0;
-    this.#dropAnswers();
   }
 
   #drop(key: string): void {
