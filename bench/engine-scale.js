@@ -2,7 +2,7 @@
 //
 //   flock /work/bench.lock node bench/engine-scale.js [--sizes 1000000[,10000000]] [--duration 10]
 //       [--warmup 2] [--connections 50] [--files] [--keep <dir>] [--seed-only] [--only <loads>]
-//       [--server-args "<node flags>"]
+//       [--server-args "<node flags>"] [--driver autocannon|wrk] [--bare]
 //
 // Needs `pnpm build`. For each size, an app folder in a temporary directory: todos {title, done, n}
 // with `n` indexed and `title` searchable, seeded through the store directly (createEngineStore,
@@ -24,6 +24,11 @@
 // so that the ratios are of one run. `--keep <dir>`: the app folders are made in <dir> and kept,
 // and those already there (seeded by an earlier run: `seeded.json`) are used as they are;
 // `--seed-only` seeds them and stops (so that seeding, minutes of CPU, need not hold the bench lock).
+// `--driver wrk`: the loads by wrk (Debian's package, C) instead of autocannon. autocannon spends
+// ~16 µs of its own per answer on its one thread, so when 50 answers come in one burst the last is
+// timed up to ~0.8 ms late: its p99 at 50 connections is partly its own. `--bare`: beside GET by id,
+// the baseline of the same run: bench/servers/bare-http.js answering the first todo's bytes, pinned
+// and loaded the same way (what node:http itself costs and waits at 50 connections).
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +39,7 @@ import { runLoad } from './lib/load.js';
 import { request, startSession, closeAgent } from './lib/http.js';
 import { appFolder, q, seedEngine, title, word } from './lib/engineSeed.js';
 
-const { args, repo, svcBin, log, mach, pin } = startEngineBench({ sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', files: 'boolean', keep: 'string', 'seed-only': 'boolean', only: 'string', 'server-args': 'string' });
+const { args, repo, svcBin, log, mach, pin } = startEngineBench({ sizes: 'string', duration: 'number', warmup: 'number', connections: 'number', files: 'boolean', keep: 'string', 'seed-only': 'boolean', only: 'string', 'server-args': 'string', driver: 'string', bare: 'boolean' });
 /** `--only getRandom,rangeRandom`: those loads only (the keys of workloads()); `--server-args "--max-semi-space-size=8"`: node flags of the server. */
 const only = args.only?.split(',');
 const serverArgs = args['server-args']?.split(' ').filter(Boolean) ?? [];
@@ -42,6 +47,8 @@ const sizes = (args.sizes ?? '1000000').split(',').map(Number);
 const duration = args.duration ?? 10;
 const warmup = args.warmup ?? 2;
 const connections = args.connections ?? 50;
+const driver = args.driver ?? 'autocannon';
+if (!['autocannon', 'wrk'].includes(driver)) throw new Error('--driver: autocannon or wrk');
 
 /** The old store's data file (its line format, as bench/scale.js writes it), with the same ids. */
 async function writeOldFile(dir, count, ids) {
@@ -88,10 +95,26 @@ async function measure(server, cookie, name, paths, check, conns = connections) 
   const file = join(tmpdir(), `svc-engine-scale-${process.pid}-requests.json`);
   writeFileSync(file, JSON.stringify(paths.map((path) => ({ method: 'GET', path, headers: { cookie } }))));
   try {
-    const m = await runLoad({ url: `http://127.0.0.1:${server.port}${paths[0]}`, requestsFile: file, method: 'GET', headers: { cookie }, connections: conns, warmup, duration, serverPid: server.child.pid, serverCore: pin?.server }, pin?.load);
+    const m = await runLoad({ url: `http://127.0.0.1:${server.port}${paths[0]}`, requestsFile: file, method: 'GET', headers: { cookie }, connections: conns, warmup, duration, serverPid: server.child.pid, serverCore: pin?.server, driver }, pin?.load);
     log(`   ${name}: ${Math.round(m.rps)} req/s, p50 ${m.latencyMs.p50.toFixed(2)} ms, p99 ${m.latencyMs.p99.toFixed(2)} ms, ${m.cpuUsPerRequest?.toFixed(1)} µs CPU/req${m.errors || m.non2xx ? `, ${m.errors} errors, ${m.non2xx} non-2xx` : ''}`);
-    return m;
+    return { ...m, driver, firstBody: first.body };
   } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/** The baseline: bare node:http answering `body` (the first GET by id's bytes) to every request, loaded as svc was. */
+async function measureBare(body, paths) {
+  const file = join(tmpdir(), `svc-engine-scale-${process.pid}-bare.json`);
+  writeFileSync(file, body);
+  const port = await freePort();
+  const child = spawnNode([join(repo, 'bench/servers/bare-http.js'), '--port', String(port), '--body-file', file], { core: pin?.server, cwd: repo });
+  try {
+    await waitListening(child);
+    const m = await measure({ port, child }, '', 'bare node:http, the same bytes', paths);
+    return { title: 'bare node:http answering the same bytes (the baseline, same paths and driver)', ...m };
+  } finally {
+    await stop(child);
     rmSync(file, { force: true });
   }
 }
@@ -142,8 +165,13 @@ try {
       if (only !== undefined && !only.includes(key)) continue;
       // A string: [title, the workload whose requests it sends, its connections].
       const load = typeof paths === 'string' ? measure(server, cookie, title, all[paths][1], all[paths][2], check) : measure(server, cookie, title, paths, check);
-      row.loads[key] = { title, ...(await load), rssAfterMb: rssMb(server.child.pid) };
+      const { firstBody, ...got } = await load;
+      row.loads[key] = { title, ...got, rssAfterMb: rssMb(server.child.pid) };
       log(`   RSS after it ${Math.round(row.loads[key].rssAfterMb)} MB`);
+      if (key === 'getRandom' && args.bare) {
+        const { firstBody: _, ...bare } = await measureBare(firstBody, paths);
+        row.loads.bare = bare;
+      }
     }
     row.rssMb = rssMb(server.child.pid);
     log(`   RSS after the loads ${Math.round(row.rssMb)} MB`);
@@ -165,7 +193,8 @@ try {
       const all = workloads(count, seeded.sample);
       for (const key of ['getRandom', 'range', 'rangeRandom']) {
         const [title, paths, check] = all[key];
-        oldRow.loads[key] = { title, ...(await measure(oldServer, oldCookie, title, paths, check)) };
+        const { firstBody, ...got } = await measure(oldServer, oldCookie, title, paths, check);
+        oldRow.loads[key] = { title, ...got };
       }
       oldRow.rssMb = rssMb(oldServer.child.pid);
       await stop(oldServer.child);
@@ -185,7 +214,7 @@ mkdirSync(join(repo, 'bench/results'), { recursive: true });
 writeFileSync(join(repo, `bench/results/engine-scale-${date.replace(/[:.]/g, '-')}.json`), JSON.stringify({ date, machine: mach, duration, warmup, connections, rows }, null, 2));
 const fmt = (n, d = 0) => (typeof n === 'number' ? n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '-');
 const lines = [
-  `- Command: \`node bench/engine-scale.js --sizes ${sizes.join(',')}${args.files ? ' --files' : ''}\`; ${date.slice(0, 16).replace('T', ' ')} UTC; ${mach.nproc} cores, Node ${process.version}; load average at start ${mach.loadavg?.join(' ') ?? '?'}`,
+  `- Command: \`node bench/engine-scale.js --sizes ${sizes.join(',')}${args.files ? ' --files' : ''}${args.bare ? ' --bare' : ''} --driver ${driver}\`; ${date.slice(0, 16).replace('T', ' ')} UTC; ${mach.nproc} cores, Node ${process.version}; load average at start ${mach.loadavg?.join(' ') ?? '?'}`,
   '',
   '| objects | store | on disk | restart to listening | RSS after start / after the loads |',
   '|---:|---|---:|---:|---:|',

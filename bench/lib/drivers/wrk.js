@@ -2,12 +2,13 @@
 // servers fast enough that autocannon, at about 16 µs of its own CPU per request, is the limit on
 // its core rather than the server (bench/peers.js --scenario hook).
 //   node bench/lib/drivers/wrk.js '<json config>'
-// Config: { url, paths?, method: 'GET', headers, connections, warmup, duration, serverPid, serverCore, loadCore }.
+// Config: { url, paths?, requestsFile?, method: 'GET', headers, connections, warmup, duration, serverPid, serverCore, loadCore }.
 // `paths` (optional): request one of these paths of url's origin at random per request (a Lua
-// script), as the shared harness does. One wrk thread: the driver runs pinned to the load core, and wrk
+// script), as the shared harness does. `requestsFile` (optional): a JSON file of autocannon's
+// requests ([{ path }], as http.js reads it): their paths, for lists too long for an argument. One wrk thread: the driver runs pinned to the load core, and wrk
 // with it. Latency percentiles are wrk's (--latency); loadgenCores is the load core's busy time.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuSplit, coreTimes, clkTck } from '../procs.js';
@@ -23,7 +24,7 @@ const loadCore = cfg.loadCore ?? null;
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-wrk-'));
 const script = join(dir, 'paths.lua');
-const paths = cfg.paths ?? [url.pathname + url.search];
+const paths = cfg.paths ?? (cfg.requestsFile ? JSON.parse(readFileSync(cfg.requestsFile, 'utf8')).map((r) => r.path) : [url.pathname + url.search]);
 writeFileSync(
   script,
   `local paths = { ${paths.map((p) => JSON.stringify(p)).join(', ')} }\n` +
