@@ -193,7 +193,7 @@ try {
       const all = workloads(count, seeded.sample);
       for (const key of ['getRandom', 'range', 'rangeRandom']) {
         const [title, paths, check] = all[key];
-        const { firstBody, ...got } = await measure(oldServer, oldCookie, title, paths, check);
+        const { firstBody: _firstBody, ...got } = await measure(oldServer, oldCookie, title, paths, check);
         oldRow.loads[key] = { title, ...got };
       }
       oldRow.rssMb = rssMb(oldServer.child.pid);
