@@ -205,7 +205,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       record = await sessions.create();
       isNew = true;
       // A client that sends its session as a bearer token keeps it there: no cookie beside it.
-      if (bearerSessionId(req.headers) === undefined) res.setHeader('set-cookie', sessionCookie(record.id, req));
+      if (bearerSessionId(req.headers) === undefined) sendSessionCookie(res, sessionCookie(record.id, req));
     }
     const session = sessionOf(record, isNew);
     note.uid = session.uid;
@@ -496,6 +496,15 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
 function sendRequestId(res: ServerResponse, id: string): void {
   if (res instanceof SvcServerResponse) res.requestId = id;
   else res.setHeader('x-request-id', id);
+}
+
+/**
+ * Sends a new visitor's session cookie with the answer: svc's own server writes it with the
+ * answer's headers (SvcServerResponse.sendSessionCookie); a host application's server gets it set now.
+ */
+function sendSessionCookie(res: ServerResponse, cookie: string): void {
+  if (res instanceof SvcServerResponse) res.sendSessionCookie(cookie);
+  else res.setHeader('set-cookie', cookie);
 }
 
 function overrideOf(query: Record<string, unknown>, body: unknown, key: string): string | undefined {

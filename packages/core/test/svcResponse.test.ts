@@ -105,3 +105,121 @@ describe('SvcServerResponse: X-Request-Id written with the headers', () => {
     expect(res.headers.etag).toBe('"a"');
   });
 });
+
+// A new visitor's Set-Cookie (sendSessionCookie) rides in writeHead's object too, but must leave
+// every answer as `setHeader('set-cookie', ...)` on arrival left it (what svc did before): the same
+// status, body and header lines (each name's values in the same order), whatever the answering
+// code does with the headers one by one. Only where the answer's own Set-Cookie replaces the held
+// one may the line stand elsewhere among the other names (the order of different names means
+// nothing in HTTP); every other case keeps the whole order too.
+const COOKIE = 'sid=0123abcd; Path=/; Max-Age=60; HttpOnly; SameSite=Lax';
+const cookieCases: Record<string, (res: ServerResponse) => void> = {
+  ...cases,
+  'own cookie in an object': (res) => res.writeHead(200, { 'content-type': 'text/plain', 'Set-Cookie': 'sid=; Max-Age=0' }).end('x'),
+  'own cookies in an array': (res) => res.writeHead(200, ['set-cookie', 'a=1', 'SET-COOKIE', 'b=2']).end('x'),
+  'own cookie set before': (res) => {
+    res.setHeader('set-cookie', 'mine=1');
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
+  },
+  'cookie appended before': (res) => {
+    res.appendHeader('set-cookie', 'mine=1');
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
+  },
+  'cookie removed': (res) => {
+    res.removeHeader('Set-Cookie');
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
+  },
+  'cookie read, then written': (res) => {
+    const seen = JSON.stringify([res.hasHeader('set-cookie'), res.getHeader('set-cookie'), res.getHeaders()['set-cookie'] ?? null, res.getHeaderNames()]);
+    res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
+  },
+  'has, then written': (res) => {
+    const seen = JSON.stringify([res.hasHeader('SET-COOKIE'), res.hasHeader('content-type')]);
+    res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
+  },
+  'raw names read': (res) => {
+    const seen = JSON.stringify((res as unknown as { getRawHeaderNames(): string[] }).getRawHeaderNames());
+    res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
+  },
+  'no body, headers set one by one': (res) => {
+    res.setHeader('etag', '"a"');
+    res.statusCode = 304;
+    res.end();
+  },
+  'flushed': (res) => {
+    res.flushHeaders();
+    res.end('x');
+  },
+};
+
+let before = 0;
+let after = 0;
+const servers = [
+  // Before: the cookie set on arrival.
+  createServer({ ServerResponse: SvcServerResponse }, (req, res) => {
+    (res as SvcServerResponse).requestId = 'the-id';
+    res.setHeader('set-cookie', COOKIE);
+    cookieCases[decodeURIComponent(req.url!.slice(1))]!(res);
+  }),
+  // Now: held by the response until its headers are written or touched.
+  createServer({ ServerResponse: SvcServerResponse }, (req, res) => {
+    (res as SvcServerResponse).requestId = 'the-id';
+    (res as SvcServerResponse).sendSessionCookie(COOKIE);
+    cookieCases[decodeURIComponent(req.url!.slice(1))]!(res);
+  }),
+];
+
+function getFrom(at: number, name: string): Promise<{ status: number; raw: string[]; body: string }> {
+  return new Promise((resolve, reject) => {
+    request({ port: at, host: '127.0.0.1', path: `/${encodeURIComponent(name)}`, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      // Date aside (another second), every header line as sent, in order.
+      res.on('end', () => resolve({ status: res.statusCode!, raw: res.rawHeaders.filter((_, i, all) => all[i - (i % 2)]!.toLowerCase() !== 'date'), body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+describe('SvcServerResponse: a new visitor\'s Set-Cookie written with the headers', () => {
+  beforeAll(async () => {
+    [before, after] = await Promise.all(
+      servers.map((s) => new Promise<number>((done) => s.listen(0, '127.0.0.1', () => done((s.address() as AddressInfo).port)))),
+    );
+  });
+  afterAll(() => Promise.all(servers.map((s) => new Promise<void>((done) => s.close(() => done())))));
+
+  /** Each header name (lower-cased) with its values in the order sent. */
+  const byName = (raw: string[]): Record<string, string[]> => {
+    const out: Record<string, string[]> = {};
+    for (let i = 0; i < raw.length; i += 2) (out[raw[i]!.toLowerCase()] ??= []).push(raw[i + 1]!);
+    return out;
+  };
+  const REPLACED = ['own cookie in an object', 'own cookies in an array'];
+
+  it.each(Object.keys(cookieCases))('%s: the same answer as the cookie set on arrival', async (name) => {
+    const [was, now] = await Promise.all([getFrom(before, name), getFrom(after, name)]);
+    expect({ ...now, raw: byName(now.raw) }).toEqual({ ...was, raw: byName(was.raw) });
+    if (!REPLACED.includes(name)) expect(now.raw).toEqual(was.raw);
+  });
+
+  it('the cookie and the id come first, once, when the answer gives its headers in writeHead', async () => {
+    const { raw } = await getFrom(after, 'object');
+    expect(raw.slice(0, 8)).toEqual(['set-cookie', COOKIE, 'x-request-id', 'the-id', 'content-type', 'text/plain', 'etag', '"a"']);
+    expect(raw.filter((_, i) => i % 2 === 0 && raw[i]!.toLowerCase() === 'set-cookie')).toHaveLength(1);
+  });
+
+  it('the answering code sees the held cookie, and its own cookies replace, follow or remove it', async () => {
+    expect(JSON.parse((await getFrom(after, 'cookie read, then written')).body)).toEqual([true, COOKIE, COOKIE, ['set-cookie']]);
+    expect(JSON.parse((await getFrom(after, 'has, then written')).body)).toEqual([true, false]);
+    const cookies = async (name: string) => { const { raw } = await getFrom(after, name); return raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === 'set-cookie'); };
+    expect(await cookies('own cookie in an object')).toEqual(['sid=; Max-Age=0']);
+    expect(await cookies('own cookies in an array')).toEqual(['a=1', 'b=2']);
+    expect(await cookies('own cookie set before')).toEqual(['mine=1']);
+    expect(await cookies('cookie appended before')).toEqual([COOKIE, 'mine=1']);
+    expect(await cookies('cookie removed')).toEqual([]);
+    expect(await cookies('no body, headers set one by one')).toEqual([COOKIE]);
+  });
+});
