@@ -133,6 +133,10 @@ const cookieCases: Record<string, (res: ServerResponse) => void> = {
     const seen = JSON.stringify([res.hasHeader('set-cookie'), res.getHeader('set-cookie'), res.getHeaders()['set-cookie'] ?? null, res.getHeaderNames()]);
     res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
   },
+  'all read, then written': (res) => {
+    const seen = JSON.stringify(res.getHeaders());
+    res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
+  },
   'has, then written': (res) => {
     const seen = JSON.stringify([res.hasHeader('SET-COOKIE'), res.hasHeader('content-type')]);
     res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
@@ -214,6 +218,7 @@ describe('SvcServerResponse: a new visitor\'s Set-Cookie written with the header
   it('the answering code sees the held cookie, and its own cookies replace, follow or remove it', async () => {
     expect(JSON.parse((await getFrom(after, 'cookie read, then written')).body)).toEqual([true, COOKIE, COOKIE, ['set-cookie']]);
     expect(JSON.parse((await getFrom(after, 'has, then written')).body)).toEqual([true, false]);
+    expect(JSON.parse((await getFrom(after, 'all read, then written')).body)).toEqual({ 'set-cookie': COOKIE });
     const cookies = async (name: string) => { const { raw } = await getFrom(after, name); return raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === 'set-cookie'); };
     expect(await cookies('own cookie in an object')).toEqual(['sid=; Max-Age=0']);
     expect(await cookies('own cookies in an array')).toEqual(['a=1', 'b=2']);
