@@ -133,6 +133,10 @@ const cookieCases: Record<string, (res: ServerResponse) => void> = {
     const seen = JSON.stringify([res.hasHeader('set-cookie'), res.getHeader('set-cookie'), res.getHeaders()['set-cookie'] ?? null, res.getHeaderNames()]);
     res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
   },
+  'names read, then written': (res) => {
+    const seen = JSON.stringify(res.getHeaderNames());
+    res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
+  },
   'all read, then written': (res) => {
     const seen = JSON.stringify(res.getHeaders());
     res.writeHead(200, { 'content-type': 'application/json' }).end(seen);
@@ -219,6 +223,7 @@ describe('SvcServerResponse: a new visitor\'s Set-Cookie written with the header
     expect(JSON.parse((await getFrom(after, 'cookie read, then written')).body)).toEqual([true, COOKIE, COOKIE, ['set-cookie']]);
     expect(JSON.parse((await getFrom(after, 'has, then written')).body)).toEqual([true, false]);
     expect(JSON.parse((await getFrom(after, 'all read, then written')).body)).toEqual({ 'set-cookie': COOKIE });
+    expect(JSON.parse((await getFrom(after, 'names read, then written')).body)).toEqual(['set-cookie']);
     const cookies = async (name: string) => { const { raw } = await getFrom(after, name); return raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === 'set-cookie'); };
     expect(await cookies('own cookie in an object')).toEqual(['sid=; Max-Age=0']);
     expect(await cookies('own cookies in an array')).toEqual(['a=1', 'b=2']);
