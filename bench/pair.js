@@ -72,7 +72,7 @@ async function start(id, n) {
 const loadOf = (srv, seconds, warmup) => ({
   url: `http://127.0.0.1:${srv.port}${scenario.path(srv.state)}`,
   method: scenario.method,
-  headers: { ...(scenario.headers ?? {}), ...(srv.cookie ? { cookie: srv.cookie } : {}) },
+  headers: { ...(scenario.headers ?? {}), ...(srv.cookie && !scenario.noCookie ? { cookie: srv.cookie } : {}) },
   body: scenario.body,
   connections,
   warmup,

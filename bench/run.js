@@ -191,7 +191,8 @@ async function stopVariant(srv) {
 const requestOf = (scenario, state, cookie) => ({
   method: scenario.method,
   path: scenario.path(state),
-  headers: { ...(scenario.headers ?? {}), ...(cookie ? { cookie } : {}) },
+  // noCookie: each request a new visitor (an API client without a cookie jar, the shared peers harness).
+  headers: { ...(scenario.headers ?? {}), ...(cookie && !scenario.noCookie ? { cookie } : {}) },
   body: scenario.body,
 });
 
@@ -280,7 +281,7 @@ async function measure(scenario, id, captured) {
     const bad = res.status < 200 || res.status >= 300 ? `status ${res.status}: ${res.body.toString('utf8').slice(0, 300)}` : scenario.check(res, state);
     if (bad) throw new Error(`${scenario.method} ${req.path} -> ${bad}`);
     if (variant.stateful && !cookie) notes.push('the server set no session cookie');
-    if (variant.stateful && cookie && res.cookies.length) {
+    if (variant.stateful && cookie && !scenario.noCookie && res.cookies.length) {
       notes.push(`the server sent Set-Cookie (${res.cookies.map((c) => c.split('=')[0]).join(', ')}) although the request had its session cookie`);
     }
     const result = await runDriver(scenario, {

@@ -82,6 +82,28 @@ export const scenarios = [
     },
   },
   {
+    // The same GET without a cookie: each request a new visitor, answered with a new session id
+    // in Set-Cookie (an API client without a cookie jar; the shared peers harness's scenario a).
+    id: 'get-one-new-visitor',
+    suite: 'http',
+    driver: 'http',
+    title: 'GET /todos/<id>, no cookie (a new visitor each time)',
+    method: 'GET',
+    noCookie: true,
+    path: (state) => `/todos/${state.ids[Math.floor(state.ids.length / 2)]}`,
+    seed: SEED,
+    variants: ['bare', 'svc', 'svc-other'],
+    reference: 'bare',
+    compare: [['svc', 'svc-other']],
+    check: (res, state) => {
+      const obj = parse(res);
+      const id = state.ids[Math.floor(state.ids.length / 2)];
+      // (bare node:http answers the captured bytes without a cookie: only the body is checked.)
+      if (!obj || obj.id !== id) return `expected the todo ${id}, got ${res.body.toString('utf8').slice(0, 200)}`;
+      return undefined;
+    },
+  },
+  {
     id: 'get-all',
     suite: 'http',
     driver: 'http',
