@@ -103,7 +103,8 @@ describe.each(STORES)('the shortcuts answer what the plain path answers (%s stor
   let plain: RunningApp;
   let mongoDb: string | undefined;
   const ids: Ids = {};
-  const cookies: Record<Caller, Record<string, string>> = { anon: {}, ann: {}, bob: {}, root: {}, internal: {} };
+  // The new visitor ('new') sends no cookie: its headers stay empty.
+  const cookies: Record<Caller, Record<string, string>> = { anon: {}, new: {}, ann: {}, bob: {}, root: {}, internal: {} };
   const agent = new Agent({ keepAlive: true, maxSockets: 8 });
   const fastPlans = new Map<string, number>();
   const plainPlans = new Map<string, number>();

@@ -166,7 +166,15 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     note.resource = match.resource.path;
     const sid = requestSessionId(req.headers);
     // A returning anonymous visitor (signed id) needs no store read: no await either.
-    const anonymous = sessions.anonymous(sid, req.socket);
+    let anonymous = sessions.anonymous(sid, req.socket);
+    // A request without any session id (no cookie, no bearer token: a first visit, an API client
+    // without a cookie jar) is a new anonymous visitor: its signed id is made now, as handleRouted
+    // made it, and goes out with this answer, whichever way the answer is made.
+    const fresh = sid === undefined;
+    if (fresh) {
+      anonymous = sessions.createNow();
+      sendSessionCookie(res, sessionCookie(anonymous.id, req));
+    }
     if (match.resource.answerNow !== undefined) {
       // What the server knows of the request; the resource's plan decides whether it answers at
       // once (an object by id): no context, no promise turns. Its ETag as Collection.handle gives
@@ -176,7 +184,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       const text = match.resource.answerNow(match.parts, note);
       if (text !== undefined) return writeJsonText(res, text, etagOf(text));
     }
-    return handleRouted(req, res, note, match, search, sid, anonymous);
+    return handleRouted(req, res, note, match, search, sid, anonymous, fresh);
   }
 
   /** A path no resource owns: a public/ file, or 404. */
@@ -196,11 +204,13 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     search: string,
     sid: string | undefined,
     anonymous: SessionRecord | undefined,
+    fresh: boolean,
   ): Promise<void> {
     // Who sent it, once for the whole request (the fast path above needs no client).
     const client = clientOf(req);
     let record = anonymous ?? (await sessions.load(sid, req.socket));
-    let isNew = false;
+    // A visitor without any id got its new one (and its cookie) in handle().
+    let isNew = fresh;
     if (record === null) {
       record = await sessions.create();
       isNew = true;

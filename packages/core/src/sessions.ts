@@ -260,6 +260,11 @@ export class SessionManager {
 
   /** A new anonymous session: a signed id, nothing stored. */
   create(): Promise<SessionRecord> {
+    return Promise.resolve(this.createNow());
+  }
+
+  /** {@link create}, at once (no promise): a request without any session id gets one before it is answered. */
+  createNow(): SessionRecord {
     const now = Date.now();
     if (this.randomAt + ANON_RANDOM > this.randoms.length) {
       // A memory of its own, not a slice of Buffer's shared pool (whose other slices are other code's).
@@ -272,7 +277,7 @@ export class SessionManager {
     random.copy(bytes, 0);
     this.sign(random).copy(bytes, ANON_RANDOM);
     const id = bytes.toString('hex');
-    return Promise.resolve({ id, createdAt: now, lastSeen: now, anonymous: true });
+    return { id, createdAt: now, lastSeen: now, anonymous: true };
   }
 
   /**

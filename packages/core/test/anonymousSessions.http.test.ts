@@ -75,6 +75,35 @@ describe('anonymous visitors', () => {
   });
 });
 
+describe('a new visitor (no cookie, no token)', () => {
+  it('is a new anonymous visitor at once: its GET by id is answered without the full path, with its new id in Set-Cookie, as a returning visitor is answered', async () => {
+    const made = await fetch(`${t.url}/todos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'one' }) });
+    const { id } = (await made.json()) as { id: string };
+    const handled = vi.spyOn(Collection.prototype, 'handle');
+    try {
+      const first = await fetch(`${t.url}/todos/${id}`);
+      const sid = sidOf(first) as string;
+      expect(sid).toMatch(/^[0-9a-f]{128}$/);
+      const body = await first.text();
+      expect(JSON.parse(body)).toEqual({ id, title: 'one' });
+      // Answered at once (the server's answerNow), as a returning visitor's GET is: no context, no handle().
+      expect(handled).not.toHaveBeenCalled();
+      // The id is a signed anonymous one: sent back, it is kept, and the answer is the same.
+      const again = await fetch(`${t.url}/todos/${id}`, { headers: { cookie: `sid=${sid}` } });
+      expect(sidOf(again)).toBeUndefined();
+      expect(await again.text()).toBe(body);
+      expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+      // What the full path answers (a list) gets a new id too, and a bearer token (even one that
+      // names nothing) is an id sent: no new cookie beside it.
+      expect(sidOf(await fetch(`${t.url}/todos`))).toMatch(/^[0-9a-f]{128}$/);
+      expect(handled).toHaveBeenCalledTimes(1);
+      expect(sidOf(await fetch(`${t.url}/todos/${id}`, { headers: { authorization: `Bearer ${'ab'.repeat(64)}` } }))).toBeUndefined();
+    } finally {
+      handled.mockRestore();
+    }
+  });
+});
+
 describe('anonymous ids as made', () => {
   it('are HMAC-SHA256 of fresh random parts under the stored key, across many draws of the random pool', async () => {
     const sessions = new SessionManager(store.collection('_sessions'));

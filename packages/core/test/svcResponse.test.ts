@@ -193,9 +193,9 @@ function getFrom(at: number, name: string): Promise<{ status: number; raw: strin
 
 describe('SvcServerResponse: a new visitor\'s Set-Cookie written with the headers', () => {
   beforeAll(async () => {
-    [before, after] = await Promise.all(
-      servers.map((s) => new Promise<number>((done) => s.listen(0, '127.0.0.1', () => done((s.address() as AddressInfo).port)))),
-    );
+    const ports = await Promise.all(servers.map((s) => new Promise<number>((done) => s.listen(0, '127.0.0.1', () => done((s.address() as AddressInfo).port)))));
+    before = ports[0]!;
+    after = ports[1]!;
   });
   afterAll(() => Promise.all(servers.map((s) => new Promise<void>((done) => s.close(() => done())))));
 

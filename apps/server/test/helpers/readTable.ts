@@ -94,9 +94,13 @@ export function differentialApp(): Record<string, string | object> {
   };
 }
 
-/** Who sends a request: anonymous, two users (one blocked by `notices`), root, or a script (internal). */
-export type Caller = 'anon' | 'ann' | 'bob' | 'root' | 'internal';
-export const CALLERS: readonly Caller[] = ['anon', 'ann', 'bob', 'root', 'internal'];
+/**
+ * Who sends a request: anonymous (a returning visitor's signed id), a new visitor (no cookie, no
+ * token: a new id each time, in Set-Cookie), two users (one blocked by `notices`), root, or a
+ * script (internal).
+ */
+export type Caller = 'anon' | 'new' | 'ann' | 'bob' | 'root' | 'internal';
+export const CALLERS: readonly Caller[] = ['anon', 'new', 'ann', 'bob', 'root', 'internal'];
 
 /** One request of the table. */
 export interface TableRequest {
@@ -178,7 +182,8 @@ export function requestTable(ids: Ids, full = true): TableRequest[] {
     for (const name of Object.keys(COLLECTIONS) as CollectionName[]) {
       const at = (path: string): string => (caller === 'internal' ? `/via${path}` : path);
       const few = !full || caller === 'internal';
-      for (const query of listQueries(name)) if (!few || AFTER_WRITES_LIST.has(query)) out.push({ caller, method: 'GET', path: at(`/${name}${query}`) });
+      // A new visitor reads as anonymous: the lists kept after writes suffice for it (its objects get every option).
+      for (const query of listQueries(name)) if ((!few && caller !== 'new') || AFTER_WRITES_LIST.has(query)) out.push({ caller, method: 'GET', path: at(`/${name}${query}`) });
       idLabels(name).forEach((label, i) => {
         const id = ids[label] ?? 'no-such-object';
         // Every option on the first two objects; the others by themselves and expanded.
