@@ -1,4 +1,4 @@
-import { createServer, request } from 'node:http';
+import { createServer, request, ServerResponse as NodeServerResponse } from 'node:http';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -154,6 +154,11 @@ const cookieCases: Record<string, (res: ServerResponse) => void> = {
     res.statusCode = 304;
     res.end();
   },
+  // A header set past the class's own methods (node's, called on the prototype): the held cookie is still sent.
+  'set past the class': (res) => {
+    NodeServerResponse.prototype.setHeader.call(res, 'vary', 'origin');
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('x');
+  },
   'flushed': (res) => {
     res.flushHeaders();
     res.end('x');
@@ -205,7 +210,7 @@ describe('SvcServerResponse: a new visitor\'s Set-Cookie written with the header
     for (let i = 0; i < raw.length; i += 2) (out[raw[i]!.toLowerCase()] ??= []).push(raw[i + 1]!);
     return out;
   };
-  const REPLACED = ['own cookie in an object', 'own cookies in an array'];
+  const REPLACED = ['own cookie in an object', 'own cookies in an array', 'set past the class'];
 
   it.each(Object.keys(cookieCases))('%s: the same answer as the cookie set on arrival', async (name) => {
     const [was, now] = await Promise.all([getFrom(before, name), getFrom(after, name)]);

@@ -110,13 +110,13 @@ export class SvcServerResponse<Request extends IncomingMessage = IncomingMessage
     return typeof reason === 'string' ? super.writeHead(statusCode, reason, headers) : super.writeHead(statusCode, reason);
   }
 
-  /**
-   * The headers to write with the cookie and the id among them (the given ones win over them, as
-   * setHeader's did). A held cookie means no header was set one by one (see #settle).
-   */
+  /** The headers to write with the cookie and the id among them (the given ones win over them, as setHeader's did). */
   #withOwn(id: string | undefined, cookie: string | undefined, given: HeadersArg): HeadersArg {
-    // Headers set one by one already: node writes those, the given ones merged in: the id joins them.
-    if (cookie === undefined && super.getHeaderNames().length > 0) {
+    // Headers set one by one already: node writes those, the given ones merged in: the cookie and
+    // the id join them. (A held cookie settles on the first such header, so only a header set
+    // past this class's methods could meet one here: it is set unless the answer has its own.)
+    if (super.getHeaderNames().length > 0) {
+      if (cookie !== undefined && !super.hasHeader('set-cookie')) super.setHeader('set-cookie', cookie);
       if (id !== undefined && !super.hasHeader('x-request-id')) super.setHeader('x-request-id', id);
       return given;
     }
