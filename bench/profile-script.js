@@ -60,7 +60,7 @@ try {
     {
       url: `http://127.0.0.1:${port}${scenario.path(state)}`,
       method: scenario.method,
-      headers: { ...(scenario.headers ?? {}), ...(cookie ? { cookie } : {}) },
+      headers: { ...(scenario.headers ?? {}), ...(cookie && !scenario.noCookie ? { cookie } : {}) },
       body: scenario.body,
       connections: opts.connections ?? 50,
       warmup: 2,

@@ -191,7 +191,7 @@ async function stopVariant(srv) {
 const requestOf = (scenario, state, cookie) => ({
   method: scenario.method,
   path: scenario.path(state),
-  // noCookie: each request a new visitor (an API client without a cookie jar, the shared peers harness).
+  // noCookie: each request a new visitor (an API client without a cookie jar, a first visit).
   headers: { ...(scenario.headers ?? {}), ...(cookie && !scenario.noCookie ? { cookie } : {}) },
   body: scenario.body,
 });

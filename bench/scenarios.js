@@ -83,7 +83,7 @@ export const scenarios = [
   },
   {
     // The same GET without a cookie: each request a new visitor, answered with a new session id
-    // in Set-Cookie (an API client without a cookie jar; the shared peers harness's scenario a).
+    // in Set-Cookie (an API client without a cookie jar, a first visit).
     id: 'get-one-new-visitor',
     suite: 'http',
     driver: 'http',
