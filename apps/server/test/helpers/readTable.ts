@@ -196,7 +196,8 @@ export function requestTable(ids: Ids, full = true): TableRequest[] {
         out.push({ caller, method: 'GET', path: `/${name}/${id}`, body: '{}' });
         // A conditional GET (a 304 when the object exists), and a visitor's cookie with a root key.
         out.push({ caller, method: 'GET', path: `/${name}/${id}`, headers: { 'if-none-match': '*' } });
-        if (caller === 'anon') out.push({ caller, method: 'GET', path: `/${name}/${id}`, headers: { 'svc-ssh-key': 'development' } });
+        // (The new visitor's: a root key alone, as the CLI and scripts send it.)
+        if (caller === 'anon' || caller === 'new') out.push({ caller, method: 'GET', path: `/${name}/${id}`, headers: { 'svc-ssh-key': 'development' } });
       });
       if (few) continue;
       out.push({ caller, method: 'GET', path: `/${name}/count` });
