@@ -5,8 +5,9 @@
 // Config: { url, paths?, requestsFile?, method: 'GET', headers, connections, warmup, duration, serverPid, serverCore, loadCore }.
 // `paths` (optional): request one of these paths of url's origin at random per request (a Lua
 // script), as the shared harness does. `requestsFile` (optional): a JSON file of autocannon's
-// requests ([{ path }], as http.js reads it): their paths, for lists too long for an argument. One wrk thread: the driver runs pinned to the load core, and wrk
-// with it. Latency percentiles are wrk's (--latency); loadgenCores is the load core's busy time.
+// requests ([{ path }], as http.js reads it): their paths, for lists too long for an argument.
+// One wrk thread: the driver runs pinned to the load core, and wrk with it. Latency percentiles
+// are wrk's (--latency); loadgenCores is the load core's busy time.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -64,18 +64,25 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((done) => server.close(() => done())));
 
-function get(name: string): Promise<{ status: number; headers: IncomingHttpHeaders; raw: string[] }> {
+/** One GET of a case by name from the server at `at`: status, headers, every header line as sent, body. */
+function getFrom(at: number, name: string): Promise<{ status: number; headers: IncomingHttpHeaders; raw: string[]; body: string }> {
   return new Promise((resolve, reject) => {
-    request({ port, host: '127.0.0.1', path: `/${encodeURIComponent(name)}`, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, raw: res.rawHeaders }));
+    request({ port: at, host: '127.0.0.1', path: `/${encodeURIComponent(name)}`, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, raw: res.rawHeaders, body }));
     })
       .on('error', reject)
       .end();
   });
 }
 
-const ids = (raw: string[]): string[] => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === 'x-request-id');
+const get = (name: string) => getFrom(port, name);
+
+/** The values of header `name` (lower-case) in raw header lines, in order. */
+const valuesOf = (raw: string[], name: string): string[] => raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === name);
+const ids = (raw: string[]): string[] => valuesOf(raw, 'x-request-id');
 
 describe('SvcServerResponse: X-Request-Id written with the headers', () => {
   it.each(['object', 'reason', 'array', 'none', 'implicit', 'progressive', 'appended', 'set with setHeaders', 'set, then removed'])('%s: the id once, the answer as written', async (name) => {
@@ -182,18 +189,10 @@ const servers = [
   }),
 ];
 
-function getFrom(at: number, name: string): Promise<{ status: number; raw: string[]; body: string }> {
-  return new Promise((resolve, reject) => {
-    request({ port: at, host: '127.0.0.1', path: `/${encodeURIComponent(name)}`, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      // Date aside (another second), every header line as sent, in order.
-      res.on('end', () => resolve({ status: res.statusCode!, raw: res.rawHeaders.filter((_, i, all) => all[i - (i % 2)]!.toLowerCase() !== 'date'), body }));
-    })
-      .on('error', reject)
-      .end();
-  });
+/** What two answers are compared by: status, body and the header lines but Date (another second). */
+async function answerAt(at: number, name: string): Promise<{ status: number; raw: string[]; body: string }> {
+  const { status, raw, body } = await getFrom(at, name);
+  return { status, raw: raw.filter((_, i, all) => all[i - (i % 2)]!.toLowerCase() !== 'date'), body };
 }
 
 describe('SvcServerResponse: a new visitor\'s Set-Cookie written with the headers', () => {
@@ -213,13 +212,13 @@ describe('SvcServerResponse: a new visitor\'s Set-Cookie written with the header
   const REPLACED = ['own cookie in an object', 'own cookies in an array', 'set past the class'];
 
   it.each(Object.keys(cookieCases))('%s: the same answer as the cookie set on arrival', async (name) => {
-    const [was, now] = await Promise.all([getFrom(before, name), getFrom(after, name)]);
+    const [was, now] = await Promise.all([answerAt(before, name), answerAt(after, name)]);
     expect({ ...now, raw: byName(now.raw) }).toEqual({ ...was, raw: byName(was.raw) });
     if (!REPLACED.includes(name)) expect(now.raw).toEqual(was.raw);
   });
 
   it('the cookie and the id come first, once, when the answer gives its headers in writeHead', async () => {
-    const { raw } = await getFrom(after, 'object');
+    const { raw } = await answerAt(after, 'object');
     expect(raw.slice(0, 8)).toEqual(['set-cookie', COOKIE, 'x-request-id', 'the-id', 'content-type', 'text/plain', 'etag', '"a"']);
     expect(raw.filter((_, i) => i % 2 === 0 && raw[i]!.toLowerCase() === 'set-cookie')).toHaveLength(1);
   });
@@ -229,7 +228,7 @@ describe('SvcServerResponse: a new visitor\'s Set-Cookie written with the header
     expect(JSON.parse((await getFrom(after, 'has, then written')).body)).toEqual([true, false]);
     expect(JSON.parse((await getFrom(after, 'all read, then written')).body)).toEqual({ 'set-cookie': COOKIE });
     expect(JSON.parse((await getFrom(after, 'names read, then written')).body)).toEqual(['set-cookie']);
-    const cookies = async (name: string) => { const { raw } = await getFrom(after, name); return raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === 'set-cookie'); };
+    const cookies = async (name: string) => valuesOf((await getFrom(after, name)).raw, 'set-cookie');
     expect(await cookies('own cookie in an object')).toEqual(['sid=; Max-Age=0']);
     expect(await cookies('own cookies in an array')).toEqual(['a=1', 'b=2']);
     expect(await cookies('own cookie set before')).toEqual(['mine=1']);
