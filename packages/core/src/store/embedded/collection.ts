@@ -182,7 +182,10 @@ export class EngineCollection implements StoreCollection {
     if (info === undefined) return null;
     const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
     if (row === undefined) return null;
-    this.#hot.set(row[0], id, row[1]);
+    // Kept the second time it is read lately (admit), as a list's rows are: a text read once (GETs
+    // at random over many more objects than the bound holds) passes through without churning the
+    // kept ones.
+    if (this.#hot.admit(row[0])) this.#hot.set(row[0], id, row[1], true);
     return row[1];
   }
 

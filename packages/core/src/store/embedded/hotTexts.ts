@@ -14,12 +14,14 @@ import type { Facet, Kept } from './keptLists.js';
  * (hotTexts.test.ts: V8's heap after a full collection). Counting characters only held ~6x the
  * bound (24.8 MB for "4 MiB" of 77-character texts).
  *
- * Which texts are kept: every text a GET by id reads; all of a list's texts when the same query is
- * asked again (its rows were kept: see keepList); other rows a list reads when admit says so (read
- * twice lately, and as long as such texts are read again before they are let go). Keeping every
- * text a list read made range queries with bounds at random over 1,000,000 objects churn the
- * kept texts for nothing (each promoted to V8's old generation, then let go), and keeping none
- * made those at 100,000 objects, whose pages fit in the bound, 2-3x dearer (bench/RESULTS.md).
+ * Which texts are kept: all of a list's texts when the same query is asked again (its rows were
+ * kept: see keepList); other rows a list or a read by id (GET by id, an update's read) reads when
+ * admit says so (read twice lately, and as long as such texts are read again before they are let
+ * go). Keeping every text a list read made range queries with bounds at random over 1,000,000
+ * objects churn the kept texts for nothing (each promoted to V8's old generation, then let go),
+ * and keeping none made those at 100,000 objects, whose pages fit in the bound, 2-3x dearer
+ * (bench/RESULTS.md). Keeping every text a GET by id read did the same to GETs at random over
+ * 10,000,000 objects (bench/RESULTS.md, "Issue 41, round 14").
  *
  * Invalidation, stated: an entry is only ever the text of a committed row. It is made by a read
  * (reads run when no write is queued, so what they see is committed); a write that may change or
@@ -61,7 +63,7 @@ export class HotTexts {
   #bytes = 0;
   readonly #maxBytes: number;
   /**
-   * Rows read by lists per generation of seen rows (see admit): a fourth of the rows the bound
+   * Rows read per generation of seen rows (see admit): a fourth of the rows the bound
    * keeps (~500 bytes each), 8,192 at 16 MiB. Measured against a window of all of them: the same
    * CPU for ranges at 100,000 objects, RSS 270-283 against 330-334 MB at 1,000,000 (bench/RESULTS.md).
    */
@@ -75,16 +77,16 @@ export class HotTexts {
 
   /** Dropped entries still in the queue. */
   #dead = 0;
-  /** Rows read by lists lately (see admit): 2 * 2^SEEN_LOG2 bits, 64 KiB. */
+  /** Rows read lately (see admit): 2 * 2^SEEN_LOG2 bits, 64 KiB. */
   #seen = new Uint32Array(2 ** SEEN_LOG2 / 32);
   #older = new Uint32Array(2 ** SEEN_LOG2 / 32);
   #seenCount = 0;
-  /** One in `#skip` of the list rows admit would keep are kept (1 to MAX_SKIP; see #heard). */
+  /** One in `#skip` of the rows admit would keep are kept (1 to MAX_SKIP; see #heard). */
   #skip = 1;
   #tick = 0;
-  /** Entries kept for a list let go (the oldest first) since the last decision, and those of them read meanwhile. */
-  #listedGone = 0;
-  #listedRead = 0;
+  /** Entries kept by admit let go (the oldest first) since the last decision, and those of them read meanwhile. */
+  #admittedGone = 0;
+  #admittedRead = 0;
   /** The rows a query answered (by its exact plan key and page), until a write could change them. */
   readonly #lists = new KeptLists();
   /** Another number after each write (see {@link generation}). */
@@ -96,8 +98,8 @@ export class HotTexts {
   }
 
   /**
-   * Whether a list's row is to be kept: a row read by a list is kept the second time it is read
-   * within the last `#window` to 2 * `#window` rows read by lists (two generations of bits
+   * Whether a row read (by a list, or by its id) is to be kept: it is kept the second time it is
+   * read within the last `#window` to 2 * `#window` rows read (two generations of bits
    * by a hash of the row). An entry is worth keeping only if read again before the oldest-first
    * bound lets it go, about as many kept rows later; rows read once (range queries with bounds at
    * random over a collection much larger than the bound) pass through without churning the kept
@@ -171,12 +173,12 @@ export class HotTexts {
     return entry.text;
   }
 
-  /** Keeps the row's text; `listed`: for a list (admit said so), counted in what decides admit's share. */
-  set(seq: number, id: string, text: string, listed = false): void {
+  /** Keeps the row's text; `admitted`: because admit said so, counted in what decides admit's share. */
+  set(seq: number, id: string, text: string, admitted = false): void {
     const bytes = HotTexts.bytesOf(id, text);
     if (bytes > this.#maxBytes / 64) return;
     this.#drop(seq);
-    const entry: Entry = { seq, id, text, bytes, flags: listed ? LISTED : 0, pick: undefined, picked: undefined, pickedBytes: 0 };
+    const entry: Entry = { seq, id, text, bytes, flags: admitted ? ADMITTED : 0, pick: undefined, picked: undefined, pickedBytes: 0 };
     this.#bySeq.set(seq, entry);
     this.#byId.set(id, seq);
     this.#queue.push(entry);
@@ -246,7 +248,7 @@ export class HotTexts {
       // The passed slot emptied: the queue holds no entry it has passed.
       this.#queue[this.#head++] = undefined;
       if (this.#bySeq.get(oldest.seq) === oldest) {
-        if ((oldest.flags & LISTED) !== 0) this.#heard((oldest.flags & READ) !== 0);
+        if ((oldest.flags & ADMITTED) !== 0) this.#heard((oldest.flags & READ) !== 0);
         this.#drop(oldest.seq);
       }
       this.#dead--;
@@ -255,20 +257,20 @@ export class HotTexts {
   }
 
   /**
-   * An entry kept for a list let go, oldest first: whether it was read meanwhile. Per
+   * An entry kept by admit let go, oldest first: whether it was read meanwhile. Per
    * FEEDBACK_ROWS of them: when fewer than a fourth were read, keeping them cost more than it
    * gave (each kept text is promoted to V8's old generation, then let go: the churn that grew the
    * server at 1,000,000 objects), and admit keeps half as many from then on (down to one in
    * MAX_SKIP); when half or more were, twice as many (up to all).
    */
   #heard(read: boolean): void {
-    this.#listedGone++;
-    if (read) this.#listedRead++;
-    if (this.#listedGone < FEEDBACK_ROWS) return;
-    if (this.#listedRead * 4 < this.#listedGone) this.#skip = Math.min(MAX_SKIP, this.#skip * 2);
-    else if (this.#listedRead * 2 >= this.#listedGone) this.#skip = Math.max(1, this.#skip / 2);
-    this.#listedGone = 0;
-    this.#listedRead = 0;
+    this.#admittedGone++;
+    if (read) this.#admittedRead++;
+    if (this.#admittedGone < FEEDBACK_ROWS) return;
+    if (this.#admittedRead * 4 < this.#admittedGone) this.#skip = Math.min(MAX_SKIP, this.#skip * 2);
+    else if (this.#admittedRead * 2 >= this.#admittedGone) this.#skip = Math.max(1, this.#skip / 2);
+    this.#admittedGone = 0;
+    this.#admittedRead = 0;
   }
 
   /** Lets go of the row's entry: its strings now, its emptied object when the queue passes it or is cut. */
@@ -286,9 +288,9 @@ export class HotTexts {
   }
 }
 
-const LISTED = 1;
+const ADMITTED = 1;
 const READ = 2;
-/** List rows let go per decision of admit's share, and the fewest kept (one in MAX_SKIP). */
+/** Admitted rows let go per decision of admit's share, and the fewest kept (one in MAX_SKIP). */
 const FEEDBACK_ROWS = 1024;
 const MAX_SKIP = 64;
 /** Bits of the seen rows' hash (see admit). */
@@ -309,7 +311,7 @@ interface Entry {
   text: string;
   /** bytesOf(id, text), as counted when kept. */
   readonly bytes: number;
-  /** LISTED (kept for a list), READ (read since kept). */
+  /** ADMITTED (kept because admit said so), READ (read since kept). */
   flags: number;
   /** The names of the facts kept with the text, the facts (see keepPicked), and their size. */
   pick: readonly string[] | undefined;
