@@ -12,7 +12,8 @@
 // started twice, pinned to core 0: the first start declares the index and the search table (both
 // already made: nothing to do), the second is the restart measured (spawn to `listening on port`).
 // Under load (autocannon on core 1, 50 connections, no pipelining), one after the other:
-//   - GET /todos/<id>, 100,000 ids at random (more than the 4 MB of texts the engine keeps);
+//   - GET /todos/<id>, 100,000 picks at random of 100,000 ids (~63,000 distinct: more than the
+//     16 MiB of texts the engine keeps, ~28,000 of these);
 //   - the indexed range query of bench/scale.js: n > size/2, sort n, limit 50 (the same bound each
 //     time, as the scale table measured it), then with 5,000 bounds at random;
 //   - search: {$search: "<two words>", done: false, $limit: 20}, 2,000 word pairs at random, at 50
