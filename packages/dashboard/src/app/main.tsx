@@ -343,7 +343,10 @@ function ResourcePage({ app, resource, tab, query, setApp, subscribe, env }: { a
  */
 function Tabs({ tabs, current, label, href }: { tabs: string[]; current: string; label: string; href(tab: string): string }) {
   const onKeyDown = (e: KeyboardEvent) => {
-    const at = tabs.indexOf(current);
+    // From the tab the key was pressed on (focused by the last key at once), not from `current`:
+    // keys pressed before the page shows the last one's tab would each start from the same tab.
+    const on = (e.target as HTMLElement | null)?.id?.replace(/^tab-/, '') ?? '';
+    const at = tabs.includes(on) ? tabs.indexOf(on) : tabs.indexOf(current);
     const to = e.key === 'ArrowRight' ? (at + 1) % tabs.length : e.key === 'ArrowLeft' ? (at - 1 + tabs.length) % tabs.length : e.key === 'Home' ? 0 : e.key === 'End' ? tabs.length - 1 : -1;
     if (to === -1) return;
     e.preventDefault();
