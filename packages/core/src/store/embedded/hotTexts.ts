@@ -59,7 +59,8 @@ export class HotTexts {
   /** The entries in the order they were kept, from `#head` on (see above). */
   #queue: (Entry | undefined)[] = [];
   #head = 0;
-  readonly #byId = new Map<string, number>();
+  /** The entries by id (one lookup for a GET by id: the entry, not its row's number). */
+  readonly #byId = new Map<string, Entry>();
   #bytes = 0;
   readonly #maxBytes: number;
   /**
@@ -158,8 +159,7 @@ export class HotTexts {
 
   /** The text of the object with this id, when kept. */
   byId(id: string): string | undefined {
-    const seq = this.#byId.get(id);
-    return seq === undefined ? undefined : this.#read(this.#bySeq.get(seq));
+    return this.#read(this.#byId.get(id));
   }
 
   /** The text of the row `seq`, when kept. */
@@ -180,7 +180,7 @@ export class HotTexts {
     this.#drop(seq);
     const entry: Entry = { seq, id, text, bytes, flags: admitted ? ADMITTED : 0, pick: undefined, picked: undefined, pickedBytes: 0 };
     this.#bySeq.set(seq, entry);
-    this.#byId.set(id, seq);
+    this.#byId.set(id, entry);
     this.#queue.push(entry);
     this.#bytes += bytes;
     this.#trim();
@@ -228,7 +228,7 @@ export class HotTexts {
   delete(seq: number | undefined, id: string): void {
     if (seq !== undefined) this.#drop(seq);
     const known = this.#byId.get(id);
-    if (known !== undefined) this.#drop(known);
+    if (known !== undefined) this.#drop(known.seq);
   }
 
   clear(): void {
@@ -278,7 +278,7 @@ export class HotTexts {
     const entry = this.#bySeq.get(seq);
     if (entry === undefined) return;
     this.#bySeq.delete(seq);
-    if (this.#byId.get(entry.id) === seq) this.#byId.delete(entry.id);
+    if (this.#byId.get(entry.id) === entry) this.#byId.delete(entry.id);
     this.#bytes -= entry.bytes + entry.pickedBytes - HotTexts.DEAD_BYTES;
     this.#dead++;
     entry.id = '';
