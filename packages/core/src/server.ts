@@ -165,16 +165,13 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
     if (match === undefined) return handleUnrouted(req, res, note, pathname);
     note.resource = match.resource.path;
     const sid = requestSessionId(req.headers);
-    // A returning anonymous visitor (signed id) needs no store read: no await either.
-    let anonymous = sessions.anonymous(sid, req.socket);
     // A request without any session id (no cookie, no bearer token: a first visit, an API client
     // without a cookie jar) is a new anonymous visitor: its signed id is made now, as handleRouted
-    // made it, and goes out with this answer, whichever way the answer is made.
-    const fresh = sid === undefined;
-    if (fresh) {
-      anonymous = sessions.createNow();
-      sendSessionCookie(res, sessionCookie(anonymous.id, req));
-    }
+    // made it, and goes out with this answer, whichever way the answer is made. A returning
+    // anonymous visitor (signed id) needs no store read: no await either.
+    const fresh = sid === undefined ? sessions.createNow() : undefined;
+    if (fresh !== undefined) sendSessionCookie(res, sessionCookie(fresh.id, req));
+    const anonymous = fresh ?? sessions.anonymous(sid, req.socket);
     if (match.resource.answerNow !== undefined) {
       // What the server knows of the request; the resource's plan decides whether it answers at
       // once (an object by id): no context, no promise turns. Its ETag as Collection.handle gives
@@ -184,7 +181,7 @@ export async function createServer(options: SvcServerOptions): Promise<SvcServer
       const text = match.resource.answerNow(match.parts, note);
       if (text !== undefined) return writeJsonText(res, text, etagOf(text));
     }
-    return handleRouted(req, res, note, match, search, sid, anonymous, fresh);
+    return handleRouted(req, res, note, match, search, sid, anonymous, fresh !== undefined);
   }
 
   /** A path no resource owns: a public/ file, or 404. */
