@@ -23,7 +23,7 @@ import { mkdtempSync, cpSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from './lib/args.js';
-import { scenarios, seed as seedSpec } from './scenarios.js';
+import { headersOf, scenarios, seed as seedSpec } from './scenarios.js';
 import { variants, repoRoot } from './variants.js';
 import { spawnNode, waitListening, stop, stopAll, freePort, pinning, pinSelf } from './lib/procs.js';
 import { runLoad } from './lib/load.js';
@@ -72,7 +72,7 @@ async function start(id, n) {
 const loadOf = (srv, seconds, warmup) => ({
   url: `http://127.0.0.1:${srv.port}${scenario.path(srv.state)}`,
   method: scenario.method,
-  headers: { ...(scenario.headers ?? {}), ...(srv.cookie && !scenario.noCookie ? { cookie: srv.cookie } : {}) },
+  headers: headersOf(scenario, srv.cookie),
   body: scenario.body,
   connections,
   warmup,

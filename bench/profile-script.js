@@ -8,7 +8,7 @@ import { mkdtempSync, cpSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from './lib/args.js';
-import { scenarios, seed as seedSpec } from './scenarios.js';
+import { headersOf, scenarios, seed as seedSpec } from './scenarios.js';
 import { variants, repoRoot } from './variants.js';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { spawnNode, waitListening, stop, freePort, pinning, clkTck } from './lib/procs.js';
@@ -60,7 +60,7 @@ try {
     {
       url: `http://127.0.0.1:${port}${scenario.path(state)}`,
       method: scenario.method,
-      headers: { ...(scenario.headers ?? {}), ...(cookie && !scenario.noCookie ? { cookie } : {}) },
+      headers: headersOf(scenario, cookie),
       body: scenario.body,
       connections: opts.connections ?? 50,
       warmup: 2,

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from './lib/args.js';
-import { scenarios, seed as seedSpec } from './scenarios.js';
+import { headersOf, scenarios, seed as seedSpec } from './scenarios.js';
 import { variants, repoRoot } from './variants.js';
 import { spawnNode, waitListening, stop, stopAll, killAll, freePort, pinning, pinSelf } from './lib/procs.js';
 import { request, startSession, seed, closeAgent } from './lib/http.js';
@@ -191,8 +191,7 @@ async function stopVariant(srv) {
 const requestOf = (scenario, state, cookie) => ({
   method: scenario.method,
   path: scenario.path(state),
-  // noCookie: each request a new visitor (an API client without a cookie jar, a first visit).
-  headers: { ...(scenario.headers ?? {}), ...(cookie && !scenario.noCookie ? { cookie } : {}) },
+  headers: headersOf(scenario, cookie),
   body: scenario.body,
 });
 

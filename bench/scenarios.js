@@ -61,6 +61,12 @@ const getAll = {
 // of issue 39: `BENCH_OTHER=/tmp/svc-b68f22b node bench/run.js`). Without it they are skipped.
 const OTHER_PAIRS = [['svc', 'svc-other'], ['svc-get', 'svc-get-other'], ['svc-get-isolate', 'svc-get-isolate-other'], ['svc-get-dyn', 'svc-get-dyn-other']];
 
+/**
+ * A scenario's request headers, with the session cookie unless the scenario is `noCookie` (each
+ * request a new visitor: an API client without a cookie jar, a first visit).
+ */
+export const headersOf = (scenario, cookie) => ({ ...(scenario.headers ?? {}), ...(cookie && !scenario.noCookie ? { cookie } : {}) });
+
 export const scenarios = [
   {
     id: 'get-one',
