@@ -58,6 +58,7 @@ export function aggregateInSql(engine: Engine, info: TableInfo, filter: Filter, 
   const groupBy = columns.length > 0 ? ` GROUP BY ${columns.map((_, i) => `g${i}`).join(', ')}` : ' HAVING count(*) > 0';
   const limit = params.bind(spec.limit);
   const { sqls, values } = renumber([`SELECT ${selected.join(', ')} FROM ${ident(info.tbl)} WHERE ${plan.where}${groupBy} LIMIT ${limit}`], params.values);
+  engine.reading();
   const rows = engine.prepare(sqls[0] as string).all(...(values as SqlValue[])) as unknown as unknown[][];
   return rows.map((row) => rowOf(row, spec, groupKinds, measures)).sort(compareRows);
 }

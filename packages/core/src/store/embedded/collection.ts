@@ -153,6 +153,7 @@ export class EngineCollection implements StoreCollection {
 
   /** The objects of `ids` read in one statement: their texts pushed on `stored`, and each found id's place there. */
   #rowsOfIds(info: TableInfo, ids: readonly string[], stored: string[]): Map<string, number> {
+    this.#engine.reading();
     const rows = this.#engine.prepare(`SELECT id, doc FROM ${ident(info.tbl)} WHERE id IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(ids)) as unknown as [string, string][];
     const rowOf = new Map<string, number>();
     for (const [id, doc] of rows) rowOf.set(id, stored.push(doc) - 1);
@@ -180,6 +181,7 @@ export class EngineCollection implements StoreCollection {
     if (hot !== undefined) return hot;
     const info = this.#engine.schema.table(this.name);
     if (info === undefined) return null;
+    this.#engine.reading();
     const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
     if (row === undefined) return null;
     // Kept the second time it is read lately (admit), as a list's rows are: a text read once (GETs

@@ -46,6 +46,7 @@ export function selectRows(engine: Engine, info: TableInfo, filter: Filter, opti
     rows.list = listed;
     return rows;
   }
+  engine.reading();
   const plan = planOf(info, filter, options, !anyOrder, key);
   const order = plan.sortInProcess || (anyOrder && plan.pageInSql && to === undefined) ? '' : ` ORDER BY ${plan.orderBy}`;
   const base = `SELECT seq, doc FROM ${ident(info.tbl)} WHERE ${plan.where}${order}`;
@@ -199,6 +200,7 @@ function textsOfRows(engine: Engine, info: TableInfo, seqs: number[], hot: HotTe
     texts.push(text as string);
   }
   if (missing !== undefined) {
+    engine.reading();
     const read = new Map<number, string>();
     for (const [seq, id, doc] of engine.prepare(`SELECT seq, id, doc FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`).all(JSON.stringify(missing)) as unknown as [number, string, string][]) {
       read.set(seq, doc);
@@ -251,6 +253,7 @@ export function exactValues(this: Record<string, unknown>, key: string, value: u
 
 /** How many objects `filter` matches. */
 export function countRows(engine: Engine, info: TableInfo, filter: Filter): number {
+  engine.reading();
   const plan: ReadPlan = planOf(info, filter, {}, false);
   if (plan.exact) {
     const row = engine.prepare(`SELECT count(*) FROM ${ident(info.tbl)} WHERE ${plan.where}`).get(...plan.params) as unknown as [number];

@@ -268,6 +268,71 @@ describe('embedded engine', () => {
     await store.close();
   });
 
+  it("shares one read transaction among a turn's reads: a change behind the store is seen from the next turn, a write through it at once", async () => {
+    // Engine.reading: the reads of one turn of the event loop (the requests answered together)
+    // take the WAL's read lock once, not once per statement. Seen from outside: another
+    // connection changes a row; reads of the same turn still see the database as at the turn's
+    // first read, the next turn's see the change.
+    const store = await createEngineStore({ dir });
+    const behind = new DatabaseSync(join(dir, ENGINE_FILE));
+    const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    try {
+      const todos = store.collection('todos');
+      await todos.insert({ id: 't1', n: 1 });
+      const tbl = (behind.prepare('SELECT tbl FROM svc_collections WHERE name = ?').get('todos') as { tbl: string }).tbl;
+      const set = (n: number): void => {
+        behind.prepare(`UPDATE "${tbl}" SET doc = ? WHERE id = ?`).run(JSON.stringify({ id: 't1', n }), 't1');
+      };
+      await nextTurn();
+      expect(await todos.count({ n: 1 })).toBe(1);
+      set(2);
+      expect(await todos.count({ n: 2 })).toBe(0);
+      expect(await todos.find({ n: { $gte: 0 } })).toEqual([{ id: 't1', n: 1 }]);
+      await nextTurn();
+      expect(await todos.count({ n: 2 })).toBe(1);
+      // A write through the store, after a read of its turn: the group commit ends the read
+      // transaction first (a BEGIN inside it would fail), and the next read sees the write.
+      expect(await todos.count({ n: 2 })).toBe(1);
+      await todos.update({ id: 't1' }, { $set: { n: 3 } });
+      expect(await todos.count({ n: 3 })).toBe(1);
+      await todos.insert({ id: 't2', n: 3 });
+      expect(await todos.count({ n: 3 })).toBe(2);
+      // The other connection may write meanwhile: the read transaction never holds a write lock.
+      await todos.count({});
+      set(5);
+      await nextTurn();
+      expect(await todos.count({ n: 5 })).toBe(1);
+    } finally {
+      behind.close();
+      await store.close();
+    }
+  });
+
+  it('ends the read transaction before the next group commit: a read left iterating, a read after a write was queued', async () => {
+    const engine = new Engine(join(dir, 'iter.db'), 'normal');
+    try {
+      engine.db.exec('CREATE TABLE t (x INTEGER)');
+      await engine.write(() => engine.prepare('INSERT INTO t VALUES (1), (2), (3)').run());
+      engine.reading();
+      const rows = engine.prepare('SELECT x FROM t ORDER BY x').iterate();
+      expect(rows.next().value).toEqual([1]);
+      expect(engine.db.isTransaction).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(engine.db.isTransaction).toBe(false);
+      await engine.write(() => engine.prepare('INSERT INTO t VALUES (4)').run());
+      expect(engine.prepare('SELECT count(*) FROM t').get()).toEqual([4]);
+      // A read opened after a write was queued in the same turn: the group commit comes first
+      // (its setImmediate was queued first), and ends the read transaction before its BEGIN.
+      const written = engine.write(() => engine.prepare('INSERT INTO t VALUES (5)').run());
+      engine.reading();
+      expect(engine.prepare('SELECT count(*) FROM t').get()).toEqual([4]);
+      await written;
+      expect(engine.prepare('SELECT count(*) FROM t').get()).toEqual([5]);
+    } finally {
+      await engine.close();
+    }
+  });
+
   it('refuses collections once closed', async () => {
     const store = await createEngineStore({ dir });
     await store.close();
