@@ -75,6 +75,9 @@ function normalise(path: string): string {
 }
 
 function splitParts(rest: string): string[] | undefined {
+  // One segment without escapes (`/<id>`: a GET by id): sliced, not split (String.split goes
+  // through V8's runtime and makes an array of two; ~0.2 µs a request).
+  if (rest.length > 1 && rest.indexOf('/', 1) === -1 && !rest.includes('%')) return [rest.slice(1)];
   const parts: string[] = [];
   for (const segment of rest.split('/')) {
     if (segment === '') continue;

@@ -29,6 +29,28 @@ describe('Router.match', () => {
     );
   });
 
+  it("splits the rest into its decoded non-empty segments, as split('/') and decodeURIComponent do", () => {
+    const segment = fc.oneof(fc.constantFrom('', 'x', 'a%20b', '%E0%A4%A', '%2F', '..', '7f23a5e5431fad05', 'Ünï'), fc.string({ maxLength: 20 }));
+    const rest = fc.tuple(fc.array(segment, { maxLength: 4 }), fc.constantFrom('', '/')).map(([segments, tail]) => `/${segments.join('/')}${tail}`);
+    const plain = (r: string): string[] | undefined => {
+      try {
+        return r
+          .split('/')
+          .filter((s) => s !== '')
+          .map((s) => decodeURIComponent(s));
+      } catch {
+        return undefined;
+      }
+    };
+    fc.assert(
+      fc.property(rest, (r) => {
+        const m = oneSegment.match(`/todos${r}`);
+        expect(m === undefined ? undefined : m.parts).toEqual(plain(r));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   it('examples: the rest, its parts decoded, a malformed encoding, case', () => {
     expect(shown(oneSegment, '/todos')).toEqual({ path: '/todos', rest: '/', parts: [] });
     expect(shown(oneSegment, '/todos/')).toEqual({ path: '/todos', rest: '/', parts: [] });
