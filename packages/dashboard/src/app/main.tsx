@@ -345,8 +345,8 @@ function Tabs({ tabs, current, label, href }: { tabs: string[]; current: string;
   const onKeyDown = (e: KeyboardEvent) => {
     // From the tab the key was pressed on (focused by the last key at once), not from `current`:
     // keys pressed before the page shows the last one's tab would each start from the same tab.
-    const on = (e.target as HTMLElement | null)?.id?.replace(/^tab-/, '') ?? '';
-    const at = tabs.includes(on) ? tabs.indexOf(on) : tabs.indexOf(current);
+    const on = tabs.indexOf((e.target as HTMLElement | null)?.id?.replace(/^tab-/, '') ?? '');
+    const at = on !== -1 ? on : tabs.indexOf(current);
     const to = e.key === 'ArrowRight' ? (at + 1) % tabs.length : e.key === 'ArrowLeft' ? (at - 1 + tabs.length) % tabs.length : e.key === 'Home' ? 0 : e.key === 'End' ? tabs.length - 1 : -1;
     if (to === -1) return;
     e.preventDefault();

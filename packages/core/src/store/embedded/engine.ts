@@ -268,7 +268,7 @@ export class Engine {
           results.push({ ok: false, value: err });
         }
       }
-      this.prepare('COMMIT').run();
+      this.#commit.run();
       this.#written = true;
     } catch (err) {
       // The transaction did not commit (a full disk, a failing one): none of the batch is stored.
