@@ -1,5 +1,5 @@
 import { OutboundPolicy, SvcError, coreRangeOf, defineResourceType, isSvcError, matchesFilter } from '@svc/core';
-import type { Collection, CollectionChange, Filter, Logger, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
+import type { Collection, CollectionChange, Filter, Logger, WrittenChange, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
 import { crashPoint } from './internal/crash.js';
 import { Deliverer } from './internal/deliverer.js';
 import { Lease } from './internal/lease.js';
@@ -86,6 +86,7 @@ export function createWebhook(context: ResourceTypeContext<WebhookSettings>, tim
       unwatch = target.watchChanges(
         (change) => enqueue(change, filter, config, outbox, deliverer, context.name, logger),
         () => config.events.has('delete'),
+        (change) => stage(change, filter, config, outbox, deliverer, context.name, logger),
       );
       // Deliveries start once the app answers requests (an On Get needs the server).
       void (context.jobs?.ready ?? Promise.resolve()).then(() => {
@@ -121,6 +122,27 @@ function enqueue(change: CollectionChange, filter: Filter | undefined, config: W
       deliverer.offer(record);
     },
     (err: unknown) => logger.error(`webhook ${name}: the ${change.kind} of ${config.collection} ${change.object.id} is stored but its delivery could not be put in the outbox: ${err instanceof Error ? err.message : String(err)}`, { error: err }),
+  );
+}
+
+/**
+ * Tells the outbox of a create or an update from inside its write (a store that can: see
+ * Journal.stage): the event is committed with the object, in one commit, and the write's answer
+ * waits for nothing more. Undefined when the event is not this webhook's (its events, its query)
+ * or the store cannot: then `enqueue` is told after the write, as before.
+ */
+function stage(change: WrittenChange, filter: Filter | undefined, config: WebhookConfig, outbox: Outbox, deliverer: Deliverer, name: string, logger: Logger): Promise<void> | undefined {
+  if (!config.events.has(change.kind)) return undefined;
+  if (filter !== undefined && !matchesFilter(change.object, filter)) return undefined;
+  const staged = outbox.stage(change.kind, change.object, change.kind === 'update' ? change.previous : undefined, config.maxAttempts);
+  if (staged === undefined) return undefined;
+  return staged.stored.then(
+    () => {
+      crashPoint('webhook:stored');
+      deliverer.offer(staged.record);
+    },
+    // The commit failed, the object's write with it: that write's error is its request's answer.
+    (err: unknown) => logger.warn(`webhook ${name}: a commit holding a ${change.kind} of ${config.collection} failed, and its event with it: ${err instanceof Error ? err.message : String(err)}`),
   );
 }
 

@@ -100,6 +100,7 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
     const result = await run();
     if (method === 'insert') changed('insert', (result as Doc).id);
     else if (method === 'insertMany') for (const doc of args[0] as Doc[]) changed('insert', doc.id);
+    else if (method === 'insertAtCommit') changed('insert', undefined);
     else if (method === 'update' && result !== null) changed('update', (result as Doc).id);
     else if (method === 'updateMany' && (result as number) > 0) changed('update', undefined);
     else if (method === 'remove' && (result as number) > 0) changed('remove', result === 1 ? (args[0] as Filter).id : undefined);
@@ -108,4 +109,4 @@ function feedCollection(inner: StoreCollection, name: string, feed: Feed): Store
 }
 
 /** The methods whose success the feed tells (the others pass straight through). */
-const WRITES: ReadonlySet<PromisedMethod> = new Set<PromisedMethod>(['insert', 'insertMany', 'update', 'updateMany', 'remove']);
+const WRITES: ReadonlySet<PromisedMethod> = new Set<PromisedMethod>(['insert', 'insertMany', 'insertAtCommit', 'update', 'updateMany', 'remove']);

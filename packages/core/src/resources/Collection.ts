@@ -11,11 +11,11 @@ import type { CompiledQuery } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, ConflictPolicy, NowRequest, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
-import type { Doc, Filter, StoreCollection, StoredTexts } from '../store/Store.js';
+import type { Doc, Filter, StoreCollection, StoredTexts, WriteHooks } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { ChangeListeners } from './changes.js';
-import type { ChangesWanted, CollectionChangeListener, ObjectChange } from './changes.js';
+import type { ChangesWanted, CollectionChangeListener, InCommitListener, ObjectChange } from './changes.js';
 import type { CollectionEventRunner, EventOutcome } from './events.js';
 import { handleDelete } from './deletes.js';
 import type { DeleteHost } from './deletes.js';
@@ -142,10 +142,16 @@ export class Collection implements Resource {
    * Calls `listener` after every stored write of this collection (create, update, delete, from
    * any request, script or root), in the store's order; answers a function that stops it.
    * `wanted` (default: always) says when it needs them: a delete reads the object it removes only
-   * while some listener does.
+   * while some listener does. `inCommit`, when given, is told creates and updates inside the
+   * store's write where the store can (see InCommitListener); `listener` is not called for those.
    */
-  watchChanges(listener: CollectionChangeListener, wanted: ChangesWanted = () => true): () => void {
-    return this.changes.watch(listener, wanted);
+  watchChanges(listener: CollectionChangeListener, wanted: ChangesWanted = () => true, inCommit?: InCommitListener): () => void {
+    return this.changes.watch(listener, wanted, inCommit);
+  }
+
+  /** The hooks of a write of this kind: the in-commit listeners', where the store runs them inside its writes. */
+  private writeHooks(kind: 'create' | 'update'): WriteHooks | undefined {
+    return this.store.insertAtCommit === undefined ? undefined : this.changes.hooksFor(kind);
   }
 
   /** Whether some change listener needs this collection's writes now (cheap: asked per delete). */
@@ -417,7 +423,8 @@ export class Collection implements Resource {
     // reordering copy to make); assigned again after the spreads, where a script's `this.id` lands.
     const doc: Doc = { id, ...this.storable(object), ...(isPromise(hidden) ? await hidden : hidden) };
     doc.id = id;
-    const stored = await this.writing(() => this.store.insert(doc), chosenId !== undefined);
+    const hooks = this.writeHooks('create');
+    const stored = await this.writing(() => (hooks === undefined ? this.store.insert(doc) : this.store.insert(doc, hooks)), chosenId !== undefined);
     // Each step awaited only when there is one: an await of nothing is a promise turn per write.
     if (this.fileProps !== undefined) await this.fileProps.afterCommit(ctx, stored, undefined);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
@@ -494,7 +501,8 @@ export class Collection implements Resource {
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const condition = revised ? { revision: revised.revision } : undefined;
     const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
-    const updated = await this.writing(() => this.store.update(target, ops, condition));
+    const hooks = this.writeHooks('update');
+    const updated = await this.writing(() => (hooks === undefined ? this.store.update(target, ops, condition) : this.store.update(target, ops, condition, hooks)));
     if (updated === null && condition !== undefined) return movedAfter(outcome !== undefined && (this.events.has('validate') || this.events.has('put')));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     if (this.fileProps !== undefined) await this.fileProps.afterCommit(ctx, updated, previous);

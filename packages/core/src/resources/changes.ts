@@ -1,4 +1,4 @@
-import type { Doc } from '../store/Store.js';
+import type { Doc, WriteHooks } from '../store/Store.js';
 
 /**
  * One stored write of a Collection, as its listeners (live queries) hear of it: the object as
@@ -25,6 +25,18 @@ export type ObjectChange = Exclude<CollectionChange, { kind: 'resync' }>;
  */
 export type CollectionChangeListener = (change: CollectionChange) => void | Promise<void>;
 
+/** A create or an update, as a listener in the write hears of it. */
+export type WrittenChange = Extract<ObjectChange, { kind: 'create' | 'update' }>;
+
+/**
+ * Told a create or an update from inside the store's write, in its transaction (a store with
+ * `insertAtCommit`), synchronously: what it writes there through `insertAtCommit` is committed with
+ * the object or not at all. It answers the promise of that write, which the write waits for after
+ * it instead of calling the listener; or undefined, and the listener is called after the write as
+ * with any other store. Must not throw.
+ */
+export type InCommitListener = (change: WrittenChange) => Promise<void> | undefined;
+
 /**
  * Whether a listener needs the collection's writes now (live queries: while some process has a
  * subscription that could need them). Asked before a delete, to read the object it removes only
@@ -37,28 +49,76 @@ export type ChangesWanted = () => boolean;
  * fields (`strip`). A delete reads what it removes only while some listener wants changes.
  */
 export class ChangeListeners {
-  private readonly listeners = new Map<CollectionChangeListener, ChangesWanted>();
+  private readonly listeners = new Map<CollectionChangeListener, { wanted: ChangesWanted; inCommit: InCommitListener | undefined }>();
+  /** Listeners told inside the write as well. */
+  private inCommit = 0;
+  /**
+   * What the in-commit listeners answered for a stored object (the store's own, as its write
+   * answers it): the write's change waits for it instead of calling them. Held weakly: an entry
+   * goes with its object, whether or not the write's answer came (a failed commit).
+   */
+  private readonly staged = new WeakMap<Doc, Map<CollectionChangeListener, Promise<void>>>();
+  private readonly hooks: { create: WriteHooks; update: WriteHooks };
 
-  constructor(private readonly strip: (doc: Doc) => Doc) {}
+  constructor(private readonly strip: (doc: Doc) => Doc) {
+    this.hooks = {
+      create: { stored: (object) => this.stage(object, { kind: 'create', object: this.strip(object) }) },
+      update: { stored: (object, before) => this.stage(object, { kind: 'update', object: this.strip(object), previous: this.strip(before ?? object) }) },
+    };
+  }
 
   /** Whether any listener is registered (cheap: asked per write before building a change). */
   get any(): boolean {
     return this.listeners.size > 0;
   }
 
-  /** Adds `listener`; answers a function that removes it (Collection.watchChanges). */
-  watch(listener: CollectionChangeListener, wanted: ChangesWanted): () => void {
-    this.listeners.set(listener, wanted);
-    return () => this.listeners.delete(listener);
+  /**
+   * Adds `listener`, and `inCommit` to be told inside a store's writes where it can; answers a
+   * function that removes them (Collection.watchChanges).
+   */
+  watch(listener: CollectionChangeListener, wanted: ChangesWanted, inCommit?: InCommitListener): () => void {
+    const entry = { wanted, inCommit };
+    this.listeners.set(listener, entry);
+    if (inCommit !== undefined) this.inCommit++;
+    return () => {
+      if (this.listeners.get(listener) !== entry) return;
+      this.listeners.delete(listener);
+      if (inCommit !== undefined) this.inCommit--;
+    };
   }
 
   /** Whether some listener needs the writes now. */
   wanted(): boolean {
-    for (const wanted of this.listeners.values()) if (wanted()) return true;
+    for (const entry of this.listeners.values()) if (entry.wanted()) return true;
     return false;
   }
 
-  /** Tells every listener of one write; objects are stripped here. */
+  /** The hooks to give a store's write of this kind: undefined while no listener is told inside writes. */
+  hooksFor(kind: 'create' | 'update'): WriteHooks | undefined {
+    return this.inCommit === 0 ? undefined : this.hooks[kind];
+  }
+
+  /** Inside the write of `object`: tells the in-commit listeners, keeps what they answer for tell. */
+  private stage(object: Doc, change: WrittenChange): void {
+    let answers: Map<CollectionChangeListener, Promise<void>> | undefined;
+    for (const [listener, entry] of this.listeners) {
+      if (entry.inCommit === undefined) continue;
+      let staged: Promise<void> | undefined;
+      try {
+        staged = entry.inCommit(change);
+      } catch {
+        // A listener that broke its contract: it is called after the write, as with any store.
+        staged = undefined;
+      }
+      if (staged !== undefined) (answers ??= new Map()).set(listener, staged);
+    }
+    if (answers !== undefined) this.staged.set(object, answers);
+  }
+
+  /**
+   * Tells every listener of one write; objects are stripped here. A listener told inside the
+   * write of this very object (stage) is not called again: what it answered then is waited for.
+   */
   async tell(change: CollectionChange): Promise<void> {
     if (this.listeners.size === 0) return;
     const told: CollectionChange =
@@ -67,7 +127,10 @@ export class ChangeListeners {
         : change.kind === 'update'
           ? { kind: 'update', object: this.strip(change.object), previous: this.strip(change.previous) }
           : { kind: change.kind, object: this.strip(change.object) };
-    for (const listener of this.listeners.keys()) await listener(told);
+    const written = change.kind === 'create' || change.kind === 'update' ? change.object : undefined;
+    const staged = written === undefined ? undefined : this.staged.get(written);
+    if (staged !== undefined) this.staged.delete(written as Doc);
+    for (const listener of this.listeners.keys()) await (staged?.get(listener) ?? listener(told));
   }
 
   /**

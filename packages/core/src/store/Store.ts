@@ -116,6 +116,16 @@ export interface KeptList {
   keep(key: string, text: string): void;
 }
 
+/**
+ * Told of a write from inside it, by a store that has {@link StoreCollection.insertAtCommit}: once
+ * the object is written, synchronously, in the write's transaction. What it asks of
+ * `insertAtCommit` is committed with the object, or not at all. It must not throw, nor wait.
+ */
+export interface WriteHooks {
+  /** The object as stored after the write and, for an update, as it was just before it. */
+  stored(object: Doc, before?: Doc): void;
+}
+
 /** One named collection of objects in a store. */
 export interface StoreCollection {
   readonly name: string;
@@ -178,8 +188,19 @@ export interface StoreCollection {
   findRevised(id: string): Promise<Revised | null>;
   /** Counts matching objects without loading them. */
   count(filter: Filter): Promise<number>;
-  /** Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it. */
-  insert(doc: Doc): Promise<Doc>;
+  /**
+   * Inserts a new object; rejects with {@link DuplicateKeyError} when a unique index refuses it.
+   * `hooks` are told of it inside the write by a store with `insertAtCommit`; others ignore them.
+   */
+  insert(doc: Doc, hooks?: WriteHooks): Promise<Doc>;
+  /**
+   * Optional, with `hooks` of insert and update: inserts the object `make` answers in the
+   * transaction of the group commit under way, just before it commits, so that it is committed
+   * with that commit's writes or not at all (a webhook's event with the write it tells of). Called
+   * outside a write's hooks, it is an insert of its own. Resolves once committed; a failure of the
+   * insert fails the whole commit.
+   */
+  insertAtCommit?(make: () => Doc): Promise<void>;
   /**
    * Optional: inserts objects in order in one round trip, for a store where one insert at a time
    * is slow (a network database); stops at the first one refused (the ones before it stay).
@@ -193,7 +214,7 @@ export interface StoreCollection {
    * revision is `condition.revision` (else null, nothing changed), atomically where the store
    * can (the embedded engines, MongoDB; not FerretDB v1, whose updates are not atomic).
    */
-  update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null>;
+  update(filter: Filter, ops: UpdateOps, condition?: WriteCondition, hooks?: WriteHooks): Promise<Doc | null>;
   /**
    * Removes every matching object; answers how many. With `condition` (the filter naming one
    * `id`), only while the object's revision is `condition.revision` (else 0).

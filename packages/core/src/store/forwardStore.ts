@@ -20,6 +20,7 @@ export const PROMISED_METHODS = [
   'count',
   'insert',
   'insertMany',
+  'insertAtCommit',
   'update',
   'updateMany',
   'remove',

@@ -59,6 +59,8 @@ const MAX_PER_ROW = 256;
 export class Journal {
   /** The events of this turn, stored together at the end of it. */
   private open: { events: DeliveryRecord[]; stored: Promise<void> } | undefined;
+  /** The events of the group commit under way (stage), stored in it as one row. */
+  private committing: { events: DeliveryRecord[]; stored: Promise<void> } | undefined;
   /** Events of rows stored here whose record is not stored yet: event id -> its row. */
   private readonly rowOf = new Map<string, OwnRow>();
 
@@ -87,14 +89,39 @@ export class Journal {
     return this.open.stored;
   }
 
-  private async write(events: DeliveryRecord[]): Promise<void> {
-    let first = (events[0] as DeliveryRecord).id;
-    let last = first;
-    for (const event of events) {
-      if (event.id < first) first = event.id;
-      if (event.id > last) last = event.id;
+  /**
+   * Stores a new event from inside the write it tells of (a store's write hooks), in the same
+   * transaction, with the other events of that group commit in one row: committed with the write or
+   * not at all, and no second commit for the write's answer to wait for. Resolves once committed;
+   * undefined where the store has no such write (then `add`, after the write).
+   */
+  stage(event: DeliveryRecord): Promise<void> | undefined {
+    if (this.rows.insertAtCommit === undefined) return undefined;
+    let row = this.committing;
+    if (row === undefined || row.events.length >= MAX_PER_ROW) {
+      const events: DeliveryRecord[] = [];
+      const entry: { events: DeliveryRecord[]; stored: Promise<void> } = { events, stored: Promise.resolve() };
+      // The row is made as the commit ends (no event of this commit joins it later).
+      const made = this.rows.insertAtCommit(() => {
+        if (this.committing === entry) this.committing = undefined;
+        return rowOf(events) as unknown as Doc;
+      });
+      entry.stored = made.then(
+        () => this.track(events),
+        (err: unknown) => {
+          // The commit failed: its writes and this row with them. The next commit starts a row.
+          if (this.committing === entry) this.committing = undefined;
+          throw err;
+        },
+      );
+      this.committing = row = entry;
     }
-    const row: JournalRow = { id: first, last, n: events.length, lastAllowed: (events[0] as DeliveryRecord).lastAllowed, events: events.map(newEvent) };
+    row.events.push(event);
+    return row.stored;
+  }
+
+  private async write(events: DeliveryRecord[]): Promise<void> {
+    const row = rowOf(events);
     try {
       await this.rows.insert(row as unknown as Doc);
     } catch (err) {
@@ -104,8 +131,14 @@ export class Journal {
       await insertNew(this.records, events);
       return;
     }
+    this.track(events);
+  }
+
+  /** The events of a row this process stored: its row goes once each has its record (recorded). */
+  private track(events: readonly DeliveryRecord[]): void {
+    if (events.length === 0) return;
     if (this.rowOf.size + events.length > MAX_TRACKED) this.rowOf.clear();
-    const own: OwnRow = { id: first, left: events.length };
+    const own: OwnRow = { id: rowIdOf(events), left: events.length };
     for (const event of events) this.rowOf.set(event.id, own);
   }
 
@@ -171,6 +204,21 @@ export class Journal {
     }
     return null;
   }
+}
+
+/** A row's id: the smallest of its events' ids. */
+function rowIdOf(events: readonly DeliveryRecord[]): string {
+  let first = (events[0] as DeliveryRecord).id;
+  for (const event of events) if (event.id < first) first = event.id;
+  return first;
+}
+
+/** The row of these events (at least one). */
+function rowOf(events: readonly DeliveryRecord[]): JournalRow {
+  const first = rowIdOf(events);
+  let last = first;
+  for (const event of events) if (event.id > last) last = event.id;
+  return { id: first, last, n: events.length, lastAllowed: (events[0] as DeliveryRecord).lastAllowed, events: events.map(newEvent) };
 }
 
 function newEvent(record: DeliveryRecord): NewEvent {

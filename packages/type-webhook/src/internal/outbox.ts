@@ -115,10 +115,20 @@ export class Outbox {
 
   /** Stores a new event (pending, due now; in the journal, with the others of this turn) and answers it. */
   async add(event: WebhookEvent, object: Doc, previous: Doc | undefined, maxAttempts: number): Promise<DeliveryRecord> {
-    const now = Date.now();
-    const record: DeliveryRecord = { id: eventId(now), status: 'pending', event, objectId: object.id, createdAt: now, nextAt: now, attempts: 0, lastAllowed: maxAttempts, object, ...(previous ? { previous } : {}) };
+    const record = newRecord(event, object, previous, maxAttempts);
     await this.journal.add(record);
     return record;
+  }
+
+  /**
+   * Stores a new event from inside the write it tells of (see Journal.stage); answers its record
+   * and the promise of its commit, or undefined where the store cannot (then `add`, after the write).
+   */
+  stage(event: WebhookEvent, object: Doc, previous: Doc | undefined, maxAttempts: number): { record: DeliveryRecord; stored: Promise<void> } | undefined {
+    if (this.journal.rows.insertAtCommit === undefined) return undefined;
+    const record = newRecord(event, object, previous, maxAttempts);
+    const stored = this.journal.stage(record);
+    return stored === undefined ? undefined : { record, stored };
   }
 
   /**
@@ -240,6 +250,12 @@ export class Outbox {
     if (old.length === 0) return 0;
     return this.records.remove({ id: { $in: old.map((d) => d.id) } });
   }
+}
+
+/** A new event's record: pending, due now. */
+function newRecord(event: WebhookEvent, object: Doc, previous: Doc | undefined, maxAttempts: number): DeliveryRecord {
+  const now = Date.now();
+  return { id: eventId(now), status: 'pending', event, objectId: object.id, createdAt: now, nextAt: now, attempts: 0, lastAllowed: maxAttempts, object, ...(previous ? { previous } : {}) };
 }
 
 function viewOf(record: DeliveryRecord): DeliveryView {

@@ -1,6 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
 import { AggregateScanError, DuplicateKeyError } from '../Store.js';
-import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, KeptList, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition } from '../Store.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, KeptList, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition, WriteHooks } from '../Store.js';
 import { conditionId } from '../internal/revisions.js';
 import type { Revisions } from '../internal/revisions.js';
 import { groupRows } from '../internal/groupRows.js';
@@ -208,22 +208,43 @@ export class EngineCollection implements StoreCollection {
     return info === undefined ? 0 : countRows(this.#engine, info, filter);
   }
 
-  async insert(doc: Doc): Promise<Doc> {
+  async insert(doc: Doc, hooks?: WriteHooks): Promise<Doc> {
     if (typeof doc.id !== 'string') throw new TypeError('an object needs a string id');
     const text = encodeDoc(doc);
     const stored = decodeDoc(text);
     await this.#write(() => {
-      const info = this.#engine.schema.ensureTable(this.name);
-      this.#hot.written([stored]);
-      this.#learn(info, stored);
-      try {
-        tableStatements(this.#engine, info).insert.run(doc.id, text);
-      } catch (err) {
-        throw this.#translate(info, err);
-      }
-      this.#revisions.advanced(doc.id);
+      this.#insertRow(doc.id as string, text, stored);
+      // Last: nothing after it can fail the write once the hooks asked for their writes.
+      hooks?.stored(stored);
     }, true);
     return stored;
+  }
+
+  /** Inserts one encoded object (inside a write of the group commit). */
+  #insertRow(id: string, text: string, stored: Doc): void {
+    const info = this.#engine.schema.ensureTable(this.name);
+    this.#hot.written([stored]);
+    this.#learn(info, stored);
+    try {
+      tableStatements(this.#engine, info).insert.run(id, text);
+    } catch (err) {
+      throw this.#translate(info, err);
+    }
+    this.#revisions.advanced(id);
+  }
+
+  async insertAtCommit(make: () => Doc): Promise<void> {
+    try {
+      await this.#engine.atCommit(() => {
+        const doc = make();
+        if (typeof doc.id !== 'string') throw new TypeError('an object needs a string id');
+        const text = encodeDoc(doc);
+        this.#insertRow(doc.id, text, decodeDoc(text));
+      });
+      this.#disk.wrote();
+    } catch (err) {
+      throw this.#disk.refused(sqliteDiskError(err), this.#engine.file);
+    }
   }
 
   /**
@@ -265,7 +286,7 @@ export class EngineCollection implements StoreCollection {
     if (refused !== undefined) throw refused;
   }
 
-  async update(filter: Filter, ops: UpdateOps, condition?: WriteCondition): Promise<Doc | null> {
+  async update(filter: Filter, ops: UpdateOps, condition?: WriteCondition, hooks?: WriteHooks): Promise<Doc | null> {
     const only = condition === undefined ? undefined : conditionId(filter);
     if (isEmptyUpdate(ops)) return only !== undefined && this.#revisions.of(only) !== condition?.revision ? null : this.findOne(filter);
     return this.#write(() => {
@@ -295,6 +316,7 @@ export class EngineCollection implements StoreCollection {
         throw this.#translate(info, err);
       }
       this.#revisions.advanced(stored.id);
+      hooks?.stored(stored, before);
       return stored;
     }, true);
   }

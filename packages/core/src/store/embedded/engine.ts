@@ -89,6 +89,10 @@ export class Engine {
   readonly #begin: StatementSync;
   readonly #commit: StatementSync;
   #queue: WriteTask[] = [];
+  /** Writes asked for by the hooks of the group commit under way (atCommit), made just before it commits. */
+  #atCommit: WriteTask[] = [];
+  /** A group commit is running its writes: atCommit joins it. */
+  #flushing = false;
   #scheduled = false;
   #idle: { promise: Promise<void>; resolve(): void } | undefined;
   #closed = false;
@@ -228,6 +232,19 @@ export class Engine {
     });
   }
 
+  /**
+   * Runs `run` in the transaction of the group commit under way, after its writes and just before
+   * it commits: asked from inside a write (a store's write hooks), so that what it writes is
+   * committed with that write or not at all. A failure of `run` fails the whole commit (none of its
+   * writes is acknowledged). Outside a group commit, a write of its own. Resolves once committed.
+   */
+  atCommit(run: () => void): Promise<void> {
+    if (!this.#flushing) return this.write(run);
+    return new Promise<void>((resolve, reject) => {
+      this.#atCommit.push({ run, oneStatement: false, resolve: resolve as (value: unknown) => void, reject });
+    });
+  }
+
   #flush(): void {
     this.#endRead();
     this.#scheduled = false;
@@ -238,8 +255,10 @@ export class Engine {
     // Prepared once (exec would parse each statement again, per write).
     const savepoint = this.prepare('SAVEPOINT w');
     const release = this.prepare('RELEASE w');
+    const atCommit = this.#atCommit;
     try {
       this.prepare('BEGIN IMMEDIATE').run();
+      this.#flushing = true;
       for (const task of batch) {
         // One write alone needs no savepoint: its failure rolls back the whole transaction. Nor
         // does a write of one statement: SQLite undoes a statement that fails (a unique index
@@ -268,17 +287,25 @@ export class Engine {
           results.push({ ok: false, value: err });
         }
       }
+      this.#flushing = false;
+      // What the writes' hooks asked for, in the same transaction; its failure fails all of it.
+      for (const task of atCommit) task.run();
       this.#commit.run();
       this.#written = true;
     } catch (err) {
       // The transaction did not commit (a full disk, a failing one): none of the batch is stored.
+      this.#flushing = false;
       if (db.isTransaction) db.exec('ROLLBACK');
       this.schema.reload();
       results.length = 0;
       for (let i = 0; i < batch.length; i++) results.push({ ok: false, value: err });
+      for (const task of atCommit) task.reject(err);
+      atCommit.length = 0;
     } finally {
       this.#queue = [];
+      this.#atCommit = [];
     }
+    for (const task of atCommit) task.resolve(undefined);
     for (let i = 0; i < batch.length; i++) {
       const task = batch[i] as WriteTask;
       const result = results[i] as { ok: boolean; value: unknown };

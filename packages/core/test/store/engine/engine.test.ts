@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Doc } from '../../../src/store/Store.js';
 import { Engine } from '../../../src/store/embedded/engine.js';
 import { createEngineStore, ENGINE_FILE } from '../../../src/store/embedded/index.js';
 import { killWhileWriting } from './crashHelpers.js';
@@ -330,6 +331,49 @@ describe('embedded engine', () => {
       expect(engine.prepare('SELECT count(*) FROM t').get()).toEqual([5]);
     } finally {
       await engine.close();
+    }
+  });
+
+  it("commits what a write's hooks ask for (insertAtCommit) with the write, or nothing of either", async () => {
+    const store = await createEngineStore({ dir });
+    try {
+      const things = store.collection('things');
+      const events = store.collection('events');
+      await things.ensureIndex({ field: 'email', unique: true });
+      const told: string[] = [];
+      let failing = false;
+      const hooks = {
+        stored(object: Doc, before?: Doc) {
+          told.push(`${String(object.id)}:${String(before?.n ?? '-')}->${String(object.n)}`);
+          void events
+            .insertAtCommit?.(() => {
+              if (failing) throw new Error('the event cannot be written');
+              return { id: `e-${String(object.id)}-${String(object.n)}`, of: object.id };
+            })
+            .catch(() => undefined);
+        },
+      };
+      // One group commit: two inserts and one a unique index refuses (its hooks are not told).
+      const results = await Promise.allSettled([things.insert({ id: 'a', email: 'x', n: 1 }, hooks), things.insert({ id: 'b', email: 'x', n: 1 }, hooks), things.insert({ id: 'c', email: 'y', n: 1 }, hooks)]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(told).toEqual(['a:-->1', 'c:-->1']);
+      expect((await events.find({}, { sort: { id: 1 } })).map((d) => d.id)).toEqual(['e-a-1', 'e-c-1']);
+      // An update's hooks have the object before it too.
+      await things.update({ id: 'a' }, { $set: { n: 2 } }, undefined, hooks);
+      expect(told.at(-1)).toBe('a:1->2');
+      expect((await events.find({ of: 'a' }, { sort: { id: 1 } })).map((d) => d.id)).toEqual(['e-a-1', 'e-a-2']);
+      // What a hook asked for fails: the whole commit fails, the writes of the batch with it.
+      failing = true;
+      const failed = await Promise.allSettled([things.insert({ id: 'd', email: 'z', n: 1 }, hooks), things.update({ id: 'c' }, { $set: { n: 5 } }, undefined, hooks), things.insert({ id: 'e', email: 'w', n: 1 })]);
+      expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      failing = false;
+      expect((await things.find({}, { sort: { id: 1 } })).map((d) => `${String(d.id)}:${String(d.n)}`)).toEqual(['a:2', 'c:1']);
+      expect(await events.count({})).toBe(3);
+      // Outside a write's hooks: an insert of its own.
+      await events.insertAtCommit?.(() => ({ id: 'alone' }));
+      expect(await events.findOne({ id: 'alone' })).toEqual({ id: 'alone' });
+    } finally {
+      await store.close();
     }
   });
 

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Collection } from '@svc/core';
+import type { CollectionChange, Doc, PropertyDef, WrittenChange } from '@svc/core';
+import { storeKinds } from './helpers/stores.js';
+import type { TestStore } from './helpers/stores.js';
+import { startTestServer } from './helpers/http.js';
+import type { TestServer } from './helpers/http.js';
+
+// A change listener told inside the store's write (a webhook's outbox): on a store that can
+// (insertAtCommit), creates and updates reach it in the write, what it writes there is committed
+// with the object or not at all, and the listener after the write is not called again for them;
+// on any other store, everything reaches the listener after the write, as before.
+
+const properties: Record<string, PropertyDef> = { title: { type: 'string' }, n: { type: 'number' } };
+
+describe.each(storeKinds())('change listeners told inside the write ($name store)', (kind) => {
+  let store: TestStore;
+  let t: TestServer;
+  let inCommit = false;
+  const after: string[] = [];
+  const inside: string[] = [];
+  /** What the listener inside the write does: write an event, skip, or fail its event. */
+  let mode: 'event' | 'skip' | 'fail' = 'event';
+
+  beforeAll(async () => {
+    store = await kind.make();
+    const events = store.store.collection('events');
+    inCommit = typeof events.insertAtCommit === 'function';
+    const watched = new Collection({ path: '/watched', properties, store: store.store.collection('watched') });
+    watched.watchChanges(
+      (change: CollectionChange) => {
+        if (change.kind === 'resync') return;
+        after.push(`${change.kind}:${String(change.object.title)}${change.kind === 'update' ? `<-${String(change.previous.title)}` : ''}`);
+      },
+      () => true,
+      (change: WrittenChange) => {
+        inside.push(`${change.kind}:${String(change.object.title)}${change.kind === 'update' ? `<-${String(change.previous.title)}` : ''}`);
+        if (mode === 'skip' || events.insertAtCommit === undefined) return undefined;
+        const failing = mode === 'fail';
+        const id = `${change.kind}-${String(change.object.id)}-${String(change.object.title)}`;
+        return events
+          .insertAtCommit(() => {
+            if (failing) throw new Error('the event cannot be stored');
+            return { id, object: change.object } as Doc;
+          })
+          .catch(() => undefined);
+      },
+    );
+    t = await startTestServer(store.store, [watched]);
+  });
+  afterAll(async () => {
+    await t.close();
+    await store.dispose();
+  });
+
+  it('creates and updates: inside the write where the store can, after it otherwise; deletes after it', async () => {
+    mode = 'event';
+    after.length = 0;
+    inside.length = 0;
+    const created = (await t.request('POST', '/watched', { body: { title: 'a', n: 1 } })).body as { id: string };
+    expect((await t.request('PUT', `/watched/${created.id}`, { body: { title: 'b' } })).status).toBe(200);
+    expect((await t.request('DELETE', `/watched/${created.id}`)).status).toBeLessThan(300);
+    if (inCommit) {
+      expect(inside).toEqual(['create:a', 'update:b<-a']);
+      expect(after).toEqual(['delete:b']);
+      // Each event was committed with its write: there once the write answered.
+      const events = await store.store.collection('events').find({}, { sort: { id: 1 } });
+      expect(events.map((e) => e.id)).toEqual([`create-${created.id}-a`, `update-${created.id}-b`]);
+    } else {
+      expect(inside).toEqual([]);
+      expect(after).toEqual(['create:a', 'update:b<-a', 'delete:b']);
+    }
+  });
+
+  it('a listener inside the write that writes nothing is called after it as well', async () => {
+    mode = 'skip';
+    after.length = 0;
+    inside.length = 0;
+    const created = (await t.request('POST', '/watched', { body: { title: 'c' } })).body as { id: string };
+    expect((await t.request('PUT', `/watched/${created.id}`, { body: { title: 'd' } })).status).toBe(200);
+    expect(after).toEqual(['create:c', 'update:d<-c']);
+    expect(inside).toEqual(inCommit ? ['create:c', 'update:d<-c'] : []);
+  });
+
+  // Only a store that commits the listener's write with the object (the embedded engine) can hold this.
+  if (kind.name === 'embedded')
+    it('an event that cannot be stored fails its write: the object is not stored either', async () => {
+    mode = 'fail';
+    after.length = 0;
+    const res = await t.request('POST', '/watched', { body: { title: 'lost' } });
+    expect(res.status).toBeGreaterThanOrEqual(500);
+    expect(after).toEqual([]);
+    const list = (await t.request('GET', '/watched?title=lost')).body as unknown[];
+    expect(list).toEqual([]);
+    mode = 'event';
+  });
+});
