@@ -198,7 +198,8 @@ export interface StoreCollection {
    * transaction of the group commit under way, just before it commits, so that it is committed
    * with that commit's writes or not at all (a webhook's event with the write it tells of). Called
    * outside a write's hooks, it is an insert of its own. Resolves once committed; a failure of the
-   * insert fails the whole commit.
+   * insert fails the whole commit. The object is to hold what a store answers (JSON values and
+   * dates: no undefined, no other class), as objects read from a store do.
    */
   insertAtCommit?(make: () => Doc): Promise<void>;
   /**
