@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Collection } from '@svc/core';
+import { Collection, forwardCollection } from '@svc/core';
 import type { CollectionChange, Doc, PropertyDef, WrittenChange } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
@@ -19,6 +19,8 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
   let inCommit = false;
   const after: string[] = [];
   const inside: string[] = [];
+  const copiedAfter: string[] = [];
+  const copiedInside: string[] = [];
   /** What the listener inside the write does: write an event, skip, or fail its event. */
   let mode: 'event' | 'skip' | 'fail' = 'event';
 
@@ -46,7 +48,20 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
           .catch(() => undefined);
       },
     );
-    t = await startTestServer(store.store, [watched]);
+    // A wrapper answering copies of what the store answers: the write's change is still told once.
+    const copying = forwardCollection(store.store.collection('copied'), { call: (method, run) => run().then((r) => ((method === 'insert' || method === 'update') && r !== null ? { ...(r as Doc) } : r)) });
+    const copied = new Collection({ path: '/copied', properties, store: copying });
+    copied.watchChanges(
+      (change: CollectionChange) => {
+        if (change.kind !== 'resync') copiedAfter.push(`${change.kind}:${String(change.object.title)}`);
+      },
+      () => true,
+      (change: WrittenChange) => {
+        copiedInside.push(`${change.kind}:${String(change.object.title)}`);
+        return events.insertAtCommit?.(() => ({ id: `copied-${change.kind}-${String(change.object.id)}` }));
+      },
+    );
+    t = await startTestServer(store.store, [watched, copied]);
   });
   afterAll(async () => {
     await t.close();
@@ -70,6 +85,13 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
       expect(inside).toEqual([]);
       expect(after).toEqual(['create:a', 'update:b<-a', 'delete:b']);
     }
+  });
+
+  it('told once, through a store wrapper that answers copies of the stored objects', async () => {
+    const created = (await t.request('POST', '/copied', { body: { title: 'x' } })).body as { id: string };
+    expect((await t.request('PUT', `/copied/${created.id}`, { body: { title: 'y' } })).status).toBe(200);
+    expect(copiedInside).toEqual(inCommit ? ['create:x', 'update:y'] : []);
+    expect(copiedAfter).toEqual(inCommit ? [] : ['create:x', 'update:y']);
   });
 
   it('a listener inside the write that writes nothing is called after it as well', async () => {

@@ -11,10 +11,11 @@ import type { CompiledQuery } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { ClientShape, ConflictPolicy, NowRequest, Resource, ResourceHost } from '../resource.js';
 import { DuplicateKeyError } from '../store/Store.js';
-import type { Doc, Filter, StoreCollection, StoredTexts, WriteHooks } from '../store/Store.js';
+import type { Doc, Filter, StoreCollection, StoredTexts } from '../store/Store.js';
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { ChangeListeners } from './changes.js';
+import type { StagedWrite } from './changes.js';
 import type { ChangesWanted, CollectionChangeListener, InCommitListener, ObjectChange } from './changes.js';
 import type { CollectionEventRunner, EventOutcome } from './events.js';
 import { handleDelete } from './deletes.js';
@@ -150,7 +151,7 @@ export class Collection implements Resource {
   }
 
   /** The hooks of a write of this kind: the in-commit listeners', where the store runs them inside its writes. */
-  private writeHooks(kind: 'create' | 'update'): WriteHooks | undefined {
+  private writeHooks(kind: 'create' | 'update'): StagedWrite | undefined {
     return this.store.insertAtCommit === undefined ? undefined : this.changes.hooksFor(kind);
   }
 
@@ -428,7 +429,7 @@ export class Collection implements Resource {
     // Each step awaited only when there is one: an await of nothing is a promise turn per write.
     if (this.fileProps !== undefined) await this.fileProps.afterCommit(ctx, stored, undefined);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(stored, undefined);
-    if (this.changes.any) await this.changes.tell({ kind: 'create', object: stored });
+    if (this.changes.any) await this.changes.tell({ kind: 'create', object: stored }, hooks);
     const after = this.afterWrite(ctx, stored, undefined);
     if (after !== undefined) await after;
     if (this.events.has('aftercommit')) await this.afterCommit(ctx, this.withoutStoreOnly(stored), undefined);
@@ -507,7 +508,7 @@ export class Collection implements Resource {
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);
     if (this.fileProps !== undefined) await this.fileProps.afterCommit(ctx, updated, previous);
     if (this.relations.forward.size > 0) await this.relations.confirmWrite(updated, previous);
-    if (this.changes.any) await this.changes.tell({ kind: 'update', object: updated, previous });
+    if (this.changes.any) await this.changes.tell({ kind: 'update', object: updated, previous }, hooks);
     const after = this.afterWrite(ctx, updated, previous);
     if (after !== undefined) await after;
     if (this.events.has('aftercommit')) await this.afterCommit(ctx, this.withoutStoreOnly(updated), this.withoutStoreOnly(previous));

@@ -52,20 +52,8 @@ export class ChangeListeners {
   private readonly listeners = new Map<CollectionChangeListener, { wanted: ChangesWanted; inCommit: InCommitListener | undefined }>();
   /** Listeners told inside the write as well. */
   private inCommit = 0;
-  /**
-   * What the in-commit listeners answered for a stored object (the store's own, as its write
-   * answers it): the write's change waits for it instead of calling them. Held weakly: an entry
-   * goes with its object, whether or not the write's answer came (a failed commit).
-   */
-  private readonly staged = new WeakMap<Doc, Map<CollectionChangeListener, Promise<void>>>();
-  private readonly hooks: { create: WriteHooks; update: WriteHooks };
 
-  constructor(private readonly strip: (doc: Doc) => Doc) {
-    this.hooks = {
-      create: { stored: (object) => this.stage(object, { kind: 'create', object: this.strip(object) }) },
-      update: { stored: (object, before) => this.stage(object, { kind: 'update', object: this.strip(object), previous: this.strip(before ?? object) }) },
-    };
-  }
+  constructor(private readonly strip: (doc: Doc) => Doc) {}
 
   /** Whether any listener is registered (cheap: asked per write before building a change). */
   get any(): boolean {
@@ -93,13 +81,16 @@ export class ChangeListeners {
     return false;
   }
 
-  /** The hooks to give a store's write of this kind: undefined while no listener is told inside writes. */
-  hooksFor(kind: 'create' | 'update'): WriteHooks | undefined {
-    return this.inCommit === 0 ? undefined : this.hooks[kind];
+  /**
+   * The hooks to give one store write of this kind (a new object per write: what its in-commit
+   * listeners answer is kept in it, for {@link tell}); undefined while no listener is told inside writes.
+   */
+  hooksFor(kind: 'create' | 'update'): StagedWrite | undefined {
+    return this.inCommit === 0 ? undefined : new StagedWrite(this, kind);
   }
 
-  /** Inside the write of `object`: tells the in-commit listeners, keeps what they answer for tell. */
-  private stage(object: Doc, change: WrittenChange): void {
+  /** Inside a write: tells the in-commit listeners; answers what they answered, by listener. */
+  stage(change: WrittenChange): Map<CollectionChangeListener, Promise<void>> | undefined {
     let answers: Map<CollectionChangeListener, Promise<void>> | undefined;
     for (const [listener, entry] of this.listeners) {
       if (entry.inCommit === undefined) continue;
@@ -112,14 +103,20 @@ export class ChangeListeners {
       }
       if (staged !== undefined) (answers ??= new Map()).set(listener, staged);
     }
-    if (answers !== undefined) this.staged.set(object, answers);
+    return answers;
+  }
+
+  /** An object as listeners see it (store-only fields left out). */
+  shown(doc: Doc): Doc {
+    return this.strip(doc);
   }
 
   /**
    * Tells every listener of one write; objects are stripped here. A listener told inside the
-   * write of this very object (stage) is not called again: what it answered then is waited for.
+   * write (`staged`, the hooks the write was given) is not called again: what it answered then is
+   * waited for.
    */
-  async tell(change: CollectionChange): Promise<void> {
+  async tell(change: CollectionChange, staged?: StagedWrite): Promise<void> {
     if (this.listeners.size === 0) return;
     const told: CollectionChange =
       change.kind === 'resync'
@@ -127,10 +124,8 @@ export class ChangeListeners {
         : change.kind === 'update'
           ? { kind: 'update', object: this.strip(change.object), previous: this.strip(change.previous) }
           : { kind: change.kind, object: this.strip(change.object) };
-    const written = change.kind === 'create' || change.kind === 'update' ? change.object : undefined;
-    const staged = written === undefined ? undefined : this.staged.get(written);
-    if (staged !== undefined) this.staged.delete(written as Doc);
-    for (const listener of this.listeners.keys()) await (staged?.get(listener) ?? listener(told));
+    const answers = staged?.answers;
+    for (const listener of this.listeners.keys()) await (answers?.get(listener) ?? listener(told));
   }
 
   /**
@@ -144,5 +139,21 @@ export class ChangeListeners {
       return;
     }
     for (const doc of docs) await this.tell({ kind: 'delete', object: doc });
+  }
+}
+
+/** The hooks of one create or update: told inside the store's write, they keep what the in-commit listeners answered. */
+export class StagedWrite implements WriteHooks {
+  /** What the in-commit listeners answered, by listener (none told yet: undefined). */
+  answers: Map<CollectionChangeListener, Promise<void>> | undefined;
+
+  constructor(
+    private readonly listeners: ChangeListeners,
+    private readonly kind: 'create' | 'update',
+  ) {}
+
+  stored(object: Doc, before?: Doc): void {
+    const shown = this.listeners.shown(object);
+    this.answers = this.listeners.stage(this.kind === 'update' ? { kind: 'update', object: shown, previous: this.listeners.shown(before ?? object) } : { kind: 'create', object: shown });
   }
 }
