@@ -104,7 +104,7 @@ export class Journal {
       // The row is made as the commit ends (no event of this commit joins it later).
       const made = this.rows.insertAtCommit(() => {
         if (this.committing === entry) this.committing = undefined;
-        return rowOf(events) as unknown as Doc;
+        return rowOfEvents(events) as unknown as Doc;
       });
       entry.stored = made.then(
         () => this.track(events),
@@ -121,7 +121,7 @@ export class Journal {
   }
 
   private async write(events: DeliveryRecord[]): Promise<void> {
-    const row = rowOf(events);
+    const row = rowOfEvents(events);
     try {
       await this.rows.insert(row as unknown as Doc);
     } catch (err) {
@@ -214,7 +214,7 @@ function rowIdOf(events: readonly DeliveryRecord[]): string {
 }
 
 /** The row of these events (at least one). */
-function rowOf(events: readonly DeliveryRecord[]): JournalRow {
+function rowOfEvents(events: readonly DeliveryRecord[]): JournalRow {
   const first = rowIdOf(events);
   let last = first;
   for (const event of events) if (event.id > last) last = event.id;
