@@ -86,7 +86,7 @@ export function createWebhook(context: ResourceTypeContext<WebhookSettings>, tim
       unwatch = target.watchChanges(
         (change) => enqueue(change, filter, config, outbox, deliverer, context.name, logger),
         () => config.events.has('delete'),
-        (change) => stage(change, filter, config, outbox, deliverer, context.name, logger),
+        (change, chars) => stage(change, chars, filter, config, outbox, deliverer, context.name, logger),
       );
       // Deliveries start once the app answers requests (an On Get needs the server).
       void (context.jobs?.ready ?? Promise.resolve()).then(() => {
@@ -131,10 +131,10 @@ function enqueue(change: CollectionChange, filter: Filter | undefined, config: W
  * waits for nothing more. Undefined when the event is not this webhook's (its events, its query)
  * or the store cannot: then `enqueue` is told after the write, as before.
  */
-function stage(change: WrittenChange, filter: Filter | undefined, config: WebhookConfig, outbox: Outbox, deliverer: Deliverer, name: string, logger: Logger): Promise<void> | undefined {
+function stage(change: WrittenChange, chars: number, filter: Filter | undefined, config: WebhookConfig, outbox: Outbox, deliverer: Deliverer, name: string, logger: Logger): Promise<void> | undefined {
   if (!config.events.has(change.kind)) return undefined;
   if (filter !== undefined && !matchesFilter(change.object, filter)) return undefined;
-  const staged = outbox.stage(change.kind, change.object, change.kind === 'update' ? change.previous : undefined, config.maxAttempts);
+  const staged = outbox.stage(change.kind, change.object, change.kind === 'update' ? change.previous : undefined, config.maxAttempts, chars);
   if (staged === undefined) return undefined;
   return staged.stored.then(
     () => {

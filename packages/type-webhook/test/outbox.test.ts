@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEmbeddedStore, createEngineStore, createMongoStore } from '@svc/core';
-import type { Store } from '@svc/core';
+import type { Store, WriteHooks } from '@svc/core';
 import { Outbox, eventId } from '../src/internal/outbox.js';
 
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
@@ -115,6 +115,30 @@ for (const kind of stores) {
       expect((await outbox.due(Date.now() + 10, 10)).map((r) => r.objectId).sort()).toEqual(['o1', 'o2', 'o3', 'o4']);
       expect(await outbox.counts()).toEqual({ pending: 4, delivered: 1, dead: 0, skipped: 0 });
     });
+
+    // Inside writes: the store's write hooks and insertAtCommit (the SQLite engine has them).
+    if (kind.name === 'the SQLite engine')
+      it('stages the events of one commit in one row inside its writes, in several once their objects pass the bound', async () => {
+        opened = await kind.open();
+        const outbox = new Outbox(opened.store.collection('hooks_webhook'), opened.store.collection('hooks_webhook_new'));
+        await outbox.init();
+        const todos = opened.store.collection('todos');
+        const staged: Promise<void>[] = [];
+        const hooks = (claimed?: number): WriteHooks => ({
+          stored(object, _before, chars) {
+            const event = outbox.stage('create', object, undefined, 3, claimed ?? chars);
+            if (event !== undefined) staged.push(event.stored);
+          },
+        });
+        await Promise.all([0, 1, 2].map((i) => todos.insert({ id: `a${i}`, title: 'small' }, hooks())));
+        await Promise.all(staged);
+        expect(await outbox.journal.rows.count({})).toBe(1);
+        // Three objects of 5 Mi characters each (as the store tells it) in one commit: three rows.
+        await Promise.all([0, 1, 2].map((i) => todos.insert({ id: `b${i}`, title: 'large' }, hooks(5 * 1024 * 1024))));
+        await Promise.all(staged);
+        expect(await outbox.journal.rows.count({})).toBe(4);
+        expect(await outbox.counts()).toEqual({ pending: 6, delivered: 0, dead: 0, skipped: 0 });
+      });
 
     it('a row left behind by a process stopped after its events\' outcomes were stored makes no second record (kill -9 before the row went)', async () => {
       opened = await kind.open();

@@ -33,9 +33,10 @@ export type WrittenChange = Extract<ObjectChange, { kind: 'create' | 'update' }>
  * `insertAtCommit`), synchronously: what it writes there through `insertAtCommit` is committed with
  * the object or not at all. It answers the promise of that write, which the write waits for after
  * it instead of calling the listener; or undefined, and the listener is called after the write as
- * with any other store. Must not throw.
+ * with any other store. `chars`: the length of the object's stored text (and the one before it,
+ * for an update), to bound what it writes. Must not throw.
  */
-export type InCommitListener = (change: WrittenChange) => Promise<void> | undefined;
+export type InCommitListener = (change: WrittenChange, chars: number) => Promise<void> | undefined;
 
 /**
  * Whether a listener needs the collection's writes now (live queries: while some process has a
@@ -90,13 +91,13 @@ export class ChangeListeners {
   }
 
   /** Inside a write: tells the in-commit listeners; answers what they answered, by listener. */
-  stage(change: WrittenChange): Map<CollectionChangeListener, Promise<void>> | undefined {
+  stage(change: WrittenChange, chars: number): Map<CollectionChangeListener, Promise<void>> | undefined {
     let answers: Map<CollectionChangeListener, Promise<void>> | undefined;
     for (const [listener, entry] of this.listeners) {
       if (entry.inCommit === undefined) continue;
       let staged: Promise<void> | undefined;
       try {
-        staged = entry.inCommit(change);
+        staged = entry.inCommit(change, chars);
       } catch {
         // A listener that broke its contract: it is called after the write, as with any store.
         staged = undefined;
@@ -152,8 +153,9 @@ export class StagedWrite implements WriteHooks {
     private readonly kind: 'create' | 'update',
   ) {}
 
-  stored(object: Doc, before?: Doc): void {
+  stored(object: Doc, before: Doc | undefined, chars: number): void {
     const shown = this.listeners.shown(object);
-    this.answers = this.listeners.stage(this.kind === 'update' ? { kind: 'update', object: shown, previous: this.listeners.shown(before ?? object) } : { kind: 'create', object: shown });
+    const change: WrittenChange = this.kind === 'update' ? { kind: 'update', object: shown, previous: this.listeners.shown(before ?? object) } : { kind: 'create', object: shown };
+    this.answers = this.listeners.stage(change, chars);
   }
 }

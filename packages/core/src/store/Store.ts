@@ -122,8 +122,11 @@ export interface KeptList {
  * `insertAtCommit` is committed with the object, or not at all. It must not throw, nor wait.
  */
 export interface WriteHooks {
-  /** The object as stored after the write and, for an update, as it was just before it. */
-  stored(object: Doc, before?: Doc): void;
+  /**
+   * The object as stored after the write and, for an update, as it was just before it; `chars`:
+   * the length of their stored texts together (what writing them again costs, about).
+   */
+  stored(object: Doc, before: Doc | undefined, chars: number): void;
 }
 
 /** One named collection of objects in a store. */

@@ -42,6 +42,12 @@ const MAX_ROWS_TAKEN = 256;
 const MAX_TRACKED = 10_000;
 /** Events in one row at most (a turn with more writes makes several rows). */
 const MAX_PER_ROW = 256;
+/**
+ * Characters of objects in one row of a commit at most (stage), besides the first event's: large
+ * objects written together make several rows, so that no row nears a string's or a row's limit (a
+ * row that cannot be written fails its whole commit, the writes of other clients with it).
+ */
+const MAX_ROW_CHARS = 8 * 1024 * 1024;
 
 /**
  * Where a webhook's new events are stored before the write's answer: the events of one turn of
@@ -60,7 +66,7 @@ export class Journal {
   /** The events of this turn, stored together at the end of it. */
   private open: { events: DeliveryRecord[]; stored: Promise<void> } | undefined;
   /** The events of the group commit under way (stage), stored in it as one row. */
-  private committing: { events: DeliveryRecord[]; stored: Promise<void> } | undefined;
+  private committing: { events: DeliveryRecord[]; chars: number; stored: Promise<void> } | undefined;
   /** Events of rows stored here whose record is not stored yet: event id -> its row. */
   private readonly rowOf = new Map<string, OwnRow>();
 
@@ -92,15 +98,16 @@ export class Journal {
   /**
    * Stores a new event from inside the write it tells of (a store's write hooks), in the same
    * transaction, with the other events of that group commit in one row: committed with the write or
-   * not at all, and no second commit for the write's answer to wait for. Resolves once committed;
-   * undefined where the store has no such write (then `add`, after the write).
+   * not at all, and no second commit for the write's answer to wait for. `chars`: the length of the
+   * event's objects as stored (rows are bounded by it). Resolves once committed; undefined where
+   * the store has no such write (then `add`, after the write).
    */
-  stage(event: DeliveryRecord): Promise<void> | undefined {
+  stage(event: DeliveryRecord, chars: number): Promise<void> | undefined {
     if (this.rows.insertAtCommit === undefined) return undefined;
     let row = this.committing;
-    if (row === undefined || row.events.length >= MAX_PER_ROW) {
+    if (row === undefined || row.events.length >= MAX_PER_ROW || row.chars + chars > MAX_ROW_CHARS) {
       const events: DeliveryRecord[] = [];
-      const entry: { events: DeliveryRecord[]; stored: Promise<void> } = { events, stored: Promise.resolve() };
+      const entry: { events: DeliveryRecord[]; chars: number; stored: Promise<void> } = { events, chars: 0, stored: Promise.resolve() };
       // The row is made as the commit ends (no event of this commit joins it later).
       const made = this.rows.insertAtCommit(() => {
         if (this.committing === entry) this.committing = undefined;
@@ -117,6 +124,7 @@ export class Journal {
       this.committing = row = entry;
     }
     row.events.push(event);
+    row.chars += chars;
     return row.stored;
   }
 

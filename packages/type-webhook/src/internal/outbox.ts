@@ -121,13 +121,14 @@ export class Outbox {
   }
 
   /**
-   * Stores a new event from inside the write it tells of (see Journal.stage); answers its record
-   * and the promise of its commit, or undefined where the store cannot (then `add`, after the write).
+   * Stores a new event from inside the write it tells of (see Journal.stage; `chars`: its objects'
+   * stored length); answers its record and the promise of its commit, or undefined where the
+   * store cannot (then `add`, after the write).
    */
-  stage(event: WebhookEvent, object: Doc, previous: Doc | undefined, maxAttempts: number): { record: DeliveryRecord; stored: Promise<void> } | undefined {
+  stage(event: WebhookEvent, object: Doc, previous: Doc | undefined, maxAttempts: number, chars: number): { record: DeliveryRecord; stored: Promise<void> } | undefined {
     if (this.journal.rows.insertAtCommit === undefined) return undefined;
     const record = newRecord(event, object, previous, maxAttempts);
-    const stored = this.journal.stage(record);
+    const stored = this.journal.stage(record, chars);
     return stored === undefined ? undefined : { record, stored };
   }
 

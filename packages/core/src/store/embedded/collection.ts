@@ -215,7 +215,7 @@ export class EngineCollection implements StoreCollection {
     await this.#write(() => {
       this.#insertRow(doc.id as string, text, stored);
       // Last: nothing after it can fail the write once the hooks asked for their writes.
-      hooks?.stored(stored);
+      hooks?.stored(stored, undefined, text.length);
     }, true);
     return stored;
   }
@@ -317,7 +317,7 @@ export class EngineCollection implements StoreCollection {
         throw this.#translate(info, err);
       }
       this.#revisions.advanced(stored.id);
-      hooks?.stored(stored, before);
+      hooks?.stored(stored, before, text.length + next.length);
       return stored;
     }, true);
   }
