@@ -1,5 +1,5 @@
 import { OutboundPolicy, SvcError, coreRangeOf, defineResourceType, isSvcError, matchesFilter } from '@svc/core';
-import type { Collection, CollectionChange, Filter, Logger, WrittenChange, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
+import type { Collection, CollectionChange, Filter, Logger, ObjectChange, WrittenChange, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
 import { crashPoint } from './internal/crash.js';
 import { Deliverer } from './internal/deliverer.js';
 import { Lease } from './internal/lease.js';
@@ -114,8 +114,7 @@ function enqueue(change: CollectionChange, filter: Filter | undefined, config: W
     logger.warn(`webhook ${name}: objects of ${config.collection} changed without being told one by one (a backup restored): no deliveries for them`);
     return undefined;
   }
-  if (!config.events.has(change.kind)) return undefined;
-  if (filter !== undefined && !matchesFilter(change.object, filter)) return undefined;
+  if (!isWatched(change, filter, config)) return undefined;
   return outbox.add(change.kind, change.object, change.kind === 'update' ? change.previous : undefined, config.maxAttempts).then(
     (record) => {
       crashPoint('webhook:stored');
@@ -125,6 +124,11 @@ function enqueue(change: CollectionChange, filter: Filter | undefined, config: W
   );
 }
 
+/** Whether a write makes an event of this webhook: one of its events, matching its query. */
+function isWatched(change: ObjectChange, filter: Filter | undefined, config: WebhookConfig): boolean {
+  return config.events.has(change.kind) && (filter === undefined || matchesFilter(change.object, filter));
+}
+
 /**
  * Tells the outbox of a create or an update from inside its write (a store that can: see
  * Journal.stage): the event is committed with the object, in one commit, and the write's answer
@@ -132,8 +136,7 @@ function enqueue(change: CollectionChange, filter: Filter | undefined, config: W
  * or the store cannot: then `enqueue` is told after the write, as before.
  */
 function stage(change: WrittenChange, chars: number, filter: Filter | undefined, config: WebhookConfig, outbox: Outbox, deliverer: Deliverer, name: string, logger: Logger): Promise<void> | undefined {
-  if (!config.events.has(change.kind)) return undefined;
-  if (filter !== undefined && !matchesFilter(change.object, filter)) return undefined;
+  if (!isWatched(change, filter, config)) return undefined;
   const staged = outbox.stage(change.kind, change.object, change.kind === 'update' ? change.previous : undefined, config.maxAttempts, chars);
   if (staged === undefined) return undefined;
   return staged.stored.then(

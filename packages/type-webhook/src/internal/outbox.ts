@@ -126,7 +126,6 @@ export class Outbox {
    * store cannot (then `add`, after the write).
    */
   stage(event: WebhookEvent, object: Doc, previous: Doc | undefined, maxAttempts: number, chars: number): { record: DeliveryRecord; stored: Promise<void> } | undefined {
-    if (this.journal.rows.insertAtCommit === undefined) return undefined;
     const record = newRecord(event, object, previous, maxAttempts);
     const stored = this.journal.stage(record, chars);
     return stored === undefined ? undefined : { record, stored };
