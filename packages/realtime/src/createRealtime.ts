@@ -16,6 +16,7 @@ import type { ChangeLog, RedisCommands, RedisSubscriber } from './internal/live/
 import { DEFAULT_LIVE_LIMITS, LiveQueries } from './internal/live/LiveQueries.js';
 import type { LiveLimits } from './internal/live/LiveQueries.js';
 import { serveClientFile } from './internal/serveClientFile.js';
+import type { RequestListener } from './internal/serveClientFile.js';
 import { PEER_ENDED, PEER_MOVED, parseSessionEvent } from './internal/sessionEvents.js';
 import type { PeerEvents, SessionEvent } from './internal/sessionEvents.js';
 
@@ -171,12 +172,12 @@ class SocketIoRealtime implements SocketRealtime {
   async attach(server: SvcServer): Promise<void> {
     if (this.server) throw new Error('realtime is already attached');
     this.server = server;
-    const origins = this.options.cors?.origins ?? '*';
     if (this.options.redisUrl) this.redis = await connectRedis(this.options.redisUrl, this.options.redisKey ?? 'svc', this.logger);
+    const own = server.httpServer.listeners('request') as RequestListener[];
     const io: SvcIo = new Server(server.httpServer, {
       path: this.options.path ?? '/socket.io',
       serveClient: false,
-      cors: { origin: origins === '*' ? true : [...origins], credentials: true },
+      cors: { origin: corsOrigin(this.options.cors?.origins ?? '*'), credentials: true },
       // New handshakes only: the engine asks before it makes a socket.
       allowRequest: (req: IncomingMessage, callback: (err: string | null | undefined, success: boolean) => void) => {
         const client = server.clientOf(req).address;
@@ -193,8 +194,8 @@ class SocketIoRealtime implements SocketRealtime {
       },
       ...(this.redis ? { adapter: this.redis.adapter } : fastDeliveryAvailable() ? { adapter: fastAdapterFactory } : {}),
     });
-    // After Socket.IO, so that it is in front of Engine.IO's handler of every /socket.io/ URL.
-    this.unserveClient = serveClientFile(server.httpServer, this.options.path ?? '/socket.io');
+    // After Socket.IO, so that it is in front of Engine.IO's handler of every /socket.io/ URL; other URLs go to `own`, the listeners Engine.IO took.
+    this.unserveClient = serveClientFile(server.httpServer, this.options.path ?? '/socket.io', own);
     io.engine.on('connection', (conn: { request: IncomingMessage; once(event: 'close', fn: () => void): void }) => {
       // The request's client was computed at the handshake (remembered with the request).
       const key = this.caps.opened(server.clientOf(conn.request).address);
@@ -549,4 +550,9 @@ class SocketIoRealtime implements SocketRealtime {
 /** The options given, without the keys set to undefined (so defaults stay). */
 function definedOf<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Socket.IO's `cors.origin` for app.json's realtime origins: any (true), or the listed ones. */
+function corsOrigin(origins: '*' | readonly string[]): true | string[] {
+  return origins === '*' ? true : [...origins];
 }

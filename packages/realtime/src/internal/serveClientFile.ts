@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
-type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
  * Browsers keep the client a day: the URL has no version in it (pages written for Deployd load
@@ -44,16 +44,26 @@ function clientFiles(): Map<string, ClientFile> {
  * handlers for one URL would be one too many. Installed like Socket.IO installs its own: in front
  * of the server's request listeners (Engine.IO's among them, which answers every `<path>/` URL).
  * Answers a function that puts the listeners back.
+ *
+ * `own`: the server's request listeners before Socket.IO was attached. Engine.IO's listener hands
+ * every other URL to them, so a URL outside `<path>/` goes to them from here, one listener fewer
+ * on every request the app answers (bench/RESULTS.md, "Issue 39, round 17").
  */
-export function serveClientFile(httpServer: HttpServer, path: string): () => void {
+export function serveClientFile(httpServer: HttpServer, path: string, own?: readonly RequestListener[]): () => void {
   const files = clientFiles();
   const prefix = `${path.replace(/\/+$/, '')}/`;
+  // What Engine.IO's listener intercepts (its path, one trailing slash taken off and one added).
+  const engineFront = `${path.replace(/\/$/, '')}/`;
   const previous = httpServer.listeners('request') as RequestListener[];
   const front: RequestListener = (req, res) => {
     const url = req.url ?? '';
+    if (own !== undefined && !url.startsWith(engineFront)) {
+      // Every request of the server passes here: an index, not an iterator object per request.
+      for (let i = 0; i < own.length; i++) (own[i] as RequestListener).call(httpServer, req, res);
+      return;
+    }
     const file = url.startsWith(prefix) ? files.get(url.slice(prefix.length).split('?')[0]!) : undefined;
     if (file === undefined || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      // Every request of the server passes here: an index, not an iterator object per request.
       for (let i = 0; i < previous.length; i++) (previous[i] as RequestListener).call(httpServer, req, res);
       return;
     }
