@@ -12,6 +12,7 @@ import type { Receiver } from '../packages/type-webhook/test/helpers/receiver.js
 // The webhook outbox across kill -9 (issue 43), with `svc` processes loading the installed
 // @svc/type-webhook (its build) from the app's node_modules, and a receiver on 127.0.0.1:
 // - killed right after a write's outbox record is stored, before any attempt: delivered after restart;
+// - killed right after a delete is committed, before its listeners are told: delivered after restart;
 // - killed after a delivery's outcome is stored, before its journal row goes: not delivered again;
 // - killed while the receiver holds an attempt: the same event is delivered again after restart;
 // - killed during concurrent writes to a slow receiver: every acknowledged write's event arrives;
@@ -83,6 +84,28 @@ describe('the webhook outbox across kill -9', () => {
     // The object is there too: the write committed before the record was stored.
     const list = (await (await fetch(`${second.url}/todos`)).json()) as { title: string }[];
     expect(list.map((t) => t.title)).toEqual(['committed']);
+  });
+
+  it('killed right after a delete is committed, before its listeners are told: its event was committed with it and is delivered after the restart (by id, and by a list of ids)', async () => {
+    receiver = await startReceiver();
+    // Two apps, each killed once: a restart of the first would deliver its event before the second kill.
+    const crashing = async (name: string, del: (url: string, ids: string[]) => Promise<Response>, titles: string[]): Promise<{ app: string; ids: string[] }> => {
+      const app = await makeApp(name, { events: ['delete'] });
+      const first = await start(app, { SVC_TEST_CRASH_AT: 'collection:removed' });
+      const ids = (await Promise.all(titles.map((title) => post(first.url, title)))).map((r) => r.id as string);
+      // The process kills itself once the delete is committed: the client gets no answer.
+      await expect(del(first.url, ids)).rejects.toThrow();
+      await first.stop('SIGKILL');
+      return { app, ids };
+    };
+    const one = await crashing('deleted-one', (url, [id]) => fetch(`${url}/todos/${String(id)}`, { method: 'DELETE' }), ['gone by id']);
+    const two = await crashing('deleted-list', (url, ids) => fetch(`${url}/todos?${encodeURIComponent(JSON.stringify({ id: { $in: ids } }))}`, { method: 'DELETE' }), ['gone in a list', 'gone in a list too']);
+    expect(receiver.received).toHaveLength(0);
+    const restarted = [await start(one.app), await start(two.app)];
+    const got = (await receiver.waitFor(3)).map((r) => payloadOf(r.body));
+    expect(got.map((p) => `${p.event}:${p.object.id}:${String(p.object.title)}`).sort()).toEqual([`delete:${one.ids[0]}:gone by id`, `delete:${two.ids[0]}:gone in a list`, `delete:${two.ids[1]}:gone in a list too`].sort());
+    // The objects are gone: each delete committed before its process was killed.
+    for (const p of restarted) expect((await (await fetch(`${p.url}/todos`)).json()) as unknown[]).toEqual([]);
   });
 
   it('killed after a delivery\'s outcome is stored, before its journal row is removed: not delivered again after the restart', async () => {

@@ -41,7 +41,7 @@ export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory
 export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, GetChanges, GetColumns } from './resources/events.js';
 export type { ChangesWanted, CollectionChange, CollectionChangeListener, InCommitListener, ObjectChange, WrittenChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
-export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, KeptList, ManyOps, Revised, Store, StoreCollection, StoredTexts, UpdateOps, WriteCondition, WriteHooks } from './store/Store.js';
+export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, KeptList, ManyOps, RemoveHooks, Revised, Store, StoreCollection, StoredTexts, UpdateOps, WriteCondition, WriteHooks } from './store/Store.js';
 export { forwardCollection, forwardStore, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from './store/forwardStore.js';
 export type { CollectionForwarding, NowMethod, PromisedMethod, StoreForwarding } from './store/forwardStore.js';
 export { checkValue as checkMigrationValue, describeStep, formatMigration, invalidWords, isMigrationId, isReversible, MIGRATION_FORMAT, parseMigration } from './migrations/migration.js';

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Collection, forwardCollection } from '@svc/core';
-import type { CollectionChange, Doc, PropertyDef, WrittenChange } from '@svc/core';
+import type { CollectionChange, Doc, ObjectChange, PropertyDef } from '@svc/core';
 import { storeKinds } from './helpers/stores.js';
 import type { TestStore } from './helpers/stores.js';
 import { startTestServer } from './helpers/http.js';
 import type { TestServer } from './helpers/http.js';
 
 // A change listener told inside the store's write (a webhook's outbox): on a store that can
-// (insertAtCommit), creates and updates reach it in the write, what it writes there is committed
-// with the object or not at all, and the listener after the write is not called again for them;
-// on any other store, everything reaches the listener after the write, as before.
+// (insertAtCommit), creates, updates and deletes reach it in the write, what it writes there is
+// committed with the write or not at all, and the listener after the write is not called again
+// for them; on any other store, everything reaches the listener after the write, as before.
 
 const properties: Record<string, PropertyDef> = { title: { type: 'string' }, n: { type: 'number' } };
 
@@ -35,7 +35,7 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
         after.push(`${change.kind}:${String(change.object.title)}${change.kind === 'update' ? `<-${String(change.previous.title)}` : ''}`);
       },
       () => true,
-      (change: WrittenChange) => {
+      (change: ObjectChange) => {
         inside.push(`${change.kind}:${String(change.object.title)}${change.kind === 'update' ? `<-${String(change.previous.title)}` : ''}`);
         if (mode === 'skip' || events.insertAtCommit === undefined) return undefined;
         const failing = mode === 'fail';
@@ -56,7 +56,7 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
         if (change.kind !== 'resync') copiedAfter.push(`${change.kind}:${String(change.object.title)}`);
       },
       () => true,
-      (change: WrittenChange) => {
+      (change: ObjectChange) => {
         copiedInside.push(`${change.kind}:${String(change.object.title)}`);
         return events.insertAtCommit?.(() => ({ id: `copied-${change.kind}-${String(change.object.id)}` }));
       },
@@ -68,22 +68,25 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
     await store.dispose();
   });
 
-  it('creates and updates: inside the write where the store can, after it otherwise; deletes after it', async () => {
+  it('creates, updates and deletes: inside the write where the store can, after it otherwise', async () => {
     mode = 'event';
     after.length = 0;
     inside.length = 0;
     const created = (await t.request('POST', '/watched', { body: { title: 'a', n: 1 } })).body as { id: string };
     expect((await t.request('PUT', `/watched/${created.id}`, { body: { title: 'b' } })).status).toBe(200);
     expect((await t.request('DELETE', `/watched/${created.id}`)).status).toBeLessThan(300);
+    // A delete by a list of ids, one of them unknown: the objects removed are told, once each.
+    const two = await Promise.all(['p', 'q'].map(async (title) => ((await t.request('POST', '/watched', { body: { title } })).body as { id: string }).id));
+    expect((await t.request('DELETE', `/watched?${encodeURIComponent(JSON.stringify({ id: { $in: [...two, 'nothing-here'] } }))}`)).status).toBeLessThan(300);
     if (inCommit) {
-      expect(inside).toEqual(['create:a', 'update:b<-a']);
-      expect(after).toEqual(['delete:b']);
+      expect(inside).toEqual(['create:a', 'update:b<-a', 'delete:b', 'create:p', 'create:q', 'delete:p', 'delete:q']);
+      expect(after).toEqual([]);
       // Each event was committed with its write: there once the write answered.
-      const events = await store.store.collection('events').find({}, { sort: { id: 1 } });
-      expect(events.map((e) => e.id)).toEqual([`create-${created.id}-a`, `update-${created.id}-b`]);
+      const events = await store.store.collection('events').find({ id: { $in: [`create-${created.id}-a`, `update-${created.id}-b`, `delete-${created.id}-b`, ...two.map((id) => `delete-${id}-${id === two[0] ? 'p' : 'q'}`)] } }, { sort: { id: 1 } });
+      expect(events).toHaveLength(5);
     } else {
       expect(inside).toEqual([]);
-      expect(after).toEqual(['create:a', 'update:b<-a', 'delete:b']);
+      expect(after).toEqual(['create:a', 'update:b<-a', 'delete:b', 'create:p', 'create:q', 'delete:p', 'delete:q']);
     }
   });
 
@@ -100,8 +103,9 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
     inside.length = 0;
     const created = (await t.request('POST', '/watched', { body: { title: 'c' } })).body as { id: string };
     expect((await t.request('PUT', `/watched/${created.id}`, { body: { title: 'd' } })).status).toBe(200);
-    expect(after).toEqual(['create:c', 'update:d<-c']);
-    expect(inside).toEqual(inCommit ? ['create:c', 'update:d<-c'] : []);
+    expect((await t.request('DELETE', `/watched/${created.id}`)).status).toBeLessThan(300);
+    expect(after).toEqual(['create:c', 'update:d<-c', 'delete:d']);
+    expect(inside).toEqual(inCommit ? ['create:c', 'update:d<-c', 'delete:d'] : []);
   });
 
   // Only a store that commits the listener's write with the object (the embedded engine) can hold this.
@@ -114,6 +118,13 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
     expect(after).toEqual([]);
     const list = (await t.request('GET', '/watched?title=lost')).body as unknown[];
     expect(list).toEqual([]);
+    // A delete likewise: the object stays.
+    mode = 'event';
+    const kept = (await t.request('POST', '/watched', { body: { title: 'kept' } })).body as { id: string };
+    mode = 'fail';
+    expect((await t.request('DELETE', `/watched/${kept.id}`)).status).toBeGreaterThanOrEqual(500);
+    expect((await t.request('GET', `/watched/${kept.id}`)).status).toBe(200);
+    expect(after).toEqual([]);
     mode = 'event';
   });
 });

@@ -1,5 +1,5 @@
 import { OutboundPolicy, SvcError, coreRangeOf, defineResourceType, isSvcError, matchesFilter } from '@svc/core';
-import type { Collection, CollectionChange, Filter, Logger, ObjectChange, WrittenChange, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
+import type { Collection, CollectionChange, Filter, Logger, ObjectChange, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
 import { crashPoint } from './internal/crash.js';
 import { Deliverer } from './internal/deliverer.js';
 import { Lease } from './internal/lease.js';
@@ -130,12 +130,12 @@ function isWatched(change: ObjectChange, filter: Filter | undefined, config: Web
 }
 
 /**
- * Tells the outbox of a create or an update from inside its write (a store that can: see
- * Journal.stage): the event is committed with the object, in one commit, and the write's answer
+ * Tells the outbox of a create, an update or a delete from inside its write (a store that can: see
+ * Journal.stage): the event is committed with the write, in one commit, and the write's answer
  * waits for nothing more. Undefined when the event is not this webhook's (its events, its query)
  * or the store cannot: then `enqueue` is told after the write, as before.
  */
-function stage(change: WrittenChange, chars: number, filter: Filter | undefined, config: WebhookConfig, outbox: Outbox, deliverer: Deliverer, name: string, logger: Logger): Promise<void> | undefined {
+function stage(change: ObjectChange, chars: number, filter: Filter | undefined, config: WebhookConfig, outbox: Outbox, deliverer: Deliverer, name: string, logger: Logger): Promise<void> | undefined {
   if (!isWatched(change, filter, config)) return undefined;
   const staged = outbox.stage(change.kind, change.object, change.kind === 'update' ? change.previous : undefined, config.maxAttempts, chars);
   if (staged === undefined) return undefined;

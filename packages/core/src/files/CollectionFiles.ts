@@ -12,6 +12,7 @@ import type { ReceivedFile, ReceivedFiles } from './receiveFile.js';
 import { receiveForm } from './receiveForm.js';
 import { serveStoredFile } from './serveStoredFile.js';
 import type { Thumbnails } from './thumbnails.js';
+import { crashPoint } from '../crashPoint.js';
 
 /** What a file property holds for each file, stored and answered as it is. */
 export interface StoredFile {
@@ -463,7 +464,3 @@ function storageError(err: unknown): SvcError {
   return new SvcError('STORAGE_FAILED', `the file could not be stored: ${(err as Error).message}`, { cause: err });
 }
 
-/** For crash tests only: SVC_TEST_CRASH_AT naming this step kills the process here (kill -9, no cleanup). */
-function crashPoint(step: string): void {
-  if (process.env.SVC_TEST_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
-}

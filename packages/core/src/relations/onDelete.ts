@@ -2,6 +2,7 @@ import { SvcError } from '../errors.js';
 import type { ObjectChange } from '../resources/changes.js';
 import type { Filter } from '../store/Store.js';
 import type { Referrer, Relations } from './Relations.js';
+import { crashPoint } from '../crashPoint.js';
 
 /** Objects one DELETE may remove by cascade, in all: more answers 413 and removes nothing. */
 export const MAX_CASCADE = 10_000;
@@ -148,7 +149,3 @@ async function clearReferences(referrer: Referrer, ids: ReadonlySet<string>, exc
   else if (docs.length > 0 && owner.wantsChanges()) await owner.tellResync();
 }
 
-/** For crash tests only: SVC_TEST_CRASH_AT naming this step kills the process here (kill -9, no cleanup). */
-function crashPoint(step: string): void {
-  if (process.env.SVC_TEST_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
-}

@@ -135,6 +135,7 @@ export class Collection implements Resource {
       removed: (ids) => this.removed(ids),
       assertMatches: (ctx, stored, expected) => this.assertMatches(ctx, stored, expected),
       withoutStoreOnly: (doc) => this.withoutStoreOnly(doc),
+      deleteHooks: (docs) => (this.store.insertAtCommit === undefined ? undefined : this.changes.hooksForDelete(docs)),
       afterCommit: (ctx, object, previous) => this.afterCommit(ctx, object, previous),
     };
   }
@@ -143,8 +144,8 @@ export class Collection implements Resource {
    * Calls `listener` after every stored write of this collection (create, update, delete, from
    * any request, script or root), in the store's order; answers a function that stops it.
    * `wanted` (default: always) says when it needs them: a delete reads the object it removes only
-   * while some listener does. `inCommit`, when given, is told creates and updates inside the
-   * store's write where the store can (see InCommitListener); `listener` is not called for those.
+   * while some listener does. `inCommit`, when given, is told creates, updates and deletes inside
+   * the store's write where the store can (see InCommitListener); `listener` is not called for those.
    */
   watchChanges(listener: CollectionChangeListener, wanted: ChangesWanted = () => true, inCommit?: InCommitListener): () => void {
     return this.changes.watch(listener, wanted, inCommit);

@@ -1,4 +1,4 @@
-import type { Doc, WriteHooks } from '../store/Store.js';
+import type { Doc, RemoveHooks, WriteHooks } from '../store/Store.js';
 
 /**
  * One stored write of a Collection, as its listeners (live queries) hear of it: the object as
@@ -29,14 +29,14 @@ export type CollectionChangeListener = (change: CollectionChange) => void | Prom
 export type WrittenChange = Extract<ObjectChange, { kind: 'create' | 'update' }>;
 
 /**
- * Told a create or an update from inside the store's write, in its transaction (a store with
- * `insertAtCommit`), synchronously: what it writes there through `insertAtCommit` is committed with
- * the object or not at all. It answers the promise of that write, which the write waits for after
- * it instead of calling the listener; or undefined, and the listener is called after the write as
- * with any other store. `chars`: the length of the object's stored text (and the one before it,
- * for an update), to bound what it writes. Must not throw.
+ * Told a create, an update or a delete from inside the store's write, in its transaction (a store
+ * with `insertAtCommit`), synchronously: what it writes there through `insertAtCommit` is committed
+ * with the write or not at all. It answers the promise of that write, which the write waits for
+ * after it instead of calling the listener; or undefined, and the listener is called after the
+ * write as with any other store. `chars`: the length of the object's stored text (and the one
+ * before it, for an update), to bound what it writes. Must not throw.
  */
-export type InCommitListener = (change: WrittenChange, chars: number) => Promise<void> | undefined;
+export type InCommitListener = (change: ObjectChange, chars: number) => Promise<void> | undefined;
 
 /**
  * Whether a listener needs the collection's writes now (live queries: while some process has a
@@ -90,8 +90,13 @@ export class ChangeListeners {
     return this.inCommit === 0 ? undefined : new StagedWrite(this, kind);
   }
 
+  /** The hooks of a remove of `docs` (read before it), as {@link hooksFor}: told which of them went. */
+  hooksForDelete(docs: readonly Doc[]): StagedDelete | undefined {
+    return this.inCommit === 0 ? undefined : new StagedDelete(this, docs);
+  }
+
   /** Inside a write: tells the in-commit listeners; answers what they answered, by listener. */
-  stage(change: WrittenChange, chars: number): Map<CollectionChangeListener, Promise<void>> | undefined {
+  stage(change: ObjectChange, chars: number): Map<CollectionChangeListener, Promise<void>> | undefined {
     let answers: Map<CollectionChangeListener, Promise<void>> | undefined;
     for (const [listener, entry] of this.listeners) {
       if (entry.inCommit === undefined) continue;
@@ -117,7 +122,7 @@ export class ChangeListeners {
    * write (`staged`, the hooks the write was given) is not called again: what it answered then is
    * waited for.
    */
-  async tell(change: CollectionChange, staged?: StagedWrite): Promise<void> {
+  async tell(change: CollectionChange, staged?: Staged): Promise<void> {
     if (this.listeners.size === 0) return;
     const told: CollectionChange =
       change.kind === 'resync'
@@ -133,18 +138,23 @@ export class ChangeListeners {
    * After a delete: the objects read before it, told deleted; or, when none was read because no
    * listener wanted changes then but one does now (a live query started meanwhile), a resync.
    */
-  async deleted(docs: readonly Doc[] | undefined): Promise<void> {
+  async deleted(docs: readonly Doc[] | undefined, staged?: StagedDelete): Promise<void> {
     if (this.listeners.size === 0) return;
     if (docs === undefined) {
       if (this.wanted()) await this.tell({ kind: 'resync' });
       return;
     }
-    for (const doc of docs) await this.tell({ kind: 'delete', object: doc });
+    for (const doc of docs) await this.tell({ kind: 'delete', object: doc }, staged?.of(doc));
   }
 }
 
+/** What the in-commit listeners answered when told one write (see ChangeListeners.tell). */
+interface Staged {
+  readonly answers: Map<CollectionChangeListener, Promise<void>> | undefined;
+}
+
 /** The hooks of one create or update: told inside the store's write, they keep what the in-commit listeners answered. */
-export class StagedWrite implements WriteHooks {
+export class StagedWrite implements WriteHooks, Staged {
   /** What the in-commit listeners answered, by listener (none told yet: undefined). */
   answers: Map<CollectionChangeListener, Promise<void>> | undefined;
 
@@ -157,5 +167,34 @@ export class StagedWrite implements WriteHooks {
     const shown = this.listeners.shown(object);
     const change: WrittenChange = this.kind === 'update' ? { kind: 'update', object: shown, previous: this.listeners.shown(before ?? object) } : { kind: 'create', object: shown };
     this.answers = this.listeners.stage(change, chars);
+  }
+}
+
+/**
+ * The hooks of one remove of objects read before it: told inside the store's write which of them
+ * went, it tells the in-commit listeners of each of those deleted, and keeps what they answered.
+ */
+export class StagedDelete implements RemoveHooks {
+  private readonly told = new Map<Doc, Staged>();
+
+  constructor(
+    private readonly listeners: ChangeListeners,
+    private readonly docs: readonly Doc[],
+  ) {}
+
+  removed(ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    const gone = ids.length === 1 ? undefined : new Set(ids);
+    for (const doc of this.docs) {
+      if (gone === undefined ? doc.id !== ids[0] : !gone.has(doc.id)) continue;
+      const object = this.listeners.shown(doc);
+      // The object as it was stored, about (rows are bounded by it).
+      this.told.set(doc, { answers: this.listeners.stage({ kind: 'delete', object }, JSON.stringify(doc).length) });
+    }
+  }
+
+  /** What the in-commit listeners answered for `doc` (undefined: it was not told in the write). */
+  of(doc: Doc): Staged | undefined {
+    return this.told.get(doc);
   }
 }

@@ -1,13 +1,14 @@
 import type { CollectionAccess } from '../access/CollectionAccess.js';
 import type { ReadScope } from '../access/Visibility.js';
 import { andFilters } from '../access/compileRule.js';
+import { crashPoint } from '../crashPoint.js';
 import { SvcError, isSvcError } from '../errors.js';
 import { compileFilter } from '../query/compileQuery.js';
 import { isPlainObject } from '../query/parseQueryString.js';
 import type { Relations } from '../relations/Relations.js';
 import type { Doc, Filter, StoreCollection } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
-import type { ChangeListeners } from './changes.js';
+import type { ChangeListeners, StagedDelete } from './changes.js';
 import { conditionOf, movedAfter, settled } from './conditional.js';
 import type { MOVED } from './conditional.js';
 import type { CollectionEventRunner } from './events.js';
@@ -39,6 +40,8 @@ export interface DeleteHost {
   assertMatches(ctx: Context, stored: Doc, expected: readonly string[] | '*'): Promise<void>;
   /** A stored object as scripts may see it. */
   withoutStoreOnly(doc: Doc): Doc;
+  /** The hooks of a remove of `docs`: the in-commit listeners', where the store runs them inside its writes. */
+  deleteHooks(docs: readonly Doc[]): StagedDelete | undefined;
   /** On AfterCommit, its errors logged. */
   afterCommit(ctx: Context, object: Record<string, unknown>, previous: Record<string, unknown> | undefined): Promise<void>;
 }
@@ -68,8 +71,10 @@ async function deleteOne(c: DeleteHost, ctx: Context, id: string, expected: read
   const guarded = !c.access.bypasses(ctx) && !(c.access.rules.isOpen('read') && c.access.rules.isOpen('delete'));
   if (expected === undefined && !guarded && !referenced && (skipEvents || (!c.events.has('delete') && !c.events.has('aftercommit')))) {
     const gone = c.changes.wanted() ? await c.store.findOne(filter) : undefined;
-    if ((await c.store.remove(filter)) === 0) throw new SvcError('NOT_FOUND', 'not found');
-    await c.changes.deleted(gone === null ? [] : gone === undefined ? undefined : [gone]);
+    const hooks = gone ? c.deleteHooks([gone]) : undefined;
+    if ((await c.store.remove(filter, undefined, hooks)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    crashPoint('collection:removed');
+    await c.changes.deleted(gone === null ? [] : gone === undefined ? undefined : [gone], hooks);
     await c.removed([id]);
     return { status: 204 };
   }
@@ -86,11 +91,13 @@ async function deleteOne(c: DeleteHost, ctx: Context, id: string, expected: read
   if (condition !== undefined && (await c.store.findRevised(id))?.revision !== condition.revision) return movedAfter(scripted);
   const plan = referenced ? await c.relations.beforeRemove([id]) : undefined;
   const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
-  if ((await c.store.remove(target, condition)) === 0) {
+  const hooks = c.deleteHooks([doc]);
+  if ((await c.store.remove(target, condition, hooks)) === 0) {
     if (condition !== undefined && (await c.store.findOne(filter)) !== null) return movedAfter(scripted);
     throw new SvcError('NOT_FOUND', 'not found');
   }
-  await c.changes.deleted([doc]);
+  crashPoint('collection:removed');
+  await c.changes.deleted([doc], hooks);
   if (plan !== undefined) await c.relations.afterRemove(plan);
   await c.removed([id]);
   if (!skipEvents) await c.afterCommit(ctx, object, undefined);
@@ -127,8 +134,10 @@ async function deleteMatching(c: DeleteHost, ctx: Context): Promise<Reply> {
   }
   if (deleted.length === 0) throw firstError;
   const plan = c.relations.isReferenced() ? await c.relations.beforeRemove(deleted.map((d) => d.id)) : undefined;
-  await c.store.remove({ id: { $in: deleted.map((d) => d.id) } });
-  await c.changes.deleted(deleted);
+  const hooks = c.deleteHooks(deleted);
+  await c.store.remove({ id: { $in: deleted.map((d) => d.id) } }, undefined, hooks);
+  crashPoint('collection:removed');
+  await c.changes.deleted(deleted, hooks);
   if (plan !== undefined) await c.relations.afterRemove(plan);
   await c.removed(deleted.map((d) => d.id));
   for (const doc of deleted) await c.afterCommit(ctx, c.withoutStoreOnly(doc), undefined);
@@ -145,8 +154,10 @@ async function deleteMatchingUnscripted(c: DeleteHost, filter: Filter): Promise<
     const ids = docs.map((d) => d.id);
     if (ids.length === 0) throw new SvcError('NOT_FOUND', 'not found');
     const plan = referenced ? await c.relations.beforeRemove(ids) : undefined;
-    if ((await c.store.remove({ id: { $in: ids } })) === 0) throw new SvcError('NOT_FOUND', 'not found');
-    await c.changes.deleted(wanted ? docs : undefined);
+    const hooks = wanted ? c.deleteHooks(docs) : undefined;
+    if ((await c.store.remove({ id: { $in: ids } }, undefined, hooks)) === 0) throw new SvcError('NOT_FOUND', 'not found');
+    crashPoint('collection:removed');
+    await c.changes.deleted(wanted ? docs : undefined, hooks);
     if (plan !== undefined) await c.relations.afterRemove(plan);
     await c.removed(ids);
     return { status: 204 };

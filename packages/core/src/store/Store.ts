@@ -129,6 +129,15 @@ export interface WriteHooks {
   stored(object: Doc, before: Doc | undefined, chars: number): void;
 }
 
+/**
+ * Told of a remove from inside it, as {@link WriteHooks} are of an insert or an update: once the
+ * objects are removed, synchronously, in the remove's transaction, with the ids of those removed
+ * (none: nothing matched). It must not throw, nor wait.
+ */
+export interface RemoveHooks {
+  removed(ids: readonly string[]): void;
+}
+
 /** One named collection of objects in a store. */
 export interface StoreCollection {
   readonly name: string;
@@ -221,9 +230,10 @@ export interface StoreCollection {
   update(filter: Filter, ops: UpdateOps, condition?: WriteCondition, hooks?: WriteHooks): Promise<Doc | null>;
   /**
    * Removes every matching object; answers how many. With `condition` (the filter naming one
-   * `id`), only while the object's revision is `condition.revision` (else 0).
+   * `id`), only while the object's revision is `condition.revision` (else 0). `hooks` are told of
+   * it inside the write by a store with `insertAtCommit`; others ignore them.
    */
-  remove(filter: Filter, condition?: WriteCondition): Promise<number>;
+  remove(filter: Filter, condition?: WriteCondition, hooks?: RemoveHooks): Promise<number>;
   /**
    * Optional: applies `ops` to every matching object in one call (each object changed atomically;
    * the set as a whole is not; each one's revision advances), answering how many matched, for a store where one update at a

@@ -1,6 +1,6 @@
 import type { StatementSync } from 'node:sqlite';
 import { AggregateScanError, DuplicateKeyError } from '../Store.js';
-import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, KeptList, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition, WriteHooks } from '../Store.js';
+import type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, KeptList, RemoveHooks, Revised, StoreCollection, StoredTexts, UpdateOps, WriteCondition, WriteHooks } from '../Store.js';
 import { conditionId } from '../internal/revisions.js';
 import type { Revisions } from '../internal/revisions.js';
 import { groupRows } from '../internal/groupRows.js';
@@ -15,6 +15,7 @@ import { countRows, keptListOf, planOf, selectRows } from './executor.js';
 import { isUniqueViolation } from './schema.js';
 import type { TableInfo, TableStatements } from './schema.js';
 import { ident } from './sqlText.js';
+import type { SqlValue } from './sqlText.js';
 import { textsOf } from './texts.js';
 import { applyUpdate, isEmptyUpdate } from './updateOps.js';
 import { HotTexts } from './hotTexts.js';
@@ -322,29 +323,50 @@ export class EngineCollection implements StoreCollection {
     }, true);
   }
 
-  async remove(filter: Filter, condition?: WriteCondition): Promise<number> {
+  async remove(filter: Filter, condition?: WriteCondition, hooks?: RemoveHooks): Promise<number> {
     const only = condition === undefined ? undefined : conditionId(filter);
     return this.#write(() => {
-      const info = this.#engine.schema.table(this.name);
-      if (info === undefined) return 0;
-      if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return 0;
-      // One object by its id (DELETE /<c>/<id>, a rule ANDed in): its entry dropped, the other kept texts stay.
-      const id = idNamed(filter);
-      if (id !== undefined) {
-        const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
-        const doc = oneNamed(row?.[1], filter);
-        if (row === undefined || doc === null) return 0;
-        this.#hot.delete(row[0], id);
-        this.#hot.written([doc]);
-        return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE seq = ?1`).run(row[0]).changes);
-      }
-      this.#hot.clear();
-      const plan = planOf(info, filter, {}, false);
-      if (plan.exact) return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE ${plan.where}`).run(...plan.params).changes);
-      const seqs = selectRows(this.#engine, info, filter, { anyOrder: true }).seqs;
-      if (seqs.length === 0) return 0;
-      return Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`).run(JSON.stringify(seqs)).changes);
+      const removed = this.#removeRows(filter, only, condition, hooks !== undefined);
+      // Last: nothing after it can fail the remove once the hooks asked for their writes.
+      hooks?.removed(removed.ids ?? []);
+      return removed.count;
     }, true);
+  }
+
+  /** The remove's rows (inside its write): how many went and, when `named`, their ids. */
+  #removeRows(filter: Filter, only: string | undefined, condition: WriteCondition | undefined, named: boolean): { count: number; ids?: string[] } {
+    const none = { count: 0, ids: [] };
+    const info = this.#engine.schema.table(this.name);
+    if (info === undefined) return none;
+    if (only !== undefined && this.#revisions.of(only) !== condition?.revision) return none;
+    // One object by its id (DELETE /<c>/<id>, a rule ANDed in): its entry dropped, the other kept texts stay.
+    const id = idNamed(filter);
+    if (id !== undefined) {
+      const row = tableStatements(this.#engine, info).byId.get(id) as unknown as [number, string] | undefined;
+      const doc = oneNamed(row?.[1], filter);
+      if (row === undefined || doc === null) return none;
+      this.#hot.delete(row[0], id);
+      this.#hot.written([doc]);
+      const count = Number(this.#engine.prepare(`DELETE FROM ${ident(info.tbl)} WHERE seq = ?1`).run(row[0]).changes);
+      return { count, ids: count > 0 ? [id] : [] };
+    }
+    this.#hot.clear();
+    const plan = planOf(info, filter, {}, false);
+    let sql: string;
+    let params: SqlValue[];
+    if (plan.exact) {
+      sql = `DELETE FROM ${ident(info.tbl)} WHERE ${plan.where}`;
+      params = plan.params;
+    } else {
+      const seqs = selectRows(this.#engine, info, filter, { anyOrder: true }).seqs;
+      if (seqs.length === 0) return none;
+      sql = `DELETE FROM ${ident(info.tbl)} WHERE seq IN (SELECT value FROM json_each(?1))`;
+      params = [JSON.stringify(seqs)];
+    }
+    if (!named) return { count: Number(this.#engine.prepare(sql).run(...params).changes) };
+    // The ids of the rows this statement removed, not of those read before it.
+    const ids = (this.#engine.prepare(`${sql} RETURNING id`).all(...params) as unknown as [string][]).map((r) => r[0]);
+    return { count: ids.length, ids };
   }
 
   async ensureIndex(spec: IndexSpec): Promise<void> {

@@ -7,6 +7,7 @@ import { ENGINE_FILE, Engine } from './engine.js';
 import { oldDataFiles, readOldCollection } from './oldFiles.js';
 import type { OldDataFile } from './oldFiles.js';
 import { ident } from './sqlText.js';
+import { crashPoint } from '../../crashPoint.js';
 
 /**
  * Conversion of the old embedded store's data files (`<name>.db`, nedb's JSON lines) to the
@@ -47,10 +48,6 @@ interface ConvertedRecord {
   files: ConvertedFile[];
 }
 
-/** For crash tests only (see apps/server's crashPoint): kill -9 at a named step. */
-function crashPoint(step: string): void {
-  if (process.env.SVC_TEST_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
-}
 
 /**
  * Converts the old data files of a data folder (whose lock the caller holds) when there are any

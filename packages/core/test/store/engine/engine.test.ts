@@ -377,6 +377,50 @@ describe('embedded engine', () => {
     }
   });
 
+  it("tells a remove's hooks which ids it removed, inside it: by id, by a list of ids, by any filter; what they ask for commits with it or neither", async () => {
+    const store = await createEngineStore({ dir });
+    try {
+      const things = store.collection('removed');
+      const events = store.collection('removeEvents');
+      await things.ensureIndex({ field: 'kind' });
+      for (const [id, kind] of [['a', 'x'], ['b', 'x'], ['c', 'y'], ['d', 'y'], ['e', 'z'], ['f', 'z']] as const) await things.insert({ id, kind, n: 1 });
+      const told: string[][] = [];
+      let failing = false;
+      const hooks = {
+        removed(ids: readonly string[]) {
+          told.push([...ids].sort());
+          for (const id of ids) {
+            void events
+              .insertAtCommit?.(() => {
+                if (failing) throw new Error('the event cannot be written');
+                return { id: `gone-${id}` };
+              })
+              .catch(() => undefined);
+          }
+        },
+      };
+      // By id (with a condition the object fails: nothing removed, an empty list told).
+      expect(await things.remove({ id: 'a', kind: 'y' }, undefined, hooks)).toBe(0);
+      expect(await things.remove({ id: 'a' }, undefined, hooks)).toBe(1);
+      // A list of ids, one of them gone already: the ids removed, not the ids asked for.
+      expect(await things.remove({ id: { $in: ['a', 'b', 'c'] } }, undefined, hooks)).toBe(2);
+      // A filter the index answers exactly, and one it does not (read, then removed by seq).
+      expect(await things.remove({ kind: 'y' }, undefined, hooks)).toBe(1);
+      expect(told).toEqual([[], ['a'], ['b', 'c'], ['d']]);
+      expect((await events.find({}, { sort: { id: 1 } })).map((d) => d.id)).toEqual(['gone-a', 'gone-b', 'gone-c', 'gone-d']);
+      // What a hook asked for fails: the remove fails with it, nothing removed.
+      failing = true;
+      await expect(things.remove({ kind: 'z', n: { $gte: 1 } }, undefined, hooks)).rejects.toThrow('the event cannot be written');
+      failing = false;
+      expect((await things.find({}, { sort: { id: 1 } })).map((d) => d.id)).toEqual(['e', 'f']);
+      expect(await events.count({})).toBe(4);
+      expect(await things.remove({ kind: 'z', n: { $gte: 1 } }, undefined, hooks)).toBe(2);
+      expect(told.at(-1)).toEqual(['e', 'f']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses collections once closed', async () => {
     const store = await createEngineStore({ dir });
     await store.close();
