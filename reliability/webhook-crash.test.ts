@@ -13,6 +13,7 @@ import type { Receiver } from '../packages/type-webhook/test/helpers/receiver.js
 // @svc/type-webhook (its build) from the app's node_modules, and a receiver on 127.0.0.1:
 // - killed right after a write's outbox record is stored, before any attempt: delivered after restart;
 // - killed right after a delete is committed, before its listeners are told: delivered after restart;
+// - killed in a cascade, right after it removed the referring objects: their deletes are delivered;
 // - killed after a delivery's outcome is stored, before its journal row goes: not delivered again;
 // - killed while the receiver holds an attempt: the same event is delivered again after restart;
 // - killed during concurrent writes to a slow receiver: every acknowledged write's event arrives;
@@ -106,6 +107,28 @@ describe('the webhook outbox across kill -9', () => {
     expect(got.map((p) => `${p.event}:${p.object.id}:${String(p.object.title)}`).sort()).toEqual([`delete:${one.ids[0]}:gone by id`, `delete:${two.ids[0]}:gone in a list`, `delete:${two.ids[1]}:gone in a list too`].sort());
     // The objects are gone: each delete committed before its process was killed.
     for (const p of restarted) expect((await (await fetch(`${p.url}/todos`)).json()) as unknown[]).toEqual([]);
+  });
+
+  it("killed in the middle of a cascade (relations' onDelete), right after it removed the referring objects and before it told anyone: their delete events are delivered after the restart", async () => {
+    receiver = await startReceiver();
+    // todos refer to a list; deleting the list removes them (cascade); the webhook watches todos.
+    const app = await makeApp('cascade', { events: ['delete'] });
+    await mkdir(join(app, 'resources', 'lists'), { recursive: true });
+    await writeFile(join(app, 'resources', 'lists', 'config.json'), JSON.stringify({ type: 'Collection', properties: { name: { type: 'string' } } }));
+    await writeFile(join(app, 'resources', 'todos', 'config.json'), JSON.stringify({ type: 'Collection', properties: { title: { type: 'string' }, list: { type: 'relation', collection: '/lists', onDelete: 'cascade' } } }));
+    const first = await start(app, { SVC_TEST_CRASH_AT: 'relations:removed' });
+    const list = (await (await fetch(`${first.url}/lists`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'l' }) })).json()) as { id: string };
+    const ids: string[] = [];
+    for (const title of ['one', 'two']) {
+      const res = await fetch(`${first.url}/todos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title, list: list.id }) });
+      ids.push(((await res.json()) as { id: string }).id);
+    }
+    await expect(fetch(`${first.url}/lists/${list.id}`, { method: 'DELETE' })).rejects.toThrow();
+    await first.stop('SIGKILL');
+    expect(receiver.received).toHaveLength(0);
+    await start(app);
+    const got = (await receiver.waitFor(2)).map((r) => payloadOf(r.body));
+    expect(got.map((p) => `${p.event}:${p.object.id}`).sort()).toEqual(ids.map((id) => `delete:${id}`).sort());
   });
 
   it('killed after a delivery\'s outcome is stored, before its journal row is removed: not delivered again after the restart', async () => {

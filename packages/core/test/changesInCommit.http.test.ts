@@ -21,6 +21,8 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
   const inside: string[] = [];
   const copiedAfter: string[] = [];
   const copiedInside: string[] = [];
+  const upkeepAfter: string[] = [];
+  const upkeepInside: string[] = [];
   /** What the listener inside the write does: write an event, skip, or fail its event. */
   let mode: 'event' | 'skip' | 'fail' = 'event';
 
@@ -61,7 +63,23 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
         return events.insertAtCommit?.(() => ({ id: `copied-${change.kind}-${String(change.object.id)}` }));
       },
     );
-    t = await startTestServer(store.store, [watched, copied]);
+    // Relations' onDelete upkeep: a cascade removes kids, setNull updates pets, both watched alike.
+    const owners = new Collection({ path: '/owners', properties: { title: { type: 'string' } }, store: store.store.collection('owners') });
+    const related = (path: string, onDelete: 'cascade' | 'setNull'): Collection => {
+      const c = new Collection({ path, properties: { ...properties, owner: { type: 'relation', collection: '/owners', onDelete } }, store: store.store.collection(path.slice(1)) });
+      c.watchChanges(
+        (change: CollectionChange) => {
+          if (change.kind !== 'resync') upkeepAfter.push(`${path}:${change.kind}:${String(change.object.title)}`);
+        },
+        () => true,
+        (change: ObjectChange) => {
+          upkeepInside.push(`${path}:${change.kind}:${String(change.object.title)}`);
+          return events.insertAtCommit?.(() => ({ id: `upkeep-${change.kind}-${String(change.object.id)}` }));
+        },
+      );
+      return c;
+    };
+    t = await startTestServer(store.store, [watched, copied, owners, related('/kids', 'cascade'), related('/pets', 'setNull')]);
   });
   afterAll(async () => {
     await t.close();
@@ -95,6 +113,23 @@ describe.each(storeKinds())('change listeners told inside the write ($name store
     expect((await t.request('PUT', `/copied/${created.id}`, { body: { title: 'y' } })).status).toBe(200);
     expect(copiedInside).toEqual(inCommit ? ['create:x', 'update:y'] : []);
     expect(copiedAfter).toEqual(inCommit ? [] : ['create:x', 'update:y']);
+  });
+
+  it("relations' onDelete upkeep: a cascade's deletes and a setNull's updates are told inside their writes too", async () => {
+    const owner = ((await t.request('POST', '/owners', { body: { title: 'o' } })).body as { id: string }).id;
+    expect((await t.request('POST', '/kids', { body: { title: 'kid', owner } })).status).toBe(200);
+    expect((await t.request('POST', '/pets', { body: { title: 'pet', owner } })).status).toBe(200);
+    upkeepAfter.length = 0;
+    upkeepInside.length = 0;
+    expect((await t.request('DELETE', `/owners/${owner}`)).status).toBeLessThan(300);
+    expect((await t.request('GET', '/kids')).body).toEqual([]);
+    if (inCommit) {
+      expect(upkeepInside.sort()).toEqual(['/kids:delete:kid', '/pets:update:pet']);
+      expect(upkeepAfter).toEqual([]);
+    } else {
+      expect(upkeepInside).toEqual([]);
+      expect(upkeepAfter.sort()).toEqual(['/kids:delete:kid', '/pets:update:pet']);
+    }
   });
 
   it('a listener inside the write that writes nothing is called after it as well', async () => {

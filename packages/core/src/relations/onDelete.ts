@@ -1,5 +1,5 @@
 import { SvcError } from '../errors.js';
-import type { ObjectChange } from '../resources/changes.js';
+import type { ObjectChange, Staged } from '../resources/changes.js';
 import type { Filter } from '../store/Store.js';
 import type { Referrer, Relations } from './Relations.js';
 import { crashPoint } from '../crashPoint.js';
@@ -82,8 +82,11 @@ export async function runDelete(plan: DeletePlan): Promise<void> {
 async function removeTelling(relations: Relations, ids: readonly string[]): Promise<void> {
   const owner = relations.owner;
   const docs = owner.wantsChanges() ? await relations.store.find({ id: { $in: [...ids] } }, {}) : undefined;
-  await relations.store.remove({ id: { $in: [...ids] } });
-  if (docs !== undefined) await owner.tellChanges(docs.map((object) => ({ kind: 'delete', object })));
+  // Told inside the remove where the store can (a webhook's events committed with it), as a DELETE's.
+  const hooks = docs === undefined ? undefined : owner.deleteHooks?.(docs);
+  await relations.store.remove({ id: { $in: [...ids] } }, undefined, hooks);
+  crashPoint('relations:removed');
+  if (docs !== undefined) await owner.tellChanges(docs.map((object) => ({ kind: 'delete', object })), hooks === undefined ? undefined : docs.map((doc) => hooks.of(doc)));
   else if (owner.wantsChanges()) await owner.tellResync();
 }
 
@@ -138,14 +141,20 @@ async function clearReferences(referrer: Referrer, ids: ReadonlySet<string>, exc
   const wanted = owner.wantsChanges();
   const docs = await store.find(pointingAt(referrer, ids, except), wanted ? {} : { fields: { id: 1, [property]: 1 } });
   const changes: ObjectChange[] = [];
+  const staged: (Staged | undefined)[] = [];
   for (const doc of docs) {
+    // Told inside the update where the store can (a webhook's events committed with it).
+    const hooks = wanted ? owner.updateHooks?.() : undefined;
     const updated =
       referrer.def.many === true
-        ? await store.update({ id: doc.id }, { $pull: { [property]: [...ids] } })
-        : await store.update({ id: doc.id, [property]: doc[property] }, { $set: { [property]: null } });
-    if (wanted && updated !== null) changes.push({ kind: 'update', object: updated, previous: doc });
+        ? await store.update({ id: doc.id }, { $pull: { [property]: [...ids] } }, undefined, hooks)
+        : await store.update({ id: doc.id, [property]: doc[property] }, { $set: { [property]: null } }, undefined, hooks);
+    if (wanted && updated !== null) {
+      changes.push({ kind: 'update', object: updated, previous: doc });
+      staged.push(hooks);
+    }
   }
-  if (wanted) await owner.tellChanges(changes);
+  if (wanted) await owner.tellChanges(changes, staged);
   else if (docs.length > 0 && owner.wantsChanges()) await owner.tellResync();
 }
 

@@ -15,7 +15,7 @@ import type { Doc, Filter, StoreCollection, StoredTexts } from '../store/Store.j
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { ChangeListeners } from './changes.js';
-import type { StagedWrite } from './changes.js';
+import type { Staged, StagedDelete, StagedWrite } from './changes.js';
 import type { ChangesWanted, CollectionChangeListener, InCommitListener, ObjectChange } from './changes.js';
 import type { CollectionEventRunner, EventOutcome } from './events.js';
 import { handleDelete } from './deletes.js';
@@ -114,7 +114,7 @@ export class Collection implements Resource {
     this.store = options.store;
     this.events = options.events ?? NO_EVENTS;
     this.conflicts = options.conflicts;
-    this.changes = new ChangeListeners((doc) => this.visibility.withoutStoreOnly(doc));
+    this.changes = new ChangeListeners((doc) => this.visibility.withoutStoreOnly(doc), this.store.insertAtCommit !== undefined);
     this.relations = new Relations({ owner: this, store: this.store, settings: relationSettings(options.relations), onRemoved: (ids) => this.removed(ids) });
     const files = collectionFilesOf({ path: this.path, properties: this.properties, store: this.store, config: options.files, logger: () => this.logger });
     this.fileProps = files?.files;
@@ -135,25 +135,29 @@ export class Collection implements Resource {
       removed: (ids) => this.removed(ids),
       assertMatches: (ctx, stored, expected) => this.assertMatches(ctx, stored, expected),
       withoutStoreOnly: (doc) => this.withoutStoreOnly(doc),
-      deleteHooks: (docs) => (this.store.insertAtCommit === undefined ? undefined : this.changes.hooksForDelete(docs)),
+      deleteHooks: (docs) => this.deleteHooks(docs),
       afterCommit: (ctx, object, previous) => this.afterCommit(ctx, object, previous),
     };
   }
 
   /**
-   * Calls `listener` after every stored write of this collection (create, update, delete, from
-   * any request, script or root), in the store's order; answers a function that stops it.
-   * `wanted` (default: always) says when it needs them: a delete reads the object it removes only
-   * while some listener does. `inCommit`, when given, is told creates, updates and deletes inside
-   * the store's write where the store can (see InCommitListener); `listener` is not called for those.
+   * Calls `listener` after every stored write (any request, script or root), in the store's order;
+   * answers a function that stops it. `wanted` (default: always): when it needs them (a delete
+   * reads what it removes only then). `inCommit`: told the writes inside them where the store can
+   * (InCommitListener); `listener` is not called for those.
    */
   watchChanges(listener: CollectionChangeListener, wanted: ChangesWanted = () => true, inCommit?: InCommitListener): () => void {
     return this.changes.watch(listener, wanted, inCommit);
   }
 
-  /** The hooks of a write of this kind: the in-commit listeners', where the store runs them inside its writes. */
-  private writeHooks(kind: 'create' | 'update'): StagedWrite | undefined {
-    return this.store.insertAtCommit === undefined ? undefined : this.changes.hooksFor(kind);
+  /** The hooks of one update (relations' onDelete upkeep), for the store's update, then {@link tellChanges}. */
+  updateHooks(): StagedWrite | undefined {
+    return this.changes.hooksFor('update');
+  }
+
+  /** The hooks of one remove of `docs` (read before it), as {@link updateHooks} (`of(doc)` to tellChanges). */
+  deleteHooks(docs: readonly Doc[]): StagedDelete | undefined {
+    return this.changes.hooksForDelete(docs);
   }
 
   /** Whether some change listener needs this collection's writes now (cheap: asked per delete). */
@@ -161,12 +165,9 @@ export class Collection implements Resource {
     return this.changes.wanted();
   }
 
-  /**
-   * Tells the change listeners of writes made to this collection's store outside its own request
-   * paths (relations' onDelete upkeep, imports), objects as stored; store-only fields are dropped.
-   */
-  async tellChanges(changes: readonly ObjectChange[]): Promise<void> {
-    for (const change of changes) await this.changes.tell(change);
+  /** Tells the listeners of writes to the store outside its request paths (onDelete upkeep, imports); `staged[i]`: the hooks of `changes[i]`'s write. */
+  async tellChanges(changes: readonly ObjectChange[], staged?: readonly (Staged | undefined)[]): Promise<void> {
+    for (let i = 0; i < changes.length; i++) await this.changes.tell(changes[i] as ObjectChange, staged?.[i]);
   }
 
   /** Tells the change listeners that objects changed without saying which (a restore): they start afresh. */
@@ -425,7 +426,7 @@ export class Collection implements Resource {
     // reordering copy to make); assigned again after the spreads, where a script's `this.id` lands.
     const doc: Doc = { id, ...this.storable(object), ...(isPromise(hidden) ? await hidden : hidden) };
     doc.id = id;
-    const hooks = this.writeHooks('create');
+    const hooks = this.changes.hooksFor('create');
     const stored = await this.writing(() => (hooks === undefined ? this.store.insert(doc) : this.store.insert(doc, hooks)), chosenId !== undefined);
     // Each step awaited only when there is one: an await of nothing is a promise turn per write.
     if (this.fileProps !== undefined) await this.fileProps.afterCommit(ctx, stored, undefined);
@@ -503,7 +504,7 @@ export class Collection implements Resource {
     if (Object.keys(hidden).length > 0) ops.$set = { ...ops.$set, ...hidden };
     const condition = revised ? { revision: revised.revision } : undefined;
     const target = condition === undefined || typeof filter.id === 'string' ? filter : { id, $and: [filter] };
-    const hooks = this.writeHooks('update');
+    const hooks = this.changes.hooksFor('update');
     const updated = await this.writing(() => (hooks === undefined ? this.store.update(target, ops, condition) : this.store.update(target, ops, condition, hooks)));
     if (updated === null && condition !== undefined) return movedAfter(outcome !== undefined && (this.events.has('validate') || this.events.has('put')));
     if (updated === null) throw new SvcError('NO_MATCH', NO_MATCH);

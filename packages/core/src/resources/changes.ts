@@ -54,7 +54,11 @@ export class ChangeListeners {
   /** Listeners told inside the write as well. */
   private inCommit = 0;
 
-  constructor(private readonly strip: (doc: Doc) => Doc) {}
+  /** `inWrites`: whether the store tells hooks inside its writes (has `insertAtCommit`); else none are made. */
+  constructor(
+    private readonly strip: (doc: Doc) => Doc,
+    private readonly inWrites = false,
+  ) {}
 
   /** Whether any listener is registered (cheap: asked per write before building a change). */
   get any(): boolean {
@@ -87,12 +91,12 @@ export class ChangeListeners {
    * listeners answer is kept in it, for {@link tell}); undefined while no listener is told inside writes.
    */
   hooksFor(kind: 'create' | 'update'): StagedWrite | undefined {
-    return this.inCommit === 0 ? undefined : new StagedWrite(this, kind);
+    return this.inCommit === 0 || !this.inWrites ? undefined : new StagedWrite(this, kind);
   }
 
   /** The hooks of a remove of `docs` (read before it), as {@link hooksFor}: told which of them went. */
   hooksForDelete(docs: readonly Doc[]): StagedDelete | undefined {
-    return this.inCommit === 0 ? undefined : new StagedDelete(this, docs);
+    return this.inCommit === 0 || !this.inWrites ? undefined : new StagedDelete(this, docs);
   }
 
   /** Inside a write: tells the in-commit listeners; answers what they answered, by listener. */
@@ -149,7 +153,7 @@ export class ChangeListeners {
 }
 
 /** What the in-commit listeners answered when told one write (see ChangeListeners.tell). */
-interface Staged {
+export interface Staged {
   readonly answers: Map<CollectionChangeListener, Promise<void>> | undefined;
 }
 
