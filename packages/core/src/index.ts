@@ -39,7 +39,7 @@ export type { AccountMail, AccountMailer, AccountMailKind } from './resources/ac
 export { LoginLimiter, loginLimitSettings } from './resources/loginLimiter.js';
 export type { LoginAttempt, LoginLimiterOptions, LoginLimits, LoginLimitsFactory, LoginLimitSettings } from './resources/loginLimiter.js';
 export type { CollectionEvent, CollectionEventRunner, EventInput, EventOutcome, GetChanges, GetColumns } from './resources/events.js';
-export type { ChangesWanted, CollectionChange, CollectionChangeListener, InCommitListener, ObjectChange, WrittenChange } from './resources/changes.js';
+export type { ChangesWanted, CollectionChange, CollectionChangeListener, InCommitListener, ObjectChange, StagedChange, WrittenChange } from './resources/changes.js';
 export { AggregateScanError, AggregateTimeoutError, DuplicateKeyError, isCollectionName, assertCollectionName } from './store/Store.js';
 export type { AggregateRow, AggregateSpec, Doc, Filter, FindOptions, IndexSpec, KeptList, ManyOps, RemoveHooks, Revised, Store, StoreCollection, StoredTexts, UpdateOps, WriteCondition, WriteHooks } from './store/Store.js';
 export { forwardCollection, forwardStore, NOW_METHODS, PROMISED_METHODS, STORE_METHODS } from './store/forwardStore.js';

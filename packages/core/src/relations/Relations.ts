@@ -5,7 +5,7 @@ import { isPlainObject } from '../query/parseQueryString.js';
 import type { ResourceHost } from '../resource.js';
 import type { Doc, Filter, RemoveHooks, StoreCollection, StoredTexts, WriteHooks } from '../store/Store.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
-import type { ObjectChange, Staged } from '../resources/changes.js';
+import type { ObjectChange, StagedChange } from '../resources/changes.js';
 import { aggregate } from './aggregate.js';
 import { planDelete, runDelete, sweepAfterDelete } from './onDelete.js';
 import type { DeletePlan } from './onDelete.js';
@@ -44,11 +44,11 @@ export interface RelatedCollection {
    * Tells its change listeners of onDelete's writes to its store, as any write of its own is told;
    * `staged[i]`: the hooks given to the write of `changes[i]` (what they were told inside it).
    */
-  tellChanges(changes: readonly ObjectChange[], staged?: readonly (Staged | undefined)[]): Promise<void>;
-  /** The hooks of one update of its store by onDelete (its in-commit listeners', where the store runs them). */
-  updateHooks?(): (WriteHooks & Staged) | undefined;
+  tellChanges(changes: readonly ObjectChange[], staged?: readonly (StagedChange | undefined)[]): Promise<void>;
+  /** The hooks of one write to its store by onDelete (its in-commit listeners', where the store runs them). */
+  writeHooks?(kind: 'create' | 'update'): (WriteHooks & StagedChange) | undefined;
   /** The hooks of one remove of `docs` from its store by onDelete; `of(doc)`: what they were told of it. */
-  deleteHooks?(docs: readonly Doc[]): (RemoveHooks & { of(doc: Doc): Staged | undefined }) | undefined;
+  deleteHooks?(docs: readonly Doc[]): (RemoveHooks & { of(doc: Doc): StagedChange | undefined }) | undefined;
   /** Tells them that objects changed unseen (nobody listened when onDelete began, someone does now). */
   tellResync(): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import { SvcError } from '../errors.js';
-import type { ObjectChange, Staged } from '../resources/changes.js';
+import type { ObjectChange, StagedChange } from '../resources/changes.js';
 import type { Filter } from '../store/Store.js';
 import type { Referrer, Relations } from './Relations.js';
 import { crashPoint } from '../crashPoint.js';
@@ -141,10 +141,10 @@ async function clearReferences(referrer: Referrer, ids: ReadonlySet<string>, exc
   const wanted = owner.wantsChanges();
   const docs = await store.find(pointingAt(referrer, ids, except), wanted ? {} : { fields: { id: 1, [property]: 1 } });
   const changes: ObjectChange[] = [];
-  const staged: (Staged | undefined)[] = [];
+  const staged: (StagedChange | undefined)[] = [];
   for (const doc of docs) {
     // Told inside the update where the store can (a webhook's events committed with it).
-    const hooks = wanted ? owner.updateHooks?.() : undefined;
+    const hooks = wanted ? owner.writeHooks?.('update') : undefined;
     const updated =
       referrer.def.many === true
         ? await store.update({ id: doc.id }, { $pull: { [property]: [...ids] } }, undefined, hooks)

@@ -15,7 +15,7 @@ import type { Doc, Filter, StoreCollection, StoredTexts } from '../store/Store.j
 import type { Logger } from '../logger.js';
 import type { Context, PropertyDef, Reply } from '../types.js';
 import { ChangeListeners } from './changes.js';
-import type { Staged, StagedDelete, StagedWrite } from './changes.js';
+import type { StagedChange, StagedDelete, StagedWrite } from './changes.js';
 import type { ChangesWanted, CollectionChangeListener, InCommitListener, ObjectChange } from './changes.js';
 import type { CollectionEventRunner, EventOutcome } from './events.js';
 import { handleDelete } from './deletes.js';
@@ -150,12 +150,12 @@ export class Collection implements Resource {
     return this.changes.watch(listener, wanted, inCommit);
   }
 
-  /** The hooks of one update (relations' onDelete upkeep), for the store's update, then {@link tellChanges}. */
-  updateHooks(): StagedWrite | undefined {
-    return this.changes.hooksFor('update');
+  /** The hooks of one write made outside the request paths (onDelete upkeep, imports), for the store's write, then {@link tellChanges}. */
+  writeHooks(kind: 'create' | 'update'): StagedWrite | undefined {
+    return this.changes.hooksFor(kind);
   }
 
-  /** The hooks of one remove of `docs` (read before it), as {@link updateHooks} (`of(doc)` to tellChanges). */
+  /** The hooks of one remove of `docs` (read before it), as {@link writeHooks} (`of(doc)` to tellChanges). */
   deleteHooks(docs: readonly Doc[]): StagedDelete | undefined {
     return this.changes.hooksForDelete(docs);
   }
@@ -166,7 +166,7 @@ export class Collection implements Resource {
   }
 
   /** Tells the listeners of writes to the store outside its request paths (onDelete upkeep, imports); `staged[i]`: the hooks of `changes[i]`'s write. */
-  async tellChanges(changes: readonly ObjectChange[], staged?: readonly (Staged | undefined)[]): Promise<void> {
+  async tellChanges(changes: readonly ObjectChange[], staged?: readonly (StagedChange | undefined)[]): Promise<void> {
     for (let i = 0; i < changes.length; i++) await this.changes.tell(changes[i] as ObjectChange, staged?.[i]);
   }
 

@@ -126,7 +126,7 @@ export class ChangeListeners {
    * write (`staged`, the hooks the write was given) is not called again: what it answered then is
    * waited for.
    */
-  async tell(change: CollectionChange, staged?: Staged): Promise<void> {
+  async tell(change: CollectionChange, staged?: StagedChange): Promise<void> {
     if (this.listeners.size === 0) return;
     const told: CollectionChange =
       change.kind === 'resync'
@@ -153,12 +153,12 @@ export class ChangeListeners {
 }
 
 /** What the in-commit listeners answered when told one write (see ChangeListeners.tell). */
-export interface Staged {
+export interface StagedChange {
   readonly answers: Map<CollectionChangeListener, Promise<void>> | undefined;
 }
 
 /** The hooks of one create or update: told inside the store's write, they keep what the in-commit listeners answered. */
-export class StagedWrite implements WriteHooks, Staged {
+export class StagedWrite implements WriteHooks, StagedChange {
   /** What the in-commit listeners answered, by listener (none told yet: undefined). */
   answers: Map<CollectionChangeListener, Promise<void>> | undefined;
 
@@ -179,7 +179,7 @@ export class StagedWrite implements WriteHooks, Staged {
  * went, it tells the in-commit listeners of each of those deleted, and keeps what they answered.
  */
 export class StagedDelete implements RemoveHooks {
-  private readonly told = new Map<Doc, Staged>();
+  private readonly told = new Map<Doc, StagedChange>();
 
   constructor(
     private readonly listeners: ChangeListeners,
@@ -198,7 +198,7 @@ export class StagedDelete implements RemoveHooks {
   }
 
   /** What the in-commit listeners answered for `doc` (undefined: it was not told in the write). */
-  of(doc: Doc): Staged | undefined {
+  of(doc: Doc): StagedChange | undefined {
     return this.told.get(doc);
   }
 }

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { DuplicateKeyError, deepEqual } from '@svc/core';
-import type { Doc, ObjectChange, StoreCollection, UpdateOps } from '@svc/core';
+import type { Doc, ObjectChange, StagedChange, StoreCollection, UpdateOps } from '@svc/core';
 import type { CollectionImportStatus } from '../importStatus.js';
 import type { ChangeTarget, RunImportOptions } from './runImport.js';
 import { toSvcDoc } from './toPlain.js';
@@ -78,9 +78,10 @@ async function writeBatch(target: StoreCollection, docs: Doc[], entry: Collectio
   await forEachLimit(docs, WRITE_CONCURRENCY, async (doc) => {
     try {
       const before = known.get(doc.id);
-      const change = before === undefined ? await insertOrReplace(target, doc, entry) : await replace(target, doc, before, entry);
-      // Asked after the write, as a Collection does: a live query that started before it hears of it.
-      if (change !== undefined && changes?.wantsChanges() === true) await changes.tellChanges([change]);
+      const told = before === undefined ? await insertOrReplace(target, doc, entry, changes) : await replace(target, doc, before, entry, changes);
+      // Told as a Collection tells its own writes: every listener (a webhook on creates only wants
+      // no reads before deletes, but hears of every write), what was told inside the write waited for.
+      if (told !== undefined && changes !== undefined) await changes.tellChanges([told.change], [told.hooks]);
     } catch (err) {
       entry.failed++;
       if (entry.errors.length < MAX_ERRORS) entry.errors.push(`${doc.id}: ${(err as Error).message}`);
@@ -115,23 +116,30 @@ async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T)
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** A write of the import and the hooks it was given (told inside it where the store can). */
+interface Told {
+  change: ObjectChange;
+  hooks: StagedChange | undefined;
+}
+
 /** Inserts `doc` (or replaces the object written meanwhile); answers the change made. */
-async function insertOrReplace(target: StoreCollection, doc: Doc, entry: CollectionImportStatus): Promise<ObjectChange | undefined> {
+async function insertOrReplace(target: StoreCollection, doc: Doc, entry: CollectionImportStatus, changes: ChangeTarget | undefined): Promise<Told | undefined> {
+  const hooks = changes?.writeHooks?.('create');
   try {
-    const stored = await target.insert(doc);
+    const stored = await target.insert(doc, hooks);
     entry.inserted++;
-    return { kind: 'create', object: stored };
+    return { change: { kind: 'create', object: stored }, hooks };
   } catch (err) {
     // Written meanwhile (another run, or two source ids with the same string form).
     if (!(err instanceof DuplicateKeyError) || err.field !== 'id') throw err;
     const current = await target.findOne({ id: doc.id });
     if (current === null) throw err;
-    return replace(target, doc, current, entry);
+    return replace(target, doc, current, entry, changes);
   }
 }
 
 /** Makes the stored object equal to `doc`: changed properties set, vanished ones unset; answers the change made, if any. */
-async function replace(target: StoreCollection, doc: Doc, before: Doc, entry: CollectionImportStatus): Promise<ObjectChange | undefined> {
+async function replace(target: StoreCollection, doc: Doc, before: Doc, entry: CollectionImportStatus, changes: ChangeTarget | undefined): Promise<Told | undefined> {
   if (deepEqual(before, doc)) {
     entry.unchanged++;
     return undefined;
@@ -141,7 +149,8 @@ async function replace(target: StoreCollection, doc: Doc, before: Doc, entry: Co
   if (Object.keys(values).length > 0) ops.$set = values;
   const gone = Object.keys(before).filter((k) => k !== 'id' && !(k in values));
   if (gone.length > 0) ops.$unset = Object.fromEntries(gone.map((k) => [k, true as const]));
-  const updated = await target.update({ id }, ops);
+  const hooks = changes?.writeHooks?.('update');
+  const updated = await target.update({ id }, ops, undefined, hooks);
   entry.updated++;
-  return updated === null ? undefined : { kind: 'update', object: updated, previous: before };
+  return updated === null ? undefined : { change: { kind: 'update', object: updated, previous: before }, hooks };
 }

@@ -1,6 +1,6 @@
 import { MongoClient } from 'mongodb';
 import type { Db } from 'mongodb';
-import type { Logger, ObjectChange, Store } from '@svc/core';
+import type { Logger, ObjectChange, StagedChange, Store, WriteHooks } from '@svc/core';
 import type { CollectionImportStatus, ImportStatus } from '../importStatus.js';
 import { importCollection } from './importCollection.js';
 import { checkImportTarget, resourceNameFor } from './writeCollectionConfig.js';
@@ -22,10 +22,15 @@ export interface RunImportOptions {
   changesOf?(resource: string): ChangeTarget | undefined;
 }
 
-/** A Collection as the import tells it of its writes (live queries), as its own writes are told. */
+/**
+ * A Collection as the import tells it of its writes (live queries, webhooks), as its own writes
+ * are told: the hooks of each write (`writeHooks`, told inside it where the store can, so that a
+ * webhook's event is committed with the object), then `tellChanges` with them.
+ */
 export interface ChangeTarget {
   wantsChanges(): boolean;
-  tellChanges(changes: readonly ObjectChange[]): Promise<void>;
+  tellChanges(changes: readonly ObjectChange[], staged?: readonly (StagedChange | undefined)[]): Promise<void>;
+  writeHooks?(kind: 'create' | 'update'): (WriteHooks & StagedChange) | undefined;
 }
 
 const RESOURCE_PATH = /^[A-Za-z0-9][A-Za-z0-9_-]*(?:\/[A-Za-z0-9][A-Za-z0-9_-]*)*$/;
