@@ -85,7 +85,8 @@ export function createWebhook(context: ResourceTypeContext<WebhookSettings>, tim
       const logger = context.logger;
       unwatch = target.watchChanges(
         (change) => enqueue(change, filter, config, outbox, deliverer, context.name, logger),
-        () => config.events.has('delete'),
+        // Reads before a delete, and whole objects before relations' setNull updates, only for these.
+        () => config.events.has('delete') || config.events.has('update'),
         (change, chars) => stage(change, chars, filter, config, outbox, deliverer, context.name, logger),
       );
       // Deliveries start once the app answers requests (an On Get needs the server).

@@ -42,6 +42,19 @@ describe.each(stores)('Webhook on the $name', { concurrent: true }, ({ db, appJs
       return app;
     };
 
+    test("relations' onDelete upkeep is delivered as the collection's own writes: a setNull's update to a webhook on updates only", async () => {
+      const a = await start({
+        todos: { ...TODOS, properties: { ...TODOS.properties, list: { type: 'relation', collection: '/lists', onDelete: 'setNull' } } },
+        hook: { events: ['update'] },
+        resources: { lists: { type: 'Collection', properties: { name: { type: 'string' } } } },
+      });
+      const list = ((await a.call('POST', '/lists', { name: 'l' })).body as { id: string }).id;
+      const kept = ((await a.call('POST', '/todos', { title: 'kept', list })).body as { id: string }).id;
+      expect((await a.call('DELETE', `/lists/${list}`)).status).toBe(204);
+      const [got] = (await receiver.waitFor(1)).map(payloadOf);
+      expect(got).toMatchObject({ event: 'update', object: { id: kept, title: 'kept', list: null }, previous: { id: kept, title: 'kept', list } });
+    });
+
     test('creates, updates and deletes are POSTed, signed, with the object as anonymous may read it', async () => {
       const a = await start();
       const created = await a.call('POST', '/todos', { title: 'one', note: 'secret note' });

@@ -42,6 +42,8 @@ export type InCommitListener = (change: ObjectChange, chars: number) => Promise<
  * Whether a listener needs the collection's writes now (live queries: while some process has a
  * subscription that could need them). Asked before a delete, to read the object it removes only
  * then, and again after it: a listener that started needing them meanwhile is told to resync.
+ * Relations' onDelete upkeep asks it too: its setNull updates read whole objects, and are told,
+ * only then. Creates and updates of the collection's own are told to every listener regardless.
  */
 export type ChangesWanted = () => boolean;
 
