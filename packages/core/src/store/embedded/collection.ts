@@ -217,7 +217,7 @@ export class EngineCollection implements StoreCollection {
       this.#insertRow(doc.id as string, text, stored);
       // Last: nothing after it can fail the write once the hooks asked for their writes.
       hooks?.stored(stored, undefined, text.length);
-    }, true);
+    }, true, hooks !== undefined);
     return stored;
   }
 
@@ -320,7 +320,7 @@ export class EngineCollection implements StoreCollection {
       this.#revisions.advanced(stored.id);
       hooks?.stored(stored, before, text.length + next.length);
       return stored;
-    }, true);
+    }, true, hooks !== undefined);
   }
 
   async remove(filter: Filter, condition?: WriteCondition, hooks?: RemoveHooks): Promise<number> {
@@ -330,7 +330,7 @@ export class EngineCollection implements StoreCollection {
       // Last: nothing after it can fail the remove once the hooks asked for their writes.
       hooks?.removed(removed.ids ?? []);
       return removed.count;
-    }, true);
+    }, true, hooks !== undefined);
   }
 
   /** The remove's rows (inside its write): how many went and, when `named`, their ids. */
@@ -427,9 +427,9 @@ export class EngineCollection implements StoreCollection {
   }
 
   /** A write through the group commit; a disk that refuses it answers the client's SvcError (507/503). */
-  async #write<T>(run: () => T, oneStatement = false): Promise<T> {
+  async #write<T>(run: () => T, oneStatement = false, gather = false): Promise<T> {
     try {
-      const value = await this.#engine.write(run, oneStatement);
+      const value = await this.#engine.write(run, oneStatement, gather);
       this.#disk.wrote();
       return value;
     } catch (err) {

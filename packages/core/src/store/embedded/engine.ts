@@ -94,6 +94,8 @@ export class Engine {
   /** A group commit is running its writes: atCommit joins it. */
   #flushing = false;
   #scheduled = false;
+  /** A queued write asked to gather (see write): the group commit waits one more turn first. */
+  #gather = false;
   #idle: { promise: Promise<void>; resolve(): void } | undefined;
   #closed = false;
   /** Something was committed since the last checkpoint. */
@@ -220,17 +222,29 @@ export class Engine {
    * `oneStatement`: the write changes the database with one statement only, the last it runs (the
    * path facts it saves before it only ever grow, so they may stay when the statement fails): it
    * needs no savepoint, since SQLite undoes a failed statement by itself (see #flush).
+   * `gather`: the write's hooks add writes of their own to its commit (atCommit: a webhook's
+   * journal row), pages that each commit writes once whatever its size, so the group commit waits
+   * one more turn of the event loop for the writes of other requests to join it (bench/RESULTS.md,
+   * "Issue 43, round 17").
    */
-  write<T>(run: () => T, oneStatement = false): Promise<T> {
+  write<T>(run: () => T, oneStatement = false, gather = false): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('the store is closed'));
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ run, oneStatement, resolve: resolve as (value: unknown) => void, reject });
+      if (gather) this.#gather = true;
       if (!this.#scheduled) {
         this.#scheduled = true;
-        setImmediate(() => this.#flush());
+        setImmediate(this.#flushSoon);
       }
     });
   }
+
+  /** The group commit, one turn later when a queued write asked to gather. */
+  readonly #flushSoon = (): void => {
+    if (!this.#gather) return this.#flush();
+    this.#gather = false;
+    setImmediate(() => this.#flush());
+  };
 
   /**
    * Runs `run` in the transaction of the group commit under way, after its writes and just before
@@ -248,6 +262,7 @@ export class Engine {
   #flush(): void {
     this.#endRead();
     this.#scheduled = false;
+    this.#gather = false;
     const batch = this.#queue;
     if (batch.length === 0) return;
     const results: { ok: boolean; value: unknown }[] = [];

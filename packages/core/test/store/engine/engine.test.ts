@@ -421,6 +421,33 @@ describe('embedded engine', () => {
     }
   });
 
+  it('a write whose hooks add writes to its commit waits one more turn for other writes to join that commit; one without hooks does not', async () => {
+    const store = await createEngineStore({ dir });
+    try {
+      const things = store.collection('gathered');
+      await things.insert({ id: 'first' });
+      const run = async (hooked: boolean): Promise<string[]> => {
+        const order: string[] = [];
+        const hooks = hooked ? { stored() {} } : undefined;
+        const a = things.insert({ id: `a-${String(hooked)}` }, hooks).then(() => order.push('a committed'));
+        let b: Promise<unknown> = Promise.resolve();
+        setImmediate(() => {
+          order.push('b asked');
+          b = things.insert({ id: `b-${String(hooked)}` }).then(() => order.push('b committed'));
+        });
+        await a;
+        await new Promise((resolve) => setImmediate(resolve));
+        await b;
+        return order;
+      };
+      // Gathered: b, asked a turn later, is committed with a.
+      expect(await run(true)).toEqual(['b asked', 'a committed', 'b committed']);
+      expect(await run(false)).toEqual(['a committed', 'b asked', 'b committed']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses collections once closed', async () => {
     const store = await createEngineStore({ dir });
     await store.close();
