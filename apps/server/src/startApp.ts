@@ -1,14 +1,13 @@
 import { repeatLimitedLogger } from './repeatLimitedLogger.js';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { ReceivedFiles, ThumbnailQueues, createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
+import { ReceivedFiles, crashPoint, ThumbnailQueues, createEmbeddedStore, createEngineStore, createMongoStore, createServer, createConsoleLogger, forwardStore, silentLogger } from '@svc/core';
 import type { AnyResourceType, DrainOutcome, ExtraRoute, InternalRequest, Logger, Realtime, Resource, ResourceFiles, ResourceType, Store, SvcServer } from '@svc/core';
 import type { AppMetrics, MetricsSettings, MetricsSources } from './metrics.js';
 import type * as MetricsModule from './metrics.js';
 import { buildResources, readProperties } from './buildResources.js';
 import { applySettings, runMigrations } from './migrations.js';
 import type { MigrationRun } from './migrations.js';
-import { crashPoint } from './crashPoint.js';
 import { loadInstalledTypes } from './installedTypes.js';
 import { createScriptFactory } from './scripts.js';
 import { ModuleBundles, bundleModules, loadScriptModules } from './scriptModules.js';

@@ -62,6 +62,7 @@ export type { SessionEndListener, SessionManagerOptions, SessionRecord } from '.
 export { createConsoleLogger, DEFAULT_LOG_BACKLOG, LOG_FORMATS, redactText, silentLogger } from './logger.js';
 export type { AccessEntry, ConsoleLogger, ConsoleLoggerOptions, LogFormat, Logger, LogLevel, LogStream } from './logger.js';
 export { createId } from './ids.js';
+export { crashPoint } from './crashPoint.js';
 export { isLocalHostName } from './rootKeys.js';
 export { redactUrl } from './redactUrl.js';
 export { escapeLineBreaks } from './lineBreaks.js';

@@ -1,6 +1,5 @@
-import { OutboundPolicy, SvcError, coreRangeOf, defineResourceType, isSvcError, matchesFilter } from '@svc/core';
+import { OutboundPolicy, crashPoint, SvcError, coreRangeOf, defineResourceType, isSvcError, matchesFilter } from '@svc/core';
 import type { Collection, CollectionChange, Filter, Logger, ObjectChange, OutboundLookup, ResourceHost, ResourceImplementation, ResourceTypeContext } from '@svc/core';
-import { crashPoint } from './internal/crash.js';
 import { Deliverer } from './internal/deliverer.js';
 import { Lease } from './internal/lease.js';
 import { Outbox } from './internal/outbox.js';

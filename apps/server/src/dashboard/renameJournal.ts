@@ -2,9 +2,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { forgetRecord, recordApplied } from '@svc/core';
+import { crashPoint, forgetRecord, recordApplied } from '@svc/core';
 import type { Doc, Logger, Store } from '@svc/core';
-import { crashPoint } from '../crashPoint.js';
 import { MIGRATIONS_DIR, writeMigrationFile } from '../migrations.js';
 
 /**

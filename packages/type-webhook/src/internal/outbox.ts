@@ -1,6 +1,5 @@
-import { DuplicateKeyError, createId } from '@svc/core';
+import { DuplicateKeyError, crashPoint, createId } from '@svc/core';
 import type { Doc, Filter, StoreCollection } from '@svc/core';
-import { crashPoint } from './crash.js';
 import { Journal } from './journal.js';
 import type { WebhookEvent } from './settings.js';
 

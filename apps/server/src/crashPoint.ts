@@ -1,8 +1,0 @@
-/**
- * For crash tests only: kills this process at once (kill -9, no cleanup) when the environment
- * variable SVC_TEST_CRASH_AT names this step, so that a test can stop a multi-step change at an
- * exact point instead of guessing a delay. Unset, it does nothing.
- */
-export function crashPoint(step: string): void {
-  if (process.env.SVC_TEST_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
-}
