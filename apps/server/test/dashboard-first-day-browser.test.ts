@@ -118,8 +118,13 @@ describe.skipIf(!run)('the dashboard on a first day, in the browser', () => {
           panel: document.querySelector('[role=tabpanel]')?.getAttribute('aria-labelledby'),
         };
       });
-    // Generous: a loaded machine renders slowly.
-    const moved = (hash: string) => until(async () => (await state()).hash === hash, 30_000);
+    // Generous: a loaded machine renders slowly. The address changes first, the panel is drawn
+    // after it (the panel of the tab before it was still there for a moment): both are awaited.
+    const moved = (hash: string) =>
+      until(async () => {
+        const now = await state();
+        return now.hash === hash && now.panel === `tab-${hash.slice(hash.lastIndexOf('/') + 1)}`;
+      }, 30_000);
     expect(await page.getAttribute('[role=tablist]', 'aria-label')).toBe('/posts');
     expect((await state()).tabs).toEqual(['tab-data:true:0', 'tab-properties:false:-1', 'tab-rules:false:-1', 'tab-events:false:-1', 'tab-api:false:-1']);
     expect((await state()).panel).toBe('tab-data');
