@@ -56,6 +56,8 @@ export class Deliverer {
   /** Attempts made here lately: id -> the attempt number finished (a stale find shows fewer); in the order they finished. */
   private readonly finished = new Map<string, { attempt: number; at: number }>();
   private timer: NodeJS.Timeout | undefined;
+  /** The timer is armed for a look at once (schedule(0)). */
+  private timerSoon = false;
   private passing = false;
   private again = false;
   /** Records read (or offered) and not started yet, the oldest first; `queued` holds their ids. */
@@ -189,9 +191,19 @@ export class Deliverer {
     await this.options.lease.release().catch((err: unknown) => this.warn('could not release its lease (it expires by itself)', err));
   }
 
+  /**
+   * The next look, in `ms`. A look already due at once stays as it is: while the outbox has a
+   * backlog and nothing is being sent, every new event asks for one (offer), and re-arming a timer
+   * per write cost a timer's removal and insertion each time.
+   */
   private schedule(ms: number): void {
+    if (ms === 0 && this.timerSoon) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.pass(), ms);
+    this.timerSoon = ms === 0;
+    this.timer = setTimeout(() => {
+      this.timerSoon = false;
+      void this.pass();
+    }, ms);
     this.timer.unref();
   }
 

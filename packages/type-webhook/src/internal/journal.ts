@@ -34,11 +34,22 @@ interface OwnRow {
   left: number;
 }
 
+/**
+ * Where a new event's record, as this process made it, holds its row while the row is tracked:
+ * a symbol, so no store encodes it (JSON, the embedded store's name checks and BSON skip symbol
+ * keys). A map of event ids to rows cost a store of its own per event, kept in the heap until the
+ * record was stored or the map was cut (bench/RESULTS.md, "Issue 43, round 18").
+ */
+const ROW = Symbol('journal row');
+
+/** A new event's record while its row is tracked. */
+type Tracked = DeliveryRecord & { [ROW]?: OwnRow };
+
 /** Rows read at once when events are taken up into the delivery records. */
 const ROWS_READ = 16;
 /** Rows one taking up reads at most (rows whose events all have records make none: the bound of its work). */
 const MAX_ROWS_TAKEN = 256;
-/** Events of this process's rows tracked for the prompt removal of a row (past this, the taking up removes them). */
+/** Rows of this process known by id, so that a row taken up is no longer removed by its records (past this, such a removal may run, and removes nothing). */
 const MAX_TRACKED = 10_000;
 /** Events in one row at most (a turn with more writes makes several rows). */
 const MAX_PER_ROW = 256;
@@ -67,8 +78,8 @@ export class Journal {
   private open: { events: DeliveryRecord[]; stored: Promise<void> } | undefined;
   /** The events of the group commit under way (stage), stored in it as one row. */
   private committing: { events: DeliveryRecord[]; chars: number; stored: Promise<void> } | undefined;
-  /** Events of rows stored here whose record is not stored yet: event id -> its row. */
-  private readonly rowOf = new Map<string, OwnRow>();
+  /** This process's rows whose events do not all have their record yet, by id (see track). */
+  private readonly ownRows = new Map<string, OwnRow>();
 
   constructor(
     readonly rows: StoreCollection,
@@ -142,23 +153,31 @@ export class Journal {
     this.track(events);
   }
 
-  /** The events of a row this process stored: its row goes once each has its record (recorded). */
+  /**
+   * The events of a row this process stored: its row goes once each has its record (recorded).
+   * Each record holds its row (ROW), for as long as the deliverer holds the record: one it let go
+   * (a backlog: the outbox is read again later) leaves its row to be taken up.
+   */
   private track(events: readonly DeliveryRecord[]): void {
     if (events.length === 0) return;
-    if (this.rowOf.size + events.length > MAX_TRACKED) this.rowOf.clear();
     const own: OwnRow = { id: rowIdOf(events), left: events.length };
-    for (const event of events) this.rowOf.set(event.id, own);
+    if (this.ownRows.size >= MAX_TRACKED) this.ownRows.clear();
+    this.ownRows.set(own.id, own);
+    for (const event of events) (event as Tracked)[ROW] = own;
   }
 
   /**
    * The event's delivery record is stored: its row goes once it was the last of the row's events
-   * without one (a row of another process, or one no longer tracked, goes when taken up).
+   * without one (a row of another process, a record read from the store, or a row taken up, goes
+   * when taken up).
    */
-  async recorded(eventId: string): Promise<void> {
-    const own = this.rowOf.get(eventId);
+  async recorded(record: DeliveryRecord): Promise<void> {
+    const own = (record as Tracked)[ROW];
     if (own === undefined) return;
-    this.rowOf.delete(eventId);
-    if (--own.left === 0) await this.rows.remove({ id: own.id });
+    (record as Tracked)[ROW] = undefined;
+    if (--own.left !== 0 || own.id === '') return;
+    this.ownRows.delete(own.id);
+    await this.rows.remove({ id: own.id });
   }
 
   /**
@@ -183,7 +202,12 @@ export class Journal {
     const missing = await withoutRecord(this.records, recordsOf(row));
     await insertNew(this.records, missing);
     await this.rows.remove({ id: row.id });
-    for (const event of row.events) this.rowOf.delete(event.id);
+    // Its records made here, in memory, no longer remove it.
+    const own = this.ownRows.get(row.id);
+    if (own !== undefined) {
+      own.id = '';
+      this.ownRows.delete(row.id);
+    }
     return missing.length;
   }
 

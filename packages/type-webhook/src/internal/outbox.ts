@@ -184,7 +184,7 @@ export class Outbox {
       }
     }
     crashPoint('webhook:recorded');
-    await this.journal.recorded(record.id);
+    await this.journal.recorded(record);
   }
 
   /**
