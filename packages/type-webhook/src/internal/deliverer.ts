@@ -33,10 +33,12 @@ export interface DelivererOptions {
 const BUSY_SAMPLE_MS = 200;
 /**
  * While writes saturate the process (Pace.paced): one delivery at a time, each started at least
- * this long after the previous one (at most 50 a second: a few per cent of a core, so the writes
- * keep their throughput; the outbox never stops moving, oldest first, and catches up once there is room).
+ * this long after the previous one (at most 20 a second: a delivery out of a backlog cost ~300-450
+ * µs of CPU, so ~1% of a core, where 50 a second took 2-3% of the writes' throughput; the outbox
+ * never stops moving, oldest first, and catches up once there is room: bench/RESULTS.md, "Issue 43,
+ * round 18").
  */
-const BUSY_GAP_MS = 20;
+const BUSY_GAP_MS = 50;
 
 /** Attempts finished here lately, by record id: a find begun before one finished must not start it again. */
 const FINISHED_KEPT_MS = 10 * 60_000;
