@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEmbeddedStore, createEngineStore, createMongoStore } from '@svc/core';
-import type { Store, WriteHooks } from '@svc/core';
+import { createEmbeddedStore, createEngineStore, createMongoStore, forwardCollection } from '@svc/core';
+import type { FindOptions, Store, WriteHooks } from '@svc/core';
 import { Outbox, eventId } from '../src/internal/outbox.js';
 
 const mongoUrl = process.env.SVC_TEST_MONGODB_URL;
@@ -136,6 +136,41 @@ for (const kind of stores) {
       for (const record of later) await outbox.finish(record, 1, { ok: true, status: 200, durationMs: 1, body: '{}' });
       expect(await outbox.counts()).toEqual({ pending: 0, delivered: 4, dead: 0, skipped: 1 });
       expect(await outbox.journal.rows.count({})).toBe(0);
+    });
+
+    it('takes rows up in pages sized by the rows it read last, each event once, and says when rows are left', async () => {
+      opened = await kind.open();
+      // The rows each read of the journal asks for.
+      const asked: number[] = [];
+      const journal = opened.store.collection('hooks_webhook_new');
+      const counted = forwardCollection(journal, {
+        call(method, run, args) {
+          const limit = (args[1] as FindOptions | undefined)?.limit;
+          if (method === 'find' && limit !== undefined) asked.push(limit);
+          return run();
+        },
+      });
+      const outbox = new Outbox(opened.store.collection('hooks_webhook'), counted);
+      await outbox.init();
+      // Five rows of ten events (one turn each).
+      for (let row = 0; row < 5; row++) await Promise.all(Array.from({ length: 10 }, (_, i) => outbox.add('create', { id: `r${row}e${i}`, title: 't' }, undefined, 3)));
+      expect(await outbox.journal.rows.count({})).toBe(5);
+      const leftAfter: number[] = [];
+      const more: boolean[] = [];
+      for (let pass = 0; pass < 3; pass++) {
+        await outbox.due(Date.now() + 10, 15);
+        leftAfter.push(await outbox.journal.rows.count({}));
+        more.push(outbox.moreNew);
+      }
+      // 15 wanted: two rows (20 events) a pass, then the last one.
+      expect(leftAfter).toEqual([3, 1, 0]);
+      expect(more).toEqual([true, true, false]);
+      // The first read asks for 15 rows (nothing known of their size), the next ones for two at a
+      // time (rows of ten), and one to learn whether a row is left.
+      expect(asked).toEqual([15, 2, 1, 2]);
+      const all = await outbox.records.find({}, { fields: { objectId: 1 } });
+      expect(all).toHaveLength(50);
+      expect(new Set(all.map((r) => r.objectId)).size).toBe(50);
     });
 
     // Inside writes: the store's write hooks and insertAtCommit (the SQLite engine has them).

@@ -78,6 +78,8 @@ export class Journal {
   private open: { events: DeliveryRecord[]; stored: Promise<void> } | undefined;
   /** The events of the group commit under way (stage), stored in it as one row. */
   private committing: { events: DeliveryRecord[]; chars: number; stored: Promise<void> } | undefined;
+  /** Events in the last row taken up (how many rows the next taking up reads at once). */
+  private perRow = 1;
   /** This process's rows whose events do not all have their record yet, by id (see track). */
   private readonly ownRows = new Map<string, OwnRow>();
 
@@ -187,13 +189,19 @@ export class Journal {
    */
   async takeUp(limit: number): Promise<boolean> {
     let made = 0;
-    for (let read = 0; read < MAX_ROWS_TAKEN; read += ROWS_READ) {
-      const rows = (await this.rows.find({}, { sort: { id: 1 }, limit: ROWS_READ })) as unknown as JournalRow[];
+    for (let read = 0; read < MAX_ROWS_TAKEN; ) {
+      // As many rows as the events still wanted fill, by the size of the last row read: rows of a
+      // busy process hold dozens of events each, and 16 of them read (each decoded whole) to take
+      // up 32 events was most of a delivery's reads (bench/RESULTS.md, "Issue 43, round 18").
+      const page = Math.min(ROWS_READ, Math.max(1, Math.ceil((limit - made) / this.perRow)));
+      const rows = (await this.rows.find({}, { sort: { id: 1 }, limit: page })) as unknown as JournalRow[];
+      read += page;
       for (const row of rows) {
         if (made >= limit) return true;
         made += await this.takeUpRow(row);
+        if (typeof row.n === 'number' && row.n > 0) this.perRow = row.n;
       }
-      if (rows.length < ROWS_READ) return false;
+      if (rows.length < page) return false;
     }
     return true;
   }
